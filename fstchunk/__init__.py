@@ -1,0 +1,15 @@
+"""fstchunk: weighted finite-state machines for minimum-risk chunking.
+
+The tree follows the design: encodings (:mod:`fstchunk.encodings`) -> machines
+(:mod:`fstchunk.grammars`) -> models and lattices -> expectations and gradients ->
+decoders and trainers -> CLI (:mod:`fstchunk.cli`).
+"""
+
+from .encodings import (SCHEMES, chunks_to_tags, conlleval_chunks, convert, is_valid,
+                        tags_to_chunks)
+from .tagset import TagSet
+
+__version__ = "0.1.0"
+
+__all__ = ["SCHEMES", "TagSet", "chunks_to_tags", "conlleval_chunks", "convert",
+           "is_valid", "tags_to_chunks"]

@@ -1,0 +1,134 @@
+"""Reading and writing CoNLL column files.
+
+One token per line, columns separated by white space (or a chosen delimiter),
+blank lines between sentences, UTF-8.  Lines whose first column is
+``-DOCSTART-`` mark document starts and are skipped (they are not sentences).
+Every token line of a file must have the same number of columns, as conlleval.pl
+demands; a line that breaks this, or bytes that are not UTF-8, raise
+:class:`CoNLLError` naming the file and line.
+
+Pitfall: sentence boundaries are blank lines; a file that does not end in a blank
+line still ends its last sentence.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Sequence
+
+
+class CoNLLError(ValueError):
+    """A malformed CoNLL file; the message names file and line."""
+
+
+@dataclass
+class Sentence:
+    """One sentence: ``rows[i]`` is the list of columns of token ``i``."""
+    rows: list[list[str]]
+    lines: list[int] = field(default_factory=list)   # 1-based line numbers
+    source: str = "<input>"
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def column(self, j: int) -> list[str]:
+        """Column ``j`` (negative counts from the right), e.g. ``column(-1)``."""
+        return [r[j] for r in self.rows]
+
+    @property
+    def words(self) -> list[str]:
+        return self.column(0)
+
+    def where(self, i: int) -> str:
+        """``file:line`` of token ``i``."""
+        line = self.lines[i] if i < len(self.lines) else "?"
+        return f"{self.source}:{line}"
+
+
+def _lines(path_or_file) -> Iterator[tuple[int, str]]:
+    """(line number, text) pairs; a path is decoded line by line so that a bad
+    byte is reported at its own line, not at the start of a buffer."""
+    if hasattr(path_or_file, "read"):
+        name = getattr(path_or_file, "name", "<stream>")
+        for lineno, raw in enumerate(path_or_file, 1):
+            yield lineno, raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        return
+    name = os.fspath(path_or_file)
+    with open(name, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise CoNLLError(f"{name}:{lineno}: not valid UTF-8 ({e.reason} at byte "
+                                 f"{e.start} of the line)") from None
+            yield lineno, text.lstrip("\ufeff") if lineno == 1 else text
+
+
+def iter_conll(path_or_file, delimiter: str | None = None,
+               min_columns: int = 1) -> Iterator[Sentence]:
+    """Sentences of a CoNLL file, lazily.  ``delimiter=None`` splits on white space."""
+    name = (getattr(path_or_file, "name", "<stream>") if hasattr(path_or_file, "read")
+            else os.fspath(path_or_file))
+    ncols = None
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    for lineno, raw in _lines(path_or_file):
+        line = raw.rstrip("\r\n")
+        if not line.strip():
+            if rows:
+                yield Sentence(rows, lines, name)
+            rows, lines = [], []
+            continue
+        cols = line.split(delimiter) if delimiter else line.split()
+        if cols[0] == "-DOCSTART-":
+            if rows:
+                yield Sentence(rows, lines, name)
+            rows, lines = [], []
+            continue
+        if ncols is None:
+            ncols = len(cols)
+            if ncols < min_columns:
+                raise CoNLLError(f"{name}:{lineno}: expected at least {min_columns} "
+                                 f"columns, found {ncols}: {line!r}")
+        elif len(cols) != ncols:
+            raise CoNLLError(f"{name}:{lineno}: expected {ncols} columns like the "
+                             f"lines before, found {len(cols)}: {line!r}")
+        rows.append(cols)
+        lines.append(lineno)
+    if rows:
+        yield Sentence(rows, lines, name)
+
+
+def read_conll(path_or_file, delimiter: str | None = None,
+               min_columns: int = 1) -> list[Sentence]:
+    """All sentences of a CoNLL file (see :func:`iter_conll`)."""
+    return list(iter_conll(path_or_file, delimiter, min_columns))
+
+
+def write_conll(sentences: Iterable[Sentence | Sequence[Sequence[str]]], out,
+                delimiter: str = " ") -> None:
+    """Write sentences (or lists of rows) to a path or text stream, blank-line separated."""
+    fh, _, close = (out, None, False) if hasattr(out, "write") else (
+        open(os.fspath(out), "w", encoding="utf-8"), None, True)
+    try:
+        for sent in sentences:
+            rows = sent.rows if isinstance(sent, Sentence) else sent
+            for r in rows:
+                fh.write(delimiter.join(r) + "\n")
+            fh.write("\n")
+    finally:
+        if close:
+            fh.close()
+
+
+def conll_string(sentences) -> str:
+    buf = io.StringIO()
+    write_conll(sentences, buf)
+    return buf.getvalue()
+
+
+def data_dir() -> str:
+    """Where the shared corpora live: ``$FSTCHUNK_DATA`` or ``../shared/data``."""
+    return os.environ.get("FSTCHUNK_DATA", os.path.join("..", "shared", "data"))

@@ -1,0 +1,163 @@
+"""Chunk scoring exactly as conlleval.pl computes it, and per-sentence F_β.
+
+Definitions (Jansche slides §8), for hypothesis x and reference y:
+tp(x, y) = chunks (same type, same span) in both; m(x) = chunks of x;
+P = tp/m(x), R = tp/m(y), and
+
+    F_β(x | y) = (β+1)·tp / (m(x) + β·m(y))  =  (1+β)·P·R / (β·P + R).
+
+Pitfall: this β weights recall *linearly*; the van Rijsbergen/conlleval form
+(1+b²)PR/(b²P+R) is the same measure with b² = β.  At β = 1 both are FB1.
+
+Corpus scores (:func:`evaluate`) follow conlleval.pl: micro-averaged over chunks,
+P = 0 when nothing was found, F = 0 when P + R = 0, token accuracy = share of
+tokens whose full tag is right.  Invalid sequences are read as conlleval.pl reads
+them (:func:`fstchunk.encodings.conlleval_chunks`), or leniently in a given scheme.
+The per-sentence F (:func:`sentence_f`) instead uses the convention 0/0 := 1 of the
+slides, which the expected-utility code uses too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from . import encodings as enc
+
+Chunk = enc.Chunk
+
+
+def f_beta(tp: float, m_hyp: float, m_ref: float, beta: float = 1.0) -> float:
+    """F_β = (β+1)·tp / (m_hyp + β·m_ref), with 0/0 := 1 (Jansche slides §2, §8)."""
+    _check_beta(beta)
+    den = m_hyp + beta * m_ref
+    return 1.0 if den == 0 else (beta + 1.0) * tp / den
+
+
+def _check_beta(beta: float) -> None:
+    if not (beta >= 0 and beta < float("inf")):
+        raise ValueError(f"beta must be a finite number >= 0, got {beta!r}")
+
+
+def sentence_f(hyp: Iterable[Chunk], ref: Iterable[Chunk], beta: float = 1.0) -> float:
+    """F_β of one sentence's chunk sets, 0/0 := 1."""
+    h, r = set(hyp), set(ref)
+    return f_beta(len(h & r), len(h), len(r), beta)
+
+
+def read_chunks(tags: Sequence[str], scheme: str | None = None) -> list[Chunk]:
+    """Chunks as the scorer reads them: conlleval.pl's reading, or ``scheme``'s lenient one."""
+    return enc.conlleval_chunks(tags) if scheme is None else enc.tags_to_chunks(
+        tags, scheme, strict=False)
+
+
+@dataclass
+class Scores:
+    """Counts and the derived figures for one chunk type (or all)."""
+    correct: int = 0      # tp
+    found: int = 0        # chunks in the hypothesis, m(x)
+    gold: int = 0         # chunks in the reference, m(y)
+    beta: float = 1.0
+
+    @property
+    def precision(self) -> float:
+        return 100.0 * self.correct / self.found if self.found else 0.0
+
+    @property
+    def recall(self) -> float:
+        return 100.0 * self.correct / self.gold if self.gold else 0.0
+
+    @property
+    def f(self) -> float:
+        p, r, b = self.precision, self.recall, self.beta
+        return (1 + b) * p * r / (b * p + r) if p + r > 0 else 0.0
+
+
+@dataclass
+class Report:
+    """conlleval.pl's figures: overall, per type, and token accuracy."""
+    overall: Scores
+    per_type: dict[str, Scores]
+    tokens: int
+    correct_tags: int
+    sentences: int
+    beta: float = 1.0
+    sentence_f: list[float] = field(default_factory=list)
+
+    @property
+    def accuracy(self) -> float:
+        return 100.0 * self.correct_tags / self.tokens if self.tokens else 0.0
+
+    @property
+    def mean_sentence_f(self) -> float:
+        return sum(self.sentence_f) / len(self.sentence_f) if self.sentence_f else 0.0
+
+    def conlleval(self) -> str:
+        """The report in conlleval.pl's format."""
+        o = self.overall
+        fname = "FB1" if self.beta == 1 else f"F{self.beta:g}"
+        lines = [f"processed {self.tokens} tokens with {o.gold} phrases; "
+                 f"found: {o.found} phrases; correct: {o.correct}."]
+        if self.tokens > 0:
+            lines.append(f"accuracy: {self.accuracy:6.2f}%; precision: {o.precision:6.2f}%; "
+                         f"recall: {o.recall:6.2f}%; {fname}: {o.f:6.2f}")
+        for t in sorted(self.per_type):
+            s = self.per_type[t]
+            lines.append(f"{t:>17}: precision: {s.precision:6.2f}%; recall: {s.recall:6.2f}%; "
+                         f"{fname}: {s.f:6.2f}  {s.found}")
+        return "\n".join(lines) + "\n"
+
+    def as_dict(self) -> dict:
+        def d(s: Scores) -> dict:
+            return {"precision": s.precision, "recall": s.recall, "f": s.f,
+                    "correct": s.correct, "found": s.found, "gold": s.gold}
+        return {"beta": self.beta, "tokens": self.tokens, "sentences": self.sentences,
+                "accuracy": self.accuracy, "overall": d(self.overall),
+                "per_type": {t: d(s) for t, s in sorted(self.per_type.items())},
+                "mean_sentence_f": 100.0 * self.mean_sentence_f}
+
+    def json(self) -> str:
+        return json.dumps(self.as_dict(), indent=2, sort_keys=True)
+
+
+def evaluate(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
+             scheme: str | None = None, beta: float = 1.0,
+             where: Sequence[str] | None = None) -> Report:
+    """Score predicted against gold tag sequences (one list per sentence).
+
+    ``scheme=None`` reads tags exactly as conlleval.pl; a scheme reads them
+    leniently in that scheme.  ``where`` names each sentence in error messages.
+    """
+    _check_beta(beta)
+    if len(gold) != len(pred):
+        raise ValueError(f"{len(gold)} gold sentences but {len(pred)} predicted")
+    overall = Scores(beta=beta)
+    per_type: dict[str, Scores] = {}
+    tokens = correct_tags = 0
+    sent_f = []
+    for k, (g, p) in enumerate(zip(gold, pred)):
+        if len(g) != len(p):
+            at = where[k] if where else f"sentence {k}"
+            raise ValueError(f"{at}: {len(g)} gold tags but {len(p)} predicted")
+        tokens += len(g)
+        correct_tags += sum(a == b for a, b in zip(g, p))
+        gc, pc = set(read_chunks(g, scheme)), set(read_chunks(p, scheme))
+        tp = gc & pc
+        for name, chunks in (("gold", gc), ("found", pc), ("correct", tp)):
+            for t, n in Counter(c[0] for c in chunks).items():
+                s = per_type.setdefault(t, Scores(beta=beta))
+                setattr(s, name, getattr(s, name) + n)
+            setattr(overall, name, getattr(overall, name) + len(chunks))
+        sent_f.append(f_beta(len(tp), len(pc), len(gc), beta))
+    return Report(overall, per_type, tokens, correct_tags, len(gold), beta, sent_f)
+
+
+def evaluate_file(path, scheme: str | None = None, beta: float = 1.0,
+                  delimiter: str | None = None) -> Report:
+    """Score a CoNLL file whose last two columns are gold and predicted tags."""
+    from .conll import read_conll
+    sents = read_conll(path, delimiter=delimiter, min_columns=2)
+    return evaluate([s.column(-2) for s in sents], [s.column(-1) for s in sents],
+                    scheme=scheme, beta=beta, where=[s.where(0) for s in sents])

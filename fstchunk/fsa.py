@@ -1,0 +1,170 @@
+"""Small helpers for building and inspecting pynini machines over tag labels.
+
+Pitfalls:
+
+* pynini's string compilation treats ``[`` and ``]`` specially and splits on
+  white space; tags are therefore turned into machines by *label*, never by
+  compiling a string (:func:`string_fst`, :func:`union_of`).
+* :func:`pynini.difference` needs an unweighted, epsilon-free, deterministic
+  subtrahend; the builders work in the standard (tropical) semiring with no
+  weights and convert to the caller's arc type at the end (:func:`to_arc_type`).
+* OpenFst has no "is functional" test; :func:`is_functional` decides it for
+  epsilon-free letter-to-letter machines (all machines here) from ``T^-1 o T``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, Iterator, Sequence
+
+import pynini
+
+ARC_TYPES = ("standard", "log", "log64")
+
+
+def check_arc_type(arc_type: str) -> str:
+    if arc_type not in ARC_TYPES:
+        raise ValueError(f"unknown arc type {arc_type!r}; use one of {', '.join(ARC_TYPES)}")
+    return arc_type
+
+
+def attach(fst: pynini.Fst, symbols: pynini.SymbolTable) -> pynini.Fst:
+    """Attach ``symbols`` as input and output table (in place); return ``fst``."""
+    fst.set_input_symbols(symbols)
+    fst.set_output_symbols(symbols)
+    return fst
+
+
+def union_of(labels: Iterable[int] | Iterable[tuple[int, int]], arc_type: str = "standard",
+             ) -> pynini.Fst:
+    """Two-state machine with one arc per label (or ``(ilabel, olabel)`` pair)."""
+    f = pynini.Fst(arc_type)
+    s, t = f.add_state(), f.add_state()
+    f.set_start(s)
+    f.set_final(t)
+    one = pynini.Weight.one(f.weight_type())
+    for lab in labels:
+        i, o = lab if isinstance(lab, tuple) else (lab, lab)
+        f.add_arc(s, pynini.Arc(i, o, one, t))
+    return f
+
+
+def string_fst(labels: Sequence[int], arc_type: str = "standard",
+               olabels: Sequence[int] | None = None) -> pynini.Fst:
+    """Linear machine reading ``labels`` (writing ``olabels`` if given)."""
+    olabels = labels if olabels is None else olabels
+    if len(olabels) != len(labels):
+        raise ValueError("input and output label sequences differ in length")
+    f = pynini.Fst(arc_type)
+    s = f.add_state()
+    f.set_start(s)
+    one = pynini.Weight.one(f.weight_type())
+    for i, o in zip(labels, olabels):
+        t = f.add_state()
+        f.add_arc(s, pynini.Arc(i, o, one, t))
+        s = t
+    f.set_final(s)
+    return f
+
+
+def to_arc_type(fst: pynini.Fst, arc_type: str) -> pynini.Fst:
+    """Copy of ``fst`` with arcs of ``arc_type`` (weights carried over)."""
+    check_arc_type(arc_type)
+    if fst.arc_type() == arc_type:
+        return fst.copy()
+    map_type = {"standard": "to_std", "log": "to_log", "log64": "to_log64"}[arc_type]
+    return pynini.arcmap(fst, map_type=map_type)
+
+
+def unweighted_optimize(fst: pynini.Fst) -> pynini.Fst:
+    """Epsilon-free, deterministic, minimal copy of an unweighted acceptor or
+    functional letter transducer (label pairs encoded while determinizing)."""
+    f = fst.copy().rmepsilon()
+    if f.properties(pynini.ACCEPTOR, True) == pynini.ACCEPTOR:
+        return pynini.determinize(f).minimize()
+    mapper = pynini.EncodeMapper(f.arc_type(), encode_labels=True)
+    f.encode(mapper)
+    f = pynini.determinize(f).minimize()
+    return f.decode(mapper)
+
+
+def weight_value(w) -> float:
+    """A pynini weight as a float (``inf`` for zero in tropical/log)."""
+    s = str(w)
+    return math.inf if s == "Infinity" else float(s)
+
+
+def paths(fst: pynini.Fst, limit: int = 100000) -> list[tuple[list[int], list[int], float]]:
+    """All successful paths of an acyclic machine: (ilabels, olabels, -log weight).
+
+    Epsilon labels (0) are dropped from the label lists.
+    """
+    if fst.num_states() == 0 or fst.start() == pynini.NO_STATE_ID:
+        return []
+    if fst.properties(pynini.CYCLIC, True) == pynini.CYCLIC:
+        raise ValueError("paths() needs an acyclic machine")
+    out = []
+    stack = [(fst.start(), [], [], 0.0)]
+    while stack:
+        s, il, ol, w = stack.pop()
+        fw = weight_value(fst.final(s))
+        if fw != math.inf:
+            out.append((il, ol, w + fw))
+            if len(out) > limit:
+                raise ValueError(f"more than {limit} paths")
+        for a in fst.arcs(s):
+            stack.append((a.nextstate,
+                          il + ([a.ilabel] if a.ilabel else []),
+                          ol + ([a.olabel] if a.olabel else []),
+                          w + weight_value(a.weight)))
+    return out
+
+
+def is_functional(fst: pynini.Fst) -> bool | None:
+    """Whether ``fst`` maps each input to at most one output (weights ignored).
+
+    Decided exactly for epsilon-free machines: trim ``T^-1 o T``; every arc of an
+    epsilon-free letter machine then reads and writes the same label iff the
+    relation is a partial identity, i.e. iff ``T`` is functional.  Returns
+    ``None`` (unknown) for machines with epsilon arcs.
+    """
+    f = pynini.arcmap(fst.copy(), map_type="rmweight")
+    if f.properties(pynini.EPSILONS, True) == pynini.EPSILONS:
+        return None
+    if f.properties(pynini.ACCEPTOR, True) == pynini.ACCEPTOR:
+        return True
+    inv = f.copy().invert().arcsort(sort_type="olabel")
+    r = pynini.compose(inv, f.arcsort(sort_type="ilabel")).connect()
+    return all(a.ilabel == a.olabel for s in r.states() for a in r.arcs(s))
+
+
+def properties(fst: pynini.Fst) -> dict[str, object]:
+    """The figures ``fstchunk grammar info`` prints."""
+    def has(p):
+        return fst.properties(p, True) == p
+    return {
+        "states": fst.num_states(),
+        "arcs": sum(fst.num_arcs(s) for s in fst.states()),
+        "arc type": fst.arc_type(),
+        "acceptor": has(pynini.ACCEPTOR),
+        "deterministic": has(pynini.I_DETERMINISTIC),
+        "functional": is_functional(fst),
+        "acyclic": has(pynini.ACYCLIC),
+        "epsilon-free": has(pynini.NO_EPSILONS),
+        "unweighted": has(pynini.UNWEIGHTED),
+    }
+
+
+def accepted_strings(fst: pynini.Fst, symbols: pynini.SymbolTable,
+                     max_len: int) -> Iterator[tuple[str, ...]]:
+    """Input strings of length <= ``max_len`` accepted by ``fst`` (test helper)."""
+    f = pynini.arcmap(fst.copy(), map_type="rmweight").project("input").rmepsilon()
+    f = pynini.determinize(f)
+    stack = [(f.start(), ())]
+    while stack:
+        s, seq = stack.pop()
+        if f.final(s) != pynini.Weight.zero(f.weight_type()):
+            yield seq
+        if len(seq) < max_len:
+            for a in f.arcs(s):
+                stack.append((a.nextstate, seq + (symbols.find(a.ilabel),)))

@@ -1,0 +1,149 @@
+"""The registry of every machine fstchunk can build, for inspection and export.
+
+``fstchunk grammar list|info|print|draw|export`` goes through :data:`GRAMMARS`:
+each entry names a builder in :mod:`fstchunk.grammars` and the options it reads
+(scheme, chunk types, target scheme, length bound, arc type).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+import pynini
+
+from . import encodings as enc
+from . import fsa
+from .tagset import normalize_types
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a builder may read; unused fields are ignored."""
+    scheme: str = "IOB2"
+    types: tuple[str, ...] = ("",)
+    target: str = "IOBES"
+    max_length: int = 4
+    arc_type: str = "log64"
+    theta: float = 0.5
+
+    def __post_init__(self):
+        object.__setattr__(self, "scheme", enc.canonical_scheme(self.scheme))
+        object.__setattr__(self, "target", enc.canonical_scheme(self.target))
+        object.__setattr__(self, "types", normalize_types(self.types))
+        fsa.check_arc_type(self.arc_type)
+        if not (isinstance(self.max_length, int) and 1 <= self.max_length <= 64):
+            raise ValueError(f"max_length must be an integer in 1..64, got {self.max_length!r}")
+
+
+@dataclass(frozen=True)
+class Grammar:
+    name: str
+    summary: str
+    build: Callable[[Options], pynini.Fst]
+    reads: tuple[str, ...] = field(default=("scheme", "types"))
+
+
+def _validity(o: Options) -> pynini.Fst:
+    from .grammars.validity import validity_acceptor
+    return validity_acceptor(o.scheme, o.types, o.arc_type)
+
+
+def _encoder(o: Options) -> pynini.Fst:
+    from .grammars.conversion import encoder
+    return encoder(o.scheme, o.types, o.arc_type)
+
+
+def _convert(o: Options) -> pynini.Fst:
+    from .grammars.conversion import conversion_transducer
+    if o.scheme == o.target:
+        raise ValueError(f"source and target scheme are both {o.scheme}")
+    return conversion_transducer(o.scheme, o.target, o.types, o.arc_type)
+
+
+GRAMMARS: dict[str, Grammar] = {g.name: g for g in (
+    Grammar("validity", "acceptor of the valid tag sequences of --scheme "
+            "(star-free: Γ+ minus forbidden starts, bigrams and ends)", _validity),
+    Grammar("encoder", "IOBES -> --scheme: the cdrewrite cascade every conversion is "
+            "built from", _encoder),
+    Grammar("convert", "functional transducer rewriting --scheme sequences into "
+            "--target (E_scheme^-1 o E_target)", _convert, ("scheme", "target", "types")),
+)}
+
+
+def register(grammar: Grammar) -> None:
+    GRAMMARS[grammar.name] = grammar
+
+
+def build(name: str, options: Options | None = None, **kw) -> pynini.Fst:
+    """Build the registered machine ``name`` (keyword options override ``options``)."""
+    if name not in GRAMMARS:
+        raise ValueError(f"unknown grammar {name!r}; known: {', '.join(GRAMMARS)}")
+    o = replace(options or Options(), **kw) if kw else (options or Options())
+    return GRAMMARS[name].build(o)
+
+
+def far_key(name: str, o: Options) -> str:
+    g = GRAMMARS[name]
+    parts = [name]
+    if "scheme" in g.reads:
+        parts.append(o.scheme)
+    if "target" in g.reads:
+        parts.append(o.target)
+    if "max_length" in g.reads:
+        parts.append(f"n{o.max_length}")
+    return ".".join(parts)
+
+
+def export_far(path: str, names: list[str] | None, options: Options) -> list[str]:
+    """Write the named machines (default: every grammar, every target scheme) to a FAR."""
+    jobs: list[tuple[str, Options]] = []
+    for name in names or list(GRAMMARS):
+        if name not in GRAMMARS:
+            raise ValueError(f"unknown grammar {name!r}; known: {', '.join(GRAMMARS)}")
+        if "target" in GRAMMARS[name].reads and not names:
+            jobs += [(name, replace(options, target=t)) for t in enc.SCHEMES
+                     if t != options.scheme]
+        else:
+            jobs.append((name, options))
+    written = {}
+    for name, o in jobs:
+        written[far_key(name, o)] = build(name, o)
+    with pynini.Far(path, "w", arc_type=options.arc_type) as far:
+        for key in sorted(written):
+            far[key] = written[key]
+    return sorted(written)
+
+
+def att_text(fst: pynini.Fst) -> str:
+    """AT&T text with tag names (acceptors in the 3-column form)."""
+    acceptor = fst.properties(pynini.ACCEPTOR, True) == pynini.ACCEPTOR
+    return fst.print(acceptor=acceptor, show_weight_one=False)
+
+
+def draw(fst: pynini.Fst, path: str, title: str = "") -> str:
+    """Draw ``fst`` to ``path``: ``.dot`` always; ``.svg``/``.png``/``.pdf`` via Graphviz.
+
+    Raises ``RuntimeError`` with install instructions when Graphviz ``dot`` is missing.
+    """
+    root, ext = os.path.splitext(path)
+    ext = ext.lower().lstrip(".")
+    if ext not in ("dot", "svg", "png", "pdf"):
+        raise ValueError(f"cannot draw to {path!r}: use a .dot, .svg, .png or .pdf file name")
+    acceptor = fst.properties(pynini.ACCEPTOR, True) == pynini.ACCEPTOR
+    dot_path = path if ext == "dot" else root + ".dot"
+    fst.draw(dot_path, acceptor=acceptor, title=title, portrait=True, vertical=False,
+             show_weight_one=False, float_format="g", precision=4)
+    if ext == "dot":
+        return path
+    exe = shutil.which("dot")
+    if exe is None:
+        raise RuntimeError(
+            f"wrote {dot_path}, but rendering {ext.upper()} needs Graphviz's 'dot' program, "
+            "which is not installed: install it (Debian/Ubuntu: apt-get install graphviz; "
+            "macOS: brew install graphviz; conda: conda install graphviz) or draw to a .dot file")
+    subprocess.run([exe, f"-T{ext}", dot_path, "-o", path], check=True)
+    return path

@@ -1,0 +1,117 @@
+import json
+import shutil
+
+import pynini
+import pytest
+
+from fstchunk import machines
+from fstchunk.cli import main
+from fstchunk.grammars import conversion, validity
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_grammar_list(capsys):
+    code, out, _ = run(capsys, "grammar", "list")
+    assert code == 0
+    names = [line.split()[0] for line in out.splitlines()]
+    assert names == list(machines.GRAMMARS)
+    assert {"validity", "encoder", "convert"} <= set(names)
+
+
+def test_grammar_info(capsys):
+    code, out, _ = run(capsys, "grammar", "info", "validity", "--types", "NP,VP")
+    assert code == 0
+    info = dict(line.split(": ", 1) for line in out.splitlines())
+    acc = validity.validity_acceptor("IOB2", ["NP", "VP"])
+    assert int(info["states"]) == acc.num_states()
+    assert info["acceptor"] == "True" and info["deterministic"] == "True"
+    assert info["arc type"] == "log64" and info["epsilon-free"] == "True"
+
+
+def test_grammar_print_shows_tag_names(capsys):
+    code, out, _ = run(capsys, "grammar", "print", "convert", "--scheme", "IOB2",
+                       "--target", "IOE1", "--tags", "O,B-NP,I-NP")
+    assert code == 0
+    rows = [r.split("\t") for r in out.splitlines()]
+    labels = {c for r in rows if len(r) >= 4 for c in r[2:4]}
+    assert labels == {"O", "B-NP", "I-NP", "E-NP"}
+    arcs = sum(1 for r in rows if len(r) >= 4)
+    m = conversion.conversion_transducer("IOB2", "IOE1", ["NP"])
+    assert arcs == sum(m.num_arcs(s) for s in m.states())
+
+
+def test_grammar_export_reads_back(capsys, tmp_path):
+    far = str(tmp_path / "g.far")
+    code, out, _ = run(capsys, "grammar", "export", "--types", "NP", "--scheme", "IOE2",
+                       "-o", far)
+    assert code == 0
+    with pynini.Far(far, "r") as f:
+        got = {k: fst.copy() for k, fst in f}
+    assert "validity.IOE2" in got and "convert.IOE2.IOB1" in got and len(got) >= 9
+    assert pynini.equal(got["validity.IOE2"], validity.validity_acceptor("IOE2", ["NP"]))
+    assert pynini.equal(got["convert.IOE2.IOB1"],
+                        conversion.conversion_transducer("IOE2", "IOB1", ["NP"]))
+    assert got["validity.IOE2"].input_symbols().find("I-NP") > 0
+
+
+def test_grammar_export_from_data(capsys, tmp_path, corpus):
+    far = str(tmp_path / "v.far")
+    code, out, _ = run(capsys, "grammar", "export", "validity", "--from-data",
+                       corpus("conll2000", "test.txt"), "-o", far)
+    assert code == 0
+    with pynini.Far(far, "r") as f:
+        (key, fst), = [(k, v.copy()) for k, v in f]
+    from fstchunk.conll import read_conll
+    from fstchunk.encodings import chunk_types
+    types = chunk_types(t for s in read_conll(corpus("conll2000", "test.txt")) for t in s.column(-1))
+    assert key == "validity.IOB2" and len(types) >= 10
+    assert fst.num_states() == 2 + len(types)    # start, O, one state per chunk type
+
+
+def test_grammar_draw(capsys, tmp_path):
+    dot = tmp_path / "v.dot"
+    code, out, _ = run(capsys, "grammar", "draw", "validity", "--types", "NP,VP", "-o", str(dot))
+    assert code == 0
+    text = dot.read_text()
+    assert "digraph" in text and "B-NP" in text and "I-VP" in text
+    svg = tmp_path / "v.svg"
+    code, out, err = run(capsys, "grammar", "draw", "validity", "--types", "NP", "-o", str(svg))
+    if shutil.which("dot"):
+        assert code == 0 and "<svg" in svg.read_text()
+    else:
+        assert code == 2 and "apt-get install graphviz" in err
+
+
+def test_bad_grammar_and_options(capsys):
+    code, _, err = run(capsys, "grammar", "info", "nosuch")
+    assert code == 2 and "unknown grammar 'nosuch'" in err
+    code, _, err = run(capsys, "grammar", "info", "validity", "--scheme", "IOX")
+    assert code == 2 and "unknown chunk scheme 'IOX'" in err
+
+
+def test_eval_text_and_json(capsys, tmp_path):
+    p = tmp_path / "pred.txt"
+    p.write_text("He PRP B-NP B-NP\nran VBD B-VP B-NP\n\nOK UH O O\n", encoding="utf-8")
+    code, out, _ = run(capsys, "eval", str(p))
+    assert code == 0
+    assert out.splitlines()[0] == "processed 3 tokens with 2 phrases; found: 2 phrases; correct: 1."
+    code, out, _ = run(capsys, "eval", str(p), "--json")
+    d = json.loads(out)
+    assert d["overall"]["precision"] == 50.0 and d["accuracy"] == pytest.approx(200 / 3)
+
+
+def test_eval_malformed_file(capsys, tmp_path):
+    p = tmp_path / "bad.txt"
+    p.write_text("He PRP B-NP B-NP\nran B-VP\n", encoding="utf-8")
+    code, _, err = run(capsys, "eval", str(p))
+    assert code == 2 and "bad.txt:2: expected 4 columns" in err
+
+
+def test_demo_runs(capsys):
+    code, out, _ = run(capsys, "demo")
+    assert code == 0 and "Verwilghen" in out

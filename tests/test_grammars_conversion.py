@@ -1,0 +1,64 @@
+import pynini
+import pytest
+
+from fstchunk import encodings as enc
+from fstchunk import fsa
+from fstchunk.grammars import conversion
+from fstchunk.tagset import TagSet
+from conftest import all_chunkings
+
+TYPES = ("NP", "VP")
+
+
+def relation_upto(fst, ts, n):
+    """All (input, output) tag-string pairs of ``fst`` with inputs of length <= n."""
+    sigma = fsa.union_of(ts.labels, fst.arc_type())
+    bounded = pynini.union(*(pynini.closure(sigma, k, k) for k in range(1, n + 1)))
+    restricted = (bounded @ fst).connect()
+    name = ts.symbols.find
+    return {(tuple(map(name, i)), tuple(map(name, o))) for i, o, _ in fsa.paths(restricted)}
+
+
+@pytest.mark.parametrize("source", enc.SCHEMES)
+def test_conversion_machine_equals_convert(source):
+    """Over ALL inputs up to length 6: the machine's relation is exactly convert's graph."""
+    ts = TagSet(source, TYPES)
+    valid = [tuple(enc.chunks_to_tags(c, n, source))
+             for n in range(1, 7) for c in all_chunkings(n, TYPES)]
+    for target in enc.SCHEMES:
+        if target == source:
+            continue
+        m = conversion.conversion_transducer(source, target, TYPES)
+        want = {(v, tuple(enc.convert(v, source, target))) for v in valid}
+        assert relation_upto(m, ts, 6) == want, (source, target)
+        assert fsa.is_functional(m) is True
+
+
+@pytest.mark.parametrize("scheme", enc.SCHEMES)
+def test_encoder_is_a_bijection_from_iobes(scheme):
+    e = conversion.encoder(scheme, TYPES)
+    ts = TagSet("IOBES", TYPES)
+    rel = relation_upto(e, ts, 5)
+    assert len({o for _, o in rel}) == len(rel)           # injective
+    assert all(enc.convert(i, "IOBES", scheme) == list(o) for i, o in rel)
+    assert fsa.is_functional(e)
+
+
+def test_is_functional_detects_non_functional():
+    ts = TagSet("IOB2")
+    o, b = ts.label("O"), ts.label("B")
+    assert fsa.is_functional(fsa.union_of([(o, o), (o, b)])) is False
+
+
+def test_conversion_on_real_sentences(corpus):
+    from fstchunk.conll import read_conll
+    sents = read_conll(corpus("conll2000", "test.txt"))[:40]
+    types = enc.chunk_types(t for s in sents for t in s.column(-1))
+    ts = TagSet("IOB2", types)
+    for target in ("IOE1", "IOBES3"):
+        m = conversion.conversion_transducer("IOB2", target, types).arcsort()
+        for s in sents:
+            tags = s.column(-1)
+            out = fsa.string_fst([ts.label(t) for t in tags], "log64") @ m
+            (i, o, _), = fsa.paths(out)
+            assert [ts.symbols.find(x) for x in o] == enc.convert(tags, "IOB2", target)
