@@ -193,6 +193,21 @@ def _allowed(s: SchemeSpec, p, c) -> bool:
     return True
 
 
+def continues(scheme: str, prev: str | None, cur: str) -> bool:
+    """Whether ``cur`` continues the chunk that ``prev`` is in (valid sequences).
+
+    On a valid sequence a chunk starts at ``cur`` iff ``cur`` is not O and does
+    not continue; the chunk of ``prev`` ends at ``prev`` iff ``prev`` is not O and
+    ``cur`` does not continue it.  ``prev=None`` is the sentence start.
+    """
+    if prev is None:
+        return False
+    s = spec(scheme)
+    p, c = _parse(prev, s, -1), _parse(cur, s, -1)
+    return (p[0] != OUTSIDE and c[0] != OUTSIDE and p[1] == c[1]
+            and (p[0], c[0]) in s.cont)
+
+
 def _violation(tags: Sequence[str], s: SchemeSpec) -> str | None:
     if len(tags) == 0:
         return "empty tag sequence (a sentence has at least one token)"

@@ -1,0 +1,132 @@
+"""Expected true positives, precision, recall and F_β (Jansche slides §9, §16-19).
+
+For a hypothesis x and reference y: tp(x, y) = shared chunks (same type and span),
+m(x) = chunks of x, P = tp/m(x), R = tp/m(y), F_β = (β+1)·tp / (m(x) + β·m(y)),
+with 0/0 := 1.  Two directions:
+
+* **decoding** (``hypothesis=x``): x fixed, y ~ the lattice:
+  U(x) = E_y[F_β(x | y)] = (β+1) Σ_y tp(x, y) / (m(x) + β m(y)) · Pr(y);
+* **training** (``reference=y*``): y* fixed (the gold), x ~ the lattice:
+  E_x[F_β(x | y*)].
+
+Both need only the joint law of (tp, m) where m counts the chunks of the random
+side.  ``method="fst"`` gets the whole joint by composition: the pair machine T⊠M
+specialised to the fixed side, (through the scheme's encoder) ∘ the normalised
+lattice, markers kept and tags deleted, summed by epsilon removal.
+``method="fast"`` gets Z[c] = Pr(m = c) and T[c] = E[tp · 1{m = c}] from the
+expectation-semiring recursion of :mod:`fstchunk.fast`; F is linear in tp for a
+fixed m, so these suffice for every expectation here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pynini
+
+from . import encodings as enc
+from . import fsa
+from .evaluate import _check_beta
+from .lattice import Lattice
+
+
+@dataclass
+class ExpectedF:
+    """Expectations of one fixed sequence against a lattice's distribution."""
+    tp: float          # E[tp]
+    m_hyp: float       # m(x), or E[m(x)] in the training direction
+    m_ref: float       # E[m(y)], or m(y*) in the training direction
+    precision: float   # E[P]
+    recall: float      # E[R]
+    f: float           # E[F_β]
+    beta: float
+    direction: str     # "decoding" (hypothesis fixed) or "training" (reference fixed)
+    count_dist: np.ndarray        # Pr(m_random = c)
+    tp_by_count: np.ndarray       # E[tp · 1{m_random = c}]
+    joint: np.ndarray | None = None   # Pr(tp = a, m_random = b), method="fst" only
+
+
+def expected_f(lattice: Lattice, hypothesis: Sequence[str] | None = None,
+               reference: Sequence[str] | None = None, beta: float = 1.0,
+               method: str = "fst") -> ExpectedF:
+    """E[tp], E[P], E[R], E[F_β] of a fixed hypothesis or reference (exactly one)."""
+    _check_beta(beta)
+    if (hypothesis is None) == (reference is None):
+        raise ValueError("give exactly one of hypothesis= (decoding) or reference= (training)")
+    direction = "decoding" if hypothesis is not None else "training"
+    fixed = list(hypothesis if hypothesis is not None else reference)
+    lattice.check_sequence(fixed, "hypothesis" if hypothesis is not None else "reference")
+    chunks = enc.tags_to_chunks(fixed, lattice.scheme)
+    if method == "fst":
+        joint = joint_by_composition(lattice, chunks)
+        Z = joint.sum(axis=0)
+        T = np.arange(joint.shape[0]) @ joint
+    elif method == "fast":
+        from .fast import tp_count_table
+        joint = None
+        Z, T = tp_count_table(lattice, chunks)
+    else:
+        raise ValueError(f"unknown method {method!r}; use 'fst' or 'fast'")
+    return from_count_table(Z, T, len(chunks), beta, direction, joint)
+
+
+def from_count_table(Z: np.ndarray, T: np.ndarray, m_fixed: int, beta: float,
+                     direction: str, joint: np.ndarray | None = None) -> ExpectedF:
+    """The expectations from Z[c] = Pr(m = c) and T[c] = E[tp · 1{m = c}]."""
+    c = np.arange(len(Z), dtype=float)
+    tp = float(T.sum())
+    ratio_random = float(Z[0] + np.sum(T[1:] / c[1:]))      # E[tp / m_random], 0/0 := 1
+    ratio_fixed = tp / m_fixed if m_fixed else 1.0
+    if direction == "decoding":
+        den = m_fixed + beta * c
+        m_hyp, m_ref = float(m_fixed), float(c @ Z)
+        precision, recall = ratio_fixed, ratio_random
+    else:
+        den = c + beta * m_fixed
+        m_hyp, m_ref = float(c @ Z), float(m_fixed)
+        precision, recall = ratio_random, ratio_fixed
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f_terms = np.where(den > 0, (beta + 1) * T / np.where(den > 0, den, 1), Z)
+    return ExpectedF(tp, m_hyp, m_ref, precision, recall, float(f_terms.sum()), beta,
+                     direction, Z, T, joint)
+
+
+def marker_extractor(lattice: Lattice, bound: int) -> pynini.Fst:
+    """Transducer deleting tags (tag:ε) and keeping count markers."""
+    from .grammars import counting
+    labels = list(lattice.tagset.labels)
+    marks = [counting.tp_marker(a) for a in range(bound + 1)] + \
+            [counting.m_marker(b) for b in range(bound + 1)]
+    return fsa.union_of([(lab, 0) for lab in labels] + marks, "log64").closure()
+
+
+def joint_by_composition(lattice: Lattice, fixed_chunks) -> np.ndarray:
+    """Pr(tp = a, m_random = b) by composing T⊠M (specialised) with the lattice.
+
+    R = A ∘ (E_scheme · markers*) ∘ (Q · markers*), A = T⊠M with one tape fixed
+    (IOBES), E_scheme the IOBES -> scheme encoder, Q the normalised lattice; the
+    tags are deleted and the marker strings <tp=a><m=b> summed by epsilon removal.
+    """
+    from .grammars import counting
+    from .grammars.conversion import encoder
+    n = lattice.n
+    types = lattice.tagset.types
+    marks = fsa.union_of([counting.tp_marker(a) for a in range(n + 1)] +
+                         [counting.m_marker(b) for b in range(n + 1)], "log64").closure()
+    a = fsa.bare(counting.specialised_pair_acceptor(fixed_chunks, n, types))
+    if lattice.scheme != "IOBES":
+        e = fsa.bare(encoder(lattice.scheme, types)) + marks
+        a = pynini.compose(a.arcsort("olabel"), e.arcsort()).project("output")
+        a.rmepsilon(delta=fsa.DELTA)
+    q = (fsa.bare(lattice.fst) + marks).rmepsilon(delta=fsa.DELTA)
+    r = pynini.compose(a.arcsort("olabel"), q.arcsort()).connect()
+    r = pynini.compose(r, marker_extractor(lattice, n)).project("output")
+    r.rmepsilon(delta=fsa.DELTA)
+    joint = np.zeros((n + 1, n + 1))
+    for labels, _, w in fsa.paths(r):
+        (k1, a_), (k2, b_) = (counting.decode_marker(x) for x in labels)
+        assert (k1, k2) == ("tp", "m")
+        joint[a_, b_] += np.exp(-w)
+    return joint

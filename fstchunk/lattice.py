@@ -1,0 +1,308 @@
+"""Lattices: distributions over the valid tag sequences of one sentence.
+
+A :class:`Lattice` is built from score arrays of any first-order tagger
+(:meth:`Lattice.from_scores`: a linear-chain CRF, an HMM's log-probabilities, a
+neural network's emission scores plus a transition matrix) or from any weighted
+acceptor over the tag alphabet (:meth:`Lattice.from_fst`).  Either way:
+
+    Pr(y) = exp(score(y)) / Z   over the *valid* sequences y of the scheme,
+
+which the machine path gets by composing with the scheme's validity acceptor and
+pushing the weights (:attr:`Lattice.fst` is normalised: its paths sum to one).
+
+Internally every lattice is a sequence of layers: layer i holds the states after
+token i, each with the tag it was entered by, and a dense matrix of log weights
+between consecutive layers.  For score arrays the states are the tags; for a
+machine they are its states after composing with a one-tag history acceptor (so
+that each state knows its tag).  All numerical algorithms in
+:mod:`fstchunk.fast` run on these layers, in log space or scaled, so a 300-token
+sentence neither underflows nor overflows.
+
+Pitfalls: score arrays are rejected if they contain NaN or ±inf (use the scheme,
+not -inf, to forbid transitions); the tag list fixes the column order of the
+arrays and of :meth:`marginals`; a machine's paths must all have the same length.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pynini
+
+from . import encodings as enc
+from . import fsa
+from .tagset import TagSet
+
+
+@dataclass
+class Layers:
+    """weights[i]: (S_i, S_{i+1}) log weights into layer i+1 (-inf: no arc);
+    labels[i]: tag index of each state of layer i+1; final: (S_n,) log weights."""
+    weights: list[np.ndarray]
+    labels: list[np.ndarray]
+    final: np.ndarray
+
+
+class Lattice:
+    """A distribution over valid tag sequences of length ``n`` (see module doc)."""
+
+    def __init__(self, tags: Sequence[str], scheme: str, layers: Layers,
+                 raw_fst: pynini.Fst | None = None, scores: tuple | None = None):
+        self.tags = tuple(tags)
+        self.scheme = enc.canonical_scheme(scheme)
+        self.tagset = TagSet.from_tags(self.tags, self.scheme)
+        self.layers = layers
+        self.n = len(layers.weights)
+        self._raw_fst = raw_fst
+        self.scores = scores            # (emissions, transitions, start, end) if from_scores
+
+    # ------------------------------------------------------------------ builders
+    @classmethod
+    def from_scores(cls, tags: Sequence[str], emissions, transitions, start=None, end=None,
+                    scheme: str = "IOB2") -> "Lattice":
+        """Linear-chain lattice: score(y) = start[y_1] + Σ emissions[i, y_i]
+        + Σ transitions[y_{i-1}, y_i] + end[y_n] (log potentials, columns = ``tags``)."""
+        tags = _check_tags(tags, scheme)
+        L = len(tags)
+        emissions = _array("emissions", emissions, 2)
+        if emissions.shape[0] == 0:
+            raise ValueError("empty sentence: emissions has 0 rows (a sentence has >= 1 token)")
+        if emissions.shape[1] != L:
+            raise ValueError(f"emissions has {emissions.shape[1]} columns but there are {L} tags")
+        transitions = _array("transitions", transitions, 2)
+        if transitions.shape != (L, L):
+            raise ValueError(f"transitions has shape {transitions.shape}, expected {(L, L)}")
+        start = np.zeros(L) if start is None else _array("start", start, 1)
+        end = np.zeros(L) if end is None else _array("end", end, 1)
+        for name, a in (("start", start), ("end", end)):
+            if a.shape != (L,):
+                raise ValueError(f"{name} has shape {a.shape}, expected {(L,)}")
+        ok_start, ok_trans, ok_end = validity_masks(tags, scheme)
+        neg = -np.inf
+        n = emissions.shape[0]
+        w = [np.where(ok_start, start + emissions[0], neg)[None, :]]
+        masked = np.where(ok_trans, transitions, neg)
+        w += [masked + emissions[i][None, :] for i in range(1, n)]
+        labels = [np.arange(L)] * n
+        final = np.where(ok_end, end, neg)
+        lat = cls(tags, scheme, Layers(w, labels, final),
+                  scores=(emissions, transitions, start, end))
+        return lat
+
+    @classmethod
+    def from_fst(cls, fst: pynini.Fst, tags: Sequence[str], scheme: str = "IOB2") -> "Lattice":
+        """Lattice from any weighted acceptor over ``tags`` (weights: -log score).
+
+        Labels are matched by name if ``fst`` has an input symbol table, else they
+        must be the labels of :class:`TagSet` (the shared symbol table).
+        """
+        tags = _check_tags(tags, scheme)
+        ts = TagSet.from_tags(tags, scheme)
+        f = _to_tagset_labels(fst, ts, tags)
+        return cls(tags, scheme, _layers_of(f, ts, tags, scheme), raw_fst=f)
+
+    # ------------------------------------------------------------------ machines
+    @functools.cached_property
+    def fst(self) -> pynini.Fst:
+        """The normalised lattice machine (log64): model ∘ validity, weights pushed."""
+        return _normalise(self.unnormalised_fst())
+
+    def unnormalised_fst(self) -> pynini.Fst:
+        """model ∘ validity acceptor, before normalisation (weights -score)."""
+        from .grammars.models import score_lattice
+        from .grammars.validity import validity_acceptor
+        if self._raw_fst is not None:
+            raw = self._raw_fst
+        else:
+            e, t, s, en = self.scores
+            raw = score_lattice([self.tagset.label(x) for x in self.tags], e, t, s, en)
+        acc = validity_acceptor(self.scheme, self.tagset.types)
+        out = pynini.compose(raw.arcsort("olabel"), acc).connect()
+        if out.num_states() == 0:
+            raise ValueError("the lattice gives no weight to any valid "
+                             f"{self.scheme} sequence of length {self.n}")
+        return fsa.attach(out, self.tagset.symbols)
+
+    # ------------------------------------------------------------------ inference
+    def log_partition(self) -> float:
+        """log Z = log Σ_{valid y} exp(score(y))."""
+        from .fast import forward
+        return forward(self.layers)[1]
+
+    def marginals(self) -> np.ndarray:
+        """Token marginals Pr(y_i = tag), shape (n, len(tags))."""
+        from .fast import token_marginals
+        return token_marginals(self.layers, len(self.tags))
+
+    def chunk_marginals(self) -> np.ndarray:
+        """Pr((type, s, e) ∈ chunks(y)), shape (len(types), n, n+1), indexed [type, s, e]
+        with types in ``self.tagset.types`` order and e exclusive."""
+        from .fast import chunk_marginals
+        return chunk_marginals(self)
+
+    def log_prob(self, seq: Sequence[str]) -> float:
+        """log Pr(seq); -inf for a valid sequence the model excludes.
+
+        Raises ValueError for a sequence of the wrong length, unknown tags, or an
+        invalid sequence."""
+        idx = self.check_sequence(seq, "sequence")
+        w = self.layers
+        alpha, prev = np.zeros(1), np.array([True])
+        for i, t in enumerate(idx):          # sum over the states entered by seq's tags
+            sel = w.labels[i] == t
+            alpha = _logsumexp(alpha[:, None] + w.weights[i][prev][:, sel], axis=0)
+            prev = sel
+        score = _logsumexp(alpha + w.final[prev])
+        return score - self.log_partition()
+
+    def check_sequence(self, seq: Sequence[str], what: str) -> list[int]:
+        if len(seq) != self.n:
+            raise ValueError(f"{what} has {len(seq)} tags but the lattice has {self.n} tokens")
+        enc.validate(list(seq), self.scheme)
+        pos = {t: i for i, t in enumerate(self.tags)}
+        out = []
+        for i, t in enumerate(seq):
+            if t not in pos:
+                raise ValueError(f"{what}: position {i}: tag {t!r} is not among the lattice's "
+                                 f"tags {', '.join(self.tags)}")
+            out.append(pos[t])
+        return out
+
+    def __repr__(self) -> str:
+        return f"Lattice(n={self.n}, scheme={self.scheme!r}, tags={len(self.tags)})"
+
+
+# ---------------------------------------------------------------------- helpers
+def _logsumexp(a: np.ndarray, axis=None) -> np.ndarray:
+    m = np.max(a, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        out = np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m
+    return np.squeeze(out, axis=axis) if axis is not None else out.reshape(())[()]
+
+
+def _check_tags(tags: Sequence[str], scheme: str) -> tuple[str, ...]:
+    tags = tuple(tags)
+    if not tags:
+        raise ValueError("the tag list is empty")
+    if len(set(tags)) != len(tags):
+        raise ValueError(f"the tag list repeats a tag: {tags}")
+    s = enc.canonical_scheme(scheme)
+    for i, t in enumerate(tags):
+        enc.tags_to_chunks([t], s, strict=False)   # raises: tag i not of the scheme
+    return tags
+
+
+def _array(name: str, a, ndim: int) -> np.ndarray:
+    arr = np.asarray(a, dtype=np.float64)
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-D array, got shape {arr.shape}")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        where = tuple(int(x) for x in np.argwhere(bad)[0])
+        raise ValueError(f"{name} has a non-finite score {arr[where]!r} at index {where}")
+    return arr
+
+
+@functools.lru_cache(maxsize=256)
+def validity_masks(tags: tuple[str, ...], scheme: str):
+    """(start_ok (L,), trans_ok (L, L), end_ok (L,)) from the scheme's bigram rules."""
+    ok_s = np.array([enc.allowed(scheme, None, t) for t in tags])
+    ok_t = np.array([[enc.allowed(scheme, p, c) for c in tags] for p in tags])
+    ok_e = np.array([enc.allowed(scheme, t, None) for t in tags])
+    return ok_s, ok_t, ok_e
+
+
+def _to_tagset_labels(fst: pynini.Fst, ts: TagSet, tags) -> pynini.Fst:
+    f = fst.copy()
+    if f.arc_type() != "log64":
+        f = fsa.to_arc_type(f, "log64")
+    if f.properties(pynini.ACCEPTOR, True) != pynini.ACCEPTOR:
+        f = f.project("input")
+    syms = fst.input_symbols()
+    if syms is not None:
+        pairs = []
+        for k in range(syms.num_symbols()):
+            key = syms.get_nth_key(k)
+            name = syms.find(key)
+            if key == 0:
+                continue
+            if name not in tags:
+                if any(a.ilabel == key for s in f.states() for a in f.arcs(s)):
+                    raise ValueError(f"the machine uses symbol {name!r}, which is not among "
+                                     f"the tags {', '.join(tags)}")
+                continue
+            pairs.append((key, ts.label(name)))
+        f.relabel_pairs(ipairs=pairs, opairs=pairs)
+    else:
+        allowed = {ts.label(t) for t in tags}
+        for s in f.states():
+            for a in f.arcs(s):
+                if a.ilabel not in allowed and a.ilabel != 0:
+                    raise ValueError(f"the machine has label {a.ilabel}, not the label of any "
+                                     f"tag in {', '.join(tags)}")
+    f.rmepsilon(delta=fsa.DELTA)
+    return fsa.attach(f, ts.symbols)
+
+
+def _layers_of(f: pynini.Fst, ts: TagSet, tags, scheme: str) -> Layers:
+    """Layer a machine: compose with validity and a tag-history acceptor, topsort."""
+    from .grammars.validity import validity_acceptor
+    acc = validity_acceptor(scheme, ts.types)
+    hist = pynini.Fst("log64")
+    h0 = hist.add_state()
+    hist.set_start(h0)
+    labels = [ts.label(t) for t in tags]
+    hs = {lab: hist.add_state() for lab in labels}
+    for q in [h0] + list(hs.values()):
+        hist.set_final(q)
+        for lab in labels:
+            hist.add_arc(q, pynini.Arc(lab, lab, pynini.Weight.one("log64"), hs[lab]))
+    g = pynini.compose(pynini.compose(f.arcsort("olabel"), acc), hist.arcsort()).connect()
+    if g.num_states() == 0:
+        raise ValueError(f"the machine accepts no valid {scheme} sequence over the given tags")
+    if g.properties(pynini.CYCLIC, True) == pynini.CYCLIC:
+        raise ValueError("the lattice machine is cyclic; a sentence lattice must be acyclic")
+    index = {lab: i for i, lab in enumerate(labels)}
+    depth = {g.start(): 0}
+    order = [g.start()]
+    for s in order:                        # breadth-first; checks equal path lengths
+        for a in g.arcs(s):
+            d = depth[s] + 1
+            if a.nextstate not in depth:
+                depth[a.nextstate] = d
+                order.append(a.nextstate)
+            elif depth[a.nextstate] != d:
+                raise ValueError("the lattice machine accepts sequences of different lengths")
+    n = max(depth.values())
+    layer_states = [[] for _ in range(n + 1)]
+    for s in order:
+        layer_states[depth[s]].append(s)
+    pos = {s: k for layer in layer_states for k, s in enumerate(layer)}
+    zero = pynini.Weight.zero("log64")
+    for s in order:
+        if g.final(s) != zero and depth[s] != n:
+            raise ValueError("the lattice machine accepts sequences of different lengths")
+    weights, labs = [], []
+    for i in range(n):
+        src, dst = layer_states[i], layer_states[i + 1]
+        w = np.full((len(src), len(dst)), -np.inf)
+        lab = np.full(len(dst), -1)
+        for s in src:
+            for a in g.arcs(s):
+                k = pos[a.nextstate]
+                lab[k] = index[a.ilabel]
+                w[pos[s], k] = np.logaddexp(w[pos[s], k], -fsa.weight_value(a.weight))
+        weights.append(w)
+        labs.append(lab)
+    final = np.array([-fsa.weight_value(g.final(s)) for s in layer_states[n]])
+    return Layers(weights, labs, final)
+
+
+def _normalise(f: pynini.Fst) -> pynini.Fst:
+    out = pynini.push(f, push_weights=True, remove_total_weight=True, delta=fsa.DELTA)
+    return fsa.attach(out, f.input_symbols())
