@@ -8,8 +8,10 @@ decoders and trainers -> CLI (:mod:`fstchunk.cli`).
 from .encodings import (SCHEMES, chunks_to_tags, conlleval_chunks, convert, is_valid,
                         tags_to_chunks)
 from .tagset import TagSet
+from .lattice import Lattice
+from .expected import ExpectedF, expected_f
 
 __version__ = "0.1.0"
 
-__all__ = ["SCHEMES", "TagSet", "chunks_to_tags", "conlleval_chunks", "convert",
+__all__ = ["SCHEMES", "ExpectedF", "Lattice", "TagSet", "expected_f", "chunks_to_tags", "conlleval_chunks", "convert",
            "is_valid", "tags_to_chunks"]

@@ -204,7 +204,7 @@ def _array(name: str, a, ndim: int) -> np.ndarray:
     bad = ~np.isfinite(arr)
     if bad.any():
         where = tuple(int(x) for x in np.argwhere(bad)[0])
-        raise ValueError(f"{name} has a non-finite score {arr[where]!r} at index {where}")
+        raise ValueError(f"{name} has a non-finite score {float(arr[where])} at index {where}")
     return arr
 
 

@@ -44,3 +44,29 @@ def corpus():
             pytest.skip(msg)
         return p
     return get
+
+
+def random_scores(rng, L, n, scale=1.0):
+    """(emissions, transitions, start, end) of a random linear-chain model."""
+    return (rng.normal(scale=scale, size=(n, L)), rng.normal(scale=scale, size=(L, L)),
+            rng.normal(scale=scale, size=L), rng.normal(scale=scale, size=L))
+
+
+def brute_force(tags, scheme, types, n, emissions, transitions, start, end):
+    """[(tag sequence, chunk set, probability)] over ALL valid sequences, from the
+    chunkings themselves (independent of the lattice code)."""
+    import numpy as np
+    from fstchunk import encodings as enc
+    out = []
+    col = {t: i for i, t in enumerate(tags)}
+    for c in all_chunkings(n, types):
+        y = enc.chunks_to_tags(c, n, scheme)
+        if any(t not in col for t in y):
+            continue
+        idx = [col[t] for t in y]
+        s = start[idx[0]] + end[idx[-1]] + sum(emissions[i, idx[i]] for i in range(n))
+        s += sum(transitions[idx[i - 1], idx[i]] for i in range(1, n))
+        out.append((y, frozenset(c), s))
+    scores = np.array([s for _, _, s in out])
+    logz = np.logaddexp.reduce(scores)
+    return [(y, c, float(np.exp(s - logz))) for y, c, s in out], float(logz)
