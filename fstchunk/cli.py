@@ -85,9 +85,53 @@ def cmd_eval(args) -> int:
     return 0
 
 
+def cmd_expected(args) -> int:
+    from .conll import read_conll
+    from .expected import expected_f
+    from .scorefile import load_lattices
+    sents = read_conll(args.file)
+    lattices = load_lattices(args.scores)
+    if len(lattices) != len(sents):
+        raise ValueError(f"{args.scores} scores {len(lattices)} sentences but {args.file} "
+                         f"has {len(sents)}")
+    rows = []
+    tot = {"tp": 0.0, "m_hyp": 0.0, "m_ref": 0.0}
+    for k, (s, lat) in enumerate(zip(sents, lattices)):
+        fixed = s.column(args.column)
+        kw = {"hypothesis": fixed} if args.direction == "decoding" else {"reference": fixed}
+        try:
+            r = expected_f(lat, beta=args.beta, method=args.method, **kw)
+        except ValueError as e:
+            raise ValueError(f"{s.where(0)} (sentence {k}): {e}") from None
+        rows.append({"sentence": k, "line": s.lines[0], "tokens": len(s), "tp": r.tp,
+                     "m_hyp": r.m_hyp, "m_ref": r.m_ref, "precision": r.precision,
+                     "recall": r.recall, "f": r.f})
+        for key in tot:
+            tot[key] += getattr(r, key)
+    mean_f = sum(r["f"] for r in rows) / len(rows)
+    corpus_f = ((args.beta + 1) * tot["tp"] / (tot["m_hyp"] + args.beta * tot["m_ref"])
+                if tot["m_hyp"] + args.beta * tot["m_ref"] else 1.0)
+    summary = {"sentences": len(rows), "direction": args.direction, "beta": args.beta,
+               "expected_tp": tot["tp"], "expected_m_hyp": tot["m_hyp"],
+               "expected_m_ref": tot["m_ref"], "mean_sentence_expected_f": mean_f,
+               "corpus_f_of_expectations": corpus_f}
+    if args.json:
+        print(json.dumps({"summary": summary, "sentences": rows}, indent=2))
+        return 0
+    print(f"{'sent':>5} {'line':>7} {'n':>4} {'E[tp]':>8} {'m_hyp':>8} {'m_ref':>8} "
+          f"{'E[P]':>7} {'E[R]':>7} {'E[F]':>7}")
+    for r in rows:
+        print(f"{r['sentence']:>5} {r['line']:>7} {r['tokens']:>4} {r['tp']:8.4f} "
+              f"{r['m_hyp']:8.4f} {r['m_ref']:8.4f} {r['precision']:7.4f} {r['recall']:7.4f} "
+              f"{r['f']:7.4f}")
+    print(f"mean per-sentence E[F_{args.beta:g}] = {mean_f:.6f}; corpus F of expected counts "
+          f"= {corpus_f:.6f} ({args.direction} direction)")
+    return 0
+
+
 def cmd_demo(args) -> int:
     from .demo import run
-    return run(plot=args.plot)
+    return run()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -95,7 +139,6 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("demo", help="the slides' toy example and the encodings, on built-in data")
-    p.add_argument("--plot", default=None, metavar="PNG", help="also plot E[F] against θ")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("eval", help="conlleval-format report for a CoNLL file "
@@ -108,6 +151,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delimiter", default=None, help="column delimiter (default: white space)")
     p.add_argument("--json", action="store_true", help="print the scores as JSON")
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("expected", help="expected tp, P, R and F_β of each sentence of a CoNLL "
+                                        "file under a model's score arrays (.npz)")
+    p.add_argument("file", help="CoNLL file")
+    p.add_argument("--scores", required=True, metavar="NPZ",
+                   help="score arrays, one lattice per sentence (see fstchunk.scorefile)")
+    p.add_argument("--column", type=int, default=-1,
+                   help="the column holding the fixed tag sequence (default: last)")
+    p.add_argument("--direction", choices=("training", "decoding"), default="training",
+                   help="training: the column is the gold, hypotheses ~ model (default); "
+                        "decoding: the column is a hypothesis, references ~ model")
+    p.add_argument("--beta", type=float, default=1.0)
+    p.add_argument("--method", choices=("fast", "fst"), default="fast")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_expected)
 
     p = sub.add_parser("grammar", help="list, inspect, print, draw and export the machines")
     p.add_argument("action", choices=("list", "info", "print", "draw", "export"))

@@ -64,6 +64,26 @@ def _convert(o: Options) -> pynini.Fst:
     return conversion_transducer(o.scheme, o.target, o.types, o.arc_type)
 
 
+def _tp(o: Options) -> pynini.Fst:
+    from .grammars.counting import true_positive_transducer
+    return true_positive_transducer(o.types, o.max_length, o.arc_type)
+
+
+def _m(o: Options) -> pynini.Fst:
+    from .grammars.counting import chunk_counter
+    return chunk_counter(o.types, o.max_length, o.arc_type)
+
+
+def _tm(o: Options) -> pynini.Fst:
+    from .grammars.counting import pair_machine
+    return pair_machine(o.types, o.max_length, o.arc_type)
+
+
+def _toy(o: Options) -> pynini.Fst:
+    from .grammars.models import toy_bigram
+    return toy_bigram(o.theta, o.max_length, o.arc_type)
+
+
 GRAMMARS: dict[str, Grammar] = {g.name: g for g in (
     Grammar("validity", "acceptor of the valid tag sequences of --scheme "
             "(star-free: Γ+ minus forbidden starts, bigrams and ends)", _validity),
@@ -71,6 +91,15 @@ GRAMMARS: dict[str, Grammar] = {g.name: g for g in (
             "built from", _encoder),
     Grammar("convert", "functional transducer rewriting --scheme sequences into "
             "--target (E_scheme^-1 o E_target)", _convert, ("scheme", "target", "types")),
+    Grammar("T", "true-positive counter over IOBES pairs x:y, states (ct, match), "
+            "ct <= --max-length; writes <tp=ct> at the end (Jansche §15)", _tp,
+            ("types", "max_length")),
+    Grammar("M", "chunk counter: counts B/S on the second tape, writes <m=cm> (§17)", _m,
+            ("types", "max_length")),
+    Grammar("TM", "T⊠M, the codomain pairing of T and M, states (ct, match, cm); paths end "
+            "in <tp=a><m=b> (§18)", _tm, ("types", "max_length")),
+    Grammar("toy", "the slides' toy bigram model b(·|·;θ) over untyped IOB2, --max-length "
+            "tokens, --theta θ (§11)", _toy, ("theta", "max_length")),
 )}
 
 
@@ -95,6 +124,8 @@ def far_key(name: str, o: Options) -> str:
         parts.append(o.target)
     if "max_length" in g.reads:
         parts.append(f"n{o.max_length}")
+    if "theta" in g.reads:
+        parts.append(f"theta{o.theta:g}")
     return ".".join(parts)
 
 

@@ -112,6 +112,67 @@ def test_eval_malformed_file(capsys, tmp_path):
     assert code == 2 and "bad.txt:2: expected 4 columns" in err
 
 
-def test_demo_runs(capsys):
+def test_demo_runs_and_shows_the_toy_table(capsys):
     code, out, _ = run(capsys, "demo")
     assert code == 0 and "Verwilghen" in out
+    assert "BOB        1/2       1/1        0.80" in out and "BBB" in out
+
+
+def test_counting_machines_in_registry(capsys, tmp_path):
+    from fstchunk.grammars import counting
+    code, out, _ = run(capsys, "grammar", "print", "T", "--types", "NP", "--max-length", "2")
+    assert code == 0 and "<tp=2>" in out and "B-NP" in out
+    far = str(tmp_path / "c.far")
+    code, out, _ = run(capsys, "grammar", "export", "T", "M", "TM", "toy", "--types", "NP",
+                       "--max-length", "2", "-o", far)
+    assert code == 0
+    with pynini.Far(far) as f:
+        got = {k: v.copy() for k, v in f}
+    assert set(got) == {"T.n2", "M.n2", "TM.n2", "toy.n2.theta0.5"}
+    assert pynini.equal(got["TM.n2"], counting.pair_machine(("NP",), 2))
+    code, out, _ = run(capsys, "grammar", "draw", "T", "--types", "NP", "--max-length", "2",
+                       "-o", str(tmp_path / "t.dot"))
+    assert code == 0 and "<tp=1>" in (tmp_path / "t.dot").read_text()
+
+
+def test_expected_command(capsys, tmp_path):
+    import numpy as np
+    from fstchunk import Lattice, expected_f
+    from fstchunk.scorefile import save_scores
+    tags = ("O", "B-NP", "I-NP")
+    rng = np.random.default_rng(0)
+    conll = tmp_path / "s.txt"
+    conll.write_text("a DT B-NP\nb NN I-NP\nc VB O\n\nd NN B-NP\n", encoding="utf-8")
+    ems = [rng.normal(size=(3, 3)), rng.normal(size=(1, 3))]
+    trans = rng.normal(size=(3, 3))
+    npz = tmp_path / "s.npz"
+    save_scores(npz, tags, ems, trans)
+    code, out, _ = run(capsys, "expected", str(conll), "--scores", str(npz), "--json",
+                       "--beta", "2")
+    assert code == 0
+    d = json.loads(out)
+    want = expected_f(Lattice.from_scores(tags, ems[0], trans), reference=["B-NP", "I-NP", "O"],
+                      beta=2.0)
+    assert d["sentences"][0]["f"] == pytest.approx(want.f, rel=1e-12)
+    assert d["summary"]["sentences"] == 2
+    code, out, _ = run(capsys, "expected", str(conll), "--scores", str(npz), "--direction",
+                       "decoding", "--method", "fst")
+    assert code == 0 and "decoding direction" in out
+
+
+def test_expected_command_errors(capsys, tmp_path):
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip file")
+    conll = tmp_path / "s.txt"
+    conll.write_text("a DT B-NP\n", encoding="utf-8")
+    code, _, err = run(capsys, "expected", str(conll), "--scores", str(bad))
+    assert code == 2 and "bad.npz: not a readable score file" in err
+    import numpy as np
+    from fstchunk.scorefile import save_scores
+    npz = tmp_path / "s.npz"
+    save_scores(npz, ("O", "B-NP", "I-NP"), [np.zeros((2, 3))], np.zeros((3, 3)))
+    code, _, err = run(capsys, "expected", str(conll), "--scores", str(npz))
+    assert code == 2 and "has 1 tags but the lattice has 2 tokens" in err
+    conll.write_text("a DT I-NP\nb DT O\n", encoding="utf-8")
+    code, _, err = run(capsys, "expected", str(conll), "--scores", str(npz))
+    assert code == 2 and "s.txt:1 (sentence 0): position 0: tag 'I-NP'" in err
