@@ -1,0 +1,65 @@
+"""Shared helpers for benchmarks: machine description, timing, RESULTS.md sections."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import re
+import resource
+import sys
+import time
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+
+
+def data_path(*parts) -> str:
+    root = os.environ.get("FSTCHUNK_DATA",
+                          str(Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+    p = os.path.join(root, *parts)
+    if not os.path.exists(p):
+        sys.exit(f"corpus {p} not found: set FSTCHUNK_DATA")
+    return p
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores ({len(os.sched_getaffinity(0))} usable), {cpu}, " \
+           f"Python {platform.python_version()}"
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process and its finished children, MB."""
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return max(own, kids) / 1024.0
+
+
+class Timer:
+    def __enter__(self):
+        self.t = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self.t
+
+
+def write_section(key: str, command: str, body: str) -> None:
+    """Replace (or append) the section ``key`` of benchmarks/RESULTS.md."""
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    section = (f"<!-- {key} -->\n## {key}\n\nCommand: `{command}`  \nDate: {stamp}  \n"
+               f"Machine: {machine()}\n\n{body.strip()}\n<!-- /{key} -->\n")
+    text = RESULTS.read_text() if RESULTS.exists() else \
+        "# Benchmark results\n\nEach section is written by the script named in its command.\n\n"
+    pat = re.compile(rf"<!-- {re.escape(key)} -->.*?<!-- /{re.escape(key)} -->\n", re.S)
+    text = pat.sub(lambda m: section, text) if pat.search(text) else text + "\n" + section
+    RESULTS.write_text(text)
+    print(f"\n(wrote section '{key}' of {RESULTS})")
