@@ -10,8 +10,10 @@ from .encodings import (SCHEMES, chunks_to_tags, conlleval_chunks, convert, is_v
 from .tagset import TagSet
 from .lattice import Lattice
 from .expected import ExpectedF, expected_f
+from .decode import Decoding, decode_map, decode_meu, decode_meu_corpus, decode_posterior
 
 __version__ = "0.1.0"
 
-__all__ = ["SCHEMES", "ExpectedF", "Lattice", "TagSet", "expected_f", "chunks_to_tags", "conlleval_chunks", "convert",
+__all__ = ["SCHEMES", "Decoding", "decode_map", "decode_meu", "decode_meu_corpus",
+           "decode_posterior", "ExpectedF", "Lattice", "TagSet", "expected_f", "chunks_to_tags", "conlleval_chunks", "convert",
            "is_valid", "tags_to_chunks"]

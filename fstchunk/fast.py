@@ -197,3 +197,125 @@ def chunk_marginals(lattice: Lattice) -> np.ndarray:
             out[tmap, s, e] = np.exp(ends - logz)
             gamma = _logsumexp(gamma[:, :, None] + lw_cont[None], axis=1)
     return out
+
+
+def _count_forward(lattice: Lattice):
+    """Scaled forward over (state, chunk starts so far): alpha[i] (S_{i+1}, C) and the
+    log scale of each layer (alpha_true = alpha · exp(logscale))."""
+    n, C = lattice.n, lattice.n + 1
+    a = np.zeros((1, C))
+    a[0, 0] = 1.0
+    alphas, scales, ls = [], [], 0.0
+    for _, w, mx, _, start, _, _, _ in _layer_iter(lattice):
+        nxt = (w * ~start).T @ a
+        nxt[:, 1:] += (w * start).T @ a[:, :-1]
+        z = nxt.sum()
+        if z <= 0:
+            raise ValueError("the lattice gives no weight to any valid sequence")
+        a = nxt / z
+        ls += np.log(z) + mx
+        alphas.append(a)
+        scales.append(ls)
+    return alphas, scales
+
+
+def _count_backward(lattice: Lattice):
+    """Scaled backward: beta[i] (S_{i+1}, C) = weight of the suffix after token i with
+    c chunk starts in tokens i+1.., and its log scale."""
+    lay = lattice.layers
+    C = lattice.n + 1
+    layers = list(_layer_iter(lattice))
+    fmax = np.max(lay.final)
+    b = np.zeros((len(lay.final), C))
+    b[:, 0] = np.exp(lay.final - fmax)
+    ls = fmax
+    betas, scales = [b], [ls]
+    for _, w, mx, _, start, _, _, _ in reversed(layers[1:]):
+        prev = (w * ~start) @ b
+        prev[:, 1:] += (w * start) @ b[:, :-1]
+        z = prev.sum()
+        b = prev / z
+        ls += np.log(z) + mx
+        betas.append(b)
+        scales.append(ls)
+    return betas[::-1], scales[::-1]
+
+
+def chunk_count_marginals(lattice: Lattice) -> np.ndarray:
+    """Pr((type, s, e) ∈ chunks(y) and m(y) = m), shape (len(types), n, n+1, n+1),
+    indexed [type, s, e, m], types in ``lattice.tagset.types`` order.
+
+    The chunk is entered by a start transition at s, continued inside, left by an
+    end transition at e (or the sentence end); chunk starts before s come from a
+    counting forward pass, those from e on from a counting backward pass, and the
+    two count vectors are convolved (the exit transition may itself start a chunk).
+    """
+    n, C = lattice.n, lattice.n + 1
+    types_all = lattice.tagset.types
+    _, _, _, tix, types = boundary_tables(lattice.tags, lattice.scheme)
+    out = np.zeros((len(types_all), n, n + 1, C))
+    if not types:
+        return out
+    tmap = np.array([types_all.index(t) for t in types])
+    K = len(types)
+    alphas, ascale = _count_forward(lattice)
+    betas, bscale = _count_backward(lattice)
+    logz = ascale[-1] + np.log(np.sum(alphas[-1] * np.exp(lattice.layers.final -
+                                                          np.max(lattice.layers.final))[:, None]))
+    logz += np.max(lattice.layers.final)
+    layers = list(_layer_iter(lattice))
+    fmax = np.max(lattice.layers.final)
+    fin = np.exp(lattice.layers.final - fmax)
+    # G[s]: (K, S, C) weight of paths that entered a chunk of type k at token s and are
+    # still inside it, by chunk count so far; logG[s] its scale.  All open starts
+    # advance together, one layer at a time.
+    G: list[np.ndarray] = []
+    logG: list[float] = []
+    for e in range(1, n + 1):
+        s = e - 1                                        # open a chunk at token s
+        _, w, mx, _, st, _, _, dst = layers[s]
+        if s == 0:
+            a_prev = np.zeros((1, C))
+            a_prev[0, 0] = 1.0
+        else:
+            a_prev = alphas[s - 1]
+        g = (w * st).T @ a_prev
+        gamma = np.zeros((K, len(dst), C))
+        for k in range(K):
+            sel = tix[dst] == k
+            gamma[k, sel, 1:] = g[sel, :-1]              # the chunk itself counts
+        G.append(gamma)
+        logG.append((0.0 if s == 0 else ascale[s - 1]) + mx)
+        Gs = np.stack(G)                                 # (e, K, S, C)
+        lg = np.array(logG)
+        if e == n:
+            val = np.einsum("nksc,s->nkc", Gs, fin)
+            for s_ in range(e):
+                out[tmap, s_, e] = val[s_] * np.exp(lg[s_] + fmax - logz)
+            break
+        _, w2, mx2, ct, st2, en, _, _ = layers[e]
+        b = betas[e]                                     # (S_e, C): starts after token e
+        S_e = b.shape[0]
+        # Toeplitz form: Bt[u, a, m] = b[u, m - a]
+        idx = np.arange(C)[None, :] - np.arange(C)[:, None]          # m - a
+        Bt = np.where(idx >= 0, b[:, np.clip(idx, 0, C - 1)], 0.0)    # (S_e, C, C)
+        res = np.zeros((e, K, C))
+        for shift, mask in ((0, en & ~st2), (1, en & st2)):
+            if not mask.any():
+                continue
+            x = np.matmul(Gs.transpose(0, 1, 3, 2), w2 * mask)       # (e, K, C, S_e)
+            r = x.transpose(0, 1, 3, 2).reshape(e * K, S_e * C) @ Bt.reshape(S_e * C, C)
+            r = r.reshape(e, K, C)
+            if shift:
+                res[:, :, 1:] += r[:, :, :-1]
+            else:
+                res += r
+        scale = np.exp(lg + mx2 + bscale[e] - logz)
+        out[tmap[None, :], np.arange(e)[:, None], e] = res * scale[:, None, None]
+        Gs = np.matmul(Gs.transpose(0, 1, 3, 2), w2 * ct).transpose(0, 1, 3, 2)
+        mxs = Gs.reshape(e, -1).max(axis=1)
+        mxs = np.where(mxs > 0, mxs, 1.0)
+        Gs /= mxs[:, None, None, None]
+        G = list(Gs)
+        logG = list(lg + mx2 + np.log(mxs))
+    return out
