@@ -129,6 +129,46 @@ def cmd_expected(args) -> int:
     return 0
 
 
+DECODERS = ("map", "posterior", "meu", "meu-kbest", "meu-corpus")
+
+
+def decode_sentences(model, sents, decoder: str, beta: float, k: int = 20,
+                     output_scheme: str = "IOB2") -> list[list[str]]:
+    """Predicted tags (in ``output_scheme``) for each sentence under ``model``."""
+    from . import decode as dec
+    lats = []
+    for s in sents:
+        try:
+            lats.append(model.lattice(s))
+        except ValueError as e:
+            raise ValueError(f"{s.where(0)}: {e}") from None
+    if decoder == "meu-corpus":
+        preds, _ = dec.decode_meu_corpus(lats, beta=beta)
+    elif decoder == "map":
+        preds = [dec.decode_map(lat).tags for lat in lats]
+    elif decoder == "posterior":
+        preds = [dec.decode_posterior(lat).tags for lat in lats]
+    elif decoder == "meu":
+        preds = [dec.decode_meu(lat, beta=beta).tags for lat in lats]
+    elif decoder == "meu-kbest":
+        preds = [dec.decode_meu(lat, beta=beta, method="kbest", k=k).tags for lat in lats]
+    else:
+        raise ValueError(f"unknown decoder {decoder!r}; use one of {', '.join(DECODERS)}")
+    scheme = lats[0].scheme if lats else output_scheme
+    return [enc.convert(p, scheme, output_scheme) for p in preds]
+
+
+def cmd_decode(args) -> int:
+    from .conll import read_conll, write_conll
+    from .model import load_model
+    model = load_model(args.model)
+    sents = read_conll(args.input)
+    preds = decode_sentences(model, sents, args.decoder, args.beta, args.k, args.output_scheme)
+    rows = [[r + [t] for r, t in zip(s.rows, p)] for s, p in zip(sents, preds)]
+    write_conll(rows, args.output or sys.stdout)
+    return 0
+
+
 def cmd_demo(args) -> int:
     from .demo import run
     return run()
@@ -166,6 +206,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", choices=("fast", "fst"), default="fast")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_expected)
+
+    p = sub.add_parser("decode", help="tag a CoNLL file with a saved model; writes its columns "
+                                      "plus a predicted-tag column")
+    p.add_argument("--model", required=True)
+    p.add_argument("--input", required=True, help="CoNLL file (word and POS columns first)")
+    p.add_argument("--decoder", choices=DECODERS, default="map")
+    p.add_argument("--beta", type=float, default=1.0, help="β of the MEU decoders")
+    p.add_argument("--k", type=int, default=20, help="paths reranked by meu-kbest")
+    p.add_argument("--output-scheme", default="IOB2", help="scheme of the predicted column")
+    p.add_argument("-o", "--output", default=None, help="output file (default: stdout)")
+    p.set_defaults(func=cmd_decode)
 
     p = sub.add_parser("grammar", help="list, inspect, print, draw and export the machines")
     p.add_argument("action", choices=("list", "info", "print", "draw", "export"))

@@ -99,35 +99,35 @@ def best_chunk_sets(weights: np.ndarray, max_chunks: int) -> list[tuple[float, l
     span [s, e) with type t when the hypothesis has k chunks.  Returns, for each
     k, (best total, [(t, s, e), ...]) — (-inf, []) if no k spans fit.
     """
-    K, n = weights.shape[0], weights.shape[1]
+    K, n = min(weights.shape[0], max_chunks), weights.shape[1]
+    wt = np.argmax(weights[:K], axis=3)                  # best type per (k, span)
+    wv = np.max(weights[:K], axis=3)                     # (K, n, n+1)
+    # D[k-1, j, i]: best weight of j chunks within tokens [0, i) for a k-chunk hypothesis
+    D = np.full((K, K + 1, n + 1), -np.inf)
+    D[:, 0, :] = 0.0
+    arg = np.full((K, K + 1, n + 1), -1, dtype=int)      # start of the last chunk; -1: O
+    for i in range(1, n + 1):
+        D[:, 1:, i] = D[:, 1:, i - 1]
+        cand = D[:, :-1, :i] + wv[:, None, :i, i]         # (K, K, i): last chunk [s, i)
+        s_best = np.argmax(cand, axis=2)
+        v = np.take_along_axis(cand, s_best[..., None], axis=2)[..., 0]
+        better = v > D[:, 1:, i]
+        D[:, 1:, i] = np.where(better, v, D[:, 1:, i])
+        arg[:, 1:, i] = np.where(better, s_best, arg[:, 1:, i])
     out = []
-    for k in range(1, min(K, max_chunks) + 1):
-        w = weights[k - 1]
-        wt = np.argmax(w, axis=2)                    # best type per span
-        wv = np.max(w, axis=2)                       # (n, n+1)
-        D = np.full((k + 1, n + 1), -np.inf)         # D[j, i]: j chunks within [0, i)
-        D[0, :] = 0.0
-        arg = np.full((k + 1, n + 1), -1, dtype=int)  # start of the last chunk, -1: token O
-        for i in range(1, n + 1):
-            D[1:, i] = D[1:, i - 1]
-            cand = D[:-1, :i] + wv[:i, i][None, :]   # (k, i): last chunk [s, i)
-            s_best = np.argmax(cand, axis=1)
-            v = cand[np.arange(k), s_best]
-            better = v > D[1:, i]
-            D[1:, i] = np.where(better, v, D[1:, i])
-            arg[1:, i] = np.where(better, s_best, arg[1:, i])
-        if D[k, n] == -np.inf:
+    for k in range(1, K + 1):
+        if D[k - 1, k, n] == -np.inf:
             out.append((-np.inf, []))
             continue
         chunks, j, i = [], k, n
         while j > 0:
-            s = arg[j, i]
+            s = arg[k - 1, j, i]
             if s < 0:
                 i -= 1
                 continue
-            chunks.append((int(wt[s, i]), int(s), int(i)))
+            chunks.append((int(wt[k - 1, s, i]), int(s), int(i)))
             j, i = j - 1, s
-        out.append((float(D[k, n]), chunks[::-1]))
+        out.append((float(D[k - 1, k, n]), chunks[::-1]))
     return out
 
 

@@ -2,7 +2,9 @@
 
 * :func:`forward`, :func:`backward`, :func:`token_marginals` — forward-backward in
   log space.
-* :func:`chunk_marginals` — Pr((type, s, e) ∈ chunks(y)) for every span, O(n² S²).
+* :func:`chunk_count_marginals` — Pr((type, s, e) ∈ chunks(y), m(y) = m) for every
+  span and count (the lattice composed with the chunk counter M, by counting
+  forward-backward); :func:`chunk_marginals` sums it over m.
 * :func:`tp_count_table` — for a fixed sequence with chunk set C, the vectors
 
       Z[c] = Pr(m(y) = c),    T[c] = E[tp(C, y) · 1{m(y) = c}],
@@ -161,42 +163,9 @@ def tp_count_table(lattice: Lattice, fixed_chunks) -> tuple[np.ndarray, np.ndarr
 
 
 def chunk_marginals(lattice: Lattice) -> np.ndarray:
-    """Pr((type, s, e) ∈ chunks(y)), shape (len(types), n, n+1) with types in
-    ``lattice.tagset.types`` order."""
-    n = lattice.n
-    lay = lattice.layers
-    types_all = lattice.tagset.types
-    alpha, logz = forward(lay)
-    beta = backward(lay)
-    cont, start, end, tix, types = boundary_tables(lattice.tags, lattice.scheme)
-    out = np.zeros((len(types_all), n, n + 1))
-    if not types:
-        return out
-    tmap = np.array([types_all.index(t) for t in types])
-    layers = list(_layer_iter(lattice))
-    for s in range(n):
-        _, w, mx, _, st, _, src, dst = layers[s]
-        a_prev = np.zeros(1) if s == 0 else alpha[s - 1]
-        # gamma[k, state]: log weight of paths that start a chunk of type k at s
-        with np.errstate(divide="ignore"):
-            g = _logsumexp(a_prev[:, None] + np.log(np.where(st, w, 0.0)) + mx, axis=0)
-        gamma = np.full((len(types), len(dst)), -np.inf)
-        for k in range(len(types)):
-            sel = tix[dst] == k
-            gamma[k, sel] = g[sel]
-        for e in range(s + 1, n + 1):
-            if e == n:
-                out[tmap, s, e] = np.exp(_logsumexp(gamma + lay.final[None, :], axis=1) - logz)
-                break
-            _, w2, mx2, ct, _, en, _, _ = layers[e]
-            with np.errstate(divide="ignore"):
-                lw_end = np.log(np.where(en, w2, 0.0)) + mx2
-                lw_cont = np.log(np.where(ct, w2, 0.0)) + mx2
-            ends = _logsumexp(gamma[:, :, None] + lw_end[None] + beta[e][None, None, :],
-                              axis=(1, 2))
-            out[tmap, s, e] = np.exp(ends - logz)
-            gamma = _logsumexp(gamma[:, :, None] + lw_cont[None], axis=1)
-    return out
+    """Pr((type, s, e) ∈ chunks(y)), shape (len(types), n, n+1), types in
+    ``lattice.tagset.types`` order: :func:`chunk_count_marginals` summed over m."""
+    return chunk_count_marginals(lattice).sum(axis=3)
 
 
 def _count_forward(lattice: Lattice):
@@ -257,7 +226,6 @@ def chunk_count_marginals(lattice: Lattice) -> np.ndarray:
     if not types:
         return out
     tmap = np.array([types_all.index(t) for t in types])
-    K = len(types)
     alphas, ascale = _count_forward(lattice)
     betas, bscale = _count_backward(lattice)
     logz = ascale[-1] + np.log(np.sum(alphas[-1] * np.exp(lattice.layers.final -
@@ -266,11 +234,12 @@ def chunk_count_marginals(lattice: Lattice) -> np.ndarray:
     layers = list(_layer_iter(lattice))
     fmax = np.max(lattice.layers.final)
     fin = np.exp(lattice.layers.final - fmax)
-    # G[s]: (K, S, C) weight of paths that entered a chunk of type k at token s and are
-    # still inside it, by chunk count so far; logG[s] its scale.  All open starts
-    # advance together, one layer at a time.
-    G: list[np.ndarray] = []
-    logG: list[float] = []
+    idx = np.arange(C)[None, :] - np.arange(C)[:, None]          # Toeplitz offsets m - a
+    # Gs[s]: (S, C) weight of paths that entered a chunk at token s and are still in
+    # it (the state fixes the chunk's type), by chunk count so far; lg[s] its log
+    # scale.  All open starts advance together, one layer at a time.
+    Gs = np.zeros((0, 1, C))
+    lg = np.zeros(0)
     for e in range(1, n + 1):
         s = e - 1                                        # open a chunk at token s
         _, w, mx, _, st, _, _, dst = layers[s]
@@ -279,43 +248,38 @@ def chunk_count_marginals(lattice: Lattice) -> np.ndarray:
             a_prev[0, 0] = 1.0
         else:
             a_prev = alphas[s - 1]
-        g = (w * st).T @ a_prev
-        gamma = np.zeros((K, len(dst), C))
-        for k in range(K):
-            sel = tix[dst] == k
-            gamma[k, sel, 1:] = g[sel, :-1]              # the chunk itself counts
-        G.append(gamma)
-        logG.append((0.0 if s == 0 else ascale[s - 1]) + mx)
-        Gs = np.stack(G)                                 # (e, K, S, C)
-        lg = np.array(logG)
+        g = np.zeros((len(dst), C))
+        g[:, 1:] = ((w * st).T @ a_prev)[:, :-1]         # the chunk itself counts
+        if Gs.shape[0] == 0:
+            Gs = np.zeros((0, len(dst), C))
+        Gs = np.concatenate([Gs, g[None]], axis=0)      # (e, S, C)
+        lg = np.append(lg, (0.0 if s == 0 else ascale[s - 1]) + mx)
+        onehot = (tix[dst][:, None] == np.arange(len(types))[None, :]).astype(float)
         if e == n:
-            val = np.einsum("nksc,s->nkc", Gs, fin)
-            for s_ in range(e):
-                out[tmap, s_, e] = val[s_] * np.exp(lg[s_] + fmax - logz)
+            val = (Gs * fin[None, :, None]).transpose(0, 2, 1) @ onehot     # (e, C, K)
+            out[tmap[None, :], np.arange(e)[:, None], e] = \
+                val.transpose(0, 2, 1) * np.exp(lg + fmax - logz)[:, None, None]
             break
         _, w2, mx2, ct, st2, en, _, _ = layers[e]
         b = betas[e]                                     # (S_e, C): starts after token e
-        S_e = b.shape[0]
-        # Toeplitz form: Bt[u, a, m] = b[u, m - a]
-        idx = np.arange(C)[None, :] - np.arange(C)[:, None]          # m - a
-        Bt = np.where(idx >= 0, b[:, np.clip(idx, 0, C - 1)], 0.0)    # (S_e, C, C)
-        res = np.zeros((e, K, C))
+        Bt = np.where(idx >= 0, b[:, np.clip(idx, 0, C - 1)], 0.0)   # (S_e, C, C)
+        Sr, Su = w2.shape
+        V = np.zeros((Sr, C, C))
         for shift, mask in ((0, en & ~st2), (1, en & st2)):
-            if not mask.any():
-                continue
-            x = np.matmul(Gs.transpose(0, 1, 3, 2), w2 * mask)       # (e, K, C, S_e)
-            r = x.transpose(0, 1, 3, 2).reshape(e * K, S_e * C) @ Bt.reshape(S_e * C, C)
-            r = r.reshape(e, K, C)
-            if shift:
-                res[:, :, 1:] += r[:, :, :-1]
-            else:
-                res += r
+            if mask.any():
+                v = ((w2 * mask) @ Bt.reshape(Su, C * C)).reshape(Sr, C, C)
+                if shift:
+                    V[:, :, 1:] += v[:, :, :-1]
+                else:
+                    V += v
+        # res[s, r, m] = sum_a Gs[s, r, a] V[r, a, m]; then sum r by chunk type
+        res = np.matmul(Gs.transpose(1, 0, 2), V)                      # (S, e, C)
+        res = np.einsum("rsm,rk->skm", res, onehot)                   # (e, K, C)
         scale = np.exp(lg + mx2 + bscale[e] - logz)
         out[tmap[None, :], np.arange(e)[:, None], e] = res * scale[:, None, None]
-        Gs = np.matmul(Gs.transpose(0, 1, 3, 2), w2 * ct).transpose(0, 1, 3, 2)
+        Gs = np.matmul((w2 * ct).T, Gs)                               # stay inside
         mxs = Gs.reshape(e, -1).max(axis=1)
         mxs = np.where(mxs > 0, mxs, 1.0)
-        Gs /= mxs[:, None, None, None]
-        G = list(Gs)
-        logG = list(lg + mx2 + np.log(mxs))
+        Gs /= mxs[:, None, None]
+        lg = lg + mx2 + np.log(mxs)
     return out
