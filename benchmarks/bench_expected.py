@@ -15,7 +15,6 @@ import itertools
 import os
 import statistics
 import sys
-from multiprocessing import Pool
 
 import numpy as np
 
@@ -23,6 +22,7 @@ from common import Timer, data_path, peak_rss_mb, write_section
 from fstchunk import Lattice, TagSet, encodings as enc, expected_f
 from fstchunk.conll import read_conll
 from fstchunk.evaluate import f_beta
+from fstchunk.parallel import map_sentences, usable_cores
 
 TYPES = "ADJP ADVP CONJP INTJ LST NP PP PRT SBAR UCP VP".split()
 TAGS = TagSet("IOB2", TYPES).tags
@@ -104,11 +104,10 @@ def main() -> None:
         print(lines[-1])
 
     # 3. the whole test set with the fast engine on all usable cores
-    cores = len(os.sched_getaffinity(0))
+    cores = usable_cores()
     jobs = [(k, s.column(-1)) for k, s in enumerate(test)]
     with Timer() as tall:
-        with Pool(cores) as pool:
-            fs = pool.map(_fast_one, jobs, chunksize=32)
+        fs = map_sentences(_fast_one, jobs, chunksize=32)
     lines.append(f"\n### Whole CoNLL-2000 test set, fast engine\n\n{len(jobs)} sentences "
                  f"({sum(len(g) for _, g in jobs)} tokens) in **{tall.seconds:.1f} s** on "
                  f"{cores} processes (target <= 20 s); mean E[F] of gold under the random "

@@ -236,8 +236,10 @@ def main(argv=None) -> int:
         if args.command != "grammar" or any(x.startswith("-") for x in extra):
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         args.names = list(args.names) + extra
+    from .parallel import single_threaded_blas
     try:
-        return args.func(args)
+        with single_threaded_blas():        # small matrices: see fstchunk.parallel
+            return args.func(args)
     except BrokenPipeError:
         return 0
     except (ValueError, RuntimeError, OSError) as e:

@@ -86,6 +86,17 @@ def boundary_tables(tags: tuple[str, ...], scheme: str):
     return cont, start, end, tix, types
 
 
+#: Values below this (relative to a layer's scale) are set to zero.  Pitfall:
+#: subnormal doubles (< 2.2e-308) make BLAS products up to 100x slower, and
+#: count bins of improbable chunk counts fall that low in long sentences.
+TINY = 1e-280
+
+
+def _flush(a: np.ndarray) -> np.ndarray:
+    a[a < TINY] = 0.0
+    return a
+
+
 def _pair(table: np.ndarray, lab_src: np.ndarray, lab_dst: np.ndarray) -> np.ndarray:
     """Index a tag-pair table by the states of two layers (lab -1 = sentence start)."""
     rows = np.where(lab_src < 0, table.shape[0] - 1, lab_src)
@@ -100,7 +111,7 @@ def _layer_iter(lattice: Lattice):
     for i, w in enumerate(lay.weights):
         dst = lay.labels[i]
         mx = np.max(w)
-        yield (i, np.exp(w - mx), mx, _pair(cont, src, dst), _pair(start, src, dst),
+        yield (i, _flush(np.exp(w - mx)), mx, _pair(cont, src, dst), _pair(start, src, dst),
                _pair(end, src, dst), src, dst)
         src = dst
 
@@ -152,7 +163,7 @@ def tp_count_table(lattice: Lattice, fixed_chunks) -> tuple[np.ndarray, np.ndarr
         scale = P2.sum()
         if scale <= 0:
             raise ValueError("the lattice gives no weight to any valid sequence")
-        P, E = P2 / scale, E2 / scale
+        P, E = _flush(P2 / scale), _flush(E2 / scale)
     fin = np.exp(lattice.layers.final - np.max(lattice.layers.final))
     Z = np.einsum("smc,s->c", P, fin)
     T = np.einsum("smc,s->c", E, fin) + P[:, 1, :].T @ fin     # open matches close at n
@@ -181,7 +192,7 @@ def _count_forward(lattice: Lattice):
         z = nxt.sum()
         if z <= 0:
             raise ValueError("the lattice gives no weight to any valid sequence")
-        a = nxt / z
+        a = _flush(nxt / z)
         ls += np.log(z) + mx
         alphas.append(a)
         scales.append(ls)
@@ -203,7 +214,7 @@ def _count_backward(lattice: Lattice):
         prev = (w * ~start) @ b
         prev[:, 1:] += (w * start) @ b[:, :-1]
         z = prev.sum()
-        b = prev / z
+        b = _flush(prev / z)
         ls += np.log(z) + mx
         betas.append(b)
         scales.append(ls)
@@ -235,10 +246,12 @@ def chunk_count_marginals(lattice: Lattice) -> np.ndarray:
     fmax = np.max(lattice.layers.final)
     fin = np.exp(lattice.layers.final - fmax)
     idx = np.arange(C)[None, :] - np.arange(C)[:, None]          # Toeplitz offsets m - a
-    # Gs[s]: (S, C) weight of paths that entered a chunk at token s and are still in
-    # it (the state fixes the chunk's type), by chunk count so far; lg[s] its log
-    # scale.  All open starts advance together, one layer at a time.
-    Gs = np.zeros((0, 1, C))
+    # Gs[r, s, :]: weight of paths that entered a chunk at token s and are still in it
+    # at state r (the state fixes the chunk's type), by chunk count so far; lg[s]
+    # its log scale.  All open starts advance together, one layer at a time.
+    # Pitfall: keep this (state, start, count) layout contiguous; numpy's batched
+    # matmul on transposed views falls back to a loop 50x slower than BLAS.
+    Gs = None
     lg = np.zeros(0)
     for e in range(1, n + 1):
         s = e - 1                                        # open a chunk at token s
@@ -248,17 +261,15 @@ def chunk_count_marginals(lattice: Lattice) -> np.ndarray:
             a_prev[0, 0] = 1.0
         else:
             a_prev = alphas[s - 1]
-        g = np.zeros((len(dst), C))
-        g[:, 1:] = ((w * st).T @ a_prev)[:, :-1]         # the chunk itself counts
-        if Gs.shape[0] == 0:
-            Gs = np.zeros((0, len(dst), C))
-        Gs = np.concatenate([Gs, g[None]], axis=0)      # (e, S, C)
+        g = np.zeros((len(dst), 1, C))
+        g[:, 0, 1:] = ((w * st).T @ a_prev)[:, :-1]      # the chunk itself counts
+        Gs = g if Gs is None else np.concatenate([Gs, g], axis=1)       # (S, e, C)
         lg = np.append(lg, (0.0 if s == 0 else ascale[s - 1]) + mx)
         onehot = (tix[dst][:, None] == np.arange(len(types))[None, :]).astype(float)
         if e == n:
-            val = (Gs * fin[None, :, None]).transpose(0, 2, 1) @ onehot     # (e, C, K)
-            out[tmap[None, :], np.arange(e)[:, None], e] = \
-                val.transpose(0, 2, 1) * np.exp(lg + fmax - logz)[:, None, None]
+            val = np.tensordot(onehot * fin[:, None], Gs, axes=([0], [0]))   # (K, e, C)
+            out[tmap[:, None], np.arange(e)[None, :], e] = \
+                val * np.exp(lg + fmax - logz)[None, :, None]
             break
         _, w2, mx2, ct, st2, en, _, _ = layers[e]
         b = betas[e]                                     # (S_e, C): starts after token e
@@ -272,14 +283,14 @@ def chunk_count_marginals(lattice: Lattice) -> np.ndarray:
                     V[:, :, 1:] += v[:, :, :-1]
                 else:
                     V += v
-        # res[s, r, m] = sum_a Gs[s, r, a] V[r, a, m]; then sum r by chunk type
-        res = np.matmul(Gs.transpose(1, 0, 2), V)                      # (S, e, C)
-        res = np.einsum("rsm,rk->skm", res, onehot)                   # (e, K, C)
+        res = np.matmul(Gs, V)                           # (S, e, C): sum over a
+        res = np.tensordot(onehot, res, axes=([0], [0]))  # (K, e, C): sum over r by type
         scale = np.exp(lg + mx2 + bscale[e] - logz)
-        out[tmap[None, :], np.arange(e)[:, None], e] = res * scale[:, None, None]
-        Gs = np.matmul((w2 * ct).T, Gs)                               # stay inside
-        mxs = Gs.reshape(e, -1).max(axis=1)
+        out[tmap[:, None], np.arange(e)[None, :], e] = res * scale[None, :, None]
+        Su2 = w2.shape[1]
+        Gs = ((w2 * ct).T @ Gs.reshape(Sr, e * C)).reshape(Su2, e, C)   # stay inside
+        mxs = Gs.max(axis=(0, 2))
         mxs = np.where(mxs > 0, mxs, 1.0)
-        Gs /= mxs[:, None, None]
+        Gs = _flush(Gs / mxs[None, :, None])
         lg = lg + mx2 + np.log(mxs)
     return out

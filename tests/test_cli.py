@@ -176,3 +176,32 @@ def test_expected_command_errors(capsys, tmp_path):
     conll.write_text("a DT I-NP\nb DT O\n", encoding="utf-8")
     code, _, err = run(capsys, "expected", str(conll), "--scores", str(npz))
     assert code == 2 and "s.txt:1 (sentence 0): position 0: tag 'I-NP'" in err
+
+
+@pytest.mark.parametrize("decoder", ["map", "posterior", "meu", "meu-kbest", "meu-corpus"])
+def test_decode_then_eval(capsys, tmp_path, decoder, corpus):
+    from fstchunk.conll import read_conll, write_conll
+    from fstchunk.hmm import HMM
+    model = tmp_path / "hmm.npz"
+    HMM.fit(read_conll(corpus("conll2000", "train.txt"))[:500]).save(model)
+    test = read_conll(corpus("conll2000", "test.txt"))[:15]
+    inp = tmp_path / "in.txt"
+    write_conll(test, inp)
+    out = tmp_path / "out.txt"
+    code, _, err = run(capsys, "decode", "--model", str(model), "--input", str(inp),
+                       "--decoder", decoder, "--beta", "2", "-o", str(out))
+    assert code == 0, err
+    got = read_conll(out)
+    assert [len(s.rows[0]) for s in got] == [4] * len(test)
+    assert [s.words for s in got] == [s.words for s in test]
+    code, text, _ = run(capsys, "eval", str(out))
+    assert code == 0 and text.startswith(f"processed {sum(map(len, test))} tokens")
+
+
+def test_decode_bad_model(capsys, tmp_path):
+    bad = tmp_path / "m.npz"
+    bad.write_bytes(b"garbage")
+    inp = tmp_path / "in.txt"
+    inp.write_text("a DT\n", encoding="utf-8")
+    code, _, err = run(capsys, "decode", "--model", str(bad), "--input", str(inp))
+    assert code == 2 and "m.npz: not a readable fstchunk model file" in err

@@ -1,0 +1,167 @@
+"""MAP vs posterior vs MEU decoding on real data (issue 4 evaluation).
+
+For each corpus: train a model on the training set (the counting HMM by default,
+or a saved model with --model), decode the test set with every decoder for
+β ∈ {0.5, 1, 2}, and report conlleval P/R/F and the mean per-sentence F_β; plot
+precision and recall against β for exact MEU, with the MAP point; time exact
+MEU decoding of the whole test set on all cores and its growth with length.
+No setting was tuned on the test sets (HMM: δ = 0.1, min_count = 2, fixed a priori).
+
+    FSTCHUNK_DATA=../shared/data python benchmarks/bench_decoders.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+
+import numpy as np
+
+from common import RESULTS, Timer, data_path, peak_rss_mb, write_section
+from fstchunk import decode as dec
+from fstchunk import encodings as enc
+from fstchunk.conll import read_conll
+from fstchunk.evaluate import evaluate
+from fstchunk.parallel import map_sentences, single_threaded_blas, usable_cores
+
+CORPORA = {"conll2000": (("conll2000", "train.txt"), ("conll2000", "test.txt")),
+           "ned": (("conll2002", "ned.train"), ("conll2002", "ned.testb"))}
+MODEL = None          # set before the pool forks
+
+
+def _decode(job):
+    i, decoder, beta, k = job
+    lat = MODEL.lattice(TEST[i])
+    if decoder == "map":
+        return dec.decode_map(lat).tags
+    if decoder == "posterior":
+        return dec.decode_posterior(lat).tags
+    if decoder == "meu":
+        return dec.decode_meu(lat, beta=beta).tags
+    if decoder == "meu-kbest":
+        return dec.decode_meu(lat, beta=beta, method="kbest", k=k).tags
+    raise ValueError(decoder)
+
+
+def run_decoder(decoder, beta, k=10):
+    if decoder == "meu-corpus":
+        with single_threaded_blas():
+            lats = [MODEL.lattice(s) for s in TEST]
+            out, _ = dec.decode_meu_corpus(lats, beta=beta)
+        return out
+    return map_sentences(_decode, [(i, decoder, beta, k) for i in range(len(TEST))])
+
+
+def scores(preds, beta):
+    gold = [s.column(-1) for s in TEST]
+    scheme = MODEL.scheme
+    preds = [enc.convert(p, scheme, "IOB2") for p in preds]
+    return evaluate(gold, preds, beta=beta)
+
+
+def main() -> None:
+    global MODEL, TEST
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpora", default="conll2000,ned")
+    ap.add_argument("--model", default=None, help="a saved model (default: fit the HMM)")
+    ap.add_argument("--label", default="HMM (counting)")
+    ap.add_argument("--kbest", type=int, default=10)
+    ap.add_argument("--limit", type=int, default=None, help="first N test sentences only")
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args()
+    from fstchunk.hmm import HMM
+    from fstchunk.model import load_model
+    cores = usable_cores()
+    body = [f"Model: {args.label}. Scores: conlleval P/R/F (F_β for the MEU rows' β) on the "
+            "test set and mean per-sentence F_β (0/0 := 1); MEU maximises expected F_β."]
+    plots = {}
+    for name in args.corpora.split(","):
+        tr, te = CORPORA[name]
+        MODEL = load_model(args.model) if args.model else HMM.fit(read_conll(data_path(*tr)))
+        TEST = read_conll(data_path(*te))[:args.limit]
+        body.append(f"\n### {name}: {te[1]} ({len(TEST)} sentences)\n")
+        body.append("| decoder | β | P | R | F_β | mean sent. F_β | time s |")
+        body.append("|---|---|---|---|---|---|---|")
+        with Timer() as t:
+            base = run_decoder("map", 1.0)
+        for beta in (0.5, 1.0, 2.0):
+            r = scores(base, beta)
+            body.append(f"| map | {beta:g} | {r.overall.precision:.2f} | "
+                        f"{r.overall.recall:.2f} | {r.overall.f:.2f} | "
+                        f"{100 * r.mean_sentence_f:.2f} | {t.seconds:.1f} |")
+            print(body[-1], flush=True)
+        with Timer() as t:
+            post = run_decoder("posterior", 1.0)
+        r = scores(post, 1.0)
+        body.append(f"| posterior | 1 | {r.overall.precision:.2f} | {r.overall.recall:.2f} "
+                    f"| {r.overall.f:.2f} | {100 * r.mean_sentence_f:.2f} | {t.seconds:.1f} |")
+        print(body[-1], flush=True)
+        for decoder in ("meu", "meu-kbest", "meu-corpus"):
+            for beta in (0.5, 1.0, 2.0):
+                with Timer() as t:
+                    p = run_decoder(decoder, beta, args.kbest)
+                r = scores(p, beta)
+                label = decoder + (f" (k={args.kbest})" if decoder == "meu-kbest" else "")
+                body.append(f"| {label} | {beta:g} | {r.overall.precision:.2f} | "
+                            f"{r.overall.recall:.2f} | {r.overall.f:.2f} | "
+                            f"{100 * r.mean_sentence_f:.2f} | {t.seconds:.1f} |")
+                print(body[-1], flush=True)
+                if decoder == "meu" and beta == 1.0:
+                    meu_time = t.seconds
+        betas = [0.25, 0.5, 1.0, 2.0, 4.0]
+        pr = []
+        for beta in betas:
+            p = run_decoder("meu", beta)
+            r = scores(p, beta)
+            pr.append((r.overall.precision, r.overall.recall))
+        rmap = scores(base, 1.0)
+        plots[name] = (betas, pr, (rmap.overall.precision, rmap.overall.recall))
+        body.append(f"\nExact MEU (β = 1) over the whole test set: {meu_time:.1f} s on {cores} "
+                    f"processes.")
+        # growth with sentence length
+        lens = {}
+        for s in TEST[:600]:
+            lat = MODEL.lattice(s)
+            with Timer() as t, single_threaded_blas():
+                dec.decode_meu(lat)
+            lens.setdefault(min(len(s) // 10 * 10, 60), []).append(t.seconds)
+        body.append("\n| length bucket | sentences | exact MEU ms/sentence |")
+        body.append("|---|---|---|")
+        for b in sorted(lens):
+            body.append(f"| {b}-{b + 9} | {len(lens[b])} | {1000 * statistics.mean(lens[b]):.1f} |")
+    body.append(f"\nPeak resident memory: {peak_rss_mb():.0f} MB.")
+    png = RESULTS.parent / "meu_precision_recall_vs_beta.png"
+    _plot(plots, png)
+    body.append(f"\nPlot: `{png.name}` (precision and recall of exact MEU against β; "
+                "crosses: MAP).")
+    print("\n".join(body[-12:]))
+    if not args.no_write:
+        key = f"decoders on real data: {args.label}"
+        write_section(key, "FSTCHUNK_DATA=../shared/data python benchmarks/bench_decoders.py"
+                      + (f" --model {args.model} --label '{args.label}'" if args.model else ""),
+                      "\n".join(body))
+
+
+def _plot(plots, png):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(plots), figsize=(6 * len(plots), 4), squeeze=False)
+    for ax, (name, (betas, pr, mp)) in zip(axes[0], plots.items()):
+        ax.plot(betas, [p for p, _ in pr], "o-", label="MEU precision")
+        ax.plot(betas, [r for _, r in pr], "s-", label="MEU recall")
+        ax.plot([1.0], [mp[0]], "x", ms=10, label="MAP precision")
+        ax.plot([1.0], [mp[1]], "+", ms=12, label="MAP recall")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("β (recall weight)")
+        ax.set_ylabel("%")
+        ax.set_title(name)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(png, dpi=100)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

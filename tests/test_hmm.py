@@ -1,0 +1,77 @@
+import numpy as np
+import pynini
+import pytest
+
+from fstchunk import Lattice, fsa
+from fstchunk.conll import Sentence, read_conll
+from fstchunk.grammars.models import hmm_transducer
+from fstchunk.hmm import HMM, word_shape
+from fstchunk.modelio import ModelFileError
+from fstchunk.tagset import TagSet
+
+TOY = [Sentence([["The", "DT", "B-NP"], ["dog", "NN", "I-NP"], ["barks", "VBZ", "B-VP"]]),
+       Sentence([["A", "DT", "B-NP"], ["cat", "NN", "I-NP"], ["sleeps", "VBZ", "B-VP"],
+                 [".", ".", "O"]])]
+
+
+def test_word_shape():
+    assert word_shape("Verwilghen") == "Xx" and word_shape("1.8") == "d.d"
+    assert word_shape("VLD-lijst") == "X-x"
+
+
+def test_fit_counts_and_normalisation():
+    m = HMM.fit(TOY, delta=0.1, min_count=1)
+    assert m.tags == ("O", "B-NP", "I-NP", "B-VP", "I-VP")
+    np.testing.assert_allclose(np.exp(m.log_word).sum(axis=1), 1.0)
+    np.testing.assert_allclose(np.exp(m.log_trans).sum(axis=1) + np.exp(m.log_end), 1.0)
+    # relative frequency with add-δ: B-NP -> I-NP seen twice out of 2 transitions
+    L = len(m.tags)
+    i, j = m.tags.index("B-NP"), m.tags.index("I-NP")
+    assert np.exp(m.log_trans[i, j]) == pytest.approx((2 + 0.1) / (2 + 0.1 * (L + 1)))
+
+
+def test_lattice_equals_the_machine_built_twin_on_real_sentences(corpus):
+    """HMM score arrays vs the HMM as a tags->words transducer composed with the words."""
+    train = read_conll(corpus("conll2000", "train.txt"))[:300]
+    m = HMM.fit(train)
+    ts = TagSet.from_tags(m.tags, "IOB2")
+    for s in read_conll(corpus("conll2000", "test.txt"))[:3]:
+        fast = m.lattice(s)
+        # emit the token ids (word+POS as one symbol) through the transducer
+        ids = [f"{i}" for i in range(len(s))]
+        emis = m.emissions(s)                          # (n, L), log Pr(word, pos | tag)
+        hmm_fst, words = hmm_transducer(ts, m.tags, ids, m.log_start, m.log_trans, emis.T)
+        # the end probabilities as final weights of the tag states
+        for q in range(1, hmm_fst.num_states()):
+            hmm_fst.set_final(q, pynini.Weight("log64", -float(m.log_end[q - 1])))
+        w = fsa.string_fst([words.find(x) for x in ids], "log64")
+        twin = Lattice.from_fst(pynini.compose(hmm_fst, w).project("input"), m.tags, "IOB2")
+        assert twin.log_partition() == pytest.approx(fast.log_partition(), rel=1e-12)
+        np.testing.assert_allclose(twin.marginals(), fast.marginals(), atol=1e-10)
+
+
+def test_save_load_round_trip_and_errors(tmp_path):
+    m = HMM.fit(TOY, min_count=1)
+    p = tmp_path / "m.npz"
+    m.save(p)
+    m2 = HMM.load(p)
+    s = TOY[1]
+    assert m2.lattice(s).log_partition() == pytest.approx(m.lattice(s).log_partition())
+    trunc = tmp_path / "t.npz"
+    trunc.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2])
+    with pytest.raises(ModelFileError, match="t.npz: not a readable fstchunk model file"):
+        HMM.load(trunc)
+    foreign = tmp_path / "f.npz"
+    np.savez(foreign, x=np.zeros(3))
+    with pytest.raises(ModelFileError, match="f.npz: an .npz file but not an fstchunk model"):
+        HMM.load(foreign)
+    with pytest.raises(ModelFileError, match="no such model file"):
+        HMM.load(tmp_path / "missing.npz")
+
+
+def test_unknown_words_and_bad_rows():
+    m = HMM.fit(TOY, min_count=2)
+    s = Sentence([["Zebras", "NNS"], ["run", "VBP"]])
+    assert np.isfinite(m.lattice(s).log_partition())
+    with pytest.raises(ValueError, match="reads columns 0 .word. and 1 .POS."):
+        m.lattice(Sentence([["word"]], [7], "f.txt"))
