@@ -116,12 +116,9 @@ def _layer_iter(lattice: Lattice):
         src = dst
 
 
-def tp_count_table(lattice: Lattice, fixed_chunks) -> tuple[np.ndarray, np.ndarray]:
-    """(Z, T): Z[c] = Pr(m(y) = c), T[c] = E[tp · 1{m(y) = c}] against ``fixed_chunks``.
-
-    ``fixed_chunks`` are (type, start, end) of a sequence of the lattice's length;
-    y ranges over the lattice's distribution.
-    """
+def _tp_rules(lattice: Lattice, fixed_chunks):
+    """Per layer, the linear terms of the recursion: (w, [(m_src, m_dst, shift, mask,
+    inc_mask or None)]) with w the scaled layer weights (see :func:`tp_count_table`)."""
     n = lattice.n
     _, _, _, tix, types = boundary_tables(lattice.tags, lattice.scheme)
     fs = np.full(n, -2)                     # type index of a fixed chunk starting at j
@@ -129,40 +126,44 @@ def tp_count_table(lattice: Lattice, fixed_chunks) -> tuple[np.ndarray, np.ndarr
     for t, s, e in fixed_chunks:
         fs[s] = types.index(t) if t in types else -3     # -3: a type the lattice lacks
         fe[e - 1] = True
-    C = n + 1
-    P = np.zeros((1, 2, C))
-    E = np.zeros((1, 2, C))
-    P[0, 0, 0] = 1.0
-    for j, w, _, cont, start, end, src, dst in _layer_iter(lattice):
-        S = len(dst)
+    for j, w, mx, _, start, end, src, dst in _layer_iter(lattice):
         match_start = start & (tix[dst][None, :] == fs[j])
-        ended_fixed = j > 0 and fe[j - 1]
-        # per source match value: (destination match, tp increment) as boolean tables
-        if ended_fixed:
+        if j > 0 and fe[j - 1]:             # the fixed chunk ended at j-1
             rules = {0: (match_start, None), 1: (match_start, end)}
         else:
-            rules = {0: (match_start, None), 1: (~end & ~start, None)}
-        P2 = np.zeros((S, 2, C))
-        E2 = np.zeros((S, 2, C))
+            rules = {0: (match_start, None), 1: (~end, None)}
+        terms = []
         for m_src, (to_one, inc) in rules.items():
-            p, e = P[:, m_src, :], E[:, m_src, :]
-            if not p.any() and not e.any():
-                continue
             for m_dst, sel in ((1, to_one), (0, ~to_one)):
                 for shift, sh in ((1, start), (0, ~start)):
                     mask = sel & sh
-                    if not mask.any():
-                        continue
-                    M = w * mask
-                    hi = C - shift
-                    P2[:, m_dst, shift:] += M.T @ p[:, :hi]
-                    E2[:, m_dst, shift:] += M.T @ e[:, :hi]
-                    if inc is not None:
-                        Mi = M * (inc & mask)
-                        E2[:, m_dst, shift:] += Mi.T @ p[:, :hi]
+                    if mask.any():
+                        terms.append((m_src, m_dst, shift, mask,
+                                      None if inc is None else inc & mask))
+        yield w, mx, terms
+
+
+def _tp_forward(lattice: Lattice, fixed_chunks, tape: list | None = None):
+    C = lattice.n + 1
+    P = np.zeros((1, 2, C))
+    E = np.zeros((1, 2, C))
+    P[0, 0, 0] = 1.0
+    for w, _, terms in _tp_rules(lattice, fixed_chunks):
+        S = w.shape[1]
+        P2 = np.zeros((S, 2, C))
+        E2 = np.zeros((S, 2, C))
+        for m_src, m_dst, shift, mask, inc in terms:
+            M = w * mask
+            hi = C - shift
+            P2[:, m_dst, shift:] += M.T @ P[:, m_src, :hi]
+            E2[:, m_dst, shift:] += M.T @ E[:, m_src, :hi]
+            if inc is not None:
+                E2[:, m_dst, shift:] += (w * inc).T @ P[:, m_src, :hi]
         scale = P2.sum()
-        if scale <= 0:
+        if not scale > 0:
             raise ValueError("the lattice gives no weight to any valid sequence")
+        if tape is not None:
+            tape.append((P, E, w, terms, scale))
         P, E = _flush(P2 / scale), _flush(E2 / scale)
     fin = np.exp(lattice.layers.final - np.max(lattice.layers.final))
     Z = np.einsum("smc,s->c", P, fin)
@@ -170,7 +171,56 @@ def tp_count_table(lattice: Lattice, fixed_chunks) -> tuple[np.ndarray, np.ndarr
     total = Z.sum()
     if not total > 0:
         raise ValueError("the lattice gives no weight to any valid sequence")
-    return Z / total, T / total
+    return Z / total, T / total, (P, E, fin, total)
+
+
+def tp_count_table(lattice: Lattice, fixed_chunks) -> tuple[np.ndarray, np.ndarray]:
+    """(Z, T): Z[c] = Pr(m(y) = c), T[c] = E[tp · 1{m(y) = c}] against ``fixed_chunks``.
+
+    ``fixed_chunks`` are (type, start, end) of a sequence of the lattice's length;
+    y ranges over the lattice's distribution.  States (tag, match, c) carry pairs
+    ⟨p, p·tp⟩ of the expectation semiring; the match logic is T's
+    (:func:`fstchunk.grammars.counting.tp_step`) on chunk boundaries.
+    """
+    Z, T, _ = _tp_forward(lattice, fixed_chunks)
+    return Z, T
+
+
+def tp_count_table_grad(lattice: Lattice, fixed_chunks, Zbar: np.ndarray, Tbar: np.ndarray):
+    """Gradient of Σ_c Zbar[c]·Z[c] + Tbar[c]·T[c] (Z, T of :func:`tp_count_table`)
+    with respect to the lattice's log weights: (list of (S_i, S_{i+1}) arrays, one per
+    layer; array over the final states).  Reverse mode over the same recursion; the
+    per-layer scales cancel in Z and T, so they are treated as constants."""
+    tape: list = []
+    Zn, Tn, (P, E, fin, total) = _tp_forward(lattice, fixed_chunks, tape)
+    K = float(Zbar @ Zn + Tbar @ Tn)
+    zb = (Zbar - K) / total
+    tb = Tbar / total
+    Pb = fin[:, None, None] * zb[None, None, :] + np.zeros_like(P)
+    Pb[:, 1, :] += fin[:, None] * tb[None, :]
+    Eb = np.broadcast_to(fin[:, None, None] * tb[None, None, :], E.shape).copy()
+    finb = (np.einsum("smc,c->s", P, zb) + np.einsum("smc,c->s", E, tb) + P[:, 1, :] @ tb)
+    final_grad = finb * fin
+    C = lattice.n + 1
+    grads = []
+    for P, E, w, terms, scale in reversed(tape):
+        P2b, E2b = Pb / scale, Eb / scale
+        Pb = np.zeros_like(P)
+        Eb = np.zeros_like(E)
+        wb = np.zeros_like(w)
+        for m_src, m_dst, shift, mask, inc in terms:
+            hi = C - shift
+            M = w * mask
+            yp, ye = P2b[:, m_dst, shift:], E2b[:, m_dst, shift:]
+            xp, xe = P[:, m_src, :hi], E[:, m_src, :hi]
+            wb += mask * (xp @ yp.T + xe @ ye.T)
+            Pb[:, m_src, :hi] += M @ yp
+            Eb[:, m_src, :hi] += M @ ye
+            if inc is not None:
+                wb += inc * (xp @ ye.T)
+                Pb[:, m_src, :hi] += (w * inc) @ ye
+        grads.append(wb * w)
+    return grads[::-1], final_grad
 
 
 def chunk_marginals(lattice: Lattice) -> np.ndarray:

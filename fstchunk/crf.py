@@ -1,0 +1,296 @@
+"""A first-order linear-chain CRF over a chunk scheme's valid tag sequences.
+
+    score(y | x) = start[y_1] + Σ_i w·φ(x, i, y_i) + Σ_i trans[y_{i-1}, y_i] + end[y_n]
+    Pr(y | x) = exp(score) / Z(x),   Z over the *valid* sequences of the scheme
+
+State weights exist only for (attribute, label) pairs seen in training (as in
+CRFsuite), so the parameter vector θ = (state weights, trans, start, end) stays
+small.  Objectives (all maximised; the optimiser minimises their negation):
+
+* ``ml``: Σ_i log Pr(y_i | x_i) − λ‖θ‖²;
+* ``meu``: Σ_i E_{x~Pr(·|x_i)}[F_β(x | y_i)] − λ‖θ‖²  (Jansche §12, §20);
+* ``meu-corpus``: (β+1) Σ_i E[tp_i] / (Σ_i m(y_i) + β Σ_i E[m(x_i)]) − λ‖θ‖², the
+  expected-count form of the corpus F that conlleval reports.
+
+Gradients: ML by forward-backward (E[φ] − φ(gold)); the MEU objectives by
+reverse-mode differentiation of the expectation-semiring recursion
+(:func:`fstchunk.fast.tp_count_table_grad`) with respect to each sentence's
+score arrays, then the chain rule through φ.  All are checked by finite
+differences in the tests.
+
+Pitfall: the scores of a batch of sentences of equal length are processed
+together; a sentence's lattice for decoding is :meth:`CRF.lattice`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import scipy.optimize
+import scipy.sparse as sp
+
+from . import encodings as enc
+from .conll import Sentence
+from .features import FeatureMap
+from .lattice import Lattice, validity_masks
+from .modelio import load_model_file, save_model
+from .tagset import TagSet
+
+OBJECTIVES = ("ml", "meu", "meu-corpus")
+
+
+def _lse(a: np.ndarray, axis: int) -> np.ndarray:
+    m = np.max(a, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.squeeze(np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m, axis)
+
+
+@dataclass
+class Batch:
+    """Sentences of one length: token rows of X, gold tag indices (B, n)."""
+    n: int
+    rows: np.ndarray            # (B, n) row indices into X
+    gold: np.ndarray            # (B, n)
+    sentence_ids: list[int] = field(default_factory=list)
+
+
+class CRF:
+    """Linear-chain CRF; see the module doc."""
+
+    def __init__(self, fmap: FeatureMap, tags: Sequence[str], scheme: str,
+                 pairs: np.ndarray, theta: np.ndarray | None = None, settings=None):
+        self.fmap, self.tags, self.scheme = fmap, tuple(tags), enc.canonical_scheme(scheme)
+        self.L = len(self.tags)
+        self.pairs = pairs                          # (P, 2): (feature, label) with weights
+        self.P = len(pairs)
+        self.theta = np.zeros(self.P + self.L * self.L + 2 * self.L) if theta is None else theta
+        self.settings = dict(settings or {})
+        ok_s, ok_t, ok_e = validity_masks(self.tags, self.scheme)
+        self.mask_start, self.mask_trans, self.mask_end = ok_s, ok_t, ok_e
+
+    # --------------------------------------------------------------- parameters
+    def unpack(self, theta: np.ndarray):
+        P, L = self.P, self.L
+        W = sp.csr_matrix((theta[:P], (self.pairs[:, 0], self.pairs[:, 1])),
+                          shape=(len(self.fmap), L))
+        trans = theta[P:P + L * L].reshape(L, L)
+        start = theta[P + L * L:P + L * L + L]
+        end = theta[P + L * L + L:]
+        return W, trans, start, end
+
+    def emissions(self, X: sp.csr_matrix, theta: np.ndarray | None = None) -> np.ndarray:
+        W = self.unpack(self.theta if theta is None else theta)[0]
+        return np.asarray((X @ W).todense())
+
+    def lattice(self, sentence: Sentence) -> Lattice:
+        X = self.fmap.transform([sentence])
+        _, trans, start, end = self.unpack(self.theta)
+        return Lattice.from_scores(self.tags, self.emissions(X), trans, start, end,
+                                   scheme=self.scheme)
+
+    # --------------------------------------------------------------- training data
+    @classmethod
+    def prepare(cls, sentences: Sequence[Sentence], template: str, scheme: str = "IOB2",
+                data_scheme: str = "IOB2", min_count: int = 1, fmap: FeatureMap | None = None,
+                tags: Sequence[str] | None = None):
+        """(feature map, tags, X, gold index sequences) for training."""
+        scheme = enc.canonical_scheme(scheme)
+        gold_tags = []
+        for s in sentences:
+            try:
+                gold_tags.append(enc.convert(s.column(-1), data_scheme, scheme))
+            except ValueError as e:
+                raise ValueError(f"{s.where(0)}: {e}") from None
+        fmap = fmap or FeatureMap.fit(sentences, template, min_count)
+        tags = tuple(tags) if tags else TagSet.from_tags(
+            {t for g in gold_tags for t in g}, scheme).tags
+        ix = {t: i for i, t in enumerate(tags)}
+        gold = []
+        for s, g in zip(sentences, gold_tags):
+            if any(t not in ix for t in g):
+                bad = next(t for t in g if t not in ix)
+                raise ValueError(f"{s.where(0)}: tag {bad!r} is not among the model's tags")
+            gold.append(np.array([ix[t] for t in g]))
+        X = fmap.transform(sentences)
+        return fmap, tags, X, gold
+
+    @staticmethod
+    def observed_pairs(X: sp.csr_matrix, gold: Sequence[np.ndarray], L: int) -> np.ndarray:
+        y = np.concatenate(gold)
+        Y = sp.csr_matrix((np.ones(len(y)), (np.arange(len(y)), y)), shape=(len(y), L))
+        M = (X.T @ Y).tocoo()
+        return np.stack([M.row, M.col], axis=1).astype(np.int64)
+
+    @staticmethod
+    def batches(gold: Sequence[np.ndarray]) -> list[Batch]:
+        offsets = np.concatenate([[0], np.cumsum([len(g) for g in gold])])
+        by_len: dict[int, list[int]] = {}
+        for k, g in enumerate(gold):
+            by_len.setdefault(len(g), []).append(k)
+        out = []
+        for n, ids in sorted(by_len.items()):
+            rows = np.stack([np.arange(offsets[k], offsets[k] + n) for k in ids])
+            out.append(Batch(n, rows, np.stack([gold[k] for k in ids]), ids))
+        return out
+
+    # --------------------------------------------------------------- objectives
+    def _masked(self, trans, start, end):
+        neg = -np.inf
+        return (np.where(self.mask_trans, trans, neg), np.where(self.mask_start, start, neg),
+                np.where(self.mask_end, end, neg))
+
+    def ml_objective(self, theta, X, batches, l2: float):
+        """(negated) conditional log-likelihood + l2·‖θ‖², and its gradient."""
+        W, trans, start, end = self.unpack(theta)
+        mt, ms, me = self._masked(trans, start, end)
+        E = np.asarray((X @ W).todense())                  # (tokens, L)
+        gE = np.zeros_like(E)
+        gT, gS, gEnd = np.zeros_like(trans), np.zeros_like(start), np.zeros_like(end)
+        nll = 0.0
+        L = self.L
+        for b in batches:
+            em = E[b.rows]                                   # (B, n, L)
+            B, n = b.rows.shape
+            alpha = np.empty((B, n, L))
+            alpha[:, 0] = ms + em[:, 0]
+            for i in range(1, n):
+                alpha[:, i] = _lse(alpha[:, i - 1, :, None] + mt[None], axis=1) + em[:, i]
+            logz = _lse(alpha[:, -1] + me, axis=1)
+            beta = np.empty((B, n, L))
+            beta[:, -1] = me
+            for i in range(n - 2, -1, -1):
+                beta[:, i] = _lse(mt[None] + (em[:, i + 1] + beta[:, i + 1])[:, None, :], axis=2)
+            post = np.exp(alpha + beta - logz[:, None, None])
+            gold = b.gold
+            gold_score = (ms[gold[:, 0]] + me[gold[:, -1]] +
+                          np.take_along_axis(em, gold[..., None], 2)[..., 0].sum(axis=1) +
+                          mt[gold[:, :-1], gold[:, 1:]].sum(axis=1))
+            nll += float(np.sum(logz - gold_score))
+            onehot = np.zeros((B, n, L))
+            np.put_along_axis(onehot, gold[..., None], 1.0, axis=2)
+            np.add.at(gE, b.rows.ravel(), (post - onehot).reshape(-1, L))
+            gS += post[:, 0].sum(axis=0) - onehot[:, 0].sum(axis=0)
+            gEnd += post[:, -1].sum(axis=0) - onehot[:, -1].sum(axis=0)
+            if n > 1:
+                xi = np.exp(alpha[:, :-1, :, None] + mt[None, None] +
+                            (em[:, 1:] + beta[:, 1:])[:, :, None, :] - logz[:, None, None, None])
+                gT += xi.sum(axis=(0, 1))
+                np.add.at(gT, (gold[:, :-1].ravel(), gold[:, 1:].ravel()), -1.0)
+        g = self._pack_grad(X, gE, gT, gS, gEnd)
+        return nll + l2 * float(theta @ theta), g + 2 * l2 * theta
+
+    def _pack_grad(self, X, gE, gT, gS, gEnd) -> np.ndarray:
+        gW = X.T @ gE                                        # (F, L) dense
+        return np.concatenate([np.asarray(gW)[self.pairs[:, 0], self.pairs[:, 1]],
+                               gT.ravel(), gS, gEnd])
+
+    def meu_objective(self, theta, X, gold: Sequence[np.ndarray], l2: float, beta: float,
+                      corpus: bool):
+        """(negated) MEU objective (per sentence or corpus) + l2·‖θ‖², and its gradient."""
+        from .expected import from_count_table
+        from .fast import tp_count_table, tp_count_table_grad
+        W, trans, start, end = self.unpack(theta)
+        E = np.asarray((X @ W).todense())
+        offsets = np.concatenate([[0], np.cumsum([len(g) for g in gold])])
+        lats, fixed, tables = [], [], []
+        for k, g in enumerate(gold):
+            em = E[offsets[k]:offsets[k + 1]]
+            lat = Lattice.from_scores(self.tags, em, trans, start, end, scheme=self.scheme)
+            ch = enc.tags_to_chunks([self.tags[i] for i in g], self.scheme)
+            lats.append(lat)
+            fixed.append(ch)
+            tables.append(tp_count_table(lat, ch))
+        gE = np.zeros_like(E)
+        gT, gS, gEnd = np.zeros_like(trans), np.zeros_like(start), np.zeros_like(end)
+        if corpus:
+            tp = sum(T.sum() for _, T in tables)
+            m_hyp = sum(np.arange(len(Z)) @ Z for Z, _ in tables)
+            m_gold = sum(len(c) for c in fixed)
+            den = m_gold + beta * m_hyp
+            value = (beta + 1) * tp / den if den > 0 else 1.0
+            d_tp = (beta + 1) / den if den > 0 else 0.0
+            d_m = -(beta + 1) * tp * beta / den ** 2 if den > 0 else 0.0
+        else:
+            value = 0.0
+        for k, (lat, ch, (Z, T)) in enumerate(zip(lats, fixed, tables)):
+            c = np.arange(len(Z), dtype=float)
+            if corpus:
+                Zbar, Tbar = d_m * c, np.full(len(T), d_tp)
+            else:
+                r = from_count_table(Z, T, len(ch), beta, "training")
+                value += r.f
+                den = c + beta * len(ch)
+                Tbar = np.where(den > 0, (beta + 1) / np.where(den > 0, den, 1), 0.0)
+                Zbar = np.where(den > 0, 0.0, 1.0)
+            gw, gfin = tp_count_table_grad(lat, ch, Zbar, Tbar)
+            em_grad = np.zeros((lat.n, self.L))
+            for i, gwi in enumerate(gw):
+                em_grad[i] = gwi.sum(axis=0)
+                if i == 0:
+                    gS += gwi[0]
+                else:
+                    gT += gwi
+            gEnd += gfin
+            gE[offsets[k]:offsets[k + 1]] = em_grad
+        g = self._pack_grad(X, gE, gT, gS, gEnd)
+        # minimise the negation
+        return -value + l2 * float(theta @ theta), -g + 2 * l2 * theta
+
+    # --------------------------------------------------------------- training
+    def fit(self, X, gold, objective: str = "ml", l2: float = 1.0, beta: float = 1.0,
+            max_iter: int = 100, callback: Callable | None = None, tol: float = 1e-5):
+        """Optimise θ with L-BFGS, starting from the current θ."""
+        if objective not in OBJECTIVES:
+            raise ValueError(f"unknown objective {objective!r}; use one of {', '.join(OBJECTIVES)}")
+        if not (l2 >= 0 and np.isfinite(l2)):
+            raise ValueError(f"l2 must be a finite number >= 0, got {l2!r}")
+        if objective == "ml":
+            batches = self.batches(gold)
+            fun = lambda th: self.ml_objective(th, X, batches, l2)      # noqa: E731
+        else:
+            fun = lambda th: self.meu_objective(th, X, gold, l2, beta,   # noqa: E731
+                                                corpus=objective == "meu-corpus")
+        it = [0]
+
+        def cb(th):
+            it[0] += 1
+            self.theta = th.copy()
+            if callback is not None:
+                callback(it[0], th)
+
+        res = scipy.optimize.minimize(fun, self.theta, jac=True, method="L-BFGS-B",
+                                      callback=cb, options={"maxiter": max_iter, "gtol": tol,
+                                                            "maxcor": 10})
+        self.theta = res.x
+        self.settings.update(objective=objective, l2=l2, beta=beta,
+                             iterations=int(res.nit), converged=bool(res.success),
+                             final_objective=float(res.fun))
+        return res
+
+    # --------------------------------------------------------------- files
+    def save(self, path) -> None:
+        arrays = dict(self.fmap.to_arrays(), theta=self.theta, pairs=self.pairs)
+        save_model(path, "crf", arrays, {
+            "tags": list(self.tags), "scheme": self.scheme, "template": self.fmap.template,
+            "word_col": self.fmap.word_col, "pos_col": self.fmap.pos_col,
+            "settings": self.settings})
+
+    @classmethod
+    def load(cls, path) -> "CRF":
+        meta, a = load_model_file(path, "crf")
+        try:
+            fmap = FeatureMap.from_arrays(a, meta)
+            m = cls(fmap, meta["tags"], meta["scheme"], a["pairs"], a["theta"],
+                    meta.get("settings"))
+        except (KeyError, UnicodeDecodeError) as e:
+            raise ValueError(f"{path}: corrupt CRF model file ({e})") from None
+        if len(m.theta) != m.P + m.L * m.L + 2 * m.L:
+            raise ValueError(f"{path}: {len(m.theta)} parameters do not fit {m.P} state "
+                             f"weights and {m.L} tags")
+        if m.P and m.pairs[:, 0].max() >= len(fmap):
+            raise ValueError(f"{path}: feature index out of range of the feature map")
+        return m
