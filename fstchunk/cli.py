@@ -169,6 +169,70 @@ def cmd_decode(args) -> int:
     return 0
 
 
+def cmd_train(args) -> int:
+    import os
+    from tqdm import tqdm
+    from .conll import read_conll
+    from .evaluate import evaluate
+    train = read_conll(args.train)
+    dev = read_conll(args.dev) if args.dev else []
+    if args.model_type == "hmm":
+        from .hmm import HMM
+        HMM.fit(train, scheme=args.scheme).save(args.output)
+        print(f"wrote {args.output}")
+        return 0
+    from .crf import CRF
+    if args.init:
+        init = CRF.load(args.init)
+        fmap, tags, X, gold = CRF.prepare(train, init.fmap.template, init.scheme,
+                                          fmap=init.fmap, tags=init.tags)
+        crf = CRF(fmap, tags, init.scheme, init.pairs, init.theta.copy(), init.settings)
+    else:
+        fmap, tags, X, gold = CRF.prepare(train, args.features, args.scheme,
+                                          min_count=args.min_count)
+        crf = CRF(fmap, tags, args.scheme, CRF.observed_pairs(X, gold, len(tags)))
+    ckpt = args.output + ".ckpt"
+    done = 0
+    if args.resume and os.path.exists(ckpt):
+        saved = CRF.load(ckpt)
+        if saved.theta.shape != crf.theta.shape:
+            raise ValueError(f"{ckpt}: checkpoint does not fit this training set's features")
+        crf.theta, done = saved.theta.copy(), int(saved.settings.get("iteration", 0))
+        print(f"resuming from {ckpt} at iteration {done}")
+    crf.settings.update(train=args.train, dev=args.dev, features=crf.fmap.template,
+                        init=args.init)
+    bar = tqdm(total=args.max_iter, initial=done, desc=f"train {args.objective}",
+               unit="it", disable=args.quiet)
+    state = {"dev_f": float("nan")}
+
+    def dev_f(model) -> float:
+        preds = decode_sentences(model, dev, "map", 1.0, output_scheme="IOB2")
+        return evaluate([s.column(-1) for s in dev], preds).overall.f
+
+    def callback(it, theta):
+        k = done + it
+        bar.update(1)
+        if dev and args.dev_every and k % args.dev_every == 0:
+            state["dev_f"] = dev_f(crf)
+        bar.set_postfix(objective=f"{crf._last_value:.6g}", dev_f=f"{state['dev_f']:.2f}")
+        if args.checkpoint_every and k % args.checkpoint_every == 0:
+            crf.settings["iteration"] = k
+            crf.save(ckpt)
+
+    crf.fit(X, gold, args.objective, l2=args.l2, beta=args.beta,
+            max_iter=max(args.max_iter - done, 1), callback=callback)
+    bar.close()
+    crf.settings["iteration"] = done + crf.settings.get("iterations", 0)
+    if dev:
+        crf.settings["dev_f"] = dev_f(crf)
+        print(f"dev F (MAP) = {crf.settings['dev_f']:.2f}")
+    crf.save(args.output)
+    if os.path.exists(ckpt):
+        os.remove(ckpt)
+    print(f"wrote {args.output}")
+    return 0
+
+
 def cmd_demo(args) -> int:
     from .demo import run
     return run()
@@ -217,6 +281,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output-scheme", default="IOB2", help="scheme of the predicted column")
     p.add_argument("-o", "--output", default=None, help="output file (default: stdout)")
     p.set_defaults(func=cmd_decode)
+
+    p = sub.add_parser("train", help="train a CRF (ML or minimum-risk) or a counting HMM")
+    p.add_argument("--train", required=True, help="CoNLL training file (word, POS, ..., tag)")
+    p.add_argument("--dev", default=None, help="CoNLL file for the dev F in the progress bar")
+    p.add_argument("--features", default="tmpt3", choices=("tmpt1", "tmpt2", "tmpt3", "tmpt4",
+                                                            "ner"))
+    p.add_argument("--objective", default="ml", choices=("ml", "meu", "meu-corpus"))
+    p.add_argument("--beta", type=float, default=1.0, help="β of the MEU objectives")
+    p.add_argument("--l2", type=float, default=1.0, help="λ of the penalty λ‖θ‖²")
+    p.add_argument("--init", default=None, help="start from this saved CRF (e.g. the ML one)")
+    p.add_argument("-o", "--output", required=True, help="model file to write (.npz)")
+    p.add_argument("--model-type", default="crf", choices=("crf", "hmm"))
+    p.add_argument("--scheme", default="IOB2", help="scheme the model tags in (data: IOB2)")
+    p.add_argument("--min-count", type=int, default=1, help="drop rarer feature strings")
+    p.add_argument("--max-iter", type=int, default=150, help="L-BFGS iterations")
+    p.add_argument("--dev-every", type=int, default=10, help="dev F every K iterations")
+    p.add_argument("--checkpoint-every", type=int, default=10,
+                   help="save OUTPUT.ckpt every K iterations")
+    p.add_argument("--resume", action="store_true", help="continue from OUTPUT.ckpt")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("grammar", help="list, inspect, print, draw and export the machines")
     p.add_argument("action", choices=("list", "info", "print", "draw", "export"))

@@ -83,8 +83,11 @@ class CRF:
         return W, trans, start, end
 
     def emissions(self, X: sp.csr_matrix, theta: np.ndarray | None = None) -> np.ndarray:
-        W = self.unpack(self.theta if theta is None else theta)[0]
-        return np.asarray((X @ W).todense())
+        """X·W for the token rows of X (W scattered into a dense feature x tag matrix)."""
+        theta = self.theta if theta is None else theta
+        W = np.zeros((len(self.fmap), self.L))
+        W[self.pairs[:, 0], self.pairs[:, 1]] = theta[:self.P]
+        return X @ W
 
     def lattice(self, sentence: Sentence) -> Lattice:
         X = self.fmap.transform([sentence])
@@ -144,10 +147,17 @@ class CRF:
                 np.where(self.mask_end, end, neg))
 
     def ml_objective(self, theta, X, batches, l2: float):
-        """(negated) conditional log-likelihood + l2·‖θ‖², and its gradient."""
-        W, trans, start, end = self.unpack(theta)
+        """(negated) conditional log-likelihood + l2·‖θ‖², and its gradient.
+
+        Scaled forward-backward in probability space, batched over sentences of one
+        length: products of (batch, L) by (L, L), one normaliser per token, and the
+        expected transition counts as one matrix product per batch.
+        """
+        _, trans, start, end = self.unpack(theta)
         mt, ms, me = self._masked(trans, start, end)
-        E = np.asarray((X @ W).todense())                  # (tokens, L)
+        E = self.emissions(X, theta)                          # (tokens, L)
+        tmax, smax, emax = np.max(mt), np.max(ms), np.max(me)
+        Mt, Ms, Me = np.exp(mt - tmax), np.exp(ms - smax), np.exp(me - emax)
         gE = np.zeros_like(E)
         gT, gS, gEnd = np.zeros_like(trans), np.zeros_like(start), np.zeros_like(end)
         nll = 0.0
@@ -155,16 +165,24 @@ class CRF:
         for b in batches:
             em = E[b.rows]                                   # (B, n, L)
             B, n = b.rows.shape
-            alpha = np.empty((B, n, L))
-            alpha[:, 0] = ms + em[:, 0]
-            for i in range(1, n):
-                alpha[:, i] = _lse(alpha[:, i - 1, :, None] + mt[None], axis=1) + em[:, i]
-            logz = _lse(alpha[:, -1] + me, axis=1)
-            beta = np.empty((B, n, L))
-            beta[:, -1] = me
+            rmax = em.max(axis=2)
+            phi = np.exp(em - rmax[..., None])
+            a = np.empty((B, n, L))
+            c = np.empty((B, n))
+            x = Ms[None] * phi[:, 0]
+            for i in range(n):
+                if i:
+                    x = (a[:, i - 1] @ Mt) * phi[:, i]
+                c[:, i] = x.sum(axis=1)
+                a[:, i] = x / c[:, i:i + 1]
+            c_end = a[:, -1] @ Me
+            logz = (np.log(c).sum(axis=1) + np.log(c_end) + rmax.sum(axis=1) + smax + emax
+                    + (n - 1) * tmax)
+            bt = np.empty((B, n, L))
+            bt[:, -1] = Me[None] / c_end[:, None]
             for i in range(n - 2, -1, -1):
-                beta[:, i] = _lse(mt[None] + (em[:, i + 1] + beta[:, i + 1])[:, None, :], axis=2)
-            post = np.exp(alpha + beta - logz[:, None, None])
+                bt[:, i] = ((phi[:, i + 1] * bt[:, i + 1]) @ Mt.T) / c[:, i + 1:i + 2]
+            post = a * bt
             gold = b.gold
             gold_score = (ms[gold[:, 0]] + me[gold[:, -1]] +
                           np.take_along_axis(em, gold[..., None], 2)[..., 0].sum(axis=1) +
@@ -172,19 +190,21 @@ class CRF:
             nll += float(np.sum(logz - gold_score))
             onehot = np.zeros((B, n, L))
             np.put_along_axis(onehot, gold[..., None], 1.0, axis=2)
-            np.add.at(gE, b.rows.ravel(), (post - onehot).reshape(-1, L))
+            gE[b.rows.ravel()] = (post - onehot).reshape(-1, L)     # each token once
             gS += post[:, 0].sum(axis=0) - onehot[:, 0].sum(axis=0)
             gEnd += post[:, -1].sum(axis=0) - onehot[:, -1].sum(axis=0)
             if n > 1:
-                xi = np.exp(alpha[:, :-1, :, None] + mt[None, None] +
-                            (em[:, 1:] + beta[:, 1:])[:, :, None, :] - logz[:, None, None, None])
-                gT += xi.sum(axis=(0, 1))
+                right = (phi[:, 1:] * bt[:, 1:]) / c[:, 1:, None]   # (B, n-1, L)
+                gT += Mt * (a[:, :-1].reshape(-1, L).T @ right.reshape(-1, L))
                 np.add.at(gT, (gold[:, :-1].ravel(), gold[:, 1:].ravel()), -1.0)
         g = self._pack_grad(X, gE, gT, gS, gEnd)
         return nll + l2 * float(theta @ theta), g + 2 * l2 * theta
 
     def _pack_grad(self, X, gE, gT, gS, gEnd) -> np.ndarray:
-        gW = X.T @ gE                                        # (F, L) dense
+        key = id(X)
+        if getattr(self, "_xt_key", None) != key:           # X^T as CSR, once per X
+            self._xt, self._xt_key = X.T.tocsr(), key
+        gW = self._xt @ gE                                   # (F, L) dense
         return np.concatenate([np.asarray(gW)[self.pairs[:, 0], self.pairs[:, 1]],
                                gT.ravel(), gS, gEnd])
 
@@ -193,8 +213,8 @@ class CRF:
         """(negated) MEU objective (per sentence or corpus) + l2·‖θ‖², and its gradient."""
         from .expected import from_count_table
         from .fast import tp_count_table, tp_count_table_grad
-        W, trans, start, end = self.unpack(theta)
-        E = np.asarray((X @ W).todense())
+        _, trans, start, end = self.unpack(theta)
+        E = self.emissions(X, theta)
         offsets = np.concatenate([[0], np.cumsum([len(g) for g in gold])])
         lats, fixed, tables = [], [], []
         for k, g in enumerate(gold):
@@ -255,6 +275,12 @@ class CRF:
             fun = lambda th: self.meu_objective(th, X, gold, l2, beta,   # noqa: E731
                                                 corpus=objective == "meu-corpus")
         it = [0]
+        self._last_value = float("nan")
+
+        def tracked(th):
+            value, grad = fun(th)
+            self._last_value = value
+            return value, grad
 
         def cb(th):
             it[0] += 1
@@ -262,7 +288,7 @@ class CRF:
             if callback is not None:
                 callback(it[0], th)
 
-        res = scipy.optimize.minimize(fun, self.theta, jac=True, method="L-BFGS-B",
+        res = scipy.optimize.minimize(tracked, self.theta, jac=True, method="L-BFGS-B",
                                       callback=cb, options={"maxiter": max_iter, "gtol": tol,
                                                             "maxcor": 10})
         self.theta = res.x
