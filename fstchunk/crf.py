@@ -210,54 +210,44 @@ class CRF:
 
     def meu_objective(self, theta, X, gold: Sequence[np.ndarray], l2: float, beta: float,
                       corpus: bool):
-        """(negated) MEU objective (per sentence or corpus) + l2·‖θ‖², and its gradient."""
-        from .expected import from_count_table
-        from .fast import tp_count_table, tp_count_table_grad
+        """(negated) MEU objective (per sentence or corpus) + l2·‖θ‖², and its gradient.
+
+        Sentences are spread over processes (:func:`fstchunk.parallel.map_sentences`).
+        The corpus objective needs the corpus totals first (a forward pass per
+        sentence), then the per-sentence adjoints.
+        """
+        global _MEU_JOB
+        from .parallel import map_sentences
         _, trans, start, end = self.unpack(theta)
         E = self.emissions(X, theta)
         offsets = np.concatenate([[0], np.cumsum([len(g) for g in gold])])
-        lats, fixed, tables = [], [], []
-        for k, g in enumerate(gold):
-            em = E[offsets[k]:offsets[k + 1]]
-            lat = Lattice.from_scores(self.tags, em, trans, start, end, scheme=self.scheme)
-            ch = enc.tags_to_chunks([self.tags[i] for i in g], self.scheme)
-            lats.append(lat)
-            fixed.append(ch)
-            tables.append(tp_count_table(lat, ch))
-        gE = np.zeros_like(E)
-        gT, gS, gEnd = np.zeros_like(trans), np.zeros_like(start), np.zeros_like(end)
+        fixed = [enc.tags_to_chunks([self.tags[i] for i in g], self.scheme) for g in gold]
+        _MEU_JOB = (self, E, trans, start, end, offsets, fixed, beta, None)
+        chunks = np.array_split(np.arange(len(gold)), max(1, min(len(gold), 64)))
         if corpus:
-            tp = sum(T.sum() for _, T in tables)
-            m_hyp = sum(np.arange(len(Z)) @ Z for Z, _ in tables)
+            totals = map_sentences(_meu_totals, chunks, chunksize=1)
+            tp = sum(t for t, _ in totals)
+            m_hyp = sum(m for _, m in totals)
             m_gold = sum(len(c) for c in fixed)
             den = m_gold + beta * m_hyp
             value = (beta + 1) * tp / den if den > 0 else 1.0
             d_tp = (beta + 1) / den if den > 0 else 0.0
             d_m = -(beta + 1) * tp * beta / den ** 2 if den > 0 else 0.0
-        else:
-            value = 0.0
-        for k, (lat, ch, (Z, T)) in enumerate(zip(lats, fixed, tables)):
-            c = np.arange(len(Z), dtype=float)
-            if corpus:
-                Zbar, Tbar = d_m * c, np.full(len(T), d_tp)
-            else:
-                r = from_count_table(Z, T, len(ch), beta, "training")
-                value += r.f
-                den = c + beta * len(ch)
-                Tbar = np.where(den > 0, (beta + 1) / np.where(den > 0, den, 1), 0.0)
-                Zbar = np.where(den > 0, 0.0, 1.0)
-            gw, gfin = tp_count_table_grad(lat, ch, Zbar, Tbar)
-            em_grad = np.zeros((lat.n, self.L))
-            for i, gwi in enumerate(gw):
-                em_grad[i] = gwi.sum(axis=0)
-                if i == 0:
-                    gS += gwi[0]
-                else:
-                    gT += gwi
-            gEnd += gfin
-            gE[offsets[k]:offsets[k + 1]] = em_grad
+            _MEU_JOB = _MEU_JOB[:-1] + ((d_tp, d_m),)
+        parts = map_sentences(_meu_part, chunks, chunksize=1)
+        gE = np.zeros_like(E)
+        gT, gS, gEnd = np.zeros_like(trans), np.zeros_like(start), np.zeros_like(end)
+        total_f = 0.0
+        for ids, rows, f, pT, pS, pEnd in parts:
+            total_f += f
+            for k, r in zip(ids, rows):
+                gE[offsets[k]:offsets[k + 1]] = r
+            gT += pT
+            gS += pS
+            gEnd += pEnd
+        if not corpus:
+            value = total_f
         g = self._pack_grad(X, gE, gT, gS, gEnd)
-        # minimise the negation
         return -value + l2 * float(theta @ theta), -g + 2 * l2 * theta
 
     # --------------------------------------------------------------- training
@@ -320,3 +310,57 @@ class CRF:
         if m.P and m.pairs[:, 0].max() >= len(fmap):
             raise ValueError(f"{path}: feature index out of range of the feature map")
         return m
+
+
+_MEU_JOB = None       # set by CRF.meu_objective before the worker processes fork
+
+
+def _meu_lattice(k):
+    crf, E, trans, start, end, offsets, fixed, beta, _ = _MEU_JOB
+    return Lattice.from_scores(crf.tags, E[offsets[k]:offsets[k + 1]], trans, start, end,
+                               scheme=crf.scheme)
+
+
+def _meu_totals(ids):
+    from .fast import tp_count_table
+    fixed = _MEU_JOB[6]
+    tp = m = 0.0
+    for k in ids:
+        Z, T = tp_count_table(_meu_lattice(k), fixed[k])
+        tp += T.sum()
+        m += np.arange(len(Z)) @ Z
+    return tp, m
+
+
+def _meu_part(ids):
+    """Value and gradient pieces of the MEU objective for sentences ``ids``."""
+    from .expected import from_count_table
+    from .fast import tp_count_table_grad
+    crf, E, trans, start, end, offsets, fixed, beta, corpus = _MEU_JOB
+    L = crf.L
+    gT, gS, gEnd = np.zeros((L, L)), np.zeros(L), np.zeros(L)
+    rows, value = [], 0.0
+    for k in ids:
+        lat = _meu_lattice(k)
+        ch = fixed[k]
+        c = np.arange(lat.n + 1, dtype=float)
+        if corpus is not None:
+            d_tp, d_m = corpus
+            adj = (d_m * c, np.full(lat.n + 1, d_tp))
+        else:
+            den = c + beta * len(ch)
+            adj = (np.where(den > 0, 0.0, 1.0),
+                   np.where(den > 0, (beta + 1) / np.where(den > 0, den, 1), 0.0))
+        gw, gfin, (Z, T) = tp_count_table_grad(lat, ch, *adj)
+        if corpus is None:
+            value += from_count_table(Z, T, len(ch), beta, "training").f
+        em_grad = np.zeros((lat.n, L))
+        for i, gwi in enumerate(gw):
+            em_grad[i] = gwi.sum(axis=0)
+            if i == 0:
+                gS += gwi[0]
+            else:
+                gT += gwi
+        gEnd += gfin
+        rows.append(em_grad)
+    return list(ids), rows, value, gT, gS, gEnd

@@ -126,21 +126,33 @@ def _tp_rules(lattice: Lattice, fixed_chunks):
     for t, s, e in fixed_chunks:
         fs[s] = types.index(t) if t in types else -3     # -3: a type the lattice lacks
         fe[e - 1] = True
+    dense = lattice.scores is not None      # every layer after the first has the same tables
+    cache: dict = {}
     for j, w, mx, _, start, end, src, dst in _layer_iter(lattice):
-        match_start = start & (tix[dst][None, :] == fs[j])
-        if j > 0 and fe[j - 1]:             # the fixed chunk ended at j-1
-            rules = {0: (match_start, None), 1: (match_start, end)}
-        else:
-            rules = {0: (match_start, None), 1: (~end, None)}
-        terms = []
-        for m_src, (to_one, inc) in rules.items():
-            for m_dst, sel in ((1, to_one), (0, ~to_one)):
-                for shift, sh in ((1, start), (0, ~start)):
-                    mask = sel & sh
-                    if mask.any():
-                        terms.append((m_src, m_dst, shift, mask,
-                                      None if inc is None else inc & mask))
+        fixed_ended = bool(j > 0 and fe[j - 1])
+        key = (j == 0, int(fs[j]), fixed_ended)
+        terms = cache.get(key) if dense else None
+        if terms is None:
+            terms = _terms(start, end, tix[dst], fs[j], fixed_ended)
+            cache[key] = terms
         yield w, mx, terms
+
+
+def _terms(start, end, dst_types, fixed_start_type, fixed_ended):
+    match_start = start & (dst_types[None, :] == fixed_start_type)
+    if fixed_ended:
+        rules = {0: (match_start, None), 1: (match_start, end)}
+    else:
+        rules = {0: (match_start, None), 1: (~end, None)}
+    terms = []
+    for m_src, (to_one, inc) in rules.items():
+        for m_dst, sel in ((1, to_one), (0, ~to_one)):
+            for shift, sh in ((1, start), (0, ~start)):
+                mask = sel & sh
+                if mask.any():
+                    terms.append((m_src, m_dst, shift, mask,
+                                  None if inc is None else inc & mask))
+    return terms
 
 
 def _tp_forward(lattice: Lattice, fixed_chunks, tape: list | None = None):
@@ -186,13 +198,16 @@ def tp_count_table(lattice: Lattice, fixed_chunks) -> tuple[np.ndarray, np.ndarr
     return Z, T
 
 
-def tp_count_table_grad(lattice: Lattice, fixed_chunks, Zbar: np.ndarray, Tbar: np.ndarray):
+def tp_count_table_grad(lattice: Lattice, fixed_chunks, Zbar, Tbar):
     """Gradient of Σ_c Zbar[c]·Z[c] + Tbar[c]·T[c] (Z, T of :func:`tp_count_table`)
     with respect to the lattice's log weights: (list of (S_i, S_{i+1}) arrays, one per
-    layer; array over the final states).  Reverse mode over the same recursion; the
+    layer; array over the final states; and (Z, T) themselves).  ``Zbar`` may be a
+    function (Z, T) -> (Zbar, Tbar).  Reverse mode over the same recursion; the
     per-layer scales cancel in Z and T, so they are treated as constants."""
     tape: list = []
     Zn, Tn, (P, E, fin, total) = _tp_forward(lattice, fixed_chunks, tape)
+    if callable(Zbar):                   # adjoints that depend on the table itself
+        Zbar, Tbar = Zbar(Zn, Tn)
     K = float(Zbar @ Zn + Tbar @ Tn)
     zb = (Zbar - K) / total
     tb = Tbar / total
@@ -220,7 +235,7 @@ def tp_count_table_grad(lattice: Lattice, fixed_chunks, Zbar: np.ndarray, Tbar: 
                 wb += inc * (xp @ ye.T)
                 Pb[:, m_src, :hi] += (w * inc) @ ye
         grads.append(wb * w)
-    return grads[::-1], final_grad
+    return grads[::-1], final_grad, (Zn, Tn)
 
 
 def chunk_marginals(lattice: Lattice) -> np.ndarray:

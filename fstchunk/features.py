@@ -48,8 +48,12 @@ TEMPLATES: dict[str, list] = {
 }
 
 
+def _off(o: int) -> str:
+    return f"{o:+d}" if o else "0"
+
+
 def _name(items) -> str:
-    return "".join(f"{k}{o:+d}" if o else f"{k}0" for k, o in items)
+    return "".join(f"{k}{_off(o)}" for k, o in items)
 
 
 def token_features(words: Sequence[str], pos: Sequence[str], template: str) -> list[list[str]]:
@@ -90,9 +94,9 @@ def _ner_features(words, pos) -> list[list[str]]:
     out = []
     for i in range(n):
         w = words[i]
-        f = ["b"] + [f"w{o:+d}={at(low, i + o)}" for o in (-2, -1, 0, 1, 2)]
-        f += [f"s{o:+d}={at(shp, i + o)}" for o in (-1, 0, 1)]
-        f += [f"p{o:+d}={at(pos, i + o)}" for o in (-2, -1, 0, 1, 2)]
+        f = ["b"] + [f"w{_off(o)}={at(low, i + o)}" for o in (-2, -1, 0, 1, 2)]
+        f += [f"s{_off(o)}={at(shp, i + o)}" for o in (-1, 0, 1)]
+        f += [f"p{_off(o)}={at(pos, i + o)}" for o in (-2, -1, 0, 1, 2)]
         f += [f"pre{k}={w[:k]}" for k in range(1, 5) if len(w) >= k]
         f += [f"suf{k}={w[-k:]}" for k in range(1, 5) if len(w) >= k]
         f += ["w0|w+1=" + low[i] + "|" + at(low, i + 1), "w-1|w0=" + at(low, i - 1) + "|" + low[i]]

@@ -205,3 +205,35 @@ def test_decode_bad_model(capsys, tmp_path):
     inp.write_text("a DT\n", encoding="utf-8")
     code, _, err = run(capsys, "decode", "--model", str(bad), "--input", str(inp))
     assert code == 2 and "m.npz: not a readable fstchunk model file" in err
+
+
+def test_train_ml_then_meu_from_init_and_resume(capsys, tmp_path, corpus):
+    from fstchunk.conll import read_conll, write_conll
+    from fstchunk.crf import CRF
+    train = read_conll(corpus("conll2000", "train.txt"))[:60]
+    dev = read_conll(corpus("conll2000", "dev.txt"))[:20]
+    tr, dv = tmp_path / "train.txt", tmp_path / "dev.txt"
+    write_conll(train, tr)
+    write_conll(dev, dv)
+    ml = str(tmp_path / "ml.npz")
+    code, out, err = run(capsys, "train", "--train", str(tr), "--dev", str(dv), "--features",
+                         "tmpt1", "--objective", "ml", "--l2", "0.1", "--max-iter", "15",
+                         "-o", ml, "--quiet")
+    assert code == 0, err
+    assert "dev F (MAP) =" in out
+    meu = str(tmp_path / "meu.npz")
+    code, out, err = run(capsys, "train", "--train", str(tr), "--objective", "meu", "--beta",
+                         "1", "--init", ml, "--max-iter", "3", "-o", meu, "--quiet")
+    assert code == 0, err
+    m = CRF.load(meu)
+    assert m.settings["objective"] == "meu" and m.settings["init"] == ml
+    # a checkpoint from an interrupted run is picked up by --resume
+    crf = CRF.load(ml)
+    crf.settings["iteration"] = 14
+    crf.save(str(tmp_path / "again.npz") + ".ckpt")
+    code, out, err = run(capsys, "train", "--train", str(tr), "--features", "tmpt1",
+                         "--max-iter", "15", "-o", str(tmp_path / "again.npz"), "--resume",
+                         "--quiet", "--l2", "0.1")
+    assert code == 0 and "resuming from" in out and "at iteration 14" in out
+    code, out, _ = run(capsys, "decode", "--model", meu, "--input", str(dv), "--decoder", "meu")
+    assert code == 0 and len(out.splitlines()) == sum(len(s) + 1 for s in dev)
