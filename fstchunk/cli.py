@@ -137,11 +137,14 @@ def decode_sentences(model, sents, decoder: str, beta: float, k: int = 20,
     """Predicted tags (in ``output_scheme``) for each sentence under ``model``."""
     from . import decode as dec
     lats = []
-    for s in sents:
-        try:
-            lats.append(model.lattice(s))
-        except ValueError as e:
-            raise ValueError(f"{s.where(0)}: {e}") from None
+    if hasattr(model, "lattices"):
+        lats = model.lattices(sents)
+    else:
+        for s in sents:
+            try:
+                lats.append(model.lattice(s))
+            except ValueError as e:
+                raise ValueError(f"{s.where(0)}: {e}") from None
     if decoder == "meu-corpus":
         preds, _ = dec.decode_meu_corpus(lats, beta=beta)
     elif decoder == "map":

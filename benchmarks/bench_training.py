@@ -1,0 +1,141 @@
+"""CRF training: speed of the objectives, ML vs minimum-risk, and CRFsuite as a peer.
+
+Reports, for one corpus (CoNLL-2000 chunking or CoNLL-2002 Dutch NER):
+* time of one ML objective+gradient, one MEU-corpus and one per-sentence MEU
+  evaluation over the whole training set, peak memory;
+* test-set conlleval F of ML+MAP, ML+MEU decoding, MEU-trained+MAP and
+  MEU-trained+MEU, with dev F beside them (λ is fixed a priori, not tuned on test);
+* python-crfsuite trained on the same feature strings (L-BFGS, c2 = λ): F and time.
+
+    FSTCHUNK_DATA=../shared/data python benchmarks/bench_training.py --corpus conll2000 \\
+        [--ml-model M.npz] [--meu-model M.npz]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from common import Timer, data_path, peak_rss_mb, write_section
+from fstchunk.cli import decode_sentences
+from fstchunk.conll import read_conll
+from fstchunk.crf import CRF
+from fstchunk.evaluate import evaluate
+from fstchunk.features import token_features
+from fstchunk.parallel import single_threaded_blas
+
+CORPORA = {"conll2000": (("conll2000", "train.txt"), ("conll2000", "dev.txt"),
+                         ("conll2000", "test.txt"), "tmpt3"),
+           "ned": (("conll2002", "ned.train"), ("conll2002", "ned.testa"),
+                   ("conll2002", "ned.testb"), "ner")}
+
+
+def f_of(model, sents, decoder, beta=1.0):
+    preds = decode_sentences(model, sents, decoder, beta)
+    r = evaluate([s.column(-1) for s in sents], preds)
+    return r.overall.f, r.overall.precision, r.overall.recall
+
+
+def crfsuite_peer(train, test, template, c2, max_iter):
+    import pycrfsuite
+    trainer = pycrfsuite.Trainer(verbose=False)
+    for s in train:
+        trainer.append(token_features(s.column(0), s.column(1), template), s.column(-1))
+    trainer.set_params({"c1": 0.0, "c2": c2, "max_iterations": max_iter})
+    with Timer() as t:
+        trainer.train("/tmp/fstchunk_peer.crfsuite")
+    tagger = pycrfsuite.Tagger()
+    tagger.open("/tmp/fstchunk_peer.crfsuite")
+    preds = [tagger.tag(token_features(s.column(0), s.column(1), template)) for s in test]
+    r = evaluate([s.column(-1) for s in test], preds)
+    return r.overall.f, t.seconds
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", default="conll2000", choices=CORPORA)
+    ap.add_argument("--l2", type=float, default=0.5)
+    ap.add_argument("--meu-l2", type=float, default=0.005,
+                    help="λ of the MEU objectives (bounded by #sentences, so far below ML's)")
+    ap.add_argument("--beta", type=float, default=1.0)
+    ap.add_argument("--max-iter", type=int, default=200)
+    ap.add_argument("--meu-iter", type=int, default=10)
+    ap.add_argument("--ml-model", default=None, help="use this trained ML model")
+    ap.add_argument("--meu-model", default=None, help="use this MEU-trained model")
+    ap.add_argument("--no-peer", action="store_true")
+    ap.add_argument("--limit", type=int, default=None, help="first N sentences of each set")
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args()
+    tr, dv, te, template = CORPORA[args.corpus]
+    train = read_conll(data_path(*tr))[:args.limit]
+    dev = read_conll(data_path(*dv))[:args.limit]
+    test = read_conll(data_path(*te))[:args.limit]
+    out = [f"Corpus: {args.corpus}, features {template}, λ = {args.l2} for ML and "
+           f"{args.meu_l2} for MEU (fixed a priori, not tuned on test), β = {args.beta}; "
+           f"{len(train)} training sentences."]
+    with Timer() as t:
+        fmap, tags, X, gold = CRF.prepare(train, template)
+    crf = CRF(fmap, tags, "IOB2", CRF.observed_pairs(X, gold, len(tags)))
+    out.append(f"\nFeature extraction: {t.seconds:.1f} s; {len(fmap)} feature strings, "
+               f"{crf.P} (attribute, tag) weights, {len(tags)} tags.\n")
+    out.append("| evaluation over the whole training set | seconds |")
+    out.append("|---|---|")
+    theta = np.random.default_rng(0).normal(scale=0.01, size=crf.theta.shape)
+    with single_threaded_blas():
+        b = CRF.batches(gold)
+        with Timer() as t:
+            crf.ml_objective(theta, X, b, args.l2)
+        ml_s = t.seconds
+        out.append(f"| ML objective + gradient | {ml_s:.2f} |")
+        with Timer() as t:
+            crf.meu_objective(theta, X, gold, args.meu_l2, args.beta, corpus=True)
+        out.append(f"| MEU-corpus objective + gradient (2 processes) | {t.seconds:.2f} "
+                   f"({t.seconds / ml_s:.1f}x ML) |")
+        with Timer() as t:
+            crf.meu_objective(theta, X, gold, args.meu_l2, args.beta, corpus=False)
+        out.append(f"| per-sentence MEU objective + gradient (2 processes) | {t.seconds:.2f} |")
+    print("\n".join(out), flush=True)
+
+    if args.ml_model:
+        ml = CRF.load(args.ml_model)
+        ml_time = ml.settings.get("train_seconds", float("nan"))
+    else:
+        with Timer() as t, single_threaded_blas():
+            crf.fit(X, gold, "ml", l2=args.l2, max_iter=args.max_iter)
+        ml, ml_time = crf, t.seconds
+    if args.meu_model:
+        meu = CRF.load(args.meu_model)
+    else:
+        meu = CRF(ml.fmap, ml.tags, ml.scheme, ml.pairs, ml.theta.copy(), dict(ml.settings))
+        with single_threaded_blas():
+            meu.fit(X, gold, "meu", l2=args.meu_l2, beta=args.beta, max_iter=args.meu_iter)
+    rows = [("ML", ml, "map"), ("ML", ml, "meu"), ("MEU-trained", meu, "map"),
+            ("MEU-trained", meu, "meu")]
+    out.append("\n| training | decoding | dev F | test P | test R | test F |")
+    out.append("|---|---|---|---|---|---|")
+    for name, model, decoder in rows:
+        with single_threaded_blas():
+            fd = f_of(model, dev, decoder, args.beta)[0]
+            ft, p, r = f_of(model, test, decoder, args.beta)
+        out.append(f"| {name} | {decoder.upper()} | {fd:.2f} | {p:.2f} | {r:.2f} | {ft:.2f} |")
+        print(out[-1], flush=True)
+    out.append(f"\nML training wall time: {ml_time:.0f} s "
+               f"({ml.settings.get('iterations', '?')} L-BFGS iterations); MEU training: "
+               f"{meu.settings.get('iterations', '?')} iterations from the ML model.")
+    if not args.no_peer:
+        f_peer, t_peer = crfsuite_peer(train, test, template, args.l2, args.max_iter)
+        out.append(f"\nPeer: python-crfsuite on the same feature strings (L-BFGS, c2 = "
+                   f"{args.l2}, {args.max_iter} iterations max): test F {f_peer:.2f}, training "
+                   f"{t_peer:.0f} s; ours/CRFsuite training time {ml_time / t_peer:.1f}x.")
+    out.append(f"\nPeak resident memory: {peak_rss_mb():.0f} MB.")
+    print("\n".join(out[-4:]))
+    if not args.no_write:
+        write_section(f"CRF training: {args.corpus}",
+                      "FSTCHUNK_DATA=../shared/data python benchmarks/bench_training.py "
+                      + " ".join(sys.argv[1:]), "\n".join(out))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
