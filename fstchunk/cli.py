@@ -90,7 +90,15 @@ def cmd_expected(args) -> int:
     from .expected import expected_f
     from .scorefile import load_lattices
     sents = read_conll(args.file)
-    lattices = load_lattices(args.scores)
+    if (args.scores is None) == (args.model is None):
+        raise ValueError("give exactly one of --scores NPZ or --model MODEL")
+    if args.model:
+        from .model import load_model
+        model = load_model(args.model)
+        lattices = (model.lattices(sents) if hasattr(model, "lattices")
+                    else [model.lattice(s) for s in sents])
+    else:
+        lattices = load_lattices(args.scores)
     if len(lattices) != len(sents):
         raise ValueError(f"{args.scores} scores {len(lattices)} sentences but {args.file} "
                          f"has {len(sents)}")
@@ -262,8 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("expected", help="expected tp, P, R and F_β of each sentence of a CoNLL "
                                         "file under a model's score arrays (.npz)")
     p.add_argument("file", help="CoNLL file")
-    p.add_argument("--scores", required=True, metavar="NPZ",
+    p.add_argument("--scores", default=None, metavar="NPZ",
                    help="score arrays, one lattice per sentence (see fstchunk.scorefile)")
+    p.add_argument("--model", default=None, help="a saved model (fstchunk train)")
     p.add_argument("--column", type=int, default=-1,
                    help="the column holding the fixed tag sequence (default: last)")
     p.add_argument("--direction", choices=("training", "decoding"), default="training",

@@ -237,3 +237,22 @@ def test_train_ml_then_meu_from_init_and_resume(capsys, tmp_path, corpus):
     assert code == 0 and "resuming from" in out and "at iteration 14" in out
     code, out, _ = run(capsys, "decode", "--model", meu, "--input", str(dv), "--decoder", "meu")
     assert code == 0 and len(out.splitlines()) == sum(len(s) + 1 for s in dev)
+
+
+def test_expected_with_saved_model(capsys, tmp_path, corpus):
+    from fstchunk import expected_f
+    from fstchunk.conll import read_conll, write_conll
+    from fstchunk.hmm import HMM
+    model = tmp_path / "hmm.npz"
+    hmm = HMM.fit(read_conll(corpus("conll2000", "train.txt"))[:300])
+    hmm.save(model)
+    test = read_conll(corpus("conll2000", "test.txt"))[:3]
+    inp = tmp_path / "t.txt"
+    write_conll(test, inp)
+    code, out, err = run(capsys, "expected", str(inp), "--model", str(model), "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    want = expected_f(hmm.lattice(test[0]), reference=test[0].column(-1), method="fast")
+    assert d["sentences"][0]["f"] == pytest.approx(want.f, rel=1e-12)
+    code, _, err = run(capsys, "expected", str(inp))
+    assert code == 2 and "exactly one of --scores NPZ or --model MODEL" in err
