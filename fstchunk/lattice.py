@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pynini
@@ -51,7 +51,10 @@ class Lattice:
     """A distribution over valid tag sequences of length ``n`` (see module doc)."""
 
     def __init__(self, tags: Sequence[str], scheme: str, layers: Layers,
-                 raw_fst: pynini.Fst | None = None, scores: tuple | None = None):
+                 raw_fst: pynini.Fst | Callable[[], pynini.Fst] | None = None,
+                 scores: tuple | None = None):
+        """``layers`` are the numerical form; ``raw_fst`` the machine they came from
+        (or a function that builds it on demand), composed with validity by :attr:`fst`."""
         self.tags = tuple(tags)
         self.scheme = enc.canonical_scheme(scheme)
         self.tagset = TagSet.from_tags(self.tags, self.scheme)
@@ -115,7 +118,9 @@ class Lattice:
         """model ∘ validity acceptor, before normalisation (weights -score)."""
         from .grammars.models import score_lattice
         from .grammars.validity import validity_acceptor
-        if self._raw_fst is not None:
+        if callable(self._raw_fst):        # a builder, run on first use
+            raw = _to_tagset_labels(self._raw_fst(), self.tagset, self.tags)
+        elif self._raw_fst is not None:
             raw = self._raw_fst
         else:
             e, t, s, en = self.scores
