@@ -244,6 +244,37 @@ def cmd_train(args) -> int:
     return 0
 
 
+def cmd_joint_train(args) -> int:
+    from . import joint as J
+    from .conll import read_conll
+    sents = read_conll(args.train)[:args.sentences]
+    data = J.layered(sents, args.collapse_pos, args.np_only)
+    model, encoded = J.model_for(data, args.kind, {"collapse_pos": args.collapse_pos,
+                                                   "np_only": args.np_only})
+    model.fit(encoded, args.algorithm, args.iterations, l2=args.l2, progress=not args.quiet)
+    model.save(args.output)
+    print(f"wrote {args.output}")
+    return 0
+
+
+def cmd_joint_decode(args) -> int:
+    import json
+    from . import joint as J
+    from .conll import read_conll, write_conll
+    model = J.JointModel.load(args.model)
+    sents = read_conll(args.input)
+    data = J.layered(sents, model.settings.get("collapse_pos", False),
+                     model.settings.get("np_only", False))
+    pos, chunks = J.predict(model, data, args.decoder, args.beta)
+    if args.json:
+        print(json.dumps(J.scores(data, pos, chunks), indent=2))
+        return 0
+    rows = [[r + [p, c] for r, p, c in zip(s.rows, ps, cs)]
+            for s, ps, cs in zip(sents, pos, chunks)]
+    write_conll(rows, sys.stdout)
+    return 0
+
+
 def cmd_demo(args) -> int:
     from .demo import run
     return run()
@@ -314,6 +345,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true", help="continue from OUTPUT.ckpt")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("joint", help="joint POS tagging and chunking (Shimizu & Haas 2006)")
+    jsub = p.add_subparsers(dest="joint_command", required=True)
+    q = jsub.add_parser("train", help="train a joint model (or a tagger/chunker for cascades)")
+    q.add_argument("--train", required=True, help="CoNLL file: word, POS, ..., chunk tag")
+    q.add_argument("--sentences", type=int, default=None, help="use the first N sentences")
+    q.add_argument("--collapse-pos", action="store_true", help="POS collapsed by Table 3")
+    q.add_argument("--np-only", action="store_true", help="keep NP chunks only (B/I/O)")
+    q.add_argument("--algorithm", choices=("perceptron", "mmvp", "crf"), default="mmvp")
+    q.add_argument("--iterations", type=int, default=10,
+                   help="perceptron epochs, or L-BFGS iterations for crf")
+    q.add_argument("--l2", type=float, default=0.5, help="λ of λ‖w‖² (crf)")
+    q.add_argument("--kind", choices=("joint", "tagger", "chunker"), default="joint",
+                   help="joint model (default), POS tagger or chunker of a cascade")
+    q.add_argument("-o", "--output", required=True, help="model file to write (.npz)")
+    q.add_argument("--quiet", action="store_true", help="no progress bar")
+    q.set_defaults(func=cmd_joint_train)
+    q = jsub.add_parser("decode", help="CoNLL in; CoNLL plus predicted POS and chunk columns "
+                                       "out (or --json scores against the input's gold)")
+    q.add_argument("--model", required=True)
+    q.add_argument("--input", required=True)
+    q.add_argument("--decoder", choices=("map", "meu"), default="map",
+                   help="chunk layer by Viterbi (map) or by exact MEU over the joint model")
+    q.add_argument("--beta", type=float, default=1.0, help="β of the MEU decoder")
+    q.add_argument("--json", action="store_true",
+                   help='print {"pos_accuracy", "np_accuracy", "np_f1"} (percent)')
+    q.set_defaults(func=cmd_joint_decode)
 
     p = sub.add_parser("grammar", help="list, inspect, print, draw and export the machines")
     p.add_argument("action", choices=("list", "info", "print", "draw", "export"))

@@ -256,3 +256,34 @@ def test_expected_with_saved_model(capsys, tmp_path, corpus):
     assert d["sentences"][0]["f"] == pytest.approx(want.f, rel=1e-12)
     code, _, err = run(capsys, "expected", str(inp))
     assert code == 2 and "exactly one of --scores NPZ or --model MODEL" in err
+
+
+def test_joint_train_and_decode(capsys, tmp_path, corpus):
+    import json
+    from fstchunk import joint as J
+    from fstchunk.conll import read_conll, write_conll
+    test_file = tmp_path / "test.txt"
+    test = read_conll(corpus("conll2000", "test.txt"))[:25]
+    write_conll(test, test_file)
+    model = str(tmp_path / "joint.npz")
+    code, _, err = run(capsys, "joint", "train", "--train", corpus("conll2000", "train.txt"), "--sentences", "80",
+        "--collapse-pos", "--np-only", "--algorithm", "mmvp", "--iterations", "3", "--quiet",
+        "-o", model)
+    assert code == 0, err
+    got = json.loads(run(capsys, "joint", "decode", "--model", model, "--input", str(test_file),
+                         "--json")[1])
+    m = J.JointModel.load(model)
+    data = J.layered(test, collapse=True, np_chunks=True)
+    assert got == pytest.approx(J.scores(data, *J.predict(m, data)))
+    assert set(got) == {"pos_accuracy", "np_accuracy", "np_f1"} and got["np_f1"] > 30
+    out = run(capsys, "joint", "decode", "--model", model, "--input", str(test_file))[1]
+    rows = [line.split() for line in out.splitlines() if line.strip()]
+    assert len(rows) == sum(len(s) for s in test)
+    assert all(len(r) == 5 for r in rows)
+    assert {r[3] for r in rows} <= set(J.COLLAPSED_POS)
+    assert {r[4] for r in rows} <= {"B-NP", "I-NP", "O"}
+    meu = json.loads(run(capsys, "joint", "decode", "--model", model, "--input", str(test_file),
+                         "--decoder", "meu", "--json")[1])
+    assert meu["pos_accuracy"] == got["pos_accuracy"]
+    with pytest.raises(SystemExit):
+        main(["joint", "train", "--train", "x", "--algorithm", "svm", "-o", "m.npz"])
