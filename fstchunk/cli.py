@@ -182,6 +182,7 @@ def cmd_decode(args) -> int:
 
 def cmd_train(args) -> int:
     import os
+    import time
     from tqdm import tqdm
     from .conll import read_conll
     from .evaluate import evaluate
@@ -209,7 +210,11 @@ def cmd_train(args) -> int:
         if saved.theta.shape != crf.theta.shape:
             raise ValueError(f"{ckpt}: checkpoint does not fit this training set's features")
         crf.theta, done = saved.theta.copy(), int(saved.settings.get("iteration", 0))
+        crf.settings["train_seconds"] = saved.settings.get("train_seconds", 0.0)
         print(f"resuming from {ckpt} at iteration {done}")
+    elif done == 0:
+        crf.settings["train_seconds"] = 0.0
+    t0 = time.perf_counter() - crf.settings["train_seconds"]
     crf.settings.update(train=args.train, dev=args.dev, features=crf.fmap.template,
                         init=args.init)
     bar = tqdm(total=args.max_iter, initial=done, desc=f"train {args.objective}",
@@ -228,11 +233,13 @@ def cmd_train(args) -> int:
         bar.set_postfix(objective=f"{crf._last_value:.6g}", dev_f=f"{state['dev_f']:.2f}")
         if args.checkpoint_every and k % args.checkpoint_every == 0:
             crf.settings["iteration"] = k
+            crf.settings["train_seconds"] = time.perf_counter() - t0
             crf.save(ckpt)
 
     crf.fit(X, gold, args.objective, l2=args.l2, beta=args.beta,
             max_iter=max(args.max_iter - done, 1), callback=callback)
     bar.close()
+    crf.settings["train_seconds"] = time.perf_counter() - t0    # optimiser + dev checks
     crf.settings["iteration"] = done + crf.settings.get("iterations", 0)
     if dev:
         crf.settings["dev_f"] = dev_f(crf)

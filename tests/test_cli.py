@@ -227,6 +227,7 @@ def test_train_ml_then_meu_from_init_and_resume(capsys, tmp_path, corpus):
     assert code == 0, err
     m = CRF.load(meu)
     assert m.settings["objective"] == "meu" and m.settings["init"] == ml
+    assert m.settings["train_seconds"] > 0
     # a checkpoint from an interrupted run is picked up by --resume
     crf = CRF.load(ml)
     crf.settings["iteration"] = 14
