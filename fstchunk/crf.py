@@ -12,11 +12,13 @@ small.  Objectives (all maximised; the optimiser minimises their negation):
 * ``meu-corpus``: (β+1) Σ_i E[tp_i] / (Σ_i m(y_i) + β Σ_i E[m(x_i)]) − λ‖θ‖², the
   expected-count form of the corpus F that conlleval reports.
 
-Gradients: ML by forward-backward (E[φ] − φ(gold)); the MEU objectives by
-reverse-mode differentiation of the expectation-semiring recursion
-(:func:`fstchunk.fast.tp_count_table_grad`) with respect to each sentence's
-score arrays, then the chain rule through φ.  All are checked by finite
-differences in the tests.
+Gradients: ML by forward-backward (E[φ] − φ(gold)); per-sentence MEU by
+reverse-mode differentiation of the expectation-semiring recursion with the
+reference-count dimension (:func:`fstchunk.fast.tp_count_table_grad`), per
+sentence over processes; corpus MEU needs first-order expectations only, so
+:func:`_corpus_batch` runs the expectation semiring batched over sentences of
+one length like the ML objective (∇E[r] = E[r·φ] − E[r]·E[φ], r = tp or m).
+All are checked by finite differences and against the machines in the tests.
 
 Pitfall: the scores of a batch of sentences of equal length are processed
 together; a sentence's lattice for decoding is :meth:`CRF.lattice`.
@@ -56,6 +58,130 @@ class Batch:
     rows: np.ndarray            # (B, n) row indices into X
     gold: np.ndarray            # (B, n)
     sentence_ids: list[int] = field(default_factory=list)
+
+
+def _scaled_forward_backward(em: np.ndarray, Mt: np.ndarray, Ms: np.ndarray, Me: np.ndarray):
+    """Forward-backward in probability space for a batch (B, n, L) of emission
+    scores, one normaliser per token: returns φ = exp(em − rmax), rmax, â, c, c_end,
+    b̂ with â_i = α_i / C_i, C_i = c_0⋯c_i, b̂_i = β_i·C_i / Z, so â·b̂ are the
+    marginals and Z = C_{n−1}·c_end (times the exp-shifts)."""
+    B, n, L = em.shape
+    rmax = em.max(axis=2)
+    phi = np.exp(em - rmax[..., None])
+    a = np.empty((B, n, L))
+    c = np.empty((B, n))
+    x = Ms[None] * phi[:, 0]
+    for i in range(n):
+        if i:
+            x = (a[:, i - 1] @ Mt) * phi[:, i]
+        c[:, i] = x.sum(axis=1)
+        a[:, i] = x / c[:, i:i + 1]
+    c_end = a[:, -1] @ Me
+    bt = np.empty((B, n, L))
+    bt[:, -1] = Me[None] / c_end[:, None]
+    for i in range(n - 2, -1, -1):
+        bt[:, i] = ((phi[:, i + 1] * bt[:, i + 1]) @ Mt.T) / c[:, i + 1:i + 2]
+    return phi, rmax, a, c, c_end, bt
+
+
+def _corpus_batch(em: np.ndarray, chunks, Mt, Ms, Me, tabs):
+    """E[tp], E[m] of each sentence of a batch and the gradients of Σ E[tp] and Σ E[m]
+    with respect to emissions, transitions, start and end scores.
+
+    ∇E[r] = E[r·φ] − E[r]·E[φ] by the first-order expectation semiring (Li &
+    Eisner 2009), batched, in probability space with the forward's normalisers.
+    r = m(y) is arc-local (a chunk starts on an arc).  r = tp(y) is not: gold
+    chunk (X, s, e) is in y iff the arc into s opens a chunk of type X, the arcs
+    into s+1..e−1 continue it and the arc into e closes it (or the sentence
+    ends).  Its matched forward mass μ̂ and backward mass ν̂ (by tag) give
+    Pr(chunk) = Σ_t μ̂_k(t)·ν̂_k(t) for any k in [s, e−1]; the chunk's reward
+    enters the forward pass on its closing arc and the backward pass on its
+    opening arc, and the arcs and tokens inside its event get the straddling
+    term μ̂·ν̂ directly.  Channels: 0 = tp, 1 = m.
+    """
+    cont, startT, endT, tix = tabs
+    phi, rmax, a, c, c_end, bt = _scaled_forward_backward(em, Mt, Ms, Me)
+    B, n, L = a.shape
+    post = a * bt
+    right = phi * bt / c[..., None]                   # φ_k·b̂_k / c_k
+    Mc, Mst, Mend = Mt * cont[:L], Mt * startT[:L], Mt * endT[:L]
+    r0 = startT[L].astype(float)
+    sent, typ, s, e = chunks
+    Nc = len(sent)
+    lens = e - s
+    J = int(lens.max()) if Nc else 0
+    last = lens - 1
+    inner = e < n
+    tmask = (tix[None, :] == typ[:, None]).astype(float)
+    mu, nu = np.zeros((Nc, J, L)), np.zeros((Nc, J, L))
+    if Nc:
+        opened = np.where((s == 0)[:, None], (Ms * r0)[None, :],
+                          a[sent, np.maximum(s - 1, 0)] @ Mst)
+        mu[:, 0] = opened * phi[sent, s] * tmask / c[sent, s][:, None]
+        for j in range(1, J):
+            act = np.flatnonzero(lens > j)
+            k = s[act] + j
+            mu[act, j] = (mu[act, j - 1] @ Mc) * phi[sent[act], k] / c[sent[act], k][:, None]
+        ee = np.minimum(e, n - 1)
+        nu[np.arange(Nc), last] = tmask * np.where(
+            inner[:, None], right[sent, ee] @ Mend.T, Me[None, :] / c_end[sent][:, None])
+        for j in range(J - 2, -1, -1):
+            act = np.flatnonzero(last > j)
+            k = s[act] + j
+            nu[act, j] = ((phi[sent[act], k + 1] * nu[act, j + 1]) @ Mc.T) \
+                / c[sent[act], k + 1][:, None]
+    E_tp = np.bincount(sent, weights=(mu[:, 0] * nu[:, 0]).sum(axis=1), minlength=B) \
+        if Nc else np.zeros(B)
+    A = a[:, :-1].reshape(-1, L)
+    Rt = right[:, 1:].reshape(-1, L)
+    pair = A.T @ Rt                                    # Σ_k ξ_k(a, b)
+    E_m = post[:, 0] @ r0 + ((a[:, :-1] @ Mst) * right[:, 1:]).sum(axis=(1, 2))
+    Er = np.stack([E_tp, E_m])                         # (2, B)
+
+    CL, OP = np.zeros((B, n, L)), np.zeros((B, n, L))  # closings, openings of gold chunks
+    if Nc:
+        i = np.flatnonzero(inner)
+        np.add.at(CL, (sent[i], e[i]), (mu[i, last[i]] @ Mend) * phi[sent[i], e[i]])
+        o = np.flatnonzero(s >= 1)
+        np.add.at(OP, (sent[o], s[o] - 1), (phi[sent[o], s[o]] * nu[o, 0]) @ Mst.T)
+    ar = np.zeros((2, B, n, L))
+    ar[1, :, 0] = Ms * r0 * phi[:, 0] / c[:, :1]
+    for k in range(1, n):
+        x = (ar[:, :, k - 1] @ Mt) * phi[None, :, k]
+        x[0] += CL[:, k]
+        x[1] += (a[:, k - 1] @ Mst) * phi[:, k]
+        ar[:, :, k] = x / c[None, :, k, None]
+    br = np.zeros((2, B, n, L))
+    for k in range(n - 2, -1, -1):
+        x = (phi[None, :, k + 1] * br[:, :, k + 1]) @ Mt.T
+        x[0] += OP[:, k]
+        x[1] += (phi[:, k + 1] * bt[:, k + 1]) @ Mst.T
+        br[:, :, k] = x / c[None, :, k + 1, None]
+
+    tok = ar * bt[None] + a[None] * br
+    for j in range(J):                                 # tokens inside a gold chunk
+        act = np.flatnonzero(lens > j)
+        np.add.at(tok[0], (sent[act], s[act] + j), mu[act, j] * nu[act, j])
+    gtok = tok - Er[:, :, None, None] * post[None]
+    gT = np.zeros((2, L, L))
+    for ch in (0, 1):
+        brt = (phi[:, 1:] * br[ch, :, 1:] / c[:, 1:, None]).reshape(-1, L)
+        G = ar[ch, :, :-1].reshape(-1, L).T @ Rt + A.T @ brt
+        G -= (a[:, :-1] * Er[ch][:, None, None]).reshape(-1, L).T @ Rt
+        gT[ch] = Mt * G
+    gT[1] += Mst * pair
+    if Nc:                                             # arcs inside a gold chunk's event
+        o = np.flatnonzero(s >= 1)
+        gT[0] += Mst * (a[sent[o], s[o] - 1].T @ (phi[sent[o], s[o]] * nu[o, 0]
+                                                  / c[sent[o], s[o]][:, None]))
+        for j in range(1, J):
+            act = np.flatnonzero(lens > j)
+            k = s[act] + j
+            gT[0] += Mc * (mu[act, j - 1].T @ (phi[sent[act], k] * nu[act, j]
+                                               / c[sent[act], k][:, None]))
+        i = np.flatnonzero(inner)
+        gT[0] += Mend * (mu[i, last[i]].T @ right[sent[i], e[i]])
+    return Er, gtok, gT, gtok[:, :, 0].sum(axis=1), gtok[:, :, -1].sum(axis=1)
 
 
 class CRF:
@@ -185,23 +311,9 @@ class CRF:
         for b in batches:
             em = E[b.rows]                                   # (B, n, L)
             B, n = b.rows.shape
-            rmax = em.max(axis=2)
-            phi = np.exp(em - rmax[..., None])
-            a = np.empty((B, n, L))
-            c = np.empty((B, n))
-            x = Ms[None] * phi[:, 0]
-            for i in range(n):
-                if i:
-                    x = (a[:, i - 1] @ Mt) * phi[:, i]
-                c[:, i] = x.sum(axis=1)
-                a[:, i] = x / c[:, i:i + 1]
-            c_end = a[:, -1] @ Me
+            phi, rmax, a, c, c_end, bt = _scaled_forward_backward(em, Mt, Ms, Me)
             logz = (np.log(c).sum(axis=1) + np.log(c_end) + rmax.sum(axis=1) + smax + emax
                     + (n - 1) * tmax)
-            bt = np.empty((B, n, L))
-            bt[:, -1] = Me[None] / c_end[:, None]
-            for i in range(n - 2, -1, -1):
-                bt[:, i] = ((phi[:, i + 1] * bt[:, i + 1]) @ Mt.T) / c[:, i + 1:i + 2]
             post = a * bt
             gold = b.gold
             gold_score = (ms[gold[:, 0]] + me[gold[:, -1]] +
@@ -238,36 +350,75 @@ class CRF:
         """
         global _MEU_JOB
         from .parallel import map_sentences
+        if corpus:
+            return self._meu_corpus_objective(theta, X, gold, l2, beta)
         _, trans, start, end = self.unpack(theta)
         E = self.emissions(X, theta)
         offsets = np.concatenate([[0], np.cumsum([len(g) for g in gold])])
         fixed = [enc.tags_to_chunks([self.tags[i] for i in g], self.scheme) for g in gold]
-        _MEU_JOB = (self, E, trans, start, end, offsets, fixed, beta, None)
+        _MEU_JOB = (self, E, trans, start, end, offsets, fixed, beta)
         chunks = np.array_split(np.arange(len(gold)), max(1, min(len(gold), 64)))
-        if corpus:
-            totals = map_sentences(_meu_totals, chunks, chunksize=1)
-            tp = sum(t for t, _ in totals)
-            m_hyp = sum(m for _, m in totals)
-            m_gold = sum(len(c) for c in fixed)
-            den = m_gold + beta * m_hyp
-            value = (beta + 1) * tp / den if den > 0 else 1.0
-            d_tp = (beta + 1) / den if den > 0 else 0.0
-            d_m = -(beta + 1) * tp * beta / den ** 2 if den > 0 else 0.0
-            _MEU_JOB = _MEU_JOB[:-1] + ((d_tp, d_m),)
         parts = map_sentences(_meu_part, chunks, chunksize=1)
         gE = np.zeros_like(E)
         gT, gS, gEnd = np.zeros_like(trans), np.zeros_like(start), np.zeros_like(end)
-        total_f = 0.0
+        value = 0.0
         for ids, rows, f, pT, pS, pEnd in parts:
-            total_f += f
+            value += f
             for k, r in zip(ids, rows):
                 gE[offsets[k]:offsets[k + 1]] = r
             gT += pT
             gS += pS
             gEnd += pEnd
-        if not corpus:
-            value = total_f
         g = self._pack_grad(X, gE, gT, gS, gEnd)
+        return -value + l2 * float(theta @ theta), -g + 2 * l2 * theta
+
+    def _corpus_batches(self, gold: Sequence[np.ndarray]):
+        """Length batches with their gold chunks (sentence in batch, type, s, e) and
+        the scheme's boundary tables, cached for the last ``gold``."""
+        cached = getattr(self, "_corpus_cache", None)
+        if cached is not None and cached[0] is gold:
+            return cached[1], cached[2]
+        from .fast import boundary_tables
+        cont, startT, endT, tix, types = boundary_tables(self.tags, self.scheme)
+        out = []
+        for b in self.batches(gold):
+            rows = []
+            for bi, g in enumerate(b.gold):
+                for typ, s0, e0 in enc.tags_to_chunks([self.tags[i] for i in g], self.scheme):
+                    rows.append((bi, types.index(typ), s0, e0))
+            out.append((b, tuple(np.array(rows, dtype=np.int64).reshape(-1, 4).T)))
+        self._corpus_cache = (gold, out, (cont, startT, endT, tix))
+        return out, self._corpus_cache[2]
+
+    def _meu_corpus_objective(self, theta, X, gold, l2: float, beta: float):
+        """The corpus objective from :func:`_corpus_batch` over length batches
+        (first-order expectations only, like :meth:`ml_objective`)."""
+        _, trans, start, end = self.unpack(theta)
+        mt, ms, me = self._masked(trans, start, end)
+        E = self.emissions(X, theta)
+        Mt, Ms, Me = np.exp(mt - np.max(mt)), np.exp(ms - np.max(ms)), np.exp(me - np.max(me))
+        batches, tabs = self._corpus_batches(gold)
+        gE = np.zeros((2,) + E.shape)
+        gT, gS, gEnd = np.zeros((2, self.L, self.L)), np.zeros((2, self.L)), np.zeros((2, self.L))
+        tp = m_hyp = 0.0
+        m_gold = 0
+        for b, ch in batches:
+            Er, gtok, pT, pS, pEnd = _corpus_batch(E[b.rows], ch, Mt, Ms, Me, tabs)
+            tp += Er[0].sum()
+            m_hyp += Er[1].sum()
+            m_gold += len(ch[0])
+            gE[:, b.rows.ravel()] = gtok.reshape(2, -1, self.L)
+            gT += pT
+            gS += pS
+            gEnd += pEnd
+        den = m_gold + beta * m_hyp
+        if den <= 0:
+            value, d = 1.0, (0.0, 0.0)
+        else:
+            value = (beta + 1) * tp / den
+            d = ((beta + 1) / den, -(beta + 1) * tp * beta / den ** 2)
+        g = self._pack_grad(X, d[0] * gE[0] + d[1] * gE[1], d[0] * gT[0] + d[1] * gT[1],
+                            d[0] * gS[0] + d[1] * gS[1], d[0] * gEnd[0] + d[1] * gEnd[1])
         return -value + l2 * float(theta @ theta), -g + 2 * l2 * theta
 
     # --------------------------------------------------------------- training
@@ -336,27 +487,16 @@ _MEU_JOB = None       # set by CRF.meu_objective before the worker processes for
 
 
 def _meu_lattice(k):
-    crf, E, trans, start, end, offsets, fixed, beta, _ = _MEU_JOB
+    crf, E, trans, start, end, offsets, fixed, beta = _MEU_JOB
     return Lattice.from_scores(crf.tags, E[offsets[k]:offsets[k + 1]], trans, start, end,
                                scheme=crf.scheme)
-
-
-def _meu_totals(ids):
-    from .fast import tp_count_table
-    fixed = _MEU_JOB[6]
-    tp = m = 0.0
-    for k in ids:
-        Z, T = tp_count_table(_meu_lattice(k), fixed[k])
-        tp += T.sum()
-        m += np.arange(len(Z)) @ Z
-    return tp, m
 
 
 def _meu_part(ids):
     """Value and gradient pieces of the MEU objective for sentences ``ids``."""
     from .expected import from_count_table
     from .fast import tp_count_table_grad
-    crf, E, trans, start, end, offsets, fixed, beta, corpus = _MEU_JOB
+    crf, E, trans, start, end, offsets, fixed, beta = _MEU_JOB
     L = crf.L
     gT, gS, gEnd = np.zeros((L, L)), np.zeros(L), np.zeros(L)
     rows, value = [], 0.0
@@ -364,16 +504,11 @@ def _meu_part(ids):
         lat = _meu_lattice(k)
         ch = fixed[k]
         c = np.arange(lat.n + 1, dtype=float)
-        if corpus is not None:
-            d_tp, d_m = corpus
-            adj = (d_m * c, np.full(lat.n + 1, d_tp))
-        else:
-            den = c + beta * len(ch)
-            adj = (np.where(den > 0, 0.0, 1.0),
-                   np.where(den > 0, (beta + 1) / np.where(den > 0, den, 1), 0.0))
+        den = c + beta * len(ch)
+        adj = (np.where(den > 0, 0.0, 1.0),
+               np.where(den > 0, (beta + 1) / np.where(den > 0, den, 1), 0.0))
         gw, gfin, (Z, T) = tp_count_table_grad(lat, ch, *adj)
-        if corpus is None:
-            value += from_count_table(Z, T, len(ch), beta, "training").f
+        value += from_count_table(Z, T, len(ch), beta, "training").f
         em_grad = np.zeros((lat.n, L))
         for i, gwi in enumerate(gw):
             em_grad[i] = gwi.sum(axis=0)

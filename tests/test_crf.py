@@ -65,6 +65,33 @@ def test_meu_gradients(corpus, beta):
     assert value == pytest.approx(want, rel=1e-9)
 
 
+@pytest.mark.parametrize("scheme", ["IOB1", "IOE1", "IOBES", "IOBES3"])
+def test_meu_corpus_gradient_every_scheme(scheme):
+    """The batched corpus objective (matched-chunk masses in the expectation
+    semiring) in schemes whose chunk boundaries depend on both neighbours."""
+    crf, X, gold = small_model(scheme, seed=5)
+    fun = lambda th: crf.meu_objective(th, X, gold, 0.0, 1.0, True)   # noqa: E731
+    finite_difference_check(fun, crf.theta, np.random.default_rng(4))
+    lats = [crf.lattice(s) for s in SENTS]
+    rs = [expected_f(l, reference=[crf.tags[i] for i in g], method="fst")
+          for l, g in zip(lats, gold)]
+    want = 2 * sum(r.tp for r in rs) / (sum(r.m_ref for r in rs) + sum(r.m_hyp for r in rs))
+    assert -fun(crf.theta)[0] == pytest.approx(want, rel=1e-9)
+
+
+def test_meu_corpus_value_on_real_sentences(corpus):
+    """Against the fast per-sentence expectations on 40 CoNLL-2000 sentences."""
+    sents = read_conll(corpus("conll2000", "train.txt"))[:40]
+    fmap, tags, X, gold = CRF.prepare(sents, "tmpt1")
+    crf = CRF(fmap, tags, "IOB2", CRF.observed_pairs(X, gold, len(tags)))
+    crf.theta = np.random.default_rng(0).normal(scale=0.3, size=crf.theta.shape)
+    value = -crf.meu_objective(crf.theta, X, gold, 0.0, 2.0, True)[0]
+    rs = [expected_f(crf.lattice(s), reference=s.column(-1), beta=2.0, method="fast")
+          for s in sents]
+    want = 3 * sum(r.tp for r in rs) / (sum(r.m_ref for r in rs) + 2 * sum(r.m_hyp for r in rs))
+    assert value == pytest.approx(want, rel=1e-9)
+
+
 def test_training_improves_objectives_and_round_trips(tmp_path):
     crf, X, gold = small_model()
     crf.theta[:] = 0
