@@ -383,6 +383,33 @@ def fst_viterbi(fst: pynini.Fst) -> tuple[list[str], float]:
     return [syms.find(x) for x in labels], -w
 
 
+def fst_token_marginals(fst: pynini.Fst) -> tuple[list[str], np.ndarray]:
+    """Pr(token k carries symbol σ) read off the machine: arc posteriors
+    exp(−(α[src] + w + β[dst] − α[final])) from shortest distances in log64,
+    summed by the token an arc reads.  Returns (symbols, (n, #symbols))."""
+    f = fsa.to_arc_type(fst, "log64").topsort()
+    alpha = [fsa.weight_value(w) for w in pynini.shortestdistance(f)]
+    beta = [fsa.weight_value(w) for w in pynini.shortestdistance(f, reverse=True)]
+    total = beta[f.start()]
+    syms = f.input_symbols()
+    names = [syms.find(syms.get_nth_key(k)) for k in range(1, syms.num_symbols())]
+    col = {syms.find(x): i for i, x in enumerate(names)}
+    depth = {f.start(): 0}
+    rows: list[tuple[int, int, float]] = []
+    for s in f.states():                   # topological order: depths are known
+        for a in f.arcs(s):
+            depth.setdefault(a.nextstate, depth[s] + (1 if a.ilabel else 0))
+            if a.ilabel:
+                post = math.exp(-(alpha[s] + fsa.weight_value(a.weight) + beta[a.nextstate]
+                                  - total))
+                rows.append((depth[s], col[a.ilabel], post))
+    n = max(d for d, _, _ in rows) + 1
+    out = np.zeros((n, len(names)))
+    for d, j, p in rows:
+        out[d, j] += p
+    return names, out
+
+
 def fst_log_partition(fst: pynini.Fst) -> float:
     """log Z by shortest distance in log64 (the twin of :func:`inside_outside`)."""
     return -fsa.total_weight(fsa.to_arc_type(fst, "log64"))
@@ -588,6 +615,22 @@ class JointModel:
         parts = self.parts(x)
         return Lattice(self.chunk_tags, "IOB2", chain_layers(parts, self._tag_index),
                        raw_fst=lambda: self.chunk_fst(parts))
+
+    def token_marginals(self, x: Encoded) -> tuple[list[str], np.ndarray]:
+        """Pr(token k has ``chunktag|POS``), from the chain's state posteriors;
+        the twin of :func:`fst_token_marginals` on :meth:`fst`."""
+        from .fast import state_posteriors
+        names = [_pair_symbol(t, self.pos_labels[P])
+                 for C in range(self.c) for P in range(self.p)
+                 for t in (self.chunk_tags[self._tag_index[0, C]],
+                           self.chunk_tags[self._tag_index[1, C]])]
+        cols = list(dict.fromkeys(names))
+        index = np.array([cols.index(x) for x in names])
+        post = state_posteriors(chain_layers(self.parts(x), self._tag_index))
+        out = np.zeros((x.n, len(cols)))
+        for k, p in enumerate(post):
+            np.add.at(out[k], index, p)
+        return cols, out
 
     def fst(self, x: Encoded, arc_type: str = "log64") -> pynini.Fst:
         return joint_fst(self.parts(x), self.chunk_labels, self.pos_labels, self.outside,

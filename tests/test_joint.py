@@ -272,3 +272,20 @@ def test_dp_matches_machine_on_real_sentences(corpus):
         np.testing.assert_allclose(
             lat.marginals()[:, model.chunk_tags.index("O")],
             marg.node[:, model.outside].sum(axis=1), atol=1e-12)
+
+
+def test_token_marginals_chain_equal_machine(corpus):
+    """Pr(chunktag|POS at k) from the chain's state posteriors = the machine's
+    arc posteriors (shortest distance in log64), on real sentences."""
+    train = read_conll(corpus("conll2000", "train.txt"))[:40]
+    data = J.layered(train, collapse=True, np_chunks=True)
+    model, enc_ = J.model_for(data, "joint")
+    model.fit(enc_, "crf", iterations=5)
+    short = [x for x in enc_ if x.n <= 14][:3]
+    assert short
+    for x in short:
+        names, want = model.token_marginals(x)
+        got_names, got = J.fst_token_marginals(model.fst(x))
+        got = got[:, [got_names.index(n) for n in names]]
+        np.testing.assert_allclose(got, want, atol=1e-7)
+        np.testing.assert_allclose(want.sum(axis=1), 1.0, atol=1e-12)
