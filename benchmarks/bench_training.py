@@ -123,7 +123,9 @@ def main() -> None:
         print(out[-1], flush=True)
     out.append(f"\nML training wall time: {ml_time:.0f} s "
                f"({ml.settings.get('iterations', '?')} L-BFGS iterations); MEU training: "
-               f"{meu.settings.get('iterations', '?')} iterations from the ML model.")
+               f"objective {meu.settings.get('objective', '?')}, λ = {meu.settings.get('l2', '?')}, "
+               f"{meu.settings.get('iteration', meu.settings.get('iterations', '?'))} iterations "
+               f"from an ML model with the same settings.")
     if not args.no_peer:
         f_peer, t_peer = crfsuite_peer(train, test, template, args.l2, args.max_iter)
         out.append(f"\nPeer: python-crfsuite on the same feature strings (L-BFGS, c2 = "
