@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import sys
 
@@ -132,7 +133,8 @@ def main() -> None:
         for b in sorted(lens):
             body.append(f"| {b}-{b + 9} | {len(lens[b])} | {1000 * statistics.mean(lens[b]):.1f} |")
     body.append(f"\nPeak resident memory: {peak_rss_mb():.0f} MB.")
-    png = RESULTS.parent / "meu_precision_recall_vs_beta.png"
+    slug = "" if not args.model else "_" + re.sub(r"[^a-z0-9]+", "_", args.label.lower()).strip("_")
+    png = RESULTS.parent / f"meu_precision_recall_vs_beta{slug}.png"
     _plot(plots, png)
     body.append(f"\nPlot: `{png.name}` (precision and recall of exact MEU against β; "
                 "crosses: MAP).")
@@ -140,7 +142,8 @@ def main() -> None:
     if not args.no_write:
         key = f"decoders on real data: {args.label}"
         write_section(key, "FSTCHUNK_DATA=../shared/data python benchmarks/bench_decoders.py"
-                      + (f" --model {args.model} --label '{args.label}'" if args.model else ""),
+                      + (f" --model {args.model} --label '{args.label}' --corpora {args.corpora}"
+                         if args.model else ""),
                       "\n".join(body))
 
 
