@@ -13,12 +13,9 @@ No setting was tuned on the test sets (HMM: δ = 0.1, min_count = 2, fixed a pri
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import statistics
 import sys
-
-import numpy as np
 
 from common import RESULTS, Timer, data_path, peak_rss_mb, write_section
 from fstchunk import decode as dec

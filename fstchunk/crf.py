@@ -26,7 +26,6 @@ together; a sentence's lattice for decoding is :meth:`CRF.lattice`.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 

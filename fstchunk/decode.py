@@ -70,13 +70,12 @@ def _viterbi(lattice: Lattice) -> tuple[list[int], float]:
 def decode_map(lattice: Lattice, method: str = "viterbi") -> Decoding:
     """The most probable valid sequence and its log probability."""
     if method == "viterbi":
-        idx, best = _viterbi(lattice)
+        idx, _ = _viterbi(lattice)
         tags = [lattice.tags[i] for i in idx]
     elif method == "fst":
         path = pynini.shortestpath(fsa.to_arc_type(fsa.bare(lattice.fst), "standard"))
         (labels, _, w), = fsa.paths(path)
         tags = [lattice.tagset.symbols.find(x) for x in labels]
-        best = None
     else:
         raise ValueError(f"unknown method {method!r}; use 'viterbi' or 'fst'")
     return Decoding(tags, lattice.log_prob(tags))

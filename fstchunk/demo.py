@@ -13,7 +13,6 @@ OOB; β = 1 would give 0.50 and 0.67.  (In the b² convention this is b = √3.)
 from __future__ import annotations
 
 import itertools
-from fractions import Fraction
 
 import numpy as np
 

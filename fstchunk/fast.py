@@ -247,7 +247,7 @@ def chunk_marginals(lattice: Lattice) -> np.ndarray:
 def _count_forward(lattice: Lattice):
     """Scaled forward over (state, chunk starts so far): alpha[i] (S_{i+1}, C) and the
     log scale of each layer (alpha_true = alpha · exp(logscale))."""
-    n, C = lattice.n, lattice.n + 1
+    C = lattice.n + 1
     a = np.zeros((1, C))
     a[0, 0] = 1.0
     alphas, scales, ls = [], [], 0.0

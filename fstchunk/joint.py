@@ -40,7 +40,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np

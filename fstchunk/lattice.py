@@ -26,7 +26,6 @@ arrays and of :meth:`marginals`; a machine's paths must all have the same length
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 from contextlib import contextmanager
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 from threadpoolctl import threadpool_limits
 

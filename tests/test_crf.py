@@ -1,11 +1,10 @@
 import numpy as np
 import pytest
 
-from fstchunk import Lattice, encodings as enc, expected_f
+from fstchunk import expected_f
 from fstchunk.conll import Sentence, read_conll
 from fstchunk.crf import CRF
 from fstchunk.modelio import ModelFileError
-from conftest import brute_force
 
 SENTS = [Sentence([["The", "DT", "B-NP"], ["dog", "NN", "I-NP"], ["barks", "VBZ", "B-VP"]]),
          Sentence([["A", "DT", "B-NP"], ["cat", "NN", "I-NP"], ["sleeps", "VBZ", "B-VP"],
@@ -95,7 +94,7 @@ def test_meu_corpus_value_on_real_sentences(corpus):
 def test_training_improves_objectives_and_round_trips(tmp_path):
     crf, X, gold = small_model()
     crf.theta[:] = 0
-    res = crf.fit(X, gold, "ml", l2=0.01, max_iter=50)
+    crf.fit(X, gold, "ml", l2=0.01, max_iter=50)
     lat = crf.lattice(SENTS[1])
     assert lat.log_prob(["B-NP", "I-NP", "B-VP", "O"]) > np.log(0.5)
     before = crf.meu_objective(crf.theta, X, gold, 0.01, 1.0, False)[0]

@@ -1,9 +1,6 @@
-import io
-
-import numpy as np
 import pytest
 
-from fstchunk.conll import Sentence, read_conll
+from fstchunk.conll import Sentence
 from fstchunk.features import TEMPLATES, FeatureMap, token_features
 
 WORDS = ["He", "reckons", "the", "deficit"]
