@@ -90,6 +90,15 @@ def to_arc_type(fst: pynini.Fst, arc_type: str) -> pynini.Fst:
     return pynini.arcmap(fst, map_type=map_type)
 
 
+def write_far(path: str, machines: dict[str, pynini.Fst], arc_type: str) -> list[str]:
+    """Write ``machines`` to a FAR at ``path`` (keys sorted, as FARs require);
+    return the keys written."""
+    with pynini.Far(path, "w", arc_type=check_arc_type(arc_type)) as far:
+        for key in sorted(machines):
+            far[key] = machines[key]
+    return sorted(machines)
+
+
 def unweighted_optimize(fst: pynini.Fst) -> pynini.Fst:
     """Epsilon-free, deterministic, minimal copy of an unweighted acceptor or
     functional letter transducer (label pairs encoded while determinizing)."""

@@ -143,10 +143,7 @@ def export_far(path: str, names: list[str] | None, options: Options) -> list[str
     written = {}
     for name, o in jobs:
         written[far_key(name, o)] = build(name, o)
-    with pynini.Far(path, "w", arc_type=options.arc_type) as far:
-        for key in sorted(written):
-            far[key] = written[key]
-    return sorted(written)
+    return fsa.write_far(path, written, options.arc_type)
 
 
 def att_text(fst: pynini.Fst) -> str:

@@ -125,11 +125,7 @@ def machines(types=None, arc_type: str = "log64", source: str | None = None
 def export(far_path: str, types=None, arc_type: str = "log64",
            source: str | None = None) -> list[str]:
     """Write :func:`machines` to a FAR; return the keys written."""
-    ms = machines(types, arc_type, source)
-    with pynini.Far(far_path, "w", arc_type=arc_type) as far:
-        for key in sorted(ms):
-            far[key] = ms[key]
-    return sorted(ms)
+    return fsa.write_far(far_path, machines(types, arc_type, source), arc_type)
 
 
 if __name__ == "__main__":

@@ -303,11 +303,7 @@ def machines(types=None, bound: int = 3, arc_type: str = "log64") -> dict[str, p
 
 def export(far_path: str, types=None, bound: int = 3, arc_type: str = "log64") -> list[str]:
     """Write T, M and T⊠M for ``types`` up to ``bound`` to a FAR."""
-    ms = machines(types, bound, arc_type)
-    with pynini.Far(far_path, "w", arc_type=arc_type) as far:
-        for key in sorted(ms):
-            far[key] = ms[key]
-    return sorted(ms)
+    return fsa.write_far(far_path, machines(types, bound, arc_type), arc_type)
 
 
 if __name__ == "__main__":

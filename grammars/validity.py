@@ -79,11 +79,7 @@ def machines(types=None, arc_type: str = "log64") -> dict[str, pynini.Fst]:
 
 def export(far_path: str, types=None, arc_type: str = "log64") -> list[str]:
     """Write :func:`machines` to a FAR; return the keys written."""
-    ms = machines(types, arc_type)
-    with pynini.Far(far_path, "w", arc_type=arc_type) as far:
-        for key in sorted(ms):
-            far[key] = ms[key]
-    return sorted(ms)
+    return fsa.write_far(far_path, machines(types, arc_type), arc_type)
 
 
 if __name__ == "__main__":
