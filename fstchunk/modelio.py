@@ -4,7 +4,9 @@ The metadata (kind, version, tags, scheme, feature map, training settings) is
 stored as the 0-d string array ``__metadata__``; arrays are plain numeric or
 string arrays.  ``np.load`` runs with ``allow_pickle=False``: no pickle, ever.
 A truncated file, a foreign ``.npz`` or a model of another kind or a newer
-version raises :class:`ModelFileError` naming the file.
+version raises :class:`ModelFileError` naming the file.  Pitfall: a checkpoint
+written in place can be read (or left, by a crash) half-written; files are
+written to a temporary name and renamed.
 """
 
 from __future__ import annotations
@@ -31,8 +33,14 @@ def save_model(path, kind: str, arrays: dict[str, np.ndarray], metadata: dict) -
             raise TypeError(f"array {k!r} has dtype object, which would need pickle")
     out["__metadata__"] = np.array(json.dumps(meta, sort_keys=True))
     path = os.fspath(path)
-    with open(path, "wb") as fh:            # np.savez would append .npz to a bare name
-        np.savez_compressed(fh, **out)
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "wb") as fh:         # np.savez would append .npz to a bare name
+            np.savez_compressed(fh, **out)
+        os.replace(tmp, path)               # atomic: a reader never sees half a file
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 def load_model_file(path, kind: str | None = None) -> tuple[dict, dict[str, np.ndarray]]:
