@@ -142,10 +142,7 @@ def main() -> None:
     print("\n".join(body[-12:]))
     if not args.no_write:
         key = f"decoders on real data: {args.label}"
-        write_section(key, "FSTCHUNK_DATA=../shared/data python benchmarks/bench_decoders.py"
-                      + (f" --model {args.model} --label '{args.label}' --corpora {args.corpora}"
-                         if args.model else ""),
-                      "\n".join(body))
+        write_section(key, "\n".join(body))
 
 
 def _plot(plots, png):

@@ -134,9 +134,7 @@ def main() -> None:
                  f"at 28-32 tokens: **{ratio30:.0f}x** (target >= 50x).")
     print(lines[-1])
     if not args.no_write:
-        write_section("expected F: composition vs fast engine",
-                      "FSTCHUNK_DATA=../shared/data python benchmarks/bench_expected.py",
-                      "\n".join(lines))
+        write_section("expected F: composition vs fast engine", "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -114,8 +114,7 @@ def main() -> None:
     body = "\n".join(out)
     print(body)
     if not args.no_write:
-        write_section("Joint POS + NP chunking (Shimizu & Haas 2006, Table 7)",
-                      "FSTCHUNK_DATA=../shared/data python benchmarks/bench_joint.py", body)
+        write_section("Joint POS + NP chunking (Shimizu & Haas 2006, Table 7)", body)
 
 
 if __name__ == "__main__":

@@ -165,9 +165,7 @@ def main() -> None:
     out.append(f"\nPeak resident memory: {peak_rss_mb():.0f} MB.")
     print("\n".join(out[-4:]))
     if not args.no_write:
-        write_section(f"CRF training: {args.corpus}",
-                      "FSTCHUNK_DATA=../shared/data python benchmarks/bench_training.py "
-                      + " ".join(sys.argv[1:]), "\n".join(out))
+        write_section(f"CRF training: {args.corpus}", "\n".join(out))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import datetime
 import os
 import platform
 import re
+import shlex
 import resource
 import sys
 import time
@@ -52,8 +53,17 @@ class Timer:
         self.seconds = time.perf_counter() - self.t
 
 
-def write_section(key: str, command: str, body: str) -> None:
-    """Replace (or append) the section ``key`` of benchmarks/RESULTS.md."""
+def this_command() -> str:
+    """The command line of the running benchmark, as RESULTS.md quotes it."""
+    args = shlex.join(sys.argv[1:])
+    return f"FSTCHUNK_DATA=../shared/data python benchmarks/{Path(sys.argv[0]).name}" \
+        + (f" {args}" if args else "")
+
+
+def write_section(key: str, body: str) -> None:
+    """Replace (or append) the section ``key`` of benchmarks/RESULTS.md, headed by the
+    command that produced it, the date and the machine."""
+    command = this_command()
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     section = (f"<!-- {key} -->\n## {key}\n\nCommand: `{command}`  \nDate: {stamp}  \n"
                f"Machine: {machine()}\n\n{body.strip()}\n<!-- /{key} -->\n")

@@ -1,0 +1,121 @@
+"""Choosing λ on the development set: the ML penalty, then the minimum-risk one.
+
+For one corpus, trains an ML CRF for each λ of ``--ml-grid`` and scores it on the
+development set (conll2000/dev.txt or ned.testa; the test set is never read) with MAP
+and exact MEU decoding; the λ with the best mean of the two dev F is kept (one
+decoder's F alone moves by a few hundredths between neighbouring λ, which is noise).
+From that model, trains a minimum-risk CRF (``--meu-objective``, ``--meu-iter`` L-BFGS
+iterations) for each λ of ``--meu-grid`` and keeps the one with the best dev F of
+MEU-trained+MEU. Ties go to the larger λ.
+The chosen pair is what bench_training.py is then run with for the test figures.
+
+    FSTCHUNK_DATA=../shared/data python benchmarks/bench_tuning.py --corpus conll2000 \\
+        [--save-dir DIR]
+
+With ``--save-dir``, models are written there and an existing file is reused rather
+than retrained (its settings must match, or the run stops).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from bench_training import CORPORA, f_of
+from common import Timer, data_path, write_section
+from fstchunk.conll import read_conll
+from fstchunk.crf import CRF
+from fstchunk.parallel import single_threaded_blas
+
+
+def trained(path, make, expect: dict):
+    """The model at ``path`` if it exists and was trained with ``expect``; else ``make()``."""
+    if path and os.path.exists(path):
+        model = CRF.load(path)
+        got = {k: model.settings.get(k) for k in expect}
+        if got != expect:
+            sys.exit(f"{path}: trained with {got}, expected {expect}; "
+                     "remove it or change --save-dir")
+        return model
+    with Timer() as t, single_threaded_blas():
+        model = make()
+    model.settings["train_seconds"] = t.seconds
+    if path:
+        model.save(path)
+    return model
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", default="conll2000", choices=CORPORA)
+    ap.add_argument("--ml-grid", default="0.01,0.03,0.1,0.3,1.0")
+    ap.add_argument("--meu-grid", default="1e-7,1e-6,1e-5,1e-4")
+    ap.add_argument("--meu-objective", default="meu-corpus", choices=("meu", "meu-corpus"))
+    ap.add_argument("--beta", type=float, default=1.0)
+    ap.add_argument("--max-iter", type=int, default=200)
+    ap.add_argument("--meu-iter", type=int, default=20)
+    ap.add_argument("--save-dir", default=None)
+    ap.add_argument("--limit", type=int, default=None, help="first N sentences of each set")
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args()
+    tr, dv, _, template = CORPORA[args.corpus]
+    train = read_conll(data_path(*tr))[:args.limit]
+    dev = read_conll(data_path(*dv))[:args.limit]
+    fmap, tags, X, gold = CRF.prepare(train, template)
+    pairs = CRF.observed_pairs(X, gold, len(tags))
+    if args.save_dir:
+        os.makedirs(args.save_dir, exist_ok=True)
+
+    def path(name):
+        return os.path.join(args.save_dir, name) if args.save_dir else None
+
+    def dev_f(model):
+        with single_threaded_blas():
+            return [f_of(model, dev, d, args.beta)[0] for d in ("map", "meu")]
+
+    out = [f"Corpus: {args.corpus}, features {template}, β = {args.beta}; "
+           f"{len(train)} training sentences, {len(dev)} development sentences "
+           f"({dv[-1]}). Test set not read.\n",
+           "| training | λ | iterations | train s | dev F (MAP) | dev F (MEU) |",
+           "|---|---|---|---|---|---|"]
+    ml_rows = []
+    for lam in map(float, args.ml_grid.split(",")):
+        def make(lam=lam):
+            m = CRF(fmap, tags, "IOB2", pairs)
+            m.fit(X, gold, "ml", l2=lam, max_iter=args.max_iter)
+            return m
+        m = trained(path(f"ml_l{lam:g}.npz"), make, {"objective": "ml", "l2": lam})
+        fm, fe = dev_f(m)
+        ml_rows.append(((fm + fe) / 2, lam, m))
+        out.append(f"| ML | {lam:g} | {m.settings.get('iterations')} | "
+                   f"{m.settings.get('train_seconds', float('nan')):.0f} | {fm:.2f} | {fe:.2f} |")
+        print(out[-1], flush=True)
+    _, ml_lam, ml = max(ml_rows, key=lambda r: r[:2])
+    meu_rows = []
+    for lam in map(float, args.meu_grid.split(",")):
+        def make(lam=lam):
+            m = CRF(ml.fmap, ml.tags, ml.scheme, ml.pairs, ml.theta.copy(), dict(ml.settings))
+            m.fit(X, gold, args.meu_objective, l2=lam, beta=args.beta, max_iter=args.meu_iter)
+            return m
+        m = trained(path(f"{args.meu_objective}_l{lam:g}_from_ml_l{ml_lam:g}.npz"), make,
+                    {"objective": args.meu_objective, "l2": lam, "beta": args.beta})
+        fm, fe = dev_f(m)
+        meu_rows.append((fe, lam))
+        out.append(f"| {args.meu_objective} from ML λ = {ml_lam:g} | {lam:g} | "
+                   f"{m.settings.get('iterations')} | "
+                   f"{m.settings.get('train_seconds', float('nan')):.0f} | {fm:.2f} | {fe:.2f} |")
+        print(out[-1], flush=True)
+    meu_lam = max(meu_rows)[1]
+    out.append("\nTraining seconds are for orientation only (tuning runs may share the "
+               "machine); the timed figures are in the 'CRF training' sections.")
+    out.append(f"\nChosen on dev: λ = {ml_lam:g} for ML (best mean dev F of ML+MAP and "
+               f"ML+MEU), λ = {meu_lam:g} for {args.meu_objective} (best dev F of "
+               f"MEU-trained+MEU).")
+    print(out[-1])
+    if not args.no_write:
+        write_section(f"λ on dev: {args.corpus}", "\n".join(out))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
