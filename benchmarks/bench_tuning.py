@@ -114,7 +114,10 @@ def main() -> None:
                f"MEU-trained+MEU).")
     print(out[-1])
     if not args.no_write:
-        write_section(f"λ on dev: {args.corpus}", "\n".join(out))
+        key = f"λ on dev: {args.corpus}"
+        if args.meu_objective != "meu-corpus":
+            key += f", {args.meu_objective} objective"
+        write_section(key, "\n".join(out))
 
 
 if __name__ == "__main__":
