@@ -13,12 +13,14 @@ The chosen pair is what bench_training.py is then run with for the test figures.
         [--save-dir DIR]
 
 With ``--save-dir``, models are written there and an existing file is reused rather
-than retrained (its settings must match, or the run stops).
+than retrained; it must have been trained with the same objective, λ, β, iteration cap,
+features and training sentences, or the run stops naming the difference.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 
@@ -29,8 +31,21 @@ from fstchunk.crf import CRF
 from fstchunk.parallel import single_threaded_blas
 
 
+def grid(text: str) -> list[float]:
+    """A comma-separated list of λ values (finite, >= 0)."""
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of numbers: {text!r}")
+    bad = [v for v in values if not (v >= 0 and math.isfinite(v))]
+    if bad:
+        raise argparse.ArgumentTypeError(f"λ must be finite and >= 0, got {bad[0]!r}")
+    return values
+
+
 def trained(path, make, expect: dict):
-    """The model at ``path`` if it exists and was trained with ``expect``; else ``make()``."""
+    """The model at ``path`` if it exists and its settings agree with ``expect`` (which
+    ``make()``'s model is stamped with); else ``make()``, saved to ``path``."""
     if path and os.path.exists(path):
         model = CRF.load(path)
         got = {k: model.settings.get(k) for k in expect}
@@ -40,7 +55,7 @@ def trained(path, make, expect: dict):
         return model
     with Timer() as t, single_threaded_blas():
         model = make()
-    model.settings["train_seconds"] = t.seconds
+    model.settings.update(expect, train_seconds=t.seconds)
     if path:
         model.save(path)
     return model
@@ -49,8 +64,8 @@ def trained(path, make, expect: dict):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", default="conll2000", choices=CORPORA)
-    ap.add_argument("--ml-grid", default="0.01,0.03,0.1,0.3,1.0")
-    ap.add_argument("--meu-grid", default="1e-7,1e-6,1e-5,1e-4")
+    ap.add_argument("--ml-grid", type=grid, default="0.01,0.03,0.1,0.3,1.0")
+    ap.add_argument("--meu-grid", type=grid, default="1e-7,1e-6,1e-5,1e-4")
     ap.add_argument("--meu-objective", default="meu-corpus", choices=("meu", "meu-corpus"))
     ap.add_argument("--beta", type=float, default=1.0)
     ap.add_argument("--max-iter", type=int, default=200)
@@ -80,12 +95,14 @@ def main() -> None:
            "| training | λ | iterations | train s | dev F (MAP) | dev F (MEU) |",
            "|---|---|---|---|---|---|"]
     ml_rows = []
-    for lam in map(float, args.ml_grid.split(",")):
+    data = {"template": template, "train_sentences": len(train)}
+    for lam in args.ml_grid:
         def make(lam=lam):
             m = CRF(fmap, tags, "IOB2", pairs)
             m.fit(X, gold, "ml", l2=lam, max_iter=args.max_iter)
             return m
-        m = trained(path(f"ml_l{lam:g}.npz"), make, {"objective": "ml", "l2": lam})
+        m = trained(path(f"ml_l{lam:g}.npz"), make,
+                    dict(data, objective="ml", l2=lam, max_iter=args.max_iter))
         fm, fe = dev_f(m)
         ml_rows.append(((fm + fe) / 2, lam, m))
         out.append(f"| ML | {lam:g} | {m.settings.get('iterations')} | "
@@ -93,13 +110,14 @@ def main() -> None:
         print(out[-1], flush=True)
     _, ml_lam, ml = max(ml_rows, key=lambda r: r[:2])
     meu_rows = []
-    for lam in map(float, args.meu_grid.split(",")):
+    for lam in args.meu_grid:
         def make(lam=lam):
             m = CRF(ml.fmap, ml.tags, ml.scheme, ml.pairs, ml.theta.copy(), dict(ml.settings))
             m.fit(X, gold, args.meu_objective, l2=lam, beta=args.beta, max_iter=args.meu_iter)
             return m
         m = trained(path(f"{args.meu_objective}_l{lam:g}_from_ml_l{ml_lam:g}.npz"), make,
-                    {"objective": args.meu_objective, "l2": lam, "beta": args.beta})
+                    dict(data, objective=args.meu_objective, l2=lam, beta=args.beta,
+                         max_iter=args.meu_iter, init_l2=ml_lam))
         fm, fe = dev_f(m)
         meu_rows.append((fe, lam))
         out.append(f"| {args.meu_objective} from ML λ = {ml_lam:g} | {lam:g} | "
