@@ -26,6 +26,7 @@ import numpy as np
 from common import Timer, data_path, peak_rss_mb, write_section
 from fstchunk.cli import decode_sentences
 from fstchunk.conll import read_conll
+from fstchunk import encodings as enc
 from fstchunk.crf import CRF
 from fstchunk.evaluate import evaluate
 from fstchunk.features import token_features
@@ -58,17 +59,22 @@ def timed(fun, theta, repeats: int = 3) -> tuple[float, float]:
     return t.seconds, float(np.median(times))
 
 
-def crfsuite_peer(train, test, template, c2, max_iter):
+def crfsuite_peer(train, test, template, c2, max_iter, scheme="IOB2"):
+    """CRFsuite's test F and training seconds, its labels converted from the data's
+    IOB2 to ``scheme`` and its predictions back. CRFsuite's Viterbi is not restricted to
+    valid sequences, so its predictions are read leniently (as conlleval reads them)."""
     import pycrfsuite
     trainer = pycrfsuite.Trainer(verbose=False)
     for s in train:
-        trainer.append(token_features(s.column(0), s.column(1), template), s.column(-1))
+        trainer.append(token_features(s.column(0), s.column(1), template),
+                       enc.convert(s.column(-1), "IOB2", scheme))
     trainer.set_params({"c1": 0.0, "c2": c2, "max_iterations": max_iter})
     with Timer() as t:
         trainer.train("/tmp/fstchunk_peer.crfsuite")
     tagger = pycrfsuite.Tagger()
     tagger.open("/tmp/fstchunk_peer.crfsuite")
-    preds = [tagger.tag(token_features(s.column(0), s.column(1), template)) for s in test]
+    preds = [enc.convert(tagger.tag(token_features(s.column(0), s.column(1), template)),
+                         scheme, "IOB2", strict=False) for s in test]
     r = evaluate([s.column(-1) for s in test], preds)
     return r.overall.f, t.seconds
 
@@ -82,6 +88,9 @@ def main() -> None:
                     help="λ of the MEU objective (its value is bounded by #sentences, or by 1 "
                          "for meu-corpus, so far below ML's); default 0.005 for meu, 1e-6 "
                          "for meu-corpus")
+    ap.add_argument("--scheme", default="IOB2", choices=enc.SCHEMES,
+                    help="scheme the CRF (and the peer) tag in; the data's IOB2 tags are "
+                         "converted and predictions converted back before scoring")
     ap.add_argument("--beta", type=float, default=1.0)
     ap.add_argument("--max-iter", type=int, default=200)
     ap.add_argument("--meu-iter", type=int, default=10)
@@ -98,13 +107,14 @@ def main() -> None:
     train = read_conll(data_path(*tr))[:args.limit]
     dev = read_conll(data_path(*dv))[:args.limit]
     test = read_conll(data_path(*te))[:args.limit]
-    out = [f"Corpus: {args.corpus}, features {template}, λ = {args.l2} for ML and "
+    out = [f"Corpus: {args.corpus}, features {template}, CRF tags in {args.scheme}, "
+           f"λ = {args.l2} for ML and "
            f"{args.meu_l2} for MEU ({args.meu_objective}; chosen a priori or on dev, never on "
            f"test), β = {args.beta}; "
            f"{len(train)} training sentences."]
     with Timer() as t:
-        fmap, tags, X, gold = CRF.prepare(train, template)
-    crf = CRF(fmap, tags, "IOB2", CRF.observed_pairs(X, gold, len(tags)))
+        fmap, tags, X, gold = CRF.prepare(train, template, args.scheme)
+    crf = CRF(fmap, tags, args.scheme, CRF.observed_pairs(X, gold, len(tags)))
     out.append(f"\nFeature extraction: {t.seconds:.1f} s; {len(fmap)} feature strings, "
                f"{crf.P} (attribute, tag) weights, {len(tags)} tags.\n")
     out.append("| evaluation over the whole training set | seconds |")
@@ -139,6 +149,9 @@ def main() -> None:
             meu.fit(X, gold, args.meu_objective, l2=args.meu_l2, beta=args.beta,
                     max_iter=args.meu_iter)
         meu.settings["train_seconds"] = t.seconds
+    for name, m in (("--ml-model", ml), ("--meu-model", meu)):
+        if m.scheme != enc.canonical_scheme(args.scheme):
+            sys.exit(f"{name}: the model tags in {m.scheme}, not --scheme {args.scheme}")
     if args.save_dir:
         ml.save(f"{args.save_dir}/ml.npz")
         meu.save(f"{args.save_dir}/meu.npz")
@@ -158,14 +171,18 @@ def main() -> None:
                f"{meu.settings.get('iterations', '?')} iterations from the ML model"
                f" ({meu.settings.get('train_seconds', float('nan')):.0f} s).")
     if not args.no_peer:
-        f_peer, t_peer = crfsuite_peer(train, test, template, args.l2, args.max_iter)
+        f_peer, t_peer = crfsuite_peer(train, test, template, args.l2, args.max_iter,
+                                       args.scheme)
         out.append(f"\nPeer: python-crfsuite on the same feature strings (L-BFGS, c2 = "
                    f"{args.l2}, {args.max_iter} iterations max): test F {f_peer:.2f}, training "
                    f"{t_peer:.0f} s; ours/CRFsuite training time {ml_time / t_peer:.1f}x.")
     out.append(f"\nPeak resident memory: {peak_rss_mb():.0f} MB.")
     print("\n".join(out[-4:]))
     if not args.no_write:
-        write_section(f"CRF training: {args.corpus}", "\n".join(out))
+        key = f"CRF training: {args.corpus}"
+        if args.scheme != "IOB2":
+            key += f", {args.scheme} tags"
+        write_section(key, "\n".join(out))
 
 
 if __name__ == "__main__":

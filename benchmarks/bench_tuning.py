@@ -28,6 +28,7 @@ from bench_training import CORPORA, f_of
 from common import Timer, data_path, write_section
 from fstchunk.conll import read_conll
 from fstchunk.crf import CRF
+from fstchunk.encodings import SCHEMES
 from fstchunk.parallel import single_threaded_blas
 
 
@@ -48,7 +49,7 @@ def trained(path, make, expect: dict):
     ``make()``'s model is stamped with); else ``make()``, saved to ``path``."""
     if path and os.path.exists(path):
         model = CRF.load(path)
-        got = {k: model.settings.get(k) for k in expect}
+        got = {k: model.scheme if k == "scheme" else model.settings.get(k) for k in expect}
         if got != expect:
             sys.exit(f"{path}: trained with {got}, expected {expect}; "
                      "remove it or change --save-dir")
@@ -67,6 +68,9 @@ def main() -> None:
     ap.add_argument("--ml-grid", type=grid, default="0.01,0.03,0.1,0.3,1.0")
     ap.add_argument("--meu-grid", type=grid, default="1e-7,1e-6,1e-5,1e-4")
     ap.add_argument("--meu-objective", default="meu-corpus", choices=("meu", "meu-corpus"))
+    ap.add_argument("--scheme", default="IOB2", choices=SCHEMES,
+                    help="scheme the CRF tags in (the data's IOB2 tags are converted; "
+                         "predictions are converted back before scoring)")
     ap.add_argument("--beta", type=float, default=1.0)
     ap.add_argument("--max-iter", type=int, default=200)
     ap.add_argument("--meu-iter", type=int, default=20)
@@ -77,7 +81,7 @@ def main() -> None:
     tr, dv, _, template = CORPORA[args.corpus]
     train = read_conll(data_path(*tr))[:args.limit]
     dev = read_conll(data_path(*dv))[:args.limit]
-    fmap, tags, X, gold = CRF.prepare(train, template)
+    fmap, tags, X, gold = CRF.prepare(train, template, args.scheme)
     pairs = CRF.observed_pairs(X, gold, len(tags))
     if args.save_dir:
         os.makedirs(args.save_dir, exist_ok=True)
@@ -89,16 +93,17 @@ def main() -> None:
         with single_threaded_blas():
             return [f_of(model, dev, d, args.beta)[0] for d in ("map", "meu")]
 
-    out = [f"Corpus: {args.corpus}, features {template}, β = {args.beta}; "
+    out = [f"Corpus: {args.corpus}, features {template}, CRF tags in {args.scheme} "
+           f"({len(tags)} tags), β = {args.beta}; "
            f"{len(train)} training sentences, {len(dev)} development sentences "
            f"({dv[-1]}). Test set not read.\n",
            "| training | λ | iterations | train s | dev F (MAP) | dev F (MEU) |",
            "|---|---|---|---|---|---|"]
     ml_rows = []
-    data = {"template": template, "train_sentences": len(train)}
+    data = {"template": template, "train_sentences": len(train), "scheme": args.scheme}
     for lam in args.ml_grid:
         def make(lam=lam):
-            m = CRF(fmap, tags, "IOB2", pairs)
+            m = CRF(fmap, tags, args.scheme, pairs)
             m.fit(X, gold, "ml", l2=lam, max_iter=args.max_iter)
             return m
         m = trained(path(f"ml_l{lam:g}.npz"), make,
@@ -135,6 +140,8 @@ def main() -> None:
         key = f"λ on dev: {args.corpus}"
         if args.meu_objective != "meu-corpus":
             key += f", {args.meu_objective} objective"
+        if args.scheme != "IOB2":
+            key += f", {args.scheme} tags"
         write_section(key, "\n".join(out))
 
 
