@@ -1,28 +1,30 @@
 #!/usr/bin/env bash
 # ML and minimum-risk CRFs, decoded by MAP and by exact MEU, scored by conlleval: the
-# four rows of benchmarks/RESULTS.md, "CRF training: conll2000" and "CRF training: ned".
+# four rows of benchmarks/RESULTS.md, "CRF training: conll2000, IOBES tags" and
+# "CRF training: ned, IOBES tags".
 #
 #     examples/minimum_risk.sh conll2000      # CoNLL-2000 chunking, tmpt3 features
 #     examples/minimum_risk.sh ned            # CoNLL-2002 Dutch NER, ner features
 #
-# The λ values are the ones chosen on the development set (dev.txt, ned.testa) by
-# benchmarks/bench_tuning.py ("λ on dev" sections of RESULTS.md); the test set is for the
-# final figures only. The MEU objective is the expected corpus F (what conlleval
+# The tag scheme the CRF is trained in (IOBES: the data's IOB2 tags are converted, and
+# decode writes IOB2 again) and the λ values are the ones chosen on the development set
+# (dev.txt, ned.testa) by benchmarks/bench_tuning.py ("λ on dev" sections of RESULTS.md);
+# the test set is for the final figures only. The MEU objective is the expected corpus F (what conlleval
 # measures), started from the ML model.
 set -euo pipefail
 CORPUS=${1:-conll2000}
 ROOT=${FSTCHUNK_DATA:-../shared/data}
 case "$CORPUS" in
   conll2000) TRAIN=$ROOT/conll2000/train.txt; DEV=$ROOT/conll2000/dev.txt
-             TEST=$ROOT/conll2000/test.txt; FEATURES=tmpt3; ML_L2=0.01; MEU_L2=1e-6 ;;
+             TEST=$ROOT/conll2000/test.txt; FEATURES=tmpt3; SCHEME=IOBES; ML_L2=0.03; MEU_L2=1e-7 ;;
   ned)       TRAIN=$ROOT/conll2002/ned.train; DEV=$ROOT/conll2002/ned.testa
-             TEST=$ROOT/conll2002/ned.testb; FEATURES=ner; ML_L2=0.01; MEU_L2=1e-5 ;;
+             TEST=$ROOT/conll2002/ned.testb; FEATURES=ner; SCHEME=IOBES; ML_L2=0.1; MEU_L2=1e-7 ;;
   *) echo "usage: $0 conll2000|ned" >&2; exit 2 ;;
 esac
 OUT=${OUT:-runs/$CORPUS}
 mkdir -p "$OUT"
 fstchunk train --train "$TRAIN" --dev "$DEV" --features $FEATURES \
-    --objective ml --l2 $ML_L2 --max-iter 200 -o "$OUT/ml.npz"
+    --scheme $SCHEME --objective ml --l2 $ML_L2 --max-iter 200 -o "$OUT/ml.npz"
 fstchunk train --train "$TRAIN" --dev "$DEV" --objective meu-corpus --beta 1 \
     --l2 $MEU_L2 --init "$OUT/ml.npz" --max-iter 20 -o "$OUT/meu-corpus.npz"
 for model in ml meu-corpus; do
