@@ -288,3 +288,39 @@ def test_joint_train_and_decode(capsys, tmp_path, corpus):
     assert meu["pos_accuracy"] == got["pos_accuracy"]
     with pytest.raises(SystemExit):
         main(["joint", "train", "--train", "x", "--algorithm", "svm", "-o", "m.npz"])
+
+
+def test_train_in_iobes_decodes_to_iob2(capsys, tmp_path, corpus):
+    """A CRF trained with --scheme IOBES (data converted from IOB2) keeps its scheme
+    through --init, and decode writes IOB2 unless --output-scheme says otherwise."""
+    from fstchunk import encodings as enc
+    from fstchunk.conll import read_conll, write_conll
+    from fstchunk.crf import CRF
+    from fstchunk.decode import decode_map
+    train = read_conll(corpus("conll2000", "train.txt"))[:60]
+    dev = read_conll(corpus("conll2000", "dev.txt"))[:10]
+    tr, dv = tmp_path / "train.txt", tmp_path / "dev.txt"
+    write_conll(train, tr)
+    write_conll(dev, dv)
+    ml, meu = str(tmp_path / "ml.npz"), str(tmp_path / "meu.npz")
+    code, _, err = run(capsys, "train", "--train", str(tr), "--features", "tmpt1",
+                       "--scheme", "IOBES", "--l2", "0.1", "--max-iter", "15", "-o", ml,
+                       "--quiet")
+    assert code == 0, err
+    code, _, err = run(capsys, "train", "--train", str(tr), "--objective", "meu-corpus",
+                       "--l2", "1e-6", "--init", ml, "--max-iter", "3", "-o", meu, "--quiet")
+    assert code == 0, err
+    model = CRF.load(meu)
+    assert model.scheme == "IOBES" and any(t.startswith("S-") for t in model.tags)
+    raw = [decode_map(lat).tags for lat in model.lattices(dev)]
+    for scheme in ("IOB2", "IOBES"):
+        out = tmp_path / f"out.{scheme}.txt"
+        code, _, err = run(capsys, "decode", "--model", meu, "--input", str(dv),
+                           "--output-scheme", scheme, "-o", str(out))
+        assert code == 0, err
+        got = [s.column(-1) for s in read_conll(out)]
+        assert got == [enc.convert(r, "IOBES", scheme) for r in raw]
+        for tags in got:
+            enc.validate(tags, scheme)
+    assert any(t.startswith("S-") for s in read_conll(tmp_path / "out.IOBES.txt")
+               for t in s.column(-1))
