@@ -96,6 +96,9 @@ def main() -> None:
     ap.add_argument("--beta", type=float, default=1.0)
     ap.add_argument("--max-iter", type=int, default=200)
     ap.add_argument("--meu-iter", type=int, default=10)
+    ap.add_argument("--meu-init-l2", type=float, default=None,
+                    help="start MEU training from an ML model trained with this λ "
+                         "(default: the ML model of the rows, λ = --l2)")
     ap.add_argument("--ml-model", default=None, help="use this trained ML model")
     ap.add_argument("--meu-model", default=None, help="use this MEU-trained model")
     ap.add_argument("--save-dir", default=None, help="write ml.npz and meu.npz here")
@@ -105,14 +108,18 @@ def main() -> None:
     args = ap.parse_args()
     if args.meu_l2 is None:
         args.meu_l2 = 0.005 if args.meu_objective == "meu" else 1e-6
+    if args.meu_init_l2 == args.l2:
+        args.meu_init_l2 = None
     tr, dv, te, template = CORPORA[args.corpus]
     train = read_conll(data_path(*tr))[:args.limit]
     dev = read_conll(data_path(*dv))[:args.limit]
     test = read_conll(data_path(*te))[:args.limit]
     out = [f"Corpus: {args.corpus}, features {template}, CRF tags in {args.scheme}, "
            f"λ = {args.l2} for ML and "
-           f"{args.meu_l2} for MEU ({args.meu_objective}; chosen a priori or on dev, never on "
-           f"test), β = {args.beta}; "
+           f"{args.meu_l2} for MEU ({args.meu_objective}"
+           + (f", started from an ML model with λ = {args.meu_init_l2}"
+              if args.meu_init_l2 is not None else "")
+           + f"; chosen a priori or on dev, never on test), β = {args.beta}; "
            f"{len(train)} training sentences."]
     with Timer() as t:
         fmap, tags, X, gold = CRF.prepare(train, template, args.scheme)
@@ -150,10 +157,16 @@ def main() -> None:
         with Timer() as t, single_threaded_blas():
             crf.fit(X, gold, "ml", l2=args.l2, max_iter=args.max_iter)
         ml, ml_time = crf, t.seconds
+    start = ml
     if args.meu_model:
         meu = loaded(args.meu_model, "--meu-model")
     else:
-        meu = CRF(ml.fmap, ml.tags, ml.scheme, ml.pairs, ml.theta.copy(), dict(ml.settings))
+        if args.meu_init_l2 is not None:
+            start = CRF(fmap, tags, args.scheme, crf.pairs)
+            with single_threaded_blas():
+                start.fit(X, gold, "ml", l2=args.meu_init_l2, max_iter=args.max_iter)
+        meu = CRF(start.fmap, start.tags, start.scheme, start.pairs, start.theta.copy(),
+                  dict(start.settings))
         with Timer() as t, single_threaded_blas():
             meu.fit(X, gold, args.meu_objective, l2=args.meu_l2, beta=args.beta,
                     max_iter=args.meu_iter)
@@ -161,6 +174,8 @@ def main() -> None:
     if args.save_dir:
         ml.save(f"{args.save_dir}/ml.npz")
         meu.save(f"{args.save_dir}/meu.npz")
+        if start is not ml:
+            start.save(f"{args.save_dir}/ml_meu_start.npz")
     rows = [("ML", ml, "map"), ("ML", ml, "meu"), ("MEU-trained", meu, "map"),
             ("MEU-trained", meu, "meu")]
     out.append("\n| training | decoding | dev F | test P | test R | test F |")
@@ -175,7 +190,8 @@ def main() -> None:
                f"({ml.settings.get('iterations', '?')} L-BFGS iterations); MEU training: "
                f"objective {meu.settings.get('objective', '?')}, λ = {meu.settings.get('l2', '?')}, "
                f"{meu.settings.get('iterations', '?')} iterations from the ML model"
-               f" ({meu.settings.get('train_seconds', float('nan')):.0f} s).")
+               + (f" trained with λ = {args.meu_init_l2}" if start is not ml else "")
+               + f" ({meu.settings.get('train_seconds', float('nan')):.0f} s).")
     if not args.no_peer:
         f_peer, t_peer = crfsuite_peer(train, test, template, args.l2, args.max_iter,
                                        args.scheme)

@@ -6,8 +6,13 @@ and exact MEU decoding; the λ with the best mean of the two dev F is kept (one
 decoder's F alone moves by a few hundredths between neighbouring λ, which is noise).
 From that model, trains a minimum-risk CRF (``--meu-objective``, ``--meu-iter`` L-BFGS
 iterations) for each λ of ``--meu-grid`` and keeps the one with the best dev F of
-MEU-trained+MEU. Ties go to the larger λ.
-The chosen pair is what bench_training.py is then run with for the test figures.
+MEU-trained+MEU. Ties go to the larger λ. With ``--meu-from all`` the minimum-risk CRFs
+start from every ML model of the grid instead, and the starting λ is chosen jointly with
+the minimum-risk λ (a less regularised ML model is more confident on its own training
+data, which leaves the minimum-risk gradient less to work with, so the best start for
+minimum-risk training need not be the best ML model).
+The chosen values are what bench_training.py is then run with for the test figures
+(``--l2``, ``--meu-l2`` and, if the start differs from the ML choice, ``--meu-init-l2``).
 
     FSTCHUNK_DATA=../shared/data python benchmarks/bench_tuning.py --corpus conll2000 \\
         [--save-dir DIR]
@@ -74,6 +79,10 @@ def main() -> None:
     ap.add_argument("--beta", type=float, default=1.0)
     ap.add_argument("--max-iter", type=int, default=200)
     ap.add_argument("--meu-iter", type=int, default=20)
+    ap.add_argument("--meu-from", default="best", choices=("best", "all"),
+                    help="start minimum-risk training from the chosen ML model only, or "
+                         "from every ML model of the grid (the start is then chosen on dev "
+                         "jointly with the minimum-risk λ)")
     ap.add_argument("--save-dir", default=None)
     ap.add_argument("--limit", type=int, default=None, help="first N sentences of each set")
     ap.add_argument("--no-write", action="store_true")
@@ -113,28 +122,36 @@ def main() -> None:
         out.append(f"| ML | {lam:g} | {m.settings.get('iterations')} | "
                    f"{m.settings.get('train_seconds', float('nan')):.0f} | {fm:.2f} | {fe:.2f} |")
         print(out[-1], flush=True)
-    _, ml_lam, ml = max(ml_rows, key=lambda r: r[:2])
+    _, ml_lam, _ = max(ml_rows, key=lambda r: r[:2])
+    starts = ml_rows if args.meu_from == "all" else [r for r in ml_rows if r[1] == ml_lam]
     meu_rows = []
-    for lam in args.meu_grid:
-        def make(lam=lam):
-            m = CRF(ml.fmap, ml.tags, ml.scheme, ml.pairs, ml.theta.copy(), dict(ml.settings))
-            m.fit(X, gold, args.meu_objective, l2=lam, beta=args.beta, max_iter=args.meu_iter)
-            return m
-        m = trained(path(f"{args.meu_objective}_l{lam:g}_from_ml_l{ml_lam:g}.npz"), make,
-                    dict(data, objective=args.meu_objective, l2=lam, beta=args.beta,
-                         max_iter=args.meu_iter, init_l2=ml_lam))
-        fm, fe = dev_f(m)
-        meu_rows.append((fe, lam))
-        out.append(f"| {args.meu_objective} from ML λ = {ml_lam:g} | {lam:g} | "
-                   f"{m.settings.get('iterations')} | "
-                   f"{m.settings.get('train_seconds', float('nan')):.0f} | {fm:.2f} | {fe:.2f} |")
-        print(out[-1], flush=True)
-    meu_lam = max(meu_rows)[1]
+    for _, start_lam, ml in starts:
+        for lam in args.meu_grid:
+            def make(lam=lam, ml=ml):
+                m = CRF(ml.fmap, ml.tags, ml.scheme, ml.pairs, ml.theta.copy(),
+                        dict(ml.settings))
+                m.fit(X, gold, args.meu_objective, l2=lam, beta=args.beta,
+                      max_iter=args.meu_iter)
+                return m
+            m = trained(path(f"{args.meu_objective}_l{lam:g}_from_ml_l{start_lam:g}.npz"),
+                        make, dict(data, objective=args.meu_objective, l2=lam,
+                                   beta=args.beta, max_iter=args.meu_iter,
+                                   init_l2=start_lam))
+            fm, fe = dev_f(m)
+            meu_rows.append((fe, start_lam, lam))
+            out.append(f"| {args.meu_objective} from ML λ = {start_lam:g} | {lam:g} | "
+                       f"{m.settings.get('iterations')} | "
+                       f"{m.settings.get('train_seconds', float('nan')):.0f} | {fm:.2f} | "
+                       f"{fe:.2f} |")
+            print(out[-1], flush=True)
+    _, start_lam, meu_lam = max(meu_rows)
     out.append("\nTraining seconds are for orientation only (tuning runs may share the "
                "machine); the timed figures are in the 'CRF training' sections.")
     out.append(f"\nChosen on dev: λ = {ml_lam:g} for ML (best mean dev F of ML+MAP and "
                f"ML+MEU), λ = {meu_lam:g} for {args.meu_objective} (best dev F of "
-               f"MEU-trained+MEU).")
+               f"MEU-trained+MEU)"
+               + (f", started from ML λ = {start_lam:g} (chosen jointly)."
+                  if args.meu_from == "all" else "."))
     print(out[-1])
     if not args.no_write:
         key = f"λ on dev: {args.corpus}"
@@ -142,6 +159,8 @@ def main() -> None:
             key += f", {args.meu_objective} objective"
         if args.scheme != "IOB2":
             key += f", {args.scheme} tags"
+        if args.meu_from == "all":
+            key += ", every ML start"
         write_section(key, "\n".join(out))
 
 
