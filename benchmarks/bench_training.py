@@ -204,6 +204,8 @@ def main() -> None:
         key = f"CRF training: {args.corpus}"
         if args.scheme != "IOB2":
             key += f", {args.scheme} tags"
+        if args.meu_init_l2 is not None:
+            key += f", MEU from ML λ = {args.meu_init_l2:g}"
         write_section(key, "\n".join(out))
 
 
