@@ -108,6 +108,13 @@ def main() -> None:
     args = ap.parse_args()
     if args.meu_l2 is None:
         args.meu_l2 = 0.005 if args.meu_objective == "meu" else 1e-6
+    for name in ("l2", "meu_l2", "meu_init_l2"):
+        value = getattr(args, name)
+        if value is not None and not (np.isfinite(value) and value >= 0):
+            ap.error(f"--{name.replace('_', '-')} must be a finite number >= 0, got {value}")
+    if args.meu_init_l2 is not None and args.meu_model:
+        ap.error("--meu-init-l2 trains the model that MEU training starts from; "
+                 "with --meu-model there is no MEU training to start")
     if args.meu_init_l2 == args.l2:
         args.meu_init_l2 = None
     tr, dv, te, template = CORPORA[args.corpus]
