@@ -69,8 +69,8 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="first N test sentences only")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
-    from fstchunk.hmm import HMM
-    from fstchunk.model import load_model
+    from fstchunk.models.hmm import HMM
+    from fstchunk.models import load_model
     cores = usable_cores()
     body = [f"Model: {args.label}. Scores: conlleval P/R/F (F_β for the MEU rows' β) on the "
             "test set and mean per-sentence F_β (0/0 := 1); MEU maximises expected F_β."]

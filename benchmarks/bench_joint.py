@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 
 from common import Timer, data_path, write_section
-from fstchunk import joint as J
+from fstchunk.models import joint as J
 from fstchunk.conll import read_conll
 
 # Table 7 (POS acc., NP acc., NP F1; None = N/A or "given") and Table 8 iterations.

@@ -27,9 +27,9 @@ from common import Timer, data_path, peak_rss_mb, write_section
 from fstchunk.cli import decode_sentences
 from fstchunk.conll import read_conll
 from fstchunk import encodings as enc
-from fstchunk.crf import CRF
+from fstchunk.models.crf import CRF
 from fstchunk.evaluate import evaluate
-from fstchunk.features import token_features
+from fstchunk.models.features import token_features
 from fstchunk.parallel import single_threaded_blas
 
 CORPORA = {"conll2000": (("conll2000", "train.txt"), ("conll2000", "dev.txt"),

@@ -32,7 +32,7 @@ import sys
 from bench_training import CORPORA, f_of
 from common import Timer, data_path, write_section
 from fstchunk.conll import read_conll
-from fstchunk.crf import CRF
+from fstchunk.models.crf import CRF
 from fstchunk.encodings import SCHEMES
 from fstchunk.parallel import single_threaded_blas
 

@@ -7,11 +7,11 @@ decoders and trainers -> CLI (:mod:`fstchunk.cli`).
 
 from .encodings import (SCHEMES, chunks_to_tags, conlleval_chunks, convert, is_valid,
                         tags_to_chunks)
-from .tagset import TagSet
+from .tagspace import TagSet
 from .lattice import Lattice
 from .expected import ExpectedF, expected_f
 from .decode import Decoding, decode_map, decode_meu, decode_meu_corpus, decode_posterior
-from . import joint
+from .models import joint
 
 __version__ = "0.1.0"
 

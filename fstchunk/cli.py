@@ -31,7 +31,7 @@ def _add_tagset_options(p: argparse.ArgumentParser) -> None:
 
 
 def _options(args):
-    from .machines import Options
+    from .grammars.registry import Options
     types = args.types
     if args.tags:
         types = enc.chunk_types([t.strip() for t in args.tags.split(",") if t.strip()])
@@ -46,7 +46,8 @@ def _options(args):
 
 
 def cmd_grammar(args) -> int:
-    from . import fsa, machines
+    from . import fsa
+    from .grammars import registry as machines
     if args.action == "list":
         width = max(map(len, machines.GRAMMARS))
         for g in machines.GRAMMARS.values():
@@ -93,7 +94,7 @@ def cmd_expected(args) -> int:
     if (args.scores is None) == (args.model is None):
         raise ValueError("give exactly one of --scores NPZ or --model MODEL")
     if args.model:
-        from .model import load_model
+        from .models import load_model
         model = load_model(args.model)
         lattices = (model.lattices(sents) if hasattr(model, "lattices")
                     else [model.lattice(s) for s in sents])
@@ -171,7 +172,7 @@ def decode_sentences(model, sents, decoder: str, beta: float, k: int = 20,
 
 def cmd_decode(args) -> int:
     from .conll import read_conll, write_conll
-    from .model import load_model
+    from .models import load_model
     model = load_model(args.model)
     sents = read_conll(args.input)
     preds = decode_sentences(model, sents, args.decoder, args.beta, args.k, args.output_scheme)
@@ -189,11 +190,11 @@ def cmd_train(args) -> int:
     train = read_conll(args.train)
     dev = read_conll(args.dev) if args.dev else []
     if args.model_type == "hmm":
-        from .hmm import HMM
+        from .models.hmm import HMM
         HMM.fit(train, scheme=args.scheme).save(args.output)
         print(f"wrote {args.output}")
         return 0
-    from .crf import CRF
+    from .models.crf import CRF
     if args.init:
         init = CRF.load(args.init)
         fmap, tags, X, gold = CRF.prepare(train, init.fmap.template, init.scheme,
@@ -252,7 +253,7 @@ def cmd_train(args) -> int:
 
 
 def cmd_joint_train(args) -> int:
-    from . import joint as J
+    from .models import joint as J
     from .conll import read_conll
     sents = read_conll(args.train)[:args.sentences]
     data = J.layered(sents, args.collapse_pos, args.np_only)
@@ -266,7 +267,7 @@ def cmd_joint_train(args) -> int:
 
 def cmd_joint_decode(args) -> int:
     import json
-    from . import joint as J
+    from .models import joint as J
     from .conll import read_conll, write_conll
     model = J.JointModel.load(args.model)
     sents = read_conll(args.input)

@@ -18,9 +18,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Sequence
 
-
-class CoNLLError(ValueError):
-    """A malformed CoNLL file; the message names file and line."""
+from .errors import CoNLLError
 
 
 @dataclass

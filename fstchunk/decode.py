@@ -132,7 +132,7 @@ def best_chunk_sets(weights: np.ndarray, max_chunks: int) -> list[tuple[float, l
 
 def meu_weights(lattice: Lattice, beta: float) -> np.ndarray:
     """g_k(c) for all k, spans and types, shape (n, n, n+1, T) ([k-1, s, e, type])."""
-    from .fast import chunk_count_marginals
+    from .engine.expectation import chunk_count_marginals
     n = lattice.n
     pcm = chunk_count_marginals(lattice)                     # (T, n, n+1, C)
     m = np.arange(n + 1, dtype=float)
@@ -156,7 +156,7 @@ def decode_meu(lattice: Lattice, beta: float = 1.0, method: str = "exact",
         return _meu_kbest(lattice, beta, k)
     if method != "exact":
         raise ValueError(f"unknown method {method!r}; use 'exact' or 'kbest'")
-    from .fast import tp_count_table
+    from .engine.expectation import tp_count_table
     n = lattice.n
     g = meu_weights(lattice, beta)
     z0, _ = tp_count_table(lattice, [])
@@ -194,7 +194,7 @@ def decode_meu_corpus(lattices: Sequence[Lattice], beta: float = 1.0,
     Returns the tag sequences and the expected-count ratio they reach.
     """
     _check_beta(beta)
-    from .fast import tp_count_table
+    from .engine.expectation import tp_count_table
     cms = [lat.chunk_marginals() for lat in lattices]
     m_ref = sum(float(np.arange(lat.n + 1) @ tp_count_table(lat, [])[0]) for lat in lattices)
     lam = 0.0

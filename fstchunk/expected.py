@@ -64,7 +64,7 @@ def expected_f(lattice: Lattice, hypothesis: Sequence[str] | None = None,
         Z = joint.sum(axis=0)
         T = np.arange(joint.shape[0]) @ joint
     elif method == "fast":
-        from .fast import tp_count_table
+        from .engine.expectation import tp_count_table
         joint = None
         Z, T = tp_count_table(lattice, chunks)
     else:

@@ -34,7 +34,7 @@ import pynini
 
 from . import encodings as enc
 from . import fsa
-from .tagset import TagSet
+from .tagspace import TagSet
 
 
 @dataclass
@@ -134,18 +134,18 @@ class Lattice:
     # ------------------------------------------------------------------ inference
     def log_partition(self) -> float:
         """log Z = log Σ_{valid y} exp(score(y))."""
-        from .fast import forward
+        from .engine.expectation import forward
         return forward(self.layers)[1]
 
     def marginals(self) -> np.ndarray:
         """Token marginals Pr(y_i = tag), shape (n, len(tags))."""
-        from .fast import token_marginals
+        from .engine.expectation import token_marginals
         return token_marginals(self.layers, len(self.tags))
 
     def chunk_marginals(self) -> np.ndarray:
         """Pr((type, s, e) ∈ chunks(y)), shape (len(types), n, n+1), indexed [type, s, e]
         with types in ``self.tagset.types`` order and e exclusive."""
-        from .fast import chunk_marginals
+        from .engine.expectation import chunk_marginals
         return chunk_marginals(self)
 
     def log_prob(self, seq: Sequence[str]) -> float:

@@ -4,7 +4,7 @@ import shutil
 import pynini
 import pytest
 
-from fstchunk import machines
+from fstchunk.grammars import registry as machines
 from fstchunk.cli import main
 from fstchunk.grammars import conversion, validity
 
@@ -181,7 +181,7 @@ def test_expected_command_errors(capsys, tmp_path):
 @pytest.mark.parametrize("decoder", ["map", "posterior", "meu", "meu-kbest", "meu-corpus"])
 def test_decode_then_eval(capsys, tmp_path, decoder, corpus):
     from fstchunk.conll import read_conll, write_conll
-    from fstchunk.hmm import HMM
+    from fstchunk.models.hmm import HMM
     model = tmp_path / "hmm.npz"
     HMM.fit(read_conll(corpus("conll2000", "train.txt"))[:500]).save(model)
     test = read_conll(corpus("conll2000", "test.txt"))[:15]
@@ -209,7 +209,7 @@ def test_decode_bad_model(capsys, tmp_path):
 
 def test_train_ml_then_meu_from_init_and_resume(capsys, tmp_path, corpus):
     from fstchunk.conll import read_conll, write_conll
-    from fstchunk.crf import CRF
+    from fstchunk.models.crf import CRF
     train = read_conll(corpus("conll2000", "train.txt"))[:60]
     dev = read_conll(corpus("conll2000", "dev.txt"))[:20]
     tr, dv = tmp_path / "train.txt", tmp_path / "dev.txt"
@@ -243,7 +243,7 @@ def test_train_ml_then_meu_from_init_and_resume(capsys, tmp_path, corpus):
 def test_expected_with_saved_model(capsys, tmp_path, corpus):
     from fstchunk import expected_f
     from fstchunk.conll import read_conll, write_conll
-    from fstchunk.hmm import HMM
+    from fstchunk.models.hmm import HMM
     model = tmp_path / "hmm.npz"
     hmm = HMM.fit(read_conll(corpus("conll2000", "train.txt"))[:300])
     hmm.save(model)
@@ -261,7 +261,7 @@ def test_expected_with_saved_model(capsys, tmp_path, corpus):
 
 def test_joint_train_and_decode(capsys, tmp_path, corpus):
     import json
-    from fstchunk import joint as J
+    from fstchunk.models import joint as J
     from fstchunk.conll import read_conll, write_conll
     test_file = tmp_path / "test.txt"
     test = read_conll(corpus("conll2000", "test.txt"))[:25]
@@ -295,7 +295,7 @@ def test_train_in_iobes_decodes_to_iob2(capsys, tmp_path, corpus):
     through --init, and decode writes IOB2 unless --output-scheme says otherwise."""
     from fstchunk import encodings as enc
     from fstchunk.conll import read_conll, write_conll
-    from fstchunk.crf import CRF
+    from fstchunk.models.crf import CRF
     from fstchunk.decode import decode_map
     train = read_conll(corpus("conll2000", "train.txt"))[:60]
     dev = read_conll(corpus("conll2000", "dev.txt"))[:10]

@@ -3,8 +3,8 @@ import pytest
 
 from fstchunk import expected_f
 from fstchunk.conll import Sentence, read_conll
-from fstchunk.crf import CRF
-from fstchunk.modelio import ModelFileError
+from fstchunk.models.crf import CRF
+from fstchunk.models.io import ModelFileError
 
 SENTS = [Sentence([["The", "DT", "B-NP"], ["dog", "NN", "I-NP"], ["barks", "VBZ", "B-VP"]]),
          Sentence([["A", "DT", "B-NP"], ["cat", "NN", "I-NP"], ["sleeps", "VBZ", "B-VP"],
@@ -116,7 +116,7 @@ def test_bad_files_and_arguments(tmp_path):
     (tmp_path / "cut.npz").write_bytes(raw[:len(raw) // 3])
     with pytest.raises(ModelFileError, match="cut.npz"):
         CRF.load(tmp_path / "cut.npz")
-    from fstchunk.hmm import HMM
+    from fstchunk.models.hmm import HMM
     HMM.fit(SENTS, min_count=1).save(tmp_path / "hmm.npz")
     with pytest.raises(ModelFileError, match="a 'hmm' model, not a 'crf' model"):
         CRF.load(tmp_path / "hmm.npz")

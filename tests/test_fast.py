@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from fstchunk import Lattice, encodings as enc
-from fstchunk.fast import tp_count_table
+from fstchunk.engine.expectation import tp_count_table
 from conftest import brute_force, random_scores
 
 

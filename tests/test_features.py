@@ -1,7 +1,7 @@
 import pytest
 
 from fstchunk.conll import Sentence
-from fstchunk.features import TEMPLATES, FeatureMap, token_features
+from fstchunk.models.features import TEMPLATES, FeatureMap, token_features
 
 WORDS = ["He", "reckons", "the", "deficit"]
 POS = ["PRP", "VBZ", "DT", "NN"]

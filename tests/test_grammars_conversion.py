@@ -4,7 +4,7 @@ import pytest
 from fstchunk import encodings as enc
 from fstchunk import fsa
 from fstchunk.grammars import conversion
-from fstchunk.tagset import TagSet
+from fstchunk.tagspace import TagSet
 from conftest import all_chunkings
 
 TYPES = ("NP", "VP")

@@ -5,9 +5,9 @@ import pytest
 from fstchunk import Lattice, fsa
 from fstchunk.conll import Sentence, read_conll
 from fstchunk.grammars.models import hmm_transducer
-from fstchunk.hmm import HMM, word_shape
-from fstchunk.modelio import ModelFileError
-from fstchunk.tagset import TagSet
+from fstchunk.models.hmm import HMM, word_shape
+from fstchunk.models.io import ModelFileError
+from fstchunk.tagspace import TagSet
 
 TOY = [Sentence([["The", "DT", "B-NP"], ["dog", "NN", "I-NP"], ["barks", "VBZ", "B-VP"]]),
        Sentence([["A", "DT", "B-NP"], ["cat", "NN", "I-NP"], ["sleeps", "VBZ", "B-VP"],

@@ -6,12 +6,12 @@ import math
 import numpy as np
 import pytest
 
-from fstchunk import joint as J
+from fstchunk.models import joint as J
 from fstchunk.conll import Sentence, read_conll
 from fstchunk.decode import decode_meu
 from fstchunk.expected import expected_f
 from fstchunk.lattice import Lattice
-from fstchunk.modelio import ModelFileError
+from fstchunk.models.io import ModelFileError
 
 CHUNKS, POS = ("A", "B", "O"), ("x", "y")
 

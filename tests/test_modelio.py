@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from fstchunk import modelio
-from fstchunk.modelio import ModelFileError, load_model_file, save_model
+from fstchunk.models import io as modelio
+from fstchunk.models.io import ModelFileError, load_model_file, save_model
 
 
 def test_round_trip(tmp_path):

@@ -29,8 +29,8 @@ import functools
 
 import numpy as np
 
-from . import encodings as enc
-from .lattice import Lattice, Layers, _logsumexp
+from .. import encodings as enc
+from ..lattice import Lattice, Layers, _logsumexp
 
 
 def forward(layers: Layers) -> tuple[list[np.ndarray], float]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .modelio import ModelFileError, load_model_file
+from .io import ModelFileError, load_model_file
 
 
 def load_model(path):

@@ -40,9 +40,9 @@ from typing import Sequence
 
 import pynini
 
-from fstchunk import encodings as enc
-from fstchunk import fsa
-from fstchunk.tagset import TagSet, normalize_types, symbol_table
+from .. import encodings as enc
+from .. import fsa
+from ..tagspace import TagSet, normalize_types, symbol_table
 
 #: Markers are numbered from here on, far above any tag label.
 MARKER_BASE = 1_000_000

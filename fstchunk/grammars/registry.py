@@ -15,9 +15,9 @@ from typing import Callable
 
 import pynini
 
-from . import encodings as enc
-from . import fsa
-from .tagset import normalize_types
+from .. import encodings as enc
+from .. import fsa
+from ..tagspace import normalize_types
 
 
 @dataclass(frozen=True)
@@ -48,39 +48,39 @@ class Grammar:
 
 
 def _validity(o: Options) -> pynini.Fst:
-    from .grammars.validity import validity_acceptor
+    from .validity import validity_acceptor
     return validity_acceptor(o.scheme, o.types, o.arc_type)
 
 
 def _encoder(o: Options) -> pynini.Fst:
-    from .grammars.conversion import encoder
+    from .conversion import encoder
     return encoder(o.scheme, o.types, o.arc_type)
 
 
 def _convert(o: Options) -> pynini.Fst:
-    from .grammars.conversion import conversion_transducer
+    from .conversion import conversion_transducer
     if o.scheme == o.target:
         raise ValueError(f"source and target scheme are both {o.scheme}")
     return conversion_transducer(o.scheme, o.target, o.types, o.arc_type)
 
 
 def _tp(o: Options) -> pynini.Fst:
-    from .grammars.counting import true_positive_transducer
+    from .counting import true_positive_transducer
     return true_positive_transducer(o.types, o.max_length, o.arc_type)
 
 
 def _m(o: Options) -> pynini.Fst:
-    from .grammars.counting import chunk_counter
+    from .counting import chunk_counter
     return chunk_counter(o.types, o.max_length, o.arc_type)
 
 
 def _tm(o: Options) -> pynini.Fst:
-    from .grammars.counting import pair_machine
+    from .counting import pair_machine
     return pair_machine(o.types, o.max_length, o.arc_type)
 
 
 def _toy(o: Options) -> pynini.Fst:
-    from .grammars.models import toy_bigram
+    from .models import toy_bigram
     return toy_bigram(o.theta, o.max_length, o.arc_type)
 
 

@@ -24,7 +24,7 @@ from typing import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from .conll import Sentence
+from ..conll import Sentence
 from .hmm import word_shape
 
 _ATOMIC = [("W", -2), ("W", -1), ("W", 0), ("W", 1), ("W", 2),

@@ -26,9 +26,9 @@ import functools
 
 import pynini
 
-from fstchunk import encodings as enc
-from fstchunk import fsa
-from fstchunk.tagset import TagSet
+from .. import encodings as enc
+from .. import fsa
+from ..tagspace import TagSet
 
 
 @functools.lru_cache(maxsize=None)

@@ -23,8 +23,8 @@ from typing import Sequence
 import numpy as np
 import pynini
 
-from fstchunk import fsa
-from fstchunk.tagset import TagSet
+from .. import fsa
+from ..tagspace import TagSet
 
 
 def score_lattice(labels: Sequence[int], emissions: np.ndarray, transitions: np.ndarray,

@@ -17,12 +17,10 @@ import zipfile
 
 import numpy as np
 
+from ..errors import ModelFileError
+
 FORMAT = "fstchunk-model"
 VERSION = 1
-
-
-class ModelFileError(ValueError):
-    """A model file that cannot be read; the message names the file."""
 
 
 def save_model(path, kind: str, arrays: dict[str, np.ndarray], metadata: dict) -> None:

@@ -19,11 +19,11 @@ from typing import Sequence
 
 import numpy as np
 
-from . import encodings as enc
-from .conll import Sentence
-from .lattice import Lattice
-from .modelio import load_model_file, save_model
-from .tagset import TagSet
+from .. import encodings as enc
+from ..conll import Sentence
+from ..lattice import Lattice
+from .io import load_model_file, save_model
+from ..tagspace import TagSet
 
 UNKNOWN = "<unk>"
 

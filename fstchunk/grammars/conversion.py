@@ -32,9 +32,9 @@ import functools
 
 import pynini
 
-from fstchunk import encodings as enc
-from fstchunk import fsa
-from fstchunk.tagset import TagSet, symbol_table
+from .. import encodings as enc
+from .. import fsa
+from ..tagspace import TagSet, symbol_table
 
 from . import validity
 

@@ -33,12 +33,12 @@ import numpy as np
 import scipy.optimize
 import scipy.sparse as sp
 
-from . import encodings as enc
-from .conll import Sentence
+from .. import encodings as enc
+from ..conll import Sentence
 from .features import FeatureMap
-from .lattice import Lattice, validity_masks
-from .modelio import load_model_file, save_model
-from .tagset import TagSet
+from ..lattice import Lattice, validity_masks
+from .io import load_model_file, save_model
+from ..tagspace import TagSet
 
 OBJECTIVES = ("ml", "meu", "meu-corpus")
 
@@ -348,7 +348,7 @@ class CRF:
         sentence), then the per-sentence adjoints.
         """
         global _MEU_JOB
-        from .parallel import map_sentences
+        from ..parallel import map_sentences
         if corpus:
             return self._meu_corpus_objective(theta, X, gold, l2, beta)
         _, trans, start, end = self.unpack(theta)
@@ -377,7 +377,7 @@ class CRF:
         cached = getattr(self, "_corpus_cache", None)
         if cached is not None and cached[0] is gold:
             return cached[1], cached[2]
-        from .fast import boundary_tables
+        from ..engine.expectation import boundary_tables
         cont, startT, endT, tix, types = boundary_tables(self.tags, self.scheme)
         out = []
         for b in self.batches(gold):
@@ -493,8 +493,8 @@ def _meu_lattice(k):
 
 def _meu_part(ids):
     """Value and gradient pieces of the MEU objective for sentences ``ids``."""
-    from .expected import from_count_table
-    from .fast import tp_count_table_grad
+    from ..expected import from_count_table
+    from ..engine.expectation import tp_count_table_grad
     crf, E, trans, start, end, offsets, fixed, beta = _MEU_JOB
     L = crf.L
     gT, gS, gEnd = np.zeros((L, L)), np.zeros(L), np.zeros(L)

@@ -46,10 +46,10 @@ from typing import Sequence
 import numpy as np
 import pynini
 
-from . import encodings as enc
-from . import fsa
-from .conll import Sentence
-from .lattice import Lattice, Layers, _logsumexp
+from .. import encodings as enc
+from .. import fsa
+from ..conll import Sentence
+from ..lattice import Lattice, Layers, _logsumexp
 
 KINDS = ("node", "trans", "start", "end", "ctrans")
 
@@ -619,7 +619,7 @@ class JointModel:
     def token_marginals(self, x: Encoded) -> tuple[list[str], np.ndarray]:
         """Pr(token k has ``chunktag|POS``), from the chain's state posteriors;
         the twin of :func:`fst_token_marginals` on :meth:`fst`."""
-        from .fast import state_posteriors
+        from ..engine.expectation import state_posteriors
         names = [_pair_symbol(t, self.pos_labels[P])
                  for C in range(self.c) for P in range(self.p)
                  for t in (self.chunk_tags[self._tag_index[0, C]],
@@ -719,7 +719,7 @@ class JointModel:
         """−Σ log Pr(gold | x) + l2·‖w‖² and its gradient E[f] − f(gold) + 2·l2·w,
         the sentences split over processes."""
         global _JOB
-        from .parallel import map_sentences, usable_cores
+        from ..parallel import map_sentences, usable_cores
         k = max(1, min(usable_cores(), len(data) // 50))
         shards = [range(i, len(data), k) for i in range(k)]
         _JOB = (self, w, data)
@@ -747,7 +747,7 @@ class JointModel:
 
     # -------------------------------------------------------------------- io
     def save(self, path) -> None:
-        from .modelio import save_model
+        from .io import save_model
         meta = {"chunk_labels": list(self.chunk_labels), "pos_labels": list(self.pos_labels),
                 "templates": {k: [list(map(list, t)) for t in v] for k, v in self.templates.items()},
                 "vocabs": [sorted(v, key=v.get) for v in self.vocabs],
@@ -756,7 +756,7 @@ class JointModel:
 
     @classmethod
     def load(cls, path) -> "JointModel":
-        from .modelio import ModelFileError, load_model_file
+        from .io import ModelFileError, load_model_file
         meta, arrays = load_model_file(path, kind="joint")
         try:
             vocabs = [{o: i + 1 for i, o in enumerate(v)} for v in meta["vocabs"]]
@@ -796,7 +796,7 @@ def layered(sentences: Sequence[Sentence], collapse: bool = False,
 def scores(gold: Sequence[Layered], pos: Sequence[Sequence[str]],
            chunks: Sequence[Sequence[str]]) -> dict[str, float]:
     """POS accuracy, chunk-tag accuracy and conlleval chunk F1, in percent."""
-    from .evaluate import evaluate
+    from ..evaluate import evaluate
     n = sum(len(g.pos) for g in gold)
     pos_ok = sum(a == b for g, p in zip(gold, pos) for a, b in zip(g.pos, p))
     rep = evaluate([g.chunks for g in gold], chunks)
@@ -855,7 +855,7 @@ def predict(model: JointModel, data: Sequence[Layered], decoder: str = "map",
     """Predicted (POS, chunk) tags of each sentence; a tagger predicts POS only
     (chunks copied from the input), a chunker chunk tags only.  ``decoder="meu"``
     decodes the joint model's chunk layer by exact MEU (POS from Viterbi)."""
-    from .decode import decode_meu
+    from ..decode import decode_meu
     kind = model.settings.get("kind", "joint")
     pos_out, chunk_out = [], []
     for d in data:

@@ -1,0 +1,34 @@
+"""The one error family of fstchunk.
+
+Every error a user can cause (a malformed file, an unknown scheme or tag, an
+invalid tag sequence, a bad array or option, an unreadable model file) is a
+:class:`FstchunkError`, and its message names what and where (``file:line``,
+position, tag, option).  The CLI prints such an error as one line and exits 2;
+anything else is a bug in fstchunk.
+
+Pitfall: the classes also derive from :class:`ValueError`, so code written
+against the older ``except ValueError`` keeps catching them; catch
+:class:`FstchunkError` to tell user errors from fstchunk's own failures.
+"""
+
+from __future__ import annotations
+
+
+class FstchunkError(ValueError):
+    """Base class: an input, option or file that fstchunk cannot use."""
+
+
+class CoNLLError(FstchunkError):
+    """A malformed CoNLL file; the message names file and line."""
+
+
+class ModelFileError(FstchunkError):
+    """A model file that cannot be read; the message names the file."""
+
+
+class SchemeError(FstchunkError):
+    """An unknown scheme, a tag outside the scheme, or an invalid tag sequence."""
+
+
+class InputError(FstchunkError):
+    """Score arrays, machines, sequences or options that do not fit together."""
