@@ -26,13 +26,13 @@ from fstchunk.parallel import map_sentences, single_threaded_blas, usable_cores
 
 CORPORA = {"conll2000": (("conll2000", "train.txt"), ("conll2000", "test.txt")),
            "ned": (("conll2002", "ned.train"), ("conll2002", "ned.testb"))}
-MODEL = None          # set before the pool forks
-LATS = None           # the test set's lattices, built once in the parent
+MODEL = None          # the model of the corpus being run
+LATS = None           # the test set's lattices, built once, handed to the workers
 
 
-def _decode(job):
+def _decode(lats, job):
     i, decoder, beta, k = job
-    lat = LATS[i]
+    lat = lats[i]
     if decoder == "map":
         return dec.decode_map(lat).tags
     if decoder == "posterior":
@@ -49,7 +49,8 @@ def run_decoder(decoder, beta, k=10):
         with single_threaded_blas():
             out, _ = dec.decode_meu_corpus(LATS, beta=beta)
         return out
-    return map_sentences(_decode, [(i, decoder, beta, k) for i in range(len(TEST))])
+    return map_sentences(_decode, [(i, decoder, beta, k) for i in range(len(TEST))],
+                         context=LATS)
 
 
 def scores(preds, beta):

@@ -47,7 +47,7 @@ def brute_force_f(lat: Lattice, gold) -> float:
     return total
 
 
-def _fast_one(args):
+def _fast_one(_, args):
     k, gold = args
     return expected_f(lattice_for(len(gold), k), reference=gold, method="fast").f
 

@@ -347,7 +347,6 @@ class CRF:
         The corpus objective needs the corpus totals first (a forward pass per
         sentence), then the per-sentence adjoints.
         """
-        global _MEU_JOB
         from ..parallel import map_sentences
         if corpus:
             return self._meu_corpus_objective(theta, X, gold, l2, beta)
@@ -355,9 +354,9 @@ class CRF:
         E = self.emissions(X, theta)
         offsets = np.concatenate([[0], np.cumsum([len(g) for g in gold])])
         fixed = [enc.tags_to_chunks([self.tags[i] for i in g], self.scheme) for g in gold]
-        _MEU_JOB = (self, E, trans, start, end, offsets, fixed, beta)
+        job = (self, E, trans, start, end, offsets, fixed, beta)
         chunks = np.array_split(np.arange(len(gold)), max(1, min(len(gold), 64)))
-        parts = map_sentences(_meu_part, chunks, chunksize=1)
+        parts = map_sentences(_meu_part, chunks, context=job, chunksize=1)
         gE = np.zeros_like(E)
         gT, gS, gEnd = np.zeros_like(trans), np.zeros_like(start), np.zeros_like(end)
         value = 0.0
@@ -482,25 +481,23 @@ class CRF:
         return m
 
 
-_MEU_JOB = None       # set by CRF.meu_objective before the worker processes fork
-
-
-def _meu_lattice(k):
-    crf, E, trans, start, end, offsets, fixed, beta = _MEU_JOB
+def _meu_lattice(job, k):
+    crf, E, trans, start, end, offsets, fixed, beta = job
     return Lattice.from_scores(crf.tags, E[offsets[k]:offsets[k + 1]], trans, start, end,
                                scheme=crf.scheme)
 
 
-def _meu_part(ids):
-    """Value and gradient pieces of the MEU objective for sentences ``ids``."""
+def _meu_part(job, ids):
+    """Value and gradient pieces of the MEU objective for sentences ``ids``; ``job``
+    is the context :meth:`CRF.meu_objective` hands to the workers."""
     from ..expected import from_count_table
     from ..engine.expectation import tp_count_table_grad
-    crf, E, trans, start, end, offsets, fixed, beta = _MEU_JOB
+    crf, E, trans, start, end, offsets, fixed, beta = job
     L = crf.L
     gT, gS, gEnd = np.zeros((L, L)), np.zeros(L), np.zeros(L)
     rows, value = [], 0.0
     for k in ids:
-        lat = _meu_lattice(k)
+        lat = _meu_lattice(job, k)
         ch = fixed[k]
         c = np.arange(lat.n + 1, dtype=float)
         den = c + beta * len(ch)

@@ -416,12 +416,10 @@ def fst_log_partition(fst: pynini.Fst) -> float:
 
 
 # --------------------------------------------------------------------- model
-_JOB = None          # (model, w, data) for the forked workers of JointModel._objective
-
-
-def _nll_shard(indices) -> tuple[float, np.ndarray]:
-    """Σ_{i ∈ indices} log Z_i − score(gold_i), and Σ E[f] − f(gold)."""
-    model, w, data = _JOB
+def _nll_shard(job, indices) -> tuple[float, np.ndarray]:
+    """Σ_{i ∈ indices} log Z_i − score(gold_i), and Σ E[f] − f(gold); ``job`` is
+    (model, w, data), the context :meth:`JointModel._objective` hands to the workers."""
+    model, w, data = job
     val, grad = 0.0, np.zeros_like(w)
     for i in indices:
         x = data[i]
@@ -718,15 +716,11 @@ class JointModel:
     def _objective(self, w: np.ndarray, data: Sequence[Encoded], l2: float):
         """−Σ log Pr(gold | x) + l2·‖w‖² and its gradient E[f] − f(gold) + 2·l2·w,
         the sentences split over processes."""
-        global _JOB
         from ..parallel import map_sentences, usable_cores
         k = max(1, min(usable_cores(), len(data) // 50))
         shards = [range(i, len(data), k) for i in range(k)]
-        _JOB = (self, w, data)
-        try:
-            parts = map_sentences(_nll_shard, shards, processes=k, chunksize=1)
-        finally:
-            _JOB = None
+        parts = map_sentences(_nll_shard, shards, context=(self, w, data), processes=k,
+                              chunksize=1)
         val = l2 * float(w @ w) + sum(v for v, _ in parts)
         grad = 2.0 * l2 * w + sum(g for _, g in parts)
         return val, grad
