@@ -3,23 +3,7 @@ import pytest
 
 from fstchunk import (Lattice, decode_map, decode_meu, decode_meu_corpus, decode_posterior,
                       encodings as enc, expected_f)
-from conftest import brute_force, random_scores
-
-
-def all_utilities(seqs, beta):
-    """E[F_β(x | ·)] for EVERY valid x, by enumeration (chunk sets as bit vectors)."""
-    spans = sorted({c for _, cs, _ in seqs for c in cs})
-    col = {c: i for i, c in enumerate(spans)}
-    B = np.zeros((len(seqs), len(spans)))
-    for r, (_, cs, _) in enumerate(seqs):
-        for c in cs:
-            B[r, col[c]] = 1
-    p = np.array([q for _, _, q in seqs])
-    tp = B @ B.T                                     # tp[x, y]
-    m = B.sum(axis=1)
-    den = m[:, None] + beta * m[None, :]
-    F = np.where(den > 0, (beta + 1) * tp / np.where(den > 0, den, 1), 1.0)
-    return F @ p
+from oracles import all_utilities, brute_force, random_scores
 
 
 def random_case(rng, k):
@@ -125,7 +109,7 @@ def test_corpus_decoder_reaches_a_fixed_point_and_beats_per_sentence_meu_on_its_
 def test_corpus_decoder_is_the_global_maximum_of_its_objective():
     """Tiny corpora: Dinkelbach's answer equals the maximum over ALL joint decisions."""
     import itertools
-    from conftest import all_chunkings
+    from oracles import all_chunkings
     rng = np.random.default_rng(10)
     tags = enc.scheme_tags("IOB2", ["NP", "VP"])
     for trial in range(5):

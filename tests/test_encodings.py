@@ -5,7 +5,7 @@ import pytest
 
 import fstchunk
 from fstchunk import encodings as enc
-from conftest import all_chunkings
+from oracles import all_chunkings
 
 TYPED = ("NP", "VP")
 UNTYPED = ("",)

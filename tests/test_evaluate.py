@@ -4,7 +4,7 @@ import pytest
 
 from fstchunk import encodings as enc
 from fstchunk.evaluate import evaluate, evaluate_file, f_beta, sentence_f
-from conftest import all_chunkings
+from oracles import all_chunkings
 
 
 def conlleval_pl(gold_sents, pred_sents):

@@ -4,25 +4,11 @@ import pytest
 from fstchunk import Lattice, encodings as enc, expected_f
 from fstchunk.evaluate import f_beta
 from fstchunk.grammars.models import toy_bigram_scores
-from conftest import brute_force, random_scores
+from oracles import brute_expectations, brute_force, random_scores
 
 CASES = [("IOB2", ("NP", "VP"), 6), ("IOB1", ("NP", "VP"), 5), ("IOE1", ("NP",), 6),
          ("IOE2", ("NP", "VP"), 5), ("IOBES", ("NP", "VP"), 5), ("BILOU", ("",), 7),
          ("IOBES2", ("NP", "VP"), 4), ("IOBES3", ("NP", "VP"), 4)]
-
-
-def brute_expectations(seqs, fixed, beta, direction):
-    mf = len(fixed)
-    out = dict(tp=0.0, precision=0.0, recall=0.0, f=0.0, m=0.0)
-    for _, c, p in seqs:
-        tp = len(fixed & c)
-        mh, mr = (mf, len(c)) if direction == "decoding" else (len(c), mf)
-        out["tp"] += p * tp
-        out["m"] += p * len(c)
-        out["precision"] += p * (tp / mh if mh else 1.0)
-        out["recall"] += p * (tp / mr if mr else 1.0)
-        out["f"] += p * f_beta(tp, mh, mr, beta)
-    return out
 
 
 @pytest.mark.parametrize("scheme,types,n", CASES)

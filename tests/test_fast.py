@@ -3,7 +3,7 @@ import pytest
 
 from fstchunk import Lattice, encodings as enc
 from fstchunk.engine.expectation import tp_count_table
-from conftest import brute_force, random_scores
+from oracles import brute_force, random_scores
 
 
 @pytest.mark.parametrize("scheme", enc.SCHEMES)

@@ -5,7 +5,7 @@ from fstchunk import encodings as enc
 from fstchunk import fsa
 from fstchunk.grammars import conversion
 from fstchunk.tagspace import TagSet
-from conftest import all_chunkings
+from oracles import all_chunkings
 
 TYPES = ("NP", "VP")
 

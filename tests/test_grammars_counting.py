@@ -7,7 +7,7 @@ import pytest
 from fstchunk import encodings as enc, fsa
 from fstchunk.grammars import counting as C
 from fstchunk.tagspace import TagSet
-from conftest import all_chunkings
+from oracles import all_chunkings
 
 TYPES = ("NP", "VP")
 

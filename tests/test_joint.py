@@ -12,6 +12,7 @@ from fstchunk.decode import decode_meu
 from fstchunk.expected import expected_f
 from fstchunk.lattice import Lattice
 from fstchunk.models.io import ModelFileError
+from oracles import brute_joint as brute
 
 CHUNKS, POS = ("A", "B", "O"), ("x", "y")
 
@@ -24,12 +25,6 @@ def random_parts(rng, n, c=3, p=2, outside=2, scale=1.0):
     parts.ctrans[0] = 0.0
     parts.ctrans[1:, outside, outside] = -np.inf
     return parts
-
-
-def brute(parts, c, p, outside):
-    ys = list(J.all_structures(parts.shape[0], c, p, outside))
-    sc = np.array([J.structure_score(parts, y) for y in ys])
-    return ys, sc
 
 
 CASES = [(n, c, p, seed) for n in range(1, 6) for (c, p) in ((3, 2), (2, 3)) for seed in range(3)]

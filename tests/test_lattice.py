@@ -7,7 +7,7 @@ import pytest
 from fstchunk import Lattice, encodings as enc, fsa
 from fstchunk.grammars import models
 from fstchunk.tagspace import TagSet
-from conftest import brute_force, random_scores
+from oracles import brute_force, random_scores
 
 CASES = [("IOB2", ("NP", "VP"), 6), ("IOB1", ("NP", "VP"), 5), ("IOE1", ("NP", "VP"), 5),
          ("IOE2", ("",), 7), ("IOBES", ("NP", "VP"), 5), ("BILOU", ("",), 6),

@@ -1,0 +1,98 @@
+"""The brute-force oracles of the test suite, in one place.
+
+Each enumerates the answer from a definition, independent of the code under test:
+
+* :func:`all_chunkings` — every set of non-overlapping typed chunks of a sentence,
+  from the definition of a chunking (no scheme, no machine);
+* :func:`brute_force` — every valid tag sequence of a linear-chain model with its
+  probability, from the chunkings (no lattice code);
+* :func:`brute_expectations` — E[tp], E[P], E[R], E[F_β], E[m] against a fixed chunk
+  set, by summing over those sequences;
+* :func:`all_utilities` — E[F_β(x | ·)] of every valid hypothesis x (MEU's oracle);
+* :func:`brute_joint` — every label-chunk structure of the joint model with its score
+  (the model's own enumerator :func:`fstchunk.models.joint.all_structures`).
+"""
+
+import functools
+
+import numpy as np
+
+from fstchunk import encodings as enc
+from fstchunk.evaluate import f_beta
+
+
+@functools.lru_cache(maxsize=None)
+def all_chunkings(n: int, types: tuple) -> tuple:
+    """Every chunking of ``n`` tokens over ``types`` (tuples of (type, start, end))."""
+    if n == 0:
+        return ((),)
+    out = []
+    # the last token is O, or ends a chunk of length k and type t
+    for rest in all_chunkings(n - 1, types):
+        out.append(rest)
+    for k in range(1, n + 1):
+        for t in types:
+            for rest in all_chunkings(n - k, types):
+                out.append(rest + ((t, n - k, n),))
+    return tuple(out)
+
+
+def random_scores(rng, L, n, scale=1.0):
+    """(emissions, transitions, start, end) of a random linear-chain model."""
+    return (rng.normal(scale=scale, size=(n, L)), rng.normal(scale=scale, size=(L, L)),
+            rng.normal(scale=scale, size=L), rng.normal(scale=scale, size=L))
+
+
+def brute_force(tags, scheme, types, n, emissions, transitions, start, end):
+    """[(tag sequence, chunk set, probability)] over ALL valid sequences, from the
+    chunkings themselves (independent of the lattice code)."""
+    out = []
+    col = {t: i for i, t in enumerate(tags)}
+    for c in all_chunkings(n, types):
+        y = enc.chunks_to_tags(c, n, scheme)
+        if any(t not in col for t in y):
+            continue
+        idx = [col[t] for t in y]
+        s = start[idx[0]] + end[idx[-1]] + sum(emissions[i, idx[i]] for i in range(n))
+        s += sum(transitions[idx[i - 1], idx[i]] for i in range(1, n))
+        out.append((y, frozenset(c), s))
+    scores = np.array([s for _, _, s in out])
+    logz = np.logaddexp.reduce(scores)
+    return [(y, c, float(np.exp(s - logz))) for y, c, s in out], float(logz)
+
+
+def brute_expectations(seqs, fixed, beta, direction):
+    mf = len(fixed)
+    out = dict(tp=0.0, precision=0.0, recall=0.0, f=0.0, m=0.0)
+    for _, c, p in seqs:
+        tp = len(fixed & c)
+        mh, mr = (mf, len(c)) if direction == "decoding" else (len(c), mf)
+        out["tp"] += p * tp
+        out["m"] += p * len(c)
+        out["precision"] += p * (tp / mh if mh else 1.0)
+        out["recall"] += p * (tp / mr if mr else 1.0)
+        out["f"] += p * f_beta(tp, mh, mr, beta)
+    return out
+
+
+def all_utilities(seqs, beta):
+    """E[F_β(x | ·)] for EVERY valid x, by enumeration (chunk sets as bit vectors)."""
+    spans = sorted({c for _, cs, _ in seqs for c in cs})
+    col = {c: i for i, c in enumerate(spans)}
+    B = np.zeros((len(seqs), len(spans)))
+    for r, (_, cs, _) in enumerate(seqs):
+        for c in cs:
+            B[r, col[c]] = 1
+    p = np.array([q for _, _, q in seqs])
+    tp = B @ B.T                                     # tp[x, y]
+    m = B.sum(axis=1)
+    den = m[:, None] + beta * m[None, :]
+    F = np.where(den > 0, (beta + 1) * tp / np.where(den > 0, den, 1), 1.0)
+    return F @ p
+
+
+def brute_joint(parts, c, p, outside):
+    from fstchunk.models import joint as J
+    ys = list(J.all_structures(parts.shape[0], c, p, outside))
+    sc = np.array([J.structure_score(parts, y) for y in ys])
+    return ys, sc
