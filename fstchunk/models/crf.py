@@ -35,19 +35,14 @@ import scipy.sparse as sp
 
 from .. import encodings as enc
 from ..conll import Sentence
+from ..engine.chain import scaled_forward_backward
+from ..engine.expectation import corpus_expectations
 from .features import FeatureMap
 from ..lattice import Lattice, validity_masks
 from .io import load_model_file, save_model
 from ..tagspace import TagSet
 
 OBJECTIVES = ("ml", "meu", "meu-corpus")
-
-
-def _lse(a: np.ndarray, axis: int) -> np.ndarray:
-    m = np.max(a, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore"):
-        return np.squeeze(np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m, axis)
 
 
 @dataclass
@@ -57,130 +52,6 @@ class Batch:
     rows: np.ndarray            # (B, n) row indices into X
     gold: np.ndarray            # (B, n)
     sentence_ids: list[int] = field(default_factory=list)
-
-
-def _scaled_forward_backward(em: np.ndarray, Mt: np.ndarray, Ms: np.ndarray, Me: np.ndarray):
-    """Forward-backward in probability space for a batch (B, n, L) of emission
-    scores, one normaliser per token: returns φ = exp(em − rmax), rmax, â, c, c_end,
-    b̂ with â_i = α_i / C_i, C_i = c_0⋯c_i, b̂_i = β_i·C_i / Z, so â·b̂ are the
-    marginals and Z = C_{n−1}·c_end (times the exp-shifts)."""
-    B, n, L = em.shape
-    rmax = em.max(axis=2)
-    phi = np.exp(em - rmax[..., None])
-    a = np.empty((B, n, L))
-    c = np.empty((B, n))
-    x = Ms[None] * phi[:, 0]
-    for i in range(n):
-        if i:
-            x = (a[:, i - 1] @ Mt) * phi[:, i]
-        c[:, i] = x.sum(axis=1)
-        a[:, i] = x / c[:, i:i + 1]
-    c_end = a[:, -1] @ Me
-    bt = np.empty((B, n, L))
-    bt[:, -1] = Me[None] / c_end[:, None]
-    for i in range(n - 2, -1, -1):
-        bt[:, i] = ((phi[:, i + 1] * bt[:, i + 1]) @ Mt.T) / c[:, i + 1:i + 2]
-    return phi, rmax, a, c, c_end, bt
-
-
-def _corpus_batch(em: np.ndarray, chunks, Mt, Ms, Me, tabs):
-    """E[tp], E[m] of each sentence of a batch and the gradients of Σ E[tp] and Σ E[m]
-    with respect to emissions, transitions, start and end scores.
-
-    ∇E[r] = E[r·φ] − E[r]·E[φ] by the first-order expectation semiring (Li &
-    Eisner 2009), batched, in probability space with the forward's normalisers.
-    r = m(y) is arc-local (a chunk starts on an arc).  r = tp(y) is not: gold
-    chunk (X, s, e) is in y iff the arc into s opens a chunk of type X, the arcs
-    into s+1..e−1 continue it and the arc into e closes it (or the sentence
-    ends).  Its matched forward mass μ̂ and backward mass ν̂ (by tag) give
-    Pr(chunk) = Σ_t μ̂_k(t)·ν̂_k(t) for any k in [s, e−1]; the chunk's reward
-    enters the forward pass on its closing arc and the backward pass on its
-    opening arc, and the arcs and tokens inside its event get the straddling
-    term μ̂·ν̂ directly.  Channels: 0 = tp, 1 = m.
-    """
-    cont, startT, endT, tix = tabs
-    phi, rmax, a, c, c_end, bt = _scaled_forward_backward(em, Mt, Ms, Me)
-    B, n, L = a.shape
-    post = a * bt
-    right = phi * bt / c[..., None]                   # φ_k·b̂_k / c_k
-    Mc, Mst, Mend = Mt * cont[:L], Mt * startT[:L], Mt * endT[:L]
-    r0 = startT[L].astype(float)
-    sent, typ, s, e = chunks
-    Nc = len(sent)
-    lens = e - s
-    J = int(lens.max()) if Nc else 0
-    last = lens - 1
-    inner = e < n
-    tmask = (tix[None, :] == typ[:, None]).astype(float)
-    mu, nu = np.zeros((Nc, J, L)), np.zeros((Nc, J, L))
-    if Nc:
-        opened = np.where((s == 0)[:, None], (Ms * r0)[None, :],
-                          a[sent, np.maximum(s - 1, 0)] @ Mst)
-        mu[:, 0] = opened * phi[sent, s] * tmask / c[sent, s][:, None]
-        for j in range(1, J):
-            act = np.flatnonzero(lens > j)
-            k = s[act] + j
-            mu[act, j] = (mu[act, j - 1] @ Mc) * phi[sent[act], k] / c[sent[act], k][:, None]
-        ee = np.minimum(e, n - 1)
-        nu[np.arange(Nc), last] = tmask * np.where(
-            inner[:, None], right[sent, ee] @ Mend.T, Me[None, :] / c_end[sent][:, None])
-        for j in range(J - 2, -1, -1):
-            act = np.flatnonzero(last > j)
-            k = s[act] + j
-            nu[act, j] = ((phi[sent[act], k + 1] * nu[act, j + 1]) @ Mc.T) \
-                / c[sent[act], k + 1][:, None]
-    E_tp = np.bincount(sent, weights=(mu[:, 0] * nu[:, 0]).sum(axis=1), minlength=B) \
-        if Nc else np.zeros(B)
-    A = a[:, :-1].reshape(-1, L)
-    Rt = right[:, 1:].reshape(-1, L)
-    pair = A.T @ Rt                                    # Σ_k ξ_k(a, b)
-    E_m = post[:, 0] @ r0 + ((a[:, :-1] @ Mst) * right[:, 1:]).sum(axis=(1, 2))
-    Er = np.stack([E_tp, E_m])                         # (2, B)
-
-    CL, OP = np.zeros((B, n, L)), np.zeros((B, n, L))  # closings, openings of gold chunks
-    if Nc:
-        i = np.flatnonzero(inner)
-        np.add.at(CL, (sent[i], e[i]), (mu[i, last[i]] @ Mend) * phi[sent[i], e[i]])
-        o = np.flatnonzero(s >= 1)
-        np.add.at(OP, (sent[o], s[o] - 1), (phi[sent[o], s[o]] * nu[o, 0]) @ Mst.T)
-    ar = np.zeros((2, B, n, L))
-    ar[1, :, 0] = Ms * r0 * phi[:, 0] / c[:, :1]
-    for k in range(1, n):
-        x = (ar[:, :, k - 1] @ Mt) * phi[None, :, k]
-        x[0] += CL[:, k]
-        x[1] += (a[:, k - 1] @ Mst) * phi[:, k]
-        ar[:, :, k] = x / c[None, :, k, None]
-    br = np.zeros((2, B, n, L))
-    for k in range(n - 2, -1, -1):
-        x = (phi[None, :, k + 1] * br[:, :, k + 1]) @ Mt.T
-        x[0] += OP[:, k]
-        x[1] += (phi[:, k + 1] * bt[:, k + 1]) @ Mst.T
-        br[:, :, k] = x / c[None, :, k + 1, None]
-
-    tok = ar * bt[None] + a[None] * br
-    for j in range(J):                                 # tokens inside a gold chunk
-        act = np.flatnonzero(lens > j)
-        np.add.at(tok[0], (sent[act], s[act] + j), mu[act, j] * nu[act, j])
-    gtok = tok - Er[:, :, None, None] * post[None]
-    gT = np.zeros((2, L, L))
-    for ch in (0, 1):
-        brt = (phi[:, 1:] * br[ch, :, 1:] / c[:, 1:, None]).reshape(-1, L)
-        G = ar[ch, :, :-1].reshape(-1, L).T @ Rt + A.T @ brt
-        G -= (a[:, :-1] * Er[ch][:, None, None]).reshape(-1, L).T @ Rt
-        gT[ch] = Mt * G
-    gT[1] += Mst * pair
-    if Nc:                                             # arcs inside a gold chunk's event
-        o = np.flatnonzero(s >= 1)
-        gT[0] += Mst * (a[sent[o], s[o] - 1].T @ (phi[sent[o], s[o]] * nu[o, 0]
-                                                  / c[sent[o], s[o]][:, None]))
-        for j in range(1, J):
-            act = np.flatnonzero(lens > j)
-            k = s[act] + j
-            gT[0] += Mc * (mu[act, j - 1].T @ (phi[sent[act], k] * nu[act, j]
-                                               / c[sent[act], k][:, None]))
-        i = np.flatnonzero(inner)
-        gT[0] += Mend * (mu[i, last[i]].T @ right[sent[i], e[i]])
-    return Er, gtok, gT, gtok[:, :, 0].sum(axis=1), gtok[:, :, -1].sum(axis=1)
 
 
 class CRF:
@@ -310,7 +181,7 @@ class CRF:
         for b in batches:
             em = E[b.rows]                                   # (B, n, L)
             B, n = b.rows.shape
-            phi, rmax, a, c, c_end, bt = _scaled_forward_backward(em, Mt, Ms, Me)
+            phi, rmax, a, c, c_end, bt = scaled_forward_backward(em, Mt, Ms, Me)
             logz = (np.log(c).sum(axis=1) + np.log(c_end) + rmax.sum(axis=1) + smax + emax
                     + (n - 1) * tmax)
             post = a * bt
@@ -401,7 +272,7 @@ class CRF:
         tp = m_hyp = 0.0
         m_gold = 0
         for b, ch in batches:
-            Er, gtok, pT, pS, pEnd = _corpus_batch(E[b.rows], ch, Mt, Ms, Me, tabs)
+            Er, gtok, pT, pS, pEnd = corpus_expectations(E[b.rows], ch, Mt, Ms, Me, tabs)
             tp += Er[0].sum()
             m_hyp += Er[1].sum()
             m_gold += len(ch[0])
