@@ -12,6 +12,7 @@ import json
 import sys
 
 from . import encodings as enc
+from .decode import DECODERS
 
 
 def _add_tagset_options(p: argparse.ArgumentParser) -> None:
@@ -138,43 +139,12 @@ def cmd_expected(args) -> int:
     return 0
 
 
-DECODERS = ("map", "posterior", "meu", "meu-kbest", "meu-corpus")
-
-
-def decode_sentences(model, sents, decoder: str, beta: float, k: int = 20,
-                     output_scheme: str = "IOB2") -> list[list[str]]:
-    """Predicted tags (in ``output_scheme``) for each sentence under ``model``."""
-    from . import decode as dec
-    lats = []
-    if hasattr(model, "lattices"):
-        lats = model.lattices(sents)
-    else:
-        for s in sents:
-            try:
-                lats.append(model.lattice(s))
-            except ValueError as e:
-                raise ValueError(f"{s.where(0)}: {e}") from None
-    if decoder == "meu-corpus":
-        preds, _ = dec.decode_meu_corpus(lats, beta=beta)
-    elif decoder == "map":
-        preds = [dec.decode_map(lat).tags for lat in lats]
-    elif decoder == "posterior":
-        preds = [dec.decode_posterior(lat).tags for lat in lats]
-    elif decoder == "meu":
-        preds = [dec.decode_meu(lat, beta=beta).tags for lat in lats]
-    elif decoder == "meu-kbest":
-        preds = [dec.decode_meu(lat, beta=beta, method="kbest", k=k).tags for lat in lats]
-    else:
-        raise ValueError(f"unknown decoder {decoder!r}; use one of {', '.join(DECODERS)}")
-    scheme = lats[0].scheme if lats else output_scheme
-    return [enc.convert(p, scheme, output_scheme) for p in preds]
-
-
 def cmd_decode(args) -> int:
     from .conll import read_conll, write_conll
     from .models import load_model
     model = load_model(args.model)
     sents = read_conll(args.input)
+    from .decode import decode_sentences
     preds = decode_sentences(model, sents, args.decoder, args.beta, args.k, args.output_scheme)
     rows = [[r + [t] for r, t in zip(s.rows, p)] for s, p in zip(sents, preds)]
     write_conll(rows, args.output or sys.stdout)
@@ -223,6 +193,7 @@ def cmd_train(args) -> int:
     state = {"dev_f": float("nan")}
 
     def dev_f(model) -> float:
+        from .decode import decode_sentences
         preds = decode_sentences(model, dev, "map", 1.0, output_scheme="IOB2")
         return evaluate([s.column(-1) for s in dev], preds).overall.f
 

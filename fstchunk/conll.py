@@ -127,6 +127,8 @@ def conll_string(sentences) -> str:
     return buf.getvalue()
 
 
-def data_dir() -> str:
-    """Where the shared corpora live: ``$FSTCHUNK_DATA`` or ``../shared/data``."""
-    return os.environ.get("FSTCHUNK_DATA", os.path.join("..", "shared", "data"))
+def data_path(*parts: str) -> str:
+    """A path under the shared corpora: ``$FSTCHUNK_DATA`` (default ``../shared/data``)
+    joined with ``parts``.  Whether it exists is the caller's question."""
+    return os.path.join(os.environ.get("FSTCHUNK_DATA", os.path.join("..", "shared", "data")),
+                        *parts)

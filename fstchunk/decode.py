@@ -37,6 +37,7 @@ import pynini
 
 from . import encodings as enc
 from . import fsa
+from .errors import InputError
 from .evaluate import _check_beta
 from .lattice import Lattice
 
@@ -246,3 +247,31 @@ def _threshold_chunks(cm: np.ndarray, beta: float, lam: float) -> list:
             chunks.append((int(wt[s, i]), s, i))
             i = s
     return chunks[::-1]
+
+
+# ------------------------------------------------------------ many sentences
+DECODERS = ("map", "posterior", "meu", "meu-kbest", "meu-corpus")
+
+
+def decode_lattices(lattices: Sequence[Lattice], decoder: str = "map", beta: float = 1.0,
+                    k: int = 20) -> list[list[str]]:
+    """The tags each decoder of :data:`DECODERS` picks for each lattice (in the
+    lattices' scheme); ``meu-corpus`` decides the whole sequence jointly."""
+    if decoder not in DECODERS:
+        raise InputError(f"unknown decoder {decoder!r}; use one of {', '.join(DECODERS)}")
+    if decoder == "meu-corpus":
+        return decode_meu_corpus(lattices, beta=beta)[0]
+    if decoder == "map":
+        return [decode_map(lat).tags for lat in lattices]
+    if decoder == "posterior":
+        return [decode_posterior(lat).tags for lat in lattices]
+    method = "kbest" if decoder == "meu-kbest" else "exact"
+    return [decode_meu(lat, beta=beta, method=method, k=k).tags for lat in lattices]
+
+
+def decode_sentences(model, sentences, decoder: str = "map", beta: float = 1.0, k: int = 20,
+                     output_scheme: str = "IOB2") -> list[list[str]]:
+    """Predicted tags, in ``output_scheme``, for each sentence under any model of the
+    model protocol (``model.lattices(sentences)``, ``model.scheme``)."""
+    preds = decode_lattices(model.lattices(sentences), decoder, beta, k)
+    return [enc.convert(p, model.scheme, output_scheme) for p in preds]

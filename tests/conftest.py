@@ -5,10 +5,7 @@ import os
 
 import pytest
 
-
-def data_path(*parts) -> str:
-    return os.path.join(os.environ.get("FSTCHUNK_DATA", os.path.join("..", "shared", "data")),
-                        *parts)
+from fstchunk.conll import data_path
 
 
 @pytest.fixture

@@ -5,7 +5,8 @@ import pytest
 from fstchunk import Lattice, fsa
 from fstchunk.conll import Sentence, read_conll
 from fstchunk.grammars.models import hmm_transducer
-from fstchunk.models.hmm import HMM, word_shape
+from fstchunk.models.features import word_shape
+from fstchunk.models.hmm import HMM
 from fstchunk.models.io import ModelFileError
 from fstchunk.tagspace import TagSet
 

@@ -19,13 +19,38 @@ per offset), so W-2 at the first token is a feature, not a missing value.
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..conll import Sentence
-from .hmm import word_shape
+
+# ------------------------------------------------------------------ word shapes
+def word_shape(word: str) -> str:
+    """Collapsed character classes: 'Verwilghen' -> 'Xx', '1.8' -> 'd.d'
+    (the HMM's unknown-word classes and the NER template's shape feature)."""
+    s = re.sub(r"[A-Z]", "X", word)
+    s = re.sub(r"[a-z]", "x", s)
+    s = re.sub(r"[0-9]", "d", s)
+    return re.sub(r"(.)\1+", r"\1", s)
+
+
+def capital_class(word: str) -> str:
+    """Shimizu & Haas Table 5, first rule that matches: CAPITAL, CAP_ONE, CAP_ALL, CAP_MIX, NUMBER."""
+    if re.fullmatch(r"[A-Z][a-z]+", word):
+        return "CAPITAL"
+    if re.fullmatch(r"[A-Z]", word):
+        return "CAP_ONE"
+    if re.fullmatch(r"[A-Z]+", word):
+        return "CAP_ALL"
+    if re.match(r"[A-Z]+[a-z]+[A-Z]+[a-z]", word):
+        return "CAP_MIX"
+    if re.search(r"[0-9]", word):
+        return "NUMBER"
+    return "-"
+
 
 _ATOMIC = [("W", -2), ("W", -1), ("W", 0), ("W", 1), ("W", 2),
            ("P", -2), ("P", -1), ("P", 0), ("P", 1), ("P", 2)]

@@ -13,7 +13,6 @@ tags -> words transducer is :func:`fstchunk.grammars.models.hmm_transducer`.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import Sequence
 
@@ -24,16 +23,9 @@ from ..conll import Sentence
 from ..lattice import Lattice
 from .io import load_model_file, save_model
 from ..tagspace import TagSet
+from .features import word_shape
 
 UNKNOWN = "<unk>"
-
-
-def word_shape(word: str) -> str:
-    """Collapsed character classes: 'Verwilghen' -> 'Xx', '1.8' -> 'd.d'."""
-    s = re.sub(r"[A-Z]", "X", word)
-    s = re.sub(r"[a-z]", "x", s)
-    s = re.sub(r"[0-9]", "d", s)
-    return re.sub(r"(.)\1+", r"\1", s)
 
 
 class HMM:
@@ -114,6 +106,10 @@ class HMM:
         return Lattice.from_scores(self.tags, self.emissions(sentence), self.log_trans,
                                    self.log_start, self.log_end, scheme=self.scheme)
 
+
+    def lattices(self, sentences: Sequence[Sentence]) -> list[Lattice]:
+        """One lattice per sentence (the model protocol)."""
+        return [self.lattice(s) for s in sentences]
     def save(self, path) -> None:
         inv = sorted(self.vocab, key=self.vocab.get)
         pinv = sorted(self.pos_vocab, key=self.pos_vocab.get)

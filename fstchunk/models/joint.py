@@ -49,6 +49,7 @@ import pynini
 from .. import encodings as enc
 from .. import fsa
 from ..conll import Sentence
+from .features import capital_class
 from ..lattice import Lattice, Layers, _logsumexp
 
 KINDS = ("node", "trans", "start", "end", "ctrans")
@@ -93,21 +94,6 @@ def collapse_pos(tag: str) -> str:
 def np_only(tag: str) -> str:
     """Keep NP chunks (B-NP, I-NP); every other tag becomes O."""
     return tag if tag in ("B-NP", "I-NP") else "O"
-
-
-def token_shape(word: str) -> str:
-    """Table 5, first rule that matches: CAPITAL, CAP_ONE, CAP_ALL, CAP_MIX, NUMBER."""
-    if re.fullmatch(r"[A-Z][a-z]+", word):
-        return "CAPITAL"
-    if re.fullmatch(r"[A-Z]", word):
-        return "CAP_ONE"
-    if re.fullmatch(r"[A-Z]+", word):
-        return "CAP_ALL"
-    if re.match(r"[A-Z]+[a-z]+[A-Z]+[a-z]", word):
-        return "CAP_MIX"
-    if re.search(r"[0-9]", word):
-        return "NUMBER"
-    return "-"
 
 
 # --------------------------------------------------------------------- parts
@@ -487,7 +473,7 @@ class JointModel:
     @staticmethod
     def columns(words: Sequence[str], pos: Sequence[str] | None = None) -> dict[str, list[str]]:
         """Observation columns: words ``w``, shapes ``t`` (Table 5), given POS ``p``."""
-        cols = {"w": list(words), "t": [token_shape(x) for x in words]}
+        cols = {"w": list(words), "t": [capital_class(x) for x in words]}
         if pos is not None:
             cols["p"] = list(pos)
         return cols
