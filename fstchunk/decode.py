@@ -39,6 +39,7 @@ from . import encodings as enc
 from . import fsa
 from .errors import InputError
 from .evaluate import _check_beta
+from .engine.chain import viterbi
 from .lattice import Lattice
 
 
@@ -49,29 +50,10 @@ class Decoding(NamedTuple):
 
 
 # ------------------------------------------------------------------------- MAP
-def _viterbi(lattice: Lattice) -> tuple[list[int], float]:
-    """Best state path over the layers; returns (tag indices, log score)."""
-    lay = lattice.layers
-    delta = np.zeros(1)
-    back = []
-    for w in lay.weights:
-        cand = delta[:, None] + w
-        bp = np.argmax(cand, axis=0)
-        delta = cand[bp, np.arange(cand.shape[1])]
-        back.append(bp)
-    last = int(np.argmax(delta + lay.final))
-    best = float(delta[last] + lay.final[last])
-    states = [last]
-    for bp in reversed(back[1:]):
-        states.append(int(bp[states[-1]]))
-    states.reverse()
-    return [int(lay.labels[i][s]) for i, s in enumerate(states)], best
-
-
 def decode_map(lattice: Lattice, method: str = "viterbi") -> Decoding:
     """The most probable valid sequence and its log probability."""
     if method == "viterbi":
-        idx, _ = _viterbi(lattice)
+        idx, _ = viterbi(lattice.layers)
         tags = [lattice.tags[i] for i in idx]
     elif method == "fst":
         path = pynini.shortestpath(fsa.to_arc_type(fsa.bare(lattice.fst), "standard"))
@@ -87,7 +69,7 @@ def decode_posterior(lattice: Lattice) -> Decoding:
     marg = lattice.marginals()
     L = len(lattice.tags)
     post = Lattice.from_scores(lattice.tags, marg, np.zeros((L, L)), scheme=lattice.scheme)
-    idx, best = _viterbi(post)
+    idx, best = viterbi(post.layers)
     return Decoding([lattice.tags[i] for i in idx], best)
 
 

@@ -26,7 +26,6 @@ arrays and of :meth:`marginals`; a machine's paths must all have the same length
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
@@ -34,16 +33,8 @@ import pynini
 
 from . import encodings as enc
 from . import fsa
+from .engine.chain import Layers, forward, logsumexp, token_marginals
 from .tagspace import TagSet
-
-
-@dataclass
-class Layers:
-    """weights[i]: (S_i, S_{i+1}) log weights into layer i+1 (-inf: no arc);
-    labels[i]: tag index of each state of layer i+1; final: (S_n,) log weights."""
-    weights: list[np.ndarray]
-    labels: list[np.ndarray]
-    final: np.ndarray
 
 
 class Lattice:
@@ -134,12 +125,10 @@ class Lattice:
     # ------------------------------------------------------------------ inference
     def log_partition(self) -> float:
         """log Z = log Σ_{valid y} exp(score(y))."""
-        from .engine.expectation import forward
         return forward(self.layers)[1]
 
     def marginals(self) -> np.ndarray:
         """Token marginals Pr(y_i = tag), shape (n, len(tags))."""
-        from .engine.expectation import token_marginals
         return token_marginals(self.layers, len(self.tags))
 
     def chunk_marginals(self) -> np.ndarray:
@@ -158,9 +147,9 @@ class Lattice:
         alpha, prev = np.zeros(1), np.array([True])
         for i, t in enumerate(idx):          # sum over the states entered by seq's tags
             sel = w.labels[i] == t
-            alpha = _logsumexp(alpha[:, None] + w.weights[i][prev][:, sel], axis=0)
+            alpha = logsumexp(alpha[:, None] + w.weights[i][prev][:, sel], axis=0)
             prev = sel
-        score = _logsumexp(alpha + w.final[prev])
+        score = logsumexp(alpha + w.final[prev])
         return score - self.log_partition()
 
     def check_sequence(self, seq: Sequence[str], what: str) -> list[int]:
@@ -181,14 +170,6 @@ class Lattice:
 
 
 # ---------------------------------------------------------------------- helpers
-def _logsumexp(a: np.ndarray, axis=None) -> np.ndarray:
-    m = np.max(a, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore"):
-        out = np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m
-    return np.squeeze(out, axis=axis) if axis is not None else out.reshape(())[()]
-
-
 def _check_tags(tags: Sequence[str], scheme: str) -> tuple[str, ...]:
     tags = tuple(tags)
     if not tags:

@@ -1,11 +1,94 @@
-"""The chain engine: forward-backward over first-order chains, batched.
+"""The chain engine: the one implementation of forward, backward, marginals and
+Viterbi over first-order chains.
 
-See :func:`scaled_forward_backward`.
+A chain is a sequence of layers of states: :class:`Layers` holds, for each token,
+the (S_i, S_{i+1}) log weights between consecutive layers, the tag of each state
+and the final weights.  Lattices from score arrays have one state per tag;
+lattices from machines and the joint model's chunk layer have more.
+
+Per-sentence entry points work in log space (any score magnitude);
+:func:`scaled_forward_backward` runs a batch of equal-length sentences of a
+linear-chain model in probability space with one normaliser per token (matrix
+products instead of log-sum-exp: the training objectives' hot loop).
+
+Pitfall: -inf marks a missing arc; rows or columns that are all -inf are states
+with no path, and their posteriors are 0, not NaN.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+
+
+@dataclass
+class Layers:
+    """weights[i]: (S_i, S_{i+1}) log weights into layer i+1 (-inf: no arc);
+    labels[i]: tag index of each state of layer i+1; final: (S_n,) log weights."""
+    weights: list[np.ndarray]
+    labels: list[np.ndarray]
+    final: np.ndarray
+
+
+def logsumexp(a: np.ndarray, axis=None) -> np.ndarray:
+    m = np.max(a, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        out = np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m
+    return np.squeeze(out, axis=axis) if axis is not None else out.reshape(())[()]
+
+
+def forward(layers: Layers) -> tuple[list[np.ndarray], float]:
+    """Log forward vectors (alpha[i] over the states of layer i+1) and log Z."""
+    alpha, a = [], np.zeros(1)
+    for w in layers.weights:
+        a = logsumexp(a[:, None] + w, axis=0)
+        alpha.append(a)
+    return alpha, float(logsumexp(a + layers.final))
+
+
+def backward(layers: Layers) -> list[np.ndarray]:
+    """Log backward vectors: beta[i] over the states of layer i+1."""
+    b = layers.final
+    beta = [b]
+    for w in reversed(layers.weights[1:]):
+        b = logsumexp(w + b[None, :], axis=1)
+        beta.append(b)
+    return beta[::-1]
+
+
+def state_posteriors(layers: Layers) -> list[np.ndarray]:
+    alpha, logz = forward(layers)
+    beta = backward(layers)
+    return [np.exp(a + b - logz) for a, b in zip(alpha, beta)]
+
+
+def token_marginals(layers: Layers, num_tags: int) -> np.ndarray:
+    """Pr(y_i = t), shape (n, num_tags)."""
+    post = state_posteriors(layers)
+    out = np.zeros((len(post), num_tags))
+    for i, (p, lab) in enumerate(zip(post, layers.labels)):
+        np.add.at(out[i], lab, p)
+    return out
+
+
+def viterbi(lay: Layers) -> tuple[list[int], float]:
+    """Best state path over the layers; returns (tag indices, log score)."""
+    delta = np.zeros(1)
+    back = []
+    for w in lay.weights:
+        cand = delta[:, None] + w
+        bp = np.argmax(cand, axis=0)
+        delta = cand[bp, np.arange(cand.shape[1])]
+        back.append(bp)
+    last = int(np.argmax(delta + lay.final))
+    best = float(delta[last] + lay.final[last])
+    states = [last]
+    for bp in reversed(back[1:]):
+        states.append(int(bp[states[-1]]))
+    states.reverse()
+    return [int(lay.labels[i][s]) for i, s in enumerate(states)], best
 
 
 def scaled_forward_backward(em: np.ndarray, Mt: np.ndarray, Ms: np.ndarray, Me: np.ndarray):

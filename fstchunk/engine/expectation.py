@@ -31,41 +31,7 @@ import numpy as np
 
 from .. import encodings as enc
 from .chain import scaled_forward_backward
-from ..lattice import Lattice, Layers, _logsumexp
-
-
-def forward(layers: Layers) -> tuple[list[np.ndarray], float]:
-    """Log forward vectors (alpha[i] over the states of layer i+1) and log Z."""
-    alpha, a = [], np.zeros(1)
-    for w in layers.weights:
-        a = _logsumexp(a[:, None] + w, axis=0)
-        alpha.append(a)
-    return alpha, float(_logsumexp(a + layers.final))
-
-
-def backward(layers: Layers) -> list[np.ndarray]:
-    """Log backward vectors: beta[i] over the states of layer i+1."""
-    b = layers.final
-    beta = [b]
-    for w in reversed(layers.weights[1:]):
-        b = _logsumexp(w + b[None, :], axis=1)
-        beta.append(b)
-    return beta[::-1]
-
-
-def state_posteriors(layers: Layers) -> list[np.ndarray]:
-    alpha, logz = forward(layers)
-    beta = backward(layers)
-    return [np.exp(a + b - logz) for a, b in zip(alpha, beta)]
-
-
-def token_marginals(layers: Layers, num_tags: int) -> np.ndarray:
-    """Pr(y_i = t), shape (n, num_tags)."""
-    post = state_posteriors(layers)
-    out = np.zeros((len(post), num_tags))
-    for i, (p, lab) in enumerate(zip(post, layers.labels)):
-        np.add.at(out[i], lab, p)
-    return out
+from ..lattice import Lattice
 
 
 @functools.lru_cache(maxsize=256)

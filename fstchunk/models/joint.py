@@ -50,7 +50,8 @@ from .. import encodings as enc
 from .. import fsa
 from ..conll import Sentence
 from .features import capital_class
-from ..lattice import Lattice, Layers, _logsumexp
+from ..engine.chain import Layers, logsumexp, state_posteriors
+from ..lattice import Lattice
 
 KINDS = ("node", "trans", "start", "end", "ctrans")
 
@@ -174,7 +175,7 @@ def all_structures(n: int, c: int, p: int, outside: int):
 def _reduce(a: np.ndarray, axis: int, mode: str):
     if mode == "max":
         return np.max(a, axis=axis)
-    return _logsumexp(a, axis=axis)
+    return logsumexp(a, axis=axis)
 
 
 def _tables(parts: Parts, mode: str):
@@ -234,7 +235,7 @@ def inside_outside(parts: Parts) -> tuple[float, Parts]:
     if n == 0:
         raise ValueError("empty sentence: a structure needs at least one token")
     A, S, B, G = _tables(parts, "log")
-    logZ = float(_logsumexp(B[n], axis=0))
+    logZ = float(logsumexp(B[n], axis=0))
     if not np.isfinite(logZ):
         raise ValueError("no structure has a finite score")
     m = Parts(np.zeros((n, c, p)), np.zeros((n, c, p, p)), np.zeros((n, c)),
@@ -603,7 +604,6 @@ class JointModel:
     def token_marginals(self, x: Encoded) -> tuple[list[str], np.ndarray]:
         """Pr(token k has ``chunktag|POS``), from the chain's state posteriors;
         the twin of :func:`fst_token_marginals` on :meth:`fst`."""
-        from ..engine.expectation import state_posteriors
         names = [_pair_symbol(t, self.pos_labels[P])
                  for C in range(self.c) for P in range(self.p)
                  for t in (self.chunk_tags[self._tag_index[0, C]],
