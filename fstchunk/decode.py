@@ -13,7 +13,7 @@ so the best k-chunk hypothesis is a maximum-weight set of k non-overlapping type
 spans (a semi-Markov DP with a count dimension, the type of a span chosen freely),
 and the answer is the best over k together with the empty hypothesis, whose
 utility is Pr(m(y) = 0) (0/0 := 1).  Pr(c ∈ y, m(y) = m) comes from
-:func:`fstchunk.fast.chunk_count_marginals` (the lattice composed with the chunk
+:func:`fstchunk.engine.counting.chunk_count_marginals` (the lattice composed with the chunk
 counter M, by forward-backward over counts).  Any set of non-overlapping chunks
 is a valid sequence in every scheme, so the result is written in the lattice's
 scheme.  This answers the slides' open problem for first-order lattices; nothing
@@ -40,6 +40,10 @@ from . import fsa
 from .errors import InputError
 from .evaluate import _check_beta
 from .engine.chain import viterbi
+from .engine.counting import chunk_count_marginals
+from .engine.expectation import tp_count_table
+from .engine.intervals import best_chunk_set, best_chunk_sets
+from .expected import expected_f
 from .lattice import Lattice
 
 
@@ -58,7 +62,7 @@ def decode_map(lattice: Lattice, method: str = "viterbi") -> Decoding:
     elif method == "fst":
         path = pynini.shortestpath(fsa.to_arc_type(fsa.bare(lattice.fst), "standard"))
         (labels, _, w), = fsa.paths(path)
-        tags = [lattice.tagset.symbols.find(x) for x in labels]
+        tags = [lattice.space.symbols.find(x) for x in labels]
     else:
         raise ValueError(f"unknown method {method!r}; use 'viterbi' or 'fst'")
     return Decoding(tags, lattice.log_prob(tags))
@@ -74,48 +78,8 @@ def decode_posterior(lattice: Lattice) -> Decoding:
 
 
 # ------------------------------------------------------------------------- MEU
-def best_chunk_sets(weights: np.ndarray, max_chunks: int) -> list[tuple[float, list]]:
-    """For k = 1..max_chunks: the best total weight of k non-overlapping spans.
-
-    ``weights`` has shape (K, n, n+1, T): weights[k-1, s, e, t] is the weight of
-    span [s, e) with type t when the hypothesis has k chunks.  Returns, for each
-    k, (best total, [(t, s, e), ...]) — (-inf, []) if no k spans fit.
-    """
-    K, n = min(weights.shape[0], max_chunks), weights.shape[1]
-    wt = np.argmax(weights[:K], axis=3)                  # best type per (k, span)
-    wv = np.max(weights[:K], axis=3)                     # (K, n, n+1)
-    # D[k-1, j, i]: best weight of j chunks within tokens [0, i) for a k-chunk hypothesis
-    D = np.full((K, K + 1, n + 1), -np.inf)
-    D[:, 0, :] = 0.0
-    arg = np.full((K, K + 1, n + 1), -1, dtype=int)      # start of the last chunk; -1: O
-    for i in range(1, n + 1):
-        D[:, 1:, i] = D[:, 1:, i - 1]
-        cand = D[:, :-1, :i] + wv[:, None, :i, i]         # (K, K, i): last chunk [s, i)
-        s_best = np.argmax(cand, axis=2)
-        v = np.take_along_axis(cand, s_best[..., None], axis=2)[..., 0]
-        better = v > D[:, 1:, i]
-        D[:, 1:, i] = np.where(better, v, D[:, 1:, i])
-        arg[:, 1:, i] = np.where(better, s_best, arg[:, 1:, i])
-    out = []
-    for k in range(1, K + 1):
-        if D[k - 1, k, n] == -np.inf:
-            out.append((-np.inf, []))
-            continue
-        chunks, j, i = [], k, n
-        while j > 0:
-            s = arg[k - 1, j, i]
-            if s < 0:
-                i -= 1
-                continue
-            chunks.append((int(wt[k - 1, s, i]), int(s), int(i)))
-            j, i = j - 1, s
-        out.append((float(D[k - 1, k, n]), chunks[::-1]))
-    return out
-
-
 def meu_weights(lattice: Lattice, beta: float) -> np.ndarray:
     """g_k(c) for all k, spans and types, shape (n, n, n+1, T) ([k-1, s, e, type])."""
-    from .engine.expectation import chunk_count_marginals
     n = lattice.n
     pcm = chunk_count_marginals(lattice)                     # (T, n, n+1, C)
     m = np.arange(n + 1, dtype=float)
@@ -139,12 +103,11 @@ def decode_meu(lattice: Lattice, beta: float = 1.0, method: str = "exact",
         return _meu_kbest(lattice, beta, k)
     if method != "exact":
         raise ValueError(f"unknown method {method!r}; use 'exact' or 'kbest'")
-    from .engine.expectation import tp_count_table
     n = lattice.n
     g = meu_weights(lattice, beta)
     z0, _ = tp_count_table(lattice, [])
     best_u, best_chunks = float(z0[0]), []                    # the empty hypothesis
-    types = lattice.tagset.types
+    types = lattice.space.types
     for total, chunks in best_chunk_sets(g, n):
         u = (beta + 1) * total
         if u > best_u + 1e-15:
@@ -155,14 +118,13 @@ def decode_meu(lattice: Lattice, beta: float = 1.0, method: str = "exact",
 
 
 def _meu_kbest(lattice: Lattice, beta: float, k: int) -> Decoding:
-    from .expected import expected_f
     if not (isinstance(k, int) and k >= 1):
         raise ValueError(f"k must be a positive integer, got {k!r}")
     std = fsa.to_arc_type(fsa.bare(lattice.fst), "standard")
     paths = pynini.shortestpath(std, nshortest=k, unique=True)
     best = None
     for labels, _, _ in fsa.paths(paths):
-        tags = [lattice.tagset.symbols.find(x) for x in labels]
+        tags = [lattice.space.symbols.find(x) for x in labels]
         u = expected_f(lattice, hypothesis=tags, beta=beta, method="fast").f
         if best is None or u > best.score:
             best = Decoding(tags, u)
@@ -177,21 +139,20 @@ def decode_meu_corpus(lattices: Sequence[Lattice], beta: float = 1.0,
     Returns the tag sequences and the expected-count ratio they reach.
     """
     _check_beta(beta)
-    from .engine.expectation import tp_count_table
     cms = [lat.chunk_marginals() for lat in lattices]
     m_ref = sum(float(np.arange(lat.n + 1) @ tp_count_table(lat, [])[0]) for lat in lattices)
     lam = 0.0
     decided: list[list] = [[] for _ in lattices]
     ratio = _corpus_ratio(cms, decided, m_ref, beta)
     for _ in range(max_iter):
-        new = [_threshold_chunks(cm, beta, lam) for cm in cms]
+        new = [best_chunk_set((beta + 1) * cm - lam) for cm in cms]
         r = _corpus_ratio(cms, new, m_ref, beta)
         if r <= ratio + 1e-12 and _ > 0:
             break
         decided, ratio, lam = new, r, r
     out = []
     for lat, chunks in zip(lattices, decided):
-        types = lat.tagset.types
+        types = lat.space.types
         out.append(enc.chunks_to_tags([(types[t], s, e) for t, s, e in chunks], lat.n,
                                       lat.scheme))
     return out, ratio
@@ -202,33 +163,6 @@ def _corpus_ratio(cms, decided, m_ref: float, beta: float) -> float:
     m_hyp = sum(len(ch) for ch in decided)
     den = m_hyp + beta * m_ref
     return (beta + 1) * tp / den if den > 0 else 1.0
-
-
-def _threshold_chunks(cm: np.ndarray, beta: float, lam: float) -> list:
-    """Max Σ ((β+1)·Pr(c) − λ) over non-overlapping spans (weighted interval DP)."""
-    T, n, _ = cm.shape
-    w = (beta + 1) * cm - lam
-    valid = np.triu(np.ones((n, n + 1), bool), 1)
-    w = np.where(valid[None], w, -np.inf)
-    wt, wv = np.argmax(w, axis=0), np.max(w, axis=0)
-    best = np.zeros(n + 1)
-    arg = np.full(n + 1, -1)
-    for i in range(1, n + 1):
-        cand = best[:i] + wv[:i, i]
-        s = int(np.argmax(cand))
-        if cand[s] > best[i - 1] and cand[s] > -np.inf:
-            best[i], arg[i] = cand[s], s
-        else:
-            best[i] = best[i - 1]
-    chunks, i = [], n
-    while i > 0:
-        if arg[i] < 0:
-            i -= 1
-        else:
-            s = int(arg[i])
-            chunks.append((int(wt[s, i]), s, i))
-            i = s
-    return chunks[::-1]
 
 
 # ------------------------------------------------------------ many sentences

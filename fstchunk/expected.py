@@ -14,7 +14,7 @@ side.  ``method="fst"`` gets the whole joint by composition: the pair machine T�
 specialised to the fixed side, (through the scheme's encoder) ∘ the normalised
 lattice, markers kept and tags deleted, summed by epsilon removal.
 ``method="fast"`` gets Z[c] = Pr(m = c) and T[c] = E[tp · 1{m = c}] from the
-expectation-semiring recursion of :mod:`fstchunk.fast`; F is linear in tp for a
+expectation-semiring recursion of :mod:`fstchunk.engine.expectation`; F is linear in tp for a
 fixed m, so these suffice for every expectation here.
 """
 
@@ -29,6 +29,9 @@ import pynini
 from . import encodings as enc
 from . import fsa
 from .evaluate import _check_beta
+from .engine.expectation import tp_count_table
+from .grammars import counting
+from .grammars.conversion import encoder
 from .lattice import Lattice
 
 
@@ -64,7 +67,6 @@ def expected_f(lattice: Lattice, hypothesis: Sequence[str] | None = None,
         Z = joint.sum(axis=0)
         T = np.arange(joint.shape[0]) @ joint
     elif method == "fast":
-        from .engine.expectation import tp_count_table
         joint = None
         Z, T = tp_count_table(lattice, chunks)
     else:
@@ -95,8 +97,7 @@ def from_count_table(Z: np.ndarray, T: np.ndarray, m_fixed: int, beta: float,
 
 def marker_extractor(lattice: Lattice, bound: int) -> pynini.Fst:
     """Transducer deleting tags (tag:ε) and keeping count markers."""
-    from .grammars import counting
-    labels = list(lattice.tagset.labels)
+    labels = list(lattice.space.labels)
     marks = [counting.tp_marker(a) for a in range(bound + 1)] + \
             [counting.m_marker(b) for b in range(bound + 1)]
     return fsa.union_of([(lab, 0) for lab in labels] + marks, "log64").closure()
@@ -109,10 +110,8 @@ def joint_by_composition(lattice: Lattice, fixed_chunks) -> np.ndarray:
     (IOBES), E_scheme the IOBES -> scheme encoder, Q the normalised lattice; the
     tags are deleted and the marker strings <tp=a><m=b> summed by epsilon removal.
     """
-    from .grammars import counting
-    from .grammars.conversion import encoder
     n = lattice.n
-    types = lattice.tagset.types
+    types = lattice.space.types
     marks = fsa.union_of([counting.tp_marker(a) for a in range(n + 1)] +
                          [counting.m_marker(b) for b in range(n + 1)], "log64").closure()
     a = fsa.bare(counting.specialised_pair_acceptor(fixed_chunks, n, types))

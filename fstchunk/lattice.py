@@ -15,7 +15,7 @@ token i, each with the tag it was entered by, and a dense matrix of log weights
 between consecutive layers.  For score arrays the states are the tags; for a
 machine they are its states after composing with a one-tag history acceptor (so
 that each state knows its tag).  All numerical algorithms in
-:mod:`fstchunk.fast` run on these layers, in log space or scaled, so a 300-token
+:mod:`fstchunk.engine` run on these layers, in log space or scaled, so a 300-token
 sentence neither underflows nor overflows.
 
 Pitfalls: score arrays are rejected if they contain NaN or ±inf (use the scheme,
@@ -33,8 +33,11 @@ import pynini
 
 from . import encodings as enc
 from . import fsa
-from .engine.chain import Layers, forward, logsumexp, token_marginals
-from .tagspace import TagSet
+from .engine.counting import chunk_marginals
+from .grammars.models import score_lattice
+from .grammars.validity import validity_acceptor
+from .engine.chain import Layers, forward, token_marginals
+from .tagspace import TagSpace
 
 
 class Lattice:
@@ -45,13 +48,20 @@ class Lattice:
                  scores: tuple | None = None):
         """``layers`` are the numerical form; ``raw_fst`` the machine they came from
         (or a function that builds it on demand), composed with validity by :attr:`fst`."""
-        self.tags = tuple(tags)
-        self.scheme = enc.canonical_scheme(scheme)
-        self.tagset = TagSet.from_tags(self.tags, self.scheme)
+        self.space = TagSpace.of(tuple(tags), enc.canonical_scheme(scheme))
         self.layers = layers
         self.n = len(layers.weights)
         self._raw_fst = raw_fst
         self.scores = scores            # (emissions, transitions, start, end) if from_scores
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """The tags, in the column order of score arrays and marginals."""
+        return self.space.tags
+
+    @property
+    def scheme(self) -> str:
+        return self.space.scheme
 
     # ------------------------------------------------------------------ builders
     @classmethod
@@ -59,8 +69,8 @@ class Lattice:
                     scheme: str = "IOB2") -> "Lattice":
         """Linear-chain lattice: score(y) = start[y_1] + Σ emissions[i, y_i]
         + Σ transitions[y_{i-1}, y_i] + end[y_n] (log potentials, columns = ``tags``)."""
-        tags = _check_tags(tags, scheme)
-        L = len(tags)
+        space = TagSpace.of(tuple(tags), enc.canonical_scheme(scheme))
+        tags, L = space.tags, len(space)
         emissions = _array("emissions", emissions, 2)
         if emissions.shape[0] == 0:
             raise ValueError("empty sentence: emissions has 0 rows (a sentence has >= 1 token)")
@@ -74,7 +84,7 @@ class Lattice:
         for name, a in (("start", start), ("end", end)):
             if a.shape != (L,):
                 raise ValueError(f"{name} has shape {a.shape}, expected {(L,)}")
-        ok_start, ok_trans, ok_end = validity_masks(tags, scheme)
+        ok_start, ok_trans, ok_end = space.start_ok, space.trans_ok, space.end_ok
         neg = -np.inf
         n = emissions.shape[0]
         w = [np.where(ok_start, start + emissions[0], neg)[None, :]]
@@ -93,10 +103,9 @@ class Lattice:
         Labels are matched by name if ``fst`` has an input symbol table, else they
         must be the labels of :class:`TagSet` (the shared symbol table).
         """
-        tags = _check_tags(tags, scheme)
-        ts = TagSet.from_tags(tags, scheme)
-        f = _to_tagset_labels(fst, ts, tags)
-        return cls(tags, scheme, _layers_of(f, ts, tags, scheme), raw_fst=f)
+        space = TagSpace.of(tuple(tags), enc.canonical_scheme(scheme))
+        f = _to_space_labels(fst, space)
+        return cls(space.tags, space.scheme, _layers_of(f, space), raw_fst=f)
 
     # ------------------------------------------------------------------ machines
     @functools.cached_property
@@ -106,21 +115,19 @@ class Lattice:
 
     def unnormalised_fst(self) -> pynini.Fst:
         """model ∘ validity acceptor, before normalisation (weights -score)."""
-        from .grammars.models import score_lattice
-        from .grammars.validity import validity_acceptor
         if callable(self._raw_fst):        # a builder, run on first use
-            raw = _to_tagset_labels(self._raw_fst(), self.tagset, self.tags)
+            raw = _to_space_labels(self._raw_fst(), self.space)
         elif self._raw_fst is not None:
             raw = self._raw_fst
         else:
             e, t, s, en = self.scores
-            raw = score_lattice([self.tagset.label(x) for x in self.tags], e, t, s, en)
-        acc = validity_acceptor(self.scheme, self.tagset.types)
+            raw = score_lattice(self.space.labels, e, t, s, en)
+        acc = validity_acceptor(self.scheme, self.space.types)
         out = pynini.compose(raw.arcsort("olabel"), acc).connect()
         if out.num_states() == 0:
             raise ValueError("the lattice gives no weight to any valid "
                              f"{self.scheme} sequence of length {self.n}")
-        return fsa.attach(out, self.tagset.symbols)
+        return fsa.attach(out, self.space.symbols)
 
     # ------------------------------------------------------------------ inference
     def log_partition(self) -> float:
@@ -133,8 +140,7 @@ class Lattice:
 
     def chunk_marginals(self) -> np.ndarray:
         """Pr((type, s, e) ∈ chunks(y)), shape (len(types), n, n+1), indexed [type, s, e]
-        with types in ``self.tagset.types`` order and e exclusive."""
-        from .engine.expectation import chunk_marginals
+        with types in ``self.space.types`` order and e exclusive."""
         return chunk_marginals(self)
 
     def log_prob(self, seq: Sequence[str]) -> float:
@@ -143,13 +149,12 @@ class Lattice:
         Raises ValueError for a sequence of the wrong length, unknown tags, or an
         invalid sequence."""
         idx = self.check_sequence(seq, "sequence")
-        w = self.layers
-        alpha, prev = np.zeros(1), np.array([True])
-        for i, t in enumerate(idx):          # sum over the states entered by seq's tags
-            sel = w.labels[i] == t
-            alpha = logsumexp(alpha[:, None] + w.weights[i][prev][:, sel], axis=0)
-            prev = sel
-        score = logsumexp(alpha + w.final[prev])
+        lay = self.layers                      # keep only the states entered by seq's tags
+        on = [lab == t for lab, t in zip(lay.labels, idx)]
+        prev = [np.array([True])] + on[:-1]
+        w = [np.where(p[:, None] & o[None, :], wi, -np.inf)
+             for wi, p, o in zip(lay.weights, prev, on)]
+        _, score = forward(Layers(w, lay.labels, np.where(on[-1], lay.final, -np.inf)))
         return score - self.log_partition()
 
     def check_sequence(self, seq: Sequence[str], what: str) -> list[int]:
@@ -170,18 +175,6 @@ class Lattice:
 
 
 # ---------------------------------------------------------------------- helpers
-def _check_tags(tags: Sequence[str], scheme: str) -> tuple[str, ...]:
-    tags = tuple(tags)
-    if not tags:
-        raise ValueError("the tag list is empty")
-    if len(set(tags)) != len(tags):
-        raise ValueError(f"the tag list repeats a tag: {tags}")
-    s = enc.canonical_scheme(scheme)
-    for i, t in enumerate(tags):
-        enc.tags_to_chunks([t], s, strict=False)   # raises: tag i not of the scheme
-    return tags
-
-
 def _array(name: str, a, ndim: int) -> np.ndarray:
     arr = np.asarray(a, dtype=np.float64)
     if arr.ndim != ndim:
@@ -193,16 +186,14 @@ def _array(name: str, a, ndim: int) -> np.ndarray:
     return arr
 
 
-@functools.lru_cache(maxsize=256)
 def validity_masks(tags: tuple[str, ...], scheme: str):
-    """(start_ok (L,), trans_ok (L, L), end_ok (L,)) from the scheme's bigram rules."""
-    ok_s = np.array([enc.allowed(scheme, None, t) for t in tags])
-    ok_t = np.array([[enc.allowed(scheme, p, c) for c in tags] for p in tags])
-    ok_e = np.array([enc.allowed(scheme, t, None) for t in tags])
-    return ok_s, ok_t, ok_e
+    """(start_ok (L,), trans_ok (L, L), end_ok (L,)): the tag space's masks."""
+    ts = TagSpace.of(tuple(tags), enc.canonical_scheme(scheme))
+    return ts.start_ok, ts.trans_ok, ts.end_ok
 
 
-def _to_tagset_labels(fst: pynini.Fst, ts: TagSet, tags) -> pynini.Fst:
+def _to_space_labels(fst: pynini.Fst, ts: TagSpace) -> pynini.Fst:
+    tags = ts.tags
     f = fst.copy()
     if f.arc_type() != "log64":
         f = fsa.to_arc_type(f, "log64")
@@ -234,9 +225,9 @@ def _to_tagset_labels(fst: pynini.Fst, ts: TagSet, tags) -> pynini.Fst:
     return fsa.attach(f, ts.symbols)
 
 
-def _layers_of(f: pynini.Fst, ts: TagSet, tags, scheme: str) -> Layers:
+def _layers_of(f: pynini.Fst, ts: TagSpace) -> Layers:
     """Layer a machine: compose with validity and a tag-history acceptor, topsort."""
-    from .grammars.validity import validity_acceptor
+    tags, scheme = ts.tags, ts.scheme
     acc = validity_acceptor(scheme, ts.types)
     hist = pynini.Fst("log64")
     h0 = hist.add_state()

@@ -1,15 +1,30 @@
-"""Tag sets and the symbol table shared by every machine of one set of chunk types.
+"""The tag space: one compiled object per (tags, scheme) that everything asks.
 
-One :class:`pynini.SymbolTable` serves all schemes over the same chunk types: it
-holds ``<epsilon>`` at label 0, ``O`` at label 1, then every prefix of
-:data:`~fstchunk.encodings.PREFIX_ORDER` for every type.  So ``B-NP`` has the same
-label in the IOB2 acceptor, the IOB1->IOBES converter and the T machine, and
-machines of different schemes compose without relabelling.
+A :class:`TagSpace` holds, for a tag list in a fixed column order and a scheme:
 
-Pitfall: a :class:`TagSet` orders its tags ``O`` first, then type by type in the
-scheme's prefix order; score arrays (``n x L`` emissions) use that order, which is
-*not* the label order of the symbol table.  Use :meth:`TagSet.label` /
-:meth:`TagSet.index` to move between them.
+* the **symbols**: one :class:`pynini.SymbolTable` per set of chunk types, shared
+  by every scheme over those types (``<epsilon>`` = 0, ``O`` = 1, then every
+  prefix of :data:`~fstchunk.encodings.PREFIX_ORDER` for every type), so ``B-NP``
+  has the same label in the IOB2 acceptor, the IOB1->IOBES converter and the T
+  machine, and machines of different schemes compose without relabelling;
+* the **validity masks** of the scheme's 2-local rules
+  (:func:`fstchunk.encodings.allowed`): ``start_ok[c]``, ``trans_ok[p, c]``,
+  ``end_ok[p]``;
+* the **boundary tables** over tag pairs, row ``L`` standing for the sentence
+  start: ``cont[p, c]`` (c continues p's chunk), ``opens[p, c]`` (a chunk starts
+  at c), ``closes[p, c]`` (p's chunk ends at p), and ``type_index[t]`` (index of
+  the tag's chunk type in :attr:`types`, -1 for ``O``).
+
+The scheme's rules are defined once, as pure functions, in
+:mod:`fstchunk.encodings`; this module compiles them into arrays once per tag
+space (:meth:`TagSpace.of` caches).  Lattices, the engine, the CRF and the
+grammars read these arrays instead of rebuilding them.
+
+Pitfall: a tag space's column order (``tags``) is the order of score arrays and
+marginals; it is *not* the label order of the symbol table.  Use :meth:`index`
+and :meth:`label` to move between them.  :class:`TagSet` is the tag space of
+*all* tags of a scheme over given types, ``O`` first, then type by type in the
+scheme's prefix order.
 """
 
 from __future__ import annotations
@@ -17,9 +32,11 @@ from __future__ import annotations
 import functools
 from typing import Sequence
 
+import numpy as np
 import pynini
 
 from . import encodings as enc
+from .errors import InputError, SchemeError
 
 EPSILON = "<epsilon>"
 
@@ -45,56 +62,112 @@ def normalize_types(types: Sequence[str] | str | None) -> tuple[str, ...]:
     types = [t.strip() for t in types if t is not None]
     for t in types:
         if "-" in t or any(ch.isspace() for ch in t):
-            raise ValueError(f"chunk type {t!r} must not contain '-' or white space")
+            raise InputError(f"chunk type {t!r} must not contain '-' or white space")
     types = sorted(set(t for t in types if t))
     return tuple(types) if types else ("",)
 
 
-class TagSet:
-    """The tags of one scheme over a set of chunk types, with their labels.
+def _check_tags(tags: Sequence[str], scheme: str) -> tuple[str, ...]:
+    tags = tuple(tags)
+    if not tags:
+        raise InputError("the tag list is empty")
+    if len(set(tags)) != len(tags):
+        raise InputError(f"the tag list repeats a tag: {tags}")
+    for t in tags:
+        enc.tags_to_chunks([t], scheme, strict=False)   # raises: the tag is not of the scheme
+    return tags
 
-    >>> ts = TagSet("IOB2", ["NP"])
-    >>> ts.tags
-    ('O', 'B-NP', 'I-NP')
+
+class TagSpace:
+    """The tags of a scheme in a fixed column order, compiled (see module doc).
+
+    >>> ts = TagSpace.of(("O", "B-NP", "I-NP"), "IOB2")
+    >>> ts.trans_ok[0, 2]            # O -> I-NP
+    False
     """
 
-    def __init__(self, scheme: str, types: Sequence[str] | str | None = None):
+    def __init__(self, tags: Sequence[str], scheme: str):
         self.scheme = enc.canonical_scheme(scheme)
-        self.types = normalize_types(types)
-        self.tags = enc.scheme_tags(self.scheme, self.types)
+        self.tags = _check_tags(tags, self.scheme)
+        self.types = normalize_types(enc.chunk_types(self.tags))
         self.symbols = symbol_table(self.types)
         self._index = {t: i for i, t in enumerate(self.tags)}
         self.labels = tuple(self.symbols.find(t) for t in self.tags)
+        self._compile()
 
     @classmethod
-    def from_tags(cls, tags: Sequence[str], scheme: str) -> "TagSet":
-        """The tag set of ``scheme`` over the chunk types that ``tags`` use."""
-        return cls(scheme, enc.chunk_types(tags) or ("",))
+    @functools.lru_cache(maxsize=512)
+    def of(cls, tags: tuple[str, ...], scheme: str) -> "TagSpace":
+        """The (cached) tag space of ``tags`` in ``scheme``."""
+        return TagSpace(tuple(tags), scheme)
+
+    def _compile(self) -> None:
+        tags, s, L = self.tags, self.scheme, len(self.tags)
+        self.start_ok = np.array([enc.allowed(s, None, t) for t in tags])
+        self.trans_ok = np.array([[enc.allowed(s, p, c) for c in tags] for p in tags])
+        self.end_ok = np.array([enc.allowed(s, t, None) for t in tags])
+        self.type_index = np.array([-1 if t == enc.OUTSIDE else
+                                    self.types.index(enc.split_tag(t)[1]) for t in tags])
+        inchunk = self.type_index >= 0
+        cont = np.zeros((L + 1, L), bool)
+        for a in range(L):
+            for b in range(L):
+                cont[a, b] = enc.continues(s, tags[a], tags[b])
+        self.cont = cont
+        self.opens = inchunk[None, :] & ~cont
+        closes = np.zeros((L + 1, L), bool)
+        closes[:L] = inchunk[:, None] & ~cont[:L]
+        self.closes = closes
+        for a in (self.start_ok, self.trans_ok, self.end_ok, self.type_index, self.cont,
+                  self.opens, self.closes):
+            a.setflags(write=False)
 
     def __len__(self) -> int:
         return len(self.tags)
 
     def __repr__(self) -> str:
-        return f"TagSet({self.scheme!r}, {list(self.types)!r})"
+        return f"TagSpace({list(self.tags)!r}, {self.scheme!r})"
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, TagSet) and (self.scheme, self.types) == (other.scheme, other.types)
+        return isinstance(other, TagSpace) and (self.tags, self.scheme) == (other.tags,
+                                                                           other.scheme)
 
     def __hash__(self) -> int:
-        return hash((self.scheme, self.types))
+        return hash((self.tags, self.scheme))
 
     def index(self, tag: str, where: str = "") -> int:
-        """Position of ``tag`` in :attr:`tags`; ValueError naming it if unknown."""
+        """Column of ``tag`` in :attr:`tags`; SchemeError naming it if unknown."""
         try:
             return self._index[tag]
         except (KeyError, TypeError):
             at = f"{where}: " if where else ""
-            raise ValueError(
-                f"{at}tag {tag!r} is not in the {self.scheme} tag set over types "
-                f"{','.join(self.types) or '(untyped)'}") from None
+            raise SchemeError(
+                f"{at}tag {tag!r} is not among the tags {', '.join(self.tags)} "
+                f"({self.scheme} over types {','.join(self.types) or '(untyped)'})") from None
 
     def indices(self, tags: Sequence[str]) -> list[int]:
         return [self.index(t, f"position {i}") for i, t in enumerate(tags)]
 
     def label(self, tag: str) -> int:
+        """The tag's label in the shared symbol table."""
         return self.labels[self.index(tag)]
+
+
+class TagSet(TagSpace):
+    """The tag space of every tag of ``scheme`` over chunk ``types``.
+
+    >>> TagSet("IOB2", ["NP"]).tags
+    ('O', 'B-NP', 'I-NP')
+    """
+
+    def __init__(self, scheme: str, types: Sequence[str] | str | None = None):
+        scheme = enc.canonical_scheme(scheme)
+        super().__init__(enc.scheme_tags(scheme, normalize_types(types)), scheme)
+
+    @classmethod
+    def from_tags(cls, tags, scheme: str) -> "TagSet":
+        """The tag set of ``scheme`` over the chunk types that ``tags`` use."""
+        return cls(scheme, enc.chunk_types(tags) or ("",))
+
+    def __repr__(self) -> str:
+        return f"TagSet({self.scheme!r}, {list(self.types)!r})"

@@ -103,5 +103,5 @@ def test_long_sentence_is_finite_and_exact():
     assert 0 <= r.f <= 1 and np.isfinite(r.tp) and r.count_dist.sum() == pytest.approx(1.0)
     # E[tp] also equals the sum of the gold chunks' marginals
     cm = lat.chunk_marginals()
-    tp = sum(cm[lat.tagset.types.index(t), s, e] for t, s, e in enc.tags_to_chunks(gold, "IOB2"))
+    tp = sum(cm[lat.space.types.index(t), s, e] for t, s, e in enc.tags_to_chunks(gold, "IOB2"))
     assert r.tp == pytest.approx(tp, rel=1e-9)

@@ -24,12 +24,12 @@ def test_partition_and_marginals_equal_brute_force(scheme, types, n):
         seqs, logz = brute_force(tags, scheme, types, length, *scores)
         assert lat.log_partition() == pytest.approx(logz, rel=1e-12, abs=1e-12)
         marg = np.zeros((length, len(tags)))
-        chunk = np.zeros((len(lat.tagset.types), length, length + 1))
+        chunk = np.zeros((len(lat.space.types), length, length + 1))
         for y, c, p in seqs:
             for i, t in enumerate(y):
                 marg[i, tags.index(t)] += p
             for t, s, e in c:
-                chunk[lat.tagset.types.index(t), s, e] += p
+                chunk[lat.space.types.index(t), s, e] += p
         np.testing.assert_allclose(lat.marginals(), marg, atol=1e-12)
         np.testing.assert_allclose(lat.chunk_marginals(), chunk, atol=1e-12)
         y, _, p = seqs[rng.integers(len(seqs))]
@@ -47,7 +47,7 @@ def test_normalised_machine_is_the_distribution(scheme, types, n):
     assert f.arc_type() == "log64"
     assert fsa.total_weight(f) == pytest.approx(0.0, abs=1e-12)          # sums to one
     assert -fsa.total_weight(lat.unnormalised_fst()) == pytest.approx(logz, rel=1e-12)
-    got = {tuple(map(lat.tagset.symbols.find, i)): math.exp(-w) for i, _, w in fsa.paths(f)}
+    got = {tuple(map(lat.space.symbols.find, i)): math.exp(-w) for i, _, w in fsa.paths(f)}
     want = {tuple(y): p for y, _, p in seqs}
     assert got.keys() == want.keys()
     for k in want:

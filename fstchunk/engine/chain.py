@@ -24,14 +24,18 @@ import numpy as np
 
 @dataclass
 class Layers:
-    """weights[i]: (S_i, S_{i+1}) log weights into layer i+1 (-inf: no arc);
-    labels[i]: tag index of each state of layer i+1; final: (S_n,) log weights."""
+    """weights[i]: (..., S_i, S_{i+1}) log weights into layer i+1 (-inf: no arc);
+    labels[i]: tag index of each state of layer i+1; final: (..., S_n) log weights.
+
+    Leading dimensions ``...`` are a batch of chains with the same state layout
+    (none for one sentence): every log-space function here maps over them."""
     weights: list[np.ndarray]
     labels: list[np.ndarray]
     final: np.ndarray
 
 
 def logsumexp(a: np.ndarray, axis=None) -> np.ndarray:
+    """log Σ exp(a) along ``axis``, exact for any magnitude (-inf entries allowed)."""
     m = np.max(a, axis=axis, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
     with np.errstate(divide="ignore"):
@@ -39,13 +43,16 @@ def logsumexp(a: np.ndarray, axis=None) -> np.ndarray:
     return np.squeeze(out, axis=axis) if axis is not None else out.reshape(())[()]
 
 
-def forward(layers: Layers) -> tuple[list[np.ndarray], float]:
-    """Log forward vectors (alpha[i] over the states of layer i+1) and log Z."""
+def forward(layers: Layers):
+    """Log forward vectors (alpha[i] over the states of layer i+1) and log Z:
+    α_{i+1}(q) = log Σ_p exp(α_i(p) + w_i(p, q)), log Z = log Σ_q exp(α_n(q) + final(q)).
+    log Z is a float for one chain, an array over the batch otherwise."""
     alpha, a = [], np.zeros(1)
     for w in layers.weights:
-        a = logsumexp(a[:, None] + w, axis=0)
+        a = logsumexp(a[..., :, None] + w, axis=-2)
         alpha.append(a)
-    return alpha, float(logsumexp(a + layers.final))
+    logz = logsumexp(a + layers.final, axis=-1)
+    return alpha, (float(logz) if np.ndim(logz) == 0 else logz)
 
 
 def backward(layers: Layers) -> list[np.ndarray]:
@@ -53,28 +60,32 @@ def backward(layers: Layers) -> list[np.ndarray]:
     b = layers.final
     beta = [b]
     for w in reversed(layers.weights[1:]):
-        b = logsumexp(w + b[None, :], axis=1)
+        b = logsumexp(w + b[..., None, :], axis=-1)
         beta.append(b)
     return beta[::-1]
 
 
 def state_posteriors(layers: Layers) -> list[np.ndarray]:
+    """Pr(the path visits each state of layer i+1), per layer."""
     alpha, logz = forward(layers)
     beta = backward(layers)
+    logz = np.asarray(logz)[..., None]
     return [np.exp(a + b - logz) for a, b in zip(alpha, beta)]
 
 
 def token_marginals(layers: Layers, num_tags: int) -> np.ndarray:
-    """Pr(y_i = t), shape (n, num_tags)."""
+    """Pr(y_i = t), shape (..., n, num_tags): state posteriors summed by tag."""
     post = state_posteriors(layers)
-    out = np.zeros((len(post), num_tags))
+    out = np.zeros(post[0].shape[:-1] + (len(post), num_tags))
     for i, (p, lab) in enumerate(zip(post, layers.labels)):
-        np.add.at(out[i], lab, p)
+        onehot = lab[:, None] == np.arange(num_tags)[None, :]
+        out[..., i, :] = p @ onehot
     return out
 
 
 def viterbi(lay: Layers) -> tuple[list[int], float]:
-    """Best state path over the layers; returns (tag indices, log score)."""
+    """Best state path of one chain (the forward recursion in the tropical
+    semiring, with back pointers); returns (tag indices, log score)."""
     delta = np.zeros(1)
     back = []
     for w in lay.weights:
@@ -93,7 +104,12 @@ def viterbi(lay: Layers) -> tuple[list[int], float]:
 
 def scaled_forward_backward(em: np.ndarray, Mt: np.ndarray, Ms: np.ndarray, Me: np.ndarray):
     """Forward-backward in probability space for a batch (B, n, L) of emission
-    scores, one normaliser per token: returns φ = exp(em − rmax), rmax, â, c, c_end,
+    scores of a dense linear chain (Mt = exp(transitions − max), Ms, Me the start and
+    end weights likewise), one normaliser per token.  The same recursion as
+    :func:`forward` / :func:`backward` with w_i(p, q) = trans(p, q) + em_i(q), as
+    matrix products (BLAS) instead of log-sum-exp: the training objectives' loop.
+    Exact while each token's scores span less than ~700 nats (use the log-space
+    functions beyond that).  Returns φ = exp(em − rmax), rmax, â, c, c_end,
     b̂ with â_i = α_i / C_i, C_i = c_0⋯c_i, b̂_i = β_i·C_i / Z, so â·b̂ are the
     marginals and Z = C_{n−1}·c_end (times the exp-shifts)."""
     B, n, L = em.shape
@@ -113,3 +129,37 @@ def scaled_forward_backward(em: np.ndarray, Mt: np.ndarray, Ms: np.ndarray, Me: 
     for i in range(n - 2, -1, -1):
         bt[:, i] = ((phi[:, i + 1] * bt[:, i + 1]) @ Mt.T) / c[:, i + 1:i + 2]
     return phi, rmax, a, c, c_end, bt
+
+
+#: Values below this (relative to a layer's scale) are set to zero.  Pitfall:
+#: subnormal doubles (< 2.2e-308) make BLAS products up to 100x slower, and
+#: count bins of improbable chunk counts fall that low in long sentences.
+TINY = 1e-280
+
+
+def flush(a: np.ndarray) -> np.ndarray:
+    """Set entries below :data:`TINY` to zero, in place."""
+    a[a < TINY] = 0.0
+    return a
+
+
+def pair_table(table: np.ndarray, lab_src: np.ndarray, lab_dst: np.ndarray) -> np.ndarray:
+    """Index a tag-pair table by the states of two layers (lab -1 = sentence start)."""
+    rows = np.where(lab_src < 0, table.shape[0] - 1, lab_src)
+    return table[rows][:, lab_dst]
+
+
+def scaled_layers(layers: Layers, space):
+    """Per layer i: (i, W_i = exp(w_i − max w_i) (linear, scaled), max w_i, and the
+    ``space``'s cont / opens / closes tables indexed by the states of layers i and
+    i+1, labels of the source and destination states).  The input of the counting
+    and expectation-semiring recursions (:mod:`.counting`, :mod:`.expectation`)."""
+    cont, start, end = space.cont, space.opens, space.closes
+    lay = layers
+    src = np.array([-1])
+    for i, w in enumerate(lay.weights):
+        dst = lay.labels[i]
+        mx = np.max(w)
+        yield (i, flush(np.exp(w - mx)), mx, pair_table(cont, src, dst), pair_table(start, src, dst),
+               pair_table(end, src, dst), src, dst)
+        src = dst

@@ -1,10 +1,5 @@
-"""The fast exact engine: dense recursions over a lattice's layers, in numpy.
+"""The expectation semiring: expected tp and chunk counts, and their gradients.
 
-* :func:`forward`, :func:`backward`, :func:`token_marginals` — forward-backward in
-  log space.
-* :func:`chunk_count_marginals` — Pr((type, s, e) ∈ chunks(y), m(y) = m) for every
-  span and count (the lattice composed with the chunk counter M, by counting
-  forward-backward); :func:`chunk_marginals` sums it over m.
 * :func:`tp_count_table` — for a fixed sequence with chunk set C, the vectors
 
       Z[c] = Pr(m(y) = c),    T[c] = E[tp(C, y) · 1{m(y) = c}],
@@ -21,73 +16,32 @@
 Pitfall: ⟨p, p·r⟩ is kept in linear space with per-layer rescaling (both parts by
 the same factor), which is exact in floating point for any length; plain
 probabilities would underflow beyond a few hundred tokens.
+
+``lattice`` is any object with ``layers``, ``space``, ``n`` and ``scores`` (a
+:class:`fstchunk.lattice.Lattice`); :func:`corpus_expectations` works on the score
+arrays of a batch of equal-length sentences instead.
 """
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from .. import encodings as enc
-from .chain import scaled_forward_backward
-from ..lattice import Lattice
+from ..encodings import canonical_scheme
+from ..tagspace import TagSpace
+from .chain import flush, scaled_forward_backward, scaled_layers
 
 
-@functools.lru_cache(maxsize=256)
 def boundary_tables(tags: tuple[str, ...], scheme: str):
-    """Over tag pairs (row L = sentence start): cont[p, c] (c continues p's chunk),
-    start[p, c] (a chunk starts at c), end[p, c] (p's chunk ends at p), and the
-    type index of each tag (-1 for O) with the type names."""
-    L = len(tags)
-    types = tuple(sorted({enc.split_tag(t)[1] for t in tags if t != enc.OUTSIDE}))
-    tix = np.array([-1 if t == enc.OUTSIDE else types.index(enc.split_tag(t)[1]) for t in tags])
-    inchunk = tix >= 0
-    cont = np.zeros((L + 1, L), bool)
-    for a in range(L):
-        for b in range(L):
-            cont[a, b] = enc.continues(scheme, tags[a], tags[b])
-    start = inchunk[None, :] & ~cont
-    end = np.zeros((L + 1, L), bool)
-    end[:L] = inchunk[:, None] & ~cont[:L]
-    return cont, start, end, tix, types
+    """(cont, opens, closes, type_index, types) of the tag space of ``tags``."""
+    ts = TagSpace.of(tuple(tags), canonical_scheme(scheme))
+    return ts.cont, ts.opens, ts.closes, ts.type_index, ts.types
 
 
-#: Values below this (relative to a layer's scale) are set to zero.  Pitfall:
-#: subnormal doubles (< 2.2e-308) make BLAS products up to 100x slower, and
-#: count bins of improbable chunk counts fall that low in long sentences.
-TINY = 1e-280
-
-
-def _flush(a: np.ndarray) -> np.ndarray:
-    a[a < TINY] = 0.0
-    return a
-
-
-def _pair(table: np.ndarray, lab_src: np.ndarray, lab_dst: np.ndarray) -> np.ndarray:
-    """Index a tag-pair table by the states of two layers (lab -1 = sentence start)."""
-    rows = np.where(lab_src < 0, table.shape[0] - 1, lab_src)
-    return table[rows][:, lab_dst]
-
-
-def _layer_iter(lattice: Lattice):
-    """(i, W_i (linear, scaled), log scale, cont, start, end, labels_src, labels_dst)."""
-    cont, start, end, tix, types = boundary_tables(lattice.tags, lattice.scheme)
-    lay = lattice.layers
-    src = np.array([-1])
-    for i, w in enumerate(lay.weights):
-        dst = lay.labels[i]
-        mx = np.max(w)
-        yield (i, _flush(np.exp(w - mx)), mx, _pair(cont, src, dst), _pair(start, src, dst),
-               _pair(end, src, dst), src, dst)
-        src = dst
-
-
-def _tp_rules(lattice: Lattice, fixed_chunks):
+def _tp_rules(lattice, fixed_chunks):
     """Per layer, the linear terms of the recursion: (w, [(m_src, m_dst, shift, mask,
     inc_mask or None)]) with w the scaled layer weights (see :func:`tp_count_table`)."""
     n = lattice.n
-    _, _, _, tix, types = boundary_tables(lattice.tags, lattice.scheme)
+    tix, types = lattice.space.type_index, lattice.space.types
     fs = np.full(n, -2)                     # type index of a fixed chunk starting at j
     fe = np.zeros(n + 1, bool)              # fixed chunk ends at token j
     for t, s, e in fixed_chunks:
@@ -95,7 +49,7 @@ def _tp_rules(lattice: Lattice, fixed_chunks):
         fe[e - 1] = True
     dense = lattice.scores is not None      # every layer after the first has the same tables
     cache: dict = {}
-    for j, w, mx, _, start, end, src, dst in _layer_iter(lattice):
+    for j, w, mx, _, start, end, src, dst in scaled_layers(lattice.layers, lattice.space):
         fixed_ended = bool(j > 0 and fe[j - 1])
         key = (j == 0, int(fs[j]), fixed_ended)
         terms = cache.get(key) if dense else None
@@ -122,7 +76,7 @@ def _terms(start, end, dst_types, fixed_start_type, fixed_ended):
     return terms
 
 
-def _tp_forward(lattice: Lattice, fixed_chunks, tape: list | None = None):
+def _tp_forward(lattice, fixed_chunks, tape: list | None = None):
     C = lattice.n + 1
     P = np.zeros((1, 2, C))
     E = np.zeros((1, 2, C))
@@ -143,7 +97,7 @@ def _tp_forward(lattice: Lattice, fixed_chunks, tape: list | None = None):
             raise ValueError("the lattice gives no weight to any valid sequence")
         if tape is not None:
             tape.append((P, E, w, terms, scale))
-        P, E = _flush(P2 / scale), _flush(E2 / scale)
+        P, E = flush(P2 / scale), flush(E2 / scale)
     fin = np.exp(lattice.layers.final - np.max(lattice.layers.final))
     Z = np.einsum("smc,s->c", P, fin)
     T = np.einsum("smc,s->c", E, fin) + P[:, 1, :].T @ fin     # open matches close at n
@@ -153,7 +107,7 @@ def _tp_forward(lattice: Lattice, fixed_chunks, tape: list | None = None):
     return Z / total, T / total, (P, E, fin, total)
 
 
-def tp_count_table(lattice: Lattice, fixed_chunks) -> tuple[np.ndarray, np.ndarray]:
+def tp_count_table(lattice, fixed_chunks) -> tuple[np.ndarray, np.ndarray]:
     """(Z, T): Z[c] = Pr(m(y) = c), T[c] = E[tp · 1{m(y) = c}] against ``fixed_chunks``.
 
     ``fixed_chunks`` are (type, start, end) of a sequence of the lattice's length;
@@ -165,7 +119,7 @@ def tp_count_table(lattice: Lattice, fixed_chunks) -> tuple[np.ndarray, np.ndarr
     return Z, T
 
 
-def tp_count_table_grad(lattice: Lattice, fixed_chunks, Zbar, Tbar):
+def tp_count_table_grad(lattice, fixed_chunks, Zbar, Tbar):
     """Gradient of Σ_c Zbar[c]·Z[c] + Tbar[c]·T[c] (Z, T of :func:`tp_count_table`)
     with respect to the lattice's log weights: (list of (S_i, S_{i+1}) arrays, one per
     layer; array over the final states; and (Z, T) themselves).  ``Zbar`` may be a
@@ -203,129 +157,6 @@ def tp_count_table_grad(lattice: Lattice, fixed_chunks, Zbar, Tbar):
                 Pb[:, m_src, :hi] += (w * inc) @ ye
         grads.append(wb * w)
     return grads[::-1], final_grad, (Zn, Tn)
-
-
-def chunk_marginals(lattice: Lattice) -> np.ndarray:
-    """Pr((type, s, e) ∈ chunks(y)), shape (len(types), n, n+1), types in
-    ``lattice.tagset.types`` order: :func:`chunk_count_marginals` summed over m."""
-    return chunk_count_marginals(lattice).sum(axis=3)
-
-
-def _count_forward(lattice: Lattice):
-    """Scaled forward over (state, chunk starts so far): alpha[i] (S_{i+1}, C) and the
-    log scale of each layer (alpha_true = alpha · exp(logscale))."""
-    C = lattice.n + 1
-    a = np.zeros((1, C))
-    a[0, 0] = 1.0
-    alphas, scales, ls = [], [], 0.0
-    for _, w, mx, _, start, _, _, _ in _layer_iter(lattice):
-        nxt = (w * ~start).T @ a
-        nxt[:, 1:] += (w * start).T @ a[:, :-1]
-        z = nxt.sum()
-        if z <= 0:
-            raise ValueError("the lattice gives no weight to any valid sequence")
-        a = _flush(nxt / z)
-        ls += np.log(z) + mx
-        alphas.append(a)
-        scales.append(ls)
-    return alphas, scales
-
-
-def _count_backward(lattice: Lattice):
-    """Scaled backward: beta[i] (S_{i+1}, C) = weight of the suffix after token i with
-    c chunk starts in tokens i+1.., and its log scale."""
-    lay = lattice.layers
-    C = lattice.n + 1
-    layers = list(_layer_iter(lattice))
-    fmax = np.max(lay.final)
-    b = np.zeros((len(lay.final), C))
-    b[:, 0] = np.exp(lay.final - fmax)
-    ls = fmax
-    betas, scales = [b], [ls]
-    for _, w, mx, _, start, _, _, _ in reversed(layers[1:]):
-        prev = (w * ~start) @ b
-        prev[:, 1:] += (w * start) @ b[:, :-1]
-        z = prev.sum()
-        b = _flush(prev / z)
-        ls += np.log(z) + mx
-        betas.append(b)
-        scales.append(ls)
-    return betas[::-1], scales[::-1]
-
-
-def chunk_count_marginals(lattice: Lattice) -> np.ndarray:
-    """Pr((type, s, e) ∈ chunks(y) and m(y) = m), shape (len(types), n, n+1, n+1),
-    indexed [type, s, e, m], types in ``lattice.tagset.types`` order.
-
-    The chunk is entered by a start transition at s, continued inside, left by an
-    end transition at e (or the sentence end); chunk starts before s come from a
-    counting forward pass, those from e on from a counting backward pass, and the
-    two count vectors are convolved (the exit transition may itself start a chunk).
-    """
-    n, C = lattice.n, lattice.n + 1
-    types_all = lattice.tagset.types
-    _, _, _, tix, types = boundary_tables(lattice.tags, lattice.scheme)
-    out = np.zeros((len(types_all), n, n + 1, C))
-    if not types:
-        return out
-    tmap = np.array([types_all.index(t) for t in types])
-    alphas, ascale = _count_forward(lattice)
-    betas, bscale = _count_backward(lattice)
-    logz = ascale[-1] + np.log(np.sum(alphas[-1] * np.exp(lattice.layers.final -
-                                                          np.max(lattice.layers.final))[:, None]))
-    logz += np.max(lattice.layers.final)
-    layers = list(_layer_iter(lattice))
-    fmax = np.max(lattice.layers.final)
-    fin = np.exp(lattice.layers.final - fmax)
-    idx = np.arange(C)[None, :] - np.arange(C)[:, None]          # Toeplitz offsets m - a
-    # Gs[r, s, :]: weight of paths that entered a chunk at token s and are still in it
-    # at state r (the state fixes the chunk's type), by chunk count so far; lg[s]
-    # its log scale.  All open starts advance together, one layer at a time.
-    # Pitfall: keep this (state, start, count) layout contiguous; numpy's batched
-    # matmul on transposed views falls back to a loop 50x slower than BLAS.
-    Gs = None
-    lg = np.zeros(0)
-    for e in range(1, n + 1):
-        s = e - 1                                        # open a chunk at token s
-        _, w, mx, _, st, _, _, dst = layers[s]
-        if s == 0:
-            a_prev = np.zeros((1, C))
-            a_prev[0, 0] = 1.0
-        else:
-            a_prev = alphas[s - 1]
-        g = np.zeros((len(dst), 1, C))
-        g[:, 0, 1:] = ((w * st).T @ a_prev)[:, :-1]      # the chunk itself counts
-        Gs = g if Gs is None else np.concatenate([Gs, g], axis=1)       # (S, e, C)
-        lg = np.append(lg, (0.0 if s == 0 else ascale[s - 1]) + mx)
-        onehot = (tix[dst][:, None] == np.arange(len(types))[None, :]).astype(float)
-        if e == n:
-            val = np.tensordot(onehot * fin[:, None], Gs, axes=([0], [0]))   # (K, e, C)
-            out[tmap[:, None], np.arange(e)[None, :], e] = \
-                val * np.exp(lg + fmax - logz)[None, :, None]
-            break
-        _, w2, mx2, ct, st2, en, _, _ = layers[e]
-        b = betas[e]                                     # (S_e, C): starts after token e
-        Bt = np.where(idx >= 0, b[:, np.clip(idx, 0, C - 1)], 0.0)   # (S_e, C, C)
-        Sr, Su = w2.shape
-        V = np.zeros((Sr, C, C))
-        for shift, mask in ((0, en & ~st2), (1, en & st2)):
-            if mask.any():
-                v = ((w2 * mask) @ Bt.reshape(Su, C * C)).reshape(Sr, C, C)
-                if shift:
-                    V[:, :, 1:] += v[:, :, :-1]
-                else:
-                    V += v
-        res = np.matmul(Gs, V)                           # (S, e, C): sum over a
-        res = np.tensordot(onehot, res, axes=([0], [0]))  # (K, e, C): sum over r by type
-        scale = np.exp(lg + mx2 + bscale[e] - logz)
-        out[tmap[:, None], np.arange(e)[None, :], e] = res * scale[None, :, None]
-        Su2 = w2.shape[1]
-        Gs = ((w2 * ct).T @ Gs.reshape(Sr, e * C)).reshape(Su2, e, C)   # stay inside
-        mxs = Gs.max(axis=(0, 2))
-        mxs = np.where(mxs > 0, mxs, 1.0)
-        Gs = _flush(Gs / mxs[None, :, None])
-        lg = lg + mx2 + np.log(mxs)
-    return out
 
 
 def corpus_expectations(em: np.ndarray, chunks, Mt, Ms, Me, tabs):

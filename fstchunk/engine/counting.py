@@ -1,0 +1,142 @@
+"""Counting recursions: chunk marginals by chunk count (the lattice ∘ M).
+
+:func:`chunk_count_marginals` gives Pr((type, s, e) ∈ chunks(y), m(y) = m) for every
+span and count, by a counting forward-backward over (state, chunk starts so far):
+the lattice composed with the chunk counter M (Jansche §18), read on chunk
+boundaries from the tag space's tables.  :func:`chunk_marginals` sums it over m.
+
+``lattice`` is any object with ``layers`` (:class:`.chain.Layers`), ``space``
+(:class:`fstchunk.tagspace.TagSpace`) and ``n`` — a :class:`fstchunk.lattice.Lattice`.
+
+Pitfall: the count dimension makes the tables O(n²) per state; values are kept
+scaled per layer (log scales carried apart), and sub-:data:`.chain.TINY` values are
+flushed to zero (subnormals make BLAS 100x slower).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .chain import flush, scaled_layers
+
+
+def chunk_marginals(lattice) -> np.ndarray:
+    """Pr((type, s, e) ∈ chunks(y)), shape (len(types), n, n+1), types in
+    ``lattice.space.types`` order: :func:`chunk_count_marginals` summed over m."""
+    return chunk_count_marginals(lattice).sum(axis=3)
+
+
+def _count_forward(lattice):
+    """Scaled forward over (state, chunk starts so far): alpha[i] (S_{i+1}, C) and the
+    log scale of each layer (alpha_true = alpha · exp(logscale))."""
+    C = lattice.n + 1
+    a = np.zeros((1, C))
+    a[0, 0] = 1.0
+    alphas, scales, ls = [], [], 0.0
+    for _, w, mx, _, start, _, _, _ in scaled_layers(lattice.layers, lattice.space):
+        nxt = (w * ~start).T @ a
+        nxt[:, 1:] += (w * start).T @ a[:, :-1]
+        z = nxt.sum()
+        if z <= 0:
+            raise ValueError("the lattice gives no weight to any valid sequence")
+        a = flush(nxt / z)
+        ls += np.log(z) + mx
+        alphas.append(a)
+        scales.append(ls)
+    return alphas, scales
+
+
+def _count_backward(lattice):
+    """Scaled backward: beta[i] (S_{i+1}, C) = weight of the suffix after token i with
+    c chunk starts in tokens i+1.., and its log scale."""
+    lay = lattice.layers
+    C = lattice.n + 1
+    layers = list(scaled_layers(lattice.layers, lattice.space))
+    fmax = np.max(lay.final)
+    b = np.zeros((len(lay.final), C))
+    b[:, 0] = np.exp(lay.final - fmax)
+    ls = fmax
+    betas, scales = [b], [ls]
+    for _, w, mx, _, start, _, _, _ in reversed(layers[1:]):
+        prev = (w * ~start) @ b
+        prev[:, 1:] += (w * start) @ b[:, :-1]
+        z = prev.sum()
+        b = flush(prev / z)
+        ls += np.log(z) + mx
+        betas.append(b)
+        scales.append(ls)
+    return betas[::-1], scales[::-1]
+
+
+def chunk_count_marginals(lattice) -> np.ndarray:
+    """Pr((type, s, e) ∈ chunks(y) and m(y) = m), shape (len(types), n, n+1, n+1),
+    indexed [type, s, e, m], types in ``lattice.space.types`` order.
+
+    The chunk is entered by a start transition at s, continued inside, left by an
+    end transition at e (or the sentence end); chunk starts before s come from a
+    counting forward pass, those from e on from a counting backward pass, and the
+    two count vectors are convolved (the exit transition may itself start a chunk).
+    """
+    n, C = lattice.n, lattice.n + 1
+    types = lattice.space.types
+    tix = lattice.space.type_index
+    out = np.zeros((len(types), n, n + 1, C))
+    if not (tix >= 0).any():
+        return out
+    alphas, ascale = _count_forward(lattice)
+    betas, bscale = _count_backward(lattice)
+    logz = ascale[-1] + np.log(np.sum(alphas[-1] * np.exp(lattice.layers.final -
+                                                          np.max(lattice.layers.final))[:, None]))
+    logz += np.max(lattice.layers.final)
+    layers = list(scaled_layers(lattice.layers, lattice.space))
+    fmax = np.max(lattice.layers.final)
+    fin = np.exp(lattice.layers.final - fmax)
+    idx = np.arange(C)[None, :] - np.arange(C)[:, None]          # Toeplitz offsets m - a
+    # Gs[r, s, :]: weight of paths that entered a chunk at token s and are still in it
+    # at state r (the state fixes the chunk's type), by chunk count so far; lg[s]
+    # its log scale.  All open starts advance together, one layer at a time.
+    # Pitfall: keep this (state, start, count) layout contiguous; numpy's batched
+    # matmul on transposed views falls back to a loop 50x slower than BLAS.
+    Gs = None
+    lg = np.zeros(0)
+    for e in range(1, n + 1):
+        s = e - 1                                        # open a chunk at token s
+        _, w, mx, _, st, _, _, dst = layers[s]
+        if s == 0:
+            a_prev = np.zeros((1, C))
+            a_prev[0, 0] = 1.0
+        else:
+            a_prev = alphas[s - 1]
+        g = np.zeros((len(dst), 1, C))
+        g[:, 0, 1:] = ((w * st).T @ a_prev)[:, :-1]      # the chunk itself counts
+        Gs = g if Gs is None else np.concatenate([Gs, g], axis=1)       # (S, e, C)
+        lg = np.append(lg, (0.0 if s == 0 else ascale[s - 1]) + mx)
+        onehot = (tix[dst][:, None] == np.arange(len(types))[None, :]).astype(float)
+        if e == n:
+            val = np.tensordot(onehot * fin[:, None], Gs, axes=([0], [0]))   # (K, e, C)
+            out[:, np.arange(e), e] = \
+                val * np.exp(lg + fmax - logz)[None, :, None]
+            break
+        _, w2, mx2, ct, st2, en, _, _ = layers[e]
+        b = betas[e]                                     # (S_e, C): starts after token e
+        Bt = np.where(idx >= 0, b[:, np.clip(idx, 0, C - 1)], 0.0)   # (S_e, C, C)
+        Sr, Su = w2.shape
+        V = np.zeros((Sr, C, C))
+        for shift, mask in ((0, en & ~st2), (1, en & st2)):
+            if mask.any():
+                v = ((w2 * mask) @ Bt.reshape(Su, C * C)).reshape(Sr, C, C)
+                if shift:
+                    V[:, :, 1:] += v[:, :, :-1]
+                else:
+                    V += v
+        res = np.matmul(Gs, V)                           # (S, e, C): sum over a
+        res = np.tensordot(onehot, res, axes=([0], [0]))  # (K, e, C): sum over r by type
+        scale = np.exp(lg + mx2 + bscale[e] - logz)
+        out[:, np.arange(e), e] = res * scale[None, :, None]
+        Su2 = w2.shape[1]
+        Gs = ((w2 * ct).T @ Gs.reshape(Sr, e * C)).reshape(Su2, e, C)   # stay inside
+        mxs = Gs.max(axis=(0, 2))
+        mxs = np.where(mxs > 0, mxs, 1.0)
+        Gs = flush(Gs / mxs[None, :, None])
+        lg = lg + mx2 + np.log(mxs)
+    return out
