@@ -16,52 +16,48 @@ import argparse
 import re
 import statistics
 import sys
+from dataclasses import dataclass
 
 from common import RESULTS, Timer, data_path, peak_rss_mb, write_section
 from fstchunk import decode as dec
 from fstchunk import encodings as enc
 from fstchunk.conll import read_conll
 from fstchunk.evaluate import evaluate
+from fstchunk.models import ChunkModel, load_model
+from fstchunk.models.hmm import HMM
 from fstchunk.parallel import map_sentences, single_threaded_blas, usable_cores
 
 CORPORA = {"conll2000": (("conll2000", "train.txt"), ("conll2000", "test.txt")),
            "ned": (("conll2002", "ned.train"), ("conll2002", "ned.testb"))}
-MODEL = None          # the model of the corpus being run
-LATS = None           # the test set's lattices, built once, handed to the workers
 
 
 def _decode(lats, job):
+    """One sentence's decoding in a worker; ``lats`` is the context (fork-inherited)."""
     i, decoder, beta, k = job
-    lat = lats[i]
-    if decoder == "map":
-        return dec.decode_map(lat).tags
-    if decoder == "posterior":
-        return dec.decode_posterior(lat).tags
-    if decoder == "meu":
-        return dec.decode_meu(lat, beta=beta).tags
-    if decoder == "meu-kbest":
-        return dec.decode_meu(lat, beta=beta, method="kbest", k=k).tags
-    raise ValueError(decoder)
+    return dec.decode_lattices([lats[i]], decoder, beta, k)[0]
 
 
-def run_decoder(decoder, beta, k=10):
-    if decoder == "meu-corpus":
-        with single_threaded_blas():
-            out, _ = dec.decode_meu_corpus(LATS, beta=beta)
-        return out
-    return map_sentences(_decode, [(i, decoder, beta, k) for i in range(len(TEST))],
-                         context=LATS)
+@dataclass
+class TestSet:
+    """A corpus's model, test sentences and their lattices (built once)."""
+    model: ChunkModel
+    sentences: list
+    lattices: list
 
+    def decode(self, decoder: str, beta: float, k: int = 10) -> list[list[str]]:
+        if decoder == "meu-corpus":                 # one joint decision: one process
+            with single_threaded_blas():
+                return dec.decode_lattices(self.lattices, decoder, beta)
+        return map_sentences(_decode, [(i, decoder, beta, k) for i in range(len(self.lattices))],
+                             context=self.lattices)
 
-def scores(preds, beta):
-    gold = [s.column(-1) for s in TEST]
-    scheme = MODEL.scheme
-    preds = [enc.convert(p, scheme, "IOB2") for p in preds]
-    return evaluate(gold, preds, beta=beta)
+    def scores(self, preds, beta):
+        gold = [s.column(-1) for s in self.sentences]
+        return evaluate(gold, [enc.convert(p, self.model.scheme, "IOB2") for p in preds],
+                        beta=beta)
 
 
 def main() -> None:
-    global MODEL, TEST, LATS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpora", default="conll2000,ned")
     ap.add_argument("--model", default=None, help="a saved model (default: fit the HMM)")
@@ -70,43 +66,40 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="first N test sentences only")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
-    from fstchunk.models.hmm import HMM
-    from fstchunk.models import load_model
     cores = usable_cores()
     body = [f"Model: {args.label}. Scores: conlleval P/R/F (F_β for the MEU rows' β) on the "
             "test set and mean per-sentence F_β (0/0 := 1); MEU maximises expected F_β."]
     plots = {}
     for name in args.corpora.split(","):
         tr, te = CORPORA[name]
-        MODEL = load_model(args.model) if args.model else HMM.fit(read_conll(data_path(*tr)))
-        TEST = read_conll(data_path(*te))[:args.limit]
+        model = load_model(args.model) if args.model else HMM().fit(read_conll(data_path(*tr)))
+        test = read_conll(data_path(*te))[:args.limit]
         with Timer() as t, single_threaded_blas():
-            LATS = (MODEL.lattices(TEST) if hasattr(MODEL, "lattices")
-                    else [MODEL.lattice(s) for s in TEST])
-        body.append(f"\n### {name}: {te[1]} ({len(TEST)} sentences)\n")
+            run = TestSet(model, test, model.lattices(test))
+        body.append(f"\n### {name}: {te[1]} ({len(test)} sentences)\n")
         body.append(f"Lattices of the test set (features and scores, once): {t.seconds:.1f} s; "
                     "the times below are decoding only.\n")
         body.append("| decoder | β | P | R | F_β | mean sent. F_β | time s |")
         body.append("|---|---|---|---|---|---|---|")
         with Timer() as t:
-            base = run_decoder("map", 1.0)
+            base = run.decode("map", 1.0)
         for beta in (0.5, 1.0, 2.0):
-            r = scores(base, beta)
+            r = run.scores(base, beta)
             body.append(f"| map | {beta:g} | {r.overall.precision:.2f} | "
                         f"{r.overall.recall:.2f} | {r.overall.f:.2f} | "
                         f"{100 * r.mean_sentence_f:.2f} | {t.seconds:.1f} |")
             print(body[-1], flush=True)
         with Timer() as t:
-            post = run_decoder("posterior", 1.0)
-        r = scores(post, 1.0)
+            post = run.decode("posterior", 1.0)
+        r = run.scores(post, 1.0)
         body.append(f"| posterior | 1 | {r.overall.precision:.2f} | {r.overall.recall:.2f} "
                     f"| {r.overall.f:.2f} | {100 * r.mean_sentence_f:.2f} | {t.seconds:.1f} |")
         print(body[-1], flush=True)
         for decoder in ("meu", "meu-kbest", "meu-corpus"):
             for beta in (0.5, 1.0, 2.0):
                 with Timer() as t:
-                    p = run_decoder(decoder, beta, args.kbest)
-                r = scores(p, beta)
+                    p = run.decode(decoder, beta, args.kbest)
+                r = run.scores(p, beta)
                 label = decoder + (f" (k={args.kbest})" if decoder == "meu-kbest" else "")
                 body.append(f"| {label} | {beta:g} | {r.overall.precision:.2f} | "
                             f"{r.overall.recall:.2f} | {r.overall.f:.2f} | "
@@ -117,16 +110,16 @@ def main() -> None:
         betas = [0.25, 0.5, 1.0, 2.0, 4.0]
         pr = []
         for beta in betas:
-            p = run_decoder("meu", beta)
-            r = scores(p, beta)
+            p = run.decode("meu", beta)
+            r = run.scores(p, beta)
             pr.append((r.overall.precision, r.overall.recall))
-        rmap = scores(base, 1.0)
+        rmap = run.scores(base, 1.0)
         plots[name] = (betas, pr, (rmap.overall.precision, rmap.overall.recall))
         body.append(f"\nExact MEU (β = 1) over the whole test set: {meu_time:.1f} s on {cores} "
                     f"processes.")
         # growth with sentence length
         lens = {}
-        for s, lat in zip(TEST[:600], LATS):
+        for s, lat in zip(test[:600], run.lattices):
             with Timer() as t, single_threaded_blas():
                 dec.decode_meu(lat)
             lens.setdefault(min(len(s) // 10 * 10, 60), []).append(t.seconds)

@@ -90,8 +90,7 @@ def main() -> None:
     tr, dv, _, template = CORPORA[args.corpus]
     train = read_conll(data_path(*tr))[:args.limit]
     dev = read_conll(data_path(*dv))[:args.limit]
-    fmap, tags, X, gold = CRF.prepare(train, template, args.scheme)
-    pairs = CRF.observed_pairs(X, gold, len(tags))
+    fresh, train_data = CRF.prepare(train, template, args.scheme)
     if args.save_dir:
         os.makedirs(args.save_dir, exist_ok=True)
 
@@ -103,7 +102,7 @@ def main() -> None:
             return [f_of(model, dev, d, args.beta)[0] for d in ("map", "meu")]
 
     out = [f"Corpus: {args.corpus}, features {template}, CRF tags in {args.scheme} "
-           f"({len(tags)} tags), β = {args.beta}; "
+           f"({len(fresh.tags)} tags), β = {args.beta}; "
            f"{len(train)} training sentences, {len(dev)} development sentences "
            f"({dv[-1]}). Test set not read.\n",
            "| training | λ | iterations | train s | dev F (MAP) | dev F (MEU) |",
@@ -112,9 +111,8 @@ def main() -> None:
     data = {"template": template, "train_sentences": len(train), "scheme": args.scheme}
     for lam in args.ml_grid:
         def make(lam=lam):
-            m = CRF(fmap, tags, args.scheme, pairs)
-            m.fit(X, gold, "ml", l2=lam, max_iter=args.max_iter)
-            return m
+            m = CRF(fresh.fmap, fresh.tags, fresh.scheme, fresh.pairs)
+            return m.fit(train_data, "ml", l2=lam, max_iter=args.max_iter)
         m = trained(path(f"ml_l{lam:g}.npz"), make,
                     dict(data, objective="ml", l2=lam, max_iter=args.max_iter))
         fm, fe = dev_f(m)
@@ -130,9 +128,8 @@ def main() -> None:
             def make(lam=lam, ml=ml):
                 m = CRF(ml.fmap, ml.tags, ml.scheme, ml.pairs, ml.theta.copy(),
                         dict(ml.settings))
-                m.fit(X, gold, args.meu_objective, l2=lam, beta=args.beta,
-                      max_iter=args.meu_iter)
-                return m
+                return m.fit(train_data, args.meu_objective, l2=lam, beta=args.beta,
+                             max_iter=args.meu_iter)
             m = trained(path(f"{args.meu_objective}_l{lam:g}_from_ml_l{start_lam:g}.npz"),
                         make, dict(data, objective=args.meu_objective, l2=lam,
                                    beta=args.beta, max_iter=args.meu_iter,

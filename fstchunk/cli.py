@@ -1,8 +1,16 @@
 """The ``fstchunk`` command line.
 
 Subcommands: ``demo``, ``eval``, ``grammar {list,info,print,draw,export}``,
-``expected``.  Errors in the input end the program with one line on standard
-error naming what and where, and exit status 2.
+``expected``, ``decode``, ``train``, ``joint {train,decode}``.  Each ``cmd_*``
+parses nothing and computes little: it reads files and calls the library
+(models through their protocol, :mod:`fstchunk.decode`,
+:class:`fstchunk.training.Trainer`).
+
+Errors: a :class:`~fstchunk.errors.FstchunkError` (bad input, option or model
+file), an :class:`OSError` (a file that cannot be read or written) or a
+:class:`RuntimeError` (an external tool or a worker process failing) ends the
+program with one line ``fstchunk COMMAND: error: ...`` on standard error and
+exit status 2; anything else is a bug and shows its traceback.
 """
 
 from __future__ import annotations
@@ -12,7 +20,22 @@ import json
 import sys
 
 from . import encodings as enc
-from .decode import DECODERS
+from . import fsa
+from .conll import iter_conll, read_conll, write_conll
+from .decode import DECODERS, decode_sentences
+from .demo import run as run_demo
+from .errors import FstchunkError, InputError
+from .evaluate import evaluate_file
+from .expected import expected_f
+from .grammars import registry as machines
+from .models import joint as J
+from .models import load_model
+from .models.crf import CRF
+from .models.hmm import HMM
+from .models.objectives import OBJECTIVES
+from .parallel import single_threaded_blas
+from .scorefile import load_lattices
+from .training import Trainer
 
 
 def _add_tagset_options(p: argparse.ArgumentParser) -> None:
@@ -31,24 +54,20 @@ def _add_tagset_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arc-type", default="log64", choices=("standard", "log", "log64"))
 
 
-def _options(args):
-    from .grammars.registry import Options
+def _options(args) -> machines.Options:
     types = args.types
     if args.tags:
         types = enc.chunk_types([t.strip() for t in args.tags.split(",") if t.strip()])
     elif args.from_data:
-        from .conll import iter_conll
         seen = set()
         for s in iter_conll(args.from_data, min_columns=1):
             seen.update(s.column(-1))
         types = enc.chunk_types(seen)
-    return Options(scheme=args.scheme, types=types, target=args.target,
+    return machines.Options(scheme=args.scheme, types=types, target=args.target,
                    max_length=args.max_length, arc_type=args.arc_type, theta=args.theta)
 
 
 def cmd_grammar(args) -> int:
-    from . import fsa
-    from .grammars import registry as machines
     if args.action == "list":
         width = max(map(len, machines.GRAMMARS))
         for g in machines.GRAMMARS.values():
@@ -57,12 +76,12 @@ def cmd_grammar(args) -> int:
     o = _options(args)
     if args.action == "export":
         if not args.output:
-            raise ValueError("grammar export needs -o FILE.far")
+            raise InputError("grammar export needs -o FILE.far")
         keys = machines.export_far(args.output, args.names or None, o)
         print(f"wrote {len(keys)} machines to {args.output}: {', '.join(keys)}")
         return 0
     if len(args.names) != 1:
-        raise ValueError(f"grammar {args.action} takes exactly one grammar name "
+        raise InputError(f"grammar {args.action} takes exactly one grammar name "
                          f"(see 'fstchunk grammar list')")
     name = args.names[0]
     fst = machines.build(name, o)
@@ -75,34 +94,24 @@ def cmd_grammar(args) -> int:
         sys.stdout.write(machines.att_text(fst))
     elif args.action == "draw":
         if not args.output:
-            raise ValueError("grammar draw needs -o FILE.{dot,svg,png}")
+            raise InputError("grammar draw needs -o FILE.{dot,svg,png}")
         print(machines.draw(fst, args.output, title=machines.far_key(name, o)))
     return 0
 
 
 def cmd_eval(args) -> int:
-    from .evaluate import evaluate_file
     rep = evaluate_file(args.file, scheme=args.scheme, beta=args.beta, delimiter=args.delimiter)
     sys.stdout.write(rep.json() + "\n" if args.json else rep.conlleval())
     return 0
 
 
 def cmd_expected(args) -> int:
-    from .conll import read_conll
-    from .expected import expected_f
-    from .scorefile import load_lattices
     sents = read_conll(args.file)
     if (args.scores is None) == (args.model is None):
-        raise ValueError("give exactly one of --scores NPZ or --model MODEL")
-    if args.model:
-        from .models import load_model
-        model = load_model(args.model)
-        lattices = (model.lattices(sents) if hasattr(model, "lattices")
-                    else [model.lattice(s) for s in sents])
-    else:
-        lattices = load_lattices(args.scores)
+        raise InputError("give exactly one of --scores NPZ or --model MODEL")
+    lattices = load_model(args.model).lattices(sents) if args.model else load_lattices(args.scores)
     if len(lattices) != len(sents):
-        raise ValueError(f"{args.scores} scores {len(lattices)} sentences but {args.file} "
+        raise InputError(f"{args.scores} scores {len(lattices)} sentences but {args.file} "
                          f"has {len(sents)}")
     rows = []
     tot = {"tp": 0.0, "m_hyp": 0.0, "m_ref": 0.0}
@@ -111,8 +120,8 @@ def cmd_expected(args) -> int:
         kw = {"hypothesis": fixed} if args.direction == "decoding" else {"reference": fixed}
         try:
             r = expected_f(lat, beta=args.beta, method=args.method, **kw)
-        except ValueError as e:
-            raise ValueError(f"{s.where(0)} (sentence {k}): {e}") from None
+        except FstchunkError as e:
+            raise type(e)(f"{s.where(0)} (sentence {k}): {e}") from None
         rows.append({"sentence": k, "line": s.lines[0], "tokens": len(s), "tp": r.tp,
                      "m_hyp": r.m_hyp, "m_ref": r.m_ref, "precision": r.precision,
                      "recall": r.recall, "f": r.f})
@@ -140,11 +149,8 @@ def cmd_expected(args) -> int:
 
 
 def cmd_decode(args) -> int:
-    from .conll import read_conll, write_conll
-    from .models import load_model
     model = load_model(args.model)
     sents = read_conll(args.input)
-    from .decode import decode_sentences
     preds = decode_sentences(model, sents, args.decoder, args.beta, args.k, args.output_scheme)
     rows = [[r + [t] for r, t in zip(s.rows, p)] for s, p in zip(sents, preds)]
     write_conll(rows, args.output or sys.stdout)
@@ -152,80 +158,28 @@ def cmd_decode(args) -> int:
 
 
 def cmd_train(args) -> int:
-    import os
-    import time
-    from tqdm import tqdm
-    from .conll import read_conll
-    from .evaluate import evaluate
     train = read_conll(args.train)
-    dev = read_conll(args.dev) if args.dev else []
     if args.model_type == "hmm":
-        from .models.hmm import HMM
-        HMM.fit(train, scheme=args.scheme).save(args.output)
+        HMM(scheme=args.scheme).fit(train).save(args.output)
         print(f"wrote {args.output}")
         return 0
-    from .models.crf import CRF
     if args.init:
-        init = CRF.load(args.init)
-        fmap, tags, X, gold = CRF.prepare(train, init.fmap.template, init.scheme,
-                                          fmap=init.fmap, tags=init.tags)
-        crf = CRF(fmap, tags, init.scheme, init.pairs, init.theta.copy(), init.settings)
+        crf = CRF.load(args.init)
+        data = crf.training_data(train)
     else:
-        fmap, tags, X, gold = CRF.prepare(train, args.features, args.scheme,
-                                          min_count=args.min_count)
-        crf = CRF(fmap, tags, args.scheme, CRF.observed_pairs(X, gold, len(tags)))
-    ckpt = args.output + ".ckpt"
-    done = 0
-    if args.resume and os.path.exists(ckpt):
-        saved = CRF.load(ckpt)
-        if saved.theta.shape != crf.theta.shape:
-            raise ValueError(f"{ckpt}: checkpoint does not fit this training set's features")
-        crf.theta, done = saved.theta.copy(), int(saved.settings.get("iteration", 0))
-        crf.settings["train_seconds"] = saved.settings.get("train_seconds", 0.0)
-        print(f"resuming from {ckpt} at iteration {done}")
-    elif done == 0:
-        crf.settings["train_seconds"] = 0.0
-    t0 = time.perf_counter() - crf.settings["train_seconds"]
+        crf, data = CRF.prepare(train, args.features, args.scheme, min_count=args.min_count)
     crf.settings.update(train=args.train, dev=args.dev, features=crf.fmap.template,
                         init=args.init)
-    bar = tqdm(total=args.max_iter, initial=done, desc=f"train {args.objective}",
-               unit="it", disable=args.quiet)
-    state = {"dev_f": float("nan")}
-
-    def dev_f(model) -> float:
-        from .decode import decode_sentences
-        preds = decode_sentences(model, dev, "map", 1.0, output_scheme="IOB2")
-        return evaluate([s.column(-1) for s in dev], preds).overall.f
-
-    def callback(it, theta):
-        k = done + it
-        bar.update(1)
-        if dev and args.dev_every and k % args.dev_every == 0:
-            state["dev_f"] = dev_f(crf)
-        bar.set_postfix(objective=f"{crf._last_value:.6g}", dev_f=f"{state['dev_f']:.2f}")
-        if args.checkpoint_every and k % args.checkpoint_every == 0:
-            crf.settings["iteration"] = k
-            crf.settings["train_seconds"] = time.perf_counter() - t0
-            crf.save(ckpt)
-
-    crf.fit(X, gold, args.objective, l2=args.l2, beta=args.beta,
-            max_iter=max(args.max_iter - done, 1), callback=callback)
-    bar.close()
-    crf.settings["train_seconds"] = time.perf_counter() - t0    # optimiser + dev checks
-    crf.settings["iteration"] = done + crf.settings.get("iterations", 0)
-    if dev:
-        crf.settings["dev_f"] = dev_f(crf)
-        print(f"dev F (MAP) = {crf.settings['dev_f']:.2f}")
-    crf.save(args.output)
-    if os.path.exists(ckpt):
-        os.remove(ckpt)
+    Trainer(objective=args.objective, l2=args.l2, beta=args.beta, max_iter=args.max_iter,
+            dev=read_conll(args.dev) if args.dev else None, dev_every=args.dev_every,
+            checkpoint=args.output + ".ckpt", checkpoint_every=args.checkpoint_every,
+            resume=args.resume, output=args.output, progress=not args.quiet,
+            log=print).fit(crf, data)
     print(f"wrote {args.output}")
     return 0
 
 
 def cmd_joint_train(args) -> int:
-    from .models import joint as J
-    from .conll import read_conll
     sents = read_conll(args.train)[:args.sentences]
     data = J.layered(sents, args.collapse_pos, args.np_only)
     model, encoded = J.model_for(data, args.kind, {"collapse_pos": args.collapse_pos,
@@ -237,9 +191,6 @@ def cmd_joint_train(args) -> int:
 
 
 def cmd_joint_decode(args) -> int:
-    import json
-    from .models import joint as J
-    from .conll import read_conll, write_conll
     model = J.JointModel.load(args.model)
     sents = read_conll(args.input)
     data = J.layered(sents, model.settings.get("collapse_pos", False),
@@ -255,8 +206,7 @@ def cmd_joint_decode(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from .demo import run
-    return run()
+    return run_demo()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -309,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dev", default=None, help="CoNLL file for the dev F in the progress bar")
     p.add_argument("--features", default="tmpt3", choices=("tmpt1", "tmpt2", "tmpt3", "tmpt4",
                                                             "ner"))
-    p.add_argument("--objective", default="ml", choices=("ml", "meu", "meu-corpus"))
+    p.add_argument("--objective", default="ml", choices=tuple(OBJECTIVES))
     p.add_argument("--beta", type=float, default=1.0, help="β of the MEU objectives")
     p.add_argument("--l2", type=float, default=1.0, help="λ of the penalty λ‖θ‖²")
     p.add_argument("--init", default=None, help="start from this saved CRF (e.g. the ML one)")
@@ -370,13 +320,12 @@ def main(argv=None) -> int:
         if args.command != "grammar" or any(x.startswith("-") for x in extra):
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         args.names = list(args.names) + extra
-    from .parallel import single_threaded_blas
     try:
         with single_threaded_blas():        # small matrices: see fstchunk.parallel
             return args.func(args)
     except BrokenPipeError:
         return 0
-    except (ValueError, RuntimeError, OSError) as e:
+    except (FstchunkError, OSError, RuntimeError) as e:
         print(f"fstchunk {args.command}: error: {e}", file=sys.stderr)
         return 2
 

@@ -7,8 +7,15 @@ Every token line of a file must have the same number of columns, as conlleval.pl
 demands; a line that breaks this, or bytes that are not UTF-8, raise
 :class:`CoNLLError` naming the file and line.
 
-Pitfall: sentence boundaries are blank lines; a file that does not end in a blank
-line still ends its last sentence.
+Pitfalls:
+
+* sentence boundaries are blank lines; a file that does not end in a blank line
+  still ends its last sentence.
+* files are read as bytes and decoded line by line (a UTF-8 byte-order mark on
+  the first line is dropped), so a bad byte is reported at its own line; a binary
+  stream is decoded the same way, a text stream is taken as it is.
+* a token line with a single column is a word with no tags; callers that need
+  tags pass ``min_columns``.
 """
 
 from __future__ import annotations
@@ -45,30 +52,41 @@ class Sentence:
         return f"{self.source}:{line}"
 
 
-def _lines(path_or_file) -> Iterator[tuple[int, str]]:
-    """(line number, text) pairs; a path is decoded line by line so that a bad
-    byte is reported at its own line, not at the start of a buffer."""
+def _source_name(path_or_file) -> str:
+    """The name errors give a path or a stream (``<stream>`` if it has none)."""
     if hasattr(path_or_file, "read"):
-        name = getattr(path_or_file, "name", "<stream>")
+        return str(getattr(path_or_file, "name", "<stream>"))
+    return os.fspath(path_or_file)
+
+
+def _decode(raw: bytes | str, name: str, lineno: int) -> str:
+    if isinstance(raw, str):
+        return raw
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CoNLLError(f"{name}:{lineno}: not valid UTF-8 ({e.reason} at byte "
+                         f"{e.start} of the line)") from None
+
+
+def _lines(path_or_file) -> Iterator[tuple[int, str]]:
+    """(line number, text) pairs; bytes are decoded line by line so that a bad
+    byte is reported at its own line, not at the start of a buffer."""
+    name = _source_name(path_or_file)
+    if hasattr(path_or_file, "read"):
         for lineno, raw in enumerate(path_or_file, 1):
-            yield lineno, raw.decode("utf-8") if isinstance(raw, bytes) else raw
+            yield lineno, _decode(raw, name, lineno)
         return
-    name = os.fspath(path_or_file)
     with open(name, "rb") as fh:
         for lineno, raw in enumerate(fh, 1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise CoNLLError(f"{name}:{lineno}: not valid UTF-8 ({e.reason} at byte "
-                                 f"{e.start} of the line)") from None
+            text = _decode(raw, name, lineno)
             yield lineno, text.lstrip("\ufeff") if lineno == 1 else text
 
 
 def iter_conll(path_or_file, delimiter: str | None = None,
                min_columns: int = 1) -> Iterator[Sentence]:
     """Sentences of a CoNLL file, lazily.  ``delimiter=None`` splits on white space."""
-    name = (getattr(path_or_file, "name", "<stream>") if hasattr(path_or_file, "read")
-            else os.fspath(path_or_file))
+    name = _source_name(path_or_file)
     ncols = None
     rows: list[list[str]] = []
     lines: list[int] = []

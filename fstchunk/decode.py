@@ -64,7 +64,7 @@ def decode_map(lattice: Lattice, method: str = "viterbi") -> Decoding:
         (labels, _, w), = fsa.paths(path)
         tags = [lattice.space.symbols.find(x) for x in labels]
     else:
-        raise ValueError(f"unknown method {method!r}; use 'viterbi' or 'fst'")
+        raise InputError(f"unknown method {method!r}; use 'viterbi' or 'fst'")
     return Decoding(tags, lattice.log_prob(tags))
 
 
@@ -102,7 +102,7 @@ def decode_meu(lattice: Lattice, beta: float = 1.0, method: str = "exact",
     if method == "kbest":
         return _meu_kbest(lattice, beta, k)
     if method != "exact":
-        raise ValueError(f"unknown method {method!r}; use 'exact' or 'kbest'")
+        raise InputError(f"unknown method {method!r}; use 'exact' or 'kbest'")
     n = lattice.n
     g = meu_weights(lattice, beta)
     z0, _ = tp_count_table(lattice, [])
@@ -119,7 +119,7 @@ def decode_meu(lattice: Lattice, beta: float = 1.0, method: str = "exact",
 
 def _meu_kbest(lattice: Lattice, beta: float, k: int) -> Decoding:
     if not (isinstance(k, int) and k >= 1):
-        raise ValueError(f"k must be a positive integer, got {k!r}")
+        raise InputError(f"k must be a positive integer, got {k!r}")
     std = fsa.to_arc_type(fsa.bare(lattice.fst), "standard")
     paths = pynini.shortestpath(std, nshortest=k, unique=True)
     best = None

@@ -8,16 +8,24 @@
 The slides' F column ("F_3") is F_β with β = 3 in the slides' own parametrisation
 F_β = (β+1)·tp / (m(x) + β·m(y)): BBB gets 4/6 = 0.67 and BOB 4/5 = 0.80 against
 OOB; β = 1 would give 0.50 and 0.67.  (In the b² convention this is b = √3.)
+
+Pitfalls: the MEU pick may be a sequence of probability zero (BBB for small θ:
+b(B|B) = 0), which is right, not a bug; and near-ties in E[F] are printed as
+ties (``BOB=OOB``), up to a relative 1e-12, not broken by dictionary order.
 """
 
 from __future__ import annotations
 
 import itertools
+from typing import Iterable
 
 import numpy as np
 
 from . import encodings as enc
 from .evaluate import f_beta
+from .expected import expected_f
+from .grammars.models import toy_bigram
+from .lattice import Lattice
 
 #: The slides' example sentence (§1, §6) with its named entities in untyped IOB2.
 SLIDES_WORDS = ("De liberale minister van Justitie Marc Verwilghen is geen kandidaat op "
@@ -46,19 +54,18 @@ def toy_table(beta: float = TOY_BETA) -> list[tuple[str, str, str, float]]:
     return rows
 
 
-def toy_lattice(theta: float, n: int = 3):
-    from .grammars.models import toy_bigram
-    from .lattice import Lattice
+def toy_lattice(theta: float, n: int = 3) -> Lattice:
+    """The slides' toy bigram model b(·|·; θ) as a lattice over untyped IOB2, n tokens."""
     return Lattice.from_fst(toy_bigram(theta, n), ("O", "B", "I"), "IOB2")
 
 
 def valid_sequences(n: int = 3) -> list[str]:
+    """Every valid untyped IOB2 sequence of length ``n``, as a string such as "OBI"."""
     return ["".join(s) for s in itertools.product("OBI", repeat=n) if enc.is_valid(s, "IOB2")]
 
 
-def toy_sweep(thetas, beta: float = TOY_BETA) -> list[dict]:
+def toy_sweep(thetas: Iterable[float], beta: float = TOY_BETA) -> list[dict]:
     """For each θ: Pr and E[F_β] of every valid length-3 sequence, the MAP and MEU picks."""
-    from .expected import expected_f
     out = []
     seqs = valid_sequences(3)
     for theta in thetas:

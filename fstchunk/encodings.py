@@ -43,6 +43,8 @@ import functools
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from .errors import InputError, SchemeError
+
 Chunk = tuple[str, int, int]
 
 #: Canonical scheme names, in the order the toolkit lists them.
@@ -106,11 +108,11 @@ _SPECS: dict[str, SchemeSpec] = {s.name: s for s in (
 def canonical_scheme(scheme: str) -> str:
     """Return the canonical name of ``scheme`` (case-insensitive, aliases)."""
     if not isinstance(scheme, str):
-        raise ValueError(f"scheme must be a string, got {scheme!r}")
+        raise SchemeError(f"scheme must be a string, got {scheme!r}")
     name = scheme.upper()
     name = ALIASES.get(name, name)
     if name not in _SPECS:
-        raise ValueError(
+        raise SchemeError(
             f"unknown chunk scheme {scheme!r}; known: {', '.join(SCHEMES)} "
             f"(aliases: {', '.join(ALIASES)})")
     return name
@@ -144,20 +146,20 @@ def scheme_tags(scheme: str, types: Sequence[str] = ("",)) -> tuple[str, ...]:
 
 
 def _parse(tag: str, s: SchemeSpec, pos: int) -> tuple[str, str]:
-    """Tag -> (canonical prefix, type); ValueError naming position and tag."""
+    """Tag -> (canonical prefix, type); SchemeError naming position and tag."""
     try:
         return _PARSED[s.name][tag]
     except (KeyError, TypeError):
         pass
     if not isinstance(tag, str):
-        raise ValueError(f"position {pos}: tag {tag!r} is not a string")
+        raise SchemeError(f"position {pos}: tag {tag!r} is not a string")
     if tag == OUTSIDE:
         return OUTSIDE, ""
     prefix, ctype = split_tag(tag)
     ren = dict(s.rename)
     canon = {v: k for k, v in s.rename}.get(prefix, prefix)
     if canon not in s.prefixes or ren.get(canon, canon) != prefix:
-        raise ValueError(
+        raise SchemeError(
             f"position {pos}: tag {tag!r} is not a {s.name} tag "
             f"(prefixes {', '.join(scheme_prefixes(s.name))} and O)")
     if len(_PARSED[s.name]) < 100_000:
@@ -234,16 +236,16 @@ def is_valid(tags: Sequence[str], scheme: str) -> bool:
 
 
 def validate(tags: Sequence[str], scheme: str) -> None:
-    """Raise ``ValueError`` naming the first offending position and tag."""
+    """Raise :class:`~fstchunk.errors.SchemeError` naming the first offending position and tag."""
     msg = _violation(tags, spec(scheme))
     if msg:
-        raise ValueError(msg)
+        raise SchemeError(msg)
 
 
 def tags_to_chunks(tags: Sequence[str], scheme: str, strict: bool = True) -> list[Chunk]:
     """Chunks ``(type, start, end)`` of a tag sequence, in order.
 
-    ``strict=True`` raises ``ValueError`` (position and tag) on an invalid
+    ``strict=True`` raises :class:`~fstchunk.errors.SchemeError` (position and tag) on an invalid
     sequence; ``strict=False`` reads it as conlleval.pl does (see module doc).
     """
     s = spec(scheme)
@@ -324,7 +326,7 @@ def chunks_to_tags(chunks: Iterable[Chunk], length: int, scheme: str) -> list[st
     prev_end = 0
     for ctype, start, end in chunks:
         if not (0 <= start < end <= length) or start < prev_end:
-            raise ValueError(
+            raise InputError(
                 f"chunk {(ctype, start, end)!r} is empty, out of range for length "
                 f"{length}, or overlaps the previous chunk")
         prev_end = end

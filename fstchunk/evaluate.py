@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from . import encodings as enc
+from .conll import read_conll
+from .errors import InputError
 
 Chunk = enc.Chunk
 
@@ -38,7 +40,7 @@ def f_beta(tp: float, m_hyp: float, m_ref: float, beta: float = 1.0) -> float:
 
 def _check_beta(beta: float) -> None:
     if not (beta >= 0 and beta < float("inf")):
-        raise ValueError(f"beta must be a finite number >= 0, got {beta!r}")
+        raise InputError(f"beta must be a finite number >= 0, got {beta!r}")
 
 
 def sentence_f(hyp: Iterable[Chunk], ref: Iterable[Chunk], beta: float = 1.0) -> float:
@@ -132,7 +134,7 @@ def evaluate(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
     """
     _check_beta(beta)
     if len(gold) != len(pred):
-        raise ValueError(f"{len(gold)} gold sentences but {len(pred)} predicted")
+        raise InputError(f"{len(gold)} gold sentences but {len(pred)} predicted")
     overall = Scores(beta=beta)
     per_type: dict[str, Scores] = {}
     tokens = correct_tags = 0
@@ -140,7 +142,7 @@ def evaluate(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
     for k, (g, p) in enumerate(zip(gold, pred)):
         if len(g) != len(p):
             at = where[k] if where else f"sentence {k}"
-            raise ValueError(f"{at}: {len(g)} gold tags but {len(p)} predicted")
+            raise InputError(f"{at}: {len(g)} gold tags but {len(p)} predicted")
         tokens += len(g)
         correct_tags += sum(a == b for a, b in zip(g, p))
         gc, pc = set(read_chunks(g, scheme)), set(read_chunks(p, scheme))
@@ -157,7 +159,6 @@ def evaluate(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
 def evaluate_file(path, scheme: str | None = None, beta: float = 1.0,
                   delimiter: str | None = None) -> Report:
     """Score a CoNLL file whose last two columns are gold and predicted tags."""
-    from .conll import read_conll
     sents = read_conll(path, delimiter=delimiter, min_columns=2)
     return evaluate([s.column(-2) for s in sents], [s.column(-1) for s in sents],
                     scheme=scheme, beta=beta, where=[s.where(0) for s in sents])

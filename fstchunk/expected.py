@@ -27,6 +27,7 @@ import numpy as np
 import pynini
 
 from . import encodings as enc
+from .errors import InputError
 from . import fsa
 from .evaluate import _check_beta
 from .engine.expectation import tp_count_table
@@ -57,7 +58,7 @@ def expected_f(lattice: Lattice, hypothesis: Sequence[str] | None = None,
     """E[tp], E[P], E[R], E[F_β] of a fixed hypothesis or reference (exactly one)."""
     _check_beta(beta)
     if (hypothesis is None) == (reference is None):
-        raise ValueError("give exactly one of hypothesis= (decoding) or reference= (training)")
+        raise InputError("give exactly one of hypothesis= (decoding) or reference= (training)")
     direction = "decoding" if hypothesis is not None else "training"
     fixed = list(hypothesis if hypothesis is not None else reference)
     lattice.check_sequence(fixed, "hypothesis" if hypothesis is not None else "reference")
@@ -70,7 +71,7 @@ def expected_f(lattice: Lattice, hypothesis: Sequence[str] | None = None,
         joint = None
         Z, T = tp_count_table(lattice, chunks)
     else:
-        raise ValueError(f"unknown method {method!r}; use 'fst' or 'fast'")
+        raise InputError(f"unknown method {method!r}; use 'fst' or 'fast'")
     return from_count_table(Z, T, len(chunks), beta, direction, joint)
 
 
@@ -126,6 +127,7 @@ def joint_by_composition(lattice: Lattice, fixed_chunks) -> np.ndarray:
     joint = np.zeros((n + 1, n + 1))
     for labels, _, w in fsa.paths(r):
         (k1, a_), (k2, b_) = (counting.decode_marker(x) for x in labels)
-        assert (k1, k2) == ("tp", "m")
+        if (k1, k2) != ("tp", "m"):            # T⊠M emits <tp> then <m> on every path
+            raise RuntimeError(f"fstchunk bug: marker string {k1}, {k2} out of order")
         joint[a_, b_] += np.exp(-w)
     return joint

@@ -9,7 +9,12 @@ Pitfalls:
   subtrahend; the builders work in the standard (tropical) semiring with no
   weights and convert to the caller's arc type at the end (:func:`to_arc_type`).
 * OpenFst has no "is functional" test; :func:`is_functional` decides it for
-  epsilon-free letter-to-letter machines (all machines here) from ``T^-1 o T``.
+  epsilon-free letter-to-letter machines (all machines here) from ``T^-1 o T``
+  (``None`` when an arc reads or writes epsilon: ``EPSILONS`` alone misses 1:0).
+* an arc type is not a weight type: ``"standard"`` arcs carry ``"tropical"``
+  weights, and ``pynini.Weight.one("standard")`` fails (:func:`weight_type`).
+* :func:`write_far` writes keys sorted (FARs require it) and refuses machines of
+  another arc type than the FAR's.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ import math
 from typing import Iterable, Iterator, Sequence
 
 import pynini
+
+from .errors import InputError
 
 ARC_TYPES = ("standard", "log", "log64")
 
@@ -29,8 +36,20 @@ DELTA = 1e-14
 
 def check_arc_type(arc_type: str) -> str:
     if arc_type not in ARC_TYPES:
-        raise ValueError(f"unknown arc type {arc_type!r}; use one of {', '.join(ARC_TYPES)}")
+        raise InputError(f"unknown arc type {arc_type!r}; use one of {', '.join(ARC_TYPES)}")
     return arc_type
+
+
+#: The weight type of each arc type (``pynini.Weight`` wants the former).
+WEIGHT_TYPES = {"standard": "tropical", "log": "log", "log64": "log64"}
+
+
+def weight_type(arc_type: str) -> str:
+    """The weight type of ``arc_type``: ``"standard"`` arcs carry ``"tropical"`` weights.
+
+    Pitfall: ``pynini.Weight.one("standard")`` fails; builders that take an arc
+    type make their weights with this name."""
+    return WEIGHT_TYPES[check_arc_type(arc_type)]
 
 
 def attach(fst: pynini.Fst, symbols: pynini.SymbolTable) -> pynini.Fst:
@@ -68,7 +87,8 @@ def string_fst(labels: Sequence[int], arc_type: str = "standard",
     """Linear machine reading ``labels`` (writing ``olabels`` if given)."""
     olabels = labels if olabels is None else olabels
     if len(olabels) != len(labels):
-        raise ValueError("input and output label sequences differ in length")
+        raise InputError(f"input and output label sequences differ in length "
+                         f"({len(labels)} and {len(olabels)})")
     f = pynini.Fst(arc_type)
     s = f.add_state()
     f.set_start(s)
@@ -93,7 +113,12 @@ def to_arc_type(fst: pynini.Fst, arc_type: str) -> pynini.Fst:
 def write_far(path: str, machines: dict[str, pynini.Fst], arc_type: str) -> list[str]:
     """Write ``machines`` to a FAR at ``path`` (keys sorted, as FARs require);
     return the keys written."""
-    with pynini.Far(path, "w", arc_type=check_arc_type(arc_type)) as far:
+    check_arc_type(arc_type)
+    wrong = [k for k in sorted(machines) if machines[k].arc_type() != arc_type]
+    if wrong:
+        raise InputError(f"cannot write {path}: machine {wrong[0]!r} has "
+                         f"{machines[wrong[0]].arc_type()} arcs, the FAR {arc_type} arcs")
+    with pynini.Far(path, "w", arc_type=arc_type) as far:
         for key in sorted(machines):
             far[key] = machines[key]
     return sorted(machines)
@@ -154,7 +179,7 @@ def paths(fst: pynini.Fst, limit: int = 100000) -> list[tuple[list[int], list[in
     if fst.num_states() == 0 or fst.start() == pynini.NO_STATE_ID:
         return []
     if fst.properties(pynini.CYCLIC, True) == pynini.CYCLIC:
-        raise ValueError("paths() needs an acyclic machine")
+        raise InputError("paths() needs an acyclic machine; this one is cyclic")
     out = []
     stack = [(fst.start(), [], [], 0.0)]
     while stack:
@@ -163,7 +188,7 @@ def paths(fst: pynini.Fst, limit: int = 100000) -> list[tuple[list[int], list[in
         if fw != math.inf:
             out.append((il, ol, w + fw))
             if len(out) > limit:
-                raise ValueError(f"more than {limit} paths")
+                raise InputError(f"paths(): the machine has more than {limit} paths (raise limit=)")
         for a in fst.arcs(s):
             stack.append((a.nextstate,
                           il + ([a.ilabel] if a.ilabel else []),
@@ -177,14 +202,15 @@ def is_functional(fst: pynini.Fst) -> bool | None:
 
     Decided exactly for epsilon-free machines: trim ``T^-1 o T``; every arc of an
     epsilon-free letter machine then reads and writes the same label iff the
-    relation is a partial identity, i.e. iff ``T`` is functional.  Returns
-    ``None`` (unknown) for machines with epsilon arcs.
+    relation is a partial identity, i.e. iff ``T`` is functional.  Acceptors are
+    functional; returns ``None`` (unknown) for other machines with epsilon arcs.
     """
     f = pynini.arcmap(fst.copy(), map_type="rmweight")
-    if f.properties(pynini.EPSILONS, True) == pynini.EPSILONS:
-        return None
     if f.properties(pynini.ACCEPTOR, True) == pynini.ACCEPTOR:
-        return True
+        return True                   # an identity, epsilons or not
+    # Pitfall: EPSILONS flags only 0:0 arcs; a 1:0 arc must make the answer unknown too.
+    if f.properties(pynini.I_EPSILONS | pynini.O_EPSILONS, True):
+        return None
     inv = f.copy().invert().arcsort(sort_type="olabel")
     r = pynini.compose(inv, f.arcsort(sort_type="ilabel")).connect()
     return all(a.ilabel == a.olabel for s in r.states() for a in r.arcs(s))

@@ -32,6 +32,7 @@ import numpy as np
 import pynini
 
 from . import encodings as enc
+from .errors import InputError
 from . import fsa
 from .engine.counting import chunk_marginals
 from .grammars.models import score_lattice
@@ -73,17 +74,17 @@ class Lattice:
         tags, L = space.tags, len(space)
         emissions = _array("emissions", emissions, 2)
         if emissions.shape[0] == 0:
-            raise ValueError("empty sentence: emissions has 0 rows (a sentence has >= 1 token)")
+            raise InputError("empty sentence: emissions has 0 rows (a sentence has >= 1 token)")
         if emissions.shape[1] != L:
-            raise ValueError(f"emissions has {emissions.shape[1]} columns but there are {L} tags")
+            raise InputError(f"emissions has {emissions.shape[1]} columns but there are {L} tags")
         transitions = _array("transitions", transitions, 2)
         if transitions.shape != (L, L):
-            raise ValueError(f"transitions has shape {transitions.shape}, expected {(L, L)}")
+            raise InputError(f"transitions has shape {transitions.shape}, expected {(L, L)}")
         start = np.zeros(L) if start is None else _array("start", start, 1)
         end = np.zeros(L) if end is None else _array("end", end, 1)
         for name, a in (("start", start), ("end", end)):
             if a.shape != (L,):
-                raise ValueError(f"{name} has shape {a.shape}, expected {(L,)}")
+                raise InputError(f"{name} has shape {a.shape}, expected {(L,)}")
         ok_start, ok_trans, ok_end = space.start_ok, space.trans_ok, space.end_ok
         neg = -np.inf
         n = emissions.shape[0]
@@ -125,7 +126,7 @@ class Lattice:
         acc = validity_acceptor(self.scheme, self.space.types)
         out = pynini.compose(raw.arcsort("olabel"), acc).connect()
         if out.num_states() == 0:
-            raise ValueError("the lattice gives no weight to any valid "
+            raise InputError("the lattice gives no weight to any valid "
                              f"{self.scheme} sequence of length {self.n}")
         return fsa.attach(out, self.space.symbols)
 
@@ -159,13 +160,13 @@ class Lattice:
 
     def check_sequence(self, seq: Sequence[str], what: str) -> list[int]:
         if len(seq) != self.n:
-            raise ValueError(f"{what} has {len(seq)} tags but the lattice has {self.n} tokens")
+            raise InputError(f"{what} has {len(seq)} tags but the lattice has {self.n} tokens")
         enc.validate(list(seq), self.scheme)
         pos = {t: i for i, t in enumerate(self.tags)}
         out = []
         for i, t in enumerate(seq):
             if t not in pos:
-                raise ValueError(f"{what}: position {i}: tag {t!r} is not among the lattice's "
+                raise InputError(f"{what}: position {i}: tag {t!r} is not among the lattice's "
                                  f"tags {', '.join(self.tags)}")
             out.append(pos[t])
         return out
@@ -178,11 +179,11 @@ class Lattice:
 def _array(name: str, a, ndim: int) -> np.ndarray:
     arr = np.asarray(a, dtype=np.float64)
     if arr.ndim != ndim:
-        raise ValueError(f"{name} must be a {ndim}-D array, got shape {arr.shape}")
+        raise InputError(f"{name} must be a {ndim}-D array, got shape {arr.shape}")
     bad = ~np.isfinite(arr)
     if bad.any():
         where = tuple(int(x) for x in np.argwhere(bad)[0])
-        raise ValueError(f"{name} has a non-finite score {float(arr[where])} at index {where}")
+        raise InputError(f"{name} has a non-finite score {float(arr[where])} at index {where}")
     return arr
 
 
@@ -209,7 +210,7 @@ def _to_space_labels(fst: pynini.Fst, ts: TagSpace) -> pynini.Fst:
                 continue
             if name not in tags:
                 if any(a.ilabel == key for s in f.states() for a in f.arcs(s)):
-                    raise ValueError(f"the machine uses symbol {name!r}, which is not among "
+                    raise InputError(f"the machine uses symbol {name!r}, which is not among "
                                      f"the tags {', '.join(tags)}")
                 continue
             pairs.append((key, ts.label(name)))
@@ -219,7 +220,7 @@ def _to_space_labels(fst: pynini.Fst, ts: TagSpace) -> pynini.Fst:
         for s in f.states():
             for a in f.arcs(s):
                 if a.ilabel not in allowed and a.ilabel != 0:
-                    raise ValueError(f"the machine has label {a.ilabel}, not the label of any "
+                    raise InputError(f"the machine has label {a.ilabel}, not the label of any "
                                      f"tag in {', '.join(tags)}")
     f.rmepsilon(delta=fsa.DELTA)
     return fsa.attach(f, ts.symbols)
@@ -240,9 +241,9 @@ def _layers_of(f: pynini.Fst, ts: TagSpace) -> Layers:
             hist.add_arc(q, pynini.Arc(lab, lab, pynini.Weight.one("log64"), hs[lab]))
     g = pynini.compose(pynini.compose(f.arcsort("olabel"), acc), hist.arcsort()).connect()
     if g.num_states() == 0:
-        raise ValueError(f"the machine accepts no valid {scheme} sequence over the given tags")
+        raise InputError(f"the machine accepts no valid {scheme} sequence over the given tags")
     if g.properties(pynini.CYCLIC, True) == pynini.CYCLIC:
-        raise ValueError("the lattice machine is cyclic; a sentence lattice must be acyclic")
+        raise InputError("the lattice machine is cyclic; a sentence lattice must be acyclic")
     index = {lab: i for i, lab in enumerate(labels)}
     depth = {g.start(): 0}
     order = [g.start()]
@@ -253,7 +254,7 @@ def _layers_of(f: pynini.Fst, ts: TagSpace) -> Layers:
                 depth[a.nextstate] = d
                 order.append(a.nextstate)
             elif depth[a.nextstate] != d:
-                raise ValueError("the lattice machine accepts sequences of different lengths")
+                raise InputError("the lattice machine accepts sequences of different lengths")
     n = max(depth.values())
     layer_states = [[] for _ in range(n + 1)]
     for s in order:
@@ -262,7 +263,7 @@ def _layers_of(f: pynini.Fst, ts: TagSpace) -> Layers:
     zero = pynini.Weight.zero("log64")
     for s in order:
         if g.final(s) != zero and depth[s] != n:
-            raise ValueError("the lattice machine accepts sequences of different lengths")
+            raise InputError("the lattice machine accepts sequences of different lengths")
     weights, labs = [], []
     for i in range(n):
         src, dst = layer_states[i], layer_states[i + 1]

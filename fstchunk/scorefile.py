@@ -8,23 +8,38 @@ A score file holds, without pickle:
 * ``emissions_0``, ``emissions_1``, ...: one (n_k x L) array per sentence, in the
   order of the CoNLL file they score.
 
-Pitfall: ``np.load`` is always called with ``allow_pickle=False``; a file that
-needs pickle, is truncated, or lacks a key is reported with its name.
+Every file that cannot be used raises :class:`~fstchunk.errors.ModelFileError`
+naming the file (and the sentence, for a bad ``emissions_k``).
+
+Pitfalls:
+
+* ``np.load`` is always called with ``allow_pickle=False``; a file that needs
+  pickle, is truncated, is a single ``.npy`` array, or lacks a key is reported
+  with its name, never unpickled.
+* sentences are read ``emissions_0, emissions_1, ...`` up to the first missing
+  index; an ``emissions_k`` beyond a gap would be silently dropped, so a gap is
+  an error.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import zipfile
 from typing import Sequence
 
 import numpy as np
 
+from .errors import ModelFileError
 from .lattice import Lattice
 
+_EMISSIONS = re.compile(r"emissions_(\d+)$")
 
-def save_scores(path, tags: Sequence[str], emissions: Sequence[np.ndarray],
-                transitions: np.ndarray, start=None, end=None, scheme: str = "IOB2") -> None:
+
+def save_scores(path: str | os.PathLike, tags: Sequence[str], emissions: Sequence[np.ndarray],
+                transitions: np.ndarray, start: np.ndarray | None = None,
+                end: np.ndarray | None = None, scheme: str = "IOB2") -> None:
+    """Write a score file (see the module doc); ``emissions[k]`` scores sentence ``k``."""
     arrays = {"tags": np.array(list(tags), dtype=str), "scheme": np.array(scheme),
               "transitions": np.asarray(transitions, float)}
     if start is not None:
@@ -36,27 +51,44 @@ def save_scores(path, tags: Sequence[str], emissions: Sequence[np.ndarray],
     np.savez(path, **arrays)
 
 
-def load_lattices(path) -> list[Lattice]:
+def _read_arrays(name: str) -> dict[str, np.ndarray]:
+    try:
+        z = np.load(name, allow_pickle=False)
+        if not isinstance(z, np.lib.npyio.NpzFile):
+            raise ModelFileError(f"{name}: a single array, not a score file (.npz)")
+        with z:
+            return {k: z[k] for k in z.files}
+    except ModelFileError:
+        raise
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
+        raise ModelFileError(f"{name}: not a readable score file (.npz without pickle): "
+                             f"{e}") from None
+
+
+def load_lattices(path: str | os.PathLike) -> list[Lattice]:
     """One :class:`Lattice` per sentence of a score file."""
     name = os.fspath(path)
-    try:
-        with np.load(name, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
-        raise ValueError(f"{name}: not a readable score file (.npz without pickle): {e}") from None
+    data = _read_arrays(name)
     for key in ("tags", "transitions"):
         if key not in data:
-            raise ValueError(f"{name}: missing array {key!r} (see fstchunk.scorefile)")
+            raise ModelFileError(f"{name}: missing array {key!r} (see fstchunk.scorefile)")
+    if data["tags"].ndim != 1 or data["tags"].dtype.kind not in "US":
+        raise ModelFileError(f"{name}: 'tags' must be a 1-D string array, got dtype "
+                             f"{data['tags'].dtype} and shape {data['tags'].shape}")
     tags = [str(t) for t in data["tags"].tolist()]
     scheme = str(data["scheme"]) if "scheme" in data else "IOB2"
-    k, out = 0, []
-    while f"emissions_{k}" in data:
+    indices = sorted(int(m.group(1)) for m in map(_EMISSIONS.match, data) if m)
+    if not indices:
+        raise ModelFileError(f"{name}: no emissions_0 array: the file scores no sentence")
+    if indices != list(range(len(indices))):
+        gap = next(k for k, i in enumerate(indices) if i != k)
+        raise ModelFileError(f"{name}: emissions_{indices[-1]} present but emissions_{gap} "
+                             "missing (sentences must be numbered 0, 1, 2, ...)")
+    out = []
+    for k in indices:
         try:
             out.append(Lattice.from_scores(tags, data[f"emissions_{k}"], data["transitions"],
                                            data.get("start"), data.get("end"), scheme=scheme))
         except ValueError as e:
-            raise ValueError(f"{name}: sentence {k}: {e}") from None
-        k += 1
-    if not out:
-        raise ValueError(f"{name}: no emissions_0 array: the file scores no sentence")
+            raise ModelFileError(f"{name}: sentence {k} (emissions_{k}): {e}") from None
     return out

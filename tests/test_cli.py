@@ -183,7 +183,7 @@ def test_decode_then_eval(capsys, tmp_path, decoder, corpus):
     from fstchunk.conll import read_conll, write_conll
     from fstchunk.models.hmm import HMM
     model = tmp_path / "hmm.npz"
-    HMM.fit(read_conll(corpus("conll2000", "train.txt"))[:500]).save(model)
+    HMM().fit(read_conll(corpus("conll2000", "train.txt"))[:500]).save(model)
     test = read_conll(corpus("conll2000", "test.txt"))[:15]
     inp = tmp_path / "in.txt"
     write_conll(test, inp)
@@ -245,7 +245,7 @@ def test_expected_with_saved_model(capsys, tmp_path, corpus):
     from fstchunk.conll import read_conll, write_conll
     from fstchunk.models.hmm import HMM
     model = tmp_path / "hmm.npz"
-    hmm = HMM.fit(read_conll(corpus("conll2000", "train.txt"))[:300])
+    hmm = HMM().fit(read_conll(corpus("conll2000", "train.txt"))[:300])
     hmm.save(model)
     test = read_conll(corpus("conll2000", "test.txt"))[:3]
     inp = tmp_path / "t.txt"

@@ -2,7 +2,7 @@ import io
 
 import pytest
 
-from fstchunk.conll import CoNLLError, conll_string, read_conll
+from fstchunk.conll import CoNLLError, conll_string, read_conll, write_conll
 
 
 def test_read_sentences_docstart_and_columns():
@@ -27,6 +27,22 @@ def test_non_utf8_names_file_and_line(tmp_path):
     p.write_bytes("a DT O\n\nb\xe9 NN O\n".encode("latin-1"))
     with pytest.raises(CoNLLError, match=r"latin1.txt:3: not valid UTF-8"):
         read_conll(p)
+
+
+def test_non_utf8_binary_stream_names_line():
+    data = io.BytesIO("a DT O\nb\xe9 NN O\n".encode("latin-1"))
+    data.name = "bytes.txt"
+    with pytest.raises(CoNLLError, match=r"bytes.txt:2: not valid UTF-8"):
+        read_conll(data)
+
+
+def test_write_conll_to_path_and_last_sentence_without_blank_line(tmp_path):
+    p = tmp_path / "out.txt"
+    write_conll([[["a", "O"], ["b", "B-NP"]], [["c", "O"]]], p, delimiter="\t")
+    assert p.read_text(encoding="utf-8") == "a\tO\nb\tB-NP\n\nc\tO\n\n"
+    sents = read_conll(io.StringIO("a O\n\nb B-NP"))
+    assert [s.rows for s in sents] == [[["a", "O"]], [["b", "B-NP"]]]
+    assert sents[1].where(0) == "<stream>:3"
 
 
 def test_min_columns():

@@ -3,6 +3,7 @@ import random
 import pytest
 
 from fstchunk import encodings as enc
+from fstchunk.errors import CoNLLError, InputError
 from fstchunk.evaluate import evaluate, evaluate_file, f_beta, sentence_f
 from oracles import all_chunkings
 
@@ -142,7 +143,7 @@ def test_f_beta_convention():
     P, R = tp / mx, tp / my
     assert f_beta(tp, mx, my, b) == pytest.approx((1 + b) * P * R / (b * P + R))
     assert sentence_f([("", 0, 1)], [], beta=1) == 0.0
-    with pytest.raises(ValueError, match="beta"):
+    with pytest.raises(InputError, match="beta"):
         f_beta(1, 1, 1, beta=float("nan"))
     rep = evaluate([["B", "I"], ["O"]], [["B", "I"], ["B"]], beta=2.0)
     assert rep.sentence_f == [1.0, 0.0]
@@ -152,8 +153,19 @@ def test_f_beta_convention():
 
 
 def test_length_mismatch_names_sentence():
-    with pytest.raises(ValueError, match="sentence 1: 2 gold tags but 1 predicted"):
+    with pytest.raises(InputError, match="sentence 1: 2 gold tags but 1 predicted"):
         evaluate([["O"], ["O", "O"]], [["O"], ["O"]])
+    with pytest.raises(InputError, match="2 gold sentences but 1 predicted"):
+        evaluate([["O"], ["O"]], [["O"]])
+    with pytest.raises(InputError, match="f.txt:3: 2 gold tags"):
+        evaluate([["O", "O"]], [["O"]], where=["f.txt:3"])
+
+
+def test_evaluate_file_needs_two_columns(tmp_path):
+    p = tmp_path / "one.txt"
+    p.write_text("word\n", encoding="utf-8")
+    with pytest.raises(CoNLLError, match=r"one\.txt:1: expected at least 2 columns"):
+        evaluate_file(p)
 
 
 def test_evaluate_file_on_real_data(corpus, tmp_path):

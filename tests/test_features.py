@@ -1,6 +1,7 @@
 import pytest
 
 from fstchunk.conll import Sentence
+from fstchunk.errors import InputError
 from fstchunk.models.features import TEMPLATES, FeatureMap, token_features
 
 WORDS = ["He", "reckons", "the", "deficit"]
@@ -34,7 +35,9 @@ def test_feature_map_fit_transform_and_arrays():
     assert back.names == fm.names
     unseen = fm.transform([Sentence([["Zork", "NN", "O"]])])
     assert unseen.sum() >= 1          # at least the bias
-    with pytest.raises(ValueError, match="unknown feature template"):
+    with pytest.raises(InputError, match="unknown feature template"):
         token_features(WORDS, POS, "tmpt5")
-    with pytest.raises(ValueError, match="f.txt:3: features read columns 0 .word. and 1"):
+    with pytest.raises(InputError, match="unknown feature template"):
+        FeatureMap("tmpt5", [])
+    with pytest.raises(InputError, match="f.txt:3: features read columns 0 .word. and 1"):
         fm.transform([Sentence([["x"]], [3], "f.txt")])

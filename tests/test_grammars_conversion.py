@@ -1,5 +1,6 @@
 import pynini
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from fstchunk import encodings as enc
 from fstchunk import fsa
@@ -62,3 +63,43 @@ def test_conversion_on_real_sentences(corpus):
             out = fsa.string_fst([ts.label(t) for t in tags], "log64") @ m
             (i, o, _), = fsa.paths(out)
             assert [ts.symbols.find(x) for x in o] == enc.convert(tags, "IOB2", target)
+
+
+# ------------------------------------------------------------- property tests
+@st.composite
+def conversions(draw, valid: bool):
+    """(source, target, types, tags), tags of length 1..5: a valid ``source`` string
+    (from a random chunking) if ``valid``, else any string of ``source`` tags."""
+    source, target = draw(st.lists(st.sampled_from(enc.SCHEMES), min_size=2, max_size=2,
+                                   unique=True))
+    types = draw(st.sampled_from([("",), ("NP", "VP")]))
+    n = draw(st.integers(1, 5))
+    if valid:
+        tags = enc.chunks_to_tags(draw(st.sampled_from(all_chunkings(n, types))), n, source)
+    else:
+        tags = draw(st.lists(st.sampled_from(TagSet(source, types).tags),
+                             min_size=n, max_size=n))
+    return source, target, types, tags
+
+
+def images(source, target, types, tags):
+    """Every output of the conversion machine for input ``tags``, as tag lists."""
+    ts = TagSet(source, types)
+    m = conversion.conversion_transducer(source, target, types)
+    out = fsa.string_fst([ts.label(t) for t in tags], "log64") @ m
+    return [[ts.symbols.find(x) for x in o] for _, o, _ in fsa.paths(out.connect())]
+
+
+@settings(max_examples=200, deadline=None)
+@given(conversions(valid=True))
+def test_conversion_maps_valid_strings_like_convert(case):
+    source, target, types, tags = case
+    assert images(source, target, types, tags) == [enc.convert(tags, source, target)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(conversions(valid=False))
+def test_conversion_domain_is_the_valid_strings(case):
+    source, target, types, tags = case
+    got = images(source, target, types, tags)
+    assert got == ([enc.convert(tags, source, target)] if enc.is_valid(tags, source) else [])

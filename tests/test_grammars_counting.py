@@ -85,11 +85,3 @@ def test_sizes_and_inspection():
     assert not p["acceptor"] and p["acyclic"] is False
     text = tm.print(show_weight_one=False)
     assert "<tp=1>" in text and "B-NP" in text
-
-
-def test_export(tmp_path):
-    keys = C.export(str(tmp_path / "c.far"), "NP", 2)
-    assert keys == ["M.n2", "T.n2", "TM.n2"]
-    with pynini.Far(str(tmp_path / "c.far")) as far:
-        got = {k: f.copy() for k, f in far}
-    assert pynini.equal(got["T.n2"], C.true_positive_transducer("NP", 2))

@@ -1,5 +1,6 @@
 import pynini
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from fstchunk import encodings as enc
 from fstchunk import fsa
@@ -60,11 +61,29 @@ def test_real_tagset_size():
     assert (bad @ acc).connect().num_states() == 0
 
 
-def test_export_far_reads_back(tmp_path):
-    path = str(tmp_path / "v.far")
-    keys = validity.export(path, "NP")
-    assert keys == sorted(f"validity.{s}" for s in enc.SCHEMES)
-    with pynini.Far(path, "r") as far:
-        for key, fst in far:
-            scheme = key.split(".")[1]
-            assert pynini.equal(fst, validity.validity_acceptor(scheme, "NP"))
+# ------------------------------------------------------------- property tests
+ALL_PREFIXES = ("B", "I", "E", "S", "L", "U", "B2", "B3", "E2", "E3")
+
+
+@st.composite
+def tag_strings(draw):
+    """(scheme, types, tags): a random string of length 1..5, drawn from the scheme's
+    own tags or from every tag of the shared symbol table (other schemes' tags too)."""
+    scheme = draw(st.sampled_from(enc.SCHEMES))
+    types = draw(st.sampled_from([("",), ("NP", "VP")]))
+    own = draw(st.booleans())
+    alphabet = (TagSet(scheme, types).tags if own else
+                ("O",) + tuple(enc.make_tag(p, t) for t in types for p in ALL_PREFIXES))
+    tags = draw(st.lists(st.sampled_from(alphabet), min_size=1, max_size=5))
+    return scheme, types, tags
+
+
+@settings(max_examples=300, deadline=None)
+@given(tag_strings())
+def test_acceptor_accepts_iff_is_valid(case):
+    scheme, types, tags = case
+    ts = TagSet(scheme, types)
+    acc = validity.validity_acceptor(scheme, types)
+    x = fsa.string_fst([ts.symbols.find(t) for t in tags], "log64")
+    accepted = (x @ acc).connect().num_states() > 0
+    assert accepted == enc.is_valid(tags, scheme)

@@ -7,7 +7,7 @@ from fstchunk.conll import Sentence, read_conll
 from fstchunk.grammars.models import hmm_transducer
 from fstchunk.models.features import word_shape
 from fstchunk.models.hmm import HMM
-from fstchunk.models.io import ModelFileError
+from fstchunk.errors import InputError, ModelFileError
 from fstchunk.tagspace import TagSet
 
 TOY = [Sentence([["The", "DT", "B-NP"], ["dog", "NN", "I-NP"], ["barks", "VBZ", "B-VP"]]),
@@ -21,7 +21,8 @@ def test_word_shape():
 
 
 def test_fit_counts_and_normalisation():
-    m = HMM.fit(TOY, delta=0.1, min_count=1)
+    m = HMM(delta=0.1, min_count=1).fit(TOY)
+    assert m.kind == "hmm" and m.scheme == "IOB2" and m.settings["sentences"] == 2
     assert m.tags == ("O", "B-NP", "I-NP", "B-VP", "I-VP")
     np.testing.assert_allclose(np.exp(m.log_word).sum(axis=1), 1.0)
     np.testing.assert_allclose(np.exp(m.log_trans).sum(axis=1) + np.exp(m.log_end), 1.0)
@@ -34,7 +35,7 @@ def test_fit_counts_and_normalisation():
 def test_lattice_equals_the_machine_built_twin_on_real_sentences(corpus):
     """HMM score arrays vs the HMM as a tags->words transducer composed with the words."""
     train = read_conll(corpus("conll2000", "train.txt"))[:300]
-    m = HMM.fit(train)
+    m = HMM().fit(train)
     ts = TagSet.from_tags(m.tags, "IOB2")
     for s in read_conll(corpus("conll2000", "test.txt"))[:3]:
         fast = m.lattice(s)
@@ -52,12 +53,13 @@ def test_lattice_equals_the_machine_built_twin_on_real_sentences(corpus):
 
 
 def test_save_load_round_trip_and_errors(tmp_path):
-    m = HMM.fit(TOY, min_count=1)
+    m = HMM(min_count=1).fit(TOY)
     p = tmp_path / "m.npz"
     m.save(p)
     m2 = HMM.load(p)
     s = TOY[1]
     assert m2.lattice(s).log_partition() == pytest.approx(m.lattice(s).log_partition())
+    assert m2.settings == m.settings and m2.tags == m.tags
     trunc = tmp_path / "t.npz"
     trunc.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2])
     with pytest.raises(ModelFileError, match="t.npz: not a readable fstchunk model file"):
@@ -71,8 +73,23 @@ def test_save_load_round_trip_and_errors(tmp_path):
 
 
 def test_unknown_words_and_bad_rows():
-    m = HMM.fit(TOY, min_count=2)
+    m = HMM(min_count=2).fit(TOY)
     s = Sentence([["Zebras", "NNS"], ["run", "VBP"]])
     assert np.isfinite(m.lattice(s).log_partition())
-    with pytest.raises(ValueError, match="reads columns 0 .word. and 1 .POS."):
+    with pytest.raises(InputError, match="f.txt:7: the HMM reads columns 0 .word. and 1 .POS."):
         m.lattice(Sentence([["word"]], [7], "f.txt"))
+
+
+def test_hyper_parameters_and_unfitted_model():
+    """The constructor takes the hyper-parameters, fit the data and returns the model."""
+    m = HMM(scheme="iobes", delta=0.5)
+    assert m.scheme == "IOBES" and m.tags == ()
+    with pytest.raises(InputError, match="not fitted"):
+        m.lattices(TOY)
+    assert m.fit(TOY) is m and any(t.startswith("S-") or t.startswith("E-") for t in m.tags)
+    with pytest.raises(InputError, match="delta must be a finite number > 0"):
+        HMM(delta=0)
+    with pytest.raises(InputError, match="min_count must be an integer >= 1"):
+        HMM(min_count=0)
+    with pytest.raises(InputError, match="at least one training sentence"):
+        HMM().fit([])

@@ -9,6 +9,7 @@ import pytest
 from fstchunk.models import joint as J
 from fstchunk.conll import Sentence, read_conll
 from fstchunk.decode import decode_meu
+from fstchunk.errors import CoNLLError, InputError, SchemeError
 from fstchunk.expected import expected_f
 from fstchunk.lattice import Lattice
 from fstchunk.models.io import ModelFileError
@@ -165,7 +166,7 @@ def test_crf_gradient_by_finite_differences():
 def test_training_fits_the_tiny_set(algorithm):
     data = J.layered(TINY, collapse=True, np_chunks=True)
     model, enc_ = J.model_for(data, "joint")
-    model.fit(enc_, algorithm, iterations=30 if algorithm == "crf" else 8, l2=0.01)
+    assert model.fit(enc_, algorithm, iterations=30 if algorithm == "crf" else 8, l2=0.01) is model
     pos, chunk = J.predict(model, data)
     assert J.scores(data, pos, chunk) == {"pos_accuracy": 100.0, "np_accuracy": 100.0,
                                           "np_f1": 100.0}
@@ -226,14 +227,46 @@ def test_save_load_roundtrip_and_corrupt_file(tmp_path):
 
 def test_bad_input_errors():
     model = _tiny_model()
-    with pytest.raises(ValueError, match="empty sentence"):
+    with pytest.raises(InputError, match="empty sentence"):
         model.encode(J.JointModel.columns([]))
-    with pytest.raises(ValueError, match="unknown POS label 'ADV'"):
+    with pytest.raises(SchemeError, match="f.txt:3: token 1: unknown POS label 'ADV'"):
         model.structure(["ADV"], ["O"], "f.txt:3")
-    with pytest.raises(ValueError, match="unknown algorithm"):
+    with pytest.raises(SchemeError, match="unknown chunk type 'VP'"):
+        model.structure(["NOUN"], ["B-VP"])
+    with pytest.raises(InputError, match="unknown algorithm"):
         model.fit([], "svm")
-    with pytest.raises(ValueError, match="word, POS and chunk"):
+    with pytest.raises(InputError, match="need gold POS and chunk"):
+        model.fit([J.encode(model, J.layered(TINY[:1])[0], gold=False)])
+    with pytest.raises(CoNLLError, match="word, POS and chunk"):
         J.layered([_sent([("a", "DT")])])
+    with pytest.raises(InputError, match="unknown model kind"):
+        J.model_for(J.layered(TINY), "svm")
+    with pytest.raises(InputError, match="must include 'O'"):
+        J.JointModel(("NP",), POS, {}, [])
+    with pytest.raises(InputError, match="no structure has a finite score"):
+        J.viterbi(J.Parts(*(np.full(a.shape, -np.inf) for a in
+                            (np.zeros((1, 3, 2)), np.zeros((1, 3, 2, 2)), np.zeros((1, 3)),
+                             np.zeros((1, 3)), np.zeros((1, 3, 3))))))
+
+
+def test_model_protocol_lattices_and_fit():
+    """``lattices(sentences)`` reads each sentence as predict does (the model's
+    POS/NP settings) and gives the chunk lattice of :meth:`chunk_lattice`."""
+    data = J.layered(TINY, collapse=True, np_chunks=True)
+    model, enc_ = J.model_for(data, "joint", {"collapse_pos": True, "np_only": True})
+    assert model.fit(enc_, "perceptron", iterations=3) is model
+    assert model.kind == "joint" and model.scheme == "IOB2"
+    lats = model.lattices(TINY)
+    assert len(lats) == len(TINY)
+    for lat, d in zip(lats, data):
+        want = model.chunk_lattice(J.encode(model, d, gold=False))
+        assert lat.tags == want.tags and lat.scheme == want.scheme
+        assert lat.log_partition() == pytest.approx(want.log_partition(), rel=1e-12)
+        np.testing.assert_allclose(lat.marginals(), want.marginals(), atol=1e-12)
+        assert decode_meu(lat).tags == J.predict(model, [d], "meu")[1][0]
+    tagger, enc_t = J.model_for(data, "tagger")
+    with pytest.raises(InputError, match="tagger model has no chunk layer"):
+        tagger.lattices(TINY)
 
 
 def test_long_sentence_log_space():

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InputError
+
 from .chain import flush, scaled_layers
 
 
@@ -38,7 +40,7 @@ def _count_forward(lattice):
         nxt[:, 1:] += (w * start).T @ a[:, :-1]
         z = nxt.sum()
         if z <= 0:
-            raise ValueError("the lattice gives no weight to any valid sequence")
+            raise InputError("the lattice gives no weight to any valid sequence")
         a = flush(nxt / z)
         ls += np.log(z) + mx
         alphas.append(a)

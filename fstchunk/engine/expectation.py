@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InputError
+
 from ..encodings import canonical_scheme
 from ..tagspace import TagSpace
 from .chain import flush, scaled_forward_backward, scaled_layers
@@ -94,7 +96,7 @@ def _tp_forward(lattice, fixed_chunks, tape: list | None = None):
                 E2[:, m_dst, shift:] += (w * inc).T @ P[:, m_src, :hi]
         scale = P2.sum()
         if not scale > 0:
-            raise ValueError("the lattice gives no weight to any valid sequence")
+            raise InputError("the lattice gives no weight to any valid sequence")
         if tape is not None:
             tape.append((P, E, w, terms, scale))
         P, E = flush(P2 / scale), flush(E2 / scale)
@@ -103,7 +105,7 @@ def _tp_forward(lattice, fixed_chunks, tape: list | None = None):
     T = np.einsum("smc,s->c", E, fin) + P[:, 1, :].T @ fin     # open matches close at n
     total = Z.sum()
     if not total > 0:
-        raise ValueError("the lattice gives no weight to any valid sequence")
+        raise InputError("the lattice gives no weight to any valid sequence")
     return Z / total, T / total, (P, E, fin, total)
 
 

@@ -1,6 +1,16 @@
 """Grammar sources of fstchunk: one module per machine family.
 
-Each module has a pure builder (tag set in, pynini machine out) and an
-``export`` function that writes the family's machines for a tag set to a FAR.
-Installed as ``fstchunk.grammars``; the package and the CLI use these builders.
+* :mod:`.validity` — validity acceptors of every scheme;
+* :mod:`.conversion` — the IOBES encoders and the conversion transducers;
+* :mod:`.counting` — the true-positive counter T, the chunk counter M and T⊠M;
+* :mod:`.models` — probability models as weighted machines (CRF lattice, HMM, toy);
+* :mod:`.registry` — every machine by name, and the one FAR exporter
+  (:func:`.registry.export_far`, behind ``fstchunk grammar export``).
+
+Each family module is pure builders: a tag set (scheme, chunk types) in, a pynini
+machine out, with the shared symbol table of :mod:`fstchunk.tagspace` attached.
+
+Pitfall: the family modules must not import :mod:`.registry` (it imports them),
+nor anything above the machines (lattice, expected, models): the package layers
+are encodings -> tagspace/fsa -> grammars -> lattices and models.
 """

@@ -112,27 +112,3 @@ def conversion_transducer(source: str, target: str, types=None,
     tgt = enc.canonical_scheme(target)
     return fsa.attach(fsa.to_arc_type(_conversion_std(ts.scheme, tgt, ts.types), arc_type),
                       ts.symbols)
-
-
-def machines(types=None, arc_type: str = "log64", source: str | None = None
-             ) -> dict[str, pynini.Fst]:
-    """Conversions keyed ``convert.SOURCE.TARGET`` (from ``source`` only, if given)."""
-    sources = [enc.canonical_scheme(source)] if source else enc.SCHEMES
-    return {f"convert.{s}.{t}": conversion_transducer(s, t, types, arc_type)
-            for s in sources for t in enc.SCHEMES if s != t}
-
-
-def export(far_path: str, types=None, arc_type: str = "log64",
-           source: str | None = None) -> list[str]:
-    """Write :func:`machines` to a FAR; return the keys written."""
-    return fsa.write_far(far_path, machines(types, arc_type, source), arc_type)
-
-
-if __name__ == "__main__":
-    import argparse
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--types", default="", help="chunk types, e.g. NP,VP (empty: untyped)")
-    ap.add_argument("--source", default=None, help="only conversions from this scheme")
-    ap.add_argument("-o", "--output", required=True, help="FAR file to write")
-    args = ap.parse_args()
-    print("\n".join(export(args.output, args.types, source=args.source)))

@@ -42,6 +42,7 @@ import pynini
 
 from .. import encodings as enc
 from .. import fsa
+from ..errors import InputError
 from ..tagspace import TagSet, normalize_types, symbol_table
 
 #: Markers are numbered from here on, far above any tag label.
@@ -63,7 +64,7 @@ def decode_marker(label: int) -> tuple[str, int]:
         return "tp", label - MARKER_BASE
     if MARKER_BASE + MAX_COUNT <= label < MARKER_BASE + 2 * MAX_COUNT:
         return "m", label - MARKER_BASE - MAX_COUNT
-    raise ValueError(f"label {label} is not a count marker")
+    raise InputError(f"label {label} is not a count marker")
 
 
 @functools.lru_cache(maxsize=None)
@@ -79,7 +80,7 @@ def marker_symbols(types: tuple[str, ...], bound: int) -> pynini.SymbolTable:
 
 def _check_bound(bound: int) -> int:
     if not (isinstance(bound, int) and 0 <= bound < MAX_COUNT):
-        raise ValueError(f"count bound must be an integer in 0..{MAX_COUNT - 1}, got {bound!r}")
+        raise InputError(f"count bound must be an integer in 0..{MAX_COUNT - 1}, got {bound!r}")
     return bound
 
 
@@ -121,10 +122,10 @@ def true_positive_transducer(types=None, bound: int = 4, arc_type: str = "log64"
     types = normalize_types(types)
     _check_bound(bound)
     if weights not in ("marker", "count"):
-        raise ValueError(f"weights must be 'marker' or 'count', got {weights!r}")
+        raise InputError(f"weights must be 'marker' or 'count', got {weights!r}")
     tags = _iobes(types)
     f = pynini.Fst(arc_type)
-    one = pynini.Weight.one(arc_type)
+    one = pynini.Weight.one(fsa.weight_type(arc_type))
     state = {(ct, m): f.add_state() for ct in range(bound + 1) for m in (0, 1)}
     f.set_start(state[(0, 0)])
     sink = f.add_state() if weights == "marker" else None
@@ -147,10 +148,10 @@ def chunk_counter(types=None, bound: int = 4, arc_type: str = "log64",
     types = normalize_types(types)
     _check_bound(bound)
     if tape not in ("input", "output"):
-        raise ValueError(f"tape must be 'input' or 'output', got {tape!r}")
+        raise InputError(f"tape must be 'input' or 'output', got {tape!r}")
     tags = _iobes(types)
     f = pynini.Fst(arc_type)
-    one = pynini.Weight.one(arc_type)
+    one = pynini.Weight.one(fsa.weight_type(arc_type))
     state = [f.add_state() for _ in range(bound + 1)]
     f.set_start(state[0])
     sink = f.add_state() if weights == "marker" else None
@@ -195,7 +196,7 @@ def _prepend_markers(m: pynini.Fst, bound: int, arc_type: str) -> pynini.Fst:
     """M with "any <tp=·>" inserted right before its own <m=·> marker."""
     out = m.copy()
     any_tp = [tp_marker(a) for a in range(bound + 1)]
-    one = pynini.Weight.one(arc_type)
+    one = pynini.Weight.one(fsa.weight_type(arc_type))
     for s in list(out.states()):
         arcs = list(out.arcs(s))
         if not any(a.ilabel >= MARKER_BASE for a in arcs):
@@ -230,11 +231,11 @@ def specialised_pair_acceptor(fixed_chunks: Sequence[enc.Chunk], n: int, types=N
     """
     types = normalize_types(types)
     if n < 1:
-        raise ValueError("a sentence has at least one token")
+        raise InputError(f"a sentence has at least one token, got n={n!r}")
     fixed = fixed_iobes(fixed_chunks, n)
     tags = _iobes(types)
     bound = n
-    one = pynini.Weight.one(arc_type)
+    one = pynini.Weight.one(fsa.weight_type(arc_type))
     # T specialised: states (i, ct, match)
     t = pynini.Fst(arc_type)
     st: dict[tuple[int, int, int], int] = {}
@@ -277,7 +278,7 @@ def chunk_counter_acceptor(types, bound: int, arc_type: str = "log64") -> pynini
     types = normalize_types(types)
     tags = _iobes(types)
     f = pynini.Fst(arc_type)
-    one = pynini.Weight.one(arc_type)
+    one = pynini.Weight.one(fsa.weight_type(arc_type))
     state = [f.add_state() for _ in range(bound + 1)]
     mids = [f.add_state() for _ in range(bound + 1)]
     sink = f.add_state()
@@ -292,25 +293,3 @@ def chunk_counter_acceptor(types, bound: int, arc_type: str = "log64") -> pynini
             f.add_arc(s, pynini.Arc(tp_marker(a), tp_marker(a), one, mids[cm]))
         f.add_arc(mids[cm], pynini.Arc(m_marker(cm), m_marker(cm), one, sink))
     return f
-
-
-def machines(types=None, bound: int = 3, arc_type: str = "log64") -> dict[str, pynini.Fst]:
-    key = f"n{bound}"
-    return {f"T.{key}": true_positive_transducer(types, bound, arc_type),
-            f"M.{key}": chunk_counter(types, bound, arc_type),
-            f"TM.{key}": pair_machine(types, bound, arc_type)}
-
-
-def export(far_path: str, types=None, bound: int = 3, arc_type: str = "log64") -> list[str]:
-    """Write T, M and T⊠M for ``types`` up to ``bound`` to a FAR."""
-    return fsa.write_far(far_path, machines(types, bound, arc_type), arc_type)
-
-
-if __name__ == "__main__":
-    import argparse
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--types", default="", help="chunk types, e.g. NP,VP (empty: untyped)")
-    ap.add_argument("--max-length", type=int, default=3, help="chunk bound K")
-    ap.add_argument("-o", "--output", required=True, help="FAR file to write")
-    args = ap.parse_args()
-    print("\n".join(export(args.output, args.types, args.max_length)))

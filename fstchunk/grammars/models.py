@@ -24,6 +24,7 @@ import numpy as np
 import pynini
 
 from .. import fsa
+from ..errors import InputError
 from ..tagspace import TagSet
 
 
@@ -35,10 +36,20 @@ def score_lattice(labels: Sequence[int], emissions: np.ndarray, transitions: np.
     score(y) = start[y_1] + Σ_i emissions[i, y_i] + Σ_i transitions[y_{i-1}, y_i] + end[y_n].
     Entries equal to -inf get no arc.
     """
+    emissions = np.asarray(emissions, dtype=np.float64)
+    if emissions.ndim != 2 or emissions.shape[1] != len(labels):
+        raise InputError(f"emissions has shape {emissions.shape}, expected (n, {len(labels)}) "
+                         f"for {len(labels)} labels")
     n, L = emissions.shape
-    start = np.zeros(L) if start is None else start
-    end = np.zeros(L) if end is None else end
+    start = np.zeros(L) if start is None else np.asarray(start, dtype=np.float64)
+    end = np.zeros(L) if end is None else np.asarray(end, dtype=np.float64)
+    transitions = np.asarray(transitions, dtype=np.float64)
+    for name, a, shape in (("transitions", transitions, (L, L)), ("start", start, (L,)),
+                           ("end", end, (L,))):
+        if a.shape != shape:
+            raise InputError(f"{name} has shape {a.shape}, expected {shape}")
     f = pynini.Fst(arc_type)
+    wt = f.weight_type()
     q0 = f.add_state()
     f.set_start(q0)
     layer = [q0]
@@ -49,11 +60,11 @@ def score_lattice(labels: Sequence[int], emissions: np.ndarray, transitions: np.
             for b in range(L):
                 if w[b] > -math.inf:
                     f.add_arc(src, pynini.Arc(labels[b], labels[b],
-                                              pynini.Weight(arc_type, -float(w[b])), nxt[b]))
+                                              pynini.Weight(wt, -float(w[b])), nxt[b]))
         layer = nxt
     for b, q in enumerate(layer):
         if end[b] > -math.inf:
-            f.set_final(q, pynini.Weight(arc_type, -float(end[b])))
+            f.set_final(q, pynini.Weight(wt, -float(end[b])))
     return f.connect()
 
 
@@ -66,7 +77,7 @@ def toy_bigram_scores(theta: float, n: int) -> tuple[tuple[str, ...], np.ndarray
     transitions, start) with zero emissions.
     """
     if not (0.0 < theta < 1.0):
-        raise ValueError(f"theta must lie in (0, 1), got {theta!r}")
+        raise InputError(f"theta must lie in (0, 1), got {theta!r}")
     tags = ("O", "B", "I")
     b = {("O", "O"): theta, ("O", "B"): 1 - theta, ("O", "I"): 0.0,
          ("B", "O"): 1 - theta ** 2, ("B", "B"): 0.0, ("B", "I"): theta ** 2,
@@ -97,6 +108,7 @@ def hmm_transducer(tagset: TagSet, tags: Sequence[str], vocab: Sequence[str],
     L = len(tags)
     labels = [tagset.label(t) for t in tags]
     f = pynini.Fst(arc_type)
+    wt = f.weight_type()
     q0 = f.add_state()
     f.set_start(q0)
     qs = [f.add_state() for _ in range(L)]
@@ -108,7 +120,7 @@ def hmm_transducer(tagset: TagSet, tags: Sequence[str], vocab: Sequence[str],
                 w = lt[b] + log_emit[b, v]
                 if w > -math.inf:
                     f.add_arc(src, pynini.Arc(labels[b], lab,
-                                              pynini.Weight(arc_type, -float(w)), qs[b]))
+                                              pynini.Weight(wt, -float(w)), qs[b]))
     for q in qs:
         f.set_final(q)
     f.set_input_symbols(tagset.symbols)

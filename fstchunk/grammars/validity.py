@@ -70,22 +70,3 @@ def slides_iob2_acceptor() -> pynini.Fst:
     left = fsa.union_of([o, b]) + gamma_star
     right = fsa.unweighted_optimize(gamma_star + fsa.string_fst([o, i]) + gamma_star)
     return fsa.attach(fsa.unweighted_optimize(pynini.difference(left, right)), ts.symbols)
-
-
-def machines(types=None, arc_type: str = "log64") -> dict[str, pynini.Fst]:
-    """Every validity acceptor for ``types``, keyed ``validity.SCHEME``."""
-    return {f"validity.{s}": validity_acceptor(s, types, arc_type) for s in enc.SCHEMES}
-
-
-def export(far_path: str, types=None, arc_type: str = "log64") -> list[str]:
-    """Write :func:`machines` to a FAR; return the keys written."""
-    return fsa.write_far(far_path, machines(types, arc_type), arc_type)
-
-
-if __name__ == "__main__":
-    import argparse
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--types", default="", help="chunk types, e.g. NP,VP (empty: untyped)")
-    ap.add_argument("-o", "--output", required=True, help="FAR file to write")
-    args = ap.parse_args()
-    print("\n".join(export(args.output, args.types)))

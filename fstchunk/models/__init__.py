@@ -1,18 +1,34 @@
-"""Loading any saved fstchunk model by its kind."""
+"""The models, and loading any saved model file by its kind.
+
+:data:`MODELS` is the one registry kind -> class; every class follows
+:class:`~fstchunk.models.base.ChunkModel` and its ``kind`` is the tag its
+files carry.  :func:`load_model` reads the file's metadata only
+(:func:`~fstchunk.models.io.read_metadata`), then the class reads the file.
+
+Pitfall: a new model class must be added to :data:`MODELS`, or its files cannot
+be read by ``fstchunk decode`` / ``expected``.
+"""
 
 from __future__ import annotations
 
-from .io import ModelFileError, load_model_file
+from ..errors import ModelFileError
+from .base import ChunkModel, TrainableModel
+from .crf import CRF
+from .hmm import HMM
+from .io import read_metadata
+from .joint import JointModel
+
+MODELS: dict[str, type] = {"crf": CRF, "hmm": HMM, "joint": JointModel}
+
+__all__ = ["CRF", "HMM", "JointModel", "MODELS", "ChunkModel", "TrainableModel", "load_model"]
 
 
-def load_model(path):
-    """The model saved at ``path`` (an :class:`~fstchunk.hmm.HMM` or a CRF)."""
-    meta, _ = load_model_file(path)
-    kind = meta.get("kind")
-    if kind == "hmm":
-        from .hmm import HMM
-        return HMM.load(path)
-    if kind == "crf":
-        from .crf import CRF
-        return CRF.load(path)
-    raise ModelFileError(f"{path}: unknown model kind {kind!r}")
+def load_model(path) -> ChunkModel:
+    """The model saved at ``path``, of whichever kind its file says
+    (:class:`~fstchunk.errors.ModelFileError` naming the file otherwise)."""
+    kind = read_metadata(path).get("kind")
+    cls = MODELS.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise ModelFileError(f"{path}: unknown model kind {kind!r}; this fstchunk reads "
+                             f"{', '.join(MODELS)}")
+    return cls.load(path)

@@ -26,6 +26,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..conll import Sentence
+from ..errors import InputError
+
 
 # ------------------------------------------------------------------ word shapes
 def word_shape(word: str) -> str:
@@ -84,7 +86,7 @@ def _name(items) -> str:
 def token_features(words: Sequence[str], pos: Sequence[str], template: str) -> list[list[str]]:
     """Feature strings of every token of one sentence."""
     if template not in TEMPLATES:
-        raise ValueError(f"unknown feature template {template!r}; use one of "
+        raise InputError(f"unknown feature template {template!r}; use one of "
                          f"{', '.join(TEMPLATES)}")
     n = len(words)
     if template == "ner":
@@ -135,9 +137,9 @@ class FeatureMap:
     """Feature strings -> column indices, fixed after :meth:`fit`."""
 
     def __init__(self, template: str, names: Sequence[str], word_col: int = 0,
-                 pos_col: int = 1):
+                 pos_col: int = 1) -> None:
         if template not in TEMPLATES:
-            raise ValueError(f"unknown feature template {template!r}")
+            raise InputError(f"unknown feature template {template!r}")
         self.template = template
         self.names = list(names)
         self.index = {f: i for i, f in enumerate(self.names)}
@@ -155,9 +157,10 @@ class FeatureMap:
         return cls(template, names, word_col, pos_col)
 
     @staticmethod
-    def _features(s: Sentence, template, word_col, pos_col):
+    def _features(s: Sentence, template: str, word_col: int, pos_col: int
+                  ) -> list[list[str]]:
         if len(s.rows[0]) <= max(word_col, pos_col):
-            raise ValueError(f"{s.where(0)}: features read columns {word_col} (word) and "
+            raise InputError(f"{s.where(0)}: features read columns {word_col} (word) and "
                              f"{pos_col} (POS), but the line has {len(s.rows[0])} columns")
         return token_features(s.column(word_col), s.column(pos_col), template)
 
@@ -182,7 +185,7 @@ class FeatureMap:
         return {"feature_names": np.frombuffer(blob, dtype=np.uint8)}
 
     @classmethod
-    def from_arrays(cls, arrays, meta) -> "FeatureMap":
+    def from_arrays(cls, arrays: dict[str, np.ndarray], meta: dict) -> "FeatureMap":
         names = bytes(arrays["feature_names"]).decode("utf-8").split("\n")
         return cls(meta["template"], names if names != [""] else [], meta.get("word_col", 0),
                    meta.get("pos_col", 1))

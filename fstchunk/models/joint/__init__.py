@@ -1,0 +1,45 @@
+"""Joint POS tagging and chunking with label-chunk structures (Shimizu & Haas 2006).
+
+A structure y of an n-token sentence is a segmentation into segments [q, e), each
+with a chunk label C (a chunk type, or ``O``) and a POS label P_r for every
+token; score(x, y) = Σ_parts w·f(x, part) over its POS nodes, POS transitions,
+chunk nodes and chunk transitions (§2, Table 2), lexicalised as in Table 6.
+
+The package, bottom up:
+
+* :mod:`.structure` — :class:`Parts`, :class:`Structure`, a structure's parts and
+  score, the brute-force enumerator :func:`all_structures`;
+* :mod:`.dp` — Figure 1's two-table DP: :func:`viterbi`, :func:`inside_outside`
+  (log Z and part marginals), :func:`chain_layers` (the chunk layer as a chain);
+* :mod:`.machine` — the weighted-machine twin: :func:`joint_fst`,
+  :func:`fst_viterbi`, :func:`fst_token_marginals`, :func:`fst_log_partition`;
+* :mod:`.corpus` — the corpus layers: :func:`layered`, Table 3's
+  :func:`collapse_pos`, :func:`np_only`;
+* :mod:`.scoring` — observations, vocabularies, weights: a sentence's part scores;
+* :mod:`.train` — averaged perceptron, MMVP, CRF (L-BFGS, sharded NLL);
+* :mod:`.model` — :class:`JointModel` (the model protocol) and :func:`encode`;
+* :mod:`.data` — Table 6's templates, :func:`model_for`, :func:`predict`,
+  :func:`scores`.
+
+Pitfall: ``O`` segments are maximal (O→O is forbidden), so structures and
+(POS, IOB2 chunk) tag pairs are one-to-one.
+"""
+
+from .corpus import COLLAPSED_POS, Layered, collapse_pos, layered, np_only
+from .data import (CHUNKER_TEMPLATES, JOINT_TEMPLATES, KIND_TEMPLATES, TAGGER_TEMPLATES,
+                   model_for, predict, scores)
+from .dp import chain_layers, inside_outside, viterbi
+from .machine import (chunk_fst, fst_log_partition, fst_token_marginals, fst_viterbi,
+                      joint_fst, pair_symbol)
+from .model import JointModel, encode, input_columns
+from .scoring import Encoded, PartScorer
+from .structure import (KINDS, Parts, Structure, all_structures, chunk_tag_names,
+                        structure_parts, structure_score)
+
+__all__ = ["CHUNKER_TEMPLATES", "COLLAPSED_POS", "Encoded", "JOINT_TEMPLATES", "JointModel",
+           "KINDS", "KIND_TEMPLATES", "Layered", "PartScorer", "Parts", "Structure",
+           "TAGGER_TEMPLATES", "all_structures", "chain_layers", "chunk_fst",
+           "chunk_tag_names", "collapse_pos", "encode", "fst_log_partition",
+           "fst_token_marginals", "fst_viterbi", "inside_outside", "input_columns",
+           "joint_fst", "layered", "model_for", "np_only", "pair_symbol", "predict", "scores",
+           "structure_parts", "structure_score", "viterbi"]

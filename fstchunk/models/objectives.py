@@ -1,0 +1,264 @@
+"""Training objectives of a linear-chain model, as functions of its score arrays.
+
+A chain model scores a sentence by emissions E (tokens x L), transitions, start
+and end scores (:class:`Chain`); an objective maps these, and the gold tag
+sequences (:class:`Gold`), to a value to *minimise* and its gradient with
+respect to the four score arrays (:class:`ChainGrad`).  The model applies the
+chain rule to its own parameters (the CRF: E = X·W, so ∇W = Xᵀ·∇E) and adds
+the penalty; nothing here knows about features.
+
+* ``ml``: −Σ_i log Pr(y_i | x_i), Pr over the scheme's *valid* sequences.
+  Gradient E[φ] − φ(gold) by scaled forward-backward
+  (:func:`fstchunk.engine.chain.scaled_forward_backward`), batched over
+  sentences of one length (Lafferty et al. 2001).
+* ``meu``: −Σ_i E_{x~Pr(·|x_i)}[F_β(x | y_i)] (Jansche §12, §20).  F_β is linear
+  in tp for a fixed hypothesis count c, so E[F] = Σ_c (β+1)·T[c] / (c + β·m(y))
+  (0/0 := 1, i.e. Z[0] when there are no chunks at all) from the reference-count
+  table (Z, T) of :func:`fstchunk.engine.expectation.tp_count_table_grad`, whose
+  reverse mode gives the gradient.  Sentences are spread over processes by
+  :func:`fstchunk.parallel.map_sentences`; ~15x an ML evaluation.
+* ``meu-corpus``: −(β+1) Σ_i E[tp_i] / (Σ_i m(y_i) + β Σ_i E[m(x_i)]), the
+  expected-count form of conlleval's corpus F.  First-order expectations only
+  (:func:`fstchunk.engine.expectation.corpus_expectations`, batched like ML),
+  ∇E[r] = E[r·φ] − E[r]·E[φ] (Li & Eisner 2009) for r = tp, m, then the quotient
+  rule.
+
+All are checked by finite differences and against the machines in tests/test_crf.py.
+
+Pitfalls:
+
+* the per-sentence MEU value is bounded by the number of sentences and the
+  corpus one by 1, while the ML value grows with the corpus: their λ must be
+  far below ML's (README);
+* ``Chain`` holds *unmasked* scores; :meth:`Chain.masked` sets the scheme's
+  invalid starts, transitions and ends to −∞ (a lattice from the raw arrays
+  does that itself);
+* the workers of ``meu`` receive their context (scores, gold chunks) by fork
+  through :func:`~fstchunk.parallel.map_sentences`, never through globals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Callable, NamedTuple, Sequence
+
+import numpy as np
+
+from .. import encodings as enc
+from ..engine.chain import scaled_forward_backward
+from ..engine.expectation import boundary_tables, corpus_expectations, tp_count_table_grad
+from ..expected import from_count_table
+from ..lattice import Lattice, validity_masks
+from ..parallel import map_sentences
+
+
+@dataclass
+class Batch:
+    """Sentences of one length: their token rows (B, n) and gold tag indices (B, n)."""
+    n: int
+    rows: np.ndarray
+    gold: np.ndarray
+    sentence_ids: list[int]
+
+
+class Gold:
+    """Gold tag-index sequences of a corpus and the views the objectives need
+    (length batches, chunks), each computed once."""
+
+    def __init__(self, sequences: Sequence[np.ndarray], tags: Sequence[str], scheme: str):
+        self.sequences = [np.asarray(g, dtype=np.int64) for g in sequences]
+        self.tags, self.scheme = tuple(tags), enc.canonical_scheme(scheme)
+
+    def __len__(self) -> int:
+        return len(self.sequences)
+
+    @cached_property
+    def offsets(self) -> np.ndarray:
+        """Token offset of each sentence in the corpus's token rows (one more at the end)."""
+        return np.concatenate([[0], np.cumsum([len(g) for g in self.sequences])]).astype(int)
+
+    @cached_property
+    def batches(self) -> list[Batch]:
+        by_len: dict[int, list[int]] = {}
+        for k, g in enumerate(self.sequences):
+            by_len.setdefault(len(g), []).append(k)
+        out = []
+        for n, ids in sorted(by_len.items()):
+            rows = np.stack([np.arange(self.offsets[k], self.offsets[k] + n) for k in ids])
+            out.append(Batch(n, rows, np.stack([self.sequences[k] for k in ids]), ids))
+        return out
+
+    @cached_property
+    def chunks(self) -> list[list[tuple[str, int, int]]]:
+        return [enc.tags_to_chunks([self.tags[i] for i in g], self.scheme)
+                for g in self.sequences]
+
+    @cached_property
+    def corpus_batches(self):
+        """(length batches with their gold chunks as arrays (sentence in batch, type
+        index, start, end), the scheme's boundary tables)."""
+        cont, opens, closes, tix, types = boundary_tables(self.tags, self.scheme)
+        out = []
+        for b in self.batches:
+            rows = [(bi, types.index(typ), s0, e0) for bi, k in enumerate(b.sentence_ids)
+                    for typ, s0, e0 in self.chunks[k]]
+            out.append((b, tuple(np.array(rows, dtype=np.int64).reshape(-1, 4).T)))
+        return out, (cont, opens, closes, tix)
+
+
+@dataclass(frozen=True)
+class Chain:
+    """Score arrays of a linear chain over ``tags`` (unmasked), all sentences' tokens
+    stacked in ``emissions``."""
+    tags: tuple[str, ...]
+    scheme: str
+    emissions: np.ndarray       # (tokens, L)
+    trans: np.ndarray           # (L, L)
+    start: np.ndarray           # (L,)
+    end: np.ndarray             # (L,)
+
+    @cached_property
+    def masked(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(trans, start, end) with −∞ where the scheme forbids the tag (pair)."""
+        ok_s, ok_t, ok_e = validity_masks(self.tags, self.scheme)
+        return (np.where(ok_t, self.trans, -np.inf), np.where(ok_s, self.start, -np.inf),
+                np.where(ok_e, self.end, -np.inf))
+
+    def scaled(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """exp(masked − its max) of trans, start and end: the probability-space
+        weights of the batched recursions (the shifts are added back in :func:`ml`)."""
+        mt, ms, me = self.masked
+        return np.exp(mt - np.max(mt)), np.exp(ms - np.max(ms)), np.exp(me - np.max(me))
+
+    def lattice(self, lo: int, hi: int) -> Lattice:
+        """The lattice of the sentence with token rows lo..hi−1."""
+        return Lattice.from_scores(self.tags, self.emissions[lo:hi], self.trans, self.start,
+                                   self.end, scheme=self.scheme)
+
+
+class ChainGrad(NamedTuple):
+    """Gradient of an objective with respect to the :class:`Chain`'s arrays."""
+    emissions: np.ndarray
+    trans: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+
+def ml(chain: Chain, gold: Gold, beta: float = 1.0) -> tuple[float, ChainGrad]:
+    """Negated conditional log-likelihood and its gradient (``beta`` unused).
+
+    Scaled forward-backward in probability space per length batch: products of
+    (batch, L) by (L, L), one normaliser per token, and the expected transition
+    counts as one matrix product per batch."""
+    mt, ms, me = chain.masked
+    E = chain.emissions
+    Mt, Ms, Me = chain.scaled()
+    tmax, smax, emax = np.max(mt), np.max(ms), np.max(me)
+    L = len(chain.tags)
+    gE = np.zeros_like(E)
+    gT, gS, gEnd = np.zeros((L, L)), np.zeros(L), np.zeros(L)
+    nll = 0.0
+    for b in gold.batches:
+        em = E[b.rows]                                   # (B, n, L)
+        B, n = b.rows.shape
+        phi, rmax, a, c, c_end, bt = scaled_forward_backward(em, Mt, Ms, Me)
+        logz = (np.log(c).sum(axis=1) + np.log(c_end) + rmax.sum(axis=1) + smax + emax
+                + (n - 1) * tmax)
+        post = a * bt
+        g = b.gold
+        gold_score = (ms[g[:, 0]] + me[g[:, -1]] +
+                      np.take_along_axis(em, g[..., None], 2)[..., 0].sum(axis=1) +
+                      mt[g[:, :-1], g[:, 1:]].sum(axis=1))
+        nll += float(np.sum(logz - gold_score))
+        onehot = np.zeros((B, n, L))
+        np.put_along_axis(onehot, g[..., None], 1.0, axis=2)
+        gE[b.rows.ravel()] = (post - onehot).reshape(-1, L)     # each token once
+        gS += post[:, 0].sum(axis=0) - onehot[:, 0].sum(axis=0)
+        gEnd += post[:, -1].sum(axis=0) - onehot[:, -1].sum(axis=0)
+        if n > 1:
+            right = (phi[:, 1:] * bt[:, 1:]) / c[:, 1:, None]   # (B, n-1, L)
+            gT += Mt * (a[:, :-1].reshape(-1, L).T @ right.reshape(-1, L))
+            np.add.at(gT, (g[:, :-1].ravel(), g[:, 1:].ravel()), -1.0)
+    return nll, ChainGrad(gE, gT, gS, gEnd)
+
+
+def meu(chain: Chain, gold: Gold, beta: float = 1.0) -> tuple[float, ChainGrad]:
+    """−Σ_i E[F_β(x | y_i)] and its gradient, sentences over processes."""
+    L = len(chain.tags)
+    job = (chain, gold.offsets, gold.chunks, beta)
+    shards = np.array_split(np.arange(len(gold)), max(1, min(len(gold), 64)))
+    parts = map_sentences(_meu_shard, shards, context=job, chunksize=1)
+    gE = np.zeros_like(chain.emissions)
+    gT, gS, gEnd = np.zeros((L, L)), np.zeros(L), np.zeros(L)
+    value = 0.0
+    for ids, rows, f, pT, pS, pEnd in parts:
+        value += f
+        for k, r in zip(ids, rows):
+            gE[gold.offsets[k]:gold.offsets[k + 1]] = r
+        gT += pT
+        gS += pS
+        gEnd += pEnd
+    return -value, ChainGrad(-gE, -gT, -gS, -gEnd)
+
+
+def _meu_shard(job, ids):
+    """E[F] and its gradient pieces for the sentences ``ids``; ``job`` is the context
+    :func:`meu` hands to the workers: (chain, offsets, gold chunks, β)."""
+    chain, offsets, chunks, beta = job
+    L = len(chain.tags)
+    gT, gS, gEnd = np.zeros((L, L)), np.zeros(L), np.zeros(L)
+    rows, value = [], 0.0
+    for k in ids:
+        lat = chain.lattice(offsets[k], offsets[k + 1])
+        ch = chunks[k]
+        c = np.arange(lat.n + 1, dtype=float)
+        den = c + beta * len(ch)
+        # dE[F]/dZ[c] = 1 where c + β·m(y) = 0 (0/0 := 1), dE[F]/dT[c] = (β+1)/den
+        adj = (np.where(den > 0, 0.0, 1.0),
+               np.where(den > 0, (beta + 1) / np.where(den > 0, den, 1), 0.0))
+        gw, gfin, (Z, T) = tp_count_table_grad(lat, ch, *adj)
+        value += from_count_table(Z, T, len(ch), beta, "training").f
+        em_grad = np.zeros((lat.n, L))
+        for i, gwi in enumerate(gw):
+            em_grad[i] = gwi.sum(axis=0)
+            if i == 0:
+                gS += gwi[0]
+            else:
+                gT += gwi
+        gEnd += gfin
+        rows.append(em_grad)
+    return list(ids), rows, value, gT, gS, gEnd
+
+
+def meu_corpus(chain: Chain, gold: Gold, beta: float = 1.0) -> tuple[float, ChainGrad]:
+    """−(β+1)·E[tp] / (m(y) + β·E[m(x)]) over the corpus and its gradient."""
+    E = chain.emissions
+    L = len(chain.tags)
+    Mt, Ms, Me = chain.scaled()
+    batches, tabs = gold.corpus_batches
+    gE = np.zeros((2,) + E.shape)
+    gT, gS, gEnd = np.zeros((2, L, L)), np.zeros((2, L)), np.zeros((2, L))
+    tp = m_hyp = 0.0
+    m_gold = 0
+    for b, ch in batches:
+        Er, gtok, pT, pS, pEnd = corpus_expectations(E[b.rows], ch, Mt, Ms, Me, tabs)
+        tp += Er[0].sum()
+        m_hyp += Er[1].sum()
+        m_gold += len(ch[0])
+        gE[:, b.rows.ravel()] = gtok.reshape(2, -1, L)
+        gT += pT
+        gS += pS
+        gEnd += pEnd
+    den = m_gold + beta * m_hyp
+    if den <= 0:                                     # no chunks anywhere: F = 1, flat
+        value, d = 1.0, (0.0, 0.0)
+    else:
+        value = (beta + 1) * tp / den
+        d = ((beta + 1) / den, -(beta + 1) * tp * beta / den ** 2)
+    return -value, ChainGrad(*(-(d[0] * g[0] + d[1] * g[1]) for g in (gE, gT, gS, gEnd)))
+
+
+#: objective name -> f(chain, gold, β) -> (value to minimise, gradient)
+OBJECTIVES: dict[str, Callable[[Chain, Gold, float], tuple[float, ChainGrad]]] = {
+    "ml": ml, "meu": meu, "meu-corpus": meu_corpus}

@@ -1,0 +1,137 @@
+"""fstchunk.fsa: the machine helpers, checked on small hand-made machines."""
+
+import math
+
+import pynini
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from fstchunk import fsa
+from fstchunk.errors import InputError
+
+
+def weighted_strings(pairs, arc_type="log64"):
+    """Union of linear machines, one per (labels, -log weight)."""
+    out = []
+    for labels, w in pairs:
+        f = fsa.string_fst(labels, arc_type)
+        f.set_final(f.num_states() - 1, pynini.Weight(fsa.weight_type(arc_type), w))
+        out.append(f)
+    return pynini.union(*out)
+
+
+def test_string_fst_and_union_of():
+    f = fsa.string_fst([1, 2, 3], olabels=[4, 5, 6])
+    assert fsa.paths(f) == [([1, 2, 3], [4, 5, 6], 0.0)]
+    u = fsa.union_of([1, (2, 3)], "log64")
+    assert sorted(fsa.paths(u)) == [([1], [1], 0.0), ([2], [3], 0.0)]
+    with pytest.raises(InputError, match="differ in length .3 and 2"):
+        fsa.string_fst([1, 2, 3], olabels=[1, 2])
+
+
+def test_check_arc_type_and_weight_type():
+    assert [fsa.weight_type(a) for a in fsa.ARC_TYPES] == ["tropical", "log", "log64"]
+    with pytest.raises(InputError, match="unknown arc type 'tropical'"):
+        fsa.check_arc_type("tropical")
+
+
+def test_paths_of_acyclic_machine_and_refusals():
+    f = weighted_strings([([1, 2], 0.5), ([3], 2.0), ([], 1.0)])
+    got = sorted((tuple(i), tuple(o), round(w, 12)) for i, o, w in fsa.paths(f))
+    assert got == [((), (), 1.0), ((1, 2), (1, 2), 0.5), ((3,), (3,), 2.0)]
+    assert fsa.paths(pynini.Fst("log64")) == []
+    with pytest.raises(InputError, match="acyclic"):
+        fsa.paths(fsa.union_of([1]).closure())
+    with pytest.raises(InputError, match="more than 2 paths"):
+        fsa.paths(fsa.union_of([1, 2, 3]), limit=2)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0.0, 30.0), min_size=1, max_size=6))
+def test_total_weight_sums_paths_exactly(ws):
+    f = weighted_strings([([k + 1], w) for k, w in enumerate(ws)])
+    want = -math.log(math.fsum(math.exp(-w) for w in ws))
+    assert fsa.total_weight(f) == pytest.approx(want, abs=1e-12)
+
+
+def test_total_weight_of_empty_machines():
+    assert fsa.total_weight(pynini.Fst("log64")) == math.inf
+    f = fsa.string_fst([1], "log64")
+    f.set_final(1, pynini.Weight.zero("log64"))
+    assert fsa.total_weight(f) == math.inf
+
+
+def test_weight_value_has_full_precision():
+    w = pynini.Weight("log64", 1.0 / 3.0)
+    assert fsa.weight_value(w) == pytest.approx(1.0 / 3.0, abs=1e-15)
+    assert fsa.weight_value(pynini.Weight.zero("log64")) == math.inf
+
+
+@pytest.mark.parametrize("arc_type", fsa.ARC_TYPES)
+def test_to_arc_type_keeps_weights(arc_type):
+    f = weighted_strings([([1], 0.25), ([2], 1.5)], "standard")
+    g = fsa.to_arc_type(f, arc_type)
+    assert g.arc_type() == arc_type
+    assert sorted(w for _, _, w in fsa.paths(g)) == pytest.approx([0.25, 1.5])
+    assert g is not f                                   # always a copy
+
+
+def test_is_functional():
+    assert fsa.is_functional(fsa.union_of([1, 2])) is True                    # acceptor
+    assert fsa.is_functional(fsa.union_of([(1, 2), (2, 2)])) is True
+    assert fsa.is_functional(fsa.union_of([(1, 1), (1, 2)])) is False
+    two = pynini.union(fsa.string_fst([1, 1], olabels=[1, 2]),
+                       fsa.string_fst([1, 1], olabels=[1, 3])).rmepsilon()
+    assert fsa.is_functional(two) is False
+    eps = fsa.string_fst([1, 0], olabels=[0, 1])
+    assert fsa.is_functional(eps) is None                                      # undecided
+    assert fsa.is_functional(fsa.union_of([1]).closure()) is True      # acceptor, epsilons
+
+
+def test_properties():
+    p = fsa.properties(fsa.union_of([1, 2], "log64").closure())
+    assert p["arc type"] == "log64" and p["acceptor"] and p["functional"]
+    assert not p["acyclic"] and not p["epsilon-free"]          # closure adds epsilons
+    q = fsa.properties(fsa.unweighted_optimize(fsa.union_of([(1, 2)]).closure()))
+    assert q["epsilon-free"] and q["deterministic"] and not q["acceptor"]
+    assert q["states"] == 1 and q["arcs"] == 1 and q["unweighted"]
+
+
+def test_unweighted_optimize_and_accepted_strings():
+    table = pynini.SymbolTable()
+    for k, s in enumerate(["<epsilon>", "a", "b"]):
+        table.add_symbol(s, k)
+    f = pynini.union(fsa.string_fst([1, 2]), fsa.string_fst([1, 2]), fsa.string_fst([2]))
+    g = fsa.unweighted_optimize(f)
+    assert pynini.equivalent(pynini.determinize(f.copy().rmepsilon()), g)
+    assert g.num_states() == pynini.minimize(g.copy()).num_states()
+    assert sorted(fsa.accepted_strings(g, table, 5)) == [("a", "b"), ("b",)]
+    assert sorted(fsa.accepted_strings(fsa.attach(fsa.union_of([1]).closure(), table),
+                                       table, 2)) == [(), ("a",), ("a", "a")]
+
+
+def test_attach_and_bare():
+    table = pynini.SymbolTable()
+    table.add_symbol("<epsilon>", 0)
+    table.add_symbol("x", 1)
+    f = fsa.attach(fsa.union_of([1]), table)
+    assert f.input_symbols().find(1) == "x" and f.output_symbols().find("x") == 1
+    b = fsa.bare(f)
+    assert b.input_symbols() is None and f.input_symbols() is not None
+
+
+def test_write_far_round_trip(tmp_path):
+    machines = {"b": fsa.union_of([1, 2], "log64"), "a": fsa.string_fst([3, 4], "log64")}
+    path = str(tmp_path / "m.far")
+    assert fsa.write_far(path, machines, "log64") == ["a", "b"]
+    with pynini.Far(path, "r") as far:
+        got = [(k, f.copy()) for k, f in far]
+    assert [k for k, _ in got] == ["a", "b"]                     # sorted, as FARs need
+    for k, f in got:
+        assert pynini.equal(f, machines[k])
+    with pytest.raises(InputError, match="arc type 'tropical'"):
+        fsa.write_far(path, machines, "tropical")
+    other = str(tmp_path / "other.far")
+    with pytest.raises(InputError, match="machine 'b' has standard arcs, the FAR log64"):
+        fsa.write_far(other, {**machines, "b": fsa.union_of([1])}, "log64")
+    assert not (tmp_path / "other.far").exists()

@@ -1,0 +1,163 @@
+"""fstchunk.grammars.registry: every grammar by name, FAR keys, the one FAR exporter, draw."""
+
+import os
+import shutil
+
+import pynini
+import pytest
+
+from fstchunk import encodings as enc
+from fstchunk import fsa
+from fstchunk.errors import FstchunkError, InputError, SchemeError
+from fstchunk.grammars import registry as R
+from fstchunk.grammars import validity
+from fstchunk.tagspace import symbol_table
+
+TYPESETS = [("",), ("NP", "VP")]
+
+
+def options(types, **kw):
+    kw.setdefault("max_length", 2)
+    return R.Options(scheme="IOB1", types=types, target="IOE2", **kw)
+
+
+@pytest.mark.parametrize("types", TYPESETS, ids=["untyped", "typed"])
+@pytest.mark.parametrize("name", list(R.GRAMMARS))
+def test_every_grammar_builds_with_the_shared_symbol_table(name, types):
+    o = options(types)
+    fst = R.build(name, o)
+    assert isinstance(fst, pynini.Fst) and fst.num_states() > 0
+    assert fst.arc_type() == "log64"
+    # grammars that do not read the chunk types (the toy model) are untyped
+    shared = symbol_table(o.types if "types" in R.GRAMMARS[name].reads else ("",))
+    for tab in (fst.input_symbols(), fst.output_symbols()):
+        assert tab is not None
+        for label, sym in shared:
+            assert tab.find(sym) == label, (name, sym)
+
+
+@pytest.mark.parametrize("arc_type", ["standard", "log", "log64"])
+def test_every_grammar_builds_in_every_arc_type(arc_type):
+    for name in R.GRAMMARS:
+        assert R.build(name, options(("NP",), arc_type=arc_type)).arc_type() == arc_type, name
+
+
+def test_build_keyword_options_override():
+    a = R.build("validity", R.Options(scheme="IOB2", types="NP"), scheme="IOE1")
+    assert pynini.equal(a, validity.validity_acceptor("IOE1", "NP"))
+    assert R.build("T", types="NP", max_length=1, arc_type="standard").arc_type() == "standard"
+
+
+def test_far_key_names_the_options_read():
+    o = R.Options(scheme="bio", types="NP", target="IOE1", max_length=3, theta=0.25)
+    assert R.far_key("validity", o) == "validity.IOB2"          # alias made canonical
+    assert R.far_key("encoder", o) == "encoder.IOB2"
+    assert R.far_key("convert", o) == "convert.IOB2.IOE1"
+    assert [R.far_key(n, o) for n in ("T", "M", "TM")] == ["T.n3", "M.n3", "TM.n3"]
+    assert R.far_key("toy", o) == "toy.n3.theta0.25"
+
+
+def read_far(path):
+    with pynini.Far(path, "r") as far:
+        assert far.arc_type() == "log64"
+        return {k: f.copy() for k, f in far}
+
+
+def test_export_far_default_writes_every_grammar_and_target(tmp_path):
+    path = str(tmp_path / "all.far")
+    o = options(("NP",))
+    keys = R.export_far(path, None, o)
+    want = sorted([R.far_key(n, o) for n in R.GRAMMARS if n != "convert"] +
+                  [f"convert.IOB1.{t}" for t in enc.SCHEMES if t != "IOB1"])
+    assert keys == want
+    got = read_far(path)
+    assert sorted(got) == want
+    for key, fst in got.items():
+        name = key.split(".")[0]
+        o_k = R.Options(**{**o.__dict__, "target": key.split(".")[2]}) if name == "convert" else o
+        assert pynini.equal(fst, R.build(name, o_k)), key
+        if "types" in R.GRAMMARS[name].reads:
+            assert fst.input_symbols().find("B-NP") == symbol_table(("NP",)).find("B-NP")
+
+
+def test_export_far_named_grammars_read_back_by_paths(tmp_path):
+    """Small machines compared by their paths: the FAR holds the same relation."""
+    path = str(tmp_path / "some.far")
+    o = options(("",), max_length=3)
+    assert R.export_far(path, ["toy", "convert"], o) == ["convert.IOB1.IOE2", "toy.n3.theta0.5"]
+    got = read_far(path)
+    assert pynini.equal(got["toy.n3.theta0.5"], R.build("toy", o))
+    labels = [symbol_table(("",)).find(t) for t in ("O", "B", "I")]
+    bounded = pynini.union(*(pynini.closure(fsa.union_of(labels, "log64"), k, k)
+                             for k in (1, 2, 3)))
+    rel = {}
+    for which, fst in (("far", got["convert.IOB1.IOE2"]), ("built", R.build("convert", o))):
+        f = (bounded @ fst).connect()
+        rel[which] = sorted((tuple(i), tuple(x)) for i, x, _ in fsa.paths(f))
+    assert rel["far"] == rel["built"] and len(rel["far"]) > 5
+
+
+def test_unknown_grammar_names_it(tmp_path):
+    with pytest.raises(FstchunkError, match=r"unknown grammar 'nosuch'; known: validity"):
+        R.build("nosuch")
+    path = tmp_path / "x.far"
+    with pytest.raises(InputError, match="'nosuch'"):
+        R.export_far(str(path), ["validity", "nosuch"], R.Options())
+    assert not path.exists()
+    with pytest.raises(InputError, match="'nosuch'"):
+        R.far_key("nosuch", R.Options())
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(max_length=0), "max_length"),
+    (dict(max_length="3"), "max_length"),
+    (dict(arc_type="tropical"), "arc type 'tropical'"),
+    (dict(scheme="IOX"), "unknown chunk scheme 'IOX'"),
+    (dict(target="XYZ"), "unknown chunk scheme 'XYZ'"),
+    (dict(types="B-NP"), "chunk type 'B-NP'"),
+])
+def test_bad_options_name_them(bad, match):
+    with pytest.raises(FstchunkError, match=match):
+        R.Options(**bad)
+
+
+def test_bad_build_options_name_them():
+    with pytest.raises(InputError, match="unknown option.*colour"):
+        R.build("validity", colour="red")
+    with pytest.raises(InputError, match="both IOB2"):
+        R.build("convert", scheme="IOB2", target="IOB2")
+    with pytest.raises(InputError, match="theta"):
+        R.build("toy", theta=1.5)
+    with pytest.raises(SchemeError):
+        R.build("validity", scheme="nope")
+
+
+def test_att_text_shows_tag_names():
+    text = R.att_text(R.build("validity", types="NP"))
+    rows = [r.split("\t") for r in text.splitlines()]
+    assert {r[2] for r in rows if len(r) >= 3} == {"O", "B-NP", "I-NP"}
+
+
+def test_draw_dot(tmp_path):
+    fst = R.build("validity", types="NP,VP")
+    path = str(tmp_path / "v.dot")
+    assert R.draw(fst, path, title="validity.IOB2") == path
+    text = open(path, encoding="utf-8").read()
+    assert "digraph" in text and "B-NP" in text and "validity.IOB2" in text
+    with pytest.raises(InputError, match=r"v\.gif"):
+        R.draw(fst, str(tmp_path / "v.gif"))
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz 'dot' not installed")
+def test_draw_svg(tmp_path):
+    path = str(tmp_path / "v.svg")
+    R.draw(R.build("validity", types="NP"), path)
+    assert "<svg" in open(path, encoding="utf-8").read()
+    assert os.path.exists(str(tmp_path / "v.dot"))
+
+
+@pytest.mark.skipif(shutil.which("dot") is not None, reason="Graphviz 'dot' is installed")
+def test_draw_svg_without_graphviz_says_how_to_install(tmp_path):
+    with pytest.raises(RuntimeError, match="apt-get install graphviz"):
+        R.draw(R.build("validity", types="NP"), str(tmp_path / "v.svg"))
+    assert (tmp_path / "v.dot").exists()          # the .dot is written all the same
