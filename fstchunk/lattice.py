@@ -187,12 +187,6 @@ def _array(name: str, a, ndim: int) -> np.ndarray:
     return arr
 
 
-def validity_masks(tags: tuple[str, ...], scheme: str):
-    """(start_ok (L,), trans_ok (L, L), end_ok (L,)): the tag space's masks."""
-    ts = TagSpace.of(tuple(tags), enc.canonical_scheme(scheme))
-    return ts.start_ok, ts.trans_ok, ts.end_ok
-
-
 def _to_space_labels(fst: pynini.Fst, ts: TagSpace) -> pynini.Fst:
     tags = ts.tags
     f = fst.copy()

@@ -28,15 +28,7 @@ import numpy as np
 
 from ..errors import InputError
 
-from ..encodings import canonical_scheme
-from ..tagspace import TagSpace
 from .chain import flush, scaled_forward_backward, scaled_layers
-
-
-def boundary_tables(tags: tuple[str, ...], scheme: str):
-    """(cont, opens, closes, type_index, types) of the tag space of ``tags``."""
-    ts = TagSpace.of(tuple(tags), canonical_scheme(scheme))
-    return ts.cont, ts.opens, ts.closes, ts.type_index, ts.types
 
 
 def _tp_rules(lattice, fixed_chunks):

@@ -4,7 +4,8 @@ A model (:class:`~fstchunk.models.crf.CRF`, :class:`~fstchunk.models.hmm.HMM`,
 :class:`~fstchunk.models.joint.JointModel`) is a distribution over the valid tag
 sequences of one chunk scheme for each sentence.  :class:`ChunkModel` names the
 part everyone relies on: ``kind`` (the tag stored in its model file, the key of
-:data:`fstchunk.models.MODELS`), ``tags`` and ``scheme`` of its chunk lattices,
+:data:`fstchunk.models.MODELS`), the ``scheme`` of its chunk lattices (their tags
+are ``lattice.tags``; the joint model's ``tags`` is a method of its own),
 ``lattices(sentences)``, ``fit(...) -> self``, ``save(path)`` and
 ``load(path)``.  :class:`TrainableModel` adds what
 :class:`fstchunk.training.Trainer` needs to run L-BFGS over a differentiable
@@ -45,8 +46,6 @@ class ChunkModel(Protocol):
 
     #: the model kind stored in its file ("crf", "hmm", "joint")
     kind: ClassVar[str]
-    #: the tags of the model's chunk lattices, in their scheme
-    tags: tuple[str, ...]
     #: the (canonical) scheme the tags are written in
     scheme: str
     #: hyper-parameters and training bookkeeping, stored in the model file

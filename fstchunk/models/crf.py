@@ -4,7 +4,7 @@
     Pr(y | x) = exp(score) / Z(x),   Z over the *valid* sequences of the scheme
 
 (Lafferty et al. 2001; the validity restriction is the scheme's acceptor,
-:func:`fstchunk.lattice.validity_masks`).  State weights exist only for
+:class:`fstchunk.tagspace.TagSpace`).  State weights exist only for
 (attribute, label) pairs seen in training (as in CRFsuite), so the parameter
 vector θ = (state weights, trans, start, end) stays small.
 

@@ -47,9 +47,10 @@ import numpy as np
 
 from .. import encodings as enc
 from ..engine.chain import scaled_forward_backward
-from ..engine.expectation import boundary_tables, corpus_expectations, tp_count_table_grad
+from ..engine.expectation import corpus_expectations, tp_count_table_grad
 from ..expected import from_count_table
-from ..lattice import Lattice, validity_masks
+from ..lattice import Lattice
+from ..tagspace import TagSpace
 from ..parallel import map_sentences
 
 
@@ -98,7 +99,8 @@ class Gold:
     def corpus_batches(self):
         """(length batches with their gold chunks as arrays (sentence in batch, type
         index, start, end), the scheme's boundary tables)."""
-        cont, opens, closes, tix, types = boundary_tables(self.tags, self.scheme)
+        ts = TagSpace.of(tuple(self.tags), self.scheme)
+        cont, opens, closes, tix, types = ts.cont, ts.opens, ts.closes, ts.type_index, ts.types
         out = []
         for b in self.batches:
             rows = [(bi, types.index(typ), s0, e0) for bi, k in enumerate(b.sentence_ids)
@@ -121,7 +123,8 @@ class Chain:
     @cached_property
     def masked(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(trans, start, end) with −∞ where the scheme forbids the tag (pair)."""
-        ok_s, ok_t, ok_e = validity_masks(self.tags, self.scheme)
+        ts = TagSpace.of(tuple(self.tags), self.scheme)
+        ok_s, ok_t, ok_e = ts.start_ok, ts.trans_ok, ts.end_ok
         return (np.where(ok_t, self.trans, -np.inf), np.where(ok_s, self.start, -np.inf),
                 np.where(ok_e, self.end, -np.inf))
 
