@@ -3,9 +3,9 @@
 :func:`map_sentences` computes ``[func(context, x) for x in items]``.  The
 ``context`` (a model, score arrays, gold chunks: often hundreds of MB) reaches
 the workers by ``fork``, never by pickling and never through a module global:
-each worker process is started with ``(func, context, its items)`` as the
-arguments of its target, which a forked child inherits as they are.  Only the
-items' results travel back, through a pipe.
+each worker process is started with ``(func, context, items)`` as the
+arguments of its target, which a forked child inherits as they are.  Only block
+numbers (through a queue) and results (through a pipe per worker) travel.
 
 Pitfalls:
 
@@ -26,6 +26,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 from contextlib import contextmanager
+from multiprocessing.connection import wait as mp_wait
 from typing import Any, Callable, Sequence
 
 from threadpoolctl import threadpool_limits
@@ -48,17 +49,23 @@ def single_threaded_blas():
         yield
 
 
-def _worker(func: Callable, context: Any, items: list, conn) -> None:
-    """Body of one forked worker: run its items, send (ok, results or exception)."""
+def _worker(func: Callable, context: Any, items: list, blocks: list, tasks, conn) -> None:
+    """Body of one forked worker: take block numbers from ``tasks`` until ``None``,
+    send ("ok", block, results) per block, or ("error", exception) and stop."""
     threadpool_limits(limits=1, user_api="blas")
     try:
-        out = (True, [func(context, x) for x in items])
+        for b in iter(tasks.get, None):
+            out = [func(context, items[i]) for i in blocks[b]]
+            try:
+                conn.send(("ok", b, out))
+            except Exception as e:      # an unpicklable result
+                conn.send(("error", WorkerError(f"worker could not return its result: {e!r}")))
+                return
     except BaseException as e:          # noqa: BLE001 - handed to the caller
-        out = (False, e)
-    try:
-        conn.send(out)
-    except Exception as e:              # an unpicklable result or exception
-        conn.send((False, WorkerError(f"worker could not return its result: {e!r}")))
+        try:
+            conn.send(("error", e))
+        except Exception as e2:         # an unpicklable exception
+            conn.send(("error", WorkerError(f"worker failed: {e!r} ({e2!r})")))
     finally:
         conn.close()
 
@@ -67,9 +74,10 @@ def map_sentences(func: Callable[[Any, Any], Any], items: Sequence, context: Any
                   processes: int | None = None, chunksize: int = 16) -> list:
     """``[func(context, x) for x in items]`` over ``processes`` forked workers.
 
-    ``func`` takes the shared ``context`` and one item.  Items are dealt out in
-    blocks of ``chunksize``, round robin, so each worker gets a mix of the
-    sequence (long and short sentences alike); results come back in input order.
+    ``func`` takes the shared ``context`` and one item.  Items go out in blocks of
+    ``chunksize``; each worker takes the next block number from a queue when it
+    is free (long and short sentences balance out), and only block numbers and
+    results cross between processes.  Results come back in input order.
     """
     items = list(items)
     processes = min(processes or usable_cores(), max(1, len(items) // max(chunksize, 1)))
@@ -78,33 +86,50 @@ def map_sentences(func: Callable[[Any, Any], Any], items: Sequence, context: Any
             return [func(context, x) for x in items]
     blocks = [list(range(b, min(b + chunksize, len(items))))
               for b in range(0, len(items), chunksize)]
-    owned = [[i for blk in blocks[w::processes] for i in blk] for w in range(processes)]
     ctx = mp.get_context("fork")
-    workers = []
-    for ids in owned:
+    tasks = ctx.SimpleQueue()
+    for b in range(len(blocks)):
+        tasks.put(b)
+    for _ in range(processes):
+        tasks.put(None)
+    workers, conns = [], []
+    for _ in range(processes):
         recv, send = ctx.Pipe(duplex=False)
-        p = ctx.Process(target=_worker, args=(func, context, [items[i] for i in ids], send),
+        p = ctx.Process(target=_worker, args=(func, context, items, blocks, tasks, send),
                         daemon=True)
         p.start()
-        send.close()
-        workers.append((p, recv, ids))
+        send.close()                      # a worker's death now reads as EOF on recv
+        workers.append(p)
+        conns.append(recv)
     results: list = [None] * len(items)
     failure: BaseException | None = None
-    for p, recv, ids in workers:          # receive before joining: a full pipe blocks
-        try:
-            ok, out = recv.recv()
-        except EOFError:
-            p.join()
-            ok, out = False, WorkerError(f"a worker process died (exit code {p.exitcode}) "
-                                         f"before returning {len(ids)} results")
-        recv.close()
-        if not ok:
-            failure = failure or out
-            continue
-        for i, r in zip(ids, out):
-            results[i] = r
-    for p, _, _ in workers:
+    done = 0
+    open_conns = list(conns)
+    while open_conns and failure is None:
+        for conn in mp_wait(open_conns):
+            try:
+                msg = conn.recv()
+            except EOFError:              # finished (all its blocks sent) or died
+                open_conns.remove(conn)
+                continue
+            if msg[0] == "error":
+                failure = msg[1]
+                break
+            _, b, out = msg
+            for i, r in zip(blocks[b], out):
+                results[i] = r
+            done += 1
+    if failure is not None:
+        for p in workers:
+            p.terminate()
+    for p in workers:
         p.join()
+    for conn in conns:
+        conn.close()
     if failure is not None:
         raise failure
+    if done != len(blocks):
+        code = next((p.exitcode for p in workers if p.exitcode), None)
+        raise WorkerError(f"a worker process died (exit code {code}) before returning "
+                          f"its results ({len(blocks) - done} of {len(blocks)} blocks missing)")
     return results

@@ -6,6 +6,7 @@ as they are, and only their results (or exceptions) are pickled back.
 
 import os
 import signal
+import time
 from contextlib import contextmanager
 
 import numpy as np
@@ -20,7 +21,9 @@ def affine(context, x):
 
 
 def lookup(context, x):
-    """A result that depends on the big context, and the process that computed it."""
+    """A result that depends on the big context, and the process that computed it
+    (a little slow, so that both workers take blocks from the queue)."""
+    time.sleep(0.01)
     return float(context[x * 997 % len(context)]) + x, os.getpid()
 
 
