@@ -150,12 +150,12 @@ class Lattice:
         Raises ValueError for a sequence of the wrong length, unknown tags, or an
         invalid sequence."""
         idx = self.check_sequence(seq, "sequence")
-        lay = self.layers                      # keep only the states entered by seq's tags
-        on = [lab == t for lab, t in zip(lay.labels, idx)]
-        prev = [np.array([True])] + on[:-1]
-        w = [np.where(p[:, None] & o[None, :], wi, -np.inf)
-             for wi, p, o in zip(lay.weights, prev, on)]
-        _, score = forward(Layers(w, lay.labels, np.where(on[-1], lay.final, -np.inf)))
+        lay = self.layers                      # the sub-chain of the states seq enters
+        on = [np.flatnonzero(lab == t) for lab, t in zip(lay.labels, idx)]
+        prev = [np.array([0])] + on[:-1]
+        sub = Layers([wi[np.ix_(p, o)] for wi, p, o in zip(lay.weights, prev, on)],
+                     [lab[o] for lab, o in zip(lay.labels, on)], lay.final[on[-1]])
+        _, score = forward(sub)
         return score - self.log_partition()
 
     def check_sequence(self, seq: Sequence[str], what: str) -> list[int]:
