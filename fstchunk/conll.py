@@ -69,9 +69,11 @@ def _decode(raw: bytes | str, name: str, lineno: int) -> str:
                          f"{e.start} of the line)") from None
 
 
-def _lines(path_or_file) -> Iterator[tuple[int, str]]:
-    """(line number, text) pairs; bytes are decoded line by line so that a bad
-    byte is reported at its own line, not at the start of a buffer."""
+def iter_lines(path_or_file) -> Iterator[tuple[int, str]]:
+    """(line number, text) pairs of a file or stream, line ends kept; bytes are
+    decoded line by line so that a bad byte is reported at its own line, not at
+    the start of a buffer.  :func:`iter_conll` reads through it; writers that
+    must echo the input as it was (``fstchunk decode``) use it too."""
     name = _source_name(path_or_file)
     if hasattr(path_or_file, "read"):
         for lineno, raw in enumerate(path_or_file, 1):
@@ -90,7 +92,7 @@ def iter_conll(path_or_file, delimiter: str | None = None,
     ncols = None
     rows: list[list[str]] = []
     lines: list[int] = []
-    for lineno, raw in _lines(path_or_file):
+    for lineno, raw in iter_lines(path_or_file):
         line = raw.rstrip("\r\n")
         if not line.strip():
             if rows:

@@ -152,7 +152,8 @@ def _parse(tag: str, s: SchemeSpec, pos: int) -> tuple[str, str]:
     except (KeyError, TypeError):
         pass
     if not isinstance(tag, str):
-        raise SchemeError(f"position {pos}: tag {tag!r} is not a string")
+        raise SchemeError(f"position {pos}: tag {tag!r} is not a string",
+                          pos if pos >= 0 else None)
     if tag == OUTSIDE:
         return OUTSIDE, ""
     prefix, ctype = split_tag(tag)
@@ -161,7 +162,7 @@ def _parse(tag: str, s: SchemeSpec, pos: int) -> tuple[str, str]:
     if canon not in s.prefixes or ren.get(canon, canon) != prefix:
         raise SchemeError(
             f"position {pos}: tag {tag!r} is not a {s.name} tag "
-            f"(prefixes {', '.join(scheme_prefixes(s.name))} and O)")
+            f"(prefixes {', '.join(scheme_prefixes(s.name))} and O)", pos if pos >= 0 else None)
     if len(_PARSED[s.name]) < 100_000:
         _PARSED[s.name][tag] = (canon, ctype)
     return canon, ctype
@@ -210,18 +211,19 @@ def continues(scheme: str, prev: str | None, cur: str) -> bool:
             and (p[0], c[0]) in s.cont)
 
 
-def _violation(tags: Sequence[str], s: SchemeSpec) -> str | None:
+def _violation(tags: Sequence[str], s: SchemeSpec) -> tuple[int | None, str] | None:
+    """(position, message) of the first offence, or None; unknown tags raise."""
     if len(tags) == 0:
-        return "empty tag sequence (a sentence has at least one token)"
+        return None, "empty tag sequence (a sentence has at least one token)"
     parsed = [_parse(t, s, i) for i, t in enumerate(tags)]
     prev = None
     for i, c in enumerate(parsed + [None]):
         if not _allowed(s, prev, c):
             if c is None:
-                return (f"position {i - 1}: a {s.name} sequence cannot end with "
-                        f"{tags[i - 1]!r}")
+                return i - 1, (f"position {i - 1}: a {s.name} sequence cannot end with "
+                               f"{tags[i - 1]!r}")
             after = f"after {tags[i - 1]!r}" if i else "at the start of a sentence"
-            return f"position {i}: tag {tags[i]!r} cannot stand {after} in {s.name}"
+            return i, f"position {i}: tag {tags[i]!r} cannot stand {after} in {s.name}"
         prev = c
     return None
 
@@ -236,10 +238,11 @@ def is_valid(tags: Sequence[str], scheme: str) -> bool:
 
 
 def validate(tags: Sequence[str], scheme: str) -> None:
-    """Raise :class:`~fstchunk.errors.SchemeError` naming the first offending position and tag."""
-    msg = _violation(tags, spec(scheme))
-    if msg:
-        raise SchemeError(msg)
+    """Raise :class:`~fstchunk.errors.SchemeError` naming the first offending position
+    and tag (also as ``e.position``)."""
+    found = _violation(tags, spec(scheme))
+    if found:
+        raise SchemeError(found[1], found[0])
 
 
 def tags_to_chunks(tags: Sequence[str], scheme: str, strict: bool = True) -> list[Chunk]:

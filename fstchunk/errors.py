@@ -27,8 +27,31 @@ class ModelFileError(FstchunkError):
 
 
 class SchemeError(FstchunkError):
-    """An unknown scheme, a tag outside the scheme, or an invalid tag sequence."""
+    """An unknown scheme, a tag outside the scheme, or an invalid tag sequence.
+
+    ``position`` is the 0-based token position of the offending tag when the
+    error is about one tag of a sequence (``None`` otherwise), so that a reader
+    can name the tag's own line: ``sentence.where(e.position)``."""
+
+    def __init__(self, message: str, position: int | None = None):
+        super().__init__(message)
+        self.position = position
 
 
 class InputError(FstchunkError):
     """Score arrays, machines, sequences or options that do not fit together."""
+
+
+class OutputError(FstchunkError):
+    """A destination that cannot be written (missing folder, a folder given as a
+    file, no permission, a full disk, a failed external tool); the message names
+    the path.  Raised before the work starts wherever the path can be checked."""
+
+
+class TrainingInterrupted(FstchunkError):
+    """Training stopped by the user (Ctrl-C); ``checkpoint`` is the file that
+    ``--resume`` continues from (``None`` if none was written)."""
+
+    def __init__(self, message: str, checkpoint: str | None = None):
+        super().__init__(message)
+        self.checkpoint = checkpoint

@@ -158,7 +158,32 @@ def evaluate(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
 
 def evaluate_file(path, scheme: str | None = None, beta: float = 1.0,
                   delimiter: str | None = None) -> Report:
-    """Score a CoNLL file whose last two columns are gold and predicted tags."""
+    """Score a CoNLL file whose last two columns are gold and predicted tags.
+
+    Both columns must consist of chunk tags (``O``, ``P`` or ``P-TYPE`` with a
+    prefix of some scheme; of ``scheme`` when given): a gold-only file (word, POS,
+    tag) would otherwise score its POS column as 'gold' and find 0 phrases.
+    """
+    _check_beta(beta)
     sents = read_conll(path, delimiter=delimiter, min_columns=2)
+    if not sents:
+        raise InputError(f"{path}: no sentences to score")
+    for s in sents:
+        for col, name in ((-2, "gold"), (-1, "predicted")):
+            _check_chunk_tags(s, col, name, scheme)
     return evaluate([s.column(-2) for s in sents], [s.column(-1) for s in sents],
                     scheme=scheme, beta=beta, where=[s.where(0) for s in sents])
+
+
+_PREFIXES = frozenset(p for name in enc.SCHEMES for p in enc.scheme_prefixes(name))
+
+
+def _check_chunk_tags(s, column: int, name: str, scheme: str | None) -> None:
+    """InputError at the first value of the column that is not a chunk tag."""
+    prefixes = _PREFIXES if scheme is None else frozenset(enc.scheme_prefixes(scheme))
+    for i, tag in enumerate(s.column(column)):
+        if tag != "O" and enc.split_tag(tag)[0] not in prefixes:
+            raise InputError(
+                f"{s.where(i)}: the {name} column (column {len(s.rows[i]) + column + 1} of "
+                f"{len(s.rows[i])}) holds {tag!r}, not a chunk tag ({', '.join(sorted(prefixes))}"
+                f"-TYPE or O); eval reads gold and predicted tags from the last two columns")

@@ -2,8 +2,12 @@ import numpy as np
 import pytest
 
 from fstchunk import expected_f
+from fstchunk.columns import Columns
 from fstchunk.conll import Sentence, read_conll
+from fstchunk.decode import decode_sentences
 from fstchunk.errors import InputError, ModelFileError, SchemeError
+from fstchunk.evaluate import evaluate
+from fstchunk.models import crf as crf_module
 from fstchunk.models.crf import CRF, TrainingData
 from fstchunk.models.hmm import HMM
 
@@ -128,16 +132,17 @@ def test_bad_files_and_arguments(tmp_path):
     with pytest.raises(InputError, match="unknown feature template"):
         CRF.prepare(SENTS, "tmpt9")
     bad = [Sentence([["a", "DT", "I-NP"], ["b", "NN", "O"]], [3, 4], "bad.txt")]
-    with pytest.raises(SchemeError, match="bad.txt:3: position 0: tag 'I-NP'"):
+    with pytest.raises(SchemeError, match="bad.txt:3: tag 'I-NP' cannot stand at the start"):
         CRF.prepare(bad, "tmpt1")
-    unseen = [Sentence([["a", "DT", "B-PP"]], [5], "new.txt")]
-    with pytest.raises(SchemeError, match="new.txt:5: tag 'B-PP' is not among the model's"):
+    unseen = [Sentence([["a", "DT", "B-NP"], ["b", "IN", "B-PP"]], [5, 6], "new.txt")]
+    with pytest.raises(SchemeError, match="new.txt:6: tag 'B-PP' is not among the model's"):
         crf.training_data(unseen)
     with pytest.raises(InputError, match="parameters do not fit"):
         CRF(crf.fmap, crf.tags, crf.scheme, crf.pairs, crf.theta[:-1])
     np.savez(tmp_path / "short.npz", **{k: v for k, v in np.load(p).items()
                                           if k != "theta"}, theta=crf.theta[:-1])
-    with pytest.raises(ModelFileError, match="short.npz: corrupt CRF model file"):
+    with pytest.raises(ModelFileError, match=r"short.npz: field\(s\) arrays .* do not match "
+                                             r"the checksum"):
         CRF.load(tmp_path / "short.npz")
 
 
@@ -151,3 +156,116 @@ def test_prepare_and_training_data_agree():
         np.testing.assert_array_equal(a, b)
     assert crf.kind == "crf" and crf.scheme == "IOBES" and crf.P == len(crf.pairs) > 0
     assert len(crf.lattices(SENTS)) == len(SENTS)
+
+
+def word_tag(sentences):
+    """The sentences as a two-column (word, tag) file would give them."""
+    return [Sentence([[r[0], r[-1]] for r in s.rows], s.lines, s.source) for s in sentences]
+
+
+def test_word_tag_files_need_columns_and_never_leak_the_gold_tags(corpus):
+    """Issue 16, item 1: the default columns read column 2 as POS; on a word/tag file
+    that is the gold tag (dev F 100, real F near 0).  The file is refused with a
+    message naming --columns; with --columns word,tag the model uses the POS-free
+    template, its dev F is plausible, and its decisions do not depend on the tag
+    column of the input."""
+    train = word_tag(read_conll(corpus("conll2000", "train.txt"))[:250])
+    test = word_tag(read_conll(corpus("conll2000", "test.txt"))[:80])
+    with pytest.raises(InputError, match=r"train.txt:1: the pos column would be the tag "
+                                         r"column.*--columns word,tag"):
+        CRF.prepare(train, "tmpt3")
+    crf, data = CRF.prepare(train, "tmpt3", columns=Columns.parse("word,tag"))
+    assert crf.fmap.template == "tmpt3-nopos" and crf.columns == Columns(0, None, 1)
+    crf.fit(data, "ml", l2=0.1, max_iter=40)
+    preds = decode_sentences(crf, test, "map", 1.0)
+    f = evaluate([s.column(-1) for s in test], preds).overall.f
+    assert 40 < f < 97, f
+    blind = [Sentence([[r[0], "O"] for r in s.rows], s.lines, s.source) for s in test]
+    assert decode_sentences(crf, blind, "map", 1.0) == preds
+    words_only = [Sentence([[r[0]] for r in s.rows], s.lines, s.source) for s in test]
+    assert decode_sentences(crf, words_only, "map", 1.0) == preds
+
+
+def test_columns_are_stored_and_used_for_gold_and_features(tmp_path):
+    """A word,_,pos,tag file: the model reads its columns there, remembers them in its
+    file, and training_data on the same layout takes the gold from column 4."""
+    cols = Columns.parse("word,_,pos,tag")
+    four = [Sentence([[r[0], "lemma", r[1], r[2]] for r in s.rows], list(range(1, len(s) + 1)),
+                     "four.txt") for s in SENTS]
+    crf, data = CRF.prepare(four, "tmpt3", columns=cols)
+    assert crf.columns == Columns(0, 2, 3) and crf.fmap.pos_col == 2
+    plain, plain_data = CRF.prepare(SENTS, "tmpt3")
+    assert plain.columns == Columns(0, 1, 2)
+    assert crf.fmap.names == plain.fmap.names and (data.X != plain_data.X).nnz == 0
+    again = crf.training_data(four)
+    for a, b in zip(again.gold.sequences, data.gold.sequences):
+        np.testing.assert_array_equal(a, b)
+    crf.theta = np.random.default_rng(0).normal(size=crf.theta.shape)
+    crf.save(tmp_path / "m.npz")
+    back = CRF.load(tmp_path / "m.npz")
+    assert back.columns == Columns(0, 2, 3) and back.fmap.template == "tmpt3"
+    for a, b in zip(back.lattices(four), crf.lattices(four)):
+        assert a.log_partition() == pytest.approx(b.log_partition(), rel=1e-12)
+    with pytest.raises(InputError, match=r"<input>:\?: feature template tmpt3 reads the POS "
+                                         r"from column 3, but the line has 2 columns"):
+        back.lattices([Sentence([["a", "DT"]])])
+
+
+def test_degenerate_training_sets_are_refused():
+    """Issue 16, item 6: no sentences, no chunk, a single tag: one InputError naming
+    the file (a CRF once failed on an empty file with a bare numpy message)."""
+    with pytest.raises(InputError, match="no training sentences"):
+        CRF.prepare([], "tmpt1")
+    all_o = [Sentence([["a", "DT", "O"], ["b", "NN", "O"]], [1, 2], "o.txt")]
+    with pytest.raises(InputError, match=r"o.txt: no chunk in 1 training sentence \(every "
+                                         r"tag is O\)"):
+        CRF.prepare(all_o, "tmpt1")
+    one = [Sentence([["a", "DT", "B-NP"], ["b", "NN", "B-NP"]], [1, 2], "one.txt")]
+    with pytest.raises(InputError, match="one.txt: every training tag is 'B-NP'"):
+        CRF.prepare(one, "tmpt1")
+    with pytest.raises(InputError, match="e.txt:.*a training sentence without tokens"):
+        CRF.prepare([Sentence([], [], "e.txt")], "tmpt1")
+    mixed = [SENTS[0], Sentence([["a", "DT", "x", "B-NP"]], [7], "four.txt")]
+    with pytest.raises(InputError, match="four.txt:7: the line has 4 columns, unlike "
+                                         "<input>:"):
+        CRF.prepare(mixed, "tmpt1")
+    with pytest.raises(InputError, match="min_count must be an integer >= 1"):
+        CRF.prepare(SENTS, "tmpt1", min_count=0)
+    crf, _ = CRF.prepare(SENTS, "tmpt1")
+    with pytest.raises(InputError, match="no training sentences"):
+        crf.training_data([])
+    with pytest.raises(InputError, match="o.txt: no chunk"):
+        crf.training_data(all_o)
+
+
+def test_invalid_gold_is_reported_at_the_tags_own_line():
+    """Issue 16, item 4: the error names the offending tag's line, not the sentence's
+    first line, and what the tag follows."""
+    bad = [Sentence([["a", "DT", "B-NP"], ["b", "NN", "I-NP"], ["c", "VB", "I-VP"]],
+                    [10, 11, 12], "bad.txt")]
+    with pytest.raises(SchemeError, match=r"^bad.txt:12: tag 'I-VP' cannot stand after "
+                                          r"'I-NP' in IOB2$") as e:
+        CRF.prepare(bad, "tmpt1")
+    assert e.value.position == 2
+    with pytest.raises(SchemeError, match=r"^bad.txt:11: tag 'X-NP' is not a IOB2 tag"):
+        CRF.prepare([Sentence([["a", "DT", "B-NP"], ["b", "NN", "X-NP"]], [10, 11],
+                              "bad.txt")], "tmpt1")
+
+
+def test_l2_none_is_passed_to_the_trainer(monkeypatch):
+    """λ left out means the objective's own default, which the Trainer resolves."""
+    seen = {}
+
+    class FakeTrainer:
+        def __init__(self, **kwargs):
+            seen.update(kwargs)
+
+        def fit(self, model, train):
+            return model
+
+    monkeypatch.setattr(crf_module, "Trainer", FakeTrainer)
+    crf, data = CRF.prepare(SENTS, "tmpt1")
+    assert crf.fit(data, "meu") is crf
+    assert seen["l2"] is None and seen["objective"] == "meu" and seen["progress"] is False
+    crf.fit(data, "ml", l2=0.5)
+    assert seen["l2"] == 0.5

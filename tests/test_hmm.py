@@ -6,7 +6,8 @@ from fstchunk import Lattice, fsa
 from fstchunk.conll import Sentence, read_conll
 from fstchunk.grammars.models import hmm_transducer
 from fstchunk.models.features import word_shape
-from fstchunk.models.hmm import HMM
+from fstchunk.columns import Columns
+from fstchunk.models.hmm import HMM, UNKNOWN
 from fstchunk.errors import InputError, ModelFileError
 from fstchunk.tagspace import TagSet
 
@@ -76,7 +77,8 @@ def test_unknown_words_and_bad_rows():
     m = HMM(min_count=2).fit(TOY)
     s = Sentence([["Zebras", "NNS"], ["run", "VBP"]])
     assert np.isfinite(m.lattice(s).log_partition())
-    with pytest.raises(InputError, match="f.txt:7: the HMM reads columns 0 .word. and 1 .POS."):
+    with pytest.raises(InputError, match=r"f.txt:7: the HMM reads the POS from column 2, but "
+                                         r"the line has 1 column; .*--columns word,tag"):
         m.lattice(Sentence([["word"]], [7], "f.txt"))
 
 
@@ -93,3 +95,55 @@ def test_hyper_parameters_and_unfitted_model():
         HMM(min_count=0)
     with pytest.raises(InputError, match="at least one training sentence"):
         HMM().fit([])
+
+
+def test_word_tag_files_and_stored_columns(tmp_path):
+    """Issue 16, item 1 for the HMM: a word/tag file under the default columns is
+    refused (its POS emission would be the gold tag); with word,tag columns the HMM
+    emits words only, and the columns travel with the model file."""
+    two = [Sentence([[r[0], r[2]] for r in s.rows], [1, 2, 3, 4][:len(s)], "wt.txt")
+           for s in TOY]
+    with pytest.raises(InputError, match=r"wt.txt:1: the pos column would be the tag "
+                                         r"column.*--columns word,tag"):
+        HMM().fit(two)
+    m = HMM(min_count=1, columns=Columns.parse("word,tag")).fit(two)
+    assert m.columns == Columns(0, None, 1) and list(m.pos_vocab) == [UNKNOWN]
+    np.testing.assert_allclose(m.log_pos, 0.0)
+    blind = [Sentence([[r[0], "O"] for r in s.rows], s.lines) for s in two]
+    words = [Sentence([[r[0]] for r in s.rows], s.lines) for s in two]
+    for a, b, c in zip(m.lattices(two), m.lattices(blind), m.lattices(words)):
+        np.testing.assert_array_equal(a.marginals(), b.marginals())
+        np.testing.assert_array_equal(a.marginals(), c.marginals())
+    m.save(tmp_path / "m.npz")
+    back = HMM.load(tmp_path / "m.npz")
+    assert back.columns == m.columns and back.tags == m.tags
+    assert back.lattice(two[1]).log_partition() == pytest.approx(m.lattice(two[1]).log_partition())
+    # a word,_,pos,tag file; the data scheme can be given to fit
+    four = [Sentence([[r[0], "-", r[1], r[2]] for r in s.rows], s.lines, "f4") for s in TOY]
+    m4 = HMM(min_count=1, columns=Columns.parse("word,_,pos,tag")).fit(four, data_scheme="IOB2")
+    assert m4.columns == Columns(0, 2, 3) and "NN" in m4.pos_vocab
+    plain = HMM(min_count=1).fit(TOY)
+    np.testing.assert_allclose(m4.log_word, plain.log_word)
+    np.testing.assert_allclose(m4.log_pos, plain.log_pos)
+
+
+def test_degenerate_training_sets_are_refused():
+    """Issue 16, item 6: an HMM was "trained" from an empty file and tagged all O."""
+    with pytest.raises(InputError, match="no training sentences"):
+        HMM().fit([])
+    with pytest.raises(InputError, match="o.txt: no chunk in 2 training sentences"):
+        HMM().fit([Sentence([["a", "DT", "O"]], [1], "o.txt"),
+                   Sentence([["b", "NN", "O"]], [3], "o.txt")])
+    with pytest.raises(InputError, match="s.txt: every training tag is 'B-NP'"):
+        HMM().fit([Sentence([["a", "DT", "B-NP"]], [1], "s.txt")])
+
+
+def test_a_word_spelled_like_the_unknown_entry(tmp_path):
+    """A corpus may contain the token "<unk>": the vocabulary stays distinct and the
+    model file loads back."""
+    sents = TOY + [Sentence([["<unk>", "NN", "B-NP"], ["<UNK>", "NN", "I-NP"]]),
+                   Sentence([[UNKNOWN, UNKNOWN, "B-NP"]])]
+    m = HMM(min_count=1).fit(sents)
+    assert len(set(m.vocab)) == len(m.vocab) == max(m.vocab.values()) + 1
+    m.save(tmp_path / "u.npz")
+    assert HMM.load(tmp_path / "u.npz").vocab == m.vocab

@@ -5,6 +5,13 @@
 files carry.  :func:`load_model` reads the file's metadata only
 (:func:`~fstchunk.models.io.read_metadata`), then the class reads the file.
 
+Every field a class reads from its file is validated (and version 2 files are
+checked against the checksum written with them, :mod:`fstchunk.models.io`), so a
+damaged, foreign or edited file is one :class:`~fstchunk.errors.ModelFileError`
+naming the file and the field, never a traceback or a silently wrong model.  The
+CRF and the HMM expose the columns they read as ``model.columns``
+(:class:`~fstchunk.columns.Columns`).
+
 Pitfall: a new model class must be added to :data:`MODELS`, or its files cannot
 be read by ``fstchunk decode`` / ``expected``.
 """
@@ -25,7 +32,8 @@ __all__ = ["CRF", "HMM", "JointModel", "MODELS", "ChunkModel", "TrainableModel",
 
 def load_model(path) -> ChunkModel:
     """The model saved at ``path``, of whichever kind its file says
-    (:class:`~fstchunk.errors.ModelFileError` naming the file otherwise)."""
+    (:class:`~fstchunk.errors.ModelFileError` naming the file, and the field where
+    one is at fault, otherwise)."""
     kind = read_metadata(path).get("kind")
     cls = MODELS.get(kind) if isinstance(kind, str) else None
     if cls is None:

@@ -7,7 +7,9 @@ part everyone relies on: ``kind`` (the tag stored in its model file, the key of
 :data:`fstchunk.models.MODELS`), the ``scheme`` of its chunk lattices (their tags
 are ``lattice.tags``; the joint model's ``tags`` is a method of its own),
 ``lattices(sentences)``, ``fit(...) -> self``, ``save(path)`` and
-``load(path)``.  :class:`TrainableModel` adds what
+``load(path)``; the CRF and the HMM also have ``columns`` (the
+:class:`~fstchunk.columns.Columns` they read, stored in their files), which the
+joint model does not.  :class:`TrainableModel` adds what
 :class:`fstchunk.training.Trainer` needs to run L-BFGS over a differentiable
 objective: a parameter vector θ, prepared training data, and the objective as
 a function of θ.
@@ -23,6 +25,12 @@ Pitfalls:
   one-sentence method would be far slower.
 * decoders read ``scheme`` to convert predictions into the output scheme, so
   it must be the scheme the lattices' tags are written in, not the data's.
+
+Helpers every model's training uses: :func:`gold_tags` (the tag column of a
+sentence, an invalid sequence refused at the offending tag's own line),
+:func:`training_columns` (the reading columns resolved for a training set) and
+:func:`check_training_set` (no chunk at all or a single tag is refused, naming the
+file).
 """
 
 from __future__ import annotations
@@ -32,8 +40,9 @@ from typing import Any, Callable, ClassVar, Protocol, Sequence, runtime_checkabl
 import numpy as np
 
 from .. import encodings as enc
+from ..columns import Columns
 from ..conll import Sentence
-from ..errors import SchemeError
+from ..errors import InputError, SchemeError
 from ..lattice import Lattice
 
 #: the objective of a trainable model as a function of θ: (value, gradient), minimised
@@ -88,10 +97,62 @@ class TrainableModel(ChunkModel, Protocol):
         ...
 
 
-def gold_tags(sentence: Sentence, data_scheme: str, scheme: str, column: int = -1) -> list[str]:
-    """The sentence's tag column, read in ``data_scheme`` and written in ``scheme``;
-    an invalid sequence raises :class:`SchemeError` naming file and line."""
+def gold_tags(sentence: Sentence, data_scheme: str, scheme: str,
+              column: int | None = -1) -> list[str]:
+    """The sentence's tag ``column`` (a :class:`~fstchunk.columns.Columns`' ``tag``),
+    read in ``data_scheme`` and written in ``scheme``.  An invalid sequence raises
+    :class:`SchemeError` at the offending tag's own ``file:line``, naming the tag and
+    what it follows (models are strict: :mod:`fstchunk.gold` repairs or skips such
+    sentences before they reach a model)."""
+    width = len(sentence.rows[0]) if sentence.rows else 0
+    if column is None or not -width <= column < width:
+        raise InputError(f"{sentence.where(0)}: no tag column "
+                         f"{'' if column is None else column} (the line has {width} "
+                         f"column{'s' if width != 1 else ''}); gold tags are needed here")
+    tags = sentence.column(column)
     try:
-        return enc.convert(sentence.column(column), data_scheme, scheme)
-    except ValueError as e:
-        raise SchemeError(f"{sentence.where(0)}: {e}") from None
+        return enc.convert(tags, data_scheme, scheme)
+    except SchemeError as e:
+        if e.position is None or not 0 <= e.position < len(tags):
+            raise SchemeError(f"{sentence.where(0)}: {e}") from None
+        head, sep, reason = str(e).partition(": ")
+        reason = reason if sep and head.startswith("position ") else str(e)
+        raise SchemeError(f"{sentence.where(e.position)}: {reason}", e.position) from None
+
+
+def training_columns(sentences: Sequence[Sentence], columns: Columns | None,
+                     what: str) -> Columns:
+    """``columns`` (default ``Columns()``, :mod:`fstchunk.columns`) resolved to absolute
+    indices for training ``sentences``, whose lines must all have the same number of
+    columns; InputError naming the file for no sentences, an empty sentence or columns
+    that do not fit (``what``: the model, for the message)."""
+    if not sentences:
+        raise InputError(f"no training sentences: {what} needs at least one training "
+                         f"sentence with chunks")
+    columns = Columns() if columns is None else columns
+    by_width: dict[int, Columns] = {}
+    for s in sentences:
+        if len(s) == 0 or not s.rows[0]:
+            raise InputError(f"{s.where(0)}: a training sentence without tokens")
+        width = len(s.rows[0])
+        if width not in by_width:
+            by_width[width] = columns.resolve(width, s.where(0), need_tag=True)
+            if by_width[width] != next(iter(by_width.values())):
+                raise InputError(f"{s.where(0)}: the line has {width} columns, unlike "
+                                 f"{sentences[0].where(0)}; train on files of one layout")
+    return next(iter(by_width.values()))
+
+
+def check_training_set(sentences: Sequence[Sentence], gold: Sequence[Sequence[str]],
+                       what: str) -> None:
+    """Refuse gold tags a model cannot learn from: no chunk at all, or a single distinct
+    tag; one InputError naming the file (``what``: the model, for the message)."""
+    source = sentences[0].source if sentences else "<no sentences>"
+    seen = {t for g in gold for t in g}
+    if seen <= {enc.OUTSIDE}:
+        raise InputError(f"{source}: no chunk in {len(sentences)} training sentence"
+                         f"{'s' if len(sentences) != 1 else ''} (every tag is O): nothing "
+                         f"for {what} to learn; is the tag column right?")
+    if len(seen) == 1:
+        raise InputError(f"{source}: every training tag is {next(iter(seen))!r}: {what} "
+                         f"needs at least two distinct tags; is the tag column right?")

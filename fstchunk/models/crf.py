@@ -15,9 +15,17 @@ The estimator is apart from the training loop (sklearn-crfsuite style):
 ∇W = Xᵀ·∇E and the penalty λ‖θ‖², and :meth:`CRF.fit` hands both to
 :class:`fstchunk.training.Trainer`, the one L-BFGS loop.
 
-    crf, data = CRF.prepare(sentences, "tmpt3", scheme="IOB2")
+    crf, data = CRF.prepare(sentences, "tmpt3", scheme="IOB2",
+                            columns=Columns.parse("word,pos,tag"))
     crf.fit(data, objective="ml", l2=0.01)          # or Trainer(...).fit(crf, data)
     crf.lattices(test_sentences)
+
+The model remembers the columns it was trained on (:attr:`CRF.columns`, resolved
+to absolute indices, stored in its file): :meth:`CRF.lattices` reads the words
+and POS tags from them, :meth:`CRF.training_data` the gold tags too.  Trained on
+columns without POS, a template that reads POS becomes its ``-nopos`` variant
+(:func:`~fstchunk.models.features.resolve_template`) and the model records that
+name.  ``l2=None`` is the objective's own default λ (the trainer resolves it).
 
 Pitfalls:
 
@@ -26,7 +34,13 @@ Pitfalls:
   the last θ, since rebuilding it per sentence (180 MB for CoNLL-2000) made
   decoding a file take minutes;
 * the model's tags are those seen in training: data for ``--init`` training
-  with an unseen tag is refused (:class:`~fstchunk.errors.SchemeError`).
+  with an unseen tag is refused (:class:`~fstchunk.errors.SchemeError`);
+* training data with no chunk or a single distinct tag, or no sentences, is
+  refused (:class:`~fstchunk.errors.InputError` naming the file), and so is a
+  file whose POS column would be the tag column (see :mod:`fstchunk.columns`);
+* :meth:`CRF.load` validates every field of the file (tags of the scheme in
+  their order, template, columns, array dtypes, shapes, ranges, finite weights)
+  and the checksum of version 2 files (:mod:`fstchunk.models.io`).
 """
 
 from __future__ import annotations
@@ -39,14 +53,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import encodings as enc
+from ..columns import Columns
 from ..conll import Sentence
-from ..errors import InputError, ModelFileError, SchemeError
+from ..errors import InputError, SchemeError
 from ..lattice import Lattice
 from ..tagspace import TagSet
 from ..training import Trainer
-from .base import Objective, gold_tags
-from .features import FeatureMap
-from .io import load_model_file, save_model
+from .base import Objective, check_training_set, gold_tags, training_columns
+from .features import TEMPLATES, FeatureMap, feature_kinds, reads_pos, resolve_template
+from .io import Fields, load_model_file, save_model
 from .objectives import OBJECTIVES, Chain, ChainGrad, Gold
 
 
@@ -69,8 +84,15 @@ class CRF:
     kind: ClassVar[str] = "crf"
 
     def __init__(self, fmap: FeatureMap, tags: Sequence[str], scheme: str, pairs: np.ndarray,
-                 theta: np.ndarray | None = None, settings: dict | None = None):
+                 theta: np.ndarray | None = None, settings: dict | None = None,
+                 columns: Columns | None = None):
         self.fmap, self.tags, self.scheme = fmap, tuple(tags), enc.canonical_scheme(scheme)
+        #: the reading columns (word, POS, gold tag); the feature map reads the same
+        self.columns = columns if columns is not None else Columns(fmap.word_col,
+                                                                   fmap.pos_col, -1)
+        if (self.columns.word, self.columns.pos) != (fmap.word_col, fmap.pos_col):
+            raise InputError(f"columns {self.columns.spec()} differ from the feature map's "
+                             f"(word {fmap.word_col}, pos {fmap.pos_col})")
         self.L = len(self.tags)
         self.pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)   # (feature, label)
         self.P = len(self.pairs)
@@ -111,7 +133,11 @@ class CRF:
         return self.lattices([sentence])[0]
 
     def lattices(self, sentences: Sequence[Sentence]) -> list[Lattice]:
-        """One lattice per sentence, with one feature transform and one product."""
+        """One lattice per sentence, with one feature transform and one product; the
+        words (and POS tags) are read from :attr:`columns`."""
+        for s in sentences:
+            if len(s) == 0:
+                raise InputError(f"{s.source}: a sentence without tokens")
         ch = self.chain(self.theta, self.fmap.transform(sentences))
         out, k = [], 0
         for s in sentences:
@@ -122,27 +148,38 @@ class CRF:
     # --------------------------------------------------------------- training data
     @classmethod
     def prepare(cls, sentences: Sequence[Sentence], template: str = "tmpt3",
-                scheme: str = "IOB2", data_scheme: str = "IOB2",
-                min_count: int = 1) -> tuple["CRF", TrainingData]:
+                scheme: str = "IOB2", data_scheme: str = "IOB2", min_count: int = 1,
+                columns: Columns | None = None) -> tuple["CRF", TrainingData]:
         """A fresh CRF for ``sentences`` (feature map fitted with ``min_count``, the
-        tags seen, the observed (attribute, tag) pairs, θ = 0) and its training data."""
+        tags seen, the observed (attribute, tag) pairs, θ = 0) and its training data.
+        ``columns`` (default ``Columns()``: word, POS, ..., tag) are resolved against
+        the sentences' lines and stored; without a POS column, ``template`` becomes its
+        ``-nopos`` variant."""
+        if not (isinstance(min_count, int) and not isinstance(min_count, bool)
+                and min_count >= 1):
+            raise InputError(f"min_count must be an integer >= 1, got {min_count!r}")
+        cols = training_columns(sentences, columns, "a CRF")
+        template = resolve_template(template, cols)
         scheme = enc.canonical_scheme(scheme)
-        gold = [gold_tags(s, data_scheme, scheme) for s in sentences]
-        fmap = FeatureMap.fit(sentences, template, min_count)
+        gold = [gold_tags(s, data_scheme, scheme, cols.tag) for s in sentences]
+        check_training_set(sentences, gold, "a CRF")
+        fmap = FeatureMap.fit(sentences, template, min_count, cols.word, cols.pos)
         tags = TagSet.from_tags({t for g in gold for t in g}, scheme).tags
         data = _training_data(fmap, tags, scheme, sentences, gold)
         pairs = cls.observed_pairs(data.X, data.gold.sequences, len(tags))
-        return cls(fmap, tags, scheme, pairs), data
+        return cls(fmap, tags, scheme, pairs, columns=cols), data
 
     def training_data(self, train: Sequence[Sentence] | TrainingData,
                       data_scheme: str = "IOB2") -> TrainingData:
-        """The training data of ``train`` (sentences whose last column holds tags in
-        ``data_scheme``) under this model's feature map and tags; prepared data
-        pass through unchanged."""
+        """The training data of ``train`` (sentences whose tag column, that of
+        :attr:`columns`, holds tags in ``data_scheme``) under this model's feature map
+        and tags; prepared data pass through unchanged."""
         if isinstance(train, TrainingData):
             return train
-        return _training_data(self.fmap, self.tags, self.scheme, train,
-                              [gold_tags(s, data_scheme, self.scheme) for s in train])
+        cols = training_columns(train, self.columns, "the CRF")
+        gold = [gold_tags(s, data_scheme, self.scheme, cols.tag) for s in train]
+        check_training_set(train, gold, "the CRF")
+        return _training_data(self.fmap, self.tags, self.scheme, train, gold)
 
     @staticmethod
     def observed_pairs(X: sp.csr_matrix, gold: Sequence[np.ndarray], L: int) -> np.ndarray:
@@ -177,33 +214,60 @@ class CRF:
 
     # --------------------------------------------------------------- training
     def fit(self, train: Sequence[Sentence] | TrainingData, objective: str = "ml",
-            l2: float = 1.0, beta: float = 1.0, max_iter: int = 100, **options: Any) -> "CRF":
+            l2: float | None = None, beta: float = 1.0, max_iter: int = 100,
+            **options: Any) -> "CRF":
         """Optimise θ from its current value by :class:`fstchunk.training.Trainer`
-        (``options``: its other arguments; no progress bar unless asked); ``self``."""
+        (``l2=None``: the objective's default λ; ``options``: the trainer's other
+        arguments; no progress bar unless asked); ``self``."""
         options.setdefault("progress", False)
         return Trainer(objective=objective, l2=l2, beta=beta, max_iter=max_iter,
                        **options).fit(self, train)
 
     # --------------------------------------------------------------- files
     def save(self, path) -> None:
+        """Write the model file (:func:`~fstchunk.models.io.save_model`)."""
         arrays = dict(self.fmap.to_arrays(), theta=self.theta, pairs=self.pairs)
         save_model(path, "crf", arrays, {
             "tags": list(self.tags), "scheme": self.scheme, "template": self.fmap.template,
-            "word_col": self.fmap.word_col, "pos_col": self.fmap.pos_col,
-            "settings": self.settings})
+            "columns": self.columns.to_json(), "settings": self.settings})
 
     @classmethod
     def load(cls, path) -> "CRF":
-        meta, a = load_model_file(path, "crf")
+        """The CRF saved at ``path``, every field validated (ModelFileError naming the
+        file and the field otherwise)."""
+        f = Fields(path, *load_model_file(path, "crf"))
+        scheme = f.scheme()
+        tags = f.tags(scheme)
+        template = f.get("template", str)
+        if template not in TEMPLATES:
+            raise f.error("template", f"unknown feature template {template!r}")
+        cols = f.columns()
+        if reads_pos(template) and cols.pos is None:
+            raise f.error("columns", f"template {template} reads POS, but the columns "
+                                     f"{cols.spec()} have none")
+        blob = f.array("feature_names", "bytes", (None,))
         try:
-            fmap = FeatureMap.from_arrays(a, meta)
-            m = cls(fmap, meta["tags"], meta["scheme"], a["pairs"], a["theta"],
-                    meta.get("settings"))
-        except (KeyError, UnicodeDecodeError, ValueError) as e:
-            raise ModelFileError(f"{path}: corrupt CRF model file ({e})") from None
-        if m.P and m.pairs[:, 0].max() >= len(fmap):
-            raise ModelFileError(f"{path}: feature index out of range of the feature map")
-        return m
+            names = bytes(blob).decode("utf-8").split("\n")
+        except UnicodeDecodeError as e:
+            raise f.error("feature_names", f"not UTF-8 ({e.reason})") from None
+        names = names if names != [""] else []
+        if len(set(names)) != len(names):
+            raise f.error("feature_names", "repeats a feature")
+        alien = {n.split("=", 1)[0] for n in names} - feature_kinds(template)
+        if alien:
+            raise f.error("template", f"{template} does not write the features of this "
+                                      f"model (e.g. {sorted(alien)[0]!r})")
+        L = len(tags)
+        pairs = f.array("pairs", "int", (None, 2))
+        if pairs.size and ((pairs < 0).any() or (pairs[:, 0] >= len(names)).any()
+                           or (pairs[:, 1] >= L).any()):
+            raise f.error("pairs", f"(feature, tag) indices out of range of the "
+                                   f"{len(names)} features and {L} tags")
+        if len(np.unique(pairs[:, 0].astype(np.int64) * L + pairs[:, 1])) != len(pairs):
+            raise f.error("pairs", "repeats a (feature, tag) pair")
+        theta = f.array("theta", "float", (len(pairs) + L * L + 2 * L,), finite=True)
+        fmap = FeatureMap(template, names, cols.word, cols.pos)
+        return cls(fmap, tags, scheme, pairs, theta, f.settings(), cols)
 
 
 def _training_data(fmap: FeatureMap, tags: tuple[str, ...], scheme: str,
@@ -212,8 +276,9 @@ def _training_data(fmap: FeatureMap, tags: tuple[str, ...], scheme: str,
     ix = {t: i for i, t in enumerate(tags)}
     seqs = []
     for s, g in zip(sentences, gold):
-        bad = [t for t in g if t not in ix]
+        bad = [i for i, t in enumerate(g) if t not in ix]
         if bad:
-            raise SchemeError(f"{s.where(0)}: tag {bad[0]!r} is not among the model's tags")
+            raise SchemeError(f"{s.where(bad[0])}: tag {g[bad[0]]!r} is not among the "
+                              f"model's tags {', '.join(tags)}", bad[0])
         seqs.append(np.array([ix[t] for t in g], dtype=np.int64))
     return TrainingData(fmap.transform(sentences), Gold(seqs, tags, scheme))

@@ -12,10 +12,18 @@ tags -> words transducer is :func:`fstchunk.grammars.models.hmm_transducer`.
 
     HMM(scheme="IOB2", delta=0.1, min_count=2).fit(sentences).save("hmm.npz")
 
+The columns it reads are :attr:`HMM.columns` (:class:`~fstchunk.columns.Columns`,
+resolved against the training file and stored in the model file); without a POS
+column (``Columns.parse("word,tag")``) the HMM emits the words only.
+
+    HMM(scheme="IOB2", columns=Columns.parse("word,tag")).fit(sentences)
+
 Pitfalls: the HMM has no iterative training (``fit`` counts once; it is no
 :class:`~fstchunk.models.base.TrainableModel`); the model file stores the
-hyper-parameters in ``settings`` and the format is the one older versions wrote,
-so their files still load; an unfitted HMM has no tags and no lattices.
+hyper-parameters in ``settings`` and the columns in ``columns`` (files of
+fstchunk 0.1 kept ``word_col``/``pos_col`` in ``settings``; they still load); an
+unfitted HMM has no tags and no lattices; training data without a chunk, with a
+single tag or without sentences is refused (InputError naming the file).
 """
 
 from __future__ import annotations
@@ -26,13 +34,14 @@ from typing import ClassVar, Sequence
 import numpy as np
 
 from .. import encodings as enc
+from ..columns import Columns
 from ..conll import Sentence
-from ..errors import InputError, ModelFileError
+from ..errors import FstchunkError, InputError
 from ..lattice import Lattice
 from ..tagspace import TagSet
-from .base import gold_tags
+from .base import check_training_set, gold_tags, training_columns
 from .features import word_shape
-from .io import load_model_file, save_model
+from .io import Fields, load_model_file, save_model
 
 UNKNOWN = "<unk>"
 
@@ -42,21 +51,25 @@ class HMM:
 
     ``HMM(scheme="IOB2", delta=0.1).fit(sentences)``: the constructor takes the
     hyper-parameters (add-δ smoothing, the rare-word threshold, the columns and
-    the data's scheme), :meth:`fit` the counts."""
+    the data's scheme), :meth:`fit` the counts.  ``columns`` (default ``Columns()``)
+    supersedes the older ``word_col``/``pos_col``/``tag_col``."""
 
     kind: ClassVar[str] = "hmm"
 
     def __init__(self, scheme: str = "IOB2", delta: float = 0.1, min_count: int = 2,
-                 word_col: int = 0, pos_col: int = 1, tag_col: int = -1,
-                 data_scheme: str = "IOB2"):
-        if not (isinstance(delta, (int, float)) and np.isfinite(delta) and delta > 0):
+                 word_col: int = 0, pos_col: int | None = 1, tag_col: int | None = -1,
+                 data_scheme: str = "IOB2", columns: Columns | None = None):
+        if not (isinstance(delta, (int, float)) and not isinstance(delta, bool)
+                and np.isfinite(delta) and delta > 0):
             raise InputError(f"delta must be a finite number > 0, got {delta!r}")
-        if not (isinstance(min_count, int) and min_count >= 1):
+        if not (isinstance(min_count, int) and not isinstance(min_count, bool)
+                and min_count >= 1):
             raise InputError(f"min_count must be an integer >= 1, got {min_count!r}")
         self.scheme = enc.canonical_scheme(scheme)
-        self.tag_col, self.data_scheme = tag_col, data_scheme
-        self.settings = {"delta": delta, "min_count": min_count, "word_col": word_col,
-                         "pos_col": pos_col}
+        self.data_scheme = enc.canonical_scheme(data_scheme)
+        #: the reading columns (word, POS or None, gold tag); resolved by :meth:`fit`
+        self.columns = columns if columns is not None else Columns(word_col, pos_col, tag_col)
+        self.settings: dict = {"delta": delta, "min_count": min_count}
         self._set_parameters((), [UNKNOWN], [UNKNOWN], np.zeros(0), np.zeros((0, 0)),
                              np.zeros(0), np.zeros((0, 1)), np.zeros((0, 1)))
 
@@ -68,14 +81,21 @@ class HMM:
         self.log_start, self.log_trans, self.log_end = log_start, log_trans, log_end
         self.log_word, self.log_pos = log_word, log_pos
 
-    def fit(self, sentences: Sequence[Sentence]) -> "HMM":
-        """Relative frequencies (add-δ) of the sentences' tags, words and POS; ``self``."""
-        if not sentences:
-            raise InputError("the HMM needs at least one training sentence")
+    def _pos(self, s: Sentence) -> list[str]:
+        """The POS column (every token ``UNKNOWN`` when the columns have none)."""
+        return s.column(self.columns.pos) if self.columns.pos is not None else [UNKNOWN] * len(s)
+
+    def fit(self, sentences: Sequence[Sentence], data_scheme: str | None = None) -> "HMM":
+        """Relative frequencies (add-δ) of the sentences' tags, words and POS, read from
+        :attr:`columns` (tags in ``data_scheme``, default the constructor's); ``self``."""
+        if data_scheme is not None:
+            self.data_scheme = enc.canonical_scheme(data_scheme)
+        cols = training_columns(sentences, self.columns, "the HMM")
+        gold = [gold_tags(s, self.data_scheme, self.scheme, cols.tag) for s in sentences]
+        check_training_set(sentences, gold, "the HMM")
+        self.columns = cols
         delta, min_count = self.settings["delta"], self.settings["min_count"]
-        wc, pc = self.settings["word_col"], self.settings["pos_col"]
-        seqs = [(s.column(wc), s.column(pc), gold_tags(s, self.data_scheme, self.scheme,
-                                                        self.tag_col)) for s in sentences]
+        seqs = [(s.column(cols.word), self._pos(s), g) for s, g in zip(sentences, gold)]
         tags = TagSet.from_tags({t for _, _, ts in seqs for t in ts}, self.scheme).tags
         ix = {t: i for i, t in enumerate(tags)}
         L = len(tags)
@@ -83,9 +103,10 @@ class HMM:
         vocab = sorted(w for w, c in counts.items() if c >= min_count)
         vocab += sorted({UNKNOWN + word_shape(w) for ws, _, _ in seqs for w in ws
                          if counts[w.lower()] < min_count})
-        vocab.append(UNKNOWN)
+        # distinct entries, UNKNOWN last (a corpus may spell a word "<unk>")
+        vocab = [w for w in dict.fromkeys(vocab) if w != UNKNOWN] + [UNKNOWN]
         vix = {w: i for i, w in enumerate(vocab)}
-        pos_vocab = sorted({p for _, ps, _ in seqs for p in ps}) + [UNKNOWN]
+        pos_vocab = sorted({p for _, ps, _ in seqs for p in ps} - {UNKNOWN}) + [UNKNOWN]
         pix = {p: i for i, p in enumerate(pos_vocab)}
         start, end = np.full(L, delta), np.full(L, delta)
         trans = np.full((L, L), delta)
@@ -118,14 +139,14 @@ class HMM:
         return self.vocab.get(UNKNOWN + word_shape(w), self.vocab[UNKNOWN])
 
     def emissions(self, sentence: Sentence) -> np.ndarray:
-        wc, pc = self.settings["word_col"], self.settings["pos_col"]
-        if len(sentence.rows[0]) <= max(wc, pc):
-            raise InputError(f"{sentence.where(0)}: the HMM reads columns {wc} (word) and "
-                             f"{pc} (POS), but the line has {len(sentence.rows[0])} columns")
+        """log Pr(word, POS | tag) of every token, (n, L)."""
         if not self.tags:
             raise InputError("the HMM is not fitted: call fit(sentences) or HMM.load(path)")
-        w = [self._word_index(x) for x in sentence.column(wc)]
-        p = [self.pos_vocab.get(x, self.pos_vocab[UNKNOWN]) for x in sentence.column(pc)]
+        if len(sentence) == 0:
+            raise InputError(f"{sentence.source}: a sentence without tokens")
+        self.columns.require(len(sentence.rows[0]), sentence.where(0), "the HMM")
+        w = [self._word_index(x) for x in sentence.column(self.columns.word)]
+        p = [self.pos_vocab.get(x, self.pos_vocab[UNKNOWN]) for x in self._pos(sentence)]
         return (self.log_word[:, w] + self.log_pos[:, p]).T
 
     def lattice(self, sentence: Sentence) -> Lattice:
@@ -138,32 +159,41 @@ class HMM:
         return [self.lattice(s) for s in sentences]
 
     def save(self, path) -> None:
+        """Write the model file (:func:`~fstchunk.models.io.save_model`)."""
         inv = sorted(self.vocab, key=self.vocab.get)
         pinv = sorted(self.pos_vocab, key=self.pos_vocab.get)
         save_model(path, "hmm", {
             "vocab": np.array(inv, dtype=str), "pos_vocab": np.array(pinv, dtype=str),
             "log_start": self.log_start, "log_trans": self.log_trans, "log_end": self.log_end,
             "log_word": self.log_word, "log_pos": self.log_pos},
-            {"tags": list(self.tags), "scheme": self.scheme, "settings": self.settings})
+            {"tags": list(self.tags), "scheme": self.scheme, "columns": self.columns.to_json(),
+             "settings": self.settings})
 
     @classmethod
     def load(cls, path) -> "HMM":
-        meta, a = load_model_file(path, "hmm")
+        """The HMM saved at ``path``, every field validated (ModelFileError naming the
+        file and the field otherwise)."""
+        f = Fields(path, *load_model_file(path, "hmm"))
+        scheme = f.scheme()
+        tags = f.tags(scheme)
+        settings = f.get("settings", dict)
+        cols = f.columns(legacy=settings)
         try:
-            settings = meta["settings"]
-            m = cls(meta["scheme"], **{k: settings[k] for k in
-                                       ("delta", "min_count", "word_col", "pos_col")})
-            m._set_parameters(meta["tags"], a["vocab"].tolist(), a["pos_vocab"].tolist(),
-                              a["log_start"], a["log_trans"], a["log_end"], a["log_word"],
-                              a["log_pos"])
-        except KeyError as e:
-            raise ModelFileError(f"{path}: model file lacks {e}") from None
-        except (TypeError, ValueError) as e:
-            raise ModelFileError(f"{path}: corrupt HMM model file ({e})") from None
+            m = cls(scheme, settings.get("delta", 0.1), settings.get("min_count", 2),
+                    columns=cols)
+        except FstchunkError as e:
+            raise f.error("settings", str(e)) from None
+        vocab, pos_vocab = f.strings("vocab"), f.strings("pos_vocab")
+        for field, v in (("vocab", vocab), ("pos_vocab", pos_vocab)):
+            if UNKNOWN not in v:
+                raise f.error(field, f"lacks the unknown-word entry {UNKNOWN!r}")
+        L = len(tags)
+        names = ("log_start", "log_trans", "log_end", "log_word", "log_pos")
+        shapes = ((L,), (L, L), (L,), (L, len(vocab)), (L, len(pos_vocab)))
+        logs = [f.array(field, "float", shape, finite=True) for field, shape in zip(names, shapes)]
+        for field, a in zip(names, logs):
+            if (a > 1e-9).any():
+                raise f.error(field, "log-probabilities must be <= 0")
+        m._set_parameters(tags, vocab, pos_vocab, *logs)
         m.settings = dict(settings)
-        L = len(m.tags)
-        if (m.log_trans.shape != (L, L) or m.log_word.shape != (L, len(m.vocab))
-                or m.log_pos.shape != (L, len(m.pos_vocab))
-                or m.log_start.shape != (L,) or m.log_end.shape != (L,)):
-            raise ModelFileError(f"{path}: array shapes do not match the {L} tags")
         return m

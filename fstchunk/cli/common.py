@@ -1,0 +1,107 @@
+"""What every ``fstchunk`` subcommand shares: option types, option groups, gold reading.
+
+Option values are checked where argparse reads them (a non-finite β, a negative
+count, a malformed column spec end in argparse's one-line usage error, exit 2),
+so no command starts work on a value it would later choke on.
+
+Pitfall: ``HelpFormatter`` appends ``(default: X)`` to every option's help, so
+help strings here never state the default themselves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from typing import Callable
+
+from ..conll import Sentence, read_conll
+from ..errors import InputError
+from ..gold import ON_INVALID, check_gold
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Defaults shown in every ``--help``; descriptions keep their line breaks."""
+
+
+def _number(text: str, low: float, strict: bool, integer: bool) -> float | int:
+    kind = "an integer" if integer else "a finite number"
+    bound = f"{'>' if strict else '>='} {low:g}"
+    try:
+        value = int(text) if integer else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {kind} {bound}, got {text!r}") from None
+    if not math.isfinite(value) or value < low or (strict and value == low):
+        raise argparse.ArgumentTypeError(f"must be {kind} {bound}, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0 (β)."""
+    return _number(text, 0.0, True, False)
+
+
+def nonnegative_float(text: str) -> float:
+    """argparse type: a finite number >= 0 (λ)."""
+    return _number(text, 0.0, False, False)
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (iterations, sentences, k)."""
+    return _number(text, 1, False, True)
+
+
+def nonnegative_int(text: str) -> int:
+    """argparse type: an integer >= 0 (every-K options where 0 means never)."""
+    return _number(text, 0, False, True)
+
+
+def add_on_invalid(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--on-invalid", choices=ON_INVALID, default="repair",
+                   help="gold tag sequences that are invalid in their scheme: repair (read "
+                        "them as conlleval does, I-X after O or another type starts a chunk), "
+                        "skip the sentence, or stop with an error at the tag's line")
+
+
+def warn(command: str, message: str) -> None:
+    print(f"fstchunk {command}: warning: {message}", file=sys.stderr)
+
+
+def read_gold(path: str, scheme: str, column: int | None, on_invalid: str, command: str,
+              select: Callable[[list[Sentence]], list[Sentence]] | None = None
+              ) -> list[Sentence]:
+    """Sentences of a CoNLL file with a gold tag column, invalid sequences handled by
+    ``on_invalid`` (:func:`fstchunk.gold.check_gold`; a warning names the repairs);
+    an empty file is an error naming it."""
+    if column is None:
+        raise InputError(f"{path}: --columns names no tag column, and {command} reads gold "
+                         f"tags (e.g. --columns word,pos,tag)")
+    sents = read_conll(path, min_columns=1)
+    if select is not None:
+        sents = select(sents)
+    if not sents:
+        raise InputError(f"{path}: no sentences (an empty file, or only blank and "
+                         f"-DOCSTART- lines)")
+    report = check_gold(sents, scheme, column, on_invalid)
+    if report.warning():
+        warn(command, f"{path}: {report.warning()}")
+    if not report.sentences:
+        raise InputError(f"{path}: every sentence was skipped as invalid (--on-invalid skip)")
+    return report.sentences
+
+
+def read_input(path: str) -> list[Sentence]:
+    """Sentences to tag or score; an empty file is an error naming it."""
+    sents = read_conll(path, min_columns=1)
+    if not sents:
+        raise InputError(f"{path}: no sentences (an empty file, or only blank and "
+                         f"-DOCSTART- lines)")
+    return sents
+
+
+def split_list(text: str, option: str) -> list[str]:
+    """``"a,b"`` -> ``["a", "b"]``; empty items are an error naming the option."""
+    items = [t.strip() for t in text.split(",")]
+    if not text.strip() or any(not t for t in items):
+        raise InputError(f"{option} {text!r}: give a comma-separated list without empty items")
+    return items

@@ -1,0 +1,95 @@
+"""``fstchunk grammar {list,info,print,draw,export}``: the machines, inspected and exported."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import encodings as enc
+from .. import fsa
+from ..conll import iter_conll
+from ..errors import InputError, SchemeError
+from ..grammars import registry
+from .common import HelpFormatter, positive_int, split_list
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("grammar", formatter_class=HelpFormatter,
+                       help="list, inspect, print, draw and export the machines")
+    p.add_argument("action", choices=("list", "info", "print", "draw", "export"),
+                   help="what to do with the grammar(s)")
+    p.add_argument("names", nargs="*", help="grammar name(s), see 'fstchunk grammar list'")
+    p.add_argument("-o", "--output", default=None,
+                   help="output file: .far for export; .dot, .svg or .png for draw")
+    p.add_argument("--scheme", default="IOB2", help=f"chunk scheme ({', '.join(enc.SCHEMES)})")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--types", default=None,
+                   help="chunk types, e.g. NP,VP (none of --types/--tags/--from-data: untyped)")
+    g.add_argument("--tags", default=None,
+                   help="a tag list such as O,B-NP,I-NP; the chunk types are read off it, and "
+                        "every tag must be a tag of --scheme")
+    g.add_argument("--from-data", metavar="FILE", default=None,
+                   help="read the chunk types off the last column of a CoNLL file")
+    p.add_argument("--target", default="IOBES", help="target scheme of 'convert'")
+    p.add_argument("--max-length", type=positive_int, default=4,
+                   help="length bound for the machines that need one (T, M, TM)")
+    p.add_argument("--theta", type=float, default=0.5, help="θ of the toy bigram model")
+    p.add_argument("--arc-type", default="log64", choices=("standard", "log", "log64"),
+                   help="OpenFst arc type of the machines")
+    p.set_defaults(func=run)
+
+
+def options(args: argparse.Namespace) -> registry.Options:
+    """The grammar options of the command line, the tag set checked against the scheme."""
+    scheme = enc.canonical_scheme(args.scheme)
+    types = split_list(args.types, "--types") if args.types else None
+    if args.tags:
+        tags = split_list(args.tags, "--tags")
+        for t in tags:
+            try:
+                enc.tags_to_chunks([t], scheme, strict=False)
+            except SchemeError as e:
+                raise SchemeError(f"--tags: {str(e).split(': ', 1)[-1]}") from None
+        types = enc.chunk_types(tags)
+    elif args.from_data:
+        seen: set[str] = set()
+        for s in iter_conll(args.from_data, min_columns=1):
+            seen.update(s.column(-1))
+        if not seen:
+            raise InputError(f"{args.from_data}: no sentences to read chunk types from")
+        types = enc.chunk_types(seen)
+    return registry.Options(scheme=scheme, types=types, target=args.target,
+                            max_length=args.max_length, arc_type=args.arc_type,
+                            theta=args.theta)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "list":
+        width = max(map(len, registry.GRAMMARS))
+        for g in registry.GRAMMARS.values():
+            print(f"{g.name:<{width}}  {g.summary}  [options: {', '.join(g.reads)}]")
+        return 0
+    o = options(args)
+    if args.action == "export":
+        if not args.output:
+            raise InputError("grammar export needs -o FILE.far")
+        keys = registry.export_far(args.output, args.names or None, o)
+        print(f"wrote {len(keys)} machines to {args.output}: {', '.join(keys)}")
+        return 0
+    if len(args.names) != 1:
+        raise InputError(f"grammar {args.action} takes exactly one grammar name "
+                         f"(see 'fstchunk grammar list')")
+    name = args.names[0]
+    if args.action == "draw" and not args.output:
+        raise InputError("grammar draw needs -o FILE.{dot,svg,png}")
+    fst = registry.build(name, o)
+    if args.action == "info":
+        print(f"grammar: {name} ({registry.far_key(name, o)})")
+        print(f"tag set: {', '.join(o.types) if o.types != ('',) else '(untyped)'}")
+        for k, v in fsa.properties(fst).items():
+            print(f"{k}: {'unknown' if v is None else v}")
+    elif args.action == "print":
+        sys.stdout.write(registry.att_text(fst))
+    else:
+        print(registry.draw(fst, args.output, title=registry.far_key(name, o)))
+    return 0

@@ -1,0 +1,178 @@
+"""``fstchunk joint {train,calibrate,decode}``: joint POS tagging and chunking
+(Shimizu & Haas 2006).
+
+The joint model reads words, POS and chunk tags; ``--columns`` says where they
+are, and the model remembers it (``settings["columns"]``), so ``decode`` and
+``calibrate`` read their files the same way.  MEU decoding needs probabilities:
+a perceptron or MMVP model must be calibrated first (``joint calibrate``, or
+``joint train --calibrate HELDOUT``), which fits a temperature on held-out
+sentences; an uncalibrated one asked for MEU is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..columns import Columns
+from ..conll import Sentence, write_conll
+from ..errors import InputError
+from ..models import joint as J
+from ..outputs import atomic_write, check_output
+from .common import (HelpFormatter, add_on_invalid, nonnegative_float, positive_float,
+                     positive_int, read_gold, read_input)
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("joint", formatter_class=HelpFormatter,
+                       help="joint POS tagging and chunking (Shimizu & Haas 2006)")
+    jsub = p.add_subparsers(dest="joint_command", required=True)
+
+    q = jsub.add_parser("train", formatter_class=HelpFormatter,
+                        help="train a joint model (or a tagger/chunker for cascades)")
+    q.add_argument("--train", required=True, help="CoNLL file with words, POS and chunk tags")
+    _columns(q)
+    q.add_argument("--sentences", type=positive_int, default=None,
+                   help="use the first N sentences (none: all)")
+    q.add_argument("--collapse-pos", action="store_true", help="POS collapsed by Table 3")
+    q.add_argument("--np-only", action="store_true", help="keep NP chunks only (B/I/O)")
+    q.add_argument("--algorithm", choices=("perceptron", "mmvp", "crf"), default="mmvp",
+                   help="averaged perceptron, MMVP, or CRF (probabilistic)")
+    q.add_argument("--iterations", type=positive_int, default=10,
+                   help="perceptron epochs, or L-BFGS iterations for crf")
+    q.add_argument("--l2", type=nonnegative_float, default=0.5, help="λ of λ‖w‖² (crf)")
+    q.add_argument("--kind", choices=("joint", "tagger", "chunker"), default="joint",
+                   help="joint model, POS tagger or chunker of a cascade")
+    q.add_argument("--calibrate", metavar="HELDOUT", default=None,
+                   help="fit the MEU temperature on these held-out sentences after training")
+    q.add_argument("-o", "--output", required=True, help="model file to write (.npz)")
+    q.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_on_invalid(q)
+    q.set_defaults(func=run_train)
+
+    q = jsub.add_parser("calibrate", formatter_class=HelpFormatter,
+                        help="fit a model's temperature on held-out sentences (maximum "
+                             "likelihood), so that MEU decoding reads its scores as "
+                             "probabilities")
+    q.add_argument("--model", required=True, help="a saved joint model")
+    q.add_argument("--input", required=True, help="held-out CoNLL file with gold POS and chunks")
+    _columns(q)
+    q.add_argument("-o", "--output", required=True,
+                   help="calibrated model file to write (may be --model itself)")
+    add_on_invalid(q)
+    q.set_defaults(func=run_calibrate)
+
+    q = jsub.add_parser("decode", formatter_class=HelpFormatter,
+                        help="CoNLL in; CoNLL plus predicted POS and chunk columns out "
+                             "(or --json scores against the input's gold)")
+    q.add_argument("--model", required=True, help="a saved joint model")
+    q.add_argument("--input", required=True, help="CoNLL file to tag")
+    _columns(q)
+    q.add_argument("--decoder", choices=J.DECODERS, default="map",
+                   help="chunk layer by Viterbi (map) or by exact MEU over the calibrated "
+                        "joint model (meu)")
+    q.add_argument("--beta", type=positive_float, default=1.0, help="β of the MEU decoder")
+    q.add_argument("--json", action="store_true",
+                   help='print {"pos_accuracy", "np_accuracy", "np_f1"} (percent) against '
+                        "the input's gold POS and chunks")
+    q.add_argument("-o", "--output", default=None, help="output file (none: standard output)")
+    add_on_invalid(q)
+    q.set_defaults(func=run_decode)
+
+
+def _columns(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--columns", type=Columns.parse, default=None, metavar="SPEC",
+                   help="the file's columns in order, named word, pos, tag or _ (ignored), "
+                        "e.g. word,_,pos,tag; none: word,pos,...,tag for training, the "
+                        "model's own columns otherwise")
+
+
+def _model_columns(model: J.JointModel, given: Columns | None) -> Columns:
+    return given or Columns.from_json(model.settings.get("columns", Columns().to_json()))
+
+
+def _layout(sents: list[Sentence], cols: Columns, gold: bool) -> list[Sentence]:
+    """The sentences with their columns rearranged as word, POS(, tag): the layout
+    :func:`fstchunk.models.joint.layered` reads."""
+    if cols.pos is None:
+        raise InputError(f"--columns {cols.spec()}: the joint model needs a POS column")
+    out = []
+    for s in sents:
+        c = cols.resolve(len(s.rows[0]), s.where(0), need_tag=gold)
+        pick = [c.word, c.pos] + ([c.tag] if gold else [])
+        out.append(Sentence([[r[j] for j in pick] for r in s.rows], list(s.lines), s.source))
+    return out
+
+
+def _gold(path: str, cols: Columns, on_invalid: str, command: str, n: int | None = None
+          ) -> list[Sentence]:
+    select = (lambda ss: ss[:n]) if n else None
+    sents = read_gold(path, "IOB2", -1, on_invalid, command,
+                      select=lambda ss: _layout(select(ss) if select else ss, cols, True))
+    return sents
+
+
+def run_train(args: argparse.Namespace) -> int:
+    check_output(args.output)
+    cols = args.columns or Columns()
+    sents = _gold(args.train, cols, args.on_invalid, "joint train", args.sentences)
+    heldout = (_gold(args.calibrate, cols, args.on_invalid, "joint train")
+               if args.calibrate else None)
+    data = J.layered(sents, args.collapse_pos, args.np_only)
+    model, encoded = J.model_for(data, args.kind, {"collapse_pos": args.collapse_pos,
+                                                   "np_only": args.np_only,
+                                                   "columns": cols.to_json()})
+    model.fit(encoded, args.algorithm, args.iterations, l2=args.l2, progress=not args.quiet)
+    if heldout is not None:
+        _calibrate(model, heldout, args.calibrate)
+    model.save(args.output)
+    print(f"wrote {args.output}")
+    return 0
+
+
+def _calibrate(model: J.JointModel, sents: list[Sentence], source: str) -> None:
+    data = J.layered(sents, model.settings.get("collapse_pos", False),
+                     model.settings.get("np_only", False))
+    t = J.calibrate(model, data, source=source)
+    print(f"temperature {t:.6g} (maximum likelihood on {len(sents)} sentences of {source})")
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    check_output(args.output)
+    model = J.JointModel.load(args.model)
+    sents = _gold(args.input, _model_columns(model, args.columns), args.on_invalid,
+                  "joint calibrate")
+    _calibrate(model, sents, args.input)
+    model.save(args.output)
+    print(f"wrote {args.output}")
+    return 0
+
+
+def run_decode(args: argparse.Namespace) -> int:
+    if args.output:
+        check_output(args.output)
+    model = J.JointModel.load(args.model)
+    cols = _model_columns(model, args.columns)
+    raw = read_input(args.input)
+    if args.json:
+        sents = _gold(args.input, cols, args.on_invalid, "joint decode")
+    else:
+        sents = _layout(raw, cols, gold=False)
+    data = J.layered(sents, model.settings.get("collapse_pos", False),
+                     model.settings.get("np_only", False))
+    pos, chunks = J.predict(model, data, args.decoder, args.beta)
+    if args.json:
+        text = json.dumps(J.scores(data, pos, chunks), indent=2) + "\n"
+        rows = None
+    else:
+        rows = [[r + [p, c] for r, p, c in zip(s.rows, ps, cs)]
+                for s, ps, cs in zip(raw, pos, chunks)]
+    if args.output:
+        with atomic_write(args.output) as fh:
+            fh.write(text) if rows is None else write_conll(rows, fh)
+    elif rows is None:
+        sys.stdout.write(text)
+    else:
+        write_conll(rows, sys.stdout)
+    return 0

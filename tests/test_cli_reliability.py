@@ -1,0 +1,199 @@
+"""Issue 16 at the command line: every option checked where it is read, inputs that are
+empty or not what the command reads refused with one line naming file:line, outputs
+that echo their input faithfully, help that shows every default."""
+
+import argparse
+
+import pytest
+
+from fstchunk import __version__
+from fstchunk.cli import build_parser, main
+from fstchunk.conll import read_conll, write_conll
+
+TRAIN = """The DT B-NP
+dog NN I-NP
+barks VBZ B-VP
+. . O
+
+A DT B-NP
+cat NN I-NP
+sleeps VBZ B-VP
+
+Dogs NNS B-NP
+run VBP B-VP
+"""
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def train_file(tmp_path):
+    p = tmp_path / "train.txt"
+    p.write_text(TRAIN)
+    return p
+
+
+@pytest.fixture
+def hmm_model(tmp_path, train_file, capsys):
+    model = tmp_path / "hmm.npz"
+    code, _, err = run(capsys, "train", "--train", train_file, "--model-type", "hmm",
+                       "-o", model)
+    assert code == 0, err
+    return model
+
+
+def one_error_line(err: str, *fragments: str) -> None:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    for f in fragments:
+        assert f in lines[0], (f, lines[0])
+
+
+# ------------------------------------------------------------------ options
+@pytest.mark.parametrize("argv,fragment", [
+    (["eval", "x", "--beta", "nan"], "--beta: must be a finite number > 0, got 'nan'"),
+    (["eval", "x", "--beta", "inf"], "--beta: must be a finite number > 0"),
+    (["eval", "x", "--beta", "-1"], "--beta: must be a finite number > 0, got '-1'"),
+    (["decode", "--model", "m", "--input", "x", "--beta", "0"], "--beta"),
+    (["decode", "--model", "m", "--input", "x", "--k", "0"], "--k: must be an integer >= 1"),
+    (["train", "--train", "x", "-o", "m", "--beta", "nan"], "--beta"),
+    (["train", "--train", "x", "-o", "m", "--l2", "-1"], "--l2: must be a finite number >= 0"),
+    (["train", "--train", "x", "-o", "m", "--l2", "nan"], "--l2"),
+    (["train", "--train", "x", "-o", "m", "--max-iter", "-5"], "--max-iter: must be an integer"),
+    (["train", "--train", "x", "-o", "m", "--max-iter", "1.5"], "--max-iter"),
+    (["train", "--train", "x", "-o", "m", "--columns", "word,color"], "unknown column name"),
+    (["joint", "train", "--train", "x", "-o", "m", "--sentences", "-5"], "--sentences"),
+    (["joint", "train", "--train", "x", "-o", "m", "--iterations", "0"], "--iterations"),
+    (["joint", "decode", "--model", "m", "--input", "x", "--beta", "nan"], "--beta"),
+    (["grammar", "info", "T", "--max-length", "0"], "--max-length"),
+])
+def test_bad_option_values_are_one_usage_error(capsys, argv, fragment):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert fragment in err and "Traceback" not in err
+
+
+def test_grammar_tags_outside_the_scheme_are_refused(capsys):
+    code, _, err = run(capsys, "grammar", "info", "validity", "--tags", "O,B-NP,X")
+    assert code == 2
+    one_error_line(err, "--tags", "'X'", "IOB2")
+    code, _, err = run(capsys, "grammar", "info", "validity", "--tags", "O,,B-NP")
+    assert code == 2 and "empty items" in err
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.strip() == f"fstchunk {__version__}"
+
+
+def _parsers(parser: argparse.ArgumentParser, name="fstchunk"):
+    yield name, parser
+    for a in parser._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            for sub, p in a.choices.items():
+                yield from _parsers(p, f"{name} {sub}")
+
+
+def test_every_option_has_help_and_every_help_shows_defaults():
+    parsers = list(_parsers(build_parser()))
+    assert {"fstchunk train", "fstchunk joint calibrate", "fstchunk decode"} <= {
+        n for n, _ in parsers}
+    for name, p in parsers:
+        for a in p._actions:
+            if isinstance(a, (argparse._HelpAction, argparse._VersionAction,
+                              argparse._SubParsersAction)):
+                continue
+            assert a.help, f"{name} {a.dest}: no help text"
+        text = p.format_help()
+        if name == "fstchunk train":
+            assert "(default: 150)" in text and "(default: repair)" in text
+            assert "ml " in text.split("--l2")[1]       # the per-objective λ defaults
+
+
+# ------------------------------------------------------------------ inputs
+def test_empty_inputs_are_one_error_naming_the_file(capsys, tmp_path, hmm_model):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n-DOCSTART- -X- O\n\n")
+    for argv in (["train", "--train", empty, "-o", tmp_path / "m.npz"],
+                 ["train", "--train", empty, "--model-type", "hmm", "-o", tmp_path / "m.npz"],
+                 ["expected", empty, "--model", hmm_model],
+                 ["decode", "--model", hmm_model, "--input", empty],
+                 ["eval", empty],
+                 ["joint", "train", "--train", empty, "-o", tmp_path / "j.npz"]):
+        code, out, err = run(capsys, *argv)
+        assert code == 2, argv
+        one_error_line(err, str(empty))
+    assert not (tmp_path / "m.npz").exists() and not (tmp_path / "j.npz").exists()
+
+
+def test_eval_refuses_a_gold_only_file(capsys, train_file):
+    code, out, err = run(capsys, "eval", train_file)
+    assert code == 2 and out == ""
+    one_error_line(err, f"{train_file}:1:", "gold column", "'DT'", "not a chunk tag")
+
+
+def test_eval_refuses_a_predicted_column_of_words(capsys, tmp_path):
+    f = tmp_path / "p.txt"
+    f.write_text("The B-NP The\ndog I-NP dog\n")
+    code, _, err = run(capsys, "eval", f)
+    assert code == 2
+    one_error_line(err, f"{f}:1:", "predicted column", "'The'")
+
+
+def test_invalid_gold_is_repaired_with_a_warning_or_refused(capsys, tmp_path):
+    f = tmp_path / "t.txt"
+    f.write_text(TRAIN.replace("barks VBZ B-VP", "barks VBZ I-VP"))    # line 3
+    code, out, err = run(capsys, "train", "--train", f, "--model-type", "hmm",
+                         "-o", tmp_path / "m.npz")
+    assert code == 0
+    assert f"warning: {f}: repaired 1 invalid tag sequence ({f}:3 ('I-VP'))" in err
+    code, out, err = run(capsys, "train", "--train", f, "--model-type", "hmm",
+                         "--on-invalid", "error", "-o", tmp_path / "m2.npz")
+    assert code == 2 and not (tmp_path / "m2.npz").exists()
+    one_error_line(err, f"{f}:3: tag 'I-VP' cannot stand after 'I-NP'")
+
+
+def test_expected_scores_option_with_a_model_says_use_model(capsys, train_file, hmm_model):
+    code, _, err = run(capsys, "expected", train_file, "--scores", hmm_model)
+    assert code == 2
+    one_error_line(err, "is a saved fstchunk model", f"--model {hmm_model}")
+    code, out, err = run(capsys, "expected", train_file, "--model", hmm_model)
+    assert code == 0 and "mean per-sentence E[F_1]" in out
+
+
+# ------------------------------------------------------------------ outputs
+def test_decode_echoes_tabs_docstart_and_blank_lines(capsys, tmp_path, hmm_model):
+    src = ("-DOCSTART-\tX\n\nThe\tDT\ndog\tNN\n\n\n"
+           "Dogs NNS\nrun VBP\n")
+    f = tmp_path / "in.txt"
+    f.write_text(src)
+    out_file = tmp_path / "out.txt"
+    code, out, err = run(capsys, "decode", "--model", hmm_model, "--input", f, "-o", out_file)
+    assert code == 0, err
+    lines = out_file.read_text().splitlines()
+    assert lines[:3] == ["-DOCSTART-\tX", "", lines[2]] and lines[2].startswith("The\tDT\t")
+    assert lines[3].startswith("dog\tNN\t") and lines[4:6] == ["", ""]
+    assert lines[6].startswith("Dogs NNS ") and lines[6].count("\t") == 0
+    assert len(lines) == len(src.splitlines())
+    got = read_conll(out_file)
+    assert [len(s) for s in got] == [2, 2] and all(len(r) == 3 for s in got for r in s.rows)
+
+
+def test_outputs_are_checked_before_the_work(capsys, tmp_path, train_file, hmm_model):
+    missing = tmp_path / "no" / "such" / "m.npz"
+    for argv in (["train", "--train", train_file, "-o", missing],
+                 ["train", "--train", train_file, "--model-type", "hmm", "-o", tmp_path],
+                 ["decode", "--model", hmm_model, "--input", train_file, "-o", missing],
+                 ["joint", "train", "--train", train_file, "-o", missing]):
+        code, out, err = run(capsys, *argv)
+        assert code == 2, argv
+        one_error_line(err)
+        assert "wrote" not in out
+    assert not missing.parent.exists()
