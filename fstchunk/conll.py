@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Sequence
 
 from .errors import CoNLLError
+from .outputs import atomic_write
 
 
 @dataclass
@@ -127,18 +128,17 @@ def read_conll(path_or_file, delimiter: str | None = None,
 
 def write_conll(sentences: Iterable[Sentence | Sequence[Sequence[str]]], out,
                 delimiter: str = " ") -> None:
-    """Write sentences (or lists of rows) to a path or text stream, blank-line separated."""
-    fh, _, close = (out, None, False) if hasattr(out, "write") else (
-        open(os.fspath(out), "w", encoding="utf-8"), None, True)
-    try:
-        for sent in sentences:
-            rows = sent.rows if isinstance(sent, Sentence) else sent
-            for r in rows:
-                fh.write(delimiter.join(r) + "\n")
-            fh.write("\n")
-    finally:
-        if close:
-            fh.close()
+    """Write sentences (or lists of rows) to a path or text stream, blank-line
+    separated; a path is written atomically (:func:`fstchunk.outputs.atomic_write`)."""
+    if not hasattr(out, "write"):
+        with atomic_write(out) as fh:
+            write_conll(sentences, fh, delimiter)
+        return
+    for sent in sentences:
+        rows = sent.rows if isinstance(sent, Sentence) else sent
+        for r in rows:
+            out.write(delimiter.join(r) + "\n")
+        out.write("\n")
 
 
 def conll_string(sentences) -> str:

@@ -60,7 +60,7 @@ def decode_map(lattice: Lattice, method: str = "viterbi") -> Decoding:
         idx, _ = viterbi(lattice.layers)
         tags = [lattice.tags[i] for i in idx]
     elif method == "fst":
-        path = pynini.shortestpath(fsa.to_arc_type(fsa.bare(lattice.fst), "standard"))
+        path = _shortest(lattice, 1)
         (labels, _, w), = fsa.paths(path)
         tags = [lattice.space.symbols.find(x) for x in labels]
     else:
@@ -120,8 +120,7 @@ def decode_meu(lattice: Lattice, beta: float = 1.0, method: str = "exact",
 def _meu_kbest(lattice: Lattice, beta: float, k: int) -> Decoding:
     if not (isinstance(k, int) and k >= 1):
         raise InputError(f"k must be a positive integer, got {k!r}")
-    std = fsa.to_arc_type(fsa.bare(lattice.fst), "standard")
-    paths = pynini.shortestpath(std, nshortest=k, unique=True)
+    paths = _shortest(lattice, k)
     best = None
     for labels, _, _ in fsa.paths(paths):
         tags = [lattice.space.symbols.find(x) for x in labels]
@@ -129,6 +128,19 @@ def _meu_kbest(lattice: Lattice, beta: float, k: int) -> Decoding:
         if best is None or u > best.score:
             best = Decoding(tags, u)
     return best
+
+
+def _shortest(lattice: Lattice, k: int) -> pynini.Fst:
+    """The k best paths of the lattice's machine (tropical float32 arcs); InputError
+    when OpenFst cannot search it (scores beyond float32's range become infinite)."""
+    std = fsa.to_arc_type(fsa.bare(lattice.fst), "standard")
+    try:
+        return pynini.shortestpath(std, nshortest=k, unique=True) if k > 1 else \
+            pynini.shortestpath(std)
+    except pynini.FstOpError:
+        raise InputError("OpenFst's shortest-path search failed on this lattice: its scores "
+                         "exceed the float32 range of tropical arcs; use the numpy decoders "
+                         "(map, meu)") from None
 
 
 # ---------------------------------------------------------------- corpus MEU
@@ -189,5 +201,11 @@ def decode_sentences(model, sentences, decoder: str = "map", beta: float = 1.0, 
                      output_scheme: str = "IOB2") -> list[list[str]]:
     """Predicted tags, in ``output_scheme``, for each sentence under any model of the
     model protocol (``model.lattices(sentences)``, ``model.scheme``)."""
+    if decoder != "map":
+        # a model whose scores are not probabilities (perceptron, MMVP) must be
+        # calibrated before any decoder that reads the lattice as a distribution
+        require = getattr(model, "require_probabilities", None)
+        if require is not None:
+            require()
     preds = decode_lattices(model.lattices(sentences), decoder, beta, k)
     return [enc.convert(p, model.scheme, output_scheme) for p in preds]

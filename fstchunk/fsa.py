@@ -14,17 +14,26 @@ Pitfalls:
 * an arc type is not a weight type: ``"standard"`` arcs carry ``"tropical"``
   weights, and ``pynini.Weight.one("standard")`` fails (:func:`weight_type`).
 * :func:`write_far` writes keys sorted (FARs require it) and refuses machines of
-  another arc type than the FAR's.
+  another arc type than the FAR's.  OpenFst's FarWriter fails *silently* (a missing
+  folder, a folder given as the file, a full disk: ``ERROR:`` lines on stderr,
+  ``error()`` still False, a truncated file): the destination is checked first
+  (:func:`fstchunk.outputs.check_output`), the FAR is written to a temporary in
+  the same folder, read back (arc type, every key, every machine) and only then
+  renamed over ``path``; any failure is an :class:`~fstchunk.errors.OutputError`
+  naming ``path``, with nothing left at the destination.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import sys
 from typing import Iterable, Iterator, Sequence
 
 import pynini
 
-from .errors import InputError
+from . import outputs
+from .errors import InputError, OutputError
 
 ARC_TYPES = ("standard", "log", "log64")
 
@@ -112,16 +121,71 @@ def to_arc_type(fst: pynini.Fst, arc_type: str) -> pynini.Fst:
 
 def write_far(path: str, machines: dict[str, pynini.Fst], arc_type: str) -> list[str]:
     """Write ``machines`` to a FAR at ``path`` (keys sorted, as FARs require);
-    return the keys written."""
+    return the keys written.  Atomic and verified: an OutputError naming ``path``
+    (and nothing at ``path``) when it cannot be written in full."""
     check_arc_type(arc_type)
-    wrong = [k for k in sorted(machines) if machines[k].arc_type() != arc_type]
+    keys = sorted(machines)
+    if not keys:                            # OpenFst reads an empty FAR back as arc type "error"
+        raise InputError(f"cannot write {path}: no machines to write")
+    wrong = [k for k in keys if machines[k].arc_type() != arc_type]
     if wrong:
         raise InputError(f"cannot write {path}: machine {wrong[0]!r} has "
                          f"{machines[wrong[0]].arc_type()} arcs, the FAR {arc_type} arcs")
-    with pynini.Far(path, "w", arc_type=arc_type) as far:
-        for key in sorted(machines):
+    with outputs.atomic_path(path, "FAR") as tmp:
+        with outputs.captured_stderr() as err:
+            failed = _write_far_file(tmp, machines, keys, arc_type)
+        reason = failed or _far_problem(tmp, keys, arc_type)
+        if reason:
+            said = outputs.first_error_line(err.text)
+            if outputs.disk_full(tmp):
+                reason = "no space left on device"
+            elif said:
+                reason = f"{reason}; OpenFst: {said}"
+            raise OutputError(f"{path}: cannot write the FAR ({reason})")
+        if err.text:                        # warnings of a write that succeeded
+            sys.stderr.write(err.text)
+    return keys
+
+
+def _write_far_file(tmp: str, machines: dict[str, pynini.Fst], keys: list[str],
+                    arc_type: str) -> str:
+    """Write the FAR at ``tmp``; "" or what went wrong as far as the writer says."""
+    far = pynini.Far(tmp, "w", arc_type=arc_type)
+    try:
+        if far.error():
+            return "the FAR writer could not open the file"
+        for key in keys:
             far[key] = machines[key]
-    return sorted(machines)
+            if far.error():
+                return f"writing machine {key!r} failed"
+    finally:
+        far.close()
+    return ""
+
+
+def _far_problem(tmp: str, keys: list[str], arc_type: str) -> str:
+    """Read the FAR at ``tmp`` back: "" if it holds ``keys`` (in order) and a machine
+    of ``arc_type`` under each, else what is wrong."""
+    if not os.path.isfile(tmp) or os.path.getsize(tmp) == 0:
+        return "no data was written"
+    got = []
+    with outputs.captured_stderr():         # OpenFst's own complaints: reported below
+        try:
+            with pynini.Far(tmp, "r") as far:
+                if far.arc_type() != arc_type:
+                    return f"read back with {far.arc_type()} arcs, not {arc_type}"
+                while not far.done():
+                    got.append(far.get_key())
+                    if far.get_fst().arc_type() != arc_type:
+                        return f"machine {got[-1]!r} read back with the wrong arc type"
+                    far.next()
+                if far.error():
+                    return "the file read back is damaged"
+        except Exception as e:              # pywrapfst raises its own FstIOError etc.
+            return f"the file read back is unreadable: {type(e).__name__}"
+    if got != keys:
+        return f"read back {len(got)} of {len(keys)} machines"
+    return ""
 
 
 def unweighted_optimize(fst: pynini.Fst) -> pynini.Fst:

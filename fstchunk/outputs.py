@@ -81,8 +81,8 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
+    except (PermissionError, OverflowError, OSError):
+        return True                     # another user's, or no pid at all: keep it
     return True
 
 
@@ -165,6 +165,22 @@ def _is_ours(e: OSError, tmp: str) -> bool:
     return e.filename in (None, tmp) or e.errno == errno.ENOSPC
 
 
+def _fsync(name: str) -> None:
+    """fsync a file or folder by name, where the system allows it (best effort:
+    some file systems refuse it for folders)."""
+    try:
+        fd = os.open(name, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if e.errno not in (errno.EINVAL, errno.EBADF, errno.ENOTSUP, errno.EISDIR):
+            raise
+    finally:
+        os.close(fd)
+
+
 @contextlib.contextmanager
 def atomic_path(path, what: str = "output") -> Iterator[str]:
     """A temporary path in the target folder for the block to write; renamed over
@@ -178,10 +194,12 @@ def atomic_path(path, what: str = "output") -> Iterator[str]:
         yield tmp
         if not os.path.isfile(tmp):
             raise OutputError(f"{path}: nothing was written")
+        _fsync(tmp)                     # data on disk before the name points at it
         if os.path.exists(final):
             with contextlib.suppress(OSError):
                 os.chmod(tmp, stat.S_IMODE(os.stat(final).st_mode))
         os.replace(tmp, final)
+        _fsync(os.path.dirname(os.path.abspath(final)))   # and the rename itself
     except OSError as e:
         if not _is_ours(e, tmp):
             raise

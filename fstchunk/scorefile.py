@@ -31,6 +31,7 @@ from typing import Sequence
 import numpy as np
 
 from .errors import ModelFileError
+from .outputs import atomic_write
 from .lattice import Lattice
 
 _EMISSIONS = re.compile(r"emissions_(\d+)$")
@@ -39,7 +40,8 @@ _EMISSIONS = re.compile(r"emissions_(\d+)$")
 def save_scores(path: str | os.PathLike, tags: Sequence[str], emissions: Sequence[np.ndarray],
                 transitions: np.ndarray, start: np.ndarray | None = None,
                 end: np.ndarray | None = None, scheme: str = "IOB2") -> None:
-    """Write a score file (see the module doc); ``emissions[k]`` scores sentence ``k``."""
+    """Write a score file (see the module doc); ``emissions[k]`` scores sentence ``k``.
+    Written atomically to exactly ``path`` (``np.savez`` alone would append ``.npz``)."""
     arrays = {"tags": np.array(list(tags), dtype=str), "scheme": np.array(scheme),
               "transitions": np.asarray(transitions, float)}
     if start is not None:
@@ -48,7 +50,8 @@ def save_scores(path: str | os.PathLike, tags: Sequence[str], emissions: Sequenc
         arrays["end"] = np.asarray(end, float)
     for k, e in enumerate(emissions):
         arrays[f"emissions_{k}"] = np.asarray(e, float)
-    np.savez(path, **arrays)
+    with atomic_write(path, "wb", what="score file") as fh:   # exactly PATH: no .npz added
+        np.savez(fh, **arrays)
 
 
 def _read_arrays(name: str) -> dict[str, np.ndarray]:

@@ -175,7 +175,10 @@ def test_expected_command_errors(capsys, tmp_path):
     assert code == 2 and "has 1 tags but the lattice has 2 tokens" in err
     conll.write_text("a DT I-NP\nb DT O\n", encoding="utf-8")
     code, _, err = run(capsys, "expected", str(conll), "--scores", str(npz))
-    assert code == 2 and "s.txt:1 (sentence 0): position 0: tag 'I-NP'" in err
+    assert code == 0 and "repaired 1 invalid tag sequence" in err and "s.txt:1 ('I-NP')" in err
+    code, _, err = run(capsys, "expected", str(conll), "--scores", str(npz),
+                       "--on-invalid", "error")
+    assert code == 2 and "s.txt:1: tag 'I-NP' cannot stand at the start of a sentence" in err
 
 
 @pytest.mark.parametrize("decoder", ["map", "posterior", "meu", "meu-kbest", "meu-corpus"])
@@ -256,7 +259,7 @@ def test_expected_with_saved_model(capsys, tmp_path, corpus):
     want = expected_f(hmm.lattice(test[0]), reference=test[0].column(-1), method="fast")
     assert d["sentences"][0]["f"] == pytest.approx(want.f, rel=1e-12)
     code, _, err = run(capsys, "expected", str(inp))
-    assert code == 2 and "exactly one of --scores NPZ or --model MODEL" in err
+    assert code == 2 and "exactly one of --model MODEL or --scores NPZ" in err
 
 
 def test_joint_train_and_decode(capsys, tmp_path, corpus):
@@ -283,9 +286,19 @@ def test_joint_train_and_decode(capsys, tmp_path, corpus):
     assert all(len(r) == 5 for r in rows)
     assert {r[3] for r in rows} <= set(J.COLLAPSED_POS)
     assert {r[4] for r in rows} <= {"B-NP", "I-NP", "O"}
-    meu = json.loads(run(capsys, "joint", "decode", "--model", model, "--input", str(test_file),
-                         "--decoder", "meu", "--json")[1])
+    code, out, err = run(capsys, "joint", "decode", "--model", model, "--input",
+                         str(test_file), "--decoder", "meu", "--json")
+    assert code == 2 and out == "" and "fstchunk joint calibrate --model" in err   # MMVP scores
+    heldout = tmp_path / "heldout.txt"
+    write_conll(read_conll(corpus("conll2000", "dev.txt"))[:60], heldout)
+    calibrated = str(tmp_path / "calibrated.npz")
+    code, out, err = run(capsys, "joint", "calibrate", "--model", model, "--input",
+                         str(heldout), "-o", calibrated)
+    assert code == 0 and "temperature" in out, err
+    meu = json.loads(run(capsys, "joint", "decode", "--model", calibrated, "--input",
+                         str(test_file), "--decoder", "meu", "--json")[1])
     assert meu["pos_accuracy"] == got["pos_accuracy"]
+    assert meu["np_f1"] > got["np_f1"] - 10           # not the uncalibrated collapse (12.9)
     with pytest.raises(SystemExit):
         main(["joint", "train", "--train", "x", "--algorithm", "svm", "-o", "m.npz"])
 

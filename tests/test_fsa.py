@@ -1,13 +1,14 @@
 """fstchunk.fsa: the machine helpers, checked on small hand-made machines."""
 
 import math
+import os
 
 import pynini
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fstchunk import fsa
-from fstchunk.errors import InputError
+from fstchunk import fsa, outputs
+from fstchunk.errors import InputError, OutputError
 
 
 def weighted_strings(pairs, arc_type="log64"):
@@ -135,3 +136,83 @@ def test_write_far_round_trip(tmp_path):
     with pytest.raises(InputError, match="machine 'b' has standard arcs, the FAR log64"):
         fsa.write_far(other, {**machines, "b": fsa.union_of([1])}, "log64")
     assert not (tmp_path / "other.far").exists()
+
+
+# ------------------------------------------------------------------ write_far: checked, atomic
+def two_machines():
+    return {"b": fsa.union_of([1, 2], "log64"), "a": fsa.string_fst([3, 4], "log64")}
+
+
+def no_temporaries(folder):
+    return [n for n in os.listdir(folder) if ".tmp" in n] == []
+
+
+@pytest.mark.parametrize("where", ["missing folder", "a folder"])
+def test_write_far_unwritable_destination_is_an_error(tmp_path, capfd, where):
+    """Today: OpenFst prints ERROR lines, write_far returns the keys as if written."""
+    path = str(tmp_path / "no" / "x.far") if where == "missing folder" else str(tmp_path)
+    with pytest.raises(OutputError) as e:
+        fsa.write_far(path, two_machines(), "log64")
+    msg = str(e.value)
+    assert msg.startswith(f"{path}: ") and "\n" not in msg
+    assert ("does not exist" if where == "missing folder" else "is a folder") in msg
+    assert "ERROR" not in capfd.readouterr().err      # refused before OpenFst is asked
+    assert no_temporaries(tmp_path)
+
+
+def test_write_far_replaces_atomically(tmp_path, capfd):
+    path = tmp_path / "m.far"
+    path.write_bytes(b"old")
+    assert fsa.write_far(str(path), two_machines(), "log64") == ["a", "b"]
+    with pynini.Far(str(path), "r") as far:
+        assert [k for k, _ in far] == ["a", "b"]
+    assert no_temporaries(tmp_path) and capfd.readouterr().err == ""
+
+
+def truncating_writer(keep):
+    """The real FAR writer, then the file cut to ``keep`` of its size: what a full disk
+    or a killed writer leaves, with OpenFst's writer reporting no error."""
+    real = fsa._write_far_file
+
+    def write(tmp, machines, keys, arc_type):
+        out = real(tmp, machines, keys, arc_type)
+        size = os.path.getsize(tmp)
+        with open(tmp, "r+b") as fh:
+            fh.truncate(int(size * keep))
+        return out
+    return write
+
+
+@pytest.mark.parametrize("keep", [0.0, 0.5, 0.95])
+def test_write_far_truncated_file_is_caught_and_old_kept(tmp_path, monkeypatch, keep):
+    path = tmp_path / "m.far"
+    path.write_bytes(b"old FAR")
+    monkeypatch.setattr(fsa, "_write_far_file", truncating_writer(keep))
+    with pytest.raises(OutputError, match=r"m\.far: cannot write the FAR \(") as e:
+        fsa.write_far(str(path), two_machines(), "log64")
+    assert "\n" not in str(e.value)
+    assert path.read_bytes() == b"old FAR"
+    assert no_temporaries(tmp_path)
+
+
+def test_write_far_full_disk_named(tmp_path, monkeypatch):
+    monkeypatch.setattr(fsa, "_write_far_file", truncating_writer(0.5))
+    monkeypatch.setattr(outputs, "disk_full", lambda path: True)
+    path = str(tmp_path / "m.far")
+    with pytest.raises(OutputError) as e:
+        fsa.write_far(path, two_machines(), "log64")
+    assert str(e.value) == f"{path}: cannot write the FAR (no space left on device)"
+    assert os.listdir(tmp_path) == []
+
+
+def test_write_far_writer_error_reported(tmp_path, monkeypatch):
+    monkeypatch.setattr(fsa, "_write_far_file", lambda *a: "writing machine 'a' failed")
+    with pytest.raises(OutputError, match="writing machine 'a' failed"):
+        fsa.write_far(str(tmp_path / "m.far"), two_machines(), "log64")
+    assert os.listdir(tmp_path) == []
+
+
+def test_write_far_refuses_nothing(tmp_path):
+    with pytest.raises(InputError, match="no machines"):
+        fsa.write_far(str(tmp_path / "m.far"), {}, "log64")
+    assert os.listdir(tmp_path) == []

@@ -8,7 +8,7 @@ import pytest
 
 from fstchunk import encodings as enc
 from fstchunk import fsa
-from fstchunk.errors import FstchunkError, InputError, SchemeError
+from fstchunk.errors import FstchunkError, InputError, OutputError, SchemeError
 from fstchunk.grammars import registry as R
 from fstchunk.grammars import validity
 from fstchunk.tagspace import symbol_table
@@ -154,10 +154,155 @@ def test_draw_svg(tmp_path):
     R.draw(R.build("validity", types="NP"), path)
     assert "<svg" in open(path, encoding="utf-8").read()
     assert os.path.exists(str(tmp_path / "v.dot"))
+    assert leftovers(tmp_path) == []
 
 
-@pytest.mark.skipif(shutil.which("dot") is not None, reason="Graphviz 'dot' is installed")
-def test_draw_svg_without_graphviz_says_how_to_install(tmp_path):
-    with pytest.raises(RuntimeError, match="apt-get install graphviz"):
-        R.draw(R.build("validity", types="NP"), str(tmp_path / "v.svg"))
+# ------------------------------------------------------------------ checked, atomic outputs
+def leftovers(folder):
+    return sorted(n for n in os.listdir(folder) if ".tmp" in n)
+
+
+def one_line_error(excinfo, path):
+    msg = str(excinfo.value)
+    assert "\n" not in msg and msg.startswith(f"{path}: "), msg
+    return msg
+
+
+@pytest.mark.parametrize("where", ["missing folder", "a folder"])
+def test_export_far_checks_the_destination_before_building(tmp_path, monkeypatch, capfd, where):
+    """Today: 'wrote 13 machines', OpenFst errors on stderr, nothing written."""
+    path = str(tmp_path / "OUT" / "x.far") if where == "missing folder" else str(tmp_path)
+    monkeypatch.setattr(R, "build", lambda *a, **k: pytest.fail("built a machine first"))
+    with pytest.raises(OutputError) as e:
+        R.export_far(path, None, R.Options())
+    msg = one_line_error(e, path)
+    assert msg == (f"{path}: folder {tmp_path / 'OUT'} does not exist"
+                   if where == "missing folder" else
+                   f"{path}: is a folder (the FAR needs a file name)")
+    assert "ERROR" not in capfd.readouterr().err
+    assert leftovers(tmp_path) == []
+
+
+def test_export_far_truncated_write_keeps_old_far(tmp_path, monkeypatch):
+    """A FAR cut short (full disk: OpenFst reports no error) is caught on reading
+    back; the FAR already there stays as it was."""
+    path = tmp_path / "x.far"
+    R.export_far(str(path), ["validity"], R.Options())
+    before = path.read_bytes()
+    real = fsa._write_far_file
+
+    def short(tmp, machines, keys, arc_type):
+        out = real(tmp, machines, keys, arc_type)
+        with open(tmp, "r+b") as fh:
+            fh.truncate(os.path.getsize(tmp) // 2)
+        return out
+    monkeypatch.setattr(fsa, "_write_far_file", short)
+    with pytest.raises(OutputError) as e:
+        R.export_far(str(path), None, R.Options())
+    assert "cannot write the FAR" in one_line_error(e, str(path))
+    assert path.read_bytes() == before
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("name", ["v.dot", "v.svg", "v.png"])
+def test_draw_to_missing_folder_is_an_error(tmp_path, capfd, name):
+    """Today: exit 0 with nothing written (.dot), CalledProcessError (.svg)."""
+    path = str(tmp_path / "OUT" / name)
+    with pytest.raises(OutputError) as e:
+        R.draw(R.build("validity", types="NP"), path)
+    assert one_line_error(e, path).endswith("does not exist")
+    assert "ERROR" not in capfd.readouterr().err
+    assert os.listdir(tmp_path) == []
+    with pytest.raises(OutputError):
+        R.check_drawing(path)
+
+
+def test_draw_to_a_folder_is_an_error(tmp_path):
+    (tmp_path / "v.dot").mkdir()
+    with pytest.raises(OutputError, match=r"v\.dot: is a folder"):
+        R.draw(R.build("validity"), str(tmp_path / "v.dot"))
+    with pytest.raises(OutputError, match=r"v\.dot: is a folder"):   # the .dot beside an SVG
+        R.draw(R.build("validity"), str(tmp_path / "v.svg"))
+    assert not (tmp_path / "v.svg").exists()
+
+
+class HalfDrawn:
+    """Stands for a machine whose ``draw`` stops half way (full disk: OpenFst only
+    prints the error)."""
+
+    def properties(self, mask, test):
+        return 0
+
+    def draw(self, path, **kw):
+        with open(path, "w") as fh:
+            fh.write("digraph FST {\n0 -> 1")
+
+
+def test_draw_incomplete_dot_is_caught_and_old_kept(tmp_path):
+    path = tmp_path / "v.dot"
+    path.write_text("old")
+    with pytest.raises(OutputError) as e:
+        R.draw(HalfDrawn(), str(path))
+    assert "incomplete" in one_line_error(e, str(path))
+    assert path.read_text() == "old" and leftovers(tmp_path) == []
+
+
+def fake_graphviz(folder, script):
+    """A 'dot' executable in ``folder`` running the shell ``script``."""
+    folder.mkdir()
+    exe = folder / "dot"
+    exe.write_text("#!/bin/sh\n" + script)
+    exe.chmod(0o755)
+    return str(folder)
+
+
+def test_draw_svg_without_graphviz_says_how_to_install(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    path = str(tmp_path / "v.svg")
+    with pytest.raises(OutputError) as e:
+        R.draw(R.build("validity", types="NP"), path)
+    assert "apt-get install graphviz" in one_line_error(e, path)
     assert (tmp_path / "v.dot").exists()          # the .dot is written all the same
+    assert not (tmp_path / "v.svg").exists() and leftovers(tmp_path) == []
+
+
+def test_draw_svg_through_dot_into_a_temporary(tmp_path, monkeypatch):
+    # the fake dot records its arguments and writes "<svg/>" to the file after -o
+    bin_ = fake_graphviz(tmp_path / "bin", 'echo "$@" > "${0%/*}/args"\n'
+                         'while [ "$1" != "-o" ]; do shift; done; echo "<svg/>" > "$2"\n')
+    monkeypatch.setenv("PATH", bin_)
+    out = tmp_path / "out"
+    out.mkdir()
+    path = str(out / "v.svg")
+    assert R.draw(R.build("validity", types="NP"), path) == path
+    assert open(path).read() == "<svg/>\n"
+    args = open(os.path.join(bin_, "args")).read().split()
+    assert args[0] == "-Tsvg" and args[1] == str(out / "v.dot")
+    assert os.path.dirname(args[3]) == str(out) and args[3] != path   # temporary, same folder
+    assert sorted(os.listdir(out)) == ["v.dot", "v.svg"]
+
+
+@pytest.mark.parametrize("script, said", [
+    ('echo "Error: v.dot: syntax error in line 3" >&2\necho "more" >&2\nexit 1\n',
+     "(Error: v.dot: syntax error in line 3)"),
+    ("exit 3\n", "(exit code 3)"),
+])
+def test_draw_svg_failing_dot_is_an_error_naming_the_path(tmp_path, monkeypatch, script, said):
+    """Today: subprocess.CalledProcessError / RuntimeError traceback."""
+    monkeypatch.setenv("PATH", fake_graphviz(tmp_path / "bin", 'echo half > "$4"\n' + script))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "v.svg").write_text("old")
+    path = str(out / "v.svg")
+    with pytest.raises(OutputError) as e:
+        R.draw(R.build("validity", types="NP"), path)
+    assert one_line_error(e, path) == f"{path}: Graphviz's 'dot' could not render it {said}"
+    assert (out / "v.svg").read_text() == "old" and leftovers(out) == []
+
+
+def test_draw_svg_dot_writing_nothing_is_an_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", fake_graphviz(tmp_path / "bin", "exit 0\n"))
+    path = str(tmp_path / "v.svg")
+    with pytest.raises(OutputError, match="nothing was written|wrote nothing"):
+        R.draw(R.build("validity", types="NP"), path)
+    assert not os.path.exists(path) and leftovers(tmp_path) == []

@@ -15,6 +15,7 @@ import math
 import sys
 from typing import Callable
 
+from ..columns import Columns
 from ..conll import Sentence, read_conll
 from ..errors import InputError
 from ..gold import ON_INVALID, check_gold
@@ -105,3 +106,11 @@ def split_list(text: str, option: str) -> list[str]:
     if not text.strip() or any(not t for t in items):
         raise InputError(f"{option} {text!r}: give a comma-separated list without empty items")
     return items
+
+
+def columns_spec(text: str) -> Columns:
+    """argparse type: a ``--columns`` spec (:meth:`fstchunk.columns.Columns.parse`)."""
+    try:
+        return Columns.parse(text)
+    except InputError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None

@@ -80,8 +80,10 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"grammar {args.action} takes exactly one grammar name "
                          f"(see 'fstchunk grammar list')")
     name = args.names[0]
-    if args.action == "draw" and not args.output:
-        raise InputError("grammar draw needs -o FILE.{dot,svg,png}")
+    if args.action == "draw":
+        if not args.output:
+            raise InputError("grammar draw needs -o FILE.{dot,svg,png}")
+        registry.check_drawing(args.output)        # before building the machine
     fst = registry.build(name, o)
     if args.action == "info":
         print(f"grammar: {name} ({registry.far_key(name, o)})")

@@ -20,7 +20,7 @@ from ..conll import Sentence, write_conll
 from ..errors import InputError
 from ..models import joint as J
 from ..outputs import atomic_write, check_output
-from .common import (HelpFormatter, add_on_invalid, nonnegative_float, positive_float,
+from .common import (HelpFormatter, add_on_invalid, columns_spec, nonnegative_float, positive_float,
                      positive_int, read_gold, read_input)
 
 
@@ -82,7 +82,7 @@ def add_parser(sub) -> None:
 
 
 def _columns(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--columns", type=Columns.parse, default=None, metavar="SPEC",
+    p.add_argument("--columns", type=columns_spec, default=None, metavar="SPEC",
                    help="the file's columns in order, named word, pos, tag or _ (ignored), "
                         "e.g. word,_,pos,tag; none: word,pos,...,tag for training, the "
                         "model's own columns otherwise")

@@ -61,7 +61,11 @@ def _lattices(args: argparse.Namespace, sents):
     if (args.scores is None) == (args.model is None):
         raise InputError("give exactly one of --model MODEL or --scores NPZ")
     if args.model:
-        return load_model(args.model).lattices(sents), args.model
+        model = load_model(args.model)
+        require = getattr(model, "require_probabilities", None)   # perceptron/MMVP scores
+        if require is not None:
+            require()
+        return model.lattices(sents), args.model
     try:
         read_metadata(args.scores)
     except FstchunkError:

@@ -23,12 +23,12 @@ from ..models.hmm import HMM
 from ..models.objectives import DEFAULT_L2, OBJECTIVES
 from ..outputs import atomic_write, check_output
 from ..training import Trainer, file_digest
-from .common import (HelpFormatter, add_on_invalid, nonnegative_float, nonnegative_int,
+from .common import (HelpFormatter, add_on_invalid, columns_spec, nonnegative_float, nonnegative_int,
                      positive_float, positive_int, read_gold, read_input, warn)
 
 
 def add_columns(p: argparse.ArgumentParser, default: str | None) -> None:
-    p.add_argument("--columns", default=default, type=Columns.parse, metavar="SPEC",
+    p.add_argument("--columns", default=default, type=columns_spec, metavar="SPEC",
                    help="the file's columns in order, named word, pos, tag or _ (ignored): "
                         "e.g. word,pos,tag or word,tag (no POS: the POS-free variant of the "
                         "feature template); none: word,pos,...,tag for a new model (word "
