@@ -197,3 +197,70 @@ def test_outputs_are_checked_before_the_work(capsys, tmp_path, train_file, hmm_m
         one_error_line(err)
         assert "wrote" not in out
     assert not missing.parent.exists()
+
+
+# ------------------------------------------------------------------ resume and Ctrl-C
+def _interrupt_after(monkeypatch, n: int):
+    """Make the n-th L-BFGS iteration end in Ctrl-C (as a user's KeyboardInterrupt)."""
+    import scipy.optimize
+
+    real = scipy.optimize.minimize
+
+    def minimize(fun, x0, callback=None, **kw):
+        seen = [0]
+
+        def cb(xk, *a):
+            callback(xk, *a)
+            seen[0] += 1
+            if seen[0] == n:
+                raise KeyboardInterrupt
+        return real(fun, x0, callback=cb, **kw)
+
+    monkeypatch.setattr(scipy.optimize, "minimize", minimize)
+
+
+def test_ctrl_c_saves_the_checkpoint_names_it_and_exits_130(capsys, tmp_path, train_file,
+                                                            monkeypatch):
+    model = tmp_path / "m.npz"
+    _interrupt_after(monkeypatch, 3)
+    code, out, err = run(capsys, "train", "--train", train_file, "--features", "tmpt1",
+                         "--max-iter", "30", "--checkpoint-every", "100", "--quiet", "-o", model)
+    assert code == 130 and not model.exists()
+    one_error_line(err, "interrupted", f"{model}.ckpt", "--resume")
+    assert (tmp_path / "m.npz.ckpt").exists()
+    monkeypatch.undo()
+    # resuming with other settings is refused, naming the field; the same settings resume
+    code, out, err = run(capsys, "train", "--train", train_file, "--features", "tmpt1",
+                         "--max-iter", "30", "--quiet", "--resume", "--objective", "meu-corpus",
+                         "-o", model)
+    assert code == 2
+    one_error_line(err, "objective")
+    other = tmp_path / "other.txt"
+    other.write_text(TRAIN.replace("dog", "cow"))
+    code, out, err = run(capsys, "train", "--train", other, "--features", "tmpt1",
+                         "--max-iter", "30", "--quiet", "--resume", "-o", model)
+    assert code == 2
+    one_error_line(err, "train_sha256")
+    code, out, err = run(capsys, "train", "--train", train_file, "--features", "tmpt1",
+                         "--max-iter", "30", "--quiet", "--resume", "-o", model)
+    assert code == 0 and model.exists(), err
+    assert "resuming from" in out and not (tmp_path / "m.npz.ckpt").exists()
+
+
+def test_resume_without_a_checkpoint_is_refused(capsys, tmp_path, train_file):
+    model = tmp_path / "m.npz"
+    code, out, err = run(capsys, "train", "--train", train_file, "--resume", "--quiet",
+                         "-o", model)
+    assert code == 2 and not model.exists()
+    one_error_line(err, "no checkpoint", f"{model}.ckpt")
+
+
+def test_ctrl_c_in_other_commands_is_one_line(capsys, monkeypatch, train_file, hmm_model):
+    import fstchunk.cli.tagging as tagging
+
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(tagging, "decode_sentences", boom)
+    code, out, err = run(capsys, "decode", "--model", hmm_model, "--input", train_file)
+    assert code == 130
+    one_error_line(err, "fstchunk decode: interrupted")
