@@ -40,12 +40,13 @@ def test_ml_gradient_and_value(scheme):
     crf, data = small_model(scheme)
     rng = np.random.default_rng(1)
     finite_difference_check(crf.objective("ml", data, 0.1), crf.theta, rng)
-    # the value is -Σ log Pr(gold) + λ‖θ‖², Pr from the Lattice over valid sequences
+    # the value is -(1/S) Σ log Pr(gold) + λ‖θ‖² (a mean per sentence, issue 16),
+    # Pr from the Lattice over valid sequences
     nll, _ = crf.objective("ml", data, 0.0)(crf.theta)
     want = 0.0
     for s, g in zip(SENTS, data.gold.sequences):
         want -= crf.lattice(s).log_prob([crf.tags[i] for i in g])
-    assert nll == pytest.approx(want, rel=1e-10)
+    assert nll == pytest.approx(want / len(SENTS), rel=1e-10)
 
 
 @pytest.mark.parametrize("corpus", [False, True])
@@ -63,7 +64,7 @@ def test_meu_gradients(corpus, beta):
         want = (beta + 1) * sum(r.tp for r in rs) / (sum(r.m_ref for r in rs) +
                                                     beta * sum(r.m_hyp for r in rs))
     else:
-        want = sum(r.f for r in rs)
+        want = sum(r.f for r in rs) / len(rs)        # the mean per sentence (issue 16)
     assert value == pytest.approx(want, rel=1e-9)
 
 
