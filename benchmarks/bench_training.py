@@ -28,6 +28,7 @@ from fstchunk.decode import decode_sentences
 from fstchunk.conll import read_conll
 from fstchunk import encodings as enc
 from fstchunk.models.crf import CRF
+from fstchunk.models.objectives import DEFAULT_L2
 from fstchunk.evaluate import evaluate
 from fstchunk.models.features import token_features
 from fstchunk.parallel import single_threaded_blas
@@ -84,12 +85,13 @@ def crfsuite_peer(train, test, template, c2, max_iter, scheme="IOB2"):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", default="conll2000", choices=CORPORA)
-    ap.add_argument("--l2", type=float, default=0.5)
+    ap.add_argument("--l2", type=float, default=None,
+                    help="λ of ML on the objectives' per-sentence scale (default: "
+                         "DEFAULT_L2['ml'])")
     ap.add_argument("--meu-objective", default="meu", choices=("meu", "meu-corpus"))
     ap.add_argument("--meu-l2", type=float, default=None,
-                    help="λ of the MEU objective (its value is bounded by #sentences, or by 1 "
-                         "for meu-corpus, so far below ML's); default 0.005 for meu, 1e-6 "
-                         "for meu-corpus")
+                    help="λ of the MEU objective (per-sentence scale, like ML's); default "
+                         "DEFAULT_L2 of the objective")
     ap.add_argument("--scheme", default="IOB2", choices=enc.SCHEMES,
                     help="scheme the CRF (and the peer) tag in; the data's IOB2 tags are "
                          "converted and predictions converted back before scoring")
@@ -106,8 +108,10 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="first N sentences of each set")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
+    if args.l2 is None:
+        args.l2 = DEFAULT_L2["ml"]
     if args.meu_l2 is None:
-        args.meu_l2 = 0.005 if args.meu_objective == "meu" else 1e-6
+        args.meu_l2 = DEFAULT_L2[args.meu_objective]
     for name in ("l2", "meu_l2", "meu_init_l2"):
         value = getattr(args, name)
         if value is not None and not (np.isfinite(value) and value >= 0):
@@ -197,10 +201,11 @@ def main() -> None:
                + (f" trained with λ = {args.meu_init_l2}" if start is not ml else "")
                + f" ({meu.settings.get('train_seconds', float('nan')):.0f} s).")
     if not args.no_peer:
-        f_peer, t_peer = crfsuite_peer(train, test, template, args.l2, args.max_iter,
-                                       args.scheme)
-        out.append(f"\nPeer: python-crfsuite on the same feature strings (L-BFGS, c2 = "
-                   f"{args.l2}, {args.max_iter} iterations max): test F {f_peer:.2f}, training "
+        # CRFsuite's objective is the summed log-likelihood: its c2 is λ·S
+        c2 = args.l2 * len(train)
+        f_peer, t_peer = crfsuite_peer(train, test, template, c2, args.max_iter, args.scheme)
+        out.append(f"\nPeer: python-crfsuite on the same feature strings (L-BFGS, c2 = λ·S = "
+                   f"{c2:g}, {args.max_iter} iterations max): test F {f_peer:.2f}, training "
                    f"{t_peer:.0f} s; ours/CRFsuite training time {ml_time / t_peer:.1f}x.")
     out.append(f"\nPeak resident memory: {peak_rss_mb():.0f} MB.")
     print("\n".join(out[-4:]))

@@ -17,6 +17,11 @@ Pitfalls:
 * an exception in a worker is re-raised in the caller (same type and message);
   a worker that dies without answering (killed, out of memory) raises
   :class:`WorkerError` naming its exit code.  Nothing is silently dropped.
+* Ctrl-C: the workers ignore SIGINT (the terminal sends it to the whole
+  process group); the caller gets one KeyboardInterrupt, terminates the
+  workers and re-raises it, so no worker prints a traceback.  SIGINT is
+  blocked while the workers are forked, so none can catch it before it
+  ignores it;
 * where ``fork`` does not exist (Windows, macOS defaults), or for a handful of
   items, the work runs in this process.
 """
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
 from contextlib import contextmanager
 from multiprocessing.connection import wait as mp_wait
 from typing import Any, Callable, Sequence
@@ -51,7 +57,10 @@ def single_threaded_blas():
 
 def _worker(func: Callable, context: Any, items: list, blocks: list, tasks, conn) -> None:
     """Body of one forked worker: take block numbers from ``tasks`` until ``None``,
-    send ("ok", block, results) per block, or ("error", exception) and stop."""
+    send ("ok", block, results) per block, or ("error", exception) and stop.
+    SIGINT is ignored here: the caller alone handles Ctrl-C and terminates us."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _unblock_sigint()
     threadpool_limits(limits=1, user_api="blas")
     try:
         for b in iter(tasks.get, None):
@@ -68,6 +77,19 @@ def _worker(func: Callable, context: Any, items: list, blocks: list, tasks, conn
             conn.send(("error", WorkerError(f"worker failed: {e!r} ({e2!r})")))
     finally:
         conn.close()
+
+
+def _block_sigint() -> bool:
+    """Block SIGINT in this thread (while forking); whether it was done."""
+    if not hasattr(signal, "pthread_sigmask"):
+        return False
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    return True
+
+
+def _unblock_sigint() -> None:
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def map_sentences(func: Callable[[Any, Any], Any], items: Sequence, context: Any = None,
@@ -93,32 +115,42 @@ def map_sentences(func: Callable[[Any, Any], Any], items: Sequence, context: Any
     for _ in range(processes):
         tasks.put(None)
     workers, conns = [], []
-    for _ in range(processes):
-        recv, send = ctx.Pipe(duplex=False)
-        p = ctx.Process(target=_worker, args=(func, context, items, blocks, tasks, send),
-                        daemon=True)
-        p.start()
-        send.close()                      # a worker's death now reads as EOF on recv
-        workers.append(p)
-        conns.append(recv)
+    blocked = _block_sigint()
     results: list = [None] * len(items)
     failure: BaseException | None = None
     done = 0
-    open_conns = list(conns)
-    while open_conns and failure is None:
-        for conn in mp_wait(open_conns):
-            try:
-                msg = conn.recv()
-            except EOFError:              # finished (all its blocks sent) or died
-                open_conns.remove(conn)
-                continue
-            if msg[0] == "error":
-                failure = msg[1]
-                break
-            _, b, out = msg
-            for i, r in zip(blocks[b], out):
-                results[i] = r
-            done += 1
+    try:
+        for _ in range(processes):
+            recv, send = ctx.Pipe(duplex=False)
+            p = ctx.Process(target=_worker, args=(func, context, items, blocks, tasks, send),
+                            daemon=True)
+            p.start()
+            send.close()                  # a worker's death now reads as EOF on recv
+            workers.append(p)
+            conns.append(recv)
+        if blocked:
+            blocked = False
+            _unblock_sigint()             # a Ctrl-C that came meanwhile is raised here
+        open_conns = list(conns)
+        while open_conns and failure is None:
+            for conn in mp_wait(open_conns):
+                try:
+                    msg = conn.recv()
+                except EOFError:          # finished (all its blocks sent) or died
+                    open_conns.remove(conn)
+                    continue
+                if msg[0] == "error":
+                    failure = msg[1]
+                    break
+                _, b, out = msg
+                for i, r in zip(blocks[b], out):
+                    results[i] = r
+                done += 1
+    except BaseException:                 # Ctrl-C (or any failure here): stop the workers
+        _stop(workers, conns)
+        if blocked:
+            _unblock_sigint()
+        raise
     if failure is not None:
         for p in workers:
             p.terminate()
@@ -133,3 +165,14 @@ def map_sentences(func: Callable[[Any, Any], Any], items: Sequence, context: Any
         raise WorkerError(f"a worker process died (exit code {code}) before returning "
                           f"its results ({len(blocks) - done} of {len(blocks)} blocks missing)")
     return results
+
+
+def _stop(workers: list, conns: list) -> None:
+    """Terminate and reap the workers, close their pipes (after a Ctrl-C)."""
+    for p in workers:
+        if p.is_alive():
+            p.terminate()
+    for p in workers:
+        p.join()
+    for conn in conns:
+        conn.close()

@@ -109,3 +109,71 @@ def test_serial_fallback_gives_the_same_results_in_this_process(kw):
 def test_empty_input_and_usable_cores():
     assert map_sentences(affine, [], context=(1, 0), processes=2) == []
     assert usable_cores() >= 1
+
+
+def sigint_ignored(context, x):
+    return signal.getsignal(signal.SIGINT) == signal.SIG_IGN, os.getpid()
+
+
+def test_workers_ignore_sigint_and_the_caller_keeps_its_handler():
+    before = signal.getsignal(signal.SIGINT)
+    with time_limit(20):
+        out = map_sentences(sigint_ignored, range(8), processes=2, chunksize=1)
+    assert all(ignored for ignored, _ in out)
+    assert len({pid for _, pid in out} - {os.getpid()}) >= 1       # really in workers
+    assert signal.getsignal(signal.SIGINT) is before
+    assert not signal.pthread_sigmask(signal.SIG_BLOCK, set()) & {signal.SIGINT}
+
+
+CTRL_C_SCRIPT = r'''
+import os, signal, sys, time
+from fstchunk.parallel import map_sentences
+
+def slow(marker, x):
+    # a worker deep in a long C call reacts to no signal but SIGTERM/SIGKILL
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    open(os.path.join(marker, str(os.getpid())), "w").close()
+    time.sleep(30)
+    return x
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+try:
+    map_sentences(slow, range(8), context=sys.argv[1], processes=2, chunksize=1)
+except KeyboardInterrupt:
+    pids = [int(p) for p in os.listdir(sys.argv[1])]
+    print(f"interrupted once; workers alive: {sum(map(alive, pids))}", flush=True)
+    sys.exit(130)
+'''
+
+
+def test_ctrl_c_stops_the_workers_without_their_tracebacks(tmp_path):
+    """SIGINT to the whole process group (as a terminal's Ctrl-C): one
+    KeyboardInterrupt in the caller, no traceback from the workers, none left."""
+    import subprocess
+    import sys
+    script = tmp_path / "run.py"
+    script.write_text(CTRL_C_SCRIPT)
+    marker = tmp_path / "started"
+    marker.mkdir()
+    proc = subprocess.Popen([sys.executable, str(script), str(marker)], text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        deadline = time.time() + 20
+        while len(os.listdir(marker)) < 2 and time.time() < deadline:
+            time.sleep(0.05)
+        assert len(os.listdir(marker)) == 2, "workers did not start"
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    # the workers were stopped (and reaped) before map_sentences re-raised
+    assert out == "interrupted once; workers alive: 0\n" and proc.returncode == 130

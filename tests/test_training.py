@@ -4,9 +4,13 @@ import numpy as np
 import pytest
 
 from fstchunk.conll import Sentence
-from fstchunk.errors import InputError, ModelFileError
+import hashlib
+
+from fstchunk.columns import Columns
+from fstchunk.errors import InputError, ModelFileError, OutputError, TrainingInterrupted
 from fstchunk.models.crf import CRF
-from fstchunk.training import Progress, Trainer, dev_f
+from fstchunk.models.objectives import DEFAULT_L2
+from fstchunk.training import Progress, Trainer, dev_f, file_digest
 
 SENTS = [Sentence([["The", "DT", "B-NP"], ["dog", "NN", "I-NP"], ["barks", "VBZ", "B-VP"]]),
          Sentence([["A", "DT", "B-NP"], ["cat", "NN", "I-NP"], ["sleeps", "VBZ", "B-VP"],
@@ -87,12 +91,16 @@ def test_resume_continues_and_reaches_the_uninterrupted_optimum(tmp_path):
     np.testing.assert_allclose(fresh.theta, whole.theta, atol=1e-3)
 
 
-def test_resume_without_a_checkpoint_starts_afresh(tmp_path):
+def test_resume_without_a_checkpoint_is_refused(tmp_path):
     crf, data = CRF.prepare(SENTS, "tmpt1")
-    messages = []
-    Trainer(l2=0.1, max_iter=3, checkpoint=str(tmp_path / "none.ckpt"), resume=True,
-            progress=False, log=messages.append).fit(crf, data)
-    assert messages == [] and crf.settings["iteration"] == crf.settings["iterations"]
+    theta = crf.theta.copy()
+    missing = str(tmp_path / "none.ckpt")
+    with pytest.raises(InputError, match=f"--resume: no checkpoint at {missing}$"):
+        Trainer(l2=0.1, max_iter=3, checkpoint=missing, resume=True,
+                progress=False).fit(crf, data)
+    np.testing.assert_array_equal(crf.theta, theta)              # nothing trained
+    with pytest.raises(InputError, match="--resume: no checkpoint file given"):
+        Trainer(resume=True)
 
 
 def test_a_checkpoint_of_other_features_is_refused(tmp_path):
@@ -107,10 +115,119 @@ def test_a_checkpoint_of_other_features_is_refused(tmp_path):
 @pytest.mark.parametrize("kwargs, message", [
     ({"objective": "mle"}, "unknown objective 'mle'"),
     ({"l2": float("nan")}, "l2 must be a finite number >= 0"),
-    ({"beta": -1.0}, "beta must be a finite number >= 0"),
-    ({"max_iter": -1}, "max_iter must be an integer >= 0"),
+    ({"l2": -1e-9}, "l2 must be a finite number >= 0"),
+    ({"l2": float("inf")}, "l2 must be a finite number >= 0"),
+    ({"beta": -1.0}, "beta must be a finite number > 0"),
+    ({"beta": 0.0}, "beta must be a finite number > 0"),
+    ({"beta": float("nan")}, "beta must be a finite number > 0"),
+    ({"beta": float("inf")}, "beta must be a finite number > 0"),
+    ({"max_iter": -1}, "max_iter must be an integer >= 1"),
+    ({"max_iter": 0}, "max_iter must be an integer >= 1"),
+    ({"max_iter": 2.0}, "max_iter must be an integer >= 1"),
+    ({"dev_every": -1}, "dev_every must be an integer >= 0"),
     ({"checkpoint_every": 1.5}, "checkpoint_every must be an integer >= 0"),
 ])
 def test_bad_options(kwargs, message):
     with pytest.raises(InputError, match=message):
         Trainer(**kwargs)
+
+
+@pytest.mark.parametrize("objective", sorted(DEFAULT_L2))
+def test_l2_none_is_the_objectives_default(objective):
+    t = Trainer(objective=objective, progress=False)
+    assert t.l2 == DEFAULT_L2[objective]
+    assert Trainer(objective=objective, l2=0).l2 == 0.0
+
+
+def test_file_digest(tmp_path):
+    p = tmp_path / "train.txt"
+    p.write_bytes(b"The DT B-NP\n")
+    assert file_digest(p) == hashlib.sha256(b"The DT B-NP\n").hexdigest()
+    with pytest.raises(InputError, match="nothere.txt: cannot read"):
+        file_digest(tmp_path / "nothere.txt")
+
+
+IDENTITY = {"scheme": "IOB2", "template": "tmpt1", "columns": "word,pos,tag",
+            "train_sha256": "ab" * 32, "init": None}
+
+
+def _interrupted_run(tmp_path, at=4, **opts):
+    """A run stopped by Ctrl-C (a callback raising KeyboardInterrupt) at ``at``."""
+    ckpt = str(tmp_path / "m.npz.ckpt")
+    crf, data = CRF.prepare(SENTS, "tmpt1")
+
+    def ctrl_c(p: Progress):
+        if p.iteration == at:
+            raise KeyboardInterrupt
+
+    kw = dict(objective="ml", l2=0.1, max_iter=50, tol=1e-10, progress=False,
+              identity=IDENTITY, checkpoint=ckpt, checkpoint_every=100)
+    kw.update(opts)
+    with pytest.raises(TrainingInterrupted) as e:
+        Trainer(callbacks=[ctrl_c], **kw).fit(crf, data)
+    return crf, ckpt, kw, e.value
+
+
+def test_ctrl_c_saves_the_latest_iterate_and_resumes(tmp_path):
+    crf, ckpt, kw, err = _interrupted_run(tmp_path)
+    assert str(err) == f"stopped at iteration 4; checkpoint {ckpt} (continue with --resume)"
+    assert err.checkpoint == ckpt
+    saved = CRF.load(ckpt)                  # written at 4 though checkpoint_every is 100
+    assert saved.settings["iteration"] == 4
+    np.testing.assert_array_equal(saved.theta, crf.theta)
+    assert saved.settings["run"] == {"objective": "ml", "l2": 0.1, "beta": 1.0, **IDENTITY}
+    fresh, data = CRF.prepare(SENTS, "tmpt1")
+    messages, seen = [], []
+    Trainer(resume=True, log=messages.append, callbacks=[seen.append], **kw).fit(fresh, data)
+    assert messages[0] == f"resuming from {ckpt} at iteration 4" and seen[0].iteration == 5
+
+
+def test_ctrl_c_without_a_checkpoint_says_so(tmp_path):
+    crf, data = CRF.prepare(SENTS, "tmpt1")
+
+    def ctrl_c(p: Progress):
+        raise KeyboardInterrupt
+
+    with pytest.raises(TrainingInterrupted, match="stopped at iteration 1; no checkpoint") as e:
+        Trainer(l2=0.1, progress=False, callbacks=[ctrl_c]).fit(crf, data)
+    assert e.value.checkpoint is None
+
+
+@pytest.mark.parametrize("change, fields", [
+    ({"objective": "meu-corpus", "l2": 0.1}, ["objective: 'ml' vs 'meu-corpus'"]),
+    ({"l2": 0.2}, ["l2: 0.1 vs 0.2"]),
+    ({"beta": 2.0}, ["beta: 1.0 vs 2.0"]),
+    ({"identity": dict(IDENTITY, train_sha256="cd" * 32, template="tmpt2")},
+     [f"template: 'tmpt1' vs 'tmpt2'", f"train_sha256: '{'ab' * 32}' vs '{'cd' * 32}'"]),
+    ({"identity": dict(IDENTITY, init="ml.npz")}, ["init: None vs 'ml.npz'"]),
+    ({"identity": None}, ["scheme: 'IOB2' vs (not recorded)"]),
+])
+def test_resume_refuses_a_checkpoint_of_another_run(tmp_path, change, fields):
+    _, ckpt, kw, _ = _interrupted_run(tmp_path)
+    kw.update(change)
+    fresh, data = CRF.prepare(SENTS, "tmpt1")
+    with pytest.raises(InputError, match=f"checkpoint {ckpt} is of another run") as e:
+        Trainer(resume=True, **kw).fit(fresh, data)
+    for field in fields:
+        assert field in str(e.value)
+    assert CRF.load(ckpt).settings["iteration"] == 4           # kept for a right resume
+
+
+def test_destinations_are_checked_before_training(tmp_path):
+    crf, data = CRF.prepare(SENTS, "tmpt1")
+    called = []
+    for bad in ({"output": str(tmp_path / "no" / "m.npz")}, {"output": str(tmp_path)},
+                {"checkpoint": str(tmp_path / "no" / "m.ckpt")}):
+        with pytest.raises(OutputError, match=str(tmp_path)):
+            Trainer(l2=0.1, progress=False, callbacks=[called.append], **bad).fit(crf, data)
+    assert called == []
+
+
+def test_dev_f_reads_the_models_tag_column():
+    """Gold tags in column 1 of a (word, tag, POS) layout: dev F must score against
+    them, not against the last column."""
+    layout = Columns.parse("word=0,pos=2,tag=1")
+    sents = [Sentence([[w, t, p] for w, p, t in s.rows]) for s in SENTS]
+    crf, data = CRF.prepare(sents, "tmpt1", columns=layout)
+    Trainer(l2=0.01, max_iter=50, progress=False).fit(crf, data)
+    assert dev_f(crf, sents) == pytest.approx(100.0)

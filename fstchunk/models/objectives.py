@@ -7,29 +7,45 @@ respect to the four score arrays (:class:`ChainGrad`).  The model applies the
 chain rule to its own parameters (the CRF: E = X·W, so ∇W = Xᵀ·∇E) and adds
 the penalty; nothing here knows about features.
 
-* ``ml``: −Σ_i log Pr(y_i | x_i), Pr over the scheme's *valid* sequences.
-  Gradient E[φ] − φ(gold) by scaled forward-backward
+**Scale: every objective is a mean per sentence** (S = number of training
+sentences), so that values stay O(1) whatever the corpus size and one λ of the
+penalty λ‖θ‖² means about the same strength for every objective (issue 16):
+
+* ``ml``: −(1/S) Σ_i log Pr(y_i | x_i), Pr over the scheme's *valid* sequences.
+  Gradient (1/S)(E[φ] − φ(gold)) by scaled forward-backward
   (:func:`fstchunk.engine.chain.scaled_forward_backward`), batched over
   sentences of one length (Lafferty et al. 2001).
-* ``meu``: −Σ_i E_{x~Pr(·|x_i)}[F_β(x | y_i)] (Jansche §12, §20).  F_β is linear
-  in tp for a fixed hypothesis count c, so E[F] = Σ_c (β+1)·T[c] / (c + β·m(y))
-  (0/0 := 1, i.e. Z[0] when there are no chunks at all) from the reference-count
-  table (Z, T) of :func:`fstchunk.engine.expectation.tp_count_table_grad`, whose
-  reverse mode gives the gradient.  Sentences are spread over processes by
+* ``meu``: −(1/S) Σ_i E_{x~Pr(·|x_i)}[F_β(x | y_i)] (Jansche §12, §20), in [−1, 0].
+  F_β is linear in tp for a fixed hypothesis count c, so
+  E[F] = Σ_c (β+1)·T[c] / (c + β·m(y)) (0/0 := 1, i.e. Z[0] when there are no
+  chunks at all) from the reference-count table (Z, T) of
+  :func:`fstchunk.engine.expectation.tp_count_table_grad`, whose reverse mode
+  gives the gradient.  Sentences are spread over processes by
   :func:`fstchunk.parallel.map_sentences`; ~15x an ML evaluation.
 * ``meu-corpus``: −(β+1) Σ_i E[tp_i] / (Σ_i m(y_i) + β Σ_i E[m(x_i)]), the
-  expected-count form of conlleval's corpus F.  First-order expectations only
+  expected-count form of conlleval's corpus F: already one corpus-level number
+  in [−1, 0], left as it is.  First-order expectations only
   (:func:`fstchunk.engine.expectation.corpus_expectations`, batched like ML),
   ∇E[r] = E[r·φ] − E[r]·E[φ] (Li & Eisner 2009) for r = tp, m, then the quotient
   rule.
+
+:data:`DEFAULT_L2` holds each objective's default λ on this scale.  Before the
+normalisation (fstchunk ≤ issue 15) ``ml`` and ``meu`` were sums over sentences,
+so their old λ divided by S is the new one: the dev-tuned ML λ = 0.01 over the
+8936 CoNLL-2000 training sentences is 1.1e-6 here, the dev-tuned per-sentence
+MEU λ = 0.005 is 5.6e-7, and the dev-tuned ``meu-corpus`` λ (1e-6 on CoNLL-2000,
+1e-5 on Dutch) is unchanged (benchmarks/RESULTS.md, "λ on dev" and "Default λ
+(issue 16)" sections).  A λ of order 1, the old CLI default, flattens the model
+under any of them (every token its own chunk under ``meu-corpus``).
 
 All are checked by finite differences and against the machines in tests/test_crf.py.
 
 Pitfalls:
 
-* the per-sentence MEU value is bounded by the number of sentences and the
-  corpus one by 1, while the ML value grows with the corpus: their λ must be
-  far below ML's (README);
+* dividing by S shrinks the gradient S-fold: an absolute gradient tolerance
+  (L-BFGS-B's ``gtol``, :class:`fstchunk.training.Trainer`'s ``tol``) must be
+  S-fold smaller than on the old sum scale (L-BFGS is otherwise invariant to the
+  scale, so the iterates are the same as before with λ/S);
 * ``Chain`` holds *unmasked* scores; :meth:`Chain.masked` sets the scheme's
   invalid starts, transitions and ends to −∞ (a lattice from the raw arrays
   does that itself);
@@ -149,7 +165,8 @@ class ChainGrad(NamedTuple):
 
 
 def ml(chain: Chain, gold: Gold, beta: float = 1.0) -> tuple[float, ChainGrad]:
-    """Negated conditional log-likelihood and its gradient (``beta`` unused).
+    """Mean negated conditional log-likelihood per sentence and its gradient
+    (``beta`` unused).
 
     Scaled forward-backward in probability space per length batch: products of
     (batch, L) by (L, L), one normaliser per token, and the expected transition
@@ -183,11 +200,12 @@ def ml(chain: Chain, gold: Gold, beta: float = 1.0) -> tuple[float, ChainGrad]:
             right = (phi[:, 1:] * bt[:, 1:]) / c[:, 1:, None]   # (B, n-1, L)
             gT += Mt * (a[:, :-1].reshape(-1, L).T @ right.reshape(-1, L))
             np.add.at(gT, (g[:, :-1].ravel(), g[:, 1:].ravel()), -1.0)
-    return nll, ChainGrad(gE, gT, gS, gEnd)
+    s = 1.0 / max(len(gold), 1)
+    return nll * s, ChainGrad(gE * s, gT * s, gS * s, gEnd * s)
 
 
 def meu(chain: Chain, gold: Gold, beta: float = 1.0) -> tuple[float, ChainGrad]:
-    """−Σ_i E[F_β(x | y_i)] and its gradient, sentences over processes."""
+    """−(1/S) Σ_i E[F_β(x | y_i)] and its gradient, sentences over processes."""
     L = len(chain.tags)
     job = (chain, gold.offsets, gold.chunks, beta)
     shards = np.array_split(np.arange(len(gold)), max(1, min(len(gold), 64)))
@@ -202,7 +220,8 @@ def meu(chain: Chain, gold: Gold, beta: float = 1.0) -> tuple[float, ChainGrad]:
         gT += pT
         gS += pS
         gEnd += pEnd
-    return -value, ChainGrad(-gE, -gT, -gS, -gEnd)
+    s = -1.0 / max(len(gold), 1)
+    return value * s, ChainGrad(gE * s, gT * s, gS * s, gEnd * s)
 
 
 def _meu_shard(job, ids):
@@ -265,3 +284,8 @@ def meu_corpus(chain: Chain, gold: Gold, beta: float = 1.0) -> tuple[float, Chai
 #: objective name -> f(chain, gold, β) -> (value to minimise, gradient)
 OBJECTIVES: dict[str, Callable[[Chain, Gold, float], tuple[float, ChainGrad]]] = {
     "ml": ml, "meu": meu, "meu-corpus": meu_corpus}
+
+#: objective name -> default λ of the penalty λ‖θ‖² on the per-sentence scale above
+#: (from the dev-tuned values of benchmarks/RESULTS.md, see the module doc; checked
+#: on CoNLL-2000 dev in its "Default λ (issue 16)" section)
+DEFAULT_L2: dict[str, float] = {"ml": 1e-6, "meu": 1e-6, "meu-corpus": 1e-6}
