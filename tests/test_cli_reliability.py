@@ -264,3 +264,24 @@ def test_ctrl_c_in_other_commands_is_one_line(capsys, monkeypatch, train_file, h
     code, out, err = run(capsys, "decode", "--model", hmm_model, "--input", train_file)
     assert code == 130
     one_error_line(err, "fstchunk decode: interrupted")
+
+
+def test_decode_and_expected_read_another_layout_with_columns(capsys, tmp_path, train_file,
+                                                              hmm_model):
+    """--columns on decode/expected moves the file's word and POS to where the model reads
+    them: a file with POS first and word second tags exactly like the usual layout."""
+    sents = read_conll(train_file)
+    swapped = tmp_path / "swapped.txt"
+    write_conll([[[r[1], r[0], r[2]] for r in s.rows] for s in sents], swapped)
+    code, want, err = run(capsys, "decode", "--model", hmm_model, "--input", train_file)
+    assert code == 0, err
+    code, got, err = run(capsys, "decode", "--model", hmm_model, "--input", swapped,
+                         "--columns", "pos,word,tag")
+    assert code == 0, err
+    assert [line.split()[-1] for line in got.splitlines() if line.strip()] == \
+        [line.split()[-1] for line in want.splitlines() if line.strip()]
+    code, a, _ = run(capsys, "expected", train_file, "--model", hmm_model, "--json")
+    code2, b, err = run(capsys, "expected", swapped, "--model", hmm_model, "--json",
+                        "--columns", "pos,word,tag")
+    assert code == code2 == 0, err
+    assert a == b

@@ -114,3 +114,28 @@ def columns_spec(text: str) -> Columns:
         return Columns.parse(text)
     except InputError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def model_layout(sents: list[Sentence], given: Columns | None, model: object) -> list[Sentence]:
+    """The sentences with the columns ``given`` names (``--columns`` of a decode or
+    expected input) moved to where ``model`` reads them (its stored ``columns``);
+    unchanged when no ``--columns`` was given or the model stores none."""
+    want = getattr(model, "columns", None)
+    if given is None or want is None:
+        return sents
+    out = []
+    for s in sents:
+        c = given.resolve(len(s.rows[0]), s.where(0), need_tag=False)
+        if want.pos is not None and c.pos is None:
+            raise InputError(f"{s.where(0)}: the model reads a POS column, but --columns "
+                             f"{given.spec()} names none")
+        width = max(v for v in (want.word, want.pos) if v is not None) + 1
+        rows = []
+        for r in s.rows:
+            row = ["_"] * width
+            row[want.word] = r[c.word]
+            if want.pos is not None:
+                row[want.pos] = r[c.pos]
+            rows.append(row)
+        out.append(Sentence(rows, list(s.lines), s.source))
+    return out

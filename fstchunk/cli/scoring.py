@@ -14,7 +14,8 @@ from ..expected import expected_f
 from ..models import load_model
 from ..models.io import read_metadata
 from ..scorefile import load_lattices
-from .common import HelpFormatter, add_on_invalid, positive_float, read_gold
+from .common import (HelpFormatter, add_on_invalid, columns_spec, model_layout,
+                     positive_float, read_gold)
 
 
 def add_parsers(sub) -> None:
@@ -47,6 +48,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--method", choices=("fast", "fst"), default="fast",
                    help="the fast engine or composition with the machines")
     p.add_argument("--json", action="store_true", help="print the table as JSON")
+    p.add_argument("--columns", type=columns_spec, default=None, metavar="SPEC",
+                   help="where the model's word and POS columns are in FILE (e.g. word,_,pos,tag); "
+                        "none: where the model was trained to read them")
     add_on_invalid(p)
     p.set_defaults(func=run_expected)
 
@@ -65,7 +69,7 @@ def _lattices(args: argparse.Namespace, sents):
         require = getattr(model, "require_probabilities", None)   # perceptron/MMVP scores
         if require is not None:
             require()
-        return model.lattices(sents), args.model
+        return model.lattices(model_layout(sents, args.columns, model)), args.model
     try:
         read_metadata(args.scores)
     except FstchunkError:

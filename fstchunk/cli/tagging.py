@@ -24,11 +24,11 @@ from ..models.objectives import DEFAULT_L2, OBJECTIVES
 from ..outputs import atomic_write, check_output
 from ..training import Trainer, file_digest
 from .common import (HelpFormatter, add_on_invalid, columns_spec, nonnegative_float, nonnegative_int,
-                     positive_float, positive_int, read_gold, read_input, warn)
+                     positive_float, positive_int, model_layout, read_gold, read_input, warn)
 
 
-def add_columns(p: argparse.ArgumentParser, default: str | None) -> None:
-    p.add_argument("--columns", default=default, type=columns_spec, metavar="SPEC",
+def add_columns(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--columns", default=None, type=columns_spec, metavar="SPEC",
                    help="the file's columns in order, named word, pos, tag or _ (ignored): "
                         "e.g. word,pos,tag or word,tag (no POS: the POS-free variant of the "
                         "feature template); none: word,pos,...,tag for a new model (word "
@@ -49,6 +49,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--k", type=positive_int, default=20, help="paths reranked by meu-kbest")
     p.add_argument("--output-scheme", default="IOB2", help="scheme of the predicted column")
     p.add_argument("-o", "--output", default=None, help="output file (none: standard output)")
+    add_columns(p)
     p.set_defaults(func=run_decode)
 
     l2 = ", ".join(f"{k} {v:g}" for k, v in DEFAULT_L2.items())
@@ -57,7 +58,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--train", required=True, help="CoNLL training file")
     p.add_argument("--dev", default=None,
                    help="CoNLL file (same columns) for the dev F in the progress bar")
-    add_columns(p, None)
+    add_columns(p)
     p.add_argument("--features", default="tmpt3", choices=tuple(TEMPLATES),
                    help="feature template (Tang et al. tmpt1-4, ner; -nopos: no POS column)")
     p.add_argument("--objective", default="ml", choices=tuple(OBJECTIVES),
@@ -91,7 +92,8 @@ def run_decode(args: argparse.Namespace) -> int:
         check_output(args.output)
     model = load_model(args.model)
     sents = read_input(args.input)
-    preds = decode_sentences(model, sents, args.decoder, args.beta, args.k, args.output_scheme)
+    preds = decode_sentences(model, model_layout(sents, args.columns, model), args.decoder,
+                             args.beta, args.k, args.output_scheme)
     tag_of = {line: t for s, p in zip(sents, preds) for line, t in zip(s.lines, p)}
     if args.output:
         with atomic_write(args.output) as fh:
