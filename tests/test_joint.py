@@ -8,7 +8,7 @@ import pytest
 
 from fstchunk.models import joint as J
 from fstchunk.conll import Sentence, read_conll
-from fstchunk.decode import decode_meu
+from fstchunk.decode import decode_map, decode_meu
 from fstchunk.errors import CoNLLError, InputError, SchemeError
 from fstchunk.expected import expected_f
 from fstchunk.lattice import Lattice
@@ -237,8 +237,13 @@ def test_bad_input_errors():
         model.fit([], "svm")
     with pytest.raises(InputError, match="need gold POS and chunk"):
         model.fit([J.encode(model, J.layered(TINY[:1])[0], gold=False)])
-    with pytest.raises(CoNLLError, match="word, POS and chunk"):
-        J.layered([_sent([("a", "DT")])])
+    with pytest.raises(CoNLLError, match="<tiny>:1: the joint model needs word, POS and chunk"):
+        J.layered([_sent([("a", "DT")])], gold=True)
+    with pytest.raises(CoNLLError, match="<tiny>:2: the joint model needs word, POS and chunk"):
+        J.layered([_sent([("a", "DT", "O"), ("b", "DT")])])
+    with pytest.raises(CoNLLError, match="<tiny>:1: the joint model needs word and POS"):
+        J.layered([_sent([("a",)])], gold=False)
+    assert J.layered([_sent([("a", "DT")])])[0].chunks is None      # words and POS only
     with pytest.raises(InputError, match="unknown model kind"):
         J.model_for(J.layered(TINY), "svm")
     with pytest.raises(InputError, match="must include 'O'"):
@@ -256,6 +261,12 @@ def test_model_protocol_lattices_and_fit():
     model, enc_ = J.model_for(data, "joint", {"collapse_pos": True, "np_only": True})
     assert model.fit(enc_, "perceptron", iterations=3) is model
     assert model.kind == "joint" and model.scheme == "IOB2"
+    with pytest.raises(InputError, match="trained by perceptron; its scores are not "
+                                         "probabilities.*joint calibrate"):
+        model.lattices(TINY)
+    maps = [decode_map(lat).tags for lat in model.lattices(TINY, require_probabilities=False)]
+    assert maps == J.predict(model, data)[1]              # MAP needs no calibration
+    model.settings["temperature"] = 0.7                    # as calibrate() would store it
     lats = model.lattices(TINY)
     assert len(lats) == len(TINY)
     for lat, d in zip(lats, data):
@@ -285,6 +296,7 @@ def test_dp_matches_machine_on_real_sentences(corpus):
     data = J.layered(train, collapse=True, np_chunks=True)
     model, enc_ = J.model_for(data, "joint")
     model.fit(enc_, "mmvp", iterations=2)
+    model.settings["temperature"] = T = 1.7               # every twin sees score/T
     for d in J.layered(test, collapse=True, np_chunks=True):
         x = J.encode(model, d, gold=False)
         y, best = model.decode(x)
@@ -292,11 +304,12 @@ def test_dp_matches_machine_on_real_sentences(corpus):
         f = model.fst(x)
         syms, score = J.fst_viterbi(f)
         assert syms == [f"{c}|{p}" for c, p in zip(chunk, pos)]
-        assert score == pytest.approx(best, rel=1e-5)
+        assert score == pytest.approx(best / T, rel=1e-5)
         logZ, marg = model.marginals(x)
         assert J.fst_log_partition(f) == pytest.approx(logZ, rel=1e-12)
         lat = model.chunk_lattice(x)
-        twin = Lattice.from_fst(model.chunk_fst(model.parts(x)), model.chunk_tags, "IOB2")
+        twin = Lattice.from_fst(model.chunk_fst(model.calibrated_parts(x)), model.chunk_tags,
+                                "IOB2")
         np.testing.assert_allclose(lat.marginals(), twin.marginals(), atol=1e-9)
         np.testing.assert_allclose(
             lat.marginals()[:, model.chunk_tags.index("O")],

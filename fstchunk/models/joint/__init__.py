@@ -13,22 +13,29 @@ The package, bottom up:
   (log Z and part marginals), :func:`chain_layers` (the chunk layer as a chain);
 * :mod:`.machine` — the weighted-machine twin: :func:`joint_fst`,
   :func:`fst_viterbi`, :func:`fst_token_marginals`, :func:`fst_log_partition`;
-* :mod:`.corpus` — the corpus layers: :func:`layered`, Table 3's
+* :mod:`.corpus` — the corpus layers: :func:`layered` (strict IOB2 gold), Table 3's
   :func:`collapse_pos`, :func:`np_only`;
 * :mod:`.scoring` — observations, vocabularies, weights: a sentence's part scores;
 * :mod:`.train` — averaged perceptron, MMVP, CRF (L-BFGS, sharded NLL);
+* :mod:`.calibration` — the temperature T of p(y|x) ∝ exp(score/T), fitted by
+  maximum likelihood on held-out sentences (:func:`fit_temperature`);
+* :mod:`.files` — the model file, every field checked on load (:func:`read_model`);
 * :mod:`.model` — :class:`JointModel` (the model protocol) and :func:`encode`;
 * :mod:`.data` — Table 6's templates, :func:`model_for`, :func:`predict`,
-  :func:`scores`.
+  :func:`calibrate`, :func:`scores`.
 
-Pitfall: ``O`` segments are maximal (O→O is forbidden), so structures and
-(POS, IOB2 chunk) tag pairs are one-to-one.
+Pitfalls: ``O`` segments are maximal (O→O is forbidden), so structures and
+(POS, IOB2 chunk) tag pairs are one-to-one.  Perceptron and MMVP scores are not
+probabilities: MEU, marginals and lattices need a ``crf`` model or a calibrated one
+(:attr:`JointModel.probabilistic`); MAP decoding needs neither.
 """
 
+from .calibration import HeldOut, TemperatureFit, fit_temperature
 from .corpus import COLLAPSED_POS, Layered, collapse_pos, layered, np_only
-from .data import (CHUNKER_TEMPLATES, JOINT_TEMPLATES, KIND_TEMPLATES, TAGGER_TEMPLATES,
-                   model_for, predict, scores)
+from .data import (CHUNKER_TEMPLATES, DECODERS, JOINT_TEMPLATES, KIND_TEMPLATES,
+                   TAGGER_TEMPLATES, calibrate, model_for, predict, scores)
 from .dp import chain_layers, inside_outside, viterbi
+from .files import VARIANTS, read_model
 from .machine import (chunk_fst, fst_log_partition, fst_token_marginals, fst_viterbi,
                       joint_fst, pair_symbol)
 from .model import JointModel, encode, input_columns
@@ -36,10 +43,11 @@ from .scoring import Encoded, PartScorer
 from .structure import (KINDS, Parts, Structure, all_structures, chunk_tag_names,
                         structure_parts, structure_score)
 
-__all__ = ["CHUNKER_TEMPLATES", "COLLAPSED_POS", "Encoded", "JOINT_TEMPLATES", "JointModel",
-           "KINDS", "KIND_TEMPLATES", "Layered", "PartScorer", "Parts", "Structure",
-           "TAGGER_TEMPLATES", "all_structures", "chain_layers", "chunk_fst",
-           "chunk_tag_names", "collapse_pos", "encode", "fst_log_partition",
-           "fst_token_marginals", "fst_viterbi", "inside_outside", "input_columns",
-           "joint_fst", "layered", "model_for", "np_only", "pair_symbol", "predict", "scores",
-           "structure_parts", "structure_score", "viterbi"]
+__all__ = ["CHUNKER_TEMPLATES", "COLLAPSED_POS", "DECODERS", "Encoded", "HeldOut",
+           "JOINT_TEMPLATES", "JointModel", "KINDS", "KIND_TEMPLATES", "Layered",
+           "PartScorer", "Parts", "Structure", "TAGGER_TEMPLATES", "TemperatureFit",
+           "VARIANTS", "all_structures", "calibrate", "chain_layers", "chunk_fst",
+           "chunk_tag_names", "collapse_pos", "encode", "fit_temperature",
+           "fst_log_partition", "fst_token_marginals", "fst_viterbi", "inside_outside",
+           "input_columns", "joint_fst", "layered", "model_for", "np_only", "pair_symbol",
+           "predict", "read_model", "scores", "structure_parts", "structure_score", "viterbi"]

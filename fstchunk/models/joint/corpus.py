@@ -6,9 +6,20 @@ Shimizu & Haas (2006) collapse the 45 Penn POS tags to the 5 classes of Table 3
 are optional and recorded in a model's settings (``collapse_pos``, ``np_only``)
 so that decoding reads a corpus the way training did.
 
-Pitfall: a sentence with fewer than three columns raises
-:class:`~fstchunk.errors.CoNLLError` naming its file and line, even when only
-the words are needed (decoding reads the same layers as training).
+Gold chunk tags are read strictly: an invalid IOB2 sequence (``I-NP`` after ``O``)
+raises :class:`~fstchunk.errors.SchemeError` at the offending tag's own
+``file:line``, naming the tag and what it follows (:func:`fstchunk.models.base.gold_tags`;
+the CLI's ``--on-invalid`` repairs or skips such sentences before they get here).
+
+Pitfalls:
+
+* Decoding needs words and POS only: ``layered(..., gold=False)`` reads two
+  columns and leaves ``chunks`` ``None``; with ``gold=None`` (the default) a
+  sentence whose lines have three or more columns gets its chunk column, one with
+  exactly two does not.  A line with fewer columns than needed raises
+  :class:`~fstchunk.errors.CoNLLError` naming its file and line.
+* The tags are validated before the NP-only mapping (which keeps valid sequences
+  valid), so an error names the tag as it is in the file.
 """
 
 from __future__ import annotations
@@ -19,6 +30,7 @@ from typing import Sequence
 
 from ...conll import Sentence
 from ...errors import CoNLLError
+from ..base import gold_tags
 
 # Table 3: the 45 Penn tags collapsed to 5 classes.
 _COLLAPSE = [(re.compile(r"NN.*"), "NOUN"), (re.compile(r"VB.*"), "VERB"),
@@ -41,25 +53,36 @@ def np_only(tag: str) -> str:
 
 @dataclass
 class Layered:
-    """A sentence's words and, after the optional mappings, its POS and chunk tags."""
+    """A sentence's words and, after the optional mappings, its POS and chunk tags
+    (``chunks`` is None when the sentence was read without gold chunks)."""
     sentence: Sentence
     pos: list[str]
-    chunks: list[str]
+    chunks: list[str] | None
 
 
 def layered(sentences: Sequence[Sentence], collapse: bool = False,
-            np_chunks: bool = False) -> list[Layered]:
-    """Read word, POS (column 1) and chunk (last column) tags, with the POS
-    collapsing of Table 3 and the NP-only mapping applied if asked."""
+            np_chunks: bool = False, gold: bool | None = None) -> list[Layered]:
+    """Read word, POS (column 1) and chunk (last column, strict IOB2) tags, with the
+    POS collapsing of Table 3 and the NP-only mapping applied if asked.  ``gold``:
+    True needs the chunk column, False reads words and POS only, None reads the
+    chunk column of a sentence that has one (three or more columns); see the module
+    doc."""
     out = []
     for s in sentences:
-        if min(len(r) for r in s.rows) < 3:
-            raise CoNLLError(f"{s.where(0)}: the joint model needs word, POS and chunk columns")
+        if len(s) == 0:
+            raise CoNLLError(f"{s.where(0)}: an empty sentence")
+        widths = [len(r) for r in s.rows]
+        need = 3 if gold or (gold is None and widths[0] >= 3) else 2
+        short = [i for i, k in enumerate(widths) if k < need]
+        if short:
+            what = "word, POS and chunk" if need == 3 else "word and POS"
+            raise CoNLLError(f"{s.where(short[0])}: the joint model needs {what} columns "
+                             f"(the line has {widths[short[0]]})")
         pos = s.column(1)
-        chunks = s.column(-1)
+        chunks = gold_tags(s, "IOB2", "IOB2", -1) if need == 3 else None
         if collapse:
             pos = [collapse_pos(t) for t in pos]
-        if np_chunks:
+        if np_chunks and chunks is not None:
             chunks = [np_only(t) for t in chunks]
         out.append(Layered(s, pos, chunks))
     return out

@@ -1,17 +1,26 @@
-"""Joint models from a corpus and back: Table 6's templates, model_for, predict, scores.
+"""Joint models from a corpus and back: Table 6's templates, model_for, predict,
+calibrate, scores.
 
 :func:`model_for` builds a model of one variant and encodes its training data:
 ``joint`` (chunk types + O over the POS labels; the templates of Shimizu & Haas
 2006, Table 6), ``tagger`` (the POS layer alone: the joint model with the single
 chunk label O) or ``chunker`` (a cascade's chunker: the chunk tags as the label
 layer of a linear chain, with the POS column as observations).  :func:`predict`
-decodes (POS, chunk) tags, :func:`scores` gives POS accuracy, chunk-tag accuracy
-and conlleval chunk F1 (Table 7's columns).
+decodes (POS, chunk) tags, :func:`calibrate` fits the temperature of a model on
+held-out sentences (:mod:`.calibration`), :func:`scores` gives POS accuracy,
+chunk-tag accuracy and conlleval chunk F1 (Table 7's columns).
 
-Pitfalls: a tagger predicts POS only (its chunks are copied from the input), a
-chunker chunk tags only (its POS are the input's); MEU decoding needs the joint
-variant's chunk layer.  A tagger's or chunker's gold labels unseen in training
-are replaced by the first label when encoding training data.
+Pitfalls:
+
+* A tagger predicts POS only (its chunks are copied from the input, ``_`` where
+  the input has none), a chunker chunk tags only (its POS are the input's); MEU
+  decoding needs the joint variant's chunk layer and probabilities (a ``crf``
+  model, or a calibrated perceptron/MMVP one).
+* A tagger's or chunker's gold labels unseen in training are replaced by the
+  first label when encoding training data.
+* Training data with no sentence, with no chunk (joint: every tag O, e.g. after
+  ``np_only`` on a file without NP chunks; chunker: a single tag) or a tagger's with
+  a single POS label raise :class:`~fstchunk.errors.InputError` naming the file.
 """
 
 from __future__ import annotations
@@ -22,7 +31,9 @@ from ... import encodings as enc
 from ...decode import decode_meu
 from ...errors import InputError
 from ...evaluate import evaluate
+from ..base import check_training_set
 from .corpus import Layered
+from .files import VARIANTS
 from .model import Encoded, JointModel, encode, input_columns
 
 # Table 6 (the joint model): per part kind, the lexicalisations; () is the
@@ -47,22 +58,42 @@ CHUNKER_TEMPLATES: dict[str, list[tuple]] = {
     "trans": JOINT_TEMPLATES["trans"] + [(("p", 0),), (("p", -1), ("p", 0))],
     "start": [()], "end": [], "ctrans": [()],
 }
-KIND_TEMPLATES = {"joint": JOINT_TEMPLATES, "tagger": TAGGER_TEMPLATES,
-                  "chunker": CHUNKER_TEMPLATES}
+KIND_TEMPLATES = dict(zip(VARIANTS, (JOINT_TEMPLATES, TAGGER_TEMPLATES, CHUNKER_TEMPLATES)))
 DECODERS = ("map", "meu")
 
 
-def model_for(data: Sequence[Layered], kind: str = "joint", settings: dict | None = None
-              ) -> tuple[JointModel, list[Encoded]]:
+def _check_training_data(data: Sequence[Layered], kind: str, source: str | None) -> None:
+    """InputError naming the file for training data a ``kind`` model cannot learn from."""
+    if not data:
+        raise InputError(f"{source or '<no file>'}: no training sentences: the {kind} model "
+                         f"needs at least one sentence with gold POS and chunk tags")
+    missing = [d for d in data if d.chunks is None]
+    if missing and kind != "tagger":
+        raise InputError(f"{missing[0].sentence.where(0)}: no chunk tag column; training "
+                         f"needs word, POS and chunk columns")
+    sents = [d.sentence for d in data]
+    if kind == "tagger":
+        if len({t for d in data for t in d.pos}) < 2:
+            raise InputError(f"{sents[0].source}: every training POS tag is "
+                             f"{data[0].pos[0]!r}: a tagger needs at least two POS labels; "
+                             f"is the POS column right?")
+    else:
+        check_training_set(sents, [d.chunks for d in data], f"the {kind} model")
+
+
+def model_for(data: Sequence[Layered], kind: str = "joint", settings: dict | None = None,
+              source: str | None = None) -> tuple[JointModel, list[Encoded]]:
     """A model and its encoded training data.  ``joint``: chunk types + O over the
     POS labels; ``tagger``: the POS layer alone; ``chunker``: the chunk tags as
-    the label layer of a linear chain, with the POS column as observations."""
+    the label layer of a linear chain, with the POS column as observations.
+    ``source`` names the training file in the error for no sentences (otherwise the
+    sentences name it)."""
     if kind not in KIND_TEMPLATES:
         raise InputError(f"unknown model kind {kind!r} ({', '.join(KIND_TEMPLATES)})")
+    _check_training_data(data, kind, source)
     cols = [input_columns(kind, d) for d in data]
     if kind == "joint":
-        types = sorted({t for d in data for t, _, _ in enc.tags_to_chunks(d.chunks, "IOB2",
-                                                                            strict=False)})
+        types = sorted({t for d in data for t, _, _ in enc.tags_to_chunks(d.chunks, "IOB2")})
         chunk_labels, labels = types + ["O"], sorted({t for d in data for t in d.pos})
     elif kind == "tagger":
         chunk_labels, labels = ["O"], sorted({t for d in data for t in d.pos})
@@ -77,33 +108,60 @@ def predict(model: JointModel, data: Sequence[Layered], decoder: str = "map",
             beta: float = 1.0) -> tuple[list[list[str]], list[list[str]]]:
     """Predicted (POS, chunk) tags of each sentence; a tagger predicts POS only
     (chunks copied from the input), a chunker chunk tags only.  ``decoder="meu"``
-    decodes the joint model's chunk layer by exact MEU (POS from Viterbi)."""
+    decodes the joint model's chunk layer by exact MEU under p(y|x) ∝ exp(score/T)
+    (POS from Viterbi); it needs a probabilistic model (:attr:`JointModel.probabilistic`:
+    trained as a CRF, or calibrated), InputError saying how to calibrate otherwise."""
     kind = model.variant
+    if decoder not in DECODERS:
+        raise InputError(f"unknown decoder {decoder!r} ({', '.join(DECODERS)})")
+    if decoder == "meu":
+        if kind != "joint":
+            raise InputError("MEU decoding needs the joint model's chunk layer "
+                             f"(this is a {kind} model)")
+        model.require_probabilities()
     pos_out, chunk_out = [], []
     for d in data:
         x = encode(model, d, gold=False)
         y, _ = model.decode(x)
         labels, chunk = model.tags(y)
         if kind == "tagger":
-            labels, chunk = labels, list(d.chunks)
+            chunk = list(d.chunks) if d.chunks is not None else ["_"] * len(labels)
         elif kind == "chunker":
             labels, chunk = list(d.pos), labels
         if decoder == "meu":
-            if kind != "joint":
-                raise InputError("MEU decoding needs the joint model's chunk layer "
-                                 f"(this is a {kind} model)")
             chunk = decode_meu(model.chunk_lattice(x), beta=beta).tags
-        elif decoder != "map":
-            raise InputError(f"unknown decoder {decoder!r} ({', '.join(DECODERS)})")
         pos_out.append(labels)
         chunk_out.append(chunk)
     return pos_out, chunk_out
 
 
+def calibrate(model: JointModel, data: Sequence[Layered], source: str | None = None) -> float:
+    """Fit ``model``'s temperature on held-out sentences with gold POS and chunk tags
+    (read by :func:`~.corpus.layered` with the model's ``collapse_pos``/``np_only``
+    settings; neither the training nor the test set), store it in the model's
+    settings and return it (:meth:`JointModel.calibrate`; ``source`` names the file
+    in the settings and in errors)."""
+    if not data:
+        raise InputError(f"{source or '<no file>'}: no held-out sentences to calibrate on")
+    return model.calibrate([encode(model, d) for d in data], source)
+
+
 def scores(gold: Sequence[Layered], pos: Sequence[Sequence[str]],
            chunks: Sequence[Sequence[str]]) -> dict[str, float]:
-    """POS accuracy, chunk-tag accuracy and conlleval chunk F1, in percent."""
+    """POS accuracy, chunk-tag accuracy and conlleval chunk F1, in percent, of
+    predictions against gold sentences (InputError for none, or lengths that differ)."""
+    if len(pos) != len(gold) or len(chunks) != len(gold):
+        raise InputError(f"scores: {len(gold)} gold sentences but {len(pos)} POS and "
+                         f"{len(chunks)} chunk predictions")
     n = sum(len(g.pos) for g in gold)
+    if n == 0:
+        raise InputError("scores: no gold tokens to score (no sentences)")
+    for g, p, c in zip(gold, pos, chunks):
+        if g.chunks is None:
+            raise InputError(f"{g.sentence.where(0)}: no gold chunk column to score against")
+        if len(p) != len(g.pos) or len(c) != len(g.pos):
+            raise InputError(f"{g.sentence.where(0)}: {len(g.pos)} tokens but {len(p)} POS "
+                             f"and {len(c)} chunk predictions")
     pos_ok = sum(a == b for g, p in zip(gold, pos) for a, b in zip(g.pos, p))
     rep = evaluate([g.chunks for g in gold], chunks)
     return {"pos_accuracy": 100.0 * pos_ok / n, "np_accuracy": rep.accuracy,

@@ -21,9 +21,20 @@ Pitfalls:
   chunk layer is also a first-order chain over token states (C, P,
   starts-a-segment): :meth:`JointModel.chunk_lattice` uses it to hand the chunk
   distribution to the exact MEU decoder; decoding itself follows Figure 1.
+* Probabilities: p(y|x) ∝ exp(score(x, y)/T), T = ``settings["temperature"]``
+  (1 when absent).  A ``crf`` model is probabilistic with T = 1; a perceptron or
+  MMVP model only once calibrated (:meth:`JointModel.calibrate`, :mod:`.calibration`).
+  Every probabilistic use (:meth:`~JointModel.marginals`,
+  :meth:`~JointModel.token_marginals`, :meth:`~JointModel.chunk_lattice`,
+  :meth:`~JointModel.lattices`, MEU in :func:`~.data.predict`) applies T, and
+  refuses an uncalibrated non-probabilistic model with
+  :class:`~fstchunk.errors.InputError` saying how to calibrate it, unless the
+  caller passes ``require_probabilities=False`` (MAP decoding through the generic
+  decoders: Viterbi does not change with T).  :meth:`~JointModel.decode` and
+  :meth:`~JointModel.fst` never refuse.
 * The model file (kind ``joint``) stores labels, templates, vocabularies in id
-  order, settings and ``w``; a file that does not fit raises
-  :class:`~fstchunk.errors.ModelFileError` naming it.
+  order, settings and ``w``; :mod:`.files` checks every field on load and names the
+  file and field of one that does not fit (:class:`~fstchunk.errors.ModelFileError`).
 """
 
 from __future__ import annotations
@@ -35,12 +46,14 @@ import pynini
 
 from ...conll import Sentence
 from ...engine.chain import Layers, token_marginals
-from ...errors import InputError, ModelFileError
+from ...errors import InputError
 from ...lattice import Lattice
-from ..io import load_model_file, save_model
+from ..io import save_model
 from . import train
+from .calibration import HeldOut, fit_temperature
 from .corpus import Layered, layered
 from .dp import chain_layers, inside_outside, viterbi
+from .files import read_model, reading
 from .machine import chunk_fst, joint_fst, pair_symbol
 from .scoring import Encoded, PartScorer
 from .structure import Parts, Structure, structure_parts
@@ -53,54 +66,124 @@ class JointModel(PartScorer):
     kind = "joint"
     scheme = "IOB2"
 
+    #: the file this model was loaded from or last saved to (for messages)
+    path: str | None = None
+
     @property
     def variant(self) -> str:
         """``joint``, ``tagger`` or ``chunker`` (see the module doc)."""
         return self.settings.get("kind", "joint")
 
+    # ---------------------------------------------------------- probabilities
+    @property
+    def temperature(self) -> float:
+        """T of p(y|x) ∝ exp(score(x, y)/T): the calibrated one, else 1."""
+        return float(self.settings.get("temperature", 1.0))
+
+    @property
+    def probabilistic(self) -> bool:
+        """Whether exp(score/T) is a fitted distribution: trained as a CRF (T = 1)
+        or calibrated (:meth:`calibrate`)."""
+        return self.settings.get("algorithm") == "crf" or "temperature" in self.settings
+
+    def require_probabilities(self) -> None:
+        """InputError saying how to calibrate, unless :attr:`probabilistic`."""
+        if self.probabilistic:
+            return
+        name, arg = (self.path, self.path) if self.path else ("this joint model", "MODEL")
+        how = (f"was trained by {self.settings['algorithm']}" if "algorithm" in self.settings
+               else "is untrained")
+        raise InputError(f"{name} {how}; its scores are not probabilities. Calibrate it on "
+                         f"held-out sentences first: fstchunk joint calibrate --model {arg} "
+                         f"--input HELDOUT -o {arg} (or joint train --calibrate HELDOUT)")
+
+    def calibrate(self, data: Sequence[Encoded], source: str | None = None) -> float:
+        """Fit the temperature T by maximum likelihood of the gold structures of
+        held-out encoded sentences (:func:`encode` with ``gold=True``; not the
+        training set), store it in the settings (``temperature``, ``calibrated_on``
+        = {source, sentences}, ``calibration_nll`` = mean NLL per sentence at T) and
+        return it.  See :mod:`.calibration`; MAP decoding is unchanged by T."""
+        if self.variant != "joint":
+            raise InputError(f"a {self.variant} model has no chunk layer to calibrate: "
+                             f"calibration is for the joint model")
+        missing = [i for i, x in enumerate(data) if x.gold is None]
+        if missing:
+            of = f" of {source}" if source else ""
+            raise InputError(f"held-out sentence {missing[0] + 1}{of}: calibration needs gold "
+                             f"POS and chunk tags")
+        try:
+            fit = fit_temperature(HeldOut(lambda i: self.parts(data[i]), [x.gold for x in data],
+                                          [x.n for x in data], 2 * self.c * self.p))
+        except InputError as e:
+            raise InputError(f"{source}: {e}" if source else str(e)) from None
+        self.settings.update(temperature=fit.temperature, calibration_nll=fit.nll,
+                             calibrated_on={"source": source or "<unnamed>",
+                                            "sentences": fit.sentences})
+        return fit.temperature
+
+    def calibrated_parts(self, x: Encoded) -> Parts:
+        """Part scores of the tempered distribution: score/T."""
+        return self.parts(x).scaled(1.0 / self.temperature)
+
     # --------------------------------------------------------------- decoding
     def decode(self, x: Encoded, w: np.ndarray | None = None) -> tuple[Structure, float]:
-        """Figure 1's Viterbi: the best structure and its score."""
+        """Figure 1's Viterbi: the best structure and its (untempered) score."""
         return viterbi(self.parts(x, w))
 
     def marginals(self, x: Encoded) -> tuple[float, Parts]:
-        """log Z and part marginals (inside-outside over Figure 1's tables)."""
-        return inside_outside(self.parts(x))
+        """log Z_T and part marginals of p(y|x) ∝ exp(score/T) (inside-outside over
+        Figure 1's tables); needs :attr:`probabilistic`."""
+        self.require_probabilities()
+        return inside_outside(self.calibrated_parts(x))
 
-    def chunk_lattice(self, x: Encoded) -> Lattice:
-        """The chunk layer's distribution (POS summed out) as a :class:`Lattice` over
-        IOB2 chunk tags; its machine is :func:`joint_fst` projected to chunk tags."""
-        parts = self.parts(x)
+    def chunk_lattice(self, x: Encoded, require_probabilities: bool = True) -> Lattice:
+        """The chunk layer's distribution under p(y|x) ∝ exp(score/T) (POS summed
+        out) as a :class:`Lattice` over IOB2 chunk tags; its machine is
+        :func:`joint_fst` projected to chunk tags.  Refused for a model that is not
+        :attr:`probabilistic` unless ``require_probabilities=False`` (MAP use only)."""
+        if require_probabilities:
+            self.require_probabilities()
+        parts = self.calibrated_parts(x)
         return Lattice(self.chunk_tags, self.scheme, chain_layers(parts, self._tag_index),
                        raw_fst=lambda: self.chunk_fst(parts))
 
-    def lattices(self, sentences: Sequence[Sentence]) -> list[Lattice]:
+    def lattices(self, sentences: Sequence[Sentence], require_probabilities: bool = True
+                 ) -> list[Lattice]:
         """One chunk-layer lattice per sentence (the model protocol), the sentences
-        read as :func:`~.data.predict` reads them (this model's POS/NP settings)."""
+        read as :func:`~.data.predict` reads them (this model's POS/NP settings;
+        words and POS only).  Expected counts and MEU need probabilities: refused for
+        a model that is not :attr:`probabilistic` unless ``require_probabilities=False``,
+        which MAP decoding may pass (its decision does not depend on T)."""
         if self.variant != "joint":
             raise InputError(f"a {self.variant} model has no chunk layer: lattices need "
                              f"the joint model")
+        if require_probabilities:
+            self.require_probabilities()
         data = layered(sentences, self.settings.get("collapse_pos", False),
-                       self.settings.get("np_only", False))
-        return [self.chunk_lattice(encode(self, d, gold=False)) for d in data]
+                       self.settings.get("np_only", False), gold=False)
+        return [self.chunk_lattice(encode(self, d, gold=False), False) for d in data]
 
     def token_marginals(self, x: Encoded) -> tuple[list[str], np.ndarray]:
-        """Pr(token k has ``chunktag|POS``), from the chain's state posteriors;
-        the twin of :func:`~.machine.fst_token_marginals` on :meth:`fst`."""
+        """Pr_T(token k has ``chunktag|POS``), from the chain's state posteriors;
+        the twin of :func:`~.machine.fst_token_marginals` on :meth:`fst`; needs
+        :attr:`probabilistic`."""
+        self.require_probabilities()
         names = [pair_symbol(t, self.pos_labels[P])
                  for C in range(self.c) for P in range(self.p)
                  for t in (self.chunk_tags[self._tag_index[0, C]],
                            self.chunk_tags[self._tag_index[1, C]])]
         cols = list(dict.fromkeys(names))
         index = np.array([cols.index(x) for x in names])
-        lay = chain_layers(self.parts(x), self._tag_index)
+        lay = chain_layers(self.calibrated_parts(x), self._tag_index)
         pairs = Layers(lay.weights, [index] * x.n, lay.final)    # states (C, P, s) → pair
         return cols, token_marginals(pairs, len(cols))
 
     def fst(self, x: Encoded, arc_type: str = "log64") -> pynini.Fst:
-        """:func:`~.machine.joint_fst` of one sentence."""
-        return joint_fst(self.parts(x), self.chunk_labels, self.pos_labels, self.outside,
-                         arc_type)
+        """:func:`~.machine.joint_fst` of one sentence, weights −score/T (its
+        shortest path is the MAP structure for any T; its log-semiring sums are
+        probabilities only when the model is :attr:`probabilistic`)."""
+        return joint_fst(self.calibrated_parts(x), self.chunk_labels, self.pos_labels,
+                         self.outside, arc_type)
 
     def chunk_fst(self, parts: Parts) -> pynini.Fst:
         """:func:`~.machine.joint_fst` with each ``chunktag|POS`` symbol mapped to its chunk tag."""
@@ -120,7 +203,10 @@ class JointModel(PartScorer):
         """Train in place and return the model: averaged perceptron (Algorithm 4.1
         with Collins' averaging), MMVP (Algorithm 4.3), both with the first-iteration
         trick; or ``crf``: conditional likelihood + l2·‖w‖² by L-BFGS (``iterations``
-        = its maximum number of iterations).  See :mod:`.train`."""
+        = its maximum number of iterations).  See :mod:`.train`.  A calibration of
+        earlier weights is dropped (the scores change)."""
+        for key in ("temperature", "calibrated_on", "calibration_nll"):
+            self.settings.pop(key, None)
         train.fit(self, data, algorithm, iterations, l2, progress, callback)
         return self
 
@@ -141,21 +227,27 @@ class JointModel(PartScorer):
 
     # -------------------------------------------------------------------- io
     def save(self, path) -> None:
+        """Write the model file (atomically; :mod:`fstchunk.models.io`)."""
         meta = {"chunk_labels": list(self.chunk_labels), "pos_labels": list(self.pos_labels),
                 "templates": {k: [list(map(list, t)) for t in v] for k, v in self.templates.items()},
                 "vocabs": [sorted(v, key=v.get) for v in self.vocabs],
-                "settings": self.settings}
+                "reading": reading(self.settings), "settings": self.settings}
         save_model(path, self.kind, {"w": self.w}, meta)
+        self.path = str(path)
 
     @classmethod
     def load(cls, path) -> "JointModel":
-        meta, arrays = load_model_file(path, kind=cls.kind)
-        try:
-            vocabs = [{o: i + 1 for i, o in enumerate(v)} for v in meta["vocabs"]]
-            return cls(meta["chunk_labels"], meta["pos_labels"], meta["templates"], vocabs,
-                       arrays["w"], meta.get("settings", {}))
-        except (KeyError, ValueError, TypeError) as e:
-            raise ModelFileError(f"{path}: corrupt joint model ({e})") from None
+        """Read a joint model file, every field checked (:func:`.files.read_model`):
+        :class:`~fstchunk.errors.ModelFileError` naming the file and the field."""
+        got = read_model(path)
+        fields, w = got.pop("fields"), got.pop("w")
+        model = cls(**got)
+        if w.shape != (model.size,):
+            raise fields.error("w", f"expected {model.size} weights for these labels, "
+                                    f"templates and vocabularies, found {w.shape[0]}")
+        model.w = w
+        model.path = str(path)
+        return model
 
 
 def input_columns(variant: str, d: Layered) -> dict[str, list[str]]:
@@ -173,6 +265,9 @@ def encode(model: JointModel, d: Layered, cols: dict | None = None, gold: bool =
     where = d.sentence.where(0)
     if not gold:
         return model.encode(cols, where=where)
+    if d.chunks is None and model.variant != "tagger":
+        raise InputError(f"{where}: no chunk tag column; gold POS and chunk tags are needed "
+                         f"here (columns word, POS, chunk tag)")
     if model.variant == "joint":
         return model.encode(cols, d.pos, d.chunks, where)
     labels = d.pos if model.variant == "tagger" else d.chunks

@@ -16,8 +16,8 @@ Pitfalls:
   layout (template order, vocabulary order) is the model file's format.
 * ``trans[0]`` and ``ctrans[0]`` are zeroed and O→O is −inf in every score
   (O segments are maximal), so structures and tag pairs are one-to-one.
-* Unknown POS labels or chunk types in gold tags raise
-  :class:`~fstchunk.errors.SchemeError` naming where and which token.
+* Unknown POS labels or chunk types in gold tags, and invalid IOB2 sequences,
+  raise :class:`~fstchunk.errors.SchemeError` naming where and which token.
 """
 
 from __future__ import annotations
@@ -139,7 +139,13 @@ class PartScorer:
                 raise SchemeError(f"{where}: token {i + 1}: unknown POS label {t!r} "
                                   f"(the model has {', '.join(self.pos_labels)})")
             pidx.append(self.pos_labels.index(t))
-        chunks = enc.tags_to_chunks(list(chunk_tags), "IOB2", strict=False)
+        try:
+            chunks = enc.tags_to_chunks(list(chunk_tags), "IOB2")
+        except SchemeError as e:
+            head, sep, reason = str(e).partition(": ")
+            if e.position is None or not (sep and head.startswith("position ")):
+                raise SchemeError(f"{where}: {e}", e.position) from None
+            raise SchemeError(f"{where}: token {e.position + 1}: {reason}", e.position) from None
         segs, i = [], 0
         for typ, q, e in chunks:
             if typ not in self.chunk_labels or typ == "O":

@@ -61,6 +61,13 @@ class Parts:
         return cls(np.zeros((n, c, p)), np.zeros((n, c, p, p)), np.zeros((n, c)),
                    np.zeros((n, c)), np.zeros((n, c, c)))
 
+    def scaled(self, factor: float) -> "Parts":
+        """Every part score times ``factor`` > 0 (−inf stays −inf): the scores
+        score/T of the tempered distribution p(y|x) ∝ exp(score(y)/T), factor = 1/T."""
+        if factor == 1.0:
+            return self
+        return Parts(*(getattr(self, k) * factor for k in KINDS))
+
 
 @dataclass(frozen=True)
 class Structure:

@@ -16,7 +16,9 @@ Pitfalls:
   :func:`fstchunk.parallel.map_sentences`; each shard gets its context
   (model, w, data) explicitly (no module globals), so it works under any
   process start.
-* Training sentences need gold structures (``Encoded.gold``).
+* Training sentences need gold structures (``Encoded.gold``); no sentence,
+  ``iterations`` < 1 or ``l2`` negative or not finite raise
+  :class:`~fstchunk.errors.InputError` naming the option.
 """
 
 from __future__ import annotations
@@ -60,6 +62,15 @@ def fit(model: Trainable, data: Sequence[Any], algorithm: str = "perceptron",
     for ``crf`` ``iterations`` is the L-BFGS maximum)."""
     if algorithm not in ALGORITHMS:
         raise InputError(f"unknown algorithm {algorithm!r} ({', '.join(ALGORITHMS)})")
+    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) \
+            or iterations < 1:
+        raise InputError(f"iterations must be an integer >= 1, got {iterations!r}")
+    if isinstance(l2, bool) or not isinstance(l2, (int, float, np.floating, np.integer)) \
+            or not np.isfinite(l2) or l2 < 0:
+        raise InputError(f"l2 must be a finite number >= 0, got {l2!r}")
+    if len(data) == 0:
+        raise InputError("no training sentences: training needs at least one sentence with "
+                         "gold POS and chunk tags")
     missing = [i for i, x in enumerate(data) if x.gold is None]
     if missing:
         raise InputError(f"training sentence {missing[0] + 1}: training sentences need "
