@@ -133,7 +133,9 @@ def map_sentences(func: Callable[[Any, Any], Any], items: Sequence, context: Any
             _unblock_sigint()             # a Ctrl-C that came meanwhile is raised here
         open_conns = list(conns)
         while open_conns and failure is None:
-            for conn in mp_wait(open_conns):
+            # a timeout, so that a Ctrl-C the kernel handed to another thread (BLAS
+            # threads do not block SIGINT) is still raised here within half a second
+            for conn in mp_wait(open_conns, timeout=0.5):
                 try:
                     msg = conn.recv()
                 except EOFError:          # finished (all its blocks sent) or died
