@@ -129,6 +129,11 @@ CTRL_C_SCRIPT = r'''
 import os, signal, sys, time
 from fstchunk.parallel import map_sentences
 
+# as in a terminal, whatever the test runner left to inherit across exec: SIGINT
+# handled (a background job inherits it ignored) and not blocked
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
 def slow(marker, x):
     # a worker deep in a long C call reacts to no signal but SIGTERM/SIGKILL
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
@@ -170,7 +175,7 @@ def test_ctrl_c_stops_the_workers_without_their_tracebacks(tmp_path):
             time.sleep(0.05)
         assert len(os.listdir(marker)) == 2, "workers did not start"
         os.killpg(proc.pid, signal.SIGINT)
-        out, err = proc.communicate(timeout=20)
+        out, err = proc.communicate(timeout=25)    # the workers would sleep 30 s
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
