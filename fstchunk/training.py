@@ -26,9 +26,12 @@ value, gradient, minimised) and ``theta``; the trainer owns everything else:
   refuses (:class:`~fstchunk.errors.InputError`) a missing checkpoint and a
   checkpoint of another run, naming each differing field.  The checkpoint is
   removed once the run ends (after the final model is written to ``output``);
-* Ctrl-C (KeyboardInterrupt) during :meth:`Trainer.fit` saves the latest iterate
-  to the checkpoint (if one is set) and raises
-  :class:`~fstchunk.errors.TrainingInterrupted` naming it;
+* Ctrl-C (KeyboardInterrupt) during :meth:`Trainer.fit`, from the first
+  iteration until the final model is written (the final dev F included), saves
+  the latest iterate to the checkpoint (if one is set) and raises
+  :class:`~fstchunk.errors.TrainingInterrupted` naming it; the ``identity``
+  fields must be plain JSON values (strings, finite numbers, bools, None), which
+  a checkpoint gives back unchanged;
 * ``callbacks``: callables called after every iteration with a :class:`Progress`;
 * ``settings``: objective, l2, beta, run, iterations (of this run), iteration (in
   all), converged, final_objective, train_seconds (optimiser and dev checks,
@@ -117,6 +120,12 @@ def _count(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
+def _plain(value: Any) -> bool:
+    """A value a checkpoint's JSON gives back unchanged (an identity field)."""
+    return value is None or isinstance(value, (str, bool, int)) or (
+        isinstance(value, float) and math.isfinite(value))
+
+
 class Trainer:
     """L-BFGS training of a :class:`~fstchunk.models.base.TrainableModel`; see the module doc."""
 
@@ -148,6 +157,10 @@ class Trainer:
             raise InputError("--resume: no checkpoint file given")
         if identity is not None and not isinstance(identity, dict):
             raise InputError(f"identity must be a dict, got {type(identity).__name__}")
+        for key, value in (identity or {}).items():
+            if not _plain(value):
+                raise InputError(f"identity field {key!r}: {value!r} is not a string, "
+                                 f"finite number, bool or None (a checkpoint stores it)")
         self.objective, self.l2, self.beta = objective, float(l2), float(beta)
         self.max_iter, self.tol = int(max_iter), float(tol)
         self.dev = list(dev or [])
@@ -201,13 +214,24 @@ class Trainer:
             for callback in self.callbacks:
                 callback(info)
 
-        try:
+        try:        # Ctrl-C anywhere up to the final model written: keep the latest iterate
             with tqdm(total=self.max_iter, initial=done, desc=f"train {self.objective}",
                       unit="it", disable=not self.progress) as bar:
                 res = scipy.optimize.minimize(
                     tracked, model.theta, jac=True, method="L-BFGS-B", callback=step,
                     options={"maxiter": max(self.max_iter - done, 1), "gtol": self.tol,
                              "maxcor": 10})
+            model.theta = res.x
+            model.settings.update(objective=self.objective, l2=self.l2, beta=self.beta,
+                                  iterations=int(res.nit), iteration=done + int(res.nit),
+                                  converged=bool(res.success), final_objective=float(res.fun),
+                                  train_seconds=time.perf_counter() - t0)
+            state["iteration"] = done + int(res.nit)
+            if self.dev:
+                model.settings["dev_f"] = dev_f(model, self.dev)
+                self.log(f"dev F (MAP) = {model.settings['dev_f']:.2f}")
+            if self.output:
+                model.save(self.output)
         except KeyboardInterrupt:
             k = state["iteration"]
             if not self.checkpoint:
@@ -217,16 +241,6 @@ class Trainer:
             raise TrainingInterrupted(f"stopped at iteration {k}; checkpoint "
                                       f"{self.checkpoint} (continue with --resume)",
                                       checkpoint=self.checkpoint) from None
-        model.theta = res.x
-        model.settings.update(objective=self.objective, l2=self.l2, beta=self.beta,
-                              iterations=int(res.nit), iteration=done + int(res.nit),
-                              converged=bool(res.success), final_objective=float(res.fun),
-                              train_seconds=time.perf_counter() - t0)
-        if self.dev:
-            model.settings["dev_f"] = dev_f(model, self.dev)
-            self.log(f"dev F (MAP) = {model.settings['dev_f']:.2f}")
-        if self.output:
-            model.save(self.output)
         if self.checkpoint and os.path.exists(self.checkpoint):
             os.remove(self.checkpoint)
         return model

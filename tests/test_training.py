@@ -1,12 +1,14 @@
 """fstchunk.training.Trainer: the one L-BFGS loop, on a tiny in-memory corpus."""
 
+import hashlib
+import pathlib
+
 import numpy as np
 import pytest
 
-from fstchunk.conll import Sentence
-import hashlib
-
+from fstchunk import training
 from fstchunk.columns import Columns
+from fstchunk.conll import Sentence
 from fstchunk.errors import InputError, ModelFileError, OutputError, TrainingInterrupted
 from fstchunk.models.crf import CRF
 from fstchunk.models.objectives import DEFAULT_L2
@@ -231,3 +233,31 @@ def test_dev_f_reads_the_models_tag_column():
     crf, data = CRF.prepare(sents, "tmpt1", columns=layout)
     Trainer(l2=0.01, max_iter=50, progress=False).fit(crf, data)
     assert dev_f(crf, sents) == pytest.approx(100.0)
+
+
+def test_ctrl_c_during_the_final_dev_f_keeps_the_trained_weights(tmp_path, monkeypatch):
+    """After the optimiser, the final dev F can take a while: a Ctrl-C there must save
+    the trained θ to the checkpoint too, not lose the run in a bare KeyboardInterrupt."""
+    crf, data = CRF.prepare(SENTS, "tmpt1")
+    ckpt = str(tmp_path / "m.npz.ckpt")
+
+    def ctrl_c(model, sentences):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(training, "dev_f", ctrl_c)
+    with pytest.raises(TrainingInterrupted, match="stopped at iteration 5; checkpoint") as e:
+        Trainer(l2=0.1, max_iter=5, tol=0, dev=SENTS, dev_every=0, checkpoint=ckpt,
+                checkpoint_every=0, output=str(tmp_path / "m.npz"),
+                progress=False).fit(crf, data)
+    assert e.value.checkpoint == ckpt and not (tmp_path / "m.npz").exists()
+    saved = CRF.load(ckpt)
+    assert saved.settings["iteration"] == 5
+    np.testing.assert_array_equal(saved.theta, crf.theta)
+
+
+def test_identity_fields_must_survive_the_checkpoint():
+    with pytest.raises(InputError, match="identity field 'train': PosixPath"):
+        Trainer(identity={"train": pathlib.Path("train.txt")})
+    with pytest.raises(InputError, match="identity field 'x': nan"):
+        Trainer(identity={"x": float("nan")})
+    assert Trainer(identity={"a": "s", "b": 1, "c": 0.5, "d": None, "e": True}).identity
