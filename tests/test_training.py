@@ -200,7 +200,7 @@ def test_ctrl_c_without_a_checkpoint_says_so(tmp_path):
     ({"l2": 0.2}, ["l2: 0.1 vs 0.2"]),
     ({"beta": 2.0}, ["beta: 1.0 vs 2.0"]),
     ({"identity": dict(IDENTITY, train_sha256="cd" * 32, template="tmpt2")},
-     [f"template: 'tmpt1' vs 'tmpt2'", f"train_sha256: '{'ab' * 32}' vs '{'cd' * 32}'"]),
+     ["template: 'tmpt1' vs 'tmpt2'", f"train_sha256: '{'ab' * 32}' vs '{'cd' * 32}'"]),
     ({"identity": dict(IDENTITY, init="ml.npz")}, ["init: None vs 'ml.npz'"]),
     ({"identity": None}, ["scheme: 'IOB2' vs (not recorded)"]),
 ])
