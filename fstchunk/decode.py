@@ -201,11 +201,16 @@ def decode_sentences(model, sentences, decoder: str = "map", beta: float = 1.0, 
                      output_scheme: str = "IOB2") -> list[list[str]]:
     """Predicted tags, in ``output_scheme``, for each sentence under any model of the
     model protocol (``model.lattices(sentences)``, ``model.scheme``)."""
-    if decoder != "map":
-        # a model whose scores are not probabilities (perceptron, MMVP) must be
-        # calibrated before any decoder that reads the lattice as a distribution
-        require = getattr(model, "require_probabilities", None)
-        if require is not None:
-            require()
-    preds = decode_lattices(model.lattices(sentences), decoder, beta, k)
+    # a model whose scores are not probabilities (perceptron, MMVP) must be calibrated
+    # before any decoder that reads the lattice as a distribution; MAP needs no
+    # probabilities, so such a model's lattices are asked for without the check
+    require = getattr(model, "require_probabilities", None)
+    if require is None:
+        lattices = model.lattices(sentences)
+    elif decoder != "map":
+        require()
+        lattices = model.lattices(sentences)
+    else:
+        lattices = model.lattices(sentences, require_probabilities=False)
+    preds = decode_lattices(lattices, decoder, beta, k)
     return [enc.convert(p, model.scheme, output_scheme) for p in preds]

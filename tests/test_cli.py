@@ -337,3 +337,23 @@ def test_train_in_iobes_decodes_to_iob2(capsys, tmp_path, corpus):
             enc.validate(tags, scheme)
     assert any(t.startswith("S-") for s in read_conll(tmp_path / "out.IOBES.txt")
                for t in s.column(-1))
+
+
+def test_generic_map_decode_of_an_uncalibrated_joint_model(capsys, tmp_path, corpus):
+    """MAP needs no probabilities: `fstchunk decode --decoder map` works on an MMVP joint
+    model; MEU on it is refused until it is calibrated."""
+    from fstchunk.conll import read_conll, write_conll
+    test_file = tmp_path / "test.txt"
+    write_conll(read_conll(corpus("conll2000", "test.txt"))[:10], test_file)
+    model = str(tmp_path / "joint.npz")
+    code, _, err = run(capsys, "joint", "train", "--train", corpus("conll2000", "train.txt"),
+                       "--sentences", "40", "--np-only", "--iterations", "2", "--quiet",
+                       "-o", model)
+    assert code == 0, err
+    code, out, err = run(capsys, "decode", "--model", model, "--input", str(test_file))
+    assert code == 0, err
+    assert len([x for x in out.splitlines() if x.strip()]) == sum(
+        len(s) for s in read_conll(test_file))
+    code, out, err = run(capsys, "decode", "--model", model, "--input", str(test_file),
+                         "--decoder", "meu")
+    assert code == 2 and "joint calibrate" in err

@@ -160,7 +160,7 @@ def run_decode(args: argparse.Namespace) -> int:
     else:
         sents = _layout(raw, cols, gold=False)
     data = J.layered(sents, model.settings.get("collapse_pos", False),
-                     model.settings.get("np_only", False))
+                     model.settings.get("np_only", False), gold=bool(args.json))
     pos, chunks = J.predict(model, data, args.decoder, args.beta)
     if args.json:
         text = json.dumps(J.scores(data, pos, chunks), indent=2) + "\n"
