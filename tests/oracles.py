@@ -96,3 +96,18 @@ def brute_joint(parts, c, p, outside):
     ys = list(J.all_structures(parts.shape[0], c, p, outside))
     sc = np.array([J.structure_score(parts, y) for y in ys])
     return ys, sc
+
+
+#: a tiny corpus (word, POS, IOB2 chunk tag) for command-line tests
+TINY_CONLL = """The DT B-NP
+dog NN I-NP
+barks VBZ B-VP
+. . O
+
+A DT B-NP
+cat NN I-NP
+sleeps VBZ B-VP
+
+Dogs NNS B-NP
+run VBP B-VP
+"""

@@ -9,19 +9,9 @@ import pytest
 from fstchunk import __version__
 from fstchunk.cli import build_parser, main
 from fstchunk.conll import read_conll, write_conll
+from oracles import TINY_CONLL
 
-TRAIN = """The DT B-NP
-dog NN I-NP
-barks VBZ B-VP
-. . O
-
-A DT B-NP
-cat NN I-NP
-sleeps VBZ B-VP
-
-Dogs NNS B-NP
-run VBP B-VP
-"""
+TRAIN = TINY_CONLL
 
 
 def run(capsys, *argv):

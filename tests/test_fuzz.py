@@ -29,6 +29,7 @@ from fstchunk.gold import check_gold
 from fstchunk.lattice import Lattice
 from fstchunk.models import load_model
 from fstchunk.scorefile import load_lattices
+from oracles import TINY_CONLL
 
 FUZZ = settings(max_examples=60, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -80,15 +81,7 @@ def test_binary_readers_of_arrays(tmp_path_factory, data):
 
 
 # ------------------------------------------------------------------ command line
-TINY = """The DT B-NP
-dog NN I-NP
-barks VBZ B-VP
-. . O
-
-A DT B-NP
-cat NN I-NP
-sleeps VBZ B-VP
-"""
+TINY = TINY_CONLL
 
 NUMBERS = st.sampled_from(["0", "1", "-1", "0.5", "nan", "inf", "-inf", "1e308", "1e-300",
                            "x", "", "3", "2.5", "-0"])

@@ -7,6 +7,7 @@ metadata and arrays give a model that works or one FstchunkError, nothing else.
 the files of fstchunk 0.1 are): the checksum no longer guards it, so each field's
 own validation must."""
 
+import contextlib
 import json
 import os
 import tempfile
@@ -249,13 +250,22 @@ def paths(value, prefix=()):
             yield from paths(v, prefix + (i,))
 
 
-@FUZZ
-@given(st.sampled_from(["crf", "hmm"]), st.data(), st.booleans())
-def test_random_metadata_edits(originals, kind, data, v1):
+
+@contextlib.contextmanager
+def copy_of(data: bytes):
+    """A model file holding ``data`` in a fresh temporary folder (hypothesis examples
+    cannot use the function-scoped tmp_path)."""
     with tempfile.TemporaryDirectory() as d:
         p = os.path.join(d, "m.npz")
         with open(p, "wb") as fh:
-            fh.write(originals[kind])
+            fh.write(data)
+        yield p
+
+
+@FUZZ
+@given(st.sampled_from(["crf", "hmm"]), st.data(), st.booleans())
+def test_random_metadata_edits(originals, kind, data, v1):
+    with copy_of(originals[kind]) as p:
         meta, arrays = parts(p)
         for _ in range(data.draw(st.integers(1, 3))):
             where = data.draw(st.sampled_from([q for q in paths(meta) if q]))
@@ -276,10 +286,7 @@ def test_random_metadata_edits(originals, kind, data, v1):
 @FUZZ
 @given(st.sampled_from(["crf", "hmm"]), st.data())
 def test_random_array_edits(originals, kind, data):
-    with tempfile.TemporaryDirectory() as d:
-        p = os.path.join(d, "m.npz")
-        with open(p, "wb") as fh:
-            fh.write(originals[kind])
+    with copy_of(originals[kind]) as p:
         meta, arrays = parts(p)
         meta.pop("checksum")
         meta["version"] = 1
@@ -300,10 +307,7 @@ def test_random_array_edits(originals, kind, data):
 @given(st.sampled_from(["crf", "hmm"]), st.integers(0, 10**6), st.text(max_size=12))
 def test_random_json_text(originals, kind, at, text):
     """The metadata text itself damaged (not JSON, bare NaN, ...)."""
-    with tempfile.TemporaryDirectory() as d:
-        p = os.path.join(d, "m.npz")
-        with open(p, "wb") as fh:
-            fh.write(originals[kind])
+    with copy_of(originals[kind]) as p:
         meta, arrays = parts(p)
         raw = json.dumps(meta)
         at %= len(raw)
