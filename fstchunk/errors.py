@@ -55,3 +55,17 @@ class TrainingInterrupted(FstchunkError):
     def __init__(self, message: str, checkpoint: str | None = None):
         super().__init__(message)
         self.checkpoint = checkpoint
+
+
+class BudgetError(FstchunkError):
+    """A computation whose estimated size (machine states, bytes of memory) exceeds
+    the settable budget; raised *before* the work starts.  The message names the
+    estimate, the budget, the option that raises it, and the cheaper way (e.g.
+    ``method="fast"`` or a smaller ``--max-length``).  ``estimate`` and ``budget``
+    hold the two numbers."""
+
+    def __init__(self, message: str, estimate: float | None = None,
+                 budget: float | None = None):
+        super().__init__(message)
+        self.estimate = estimate
+        self.budget = budget
