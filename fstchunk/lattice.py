@@ -37,7 +37,7 @@ from . import fsa
 from .engine.counting import chunk_marginals
 from .grammars.models import score_lattice
 from .grammars.validity import validity_acceptor
-from .engine.chain import Layers, forward, token_marginals
+from .engine.chain import Layers, forward, gauge, token_marginals
 from .tagspace import TagSpace
 
 
@@ -131,6 +131,13 @@ class Lattice:
         return fsa.attach(out, self.space.symbols)
 
     # ------------------------------------------------------------------ inference
+    @functools.cached_property
+    def chain(self) -> Layers:
+        """The layers as a stochastic chain (:func:`fstchunk.engine.chain.gauge`):
+        the same distribution, each row a conditional distribution over next
+        states; what the counting and expectation recursions run on."""
+        return gauge(self.layers)
+
     def log_partition(self) -> float:
         """log Z = log Σ_{valid y} exp(score(y))."""
         return forward(self.layers)[1]

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InputError
+
 
 @dataclass
 class Layers:
@@ -63,6 +65,34 @@ def backward(layers: Layers) -> list[np.ndarray]:
         b = logsumexp(w + b[..., None, :], axis=-1)
         beta.append(b)
     return beta[::-1]
+
+
+def gauge(layers: Layers) -> Layers:
+    """The same distribution as a stochastic chain (the backward h-transform):
+    w̃_i(p, q) = w_i(p, q) + β_{i+1}(q) − β_i(p), final̃ = final − β_n, so every
+    live row log-sums to 0 and exp(w̃_i(p, ·)) is Pr(next state | p) — entries in
+    [0, 1] at any score scale.  Path weights change by the constant log Z only, so
+    normalised quantities (marginals, count tables, expectations) and their
+    gradients with respect to the log weights are the same for both layers
+    (gauge invariance).  Dead states (no path to the end) get −inf rows.
+
+    Pitfall: this is what makes the probability-space recursions of
+    :mod:`.counting` and :mod:`.expectation` exact for any finite scores; a
+    per-layer max alone underflows when the layer's best arc is improbable.
+    Raises InputError if no valid sequence has weight (log Z = −inf)."""
+    beta = backward(layers)
+    src = [logsumexp(layers.weights[0] + beta[0][..., None, :], axis=-1)] + beta[:-1]
+    if not np.all(np.isfinite(src[0])):
+        raise InputError("the lattice gives no weight to any valid sequence")
+    weights = []
+    with np.errstate(invalid="ignore"):
+        for w, b_src, b_dst in zip(layers.weights, src, beta):
+            wt = w + b_dst[..., None, :] - b_src[..., :, None]
+            weights.append(np.where(np.isfinite(b_src)[..., :, None] & np.isfinite(wt),
+                                    wt, -np.inf))
+        final = np.where(np.isfinite(layers.final) & np.isfinite(beta[-1]),
+                         layers.final - beta[-1], -np.inf)
+    return Layers(weights, layers.labels, final)
 
 
 def state_posteriors(layers: Layers) -> list[np.ndarray]:

@@ -5,7 +5,7 @@ span and count, by a counting forward-backward over (state, chunk starts so far)
 the lattice composed with the chunk counter M (Jansche §18), read on chunk
 boundaries from the tag space's tables.  :func:`chunk_marginals` sums it over m.
 
-``lattice`` is any object with ``layers`` (:class:`.chain.Layers`), ``space``
+``lattice`` is any object with ``chain`` (:class:`.chain.Layers`, stochastic: :func:`.chain.gauge`), ``space``
 (:class:`fstchunk.tagspace.TagSpace`) and ``n`` — a :class:`fstchunk.lattice.Lattice`.
 
 Pitfall: the count dimension makes the tables O(n²) per state; values are kept
@@ -35,7 +35,7 @@ def _count_forward(lattice):
     a = np.zeros((1, C))
     a[0, 0] = 1.0
     alphas, scales, ls = [], [], 0.0
-    for _, w, mx, _, start, _, _, _ in scaled_layers(lattice.layers, lattice.space):
+    for _, w, mx, _, start, _, _, _ in scaled_layers(lattice.chain, lattice.space):
         nxt = (w * ~start).T @ a
         nxt[:, 1:] += (w * start).T @ a[:, :-1]
         z = nxt.sum()
@@ -51,9 +51,9 @@ def _count_forward(lattice):
 def _count_backward(lattice):
     """Scaled backward: beta[i] (S_{i+1}, C) = weight of the suffix after token i with
     c chunk starts in tokens i+1.., and its log scale."""
-    lay = lattice.layers
+    lay = lattice.chain
     C = lattice.n + 1
-    layers = list(scaled_layers(lattice.layers, lattice.space))
+    layers = list(scaled_layers(lattice.chain, lattice.space))
     fmax = np.max(lay.final)
     b = np.zeros((len(lay.final), C))
     b[:, 0] = np.exp(lay.final - fmax)
@@ -87,12 +87,12 @@ def chunk_count_marginals(lattice) -> np.ndarray:
         return out
     alphas, ascale = _count_forward(lattice)
     betas, bscale = _count_backward(lattice)
-    logz = ascale[-1] + np.log(np.sum(alphas[-1] * np.exp(lattice.layers.final -
-                                                          np.max(lattice.layers.final))[:, None]))
-    logz += np.max(lattice.layers.final)
-    layers = list(scaled_layers(lattice.layers, lattice.space))
-    fmax = np.max(lattice.layers.final)
-    fin = np.exp(lattice.layers.final - fmax)
+    logz = ascale[-1] + np.log(np.sum(alphas[-1] * np.exp(lattice.chain.final -
+                                                          np.max(lattice.chain.final))[:, None]))
+    logz += np.max(lattice.chain.final)
+    layers = list(scaled_layers(lattice.chain, lattice.space))
+    fmax = np.max(lattice.chain.final)
+    fin = np.exp(lattice.chain.final - fmax)
     idx = np.arange(C)[None, :] - np.arange(C)[:, None]          # Toeplitz offsets m - a
     # Gs[r, s, :]: weight of paths that entered a chunk at token s and are still in it
     # at state r (the state fixes the chunk's type), by chunk count so far; lg[s]

@@ -17,7 +17,7 @@ Pitfall: ⟨p, p·r⟩ is kept in linear space with per-layer rescaling (both pa
 the same factor), which is exact in floating point for any length; plain
 probabilities would underflow beyond a few hundred tokens.
 
-``lattice`` is any object with ``layers``, ``space``, ``n`` and ``scores`` (a
+``lattice`` is any object with ``chain`` (the stochastic layers), ``space``, ``n`` and ``scores`` (a
 :class:`fstchunk.lattice.Lattice`); :func:`corpus_expectations` works on the score
 arrays of a batch of equal-length sentences instead.
 """
@@ -43,7 +43,7 @@ def _tp_rules(lattice, fixed_chunks):
         fe[e - 1] = True
     dense = lattice.scores is not None      # every layer after the first has the same tables
     cache: dict = {}
-    for j, w, mx, _, start, end, src, dst in scaled_layers(lattice.layers, lattice.space):
+    for j, w, mx, _, start, end, src, dst in scaled_layers(lattice.chain, lattice.space):
         fixed_ended = bool(j > 0 and fe[j - 1])
         key = (j == 0, int(fs[j]), fixed_ended)
         terms = cache.get(key) if dense else None
@@ -92,7 +92,7 @@ def _tp_forward(lattice, fixed_chunks, tape: list | None = None):
         if tape is not None:
             tape.append((P, E, w, terms, scale))
         P, E = flush(P2 / scale), flush(E2 / scale)
-    fin = np.exp(lattice.layers.final - np.max(lattice.layers.final))
+    fin = np.exp(lattice.chain.final - np.max(lattice.chain.final))
     Z = np.einsum("smc,s->c", P, fin)
     T = np.einsum("smc,s->c", E, fin) + P[:, 1, :].T @ fin     # open matches close at n
     total = Z.sum()
