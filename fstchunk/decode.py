@@ -30,14 +30,15 @@ is pruned.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+import inspect
+from typing import Callable, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 import pynini
 
 from . import encodings as enc
 from . import fsa
-from .errors import InputError
+from .errors import FstchunkError, InputError
 from .evaluate import _check_beta
 from .engine.chain import viterbi
 from .engine.counting import chunk_count_marginals
@@ -180,37 +181,186 @@ def _corpus_ratio(cms, decided, m_ref: float, beta: float) -> float:
 # ------------------------------------------------------------ many sentences
 DECODERS = ("map", "posterior", "meu", "meu-kbest", "meu-corpus")
 
+#: errors that stop one sentence, not the run: a user-level error of that sentence
+#: (:class:`~fstchunk.errors.BudgetError` included) or running out of memory on it
+SENTENCE_ERRORS = (FstchunkError, MemoryError)
 
-def decode_lattices(lattices: Sequence[Lattice], decoder: str = "map", beta: float = 1.0,
-                    k: int = 20) -> list[list[str]]:
-    """The tags each decoder of :data:`DECODERS` picks for each lattice (in the
-    lattices' scheme); ``meu-corpus`` decides the whole sequence jointly."""
+#: sentences are turned into lattices in blocks of about this many tokens (the CRF's
+#: feature transform is batched), so memory stays bounded on a large file
+BLOCK_TOKENS = 2000
+
+
+class Decoded(NamedTuple):
+    """One sentence's outcome in :func:`iter_decode_sentences`: its 0-based ``index``,
+    its ``tags`` (in the output scheme), or the ``error`` that stopped it (tags None)."""
+    index: int
+    tags: list[str] | None
+    error: BaseException | None = None
+
+
+def _check_decoding(decoder: str, beta: float, k: int, memory_budget: int | None) -> None:
+    """Settings refused before any work: unknown decoder, bad β, k or budget."""
     if decoder not in DECODERS:
         raise InputError(f"unknown decoder {decoder!r}; use one of {', '.join(DECODERS)}")
+    if decoder.startswith("meu"):
+        _check_beta(beta)
+    if decoder == "meu-kbest" and not (isinstance(k, int) and k >= 1):
+        raise InputError(f"k must be a positive integer, got {k!r}")
+    if memory_budget is not None:
+        if isinstance(memory_budget, bool) or not isinstance(memory_budget, int) \
+                or memory_budget < 1:
+            raise InputError(f"memory_budget must be a number of bytes >= 1 or None, "
+                             f"got {memory_budget!r}")
+        if decoder in ("meu", "meu-kbest") and \
+                "memory_budget" not in inspect.signature(decode_meu).parameters:
+            raise InputError("memory_budget (--memory-budget): this version's MEU "
+                             "decoder takes no memory budget")
+
+
+def _decode_one(lattice: Lattice, decoder: str, beta: float, k: int,
+                memory_budget: int | None) -> list[str]:
+    """The tags of one lattice under a per-sentence decoder (not ``meu-corpus``)."""
+    if decoder == "map":
+        return decode_map(lattice).tags
+    if decoder == "posterior":
+        return decode_posterior(lattice).tags
+    method = "kbest" if decoder == "meu-kbest" else "exact"
+    budget = {} if memory_budget is None else {"memory_budget": memory_budget}
+    return decode_meu(lattice, beta=beta, method=method, k=k, **budget).tags
+
+
+def decode_lattices(lattices: Sequence[Lattice], decoder: str = "map", beta: float = 1.0,
+                    k: int = 20, memory_budget: int | None = None) -> list[list[str]]:
+    """The tags each decoder of :data:`DECODERS` picks for each lattice (in the
+    lattices' scheme); ``meu-corpus`` decides the whole sequence jointly.
+    ``memory_budget`` (bytes; None: the library default) bounds each sentence of
+    ``meu`` and ``meu-kbest``; the first error is raised."""
+    _check_decoding(decoder, beta, k, memory_budget)
     if decoder == "meu-corpus":
         return decode_meu_corpus(lattices, beta=beta)[0]
-    if decoder == "map":
-        return [decode_map(lat).tags for lat in lattices]
-    if decoder == "posterior":
-        return [decode_posterior(lat).tags for lat in lattices]
-    method = "kbest" if decoder == "meu-kbest" else "exact"
-    return [decode_meu(lat, beta=beta, method=method, k=k).tags for lat in lattices]
+    return [_decode_one(lat, decoder, beta, k, memory_budget) for lat in lattices]
+
+
+def _lattice_reader(model, decoder: str) -> Callable[[list], list[Lattice]]:
+    """``model.lattices`` as ``decoder`` needs it, asked once for no sentence so that a
+    refusal of the model itself (no chunk layer) comes before any work, not once per
+    sentence.  A model whose scores are not probabilities (perceptron, MMVP) must be
+    calibrated before any decoder that reads the lattice as a distribution (refused
+    here too); MAP needs no probabilities, so such a model's lattices are asked for
+    without the check."""
+    require = getattr(model, "require_probabilities", None)
+    if require is None or decoder != "map":
+        if require is not None:
+            require()
+        read = model.lattices
+    else:
+        def read(sents):
+            return model.lattices(sents, require_probabilities=False)
+    read([])
+    return read
+
+
+def _blocks(sentences: Iterable) -> Iterator[list]:
+    """Consecutive sentences in blocks of about :data:`BLOCK_TOKENS` tokens."""
+    block, size = [], 0
+    for s in sentences:
+        block.append(s)
+        size += len(s)
+        if size >= BLOCK_TOKENS:
+            yield block
+            block, size = [], 0
+    if block:
+        yield block
+
+
+def _block_lattices(read: Callable[[list], list[Lattice]], block: list) -> list:
+    """The lattices of a block; when the block fails, each sentence on its own, so
+    that a failing sentence is an error in its own place (a Lattice or an error each)."""
+    try:
+        lats = read(block)
+        if len(lats) == len(block):
+            return list(lats)
+    except SENTENCE_ERRORS as e:
+        if len(block) == 1:
+            return [e.with_traceback(None)]
+    out: list = []
+    for s in block:
+        try:
+            out.append(read([s])[0])
+        except SENTENCE_ERRORS as e:
+            out.append(e.with_traceback(None))
+    return out
+
+
+def iter_decode_sentences(model, sentences: Iterable, decoder: str = "map", beta: float = 1.0,
+                          k: int = 20, output_scheme: str = "IOB2",
+                          memory_budget: int | None = None) -> Iterator[Decoded]:
+    """Decode sentences one at a time under any model of the model protocol
+    (``model.lattices(sentences)``, ``model.scheme``), yielding a :class:`Decoded` per
+    sentence, in order, as soon as it is decided: its tags in ``output_scheme``, or
+    the error (:data:`SENTENCE_ERRORS`) that stopped it, after which decoding goes on.
+
+    Settings (decoder, β, k, ``memory_budget``, output scheme, an uncalibrated model)
+    are checked when this is called, before any work.  Lattices are built in blocks
+    of :data:`BLOCK_TOKENS` tokens, so memory stays bounded; ``meu-corpus`` is one
+    decision over the whole corpus, so it builds every lattice first (a sentence
+    whose lattice fails is still its own error) and yields after the joint decision.
+    """
+    _check_decoding(decoder, beta, k, memory_budget)
+    output_scheme = enc.canonical_scheme(output_scheme)
+    read = _lattice_reader(model, decoder)
+    if decoder == "meu-corpus":
+        return _iter_corpus(model, read, sentences, beta, output_scheme)
+    return _iter_each(model, read, sentences, decoder, beta, k, output_scheme, memory_budget)
+
+
+def _iter_each(model, read, sentences, decoder, beta, k, output_scheme,
+               memory_budget) -> Iterator[Decoded]:
+    index = 0
+    for block in _blocks(sentences):
+        lats = _block_lattices(read, block)
+        for j in range(len(block)):
+            lat, lats[j] = lats[j], None              # let each lattice go once decided
+            error = lat if isinstance(lat, BaseException) else None
+            tags = None
+            if error is None:
+                try:
+                    tags = enc.convert(_decode_one(lat, decoder, beta, k, memory_budget),
+                                       model.scheme, output_scheme)
+                except SENTENCE_ERRORS as e:
+                    error = e.with_traceback(None)
+            del lat
+            yield Decoded(index, tags, error)
+            index += 1
+
+
+def _iter_corpus(model, read, sentences, beta, output_scheme) -> Iterator[Decoded]:
+    lats: list = []
+    for block in _blocks(sentences):
+        lats.extend(_block_lattices(read, block))
+    good = [lat for lat in lats if not isinstance(lat, BaseException)]
+    try:
+        preds = iter(decode_meu_corpus(good, beta=beta)[0]) if good else iter(())
+    except MemoryError:
+        raise InputError(f"meu-corpus: out of memory deciding {len(good)} sentences "
+                         f"jointly; decode them per sentence (--decoder meu)") from None
+    for index, lat in enumerate(lats):
+        if isinstance(lat, BaseException):
+            yield Decoded(index, None, lat)
+        else:
+            yield Decoded(index, enc.convert(next(preds), model.scheme, output_scheme))
 
 
 def decode_sentences(model, sentences, decoder: str = "map", beta: float = 1.0, k: int = 20,
-                     output_scheme: str = "IOB2") -> list[list[str]]:
+                     output_scheme: str = "IOB2",
+                     memory_budget: int | None = None) -> list[list[str]]:
     """Predicted tags, in ``output_scheme``, for each sentence under any model of the
-    model protocol (``model.lattices(sentences)``, ``model.scheme``)."""
-    # a model whose scores are not probabilities (perceptron, MMVP) must be calibrated
-    # before any decoder that reads the lattice as a distribution; MAP needs no
-    # probabilities, so such a model's lattices are asked for without the check
-    require = getattr(model, "require_probabilities", None)
-    if require is None:
-        lattices = model.lattices(sentences)
-    elif decoder != "map":
-        require()
-        lattices = model.lattices(sentences)
-    else:
-        lattices = model.lattices(sentences, require_probabilities=False)
-    preds = decode_lattices(lattices, decoder, beta, k)
-    return [enc.convert(p, model.scheme, output_scheme) for p in preds]
+    model protocol; the first sentence that fails raises its error
+    (:func:`iter_decode_sentences` goes on past it)."""
+    out = []
+    for d in iter_decode_sentences(model, sentences, decoder, beta, k, output_scheme,
+                                   memory_budget):
+        if d.error is not None:
+            raise d.error
+        out.append(d.tags)
+    return out

@@ -30,6 +30,11 @@ from .errors import InputError
 
 Chunk = enc.Chunk
 
+#: the tag ``fstchunk decode`` writes on every token of a sentence it could not decode
+#: (the columns stay aligned); not a chunk tag, so :func:`evaluate_file` refuses it,
+#: naming its line, rather than score the sentence as one without chunks
+UNDECODED = "<error>"
+
 
 def f_beta(tp: float, m_hyp: float, m_ref: float, beta: float = 1.0) -> float:
     """F_β = (β+1)·tp / (m_hyp + β·m_ref), with 0/0 := 1 (Jansche slides §2, §8)."""
@@ -182,6 +187,11 @@ def _check_chunk_tags(s, column: int, name: str, scheme: str | None) -> None:
     """InputError at the first value of the column that is not a chunk tag."""
     prefixes = _PREFIXES if scheme is None else frozenset(enc.scheme_prefixes(scheme))
     for i, tag in enumerate(s.column(column)):
+        if tag == UNDECODED:
+            raise InputError(
+                f"{s.where(i)}: the {name} column holds {UNDECODED}: fstchunk decode could "
+                f"not decode this sentence (its error was reported then); decode it again "
+                f"(e.g. with a larger --memory-budget) before scoring the file")
         if tag != "O" and enc.split_tag(tag)[0] not in prefixes:
             raise InputError(
                 f"{s.where(i)}: the {name} column (column {len(s.rows[i]) + column + 1} of "

@@ -250,7 +250,7 @@ def test_ctrl_c_in_other_commands_is_one_line(capsys, monkeypatch, train_file, h
 
     def boom(*a, **k):
         raise KeyboardInterrupt
-    monkeypatch.setattr(tagging, "decode_sentences", boom)
+    monkeypatch.setattr(tagging, "iter_decode_sentences", boom)
     code, out, err = run(capsys, "decode", "--model", hmm_model, "--input", train_file)
     assert code == 130
     one_error_line(err, "fstchunk decode: interrupted")

@@ -57,6 +57,26 @@ def nonnegative_int(text: str) -> int:
     return _number(text, 0, False, True)
 
 
+_SIZE_UNITS = {"": 1, "K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
+
+
+def memory_size(text: str) -> int:
+    """argparse type: a number of bytes >= 1, plain (``1000000``) or with a binary
+    suffix K, M, G or T (``512M``, ``1.5G``; ``KB``/``KiB`` spellings too)."""
+    t = text.strip().upper().removesuffix("IB").removesuffix("B")
+    unit = t[-1:] if t[-1:] in _SIZE_UNITS else ""
+    number = t[:-1] if unit else t
+    bad = argparse.ArgumentTypeError(f"must be a number of bytes >= 1, plain or with a K, M "
+                                     f"or G suffix (e.g. 2G), got {text!r}")
+    try:
+        value = int(number) if not unit else float(number)
+    except ValueError:
+        raise bad from None
+    if not math.isfinite(value) or int(value * _SIZE_UNITS[unit]) < 1:
+        raise bad
+    return int(value * _SIZE_UNITS[unit])
+
+
 def add_on_invalid(p: argparse.ArgumentParser) -> None:
     p.add_argument("--on-invalid", choices=ON_INVALID, default="repair",
                    help="gold tag sequences that are invalid in their scheme: repair (read "

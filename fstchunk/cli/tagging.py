@@ -5,17 +5,29 @@ Both check their destination (``-o``) before any work, and write it atomically
 (:mod:`fstchunk.outputs`).  ``decode`` echoes every input line as it was —
 delimiter, ``-DOCSTART-`` and blank lines included — and appends the predicted
 tag with the line's own delimiter (a tab if the line has one, else a space).
+
+``decode`` streams: each sentence is written (and standard output flushed) as soon
+as it is decoded, in input order, into the temporary of ``-o`` or to standard
+output.  A sentence that cannot be decoded (an
+:class:`~fstchunk.errors.FstchunkError` such as a
+:class:`~fstchunk.errors.BudgetError`, or a :class:`MemoryError`) gets one error
+line naming its ``file:line`` and length; its lines are echoed with the tag
+:data:`~fstchunk.evaluate.UNDECODED` (``<error>``, which ``fstchunk eval`` refuses),
+decoding goes on, the file is still completed, and the command ends with a
+one-line summary and exit status 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import IO, Iterator
 
 from ..columns import Columns
-from ..conll import iter_lines
-from ..decode import DECODERS, decode_sentences
-from ..errors import InputError
+from ..conll import Sentence, iter_lines
+from ..decode import DECODERS, Decoded, iter_decode_sentences
+from ..errors import BudgetError, InputError
+from ..evaluate import UNDECODED
 from ..models import load_model
 from ..models.crf import CRF
 from ..models.features import TEMPLATES, resolve_template
@@ -23,8 +35,9 @@ from ..models.hmm import HMM
 from ..models.objectives import DEFAULT_L2, OBJECTIVES
 from ..outputs import atomic_write, check_output
 from ..training import Trainer, file_digest
-from .common import (HelpFormatter, add_on_invalid, columns_spec, nonnegative_float, nonnegative_int,
-                     positive_float, positive_int, model_layout, read_gold, read_input, warn)
+from .common import (HelpFormatter, add_on_invalid, columns_spec, memory_size, nonnegative_float,
+                     nonnegative_int, positive_float, positive_int, model_layout, read_gold,
+                     read_input, warn)
 
 
 def add_columns(p: argparse.ArgumentParser) -> None:
@@ -48,7 +61,14 @@ def add_parsers(sub) -> None:
     p.add_argument("--beta", type=positive_float, default=1.0, help="β of the MEU decoders")
     p.add_argument("--k", type=positive_int, default=20, help="paths reranked by meu-kbest")
     p.add_argument("--output-scheme", default="IOB2", help="scheme of the predicted column")
-    p.add_argument("-o", "--output", default=None, help="output file (none: standard output)")
+    p.add_argument("--memory-budget", type=memory_size, default=None, metavar="SIZE",
+                   help="memory one sentence may take in the meu and meu-kbest decoders, in "
+                        "bytes or with a K, M or G suffix (e.g. 2G); a sentence estimated "
+                        f"above it is not decoded (tagged {UNDECODED}); none: the library "
+                        "default")
+    p.add_argument("-o", "--output", default=None,
+                   help="output file, written atomically (none: standard output, flushed "
+                        "after each sentence)")
     add_columns(p)
     p.set_defaults(func=run_decode)
 
@@ -92,24 +112,63 @@ def run_decode(args: argparse.Namespace) -> int:
         check_output(args.output)
     model = load_model(args.model)
     sents = read_input(args.input)
-    preds = decode_sentences(model, model_layout(sents, args.columns, model), args.decoder,
-                             args.beta, args.k, args.output_scheme)
-    tag_of = {line: t for s, p in zip(sents, preds) for line, t in zip(s.lines, p)}
+    results = iter_decode_sentences(model, model_layout(sents, args.columns, model),
+                                    args.decoder, args.beta, args.k, args.output_scheme,
+                                    memory_budget=args.memory_budget)
     if args.output:
         with atomic_write(args.output) as fh:
-            _echo(args.input, tag_of, fh)
+            failed = _stream(args.input, sents, results, fh)
     else:
-        _echo(args.input, tag_of, sys.stdout)
-    return 0
+        failed = _stream(args.input, sents, results, sys.stdout)
+    if not failed:
+        return 0
+    shown = ", ".join(s.where(0) for s in failed[:3]) + (", ..." if len(failed) > 3 else "")
+    where = f"the rest are in {args.output}" if args.output else "the rest were written"
+    print(f"fstchunk decode: error: {len(failed)} of {len(sents)} sentences not decoded "
+          f"({shown}): their lines carry the tag {UNDECODED}, which fstchunk eval refuses; "
+          f"{where}", file=sys.stderr)
+    return 1
 
 
-def _echo(path: str, tag_of: dict[int, str], out) -> None:
-    """The input's lines as they were, each token line plus its predicted tag."""
+def _stream(path: str, sents: list[Sentence], results: Iterator[Decoded],
+            out: IO[str]) -> list[Sentence]:
+    """Echo the input's lines, each token line plus its predicted tag, a sentence at a
+    time as ``results`` yields it (``out`` flushed before each sentence is decoded);
+    one error line per sentence that failed.  Returns the sentences that failed."""
+    first = {s.lines[0]: i for i, s in enumerate(sents)}
+    tag_of: dict[int, str] = {}
+    failed = []
     for lineno, raw in iter_lines(path):
+        i = first.get(lineno)
+        if i is not None:
+            out.flush()
+            d = next(results)
+            s = sents[i]
+            if d.index != i:                  # a bug of the iterator, not a user error
+                raise AssertionError(f"decoded sentence {d.index} arrived for {i}")
+            if d.error is not None:
+                failed.append(s)
+                _report(s, d.index, d.error)
+            tag_of = dict(zip(s.lines, [UNDECODED] * len(s) if d.tags is None else d.tags))
         text = raw.rstrip("\r\n")
         if lineno in tag_of:
-            text += ("\t" if "\t" in text else " ") + tag_of[lineno]
+            text += ("\t" if "\t" in text else " ") + tag_of.pop(lineno)
         out.write(text + "\n")
+    out.flush()
+    return failed
+
+
+def _report(s: Sentence, index: int, error: BaseException) -> None:
+    """The one line on standard error for a sentence that was not decoded."""
+    if isinstance(error, MemoryError):
+        reason = f"out of memory ({error})" if str(error) else "out of memory"
+    else:
+        reason = str(error)
+        if isinstance(error, BudgetError) and "--memory-budget" not in reason:
+            reason += " (--memory-budget sets the budget)"
+    reason = " ".join(reason.split())            # one line, whatever the message
+    print(f"fstchunk decode: error: {s.where(0)}: sentence {index + 1} ({len(s)} tokens) "
+          f"not decoded, tagged {UNDECODED}: {reason}", file=sys.stderr, flush=True)
 
 
 def run_train(args: argparse.Namespace) -> int:
