@@ -5,25 +5,28 @@
 * :func:`decode_posterior` — the valid sequence maximising Σ_i Pr(y_i = x_i).
 * :func:`decode_meu` — argmax_x U(x), U(x) = E_y[F_β(x | y)] (Jansche §10, §21).
 
-**Exact MEU in polynomial time.**  For a hypothesis with exactly k >= 1 chunks,
+**Exact MEU in near-quadratic memory.**  For a hypothesis with exactly k >= 1 chunks,
 
-    U(x) = (β+1) Σ_{c ∈ chunks(x)} g_k(c),   g_k(c) = Σ_m Pr(c ∈ y, m(y) = m) / (k + β m),
+    U(x) = (β+1) Σ_{c ∈ chunks(x)} g_k(c),   g_k(c) = E[1{c ∈ y} / (k + β m(y))],
 
 so the best k-chunk hypothesis is a maximum-weight set of k non-overlapping typed
-spans (a semi-Markov DP with a count dimension, the type of a span chosen freely),
-and the answer is the best over k together with the empty hypothesis, whose
-utility is Pr(m(y) = 0) (0/0 := 1).  Pr(c ∈ y, m(y) = m) comes from
-:func:`fstchunk.engine.counting.chunk_count_marginals` (the lattice composed with the chunk
-counter M, by forward-backward over counts).  Any set of non-overlapping chunks
-is a valid sequence in every scheme, so the result is written in the lattice's
-scheme.  This answers the slides' open problem for first-order lattices; nothing
-is pruned.
+spans, and the answer is the best over k together with the empty hypothesis,
+whose utility is Pr(m(y) = 0) (0/0 := 1).  :func:`fstchunk.engine.meu.exact_meu`
+finds it without tabulating every (span, count) pair: g_k from a few tilted span
+sweeps, few k solved thanks to bounds, negligible spans cut with a bound; the
+:class:`Decoding` carries the certified ``gap`` (0.0 when nothing was pruned or
+approximated, else a bound below 1e-12 on what that could have cost).  Any set
+of non-overlapping chunks is a valid sequence in every scheme, so the result is
+written in the lattice's scheme.  This answers the slides' open problem for
+first-order lattices.
 
 * :func:`decode_meu_corpus` — conlleval scores micro F over a corpus.  We maximise
   the expected-count ratio (β+1) Σ_i E[tp_i] / (Σ_i m(x_i) + β Σ_i E[m(y_i)])
   exactly by Dinkelbach's method: for λ, keep the chunks with
   (β+1)·Pr(c) − λ > 0 under the non-overlap constraint (a per-sentence DP), set λ
-  to the ratio reached, repeat until it stops rising.  The approximation is
+  to the ratio reached, repeat until it stops rising.  Chunks of marginal below
+  :data:`CORPUS_PRUNE` are not listed; they cannot be chosen once λ exceeds
+  (β+1)·CORPUS_PRUNE, which is checked (else the decision is redone unpruned).  The approximation is
   E[ratio] ≈ ratio of expectations, accurate for corpora of many sentences; with
   independent chunks the threshold is F*/(β+1) (Lipton et al. 2014 for β = 1).
 """
@@ -41,17 +44,19 @@ from . import fsa
 from .errors import FstchunkError, InputError
 from .evaluate import _check_beta
 from .engine.chain import viterbi
-from .engine.counting import chunk_count_marginals
-from .engine.expectation import tp_count_table
-from .engine.intervals import best_chunk_set, best_chunk_sets
+from .engine.intervals import SpanPairs, best_span_set
+from .engine.meu import exact_meu
+from .engine.spans import tilted_spans
 from .expected import expected_f
 from .lattice import Lattice
 
 
 class Decoding(NamedTuple):
-    """Decoded tags and the value the decoder maximised (log Pr, Σ marginals, E[F])."""
+    """Decoded tags, the value the decoder maximised (log Pr, Σ marginals, E[F]), and
+    for exact MEU the certified ``gap``: max_x E[F] − score ≤ gap."""
     tags: list[str]
     score: float
+    gap: float = 0.0
 
 
 # ------------------------------------------------------------------------- MAP
@@ -79,43 +84,31 @@ def decode_posterior(lattice: Lattice) -> Decoding:
 
 
 # ------------------------------------------------------------------------- MEU
-def meu_weights(lattice: Lattice, beta: float) -> np.ndarray:
-    """g_k(c) for all k, spans and types, shape (n, n, n+1, T) ([k-1, s, e, type])."""
-    n = lattice.n
-    pcm = chunk_count_marginals(lattice)                     # (T, n, n+1, C)
-    m = np.arange(n + 1, dtype=float)
-    k = np.arange(1, n + 1, dtype=float)
-    H = 1.0 / (k[None, :] + beta * m[:, None])                # (C, K)
-    g = np.tensordot(pcm, H, axes=([3], [0]))                 # (T, n, n+1, K)
-    g = np.moveaxis(g, (3, 0), (0, 3))                        # (K, n, n+1, T)
-    valid = np.triu(np.ones((n, n + 1), bool), 1)             # e > s
-    return np.where(valid[None, :, :, None], g, -np.inf)
-
-
 def decode_meu(lattice: Lattice, beta: float = 1.0, method: str = "exact",
-               k: int = 20) -> Decoding:
-    """The hypothesis of maximum expected F_β against the lattice, and that E[F_β].
+               k: int = 20, memory_budget: float | None = None) -> Decoding:
+    """The hypothesis of maximum expected F_β against the lattice, that E[F_β]
+    (exact), and the certified gap.
 
-    ``method="exact"``: the polynomial algorithm of the module doc; ``"kbest"``:
-    the ``k`` best paths of the lattice reranked by exact expected F.
+    ``method="exact"``: the algorithm of the module doc, in at most
+    ``memory_budget`` bytes (None: :data:`fstchunk.engine.meu.DEFAULT_MEMORY_BUDGET`;
+    BudgetError before more is taken); ``"kbest"``: the ``k`` best paths of the
+    lattice reranked by exact expected F (no certificate: gap = inf).
     """
     _check_beta(beta)
+    if memory_budget is not None and not memory_budget > 0:
+        raise InputError(f"memory_budget must be a positive number of bytes, got {memory_budget!r}")
     if method == "kbest":
         return _meu_kbest(lattice, beta, k)
     if method != "exact":
         raise InputError(f"unknown method {method!r}; use 'exact' or 'kbest'")
-    n = lattice.n
-    g = meu_weights(lattice, beta)
-    z0, _ = tp_count_table(lattice, [])
-    best_u, best_chunks = float(z0[0]), []                    # the empty hypothesis
     types = lattice.space.types
-    for total, chunks in best_chunk_sets(g, n):
-        u = (beta + 1) * total
-        if u > best_u + 1e-15:
-            best_u = u
-            best_chunks = [(types[t], s, e) for t, s, e in chunks]
-    tags = enc.chunks_to_tags(best_chunks, n, lattice.scheme)
-    return Decoding(tags, best_u)
+    idx, _ = viterbi(lattice.layers)
+    map_chunks = [(types.index(t), s, e) for t, s, e in
+                  enc.tags_to_chunks([lattice.tags[i] for i in idx], lattice.scheme)]
+    res = exact_meu(lattice, beta, map_chunks, memory_budget=memory_budget)
+    chunks = [(types[t], s, e) for t, s, e in res.chunks]
+    tags = enc.chunks_to_tags(chunks, lattice.n, lattice.scheme)
+    return Decoding(tags, res.value, res.gap)
 
 
 def _meu_kbest(lattice: Lattice, beta: float, k: int) -> Decoding:
@@ -127,7 +120,7 @@ def _meu_kbest(lattice: Lattice, beta: float, k: int) -> Decoding:
         tags = [lattice.space.symbols.find(x) for x in labels]
         u = expected_f(lattice, hypothesis=tags, beta=beta, method="fast").f
         if best is None or u > best.score:
-            best = Decoding(tags, u)
+            best = Decoding(tags, u, float("inf"))
     return best
 
 
@@ -145,24 +138,20 @@ def _shortest(lattice: Lattice, k: int) -> pynini.Fst:
 
 
 # ---------------------------------------------------------------- corpus MEU
+#: chunks whose start is this unlikely to stay open are not listed for corpus MEU
+CORPUS_PRUNE = 1e-12
+
+
 def decode_meu_corpus(lattices: Sequence[Lattice], beta: float = 1.0,
                       max_iter: int = 50) -> tuple[list[list[str]], float]:
     """Jointly decode a corpus for the expected corpus F_β (Dinkelbach, see module doc).
 
-    Returns the tag sequences and the expected-count ratio they reach.
-    """
+    Returns the tag sequences and the expected-count ratio they reach.  Memory:
+    the listed chunks of every sentence (O(n · width) each, not O(n²))."""
     _check_beta(beta)
-    cms = [lat.chunk_marginals() for lat in lattices]
-    m_ref = sum(float(np.arange(lat.n + 1) @ tp_count_table(lat, [])[0]) for lat in lattices)
-    lam = 0.0
-    decided: list[list] = [[] for _ in lattices]
-    ratio = _corpus_ratio(cms, decided, m_ref, beta)
-    for _ in range(max_iter):
-        new = [best_chunk_set((beta + 1) * cm - lam) for cm in cms]
-        r = _corpus_ratio(cms, new, m_ref, beta)
-        if r <= ratio + 1e-12 and _ > 0:
-            break
-        decided, ratio, lam = new, r, r
+    decided, ratio, lam, cut = _dinkelbach(lattices, beta, max_iter, CORPUS_PRUNE)
+    if cut > 0 and not lam > (beta + 1) * CORPUS_PRUNE:     # a pruned chunk could win
+        decided, ratio, lam, cut = _dinkelbach(lattices, beta, max_iter, 0.0)
     out = []
     for lat, chunks in zip(lattices, decided):
         types = lat.space.types
@@ -171,8 +160,30 @@ def decode_meu_corpus(lattices: Sequence[Lattice], beta: float = 1.0,
     return out, ratio
 
 
-def _corpus_ratio(cms, decided, m_ref: float, beta: float) -> float:
-    tp = sum(cm[t, s, e] for cm, ch in zip(cms, decided) for t, s, e in ch)
+def _dinkelbach(lattices, beta: float, max_iter: int, prune: float):
+    tabs = [tilted_spans(lat, z=(), prune=prune) for lat in lattices]
+    sps = [SpanPairs(t.types, t.starts, t.ends, lat.n) for t, lat in zip(tabs, lattices)]
+    probs = [t.prob[sp.order] for t, sp in zip(tabs, sps)]
+    m_ref = sum(t.opens for t in tabs)                        # Σ E[m(y)], exact
+    cut = sum(t.pruned for t in tabs)
+    lam = 0.0
+    decided: list[list] = [[] for _ in lattices]
+    ratio = _corpus_ratio(sps, probs, decided, m_ref, beta)
+    for it in range(max_iter):
+        new = [best_span_set(sp, (beta + 1) * p - lam) for sp, p in zip(sps, probs)]
+        r = _corpus_ratio(sps, probs, new, m_ref, beta)
+        if r <= ratio + 1e-12 and it > 0:
+            break
+        decided, ratio, lam = new, r, r
+    return decided, ratio, lam, cut
+
+
+def _corpus_ratio(sps, probs, decided, m_ref: float, beta: float) -> float:
+    tp = 0.0
+    for sp, p, ch in zip(sps, probs, decided):
+        if ch:
+            at = dict(zip(zip(sp.types.tolist(), sp.starts.tolist(), sp.ends.tolist()), p))
+            tp += sum(at[c] for c in ch)
     m_hyp = sum(len(ch) for ch in decided)
     den = m_hyp + beta * m_ref
     return (beta + 1) * tp / den if den > 0 else 1.0

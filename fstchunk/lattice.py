@@ -34,7 +34,7 @@ import pynini
 from . import encodings as enc
 from .errors import InputError
 from . import fsa
-from .engine.counting import chunk_marginals
+from .engine.spans import dense_marginals
 from .grammars.models import score_lattice
 from .grammars.validity import validity_acceptor
 from .engine.chain import Layers, forward, gauge, token_marginals
@@ -148,8 +148,9 @@ class Lattice:
 
     def chunk_marginals(self) -> np.ndarray:
         """Pr((type, s, e) ∈ chunks(y)), shape (len(types), n, n+1), indexed [type, s, e]
-        with types in ``self.space.types`` order and e exclusive."""
-        return chunk_marginals(self)
+        with types in ``self.space.types`` order and e exclusive (one sweep over open
+        chunks, O(T·n²) memory: :func:`fstchunk.engine.spans.dense_marginals`)."""
+        return dense_marginals(self)
 
     def log_prob(self, seq: Sequence[str]) -> float:
         """log Pr(seq); -inf for a valid sequence the model excludes.

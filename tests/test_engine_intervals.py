@@ -1,9 +1,9 @@
-"""The interval DP against enumeration of every set of non-overlapping spans."""
+"""The interval DPs against enumeration of every set of non-overlapping spans."""
 
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from fstchunk.engine.intervals import best_chunk_set, best_chunk_sets
+from fstchunk.engine.intervals import SpanPairs, backtrace, best_span_set, counted_dp
 from oracles import all_chunkings
 
 
@@ -11,26 +11,51 @@ def _all_span_sets(n, T):
     return [[(t, s, e) for t, s, e in c] for c in all_chunkings(n, tuple(range(T)))]
 
 
+def _listed(rng, n, T, keep=0.7):
+    """A random sparse span list: (types, starts, ends) and a weight lookup."""
+    trip = [(t, s, e) for t in range(T) for s in range(n) for e in range(s + 1, n + 1)
+            if rng.random() < keep]
+    if not trip:
+        trip = [(0, 0, 1)]
+    t, s, e = (np.array(a) for a in zip(*trip))
+    return t, s, e
+
+
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10**6), n=st.integers(1, 6), T=st.integers(1, 2))
-def test_free_count_dp_is_the_maximum(seed, n, T):
-    w = np.random.default_rng(seed).normal(size=(T, n, n + 1))
-    value = lambda cs: sum(w[t, s, e] for t, s, e in cs)      # noqa: E731
-    best = max(value(cs) for cs in _all_span_sets(n, T))
-    got = best_chunk_set(w)
-    assert np.isclose(value(got), best) and all(s < e for _, s, e in got)
+def test_free_count_dp_is_the_maximum_over_listed_spans(seed, n, T):
+    rng = np.random.default_rng(seed)
+    t, s, e = _listed(rng, n, T)
+    w = rng.normal(size=len(t))
+    sp = SpanPairs(t, s, e, n)
+    W = dict(zip(zip(t.tolist(), s.tolist(), e.tolist()), w))
+    value = lambda cs: sum(W[c] for c in cs)      # noqa: E731
+    listed = [cs for cs in _all_span_sets(n, T) if all(c in W for c in cs)]
+    best = max(value(cs) for cs in listed)
+    got = best_span_set(sp, w[sp.order])
+    assert all(c in W for c in got)               # only listed spans are used
+    assert np.isclose(value(got), best) and all(a < b for _, a, b in got)
     assert all(a[2] <= b[1] for a, b in zip(got, got[1:]))      # non-overlapping, in order
 
 
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 10**6), n=st.integers(1, 5), T=st.integers(1, 2))
-def test_exact_count_dp_is_the_maximum_for_every_k(seed, n, T):
+def test_counted_dp_is_the_maximum_for_every_j(seed, n, T):
     rng = np.random.default_rng(seed)
-    w = rng.normal(size=(n, n, n + 1, T))
-    valid = np.triu(np.ones((n, n + 1), bool), 1)
-    w = np.where(valid[None, :, :, None], w, -np.inf)
-    sets = _all_span_sets(n, T)
-    for k, (total, chunks) in enumerate(best_chunk_sets(w, n), start=1):
-        cands = [sum(w[k - 1, s, e, t] for t, s, e in cs) for cs in sets if len(cs) == k]
-        assert len(chunks) == k and np.isclose(total, max(cands))
-        assert np.isclose(sum(w[k - 1, s, e, t] for t, s, e in chunks), total)
+    t, s, e = _listed(rng, n, T)
+    w = rng.normal(size=len(t))
+    sp = SpanPairs(t, s, e, n)
+    ws = w[sp.order]
+    wpair = sp.pairs(ws)
+    D = counted_dp(sp, wpair, n)
+    W = dict(zip(zip(t.tolist(), s.tolist(), e.tolist()), w))
+    sets = [cs for cs in _all_span_sets(n, T) if all(c in W for c in cs)]
+    for j in range(1, n + 1):
+        cands = [sum(W[c] for c in cs) for cs in sets if len(cs) == j]
+        if not cands:
+            assert D[j, n] == -np.inf
+            continue
+        assert np.isclose(D[j, n], max(cands))
+        chunks = backtrace(sp, wpair, D, j, ws)
+        assert len(chunks) == j and np.isclose(sum(W[c] for c in chunks), D[j, n])
+        assert all(a[2] <= b[1] for a, b in zip(chunks, chunks[1:]))

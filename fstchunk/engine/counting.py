@@ -3,7 +3,10 @@
 :func:`chunk_count_marginals` gives Pr((type, s, e) ∈ chunks(y), m(y) = m) for every
 span and count, by a counting forward-backward over (state, chunk starts so far):
 the lattice composed with the chunk counter M (Jansche §18), read on chunk
-boundaries from the tag space's tables.  :func:`chunk_marginals` sums it over m.
+boundaries from the tag space's tables — O(T·n³) memory, for short sentences
+(exact MEU's exact basis) and as the tests' reference; :func:`count_distribution`
+gives Pr(m(y) = m) streamed.  Chunk marginals without the count dimension come
+from :mod:`.spans`.
 
 ``lattice`` is any object with ``chain`` (:class:`.chain.Layers`, stochastic: :func:`.chain.gauge`), ``space``
 (:class:`fstchunk.tagspace.TagSpace`) and ``n`` — a :class:`fstchunk.lattice.Lattice`.
@@ -22,10 +25,24 @@ from ..errors import InputError
 from .chain import flush, scaled_layers
 
 
-def chunk_marginals(lattice) -> np.ndarray:
-    """Pr((type, s, e) ∈ chunks(y)), shape (len(types), n, n+1), types in
-    ``lattice.space.types`` order: :func:`chunk_count_marginals` summed over m."""
-    return chunk_count_marginals(lattice).sum(axis=3)
+def count_distribution(lattice) -> np.ndarray:
+    """Pr(m(y) = m) for m = 0..n: the counting forward over (state, chunk starts so
+    far) on the stochastic chain, streamed (O(S·n) memory, O(n²·S²) time; the
+    columns beyond i+1 starts are not touched at token i)."""
+    C = lattice.n + 1
+    a = np.zeros((1, C))
+    a[0, 0] = 1.0
+    for i, w, _, _, start, _, _, _ in scaled_layers(lattice.chain, lattice.space):
+        hi = min(i + 2, C)
+        nxt = np.zeros((w.shape[1], C))
+        nxt[:, :hi] = (w * ~start).T @ a[:, :hi]
+        nxt[:, 1:hi] += (w * start).T @ a[:, :hi - 1]
+        z = nxt.sum()
+        if not z > 0:
+            raise InputError("the lattice gives no weight to any valid sequence")
+        a = flush(nxt / z)
+    p = np.exp(lattice.chain.final - np.max(lattice.chain.final)) @ a
+    return p / p.sum()
 
 
 def _count_forward(lattice):

@@ -1,20 +1,23 @@
-"""Interval DPs: the best set of non-overlapping typed spans.
+"""Interval DPs: the best set of non-overlapping typed spans, over a sparse span list.
 
 Both MEU decoders reduce to choosing chunks (t, s, e), non-overlapping, that
 maximise a sum of span weights (Jansche §21):
 
-* exact MEU for a hypothesis with k chunks: weights g_k(t, s, e) depend on k, and
-  the answer needs exactly k spans -> :func:`best_chunk_sets` (one DP over
-  (k, chunks so far, position) for every k at once);
+* exact MEU for a hypothesis with k chunks: weights g_k(t, s, e), exactly k spans
+  -> :func:`counted_dp` (the best j-set for every j ≤ J in one table) and
+  :func:`backtrace`;
 * corpus MEU (Dinkelbach step): weights (β+1)·Pr(t, s, e) − λ, any number of spans
-  -> :func:`best_chunk_set`.
+  -> :func:`best_span_set`.
 
-Both are the one recursion :func:`_interval_dp`: D[j, i] = best weight of j chunks
-within tokens [0, i) = max(D[j, i−1], max_s D[j−1, s] + w(s, i)), with the count
-dimension collapsed to a single row when the number of chunks is free.
+The recursion is D[j, i] = best weight of j spans within tokens [0, i) =
+max(D[j, i−1], max_{(s, i)} D[j−1, s] + w(s, i)).  :func:`counted_dp` runs it one j
+at a time over all spans at once (numpy over the span list: O(J · spans)), the
+free-count version one end position at a time.
 
-Pitfall: weights of impossible spans (e ≤ s) must be −inf, not 0; a span's best
-type is chosen first (the type does not interact with the rest of the DP).
+Spans come as a :class:`SpanPairs`: the kept (type, start, end) triples, grouped by
+(end, start); a span's best type is chosen first (the type does not interact with
+the rest of the DP).  Pitfall: only listed spans exist — an unlisted span is not
+"weight 0" but absent, which is what width pruning relies on.
 """
 
 from __future__ import annotations
@@ -22,70 +25,98 @@ from __future__ import annotations
 import numpy as np
 
 
-def _interval_dp(wv: np.ndarray, counted: bool) -> tuple[np.ndarray, np.ndarray]:
-    """wv: (K, n, n+1) best span weights per problem k.  Returns (D, arg) with
-    D[k, j, i] (``counted``: j chunks; else j ∈ {0, 1} with row 1 = any number)
-    and arg the start of the last chunk ending at i (-1: token i−1 is outside)."""
-    K, n = wv.shape[0], wv.shape[1]
-    J = K + 1 if counted else 2
-    D = np.full((K, J, n + 1), -np.inf)
-    D[:, 0, :] = 0.0
-    if not counted:
-        D[:, 1, 0] = 0.0
-    arg = np.full((K, J, n + 1), -1, dtype=int)
-    for i in range(1, n + 1):
-        D[:, 1:, i] = D[:, 1:, i - 1]
-        prev = D[:, :-1, :i] if counted else D[:, 1:, :i]
-        cand = prev + wv[:, None, :i, i]                   # last chunk [s, i)
-        s_best = np.argmax(cand, axis=2)
-        v = np.take_along_axis(cand, s_best[..., None], axis=2)[..., 0]
-        better = v > D[:, 1:, i]
-        D[:, 1:, i] = np.where(better, v, D[:, 1:, i])
-        arg[:, 1:, i] = np.where(better, s_best, arg[:, 1:, i])
-    return D, arg
+class SpanPairs:
+    """Typed spans sorted by (end, start, type) and grouped into (start, end) pairs.
+
+    ``order`` sorts the caller's arrays into this order (apply it to weights)."""
+
+    def __init__(self, types: np.ndarray, starts: np.ndarray, ends: np.ndarray, n: int):
+        types, starts, ends = (np.asarray(a, dtype=int) for a in (types, starts, ends))
+        self.order = np.lexsort((types, starts, ends))
+        self.types, self.starts, self.ends = (a[self.order] for a in (types, starts, ends))
+        self.n = n
+        key = self.ends * (n + 1) + self.starts
+        _, self.pair_first = np.unique(key, return_index=True)
+        self.ps, self.pe = self.starts[self.pair_first], self.ends[self.pair_first]
+        self.e_vals, self.e_first = np.unique(self.pe, return_index=True)
+
+    def __len__(self) -> int:
+        return len(self.types)
+
+    def pairs(self, w: np.ndarray) -> np.ndarray:
+        """Best weight per (start, end) pair over the types (``w`` in sorted order)."""
+        if len(w) == 0:
+            return np.zeros(0)
+        return np.maximum.reduceat(w, self.pair_first)
+
+    def best_type(self, pair: int, w: np.ndarray) -> int:
+        """The type achieving :meth:`pairs` for one pair."""
+        lo = self.pair_first[pair]
+        hi = self.pair_first[pair + 1] if pair + 1 < len(self.pair_first) else len(w)
+        return int(self.types[lo + int(np.argmax(w[lo:hi]))])
+
+    def dense(self, values: np.ndarray, num_types: int) -> np.ndarray:
+        """(T, n, n+1) array of ``values`` (sorted order) at the listed spans, 0 elsewhere."""
+        out = np.zeros((num_types, self.n, self.n + 1))
+        out[self.types, self.starts, self.ends] = values
+        return out
 
 
-def _backtrace(arg: np.ndarray, types: np.ndarray, j: int, n: int, counted: bool) -> list:
-    chunks, i = [], n
-    while i > 0 and j > 0:
-        s = int(arg[j, i])
-        if s < 0:
+def counted_dp(sp: SpanPairs, wpair: np.ndarray, J: int) -> np.ndarray:
+    """D[j, i] = best total weight of j non-overlapping spans inside tokens [0, i),
+    j = 0..J (−inf: no j spans fit); ``wpair`` from :meth:`SpanPairs.pairs`."""
+    n = sp.n
+    D = np.full((J + 1, n + 1), -np.inf)
+    D[0] = 0.0
+    A = np.full(n + 1, -np.inf)
+    for j in range(1, J + 1):
+        if len(wpair) == 0:
+            break
+        A[sp.e_vals] = np.maximum.reduceat(D[j - 1][sp.ps] + wpair, sp.e_first)
+        D[j] = np.maximum.accumulate(A)
+        if D[j, n] == -np.inf:
+            break
+    return D
+
+
+def backtrace(sp: SpanPairs, wpair: np.ndarray, D: np.ndarray, j: int,
+              w: np.ndarray) -> list[tuple[int, int, int]]:
+    """The j spans achieving D[j, n] as (type, start, end), in order (``w``: the
+    typed weights in sorted order, to pick each span's type)."""
+    chunks, i = [], sp.n
+    while j > 0:
+        while i > 0 and D[j, i] == D[j, i - 1]:
             i -= 1
-            continue
-        chunks.append((int(types[s, i]), s, i))
-        i = s
-        if counted:
-            j -= 1
+        p = int(np.flatnonzero((sp.pe == i) & (D[j - 1][sp.ps] + wpair == D[j, i]))[0])
+        s = int(sp.ps[p])
+        chunks.append((sp.best_type(p, w), s, i))
+        i, j = s, j - 1
     return chunks[::-1]
 
 
-def best_chunk_sets(weights: np.ndarray, max_chunks: int) -> list[tuple[float, list]]:
-    """For k = 1..max_chunks: the best total weight of exactly k non-overlapping spans.
-
-    ``weights`` has shape (K, n, n+1, T): weights[k-1, s, e, t] is the weight of
-    span [s, e) with type t when the hypothesis has k chunks.  Returns, for each
-    k, (best total, [(t, s, e), ...]) — (-inf, []) if no k spans fit.
-    """
-    K, n = min(weights.shape[0], max_chunks), weights.shape[1]
-    wt = np.argmax(weights[:K], axis=3)                  # best type per (k, span)
-    D, arg = _interval_dp(np.max(weights[:K], axis=3), counted=True)
-    out = []
-    for k in range(1, K + 1):
-        best = D[k - 1, k, n]
-        if best == -np.inf:
-            out.append((-np.inf, []))
-        else:
-            out.append((float(best), _backtrace(arg[k - 1], wt[k - 1], k, n, counted=True)))
-    return out
-
-
-def best_chunk_set(weights: np.ndarray) -> list[tuple[int, int, int]]:
-    """max Σ w(t, s, e) over sets of non-overlapping spans, any number (maybe none).
-
-    ``weights`` has shape (T, n, n+1); returns the chosen [(t, s, e), ...]."""
-    n = weights.shape[1]
-    valid = np.triu(np.ones((n, n + 1), bool), 1)
-    w = np.where(valid[None], weights, -np.inf)
-    wt, wv = np.argmax(w, axis=0), np.max(w, axis=0)
-    D, arg = _interval_dp(wv[None], counted=False)
-    return _backtrace(arg[0], wt, 1, n, counted=False)
+def best_span_set(sp: SpanPairs, w: np.ndarray) -> list[tuple[int, int, int]]:
+    """max Σ w over sets of non-overlapping listed spans, any number (maybe none);
+    ``w`` typed weights in sorted order.  Returns [(type, start, end), ...]."""
+    n = sp.n
+    wpair = sp.pairs(w)
+    D = np.zeros(n + 1)
+    arg = np.full(n + 1, -1)                   # pair ending at i used by D[i] (-1: none)
+    bounds = list(sp.e_first) + [len(wpair)]
+    ends = {int(e): (bounds[q], bounds[q + 1]) for q, e in enumerate(sp.e_vals)}
+    for i in range(1, n + 1):
+        D[i] = D[i - 1]
+        if i in ends:
+            lo, hi = ends[i]
+            cand = D[sp.ps[lo:hi]] + wpair[lo:hi]
+            q = int(np.argmax(cand))
+            if cand[q] > D[i]:
+                D[i], arg[i] = cand[q], lo + q
+    chunks, i = [], n
+    while i > 0:
+        if arg[i] < 0:
+            i -= 1
+            continue
+        p = int(arg[i])
+        chunks.append((sp.best_type(p, w), int(sp.ps[p]), i))
+        i = int(sp.ps[p])
+    return chunks[::-1]

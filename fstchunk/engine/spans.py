@@ -1,0 +1,186 @@
+"""Span marginals under count tilts: Q_z(c) = E[1{c ∈ chunks(y)} · z^{m(y)}].
+
+One sweep over the lattice's stochastic chain (:func:`.chain.gauge`) gives, for
+every chunk c = (type, s, e) and every tilt z_r in (0, 1], the chunk's marginal
+with each chunk start of y weighted by z (the lattice composed with the chunk
+counter M, read at z instead of by count: the generating function of m(y) on the
+paths through c).  z = 1 is the plain chunk marginal Pr(c ∈ y).  Exact MEU
+(:mod:`.meu`) reads 1/(k + βm) as a sum of exponentials in m, so that
+g_k(c) = E[1{c} / (k + β m(y))] is a positive combination of tilted marginals;
+corpus MEU and :meth:`fstchunk.lattice.Lattice.chunk_marginals` read z = 1.
+
+The sweep follows all open chunks together, one layer at a time (the forward
+mass that opened a chunk at s, advanced by the layer's continue arcs), and
+closes them against the tilted backward (Jansche §18–19 on chunk boundaries).
+
+**Width pruning with a bound.** A chunk that opened at s is dropped from the
+sweep once Pr(a chunk opened at s is still open) falls below ``prune``; that
+probability bounds the marginal of *every* longer chunk from s (one hypothesis
+holds at most one chunk starting at s), and the sum of these cut masses is
+returned as ``pruned`` — the certificate that callers carry into their gap.
+Chunks with marginal exactly 0 are never listed (nothing is lost).
+
+Pitfalls: the tilted forward/backward are rescaled per layer and tilt (log scales
+kept apart), since E[z^m] underflows on long sentences; open-chunk columns are
+rescaled too.  Memory is O(spans · tilts): the sweep raises
+:class:`fstchunk.errors.BudgetError` as soon as what it keeps exceeds ``budget``
+bytes, naming the sentence length, never exhausting memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import BudgetError
+from .chain import pair_table
+
+
+@dataclass
+class SpanTable:
+    """The chunks kept by :func:`tilted_spans`, sorted by (end, start, type).
+
+    ``logq[c]``: log Q_1(c) = log Pr(c ∈ y); ``ratio[c, r]``: Q_{z_r}(c) / Q_1(c)
+    (in [0, 1]); ``pruned``: bound on the total marginal of the chunks not kept that
+    any one hypothesis can hold; ``opens``: E[number of chunk starts] = E[m(y)]."""
+    types: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    logq: np.ndarray
+    ratio: np.ndarray
+    pruned: float
+    opens: float
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    @property
+    def prob(self) -> np.ndarray:
+        return np.exp(self.logq)
+
+
+def _tilted(w: np.ndarray, op: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """(R, S, S') layer weights with every opening arc times z_r."""
+    return w[None] * np.where(op[None], z[:, None, None], 1.0)
+
+
+def _normalise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of x (R, S) scaled to sum 1 (all-zero rows stay 0); returns (x̂, log sums)."""
+    s = x.sum(axis=-1)
+    ok = s > 0
+    x = np.where(ok[:, None], x / np.where(ok, s, 1.0)[:, None], 0.0)
+    with np.errstate(divide="ignore"):
+        return x, np.log(s)
+
+
+def tilted_spans(lattice, z=(1.0,), prune: float = 0.0,
+                 budget: float | None = None) -> SpanTable:
+    """Tilted marginals of every chunk of the lattice (see the module doc).
+
+    ``z``: tilts in (0, 1]; the ratios are returned for each (z = 1 need not be
+    among them: Pr(c) is always computed).  ``prune``: drop a chunk start once the
+    probability that its chunk is still open is below this (0: keep every chunk
+    of positive marginal).  ``budget``: bytes the kept table may take."""
+    chain, space = lattice.chain, lattice.space
+    n = lattice.n
+    z = np.concatenate([[1.0], np.asarray(z, dtype=float)])
+    R = len(z)
+    tix = space.type_index
+    nT = len(space.types)
+    W = [np.exp(w) for w in chain.weights]
+    fin = np.exp(chain.final)
+    srcs = [np.array([-1])] + list(chain.labels[:-1])
+    ops = [pair_table(space.opens, s, d) for s, d in zip(srcs, chain.labels)]
+    cts = [pair_table(space.cont, s, d) for s, d in zip(srcs, chain.labels)]
+    cls = [pair_table(space.closes, s, d) for s, d in zip(srcs, chain.labels)]
+
+    # tilted forward: F[i] (R, S_i) after token i, log scale fa[i] (R,)
+    F, fa = [], []
+    x, la = np.ones((R, 1)), np.zeros(R)
+    opens_expected = 0.0
+    for i in range(n):
+        opens_expected += float(x[0] @ (W[i] * ops[i]).sum(axis=1)) * np.exp(la[0])
+        x, ls = _normalise(np.einsum("rp,rpq->rq", x, _tilted(W[i], ops[i], z)))
+        la = la + ls
+        F.append(x)
+        fa.append(la)
+    # tilted backward: B[i] (R, S_i) = suffix weight after token i, log scale fb[i]
+    B, fb = [None] * n, [None] * n
+    y, lb = _normalise(np.broadcast_to(fin, (R, len(fin))).copy())
+    B[n - 1], fb[n - 1] = y, lb
+    for i in range(n - 2, -1, -1):
+        y, ls = _normalise(np.einsum("rpq,rq->rp", _tilted(W[i + 1], ops[i + 1], z), y))
+        lb = lb + ls
+        B[i], fb[i] = y, lb
+
+    cols_s = np.zeros(0, int)                  # start of each open chunk column
+    G = np.zeros((len(chain.labels[0]), R, 0))  # (S, R, open columns), scaled per column
+    lg = np.zeros((R, 0))                       # log scale of each column
+    out_t, out_s, out_e, out_lq, out_ratio = [], [], [], [], []
+    pruned, kept_bytes = 0.0, 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for e in range(1, n + 1):
+            s = e - 1                              # open a chunk at token s
+            prev = np.ones((R, 1)) if s == 0 else F[s - 1]
+            lprev = np.zeros(R) if s == 0 else fa[s - 1]
+            g = (prev @ (W[s] * ops[s])).T * z[None, :]            # (S, R)
+            G = np.concatenate([G, g[:, :, None]], axis=2)
+            lg = np.concatenate([lg, lprev[:, None]], axis=1)
+            cols_s = np.append(cols_s, s)
+            onehot = (tix[chain.labels[s]][:, None] == np.arange(nT)[None, :]).astype(float)
+            if e == n:                            # every open chunk closes at the end
+                V = np.broadcast_to(fin[:, None], (len(fin), R))
+                lv = np.zeros(R)
+            else:
+                Wc = W[e] * cls[e]
+                V = (Wc * ~ops[e]) @ B[e].T + ((Wc * ops[e]) @ B[e].T) * z[None, :]
+                lv = fb[e]
+            val = np.tensordot(onehot, G * V[:, :, None], axes=([0], [0]))   # (T, R, cols)
+            lq = np.log(val) + (lg + lv[:, None])[None]                     # (T, R, cols)
+            keep = val[:, 0, :] > 0
+            if keep.any():
+                t_idx, c_idx = np.nonzero(keep)
+                out_t.append(t_idx)
+                out_s.append(cols_s[c_idx])
+                out_e.append(np.full(len(t_idx), e))
+                l1 = lq[t_idx, 0, c_idx]
+                out_lq.append(l1)
+                out_ratio.append(np.exp(lq[t_idx, 1:, c_idx] - l1[:, None]))
+                kept_bytes += len(t_idx) * (R + 3) * 8
+                if budget is not None and kept_bytes + G.nbytes > budget:
+                    raise BudgetError(
+                        f"exact MEU of this {n}-token sentence needs more than the memory "
+                        f"budget of {budget / 2**20:.0f} MiB for its span table "
+                        f"({sum(len(a) for a in out_t)} chunks kept by token {e}); raise "
+                        "the budget (memory_budget=, --memory-budget) or decode it with "
+                        "map or posterior", estimate=float(kept_bytes + G.nbytes),
+                        budget=float(budget))
+            if e == n:
+                break
+            # advance the open chunks through the continue arcs into token e
+            Sd = W[e].shape[1]
+            G = ((W[e] * cts[e]).T @ G.reshape(G.shape[0], -1)).reshape(Sd, R, -1)
+            mx = G.max(axis=0)
+            mx = np.where(mx > 0, mx, 1.0)
+            G = G / mx[None]
+            lg = lg + np.log(mx)
+            # Pr(the chunk opened at s is still open after token e): backward is 1
+            # on the stochastic chain, so it is the untilted column mass
+            still = G[:, 0, :].sum(axis=0) * np.exp(lg[0])
+            drop = still <= prune if prune > 0 else still <= 0
+            if drop.any():
+                pruned += float(still[drop].sum())
+                G, lg, cols_s = G[:, :, ~drop], lg[:, ~drop], cols_s[~drop]
+    cat = (lambda a, dt=float: np.concatenate(a) if a else np.zeros(0, dt))   # noqa: E731
+    ratio = np.concatenate(out_ratio) if out_ratio else np.zeros((0, R - 1))
+    return SpanTable(cat(out_t, int), cat(out_s, int), cat(out_e, int), cat(out_lq),
+                     ratio, pruned, opens_expected)
+
+
+def dense_marginals(lattice) -> np.ndarray:
+    """Pr((type, s, e) ∈ chunks(y)), shape (T, n, n+1), from one untilted sweep."""
+    tab = tilted_spans(lattice, z=())
+    out = np.zeros((len(lattice.space.types), lattice.n, lattice.n + 1))
+    out[tab.types, tab.starts, tab.ends] = tab.prob
+    return out
