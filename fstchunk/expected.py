@@ -16,6 +16,11 @@ lattice, markers kept and tags deleted, summed by epsilon removal.
 ``method="fast"`` gets Z[c] = Pr(m = c) and T[c] = E[tp · 1{m = c}] from the
 expectation-semiring recursion of :mod:`fstchunk.engine.expectation`; F is linear in tp for a
 fixed m, so these suffice for every expectation here.
+
+Pitfall: the composition path grows as n³ (the pair acceptor has states (i, tp, m))
+times the lattice's width; it is refused with a :class:`~fstchunk.errors.BudgetError`
+before anything is built when its largest machine would exceed the state budget of
+:mod:`fstchunk.grammars.budget` (``method="fast"`` gives the same numbers).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from .errors import InputError
 from . import fsa
 from .evaluate import _check_beta
 from .engine.expectation import tp_count_table
-from .grammars import counting
+from .grammars import budget, counting
 from .grammars.conversion import encoder
 from .lattice import Lattice
 
@@ -104,14 +109,31 @@ def marker_extractor(lattice: Lattice, bound: int) -> pynini.Fst:
     return fsa.union_of([(lab, 0) for lab in labels] + marks, "log64").closure()
 
 
+def composition_estimate(lattice: Lattice, fixed_chunks) -> dict[str, budget.Estimate]:
+    """The estimated sizes of the machines :func:`joint_by_composition` builds
+    (:func:`fstchunk.grammars.budget.composition`), from the lattice's layers."""
+    labels = lattice.space.labels
+    layer_labels = [[labels[int(t)] for t in lab] for lab in lattice.layers.labels]
+    layer_arcs = [int(np.isfinite(w).sum()) for w in lattice.layers.weights]
+    spans = [(start, end) for _, start, end in fixed_chunks]
+    return budget.composition(lattice.n, spans, lattice.scheme, lattice.space.types,
+                              layer_labels, layer_arcs)
+
+
 def joint_by_composition(lattice: Lattice, fixed_chunks) -> np.ndarray:
     """Pr(tp = a, m_random = b) by composing T⊠M (specialised) with the lattice.
 
     R = A ∘ (E_scheme · markers*) ∘ (Q · markers*), A = T⊠M with one tape fixed
     (IOBES), E_scheme the IOBES -> scheme encoder, Q the normalised lattice; the
     tags are deleted and the marker strings <tp=a><m=b> summed by epsilon removal.
+    BudgetError, before anything is built, if the largest would exceed the budget.
     """
     n = lattice.n
+    largest = max(composition_estimate(lattice, fixed_chunks).values(), key=lambda e: e.size)
+    budget.check(f'expected_f(method="fst") on a lattice of {n} tokens and '
+                 f'{len(lattice.tags)} {lattice.scheme} tags: composing T⊠M with it',
+                 largest, 'use method="fast" (the same numbers without building a machine; '
+                 '`fstchunk expected --method fast`)')
     types = lattice.space.types
     marks = fsa.union_of([counting.tp_marker(a) for a in range(n + 1)] +
                          [counting.m_marker(b) for b in range(n + 1)], "log64").closure()

@@ -9,7 +9,7 @@ from .. import encodings as enc
 from .. import fsa
 from ..conll import iter_conll
 from ..errors import InputError, SchemeError
-from ..grammars import registry
+from ..grammars import budget, registry
 from .common import HelpFormatter, positive_int, split_list
 
 
@@ -36,7 +36,17 @@ def add_parser(sub) -> None:
     p.add_argument("--theta", type=float, default=0.5, help="θ of the toy bigram model")
     p.add_argument("--arc-type", default="log64", choices=("standard", "log", "log64"),
                    help="OpenFst arc type of the machines")
+    add_state_budget(p)
     p.set_defaults(func=run)
+
+
+def add_state_budget(p: argparse.ArgumentParser, applies: str = "") -> None:
+    """``--state-budget N``: the largest machine the command may build (the command
+    runs under :func:`fstchunk.grammars.budget.use_state_budget`)."""
+    p.add_argument("--state-budget", type=positive_int, default=None, metavar="N",
+                   help=f"{applies}refuse to build machines larger than N states (4 arcs "
+                        f"count as one state; None: ${budget.ENV_VAR}, else "
+                        f"{budget.DEFAULT_STATE_BUDGET})")
 
 
 def options(args: argparse.Namespace) -> registry.Options:
@@ -64,6 +74,11 @@ def options(args: argparse.Namespace) -> registry.Options:
 
 
 def run(args: argparse.Namespace) -> int:
+    with budget.use_state_budget(args.state_budget):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.action == "list":
         width = max(map(len, registry.GRAMMARS))
         for g in registry.GRAMMARS.values():
@@ -84,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.output:
             raise InputError("grammar draw needs -o FILE.{dot,svg,png}")
         registry.check_drawing(args.output)        # before building the machine
+    registry.check_budget([(name, o)], info=args.action == "info")
     fst = registry.build(name, o)
     if args.action == "info":
         print(f"grammar: {name} ({registry.far_key(name, o)})")

@@ -11,11 +11,13 @@ from .. import encodings as enc
 from ..errors import FstchunkError, InputError
 from ..evaluate import evaluate_file
 from ..expected import expected_f
+from ..grammars import budget
 from ..models import load_model
 from ..models.io import read_metadata
 from ..scorefile import load_lattices
 from .common import (HelpFormatter, add_on_invalid, columns_spec, model_layout,
                      positive_float, read_gold)
+from .grammar import add_state_budget
 
 
 def add_parsers(sub) -> None:
@@ -47,6 +49,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--beta", type=positive_float, default=1.0, help="β of F_β")
     p.add_argument("--method", choices=("fast", "fst"), default="fast",
                    help="the fast engine or composition with the machines")
+    add_state_budget(p, "with --method fst: ")
     p.add_argument("--json", action="store_true", help="print the table as JSON")
     p.add_argument("--columns", type=columns_spec, default=None, metavar="SPEC",
                    help="where the model's word and POS columns are in FILE (e.g. word,_,pos,tag); "
@@ -79,6 +82,11 @@ def _lattices(args: argparse.Namespace, sents):
 
 
 def run_expected(args: argparse.Namespace) -> int:
+    with budget.use_state_budget(args.state_budget):
+        return _run_expected(args)
+
+
+def _run_expected(args: argparse.Namespace) -> int:
     sents = read_gold(args.file, args.scheme, args.column, args.on_invalid, "expected")
     lattices, source = _lattices(args, sents)
     if len(lattices) != len(sents):

@@ -5,7 +5,9 @@
 * :mod:`.counting` — the true-positive counter T, the chunk counter M and T⊠M;
 * :mod:`.models` — probability models as weighted machines (CRF lattice, HMM, toy);
 * :mod:`.registry` — every machine by name, and the one FAR exporter
-  (:func:`.registry.export_far`, behind ``fstchunk grammar export``).
+  (:func:`.registry.export_far`, behind ``fstchunk grammar export``);
+* :mod:`.budget` — the size of each machine estimated before it is built, and the
+  state budget that refuses (``BudgetError``) what would not fit in memory.
 
 Each family module is pure builders: a tag set (scheme, chunk types) in, a pynini
 machine out, with the shared symbol table of :mod:`fstchunk.tagspace` attached.

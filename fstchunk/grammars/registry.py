@@ -26,6 +26,13 @@ Pitfalls:
   (``Far``, ``Fst.draw``) only print ``ERROR:`` lines and carry on, so every file
   they write is checked after writing (the FAR read back, the ``.dot`` complete).
   A caller that builds the machine itself checks first with :func:`check_drawing`.
+* every machine is checked against the state budget (:mod:`.budget`) before it is
+  built: :func:`build` and :func:`export_far` refuse with one
+  :class:`~fstchunk.errors.BudgetError` naming the largest ``--max-length`` that
+  fits.  ``grammar info`` also decides "functional" by composing the machine's
+  inverse with it (``fsa.is_functional``), which for T, M, T⊠M is quadratic in
+  their size: :func:`check_budget` with ``info=True`` counts it.  A grammar
+  registered without an ``estimate`` is built unchecked.
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ from .. import encodings as enc
 from .. import fsa, outputs
 from ..errors import InputError, OutputError
 from ..tagspace import normalize_types
-from . import conversion, counting, models, validity
+from . import budget, conversion, counting, models, validity
 
 
 @dataclass(frozen=True)
@@ -68,10 +75,14 @@ class Options:
 
 @dataclass(frozen=True)
 class Grammar:
+    """A named builder; ``estimate`` gives its size before it is built, ``inspect`` the
+    size of what ``grammar info`` builds besides (the functional check)."""
     name: str
     summary: str
     build: Callable[[Options], pynini.Fst]
     reads: tuple[str, ...] = field(default=("scheme", "types"))
+    estimate: Callable[[Options], budget.Estimate] | None = None
+    inspect: Callable[[Options], budget.Estimate] | None = None
 
 
 def _validity(o: Options) -> pynini.Fst:
@@ -105,22 +116,41 @@ def _toy(o: Options) -> pynini.Fst:
     return models.toy_bigram(o.theta, o.max_length, o.arc_type)
 
 
+def _k(o: Options) -> int:
+    return len(o.types)
+
+
+def _counter(name: str, size: Callable[[int, int], budget.Estimate]):
+    """(estimate, inspect) of T, M or T⊠M: the machine; its inverse composed with it."""
+    return (lambda o: size(o.max_length, _k(o)),
+            lambda o: budget.counter_self_composition(name, o.max_length, _k(o)))
+
+
+def _letters(size: Callable[[int], budget.Estimate]):
+    """(estimate, inspect) of an encoder or conversion (the functional check ~ itself)."""
+    return (lambda o: size(_k(o)), lambda o: budget.letter_self_composition(size(_k(o))))
+
+
 GRAMMARS: dict[str, Grammar] = {g.name: g for g in (
     Grammar("validity", "acceptor of the valid tag sequences of --scheme "
-            "(star-free: Γ+ minus forbidden starts, bigrams and ends)", _validity),
+            "(star-free: Γ+ minus forbidden starts, bigrams and ends)", _validity,
+            estimate=lambda o: budget.validity_machine(_k(o))),
     Grammar("encoder", "IOBES -> --scheme: the cdrewrite cascade every conversion is "
-            "built from", _encoder),
+            "built from", _encoder, ("scheme", "types"), *_letters(budget.encoder_machine)),
     Grammar("convert", "functional transducer rewriting --scheme sequences into "
-            "--target (E_scheme^-1 o E_target)", _convert, ("scheme", "target", "types")),
+            "--target (E_scheme^-1 o E_target)", _convert, ("scheme", "target", "types"),
+            *_letters(budget.conversion_machine)),
     Grammar("T", "true-positive counter over IOBES pairs x:y, states (ct, match), "
             "ct <= --max-length; writes <tp=ct> at the end (Jansche §15)", _tp,
-            ("types", "max_length")),
+            ("types", "max_length"), *_counter("T", budget.tp_transducer)),
     Grammar("M", "chunk counter: counts B/S on the second tape, writes <m=cm> (§17)", _m,
-            ("types", "max_length")),
+            ("types", "max_length"), *_counter("M", budget.chunk_counter)),
     Grammar("TM", "T⊠M, the codomain pairing of T and M, states (ct, match, cm); paths end "
-            "in <tp=a><m=b> (§18)", _tm, ("types", "max_length")),
+            "in <tp=a><m=b> (§18)", _tm, ("types", "max_length"),
+            *_counter("TM", budget.pair_machine)),
     Grammar("toy", "the slides' toy bigram model b(·|·;θ) over untyped IOB2, --max-length "
-            "tokens, --theta θ (§11)", _toy, ("theta", "max_length")),
+            "tokens, --theta θ (§11)", _toy, ("theta", "max_length"),
+            estimate=lambda o: budget.score_lattice(o.max_length, 3)),
 )}
 
 
@@ -146,7 +176,48 @@ def build(name: str, options: Options | None = None, **kw) -> pynini.Fst:
         raise InputError(f"grammar {name!r}: unknown option(s) {', '.join(unknown)}; "
                          f"options are {', '.join(_OPTION_NAMES)}")
     o = replace(options or Options(), **kw) if kw else (options or Options())
+    check_budget([(name, o)])
     return g.build(o)
+
+
+def size(name: str, o: Options, info: bool = False) -> budget.Estimate:
+    """The estimated size of grammar ``name`` under ``o`` (plus, with ``info``, of the
+    functional check of ``grammar info``); zero for a grammar without an estimate."""
+    g = grammar(name)
+    est = g.estimate(o) if g.estimate else budget.Estimate(0)
+    if info and g.inspect:
+        est = est + g.inspect(o)
+    return est
+
+
+def check_budget(jobs: list[tuple[str, Options]], info: bool = False) -> None:
+    """Refuse (BudgetError) the machines ``jobs`` (built and kept together, as
+    :func:`export_far` does) if their estimated size exceeds the state budget; the
+    message names the largest ``--max-length`` that would fit."""
+    def total(k: int | None = None) -> budget.Estimate:
+        out = budget.Estimate(0)
+        for name, o in jobs:
+            if k is not None and "max_length" in grammar(name).reads:
+                o = replace(o, max_length=k)
+            out = out + size(name, o, info)
+        return out
+
+    est = total()
+    if budget.fits(est):
+        return
+    names = [far_key(name, o) for name, o in jobs]
+    what = (f"grammar {names[0]}" if len(jobs) == 1 else
+            f"grammar export of {len(jobs)} machines ({', '.join(names[:3])}"
+            f"{', ...' if len(names) > 3 else ''})")
+    if info:
+        what += " and the check of 'functional' that info runs (its inverse composed with it)"
+    length = max((o.max_length for name, o in jobs if "max_length" in grammar(name).reads),
+                 default=None)
+    remedy = ""
+    if length is not None:
+        fit = budget.largest_fitting(range(1, length), total)
+        remedy = f"use --max-length {fit} or less" if fit is not None else ""
+    budget.check(what, est, remedy)
 
 
 def far_key(name: str, o: Options) -> str:
@@ -177,6 +248,7 @@ def export_far(path: str, names: list[str] | None, options: Options) -> list[str
                      if t != options.scheme]
         else:
             jobs.append((name, options))
+    check_budget(jobs)                          # all of them, before building any
     written = {far_key(name, o): build(name, o) for name, o in jobs}
     return fsa.write_far(path, written, options.arc_type)
 
