@@ -38,6 +38,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import functools
+
 import numpy as np
 from numpy.polynomial.laguerre import laggauss
 
@@ -45,9 +47,8 @@ from ..encodings import tags_to_chunks
 from ..errors import BudgetError
 from .chain import viterbi
 from .counting import chunk_count_marginals, count_distribution
-from .expectation import tp_count_table
 from .intervals import SpanPairs, backtrace, counted_dp
-from .spans import tilted_spans
+from .spans import chunk_probs, tilted_spans
 
 #: bytes one sentence's MEU tables may take unless the caller says otherwise
 DEFAULT_MEMORY_BUDGET = 1 << 30
@@ -61,8 +62,9 @@ QUAD_TOL = 2e-15
 
 @dataclass
 class MEUResult:
-    """The chosen chunks (type index, start, end), their exact utility, the
-    certificate ``gap`` (max utility − value ≤ gap), and work counters."""
+    """The chosen chunks (type index, start, end), their utility Ũ (exact with the
+    count basis, within (β+1)·e(k) ≤ the gap otherwise), the certificate ``gap``
+    (max utility − utility of the chunks ≤ gap), and work counters."""
     chunks: list
     value: float
     gap: float
@@ -83,7 +85,7 @@ def exp_sum(a: float, b: float, tol: float = QUAD_TOL) -> tuple[np.ndarray, np.n
         return np.max(np.abs(xs * np.exp(lw[None, :] - np.outer(xs, t)).sum(axis=1) - 1))
 
     for R in (6, 8, 12, 16, 24):
-        tau, w = laggauss(R)
+        tau, w = _laggauss(R)
         t, lw = tau / a, np.log(w) + tau - np.log(a)
         if err(t, lw) <= tol:
             return t, lw
@@ -101,6 +103,11 @@ def exp_sum(a: float, b: float, tol: float = QUAD_TOL) -> tuple[np.ndarray, np.n
         if err(t, lw) <= tol:
             break
     return t, lw
+
+
+@functools.lru_cache(maxsize=None)
+def _laggauss(R: int) -> tuple[np.ndarray, np.ndarray]:
+    return laggauss(R)
 
 
 def _de_solve(y: float) -> float:
@@ -132,78 +139,112 @@ def _err_by_k(pm: np.ndarray, delta: np.ndarray) -> np.ndarray:
     return below + m * at_or_above
 
 
+class _Basis:
+    """What the anchor search needs: the kept spans, g̃_k for them, δ_k(m)."""
+
+    def __init__(self, sw: SpanPairs, weights, delta, pruned: float, nodes: int):
+        self.sw, self.weights, self.delta = sw, weights, delta
+        self.pruned, self.nodes = pruned, nodes
+
+
+def _count_basis(lattice, beta: float, budget: float):
+    """Exact basis: Pr(c, m) for every chunk and count (short sentences); also
+    Pr(m) = Σ_c Pr(c, m) / m for m ≥ 1 (every chunk of y counts once per chunk)."""
+    n, T = lattice.n, len(lattice.space.types)
+    need = 8.0 * T * n * (n + 1) ** 2
+    if need > budget:
+        raise BudgetError(f"exact MEU of this {n}-token sentence needs more than the memory "
+                          f"budget of {budget / 2**20:.0f} MiB", estimate=need, budget=budget)
+    ms = np.arange(n + 1)
+    pcm = chunk_count_marginals(lattice)
+    t_i, s_i, e_i = np.nonzero(pcm.sum(axis=3) > 0)
+    sw = SpanPairs(t_i, s_i, e_i, n)
+    feats = pcm[t_i, s_i, e_i][sw.order]                   # (N, n+1): Pr(c, m)
+    pm = np.zeros(n + 1)
+    pm[1:] = feats.sum(axis=0)[1:] / ms[1:]
+    pm[0] = max(0.0, 1.0 - pm[1:].sum())
+    basis = _Basis(sw, lambda k: feats @ (1.0 / (k + beta * ms)),
+                   lambda k: np.zeros(n + 1), 0.0, 0)
+    return pm, basis
+
+
+def _tilt_basis(lattice, beta: float, a: float, b: float, budget: float) -> _Basis:
+    """Quadrature basis: tilted span marginals at the nodes of :func:`exp_sum` on [a, b]."""
+    n = lattice.n
+    ms = np.arange(n + 1)
+    t, lw = exp_sum(max(a, 1.0), max(b, a, 1.0))
+    tab = tilted_spans(lattice, np.exp(-beta * t), prune=1e-17 / n, budget=budget)
+    sw = SpanPairs(tab.types, tab.starts, tab.ends, n)
+    prob, ratio = tab.prob[sw.order], tab.ratio[sw.order]
+
+    def delta(k):
+        x = k + beta * ms
+        return np.exp(lw[None, :] - np.outer(x, t)).sum(axis=1) - 1.0 / x
+
+    return _Basis(sw, lambda k: prob * (ratio @ np.exp(lw - t * k)), delta, tab.pruned, len(t))
+
+
+def _lookup(sw: SpanPairs, chunks) -> np.ndarray | None:
+    """Positions of ``chunks`` in the sorted span list (None if one is not kept)."""
+    at = {c: i for i, c in enumerate(zip(sw.types.tolist(), sw.starts.tolist(),
+                                          sw.ends.tolist()))}
+    idx = [at.get(tuple(int(v) for v in c)) for c in chunks]
+    return None if any(i is None for i in idx) else np.array(idx, dtype=int)
+
+
 def exact_meu(lattice, beta: float, map_chunks: list | None = None,
               memory_budget: float | None = None) -> MEUResult:
     """argmax_x E[F_β(x|y)] over chunk sets x of the lattice (module doc), with the
     certificate.  ``map_chunks``: (type index, s, e) of a good hypothesis (e.g. MAP)
-    whose exact utility seeds the search; computed here if None."""
+    that seeds the search; computed here if None."""
     budget = DEFAULT_MEMORY_BUDGET if memory_budget is None else memory_budget
     n = lattice.n
-    pm = count_distribution(lattice)
     ms = np.arange(n + 1)
     types = lattice.space.types
-
-    def utility(chunks) -> float:
-        if not chunks:
-            return float(pm[0])
-        Z, T = tp_count_table(lattice, [(types[t], s, e) for t, s, e in chunks])
-        return float(((beta + 1) * T / (len(chunks) + beta * ms)).sum())
-
     if map_chunks is None:
         idx, _ = viterbi(lattice.layers)
         tags = [lattice.tags[i] for i in idx]
         map_chunks = [(types.index(t), s, e) for t, s, e in tags_to_chunks(tags, lattice.scheme)]
-    best_val, best_chunks, best_err = float(pm[0]), [], 0.0
-    u_map = utility(map_chunks)
-    if u_map > best_val:
-        best_val, best_chunks = u_map, list(map_chunks)
-
-    bound = _global_bound(pm, beta, ms)
-    bound[0] = -np.inf                                # the empty hypothesis is exact
-    alive = np.flatnonzero(bound > best_val)
-    if len(alive) == 0:
-        return MEUResult(best_chunks, best_val, 0.0, 0, 0)
+    map_chunks = [tuple(int(v) for v in c) for c in map_chunks]
+    if n <= EXACT_MAX_N:
+        pm, basis = _count_basis(lattice, beta, budget)
+    else:
+        pm = count_distribution(lattice)
     # the window: Pr(m < m_lo) ≤ WINDOW_TAIL and Pr(m > m_hi) ≤ WINDOW_TAIL (summed
     # from each end: 1 − 1e-18 is 1.0 in floating point)
     m_lo = int(np.flatnonzero(np.cumsum(pm) > WINDOW_TAIL)[0])
     m_hi = int(np.flatnonzero(np.cumsum(pm[::-1])[::-1] > WINDOW_TAIL)[-1])
     outside = np.concatenate([ms[:m_lo], ms[m_hi + 1:]])
     tail = _global_bound(pm, beta, outside) if len(outside) else np.zeros(n + 1)
-
-    # ---- the basis: exact counts, or tilted sweeps with an exponential sum
-    if n <= EXACT_MAX_N:
-        if 8.0 * len(types) * n * (n + 1) ** 2 > budget:
-            raise BudgetError(f"exact MEU of this {n}-token sentence needs more than the "
-                              f"memory budget of {budget / 2**20:.0f} MiB",
-                              estimate=8.0 * len(types) * n * (n + 1) ** 2, budget=budget)
-        pcm = chunk_count_marginals(lattice)
-        t_i, s_i, e_i = np.nonzero(pcm.sum(axis=3) > 0)
-        feats = pcm[t_i, s_i, e_i]                     # (N, n+1): Pr(c, m)
-        sw = SpanPairs(t_i, s_i, e_i, n)
-        feats = feats[sw.order]
-        pruned, nodes = 0.0, 0
-
-        def weights(k):
-            return feats @ (1.0 / (k + beta * ms))
-
-        def delta(k):
-            return np.zeros(n + 1)
-    else:
-        a = alive[0] + beta * m_lo
-        b = alive[-1] + beta * m_hi
-        t, lw = exp_sum(max(a, 1.0), b)
-        nodes = len(t)
-        tab = tilted_spans(lattice, np.exp(-beta * t), prune=1e-17 / n, budget=budget)
-        sw = SpanPairs(tab.types, tab.starts, tab.ends, n)
-        prob, ratio = tab.prob[sw.order], tab.ratio[sw.order]
-        pruned = tab.pruned
-
-        def weights(k):
-            return prob * (ratio @ np.exp(lw - t * k))
-
-        def delta(k):
-            x = k + beta * ms
-            return np.exp(lw[None, :] - np.outer(x, t)).sum(axis=1) - 1.0 / x
+    bound = _global_bound(pm, beta, ms)
+    bound[0] = -np.inf                                # the empty hypothesis is exact
+    best_val, best_chunks, best_err = float(pm[0]), [], 0.0
+    if n > EXACT_MAX_N:
+        # a lower bound on U(MAP) from its chunks' marginals picks the k worth solving
+        # U(x) ≥ (β+1) Σ_c (Pr(c) − Pr(m > m_hi)) / (k + β m_hi)
+        k_map = len(map_chunks)
+        lb = 0.0
+        if k_map:
+            p_hi = float(pm[m_hi + 1:].sum())
+            lb = (beta + 1) * np.maximum(chunk_probs(lattice, map_chunks) - p_hi, 0).sum() \
+                / (k_map + beta * m_hi)
+        alive = np.flatnonzero(bound > max(best_val, lb))
+        if len(alive) == 0:
+            alive = np.array([max(k_map, 1)])
+        basis = _tilt_basis(lattice, beta, alive[0] + beta * m_lo, alive[-1] + beta * m_hi,
+                            budget)
+    sw = basis.sw
+    if map_chunks:                                    # MAP as a candidate, certified
+        at = _lookup(sw, map_chunks)
+        if at is not None:
+            k = len(map_chunks)
+            val = (beta + 1) * float(basis.weights(k)[at].sum())
+            err = (beta + 1) * float(_err_by_k(pm, basis.delta(k))[k])
+            if val - err > best_val:
+                best_val, best_chunks, best_err = val, list(map_chunks), err
+    if not (bound > best_val).any():
+        return MEUResult(best_chunks, best_val, basis.pruned + best_err, 0, basis.nodes)
+    weights, delta, pruned, nodes = basis.weights, basis.delta, basis.pruned, basis.nodes
 
     # ---- anchors
     anchored = np.zeros(n + 1, bool)
@@ -243,5 +284,4 @@ def exact_meu(lattice, beta: float, map_chunks: list | None = None,
                 best_chunks = backtrace(sw, wpair, D, k0, g)
     top = float(np.max(bound))
     gap = pruned + max(0.0, top - best_val) + best_err
-    exact = utility(best_chunks) if best_chunks != list(map_chunks) else u_map
-    return MEUResult(best_chunks, exact, gap, anchors, nodes)
+    return MEUResult(best_chunks, best_val, gap, anchors, nodes)

@@ -60,9 +60,43 @@ class SpanTable:
         return np.exp(self.logq)
 
 
-def _tilted(w: np.ndarray, op: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """(R, S, S') layer weights with every opening arc times z_r."""
-    return w[None] * np.where(op[None], z[:, None, None], 1.0)
+def boundary_tables(lattice) -> tuple[list, list, list]:
+    """Per layer, the opens / cont / closes tables indexed by the states of the
+    layers it joins (computed once per distinct pair of label arrays: a lattice
+    from score arrays shares one array for every layer)."""
+    space, labels = lattice.space, lattice.chain.labels
+    srcs = [np.array([-1])] + list(labels[:-1])
+    cache: dict = {}
+    out: tuple[list, list, list] = ([], [], [])
+    for src, dst in zip(srcs, labels):
+        key = (id(src), id(dst))
+        if key not in cache:
+            cache[key] = tuple(pair_table(tab, src, dst)
+                               for tab in (space.opens, space.cont, space.closes))
+        for lst, tab in zip(out, cache[key]):
+            lst.append(tab)
+    return out
+
+
+def chunk_probs(lattice, chunks) -> np.ndarray:
+    """Pr(c ∈ chunks(y)) for given chunks (type index, start, end): the forward state
+    distribution of the stochastic chain, then each chunk's own arcs (O(n·S²))."""
+    chain = lattice.chain
+    W = [np.exp(w) for w in chain.weights]
+    ops, cts, cls = boundary_tables(lattice)
+    tix = lattice.space.type_index
+    f, x = [], np.ones(1)
+    for i in range(lattice.n):
+        x = x @ W[i]
+        f.append(x)
+    out = np.zeros(len(chunks))
+    for j, (t, s, e) in enumerate(chunks):
+        g = (np.ones(1) if s == 0 else f[s - 1]) @ (W[s] * ops[s])
+        g = g * (tix[chain.labels[s]] == t)
+        for i in range(s + 1, e):
+            g = g @ (W[i] * cts[i])
+        out[j] = g @ np.exp(chain.final) if e == lattice.n else (g @ (W[e] * cls[e])).sum()
+    return out
 
 
 def _normalise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -90,18 +124,17 @@ def tilted_spans(lattice, z=(1.0,), prune: float = 0.0,
     nT = len(space.types)
     W = [np.exp(w) for w in chain.weights]
     fin = np.exp(chain.final)
-    srcs = [np.array([-1])] + list(chain.labels[:-1])
-    ops = [pair_table(space.opens, s, d) for s, d in zip(srcs, chain.labels)]
-    cts = [pair_table(space.cont, s, d) for s, d in zip(srcs, chain.labels)]
-    cls = [pair_table(space.closes, s, d) for s, d in zip(srcs, chain.labels)]
+    ops, cts, cls = boundary_tables(lattice)
+    Wo = [w * o for w, o in zip(W, ops)]            # arcs that open a chunk (times z)
+    Wn = [w - wo for w, wo in zip(W, Wo)]           # the others
 
     # tilted forward: F[i] (R, S_i) after token i, log scale fa[i] (R,)
     F, fa = [], []
     x, la = np.ones((R, 1)), np.zeros(R)
     opens_expected = 0.0
     for i in range(n):
-        opens_expected += float(x[0] @ (W[i] * ops[i]).sum(axis=1)) * np.exp(la[0])
-        x, ls = _normalise(np.einsum("rp,rpq->rq", x, _tilted(W[i], ops[i], z)))
+        opens_expected += float(x[0] @ Wo[i].sum(axis=1)) * np.exp(la[0])
+        x, ls = _normalise(x @ Wn[i] + z[:, None] * (x @ Wo[i]))
         la = la + ls
         F.append(x)
         fa.append(la)
@@ -110,7 +143,7 @@ def tilted_spans(lattice, z=(1.0,), prune: float = 0.0,
     y, lb = _normalise(np.broadcast_to(fin, (R, len(fin))).copy())
     B[n - 1], fb[n - 1] = y, lb
     for i in range(n - 2, -1, -1):
-        y, ls = _normalise(np.einsum("rpq,rq->rp", _tilted(W[i + 1], ops[i + 1], z), y))
+        y, ls = _normalise(y @ Wn[i + 1].T + z[:, None] * (y @ Wo[i + 1].T))
         lb = lb + ls
         B[i], fb[i] = y, lb
 
@@ -124,7 +157,7 @@ def tilted_spans(lattice, z=(1.0,), prune: float = 0.0,
             s = e - 1                              # open a chunk at token s
             prev = np.ones((R, 1)) if s == 0 else F[s - 1]
             lprev = np.zeros(R) if s == 0 else fa[s - 1]
-            g = (prev @ (W[s] * ops[s])).T * z[None, :]            # (S, R)
+            g = (prev @ Wo[s]).T * z[None, :]                     # (S, R)
             G = np.concatenate([G, g[:, :, None]], axis=2)
             lg = np.concatenate([lg, lprev[:, None]], axis=1)
             cols_s = np.append(cols_s, s)
@@ -133,8 +166,7 @@ def tilted_spans(lattice, z=(1.0,), prune: float = 0.0,
                 V = np.broadcast_to(fin[:, None], (len(fin), R))
                 lv = np.zeros(R)
             else:
-                Wc = W[e] * cls[e]
-                V = (Wc * ~ops[e]) @ B[e].T + ((Wc * ops[e]) @ B[e].T) * z[None, :]
+                V = (Wn[e] * cls[e]) @ B[e].T + ((Wo[e] * cls[e]) @ B[e].T) * z[None, :]
                 lv = fb[e]
             val = np.tensordot(onehot, G * V[:, :, None], axes=([0], [0]))   # (T, R, cols)
             lq = np.log(val) + (lg + lv[:, None])[None]                     # (T, R, cols)
