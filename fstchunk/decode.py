@@ -33,7 +33,6 @@ first-order lattices.
 
 from __future__ import annotations
 
-import inspect
 from typing import Callable, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
@@ -222,10 +221,6 @@ def _check_decoding(decoder: str, beta: float, k: int, memory_budget: int | None
                 or memory_budget < 1:
             raise InputError(f"memory_budget must be a number of bytes >= 1 or None, "
                              f"got {memory_budget!r}")
-        if decoder in ("meu", "meu-kbest") and \
-                "memory_budget" not in inspect.signature(decode_meu).parameters:
-            raise InputError("memory_budget (--memory-budget): this version's MEU "
-                             "decoder takes no memory budget")
 
 
 def _decode_one(lattice: Lattice, decoder: str, beta: float, k: int,
@@ -236,8 +231,7 @@ def _decode_one(lattice: Lattice, decoder: str, beta: float, k: int,
     if decoder == "posterior":
         return decode_posterior(lattice).tags
     method = "kbest" if decoder == "meu-kbest" else "exact"
-    budget = {} if memory_budget is None else {"memory_budget": memory_budget}
-    return decode_meu(lattice, beta=beta, method=method, k=k, **budget).tags
+    return decode_meu(lattice, beta=beta, method=method, k=k, memory_budget=memory_budget).tags
 
 
 def decode_lattices(lattices: Sequence[Lattice], decoder: str = "map", beta: float = 1.0,

@@ -316,8 +316,6 @@ def test_memory_budget_reaches_the_meu_decoder(capsys, files, monkeypatch):
     assert code == 0 and got == [("kbest", None)] * 3          # None: the library default
 
 
-@pytest.mark.xfail(strict=False, reason="decode_meu's memory_budget (BudgetError) is being "
-                                        "added in another change")
 def test_a_tiny_budget_fails_the_long_sentence_only(capsys, files, tmp_path):
     inp, model, _ = files
     big = tmp_path / "big.txt"
