@@ -169,7 +169,8 @@ def tilted_spans(lattice, z=(1.0,), prune: float = 0.0,
                 V = (Wn[e] * cls[e]) @ B[e].T + ((Wo[e] * cls[e]) @ B[e].T) * z[None, :]
                 lv = fb[e]
             val = np.tensordot(onehot, G * V[:, :, None], axes=([0], [0]))   # (T, R, cols)
-            lq = np.log(val) + (lg + lv[:, None])[None]                     # (T, R, cols)
+            # a probability: at most 1 (scores of magnitude s leave s·1e-16 of rounding)
+            lq = np.minimum(np.log(val) + (lg + lv[:, None])[None], 0.0)     # (T, R, cols)
             keep = val[:, 0, :] > 0
             if keep.any():
                 t_idx, c_idx = np.nonzero(keep)
