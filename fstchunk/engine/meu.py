@@ -56,6 +56,10 @@ DEFAULT_MEMORY_BUDGET = 1 << 30
 EXACT_MAX_N = 24
 #: Pr(m) mass left outside the count window [m_lo, m_hi]
 WINDOW_TAIL = 1e-18
+#: Pr(m) mass left outside the count window the quadrature is first built for
+CORE_TAIL = 1e-9
+#: a certificate above this makes the quadrature be rebuilt for the wide window
+GAP_RETRY = 1e-13
 #: target relative error of the exponential sum for 1/x
 QUAD_TOL = 2e-15
 
@@ -192,11 +196,23 @@ def _lookup(sw: SpanPairs, chunks) -> np.ndarray | None:
     return None if any(i is None for i in idx) else np.array(idx, dtype=int)
 
 
+def _window(pm: np.ndarray, tail: float) -> tuple[int, int]:
+    """[lo, hi] with Pr(m < lo) ≤ tail and Pr(m > hi) ≤ tail (summed from each end:
+    1 − 1e-18 is 1.0 in floating point)."""
+    lo = int(np.flatnonzero(np.cumsum(pm) > tail)[0])
+    hi = int(np.flatnonzero(np.cumsum(pm[::-1])[::-1] > tail)[-1])
+    return lo, max(lo, hi)
+
+
 def exact_meu(lattice, beta: float, map_chunks: list | None = None,
               memory_budget: float | None = None) -> MEUResult:
     """argmax_x E[F_β(x|y)] over chunk sets x of the lattice (module doc), with the
     certificate.  ``map_chunks``: (type index, s, e) of a good hypothesis (e.g. MAP)
-    that seeds the search; computed here if None."""
+    that seeds the search; computed here if None.
+
+    The quadrature is first built for the count window that holds all but 1e-9 of
+    Pr(m) (its certificate still covers every m); if the gap then exceeds
+    :data:`GAP_RETRY`, it is rebuilt for the 1e-18 window."""
     budget = DEFAULT_MEMORY_BUDGET if memory_budget is None else memory_budget
     n = lattice.n
     ms = np.arange(n + 1)
@@ -208,31 +224,42 @@ def exact_meu(lattice, beta: float, map_chunks: list | None = None,
     map_chunks = [tuple(int(v) for v in c) for c in map_chunks]
     if n <= EXACT_MAX_N:
         pm, basis = _count_basis(lattice, beta, budget)
-    else:
-        pm = count_distribution(lattice)
-    # the window: Pr(m < m_lo) ≤ WINDOW_TAIL and Pr(m > m_hi) ≤ WINDOW_TAIL (summed
-    # from each end: 1 − 1e-18 is 1.0 in floating point)
-    m_lo = int(np.flatnonzero(np.cumsum(pm) > WINDOW_TAIL)[0])
-    m_hi = int(np.flatnonzero(np.cumsum(pm[::-1])[::-1] > WINDOW_TAIL)[-1])
+        return _search(lattice, beta, pm, basis, map_chunks, budget)
+    pm = count_distribution(lattice)
+    bound = _global_bound(pm, beta, ms)
+    k_map = len(map_chunks)
+    res = None
+    for tail in (CORE_TAIL, WINDOW_TAIL):
+        c_lo, c_hi = _window(pm, tail)
+        # a lower bound on U(MAP) from its chunks' marginals picks the k worth solving:
+        # U(x) ≥ (β+1) Σ_c (Pr(c) − Pr(m > c_hi)) / (k + β c_hi)
+        lb = float(pm[0])
+        if k_map:
+            p_hi = float(pm[c_hi + 1:].sum())
+            lb = max(lb, (beta + 1) * np.maximum(chunk_probs(lattice, map_chunks) - p_hi, 0)
+                     .sum() / (k_map + beta * c_hi))
+        alive = np.flatnonzero(bound[1:] > lb) + 1
+        if len(alive) == 0:
+            alive = np.array([max(k_map, 1)])
+        basis = _tilt_basis(lattice, beta, alive[0] + beta * c_lo, alive[-1] + beta * c_hi,
+                            budget)
+        res = _search(lattice, beta, pm, basis, map_chunks, budget)
+        if res.gap <= GAP_RETRY:
+            break
+    return res
+
+
+def _search(lattice, beta: float, pm: np.ndarray, basis: _Basis, map_chunks: list,
+            budget: float) -> MEUResult:
+    """The anchor search of the module doc over one basis."""
+    n = lattice.n
+    ms = np.arange(n + 1)
+    m_lo, m_hi = _window(pm, WINDOW_TAIL)
     outside = np.concatenate([ms[:m_lo], ms[m_hi + 1:]])
     tail = _global_bound(pm, beta, outside) if len(outside) else np.zeros(n + 1)
     bound = _global_bound(pm, beta, ms)
     bound[0] = -np.inf                                # the empty hypothesis is exact
     best_val, best_chunks, best_err = float(pm[0]), [], 0.0
-    if n > EXACT_MAX_N:
-        # a lower bound on U(MAP) from its chunks' marginals picks the k worth solving
-        # U(x) ≥ (β+1) Σ_c (Pr(c) − Pr(m > m_hi)) / (k + β m_hi)
-        k_map = len(map_chunks)
-        lb = 0.0
-        if k_map:
-            p_hi = float(pm[m_hi + 1:].sum())
-            lb = (beta + 1) * np.maximum(chunk_probs(lattice, map_chunks) - p_hi, 0).sum() \
-                / (k_map + beta * m_hi)
-        alive = np.flatnonzero(bound > max(best_val, lb))
-        if len(alive) == 0:
-            alive = np.array([max(k_map, 1)])
-        basis = _tilt_basis(lattice, beta, alive[0] + beta * m_lo, alive[-1] + beta * m_hi,
-                            budget)
     sw = basis.sw
     if map_chunks:                                    # MAP as a candidate, certified
         at = _lookup(sw, map_chunks)
