@@ -9,11 +9,18 @@ Each enumerates the answer from a definition, independent of the code under test
 * :func:`brute_expectations` — E[tp], E[P], E[R], E[F_β], E[m] against a fixed chunk
   set, by summing over those sequences;
 * :func:`all_utilities` — E[F_β(x | ·)] of every valid hypothesis x (MEU's oracle);
+  :func:`all_utilities_by_count` — the same numbers in time linear in the number of
+  sequences (from the enumerated law of (c ∈ y, m(y))), for lengths where the V x V
+  matrix of :func:`all_utilities` does not fit;
+* :func:`brute_chunk_marginals`, :func:`brute_token_marginals` — Pr(c ∈ chunks(y)) and
+  Pr(y_i = tag) by summing the enumerated sequences' probabilities;
+* :func:`path_score_bound` — how much rounding the enumerated probabilities carry;
 * :func:`brute_joint` — every label-chunk structure of the joint model with its score
   (the model's own enumerator :func:`fstchunk.models.joint.all_structures`).
 """
 
 import functools
+import math
 
 import numpy as np
 
@@ -89,6 +96,71 @@ def all_utilities(seqs, beta):
     den = m[:, None] + beta * m[None, :]
     F = np.where(den > 0, (beta + 1) * tp / np.where(den > 0, den, 1), 1.0)
     return F @ p
+
+
+
+def all_utilities_by_count(seqs, beta):
+    """E[F_β(x | ·)] for EVERY valid x, in the order of ``seqs``, without the V x V
+    matrix: by linearity of F in tp for fixed chunk counts,
+
+        U(x) = (β+1) Σ_{c ∈ x} Σ_m Pr(c ∈ y, m(y) = m) / (m(x) + β m)   (m(x) > 0),
+        U(∅) = Pr(m(y) = 0)                                              (0/0 := 1),
+
+    with Pr(c ∈ y, m(y) = m) summed over the enumerated sequences.  Agrees with
+    :func:`all_utilities` (the definition) wherever that one fits in memory."""
+    spans = sorted({c for _, cs, _ in seqs for c in cs})
+    col = {c: i for i, c in enumerate(spans)}
+    B = np.zeros((len(seqs), len(spans)))
+    for r, (_, cs, _) in enumerate(seqs):
+        for c in cs:
+            B[r, col[c]] = 1
+    p = np.array([q for _, _, q in seqs])
+    m = B.sum(axis=1).astype(int)
+    C = int(m.max()) + 1 if len(m) else 1
+    by_count = np.zeros((len(seqs), C))
+    by_count[np.arange(len(seqs)), m] = p                # p(y) in column m(y)
+    joint = B.T @ by_count                               # Pr(c ∈ y, m(y) = j)
+    tp_by_count = B @ joint                              # E[tp(x, y) 1{m(y) = j}]
+    j = np.arange(C, dtype=float)
+    den = m[:, None] + beta * j[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(den > 0, (beta + 1) * tp_by_count / np.where(den > 0, den, 1), 0.0)
+    u = terms.sum(axis=1)
+    return np.where(m == 0, p[m == 0].sum(), u)
+
+
+def brute_chunk_marginals(seqs, types, n):
+    """Pr((type, s, e) ∈ chunks(y)), shape (len(types), n, n+1) with ``types`` in the
+    order given, by summing the enumerated probabilities (math.fsum per span)."""
+    acc = {}
+    for _, cs, p in seqs:
+        for c in cs:
+            acc.setdefault(c, []).append(p)
+    out = np.zeros((len(types), n, n + 1))
+    ti = {t: i for i, t in enumerate(types)}
+    for (t, s, e), ps in acc.items():
+        out[ti[t], s, e] = math.fsum(ps)
+    return out
+
+
+def brute_token_marginals(seqs, tags, n):
+    """Pr(y_i = tag), shape (n, len(tags)) with ``tags`` in the order given."""
+    col = {t: i for i, t in enumerate(tags)}
+    acc = [[[] for _ in tags] for _ in range(n)]
+    for y, _, p in seqs:
+        for i, t in enumerate(y):
+            acc[i][col[t]].append(p)
+    return np.array([[math.fsum(a) for a in row] for row in acc]).reshape(n, len(tags))
+
+
+def path_score_bound(emissions, transitions, start, end):
+    """A bound M on |score(y)| of any sequence of a linear-chain model.  Summing a
+    path score in floating point errs by about (2n+2)·eps·M, and a probability p that
+    sums such paths moves by at most 2·p·(1−p) times that: the oracles' own rounding,
+    which matters only at huge score scales and near-ties."""
+    n = emissions.shape[0]
+    return float(np.abs(emissions).max(axis=1).sum() + max(n - 1, 0) * np.abs(transitions).max()
+                 + np.abs(start).max() + np.abs(end).max())
 
 
 def brute_joint(parts, c, p, outside):
