@@ -23,25 +23,29 @@ import numpy as np
 from ..errors import InputError
 
 from .chain import flush, scaled_layers
+from .tables import chain_arrays
 
 
 def count_distribution(lattice) -> np.ndarray:
     """Pr(m(y) = m) for m = 0..n: the counting forward over (state, chunk starts so
     far) on the stochastic chain, streamed (O(S·n) memory, O(n²·S²) time; the
     columns beyond i+1 starts are not touched at token i)."""
+    ca = chain_arrays(lattice)
     C = lattice.n + 1
     a = np.zeros((1, C))
     a[0, 0] = 1.0
-    for i, w, _, _, start, _, _, _ in scaled_layers(lattice.chain, lattice.space):
+    for i, (wn, wo) in enumerate(zip(ca.Wn, ca.Wo)):
         hi = min(i + 2, C)
-        nxt = np.zeros((w.shape[1], C))
-        nxt[:, :hi] = (w * ~start).T @ a[:, :hi]
-        nxt[:, 1:hi] += (w * start).T @ a[:, :hi - 1]
+        nxt = np.zeros((wn.shape[1], C))
+        nxt[:, :hi] = wn.T @ a[:, :hi]
+        nxt[:, 1:hi] += wo.T @ a[:, :hi - 1]
         z = nxt.sum()
         if not z > 0:
             raise InputError("the lattice gives no weight to any valid sequence")
-        a = flush(nxt / z)
-    p = np.exp(lattice.chain.final - np.max(lattice.chain.final)) @ a
+        a = nxt / z
+        if i % 16 == 15:
+            flush(a)
+    p = ca.fin @ a
     return p / p.sum()
 
 

@@ -13,12 +13,13 @@ The sweep follows all open chunks together, one layer at a time (the forward
 mass that opened a chunk at s, advanced by the layer's continue arcs), and
 closes them against the tilted backward (Jansche §18–19 on chunk boundaries).
 
-**Width pruning with a bound.** A chunk that opened at s is dropped from the
-sweep once Pr(a chunk opened at s is still open) falls below ``prune``; that
-probability bounds the marginal of *every* longer chunk from s (one hypothesis
-holds at most one chunk starting at s), and the sum of these cut masses is
-returned as ``pruned`` — the certificate that callers carry into their gap.
-Chunks with marginal exactly 0 are never listed (nothing is lost).
+**Pruning with a bound.** A chunk of marginal below ``prune`` is not listed, and a
+chunk start is dropped from the sweep once Pr(a chunk opened at s is still open)
+falls below ``prune``; that probability bounds the marginal of *every* longer
+chunk from s.  One hypothesis holds at most one chunk starting at s, so the sum
+over starts of the largest marginal not listed is returned as ``pruned`` — the
+certificate that callers carry into their gap.  Chunks with marginal exactly 0 are
+never listed (nothing is lost).
 
 Pitfalls: the tilted forward/backward are rescaled per layer and tilt (log scales
 kept apart), since E[z^m] underflows on long sentences; open-chunk columns are
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import BudgetError
-from .chain import pair_table
+from .tables import chain_arrays
 
 
 @dataclass
@@ -60,30 +61,11 @@ class SpanTable:
         return np.exp(self.logq)
 
 
-def boundary_tables(lattice) -> tuple[list, list, list]:
-    """Per layer, the opens / cont / closes tables indexed by the states of the
-    layers it joins (computed once per distinct pair of label arrays: a lattice
-    from score arrays shares one array for every layer)."""
-    space, labels = lattice.space, lattice.chain.labels
-    srcs = [np.array([-1])] + list(labels[:-1])
-    cache: dict = {}
-    out: tuple[list, list, list] = ([], [], [])
-    for src, dst in zip(srcs, labels):
-        key = (id(src), id(dst))
-        if key not in cache:
-            cache[key] = tuple(pair_table(tab, src, dst)
-                               for tab in (space.opens, space.cont, space.closes))
-        for lst, tab in zip(out, cache[key]):
-            lst.append(tab)
-    return out
-
-
 def chunk_probs(lattice, chunks) -> np.ndarray:
     """Pr(c ∈ chunks(y)) for given chunks (type index, start, end): the forward state
     distribution of the stochastic chain, then each chunk's own arcs (O(n·S²))."""
-    chain = lattice.chain
-    W = [np.exp(w) for w in chain.weights]
-    ops, cts, cls = boundary_tables(lattice)
+    chain, ca = lattice.chain, chain_arrays(lattice)
+    W = ca.W
     tix = lattice.space.type_index
     f, x = [], np.ones(1)
     for i in range(lattice.n):
@@ -91,11 +73,11 @@ def chunk_probs(lattice, chunks) -> np.ndarray:
         f.append(x)
     out = np.zeros(len(chunks))
     for j, (t, s, e) in enumerate(chunks):
-        g = (np.ones(1) if s == 0 else f[s - 1]) @ (W[s] * ops[s])
+        g = (np.ones(1) if s == 0 else f[s - 1]) @ ca.Wo[s]
         g = g * (tix[chain.labels[s]] == t)
         for i in range(s + 1, e):
-            g = g @ (W[i] * cts[i])
-        out[j] = g @ np.exp(chain.final) if e == lattice.n else (g @ (W[e] * cls[e])).sum()
+            g = g @ (W[i] * ca.cont[i])
+        out[j] = g @ ca.fin if e == lattice.n else (g @ (W[e] * ca.closes[e])).sum()
     return out
 
 
@@ -122,11 +104,9 @@ def tilted_spans(lattice, z=(1.0,), prune: float = 0.0,
     R = len(z)
     tix = space.type_index
     nT = len(space.types)
-    W = [np.exp(w) for w in chain.weights]
-    fin = np.exp(chain.final)
-    ops, cts, cls = boundary_tables(lattice)
-    Wo = [w * o for w, o in zip(W, ops)]            # arcs that open a chunk (times z)
-    Wn = [w - wo for w, wo in zip(W, Wo)]           # the others
+    ca = chain_arrays(lattice)
+    W, Wo, Wn, fin = ca.W, ca.Wo, ca.Wn, ca.fin       # Wo: arcs opening a chunk (times z)
+    cts, cls = ca.cont, ca.closes
 
     # tilted forward: F[i] (R, S_i) after token i, log scale fa[i] (R,)
     F, fa = [], []
@@ -151,7 +131,9 @@ def tilted_spans(lattice, z=(1.0,), prune: float = 0.0,
     G = np.zeros((len(chain.labels[0]), R, 0))  # (S, R, open columns), scaled per column
     lg = np.zeros((R, 0))                       # log scale of each column
     out_t, out_s, out_e, out_lq, out_ratio = [], [], [], [], []
+    cut = np.zeros(n)                           # largest marginal not listed, per start
     pruned, kept_bytes = 0.0, 0
+    onehots: dict = {}
     with np.errstate(divide="ignore", invalid="ignore"):
         for e in range(1, n + 1):
             s = e - 1                              # open a chunk at token s
@@ -161,25 +143,33 @@ def tilted_spans(lattice, z=(1.0,), prune: float = 0.0,
             G = np.concatenate([G, g[:, :, None]], axis=2)
             lg = np.concatenate([lg, lprev[:, None]], axis=1)
             cols_s = np.append(cols_s, s)
-            onehot = (tix[chain.labels[s]][:, None] == np.arange(nT)[None, :]).astype(float)
+            lab = chain.labels[s]
+            onehot = onehots.get(id(lab))
+            if onehot is None:
+                onehot = onehots[id(lab)] = \
+                    (tix[lab][None, :] == np.arange(nT)[:, None]).astype(float)   # (T, S)
             if e == n:                            # every open chunk closes at the end
                 V = np.broadcast_to(fin[:, None], (len(fin), R))
                 lv = np.zeros(R)
             else:
                 V = (Wn[e] * cls[e]) @ B[e].T + ((Wo[e] * cls[e]) @ B[e].T) * z[None, :]
                 lv = fb[e]
-            val = np.tensordot(onehot, G * V[:, :, None], axes=([0], [0]))   # (T, R, cols)
-            # a probability: at most 1 (scores of magnitude s leave s·1e-16 of rounding)
-            lq = np.minimum(np.log(val) + (lg + lv[:, None])[None], 0.0)     # (T, R, cols)
-            keep = val[:, 0, :] > 0
+            S0, C0 = G.shape[0], G.shape[2]
+            val = (onehot @ (G * V[:, :, None]).reshape(S0, -1)).reshape(nT, R, C0)
+            # Pr(c) of every chunk (t, s', e); listed if at least ``prune`` (and > 0)
+            p1 = val[:, 0, :] * np.exp(lg[0] + lv[0])[None, :]
+            keep = (p1 > prune) if prune > 0 else (p1 > 0)
+            small = np.where(keep, 0.0, p1).max(axis=0)
+            np.maximum.at(cut, cols_s, small)
             if keep.any():
                 t_idx, c_idx = np.nonzero(keep)
+                # a probability: at most 1 (scores of magnitude s leave s·1e-16 of rounding)
+                lq = np.minimum(np.log(val[t_idx, :, c_idx]) + lg[:, c_idx].T + lv[None, :], 0.0)
                 out_t.append(t_idx)
                 out_s.append(cols_s[c_idx])
                 out_e.append(np.full(len(t_idx), e))
-                l1 = lq[t_idx, 0, c_idx]
-                out_lq.append(l1)
-                out_ratio.append(np.exp(lq[t_idx, 1:, c_idx] - l1[:, None]))
+                out_lq.append(lq[:, 0])
+                out_ratio.append(np.exp(lq[:, 1:] - lq[:, :1]))
                 kept_bytes += len(t_idx) * (R + 3) * 8
                 if budget is not None and kept_bytes + G.nbytes > budget:
                     raise BudgetError(
@@ -203,8 +193,12 @@ def tilted_spans(lattice, z=(1.0,), prune: float = 0.0,
             still = G[:, 0, :].sum(axis=0) * np.exp(lg[0])
             drop = still <= prune if prune > 0 else still <= 0
             if drop.any():
-                pruned += float(still[drop].sum())
+                np.maximum.at(cut, cols_s[drop], still[drop])
                 G, lg, cols_s = G[:, :, ~drop], lg[:, ~drop], cols_s[~drop]
+    # one hypothesis holds at most one chunk per start: what it can lose is bounded
+    # by the largest unlisted marginal of each start (a closed-early start: the
+    # probability that its chunk was still open, which bounds all its longer chunks)
+    pruned = float(cut.sum())
     cat = (lambda a, dt=float: np.concatenate(a) if a else np.zeros(0, dt))   # noqa: E731
     ratio = np.concatenate(out_ratio) if out_ratio else np.zeros((0, R - 1))
     return SpanTable(cat(out_t, int), cat(out_s, int), cat(out_e, int), cat(out_lq),
