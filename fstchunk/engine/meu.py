@@ -53,7 +53,7 @@ from .spans import chunk_probs, tilted_spans
 #: bytes one sentence's MEU tables may take unless the caller says otherwise
 DEFAULT_MEMORY_BUDGET = 1 << 30
 #: sentences up to this length use the exact count table (no quadrature, gap 0)
-EXACT_MAX_N = 24
+EXACT_MAX_N = 12
 #: Pr(m) mass left outside the count window [m_lo, m_hi]
 WINDOW_TAIL = 1e-18
 #: Pr(m) mass left outside the count window the quadrature is first built for
