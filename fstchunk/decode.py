@@ -52,7 +52,9 @@ from .lattice import Lattice
 
 class Decoding(NamedTuple):
     """Decoded tags, the value the decoder maximised (log Pr, Σ marginals, E[F]), and
-    for exact MEU the certified ``gap``: max_x E[F] − score ≤ gap."""
+    ``gap``, a certified bound on how far that value can be below the decoder's own
+    maximum: 0.0 for MAP and posterior (exact DPs), exact MEU's certificate
+    (max_x E[F] − score ≤ gap < 1e-12), inf for k-best MEU (no certificate)."""
     tags: list[str]
     score: float
     gap: float = 0.0
