@@ -17,6 +17,7 @@ with no path, and their posteriors are 0, not NaN.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -134,31 +135,104 @@ def viterbi(lay: Layers) -> tuple[list[int], float]:
 
 def scaled_forward_backward(em: np.ndarray, Mt: np.ndarray, Ms: np.ndarray, Me: np.ndarray):
     """Forward-backward in probability space for a batch (B, n, L) of emission
-    scores of a dense linear chain (Mt = exp(transitions − max), Ms, Me the start and
-    end weights likewise), one normaliser per token.  The same recursion as
-    :func:`forward` / :func:`backward` with w_i(p, q) = trans(p, q) + em_i(q), as
-    matrix products (BLAS) instead of log-sum-exp: the training objectives' loop.
-    Exact while each token's scores span less than ~700 nats (use the log-space
-    functions beyond that).  Returns φ = exp(em − rmax), rmax, â, c, c_end,
-    b̂ with â_i = α_i / C_i, C_i = c_0⋯c_i, b̂_i = β_i·C_i / Z, so â·b̂ are the
-    marginals and Z = C_{n−1}·c_end (times the exp-shifts)."""
+    scores of a dense linear chain with weights Mt (L, L), Ms, Me (L,) in [0, 1]
+    (exp of the transition, start and end scores minus their max; a 0 is a
+    forbidden arc), one normaliser per token:
+
+        x_0 = Ms∘φ_0,  x_i = (â_{i−1}·Mt)∘φ_i,  c_i = Σ x_i,  â_i = x_i / c_i,
+        b̂_{n−1} = Me / c_end,  b̂_i = Mt·(φ_{i+1}∘b̂_{i+1}) / c_{i+1},
+
+    φ_i = exp(em_i − rmax_i): the recursion of :func:`forward` / :func:`backward`
+    with w_i(p, q) = trans(p, q) + em_i(q), as matrix products (BLAS) instead of
+    log-sum-exp: the training objectives' loop.  Returns φ, rmax, â, c, c_end, b̂
+    (b̂_i = β_i·C_i / Z, C_i = c_0⋯c_i): â·b̂ are the marginals and
+    log Z = Σ log c + log c_end (+ the exp-shifts).
+
+    Range: exact (relative rounding only) while every live state (on a path of
+    positive weight) keeps x_i(q) and the unnormalised backward weight
+    Mt·(φ_{i+1}∘b̂_{i+1})(q) at or above :data:`SCALED_FLOOR` at every token,
+    i.e. within about 667 nats of its token's total.  Peaked scores beyond that
+    underflow, and this raises InputError instead of returning a wrong number;
+    :func:`fstchunk.engine.batched.transfer` (the objectives' entry point) then
+    takes the exact gauged path."""
+    out, ok = scaled_recursions(em, Mt, Ms, Me)
+    if not ok:
+        raise InputError("the scores span too wide a range for the scaled (probability-space) "
+                         "forward-backward: a live state fell below 1e-290 of its token's "
+                         "total; use fstchunk.engine.batched.transfer (exact at any scale)")
+    return out
+
+
+#: The smallest unnormalised forward or backward weight of a live state that
+#: :func:`scaled_forward_backward` accepts.  At or above it, an underflowing
+#: product (below 2^-1074 each, L of them per entry) changes an entry, and through
+#: it any marginal or expectation, by less than ~L²·1e-323 / 1e-290 ≈ 1e-30.
+SCALED_FLOOR = 1e-290
+
+
+def scaled_recursions(em: np.ndarray, Mt: np.ndarray, Ms: np.ndarray, Me: np.ndarray):
+    """The loops of :func:`scaled_forward_backward`: ((φ, rmax, â, c, c_end, b̂), ok),
+    ok = every live state stayed at or above :data:`SCALED_FLOOR` (else the
+    numbers may be wrong and must not be used).  φ is 0 at states no path
+    reaches, so that their backward weights stay finite."""
+    if max(Mt.max(), Ms.max(), Me.max()) > 1 or min(Mt.min(), Ms.min(), Me.min()) < 0:
+        raise InputError("scaled weights must lie in [0, 1] (exp of the scores minus their max)")
     B, n, L = em.shape
+    reach, live = _live_states(Mt > 0, Ms > 0, Me > 0, n)
     rmax = em.max(axis=2)
     phi = np.exp(em - rmax[..., None])
+    for i in np.flatnonzero(~reach.all(axis=1)):
+        phi[:, i, ~reach[i]] = 0.0
     a = np.empty((B, n, L))
     c = np.empty((B, n))
-    x = Ms[None] * phi[:, 0]
-    for i in range(n):
-        if i:
-            x = (a[:, i - 1] @ Mt) * phi[:, i]
-        c[:, i] = x.sum(axis=1)
-        a[:, i] = x / c[:, i:i + 1]
-    c_end = a[:, -1] @ Me
-    bt = np.empty((B, n, L))
-    bt[:, -1] = Me[None] / c_end[:, None]
-    for i in range(n - 2, -1, -1):
-        bt[:, i] = ((phi[:, i + 1] * bt[:, i + 1]) @ Mt.T) / c[:, i + 1:i + 2]
-    return phi, rmax, a, c, c_end, bt
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        x = Ms[None] * phi[:, 0]
+        for i in range(n):
+            if i:
+                x = (a[:, i - 1] @ Mt) * phi[:, i]
+            c[:, i] = x.sum(axis=1)
+            a[:, i] = x / c[:, i:i + 1]
+        c_end = a[:, -1] @ Me
+        bt = np.empty((B, n, L))
+        bt[:, -1] = Me[None] / c_end[:, None]
+        for i in range(n - 2, -1, -1):
+            bt[:, i] = ((phi[:, i + 1] * bt[:, i + 1]) @ Mt.T) / c[:, i + 1:i + 2]
+    # x_i = â_i·c_i and the unnormalised backward b̂_i·c_{i+1} are at least
+    # (â_i or b̂_i)·min(c, 1): one reduction per array instead of one per token
+    cmin = c.min()
+    floor = SCALED_FLOOR / min(cmin, 1.0) if cmin > 0 else np.inf
+    ok = bool(c_end.min() >= SCALED_FLOOR and np.all(a.min(axis=0)[live] >= floor)
+              and np.all(bt.min(axis=0)[live] >= floor))
+    return (phi, rmax, a, c, c_end, bt), ok
+
+
+def _live_states(arc: np.ndarray, first: np.ndarray, last: np.ndarray, n: int):
+    """(reach, live), both (n, L) bool: states some start reaches at token i, and
+    those of them from which the end can be reached (on a path of weight > 0)."""
+    reach, back = _reach(arc.tobytes(), first.tobytes(), last.tobytes(), len(first), n)
+    return reach, reach & back
+
+
+@functools.lru_cache(maxsize=256)
+def _reach(arc: bytes, first: bytes, last: bytes, L: int, n: int):
+    """Forward reach from ``first`` and backward reach from ``last`` (read from the
+    end) through the arcs, (n, L) each; the same few patterns recur across batches."""
+    step = np.frombuffer(arc, bool).reshape(L, L)
+    out = []
+    for r, m in ((np.frombuffer(first, bool), step), (np.frombuffer(last, bool), step.T)):
+        sets = np.empty((n, L), bool)
+        for i in range(n):
+            sets[i] = r
+            nxt = r @ m
+            if np.array_equal(nxt, r):      # from here on the same set
+                sets[i + 1:] = r
+                break
+            r = nxt
+        out.append(sets)
+    out[1] = out[1][::-1].copy()
+    for a in out:
+        a.setflags(write=False)
+    return tuple(out)
 
 
 #: Values below this (relative to a layer's scale) are set to zero.  Pitfall:

@@ -12,9 +12,10 @@ sentences), so that values stay O(1) whatever the corpus size and one λ of the
 penalty λ‖θ‖² means about the same strength for every objective (issue 16):
 
 * ``ml``: −(1/S) Σ_i log Pr(y_i | x_i), Pr over the scheme's *valid* sequences.
-  Gradient (1/S)(E[φ] − φ(gold)) by scaled forward-backward
-  (:func:`fstchunk.engine.chain.scaled_forward_backward`), batched over
-  sentences of one length (Lafferty et al. 2001).
+  Gradient (1/S)(E[φ] − φ(gold)) by forward-backward batched over sentences
+  of one length (Lafferty et al. 2001): :func:`fstchunk.engine.batched.transfer`,
+  scaled (BLAS products) where that is exact, the gauged chain otherwise, so
+  value and gradient are right for scores of any finite magnitude (issue 17).
 * ``meu``: −(1/S) Σ_i E_{x~Pr(·|x_i)}[F_β(x | y_i)] (Jansche §12, §20), in [−1, 0].
   F_β is linear in tp for a fixed hypothesis count c, so
   E[F] = Σ_c (β+1)·T[c] / (c + β·m(y)) (0/0 := 1, i.e. Z[0] when there are no
@@ -62,12 +63,18 @@ from typing import Callable, NamedTuple, Sequence
 import numpy as np
 
 from .. import encodings as enc
-from ..engine.chain import scaled_forward_backward
+from ..engine.batched import ALL, scaled_weights, transfer
 from ..engine.expectation import corpus_expectations, tp_count_table_grad
 from ..expected import from_count_table
 from ..lattice import Lattice
 from ..tagspace import TagSpace
 from ..parallel import map_sentences
+
+
+#: The most B·n·L² entries of one length batch: the gauged forward-backward
+#: (:class:`fstchunk.engine.batched.Gauged`, taken for peaked scores) holds that
+#: many transfer weights (64 MB); the scaled path does not care.
+BATCH_ENTRIES = 2 ** 23
 
 
 @dataclass
@@ -97,13 +104,18 @@ class Gold:
 
     @cached_property
     def batches(self) -> list[Batch]:
+        """Sentences grouped by length, at most :data:`BATCH_ENTRIES` / (n·L²) per
+        batch (the memory of the gauged path of the engine)."""
         by_len: dict[int, list[int]] = {}
         for k, g in enumerate(self.sequences):
             by_len.setdefault(len(g), []).append(k)
         out = []
-        for n, ids in sorted(by_len.items()):
-            rows = np.stack([np.arange(self.offsets[k], self.offsets[k] + n) for k in ids])
-            out.append(Batch(n, rows, np.stack([self.sequences[k] for k in ids]), ids))
+        for n, all_ids in sorted(by_len.items()):
+            size = max(1, BATCH_ENTRIES // (n * len(self.tags) ** 2))
+            for lo in range(0, len(all_ids), size):
+                ids = all_ids[lo:lo + size]
+                rows = np.stack([np.arange(self.offsets[k], self.offsets[k] + n) for k in ids])
+                out.append(Batch(n, rows, np.stack([self.sequences[k] for k in ids]), ids))
         return out
 
     @cached_property
@@ -144,12 +156,6 @@ class Chain:
         return (np.where(ok_t, self.trans, -np.inf), np.where(ok_s, self.start, -np.inf),
                 np.where(ok_e, self.end, -np.inf))
 
-    def scaled(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """exp(masked − its max) of trans, start and end: the probability-space
-        weights of the batched recursions (the shifts are added back in :func:`ml`)."""
-        mt, ms, me = self.masked
-        return np.exp(mt - np.max(mt)), np.exp(ms - np.max(ms)), np.exp(me - np.max(me))
-
     def lattice(self, lo: int, hi: int) -> Lattice:
         """The lattice of the sentence with token rows lo..hi−1."""
         return Lattice.from_scores(self.tags, self.emissions[lo:hi], self.trans, self.start,
@@ -168,37 +174,34 @@ def ml(chain: Chain, gold: Gold, beta: float = 1.0) -> tuple[float, ChainGrad]:
     """Mean negated conditional log-likelihood per sentence and its gradient
     (``beta`` unused).
 
-    Scaled forward-backward in probability space per length batch: products of
-    (batch, L) by (L, L), one normaliser per token, and the expected transition
-    counts as one matrix product per batch."""
+    Forward-backward per length batch by :func:`fstchunk.engine.batched.transfer`:
+    products of (batch, L) by (L, L) with one normaliser per token where the
+    scores allow it, the gauged (stochastic) chain otherwise; the expected
+    transition counts Σ_i â_{i−1}(p)·K_i(p, q)·b̂_i(q) as one product per batch."""
     mt, ms, me = chain.masked
     E = chain.emissions
-    Mt, Ms, Me = chain.scaled()
-    tmax, smax, emax = np.max(mt), np.max(ms), np.max(me)
     L = len(chain.tags)
     gE = np.zeros_like(E)
     gT, gS, gEnd = np.zeros((L, L)), np.zeros(L), np.zeros(L)
     nll = 0.0
+    weights = scaled_weights(mt, ms, me)
     for b in gold.batches:
         em = E[b.rows]                                   # (B, n, L)
         B, n = b.rows.shape
-        phi, rmax, a, c, c_end, bt = scaled_forward_backward(em, Mt, Ms, Me)
-        logz = (np.log(c).sum(axis=1) + np.log(c_end) + rmax.sum(axis=1) + smax + emax
-                + (n - 1) * tmax)
-        post = a * bt
+        fb = transfer(em, mt, ms, me, weights)
+        post = fb.a * fb.bt
         g = b.gold
         gold_score = (ms[g[:, 0]] + me[g[:, -1]] +
                       np.take_along_axis(em, g[..., None], 2)[..., 0].sum(axis=1) +
                       mt[g[:, :-1], g[:, 1:]].sum(axis=1))
-        nll += float(np.sum(logz - gold_score))
+        nll += float(np.sum(fb.logz - gold_score))
         onehot = np.zeros((B, n, L))
         np.put_along_axis(onehot, g[..., None], 1.0, axis=2)
         gE[b.rows.ravel()] = (post - onehot).reshape(-1, L)     # each token once
         gS += post[:, 0].sum(axis=0) - onehot[:, 0].sum(axis=0)
         gEnd += post[:, -1].sum(axis=0) - onehot[:, -1].sum(axis=0)
         if n > 1:
-            right = (phi[:, 1:] * bt[:, 1:]) / c[:, 1:, None]   # (B, n-1, L)
-            gT += Mt * (a[:, :-1].reshape(-1, L).T @ right.reshape(-1, L))
+            gT += fb.pairs(fb.a[:, :-1], fb.bt[:, 1:], ALL, slice(1, None))
             np.add.at(gT, (g[:, :-1].ravel(), g[:, 1:].ravel()), -1.0)
     s = 1.0 / max(len(gold), 1)
     return nll * s, ChainGrad(gE * s, gT * s, gS * s, gEnd * s)
@@ -257,14 +260,14 @@ def meu_corpus(chain: Chain, gold: Gold, beta: float = 1.0) -> tuple[float, Chai
     """−(β+1)·E[tp] / (m(y) + β·E[m(x)]) over the corpus and its gradient."""
     E = chain.emissions
     L = len(chain.tags)
-    Mt, Ms, Me = chain.scaled()
+    mt, ms, me = chain.masked
     batches, tabs = gold.corpus_batches
     gE = np.zeros((2,) + E.shape)
     gT, gS, gEnd = np.zeros((2, L, L)), np.zeros((2, L)), np.zeros((2, L))
     tp = m_hyp = 0.0
     m_gold = 0
     for b, ch in batches:
-        Er, gtok, pT, pS, pEnd = corpus_expectations(E[b.rows], ch, Mt, Ms, Me, tabs)
+        Er, gtok, pT, pS, pEnd = corpus_expectations(E[b.rows], ch, mt, ms, me, tabs)
         tp += Er[0].sum()
         m_hyp += Er[1].sum()
         m_gold += len(ch[0])
