@@ -79,29 +79,47 @@ def gauge(layers: Layers) -> Layers:
 
     Pitfall: this is what makes the probability-space recursions of
     :mod:`.counting` and :mod:`.expectation` exact for any finite scores; a
-    per-layer max alone underflows when the layer's best arc is improbable.
+    per-layer max alone underflows when the layer's best arc is improbable.  The
+    backward is re-centred at every layer (b̂ = b − max b): the plain β grows with n,
+    and β_{i+1} − β_i taken from two values of size n·s carries n·s·1e-16 of
+    rounding into every transition probability (4.8e-12 in E[F] at 1000 tokens).
     Raises InputError if no valid sequence has weight (log Z = −inf)."""
-    beta = backward(layers)
-    src = [logsumexp(layers.weights[0] + beta[0][..., None, :], axis=-1)] + beta[:-1]
-    if not np.all(np.isfinite(src[0])):
-        raise InputError("the lattice gives no weight to any valid sequence")
-    weights = []
+    n = len(layers.weights)
+    weights: list = [None] * n
     with np.errstate(invalid="ignore"):
-        for w, b_src, b_dst in zip(layers.weights, src, beta):
-            wt = w + b_dst[..., None, :] - b_src[..., :, None]
-            weights.append(np.where(np.isfinite(b_src)[..., :, None] & np.isfinite(wt),
-                                    wt, -np.inf))
-        final = np.where(np.isfinite(layers.final) & np.isfinite(beta[-1]),
-                         layers.final - beta[-1], -np.inf)
+        fin_ok = np.isfinite(layers.final)
+        top = np.max(np.where(fin_ok, layers.final, -np.inf), axis=-1, keepdims=True)
+        top = np.where(np.isfinite(top), top, 0.0)
+        b_hat = layers.final - top                          # re-centred backward of layer n
+        final = np.where(fin_ok, 0.0, -np.inf)
+        for i in range(n - 1, -1, -1):
+            w = layers.weights[i]
+            t = w + b_hat[..., None, :]
+            b = logsumexp(t, axis=-1)                       # this layer's backward
+            live = np.isfinite(b)
+            if i == 0 and not np.all(live):
+                raise InputError("the lattice gives no weight to any valid sequence")
+            wt = t - np.where(live, b, 0.0)[..., :, None]   # rows log-sum to 0
+            weights[i] = np.where(live[..., :, None] & np.isfinite(wt), wt, -np.inf)
+            m = np.max(np.where(live, b, -np.inf), axis=-1, keepdims=True)
+            b_hat = b - np.where(np.isfinite(m), m, 0.0)
+        final = np.where(fin_ok & np.isfinite(layers.final), final, -np.inf)
     return Layers(weights, layers.labels, final)
 
 
 def state_posteriors(layers: Layers) -> list[np.ndarray]:
-    """Pr(the path visits each state of layer i+1), per layer."""
+    """Pr(the path visits each state of layer i+1), per layer.  Each layer is
+    renormalised to sum to 1 (every path visits one state per layer): with scores
+    of magnitude s, α + β − log Z carries a rounding error of about s·1e-16, which
+    would otherwise show as marginals of 1 + 1e-12."""
     alpha, logz = forward(layers)
     beta = backward(layers)
     logz = np.asarray(logz)[..., None]
-    return [np.exp(a + b - logz) for a, b in zip(alpha, beta)]
+    out = []
+    for a, b in zip(alpha, beta):
+        p = np.exp(a + b - logz)
+        out.append(p / p.sum(axis=-1, keepdims=True))
+    return out
 
 
 def token_marginals(layers: Layers, num_tags: int) -> np.ndarray:
@@ -126,6 +144,8 @@ def viterbi(lay: Layers) -> tuple[list[int], float]:
         back.append(bp)
     last = int(np.argmax(delta + lay.final))
     best = float(delta[last] + lay.final[last])
+    if best == -np.inf:
+        raise InputError("the lattice gives no weight to any valid sequence")
     states = [last]
     for bp in reversed(back[1:]):
         states.append(int(bp[states[-1]]))
