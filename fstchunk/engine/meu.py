@@ -10,23 +10,31 @@ non-overlapping spans under g_k (:func:`.intervals.counted_dp`).  Instead of tab
 Pr(c, m) for every span and count (O(n³) memory) and solving every k (O(n⁴) time):
 
 1. **g_k from a few tilted sweeps.**  1/x = Σ_j W_j e^{−t_j x} + δ(x) on the range of
-   x = k + βm that matters (Gauss–Laguerre, or a sinc rule in log t for wide ranges),
-   so g̃_k(c) = Σ_j W_j e^{−t_j k} Q_{z_j}(c) with z_j = e^{−β t_j}, Q_z the tilted
-   span marginals of :mod:`.spans`.  Short sentences use the exact count table
-   instead (:func:`.counting.chunk_count_marginals`; δ = 0).
+   x = k + βm that matters (Gauss–Laguerre for narrow ranges, else the trapezoid
+   rule after the double-exponential substitution t = exp(v − e^{−v})), so
+   g̃_k(c) = Σ_j W_j e^{−t_j k} Q_{z_j}(c) with z_j = e^{−β t_j}, Q_z the tilted span
+   marginals of :mod:`.spans` — positive terms only, no cancellation.  The range
+   is first taken for the counts that hold all but 1e-9 of Pr(m) and the k that a
+   lower bound on U(MAP) leaves; if the certificate then exceeds 1e-13, the
+   quadrature is rebuilt for the 1e-18 window.  Sentences of at most
+   :data:`EXACT_MAX_N` tokens use the exact count table instead
+   (:func:`.counting.chunk_count_marginals`; δ = 0).
 2. **Certified weights.**  Σ_{c∈x} g_k(c) − g̃_k(c) = E[tp·δ_k(m)] and tp ≤ min(k, m), so
    every k-set's error is at most e(k) = Σ_m Pr(m) min(k, m) |δ_k(m)|, computed
    exactly from the reference count distribution Pr(m).
-3. **Few k solved.**  Every k starts with the bound (β+1) E[min(k, m)/(k+βm)].  Solving
-   an anchor k₀ (one counted DP) bounds every other k too: on the count window
-   [m_lo, m_hi] (outside it Pr(m) < 1e-18 and its share is added as ``tail``),
-   f_k ≤ ρ_k f_{k₀} with ρ_k = max_m (k₀+βm)/(k+βm), so the best k-set is at most
+3. **Few k solved.**  Every k starts with the bound (β+1) E[min(k, m)/(k+βm)]; the
+   MAP hypothesis enters as a certified candidate.  Solving an anchor k₀ (one
+   counted DP) bounds every other k too: on the count window [m_lo, m_hi] (outside
+   it Pr(m) < 1e-18 and its share is added as ``tail``), f_k ≤ ρ_k f_{k₀} with
+   ρ_k = max_m (k₀+βm)/(k+βm), so the best k-set is at most
    ρ_k (β+1)(h_{k₀}(k) + e_{k₀}(k)) + tail_k, h_{k₀}(j) the DP's best j-set under
    g̃_{k₀}.  Anchors are taken at the largest remaining bound until no bound
-   exceeds the best value found.
-4. **Width pruning** in the sweep drops chunks whose start is almost surely closed
-   (:mod:`.spans`); removing a chunk c from any hypothesis costs at most Pr(c)
-   (F drops by ≤ (β+1)/(k−1+β) ≤ 1 when c ∈ y), so the cut masses bound the loss.
+   exceeds the best value found (on CoNLL-2000, one anchor for 94% of sentences).
+4. **Pruning** in the sweep leaves out chunks of marginal below 1e-17/n and chunk
+   starts almost surely closed (:mod:`.spans`); removing a chunk c from any
+   hypothesis costs at most Pr(c) (F drops by ≤ (β+1)/(k−1+β) ≤ 1 when c ∈ y, by
+   ≤ 1 when k = 1), and a hypothesis holds one chunk per start, so the sum over
+   starts of the largest left-out marginal bounds the loss.
 
 The certificate returned is ``pruned + max(0, max_k bound_k − Ũ) + (β+1)·e(k̂)``: how
 far the answer's utility can be below the true maximum (0.0 when nothing was
@@ -36,9 +44,8 @@ stochastic chain (:func:`.chain.gauge`), so any score scale is safe.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import functools
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.polynomial.laguerre import laggauss
