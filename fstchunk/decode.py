@@ -167,27 +167,47 @@ def _dinkelbach(lattices, beta: float, max_iter: int, prune: float):
     probs = [t.prob[sp.order] for t, sp in zip(tabs, sps)]
     m_ref = sum(t.opens for t in tabs)                        # Σ E[m(y)], exact
     cut = sum(t.pruned for t in tabs)
-    lam = 0.0
-    decided: list[list] = [[] for _ in lattices]
-    ratio = _corpus_ratio(sps, probs, decided, m_ref, beta)
-    for it in range(max_iter):
-        new = [best_span_set(sp, (beta + 1) * p - lam) for sp, p in zip(sps, probs)]
-        r = _corpus_ratio(sps, probs, new, m_ref, beta)
-        if r <= ratio + 1e-12 and it > 0:
+
+    def ratio(tp: float, m_hyp: int) -> float:
+        den = m_hyp + beta * m_ref
+        return (beta + 1) * tp / den if den > 0 else 1.0
+
+    # start from the chunks of marginal > 1/2 (pairwise disjoint: two overlapping
+    # chunks exclude each other, so their marginals sum to at most 1)
+    decided, tp = [], 0.0
+    for sp, p in zip(sps, probs):
+        got, q = _positive_set(sp, p - 0.5)
+        decided.append(got)
+        tp += float(p[q].sum())
+    lam = ratio(tp, sum(map(len, decided)))
+    for _ in range(max_iter):
+        new, tp = [], 0.0
+        for sp, p in zip(sps, probs):
+            got, q = _positive_set(sp, (beta + 1) * p - lam)
+            new.append(got)
+            tp += float(p[q].sum())
+        r = ratio(tp, sum(map(len, new)))
+        if r <= lam + 1e-12:
             break
-        decided, ratio, lam = new, r, r
-    return decided, ratio, lam, cut
+        decided, lam = new, r
+    return decided, lam, lam, cut
 
 
-def _corpus_ratio(sps, probs, decided, m_ref: float, beta: float) -> float:
-    tp = 0.0
-    for sp, p, ch in zip(sps, probs, decided):
-        if ch:
-            at = dict(zip(zip(sp.types.tolist(), sp.starts.tolist(), sp.ends.tolist()), p))
-            tp += sum(at[c] for c in ch)
-    m_hyp = sum(len(ch) for ch in decided)
-    den = m_hyp + beta * m_ref
-    return (beta + 1) * tp / den if den > 0 else 1.0
+def _positive_set(sp: SpanPairs, w: np.ndarray) -> tuple[list, np.ndarray]:
+    """The best set of non-overlapping listed chunks under weights ``w`` (sorted order)
+    and its positions in the list: every positive chunk when they are pairwise
+    disjoint (then nothing else can do better), else the interval DP."""
+    idx = np.flatnonzero(w > 0)
+    if len(idx) == 0:
+        return [], idx
+    order = np.argsort(sp.starts[idx], kind="stable")
+    idx = idx[order]
+    if np.all(sp.starts[idx][1:] >= sp.ends[idx][:-1]):
+        return [(int(sp.types[i]), int(sp.starts[i]), int(sp.ends[i])) for i in idx], idx
+    got = best_span_set(sp, w)
+    at = {c: i for i, c in enumerate(zip(sp.types.tolist(), sp.starts.tolist(),
+                                          sp.ends.tolist()))}
+    return got, np.array([at[c] for c in got], dtype=int)
 
 
 # ------------------------------------------------------------ many sentences

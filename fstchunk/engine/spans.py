@@ -108,24 +108,33 @@ def tilted_spans(lattice, z=(1.0,), prune: float = 0.0,
     W, Wo, Wn, fin = ca.W, ca.Wo, ca.Wn, ca.fin       # Wo: arcs opening a chunk (times z)
     cts, cls = ca.cont, ca.closes
 
-    # tilted forward: F[i] (R, S_i) after token i, log scale fa[i] (R,)
-    F, fa = [], []
+    # tilted forward: F[i] (R, S_i) after token i, log scale fa[i] (R,); tilted
+    # backward: B[i] (R, S_i) = suffix weight after token i, log scale fb[i].  Untilted
+    # (R = 1), the forward is the state distribution and the backward is 1: the
+    # chain is stochastic, so neither needs rescaling.
+    F, fa, B, fb = [], [], [None] * n, [None] * n
     x, la = np.ones((R, 1)), np.zeros(R)
     opens_expected = 0.0
-    for i in range(n):
-        opens_expected += float(x[0] @ Wo[i].sum(axis=1)) * np.exp(la[0])
-        x, ls = _normalise(x @ Wn[i] + z[:, None] * (x @ Wo[i]))
-        la = la + ls
-        F.append(x)
-        fa.append(la)
-    # tilted backward: B[i] (R, S_i) = suffix weight after token i, log scale fb[i]
-    B, fb = [None] * n, [None] * n
-    y, lb = _normalise(np.broadcast_to(fin, (R, len(fin))).copy())
-    B[n - 1], fb[n - 1] = y, lb
-    for i in range(n - 2, -1, -1):
-        y, ls = _normalise(y @ Wn[i + 1].T + z[:, None] * (y @ Wo[i + 1].T))
-        lb = lb + ls
-        B[i], fb[i] = y, lb
+    if R == 1:
+        for i in range(n):
+            opens_expected += float(x[0] @ Wo[i].sum(axis=1))
+            x = x @ W[i]
+            F.append(x)
+            fa.append(la)
+            B[i], fb[i] = np.ones((1, W[i].shape[1])), la
+    else:
+        for i in range(n):
+            opens_expected += float(x[0] @ Wo[i].sum(axis=1)) * np.exp(la[0])
+            x, ls = _normalise(x @ Wn[i] + z[:, None] * (x @ Wo[i]))
+            la = la + ls
+            F.append(x)
+            fa.append(la)
+        y, lb = _normalise(np.broadcast_to(fin, (R, len(fin))).copy())
+        B[n - 1], fb[n - 1] = y, lb
+        for i in range(n - 2, -1, -1):
+            y, ls = _normalise(y @ Wn[i + 1].T + z[:, None] * (y @ Wo[i + 1].T))
+            lb = lb + ls
+            B[i], fb[i] = y, lb
 
     cols_s = np.zeros(0, int)                  # start of each open chunk column
     G = np.zeros((len(chain.labels[0]), R, 0))  # (S, R, open columns), scaled per column
