@@ -95,7 +95,12 @@ def gauge(layers: Layers) -> Layers:
         for i in range(n - 1, -1, -1):
             w = layers.weights[i]
             t = w + b_hat[..., None, :]
-            b = logsumexp(t, axis=-1)                       # this layer's backward
+            mx = t.max(axis=-1)                             # this layer's backward:
+            ok = np.isfinite(mx)                            # b = log Σ exp(t), in place
+            if ok.all():
+                b = np.log(np.exp(t - mx[..., None]).sum(axis=-1)) + mx
+            else:
+                b = logsumexp(t, axis=-1)
             live = np.isfinite(b)
             if i == 0 and not np.all(live):
                 raise InputError("the lattice gives no weight to any valid sequence")

@@ -76,8 +76,8 @@ def chunk_probs(lattice, chunks) -> np.ndarray:
         g = (np.ones(1) if s == 0 else f[s - 1]) @ ca.Wo[s]
         g = g * (tix[chain.labels[s]] == t)
         for i in range(s + 1, e):
-            g = g @ (W[i] * ca.cont[i])
-        out[j] = g @ ca.fin if e == lattice.n else (g @ (W[e] * ca.closes[e])).sum()
+            g = g @ ca.Wct[i]
+        out[j] = g @ ca.fin if e == lattice.n else (g @ (ca.Wnc[e] + ca.Woc[e])).sum()
     return out
 
 
@@ -106,7 +106,8 @@ def tilted_spans(lattice, z=(1.0,), prune: float = 0.0,
     nT = len(space.types)
     ca = chain_arrays(lattice)
     W, Wo, Wn, fin = ca.W, ca.Wo, ca.Wn, ca.fin       # Wo: arcs opening a chunk (times z)
-    cts, cls = ca.cont, ca.closes
+    if R == 1:                                        # Pr(closing | state), per layer
+        closing = [None] + [(a + b).sum(axis=1) for a, b in zip(ca.Wnc[1:], ca.Woc[1:])]
 
     # tilted forward: F[i] (R, S_i) after token i, log scale fa[i] (R,); tilted
     # backward: B[i] (R, S_i) = suffix weight after token i, log scale fb[i].  Untilted
@@ -161,7 +162,10 @@ def tilted_spans(lattice, z=(1.0,), prune: float = 0.0,
                 V = np.broadcast_to(fin[:, None], (len(fin), R))
                 lv = np.zeros(R)
             else:
-                V = (Wn[e] * cls[e]) @ B[e].T + ((Wo[e] * cls[e]) @ B[e].T) * z[None, :]
+                if R == 1:                          # untilted: the backward is 1
+                    V = closing[e][:, None]
+                else:
+                    V = ca.Wnc[e] @ B[e].T + (ca.Woc[e] @ B[e].T) * z[None, :]
                 lv = fb[e]
             S0, C0 = G.shape[0], G.shape[2]
             val = (onehot @ (G * V[:, :, None]).reshape(S0, -1)).reshape(nT, R, C0)
@@ -192,7 +196,7 @@ def tilted_spans(lattice, z=(1.0,), prune: float = 0.0,
                 break
             # advance the open chunks through the continue arcs into token e
             Sd = W[e].shape[1]
-            G = ((W[e] * cts[e]).T @ G.reshape(G.shape[0], -1)).reshape(Sd, R, -1)
+            G = (ca.Wct[e].T @ G.reshape(G.shape[0], -1)).reshape(Sd, R, -1)
             mx = G.max(axis=0)
             mx = np.where(mx > 0, mx, 1.0)
             G = G / mx[None]

@@ -24,9 +24,15 @@ from .chain import pair_table
 
 @dataclass
 class ChainArrays:
+    """Per layer i: W, its opening arcs Wo and the others Wn; ``Wct`` = W on continue
+    arcs, ``Wnc`` / ``Woc`` = Wn / Wo on closing arcs; the boolean ``cont`` and
+    ``closes`` tables; ``fin`` the final weights."""
     W: list
     Wo: list
     Wn: list
+    Wct: list
+    Wnc: list
+    Woc: list
     cont: list
     closes: list
     fin: np.ndarray
@@ -36,27 +42,35 @@ _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def chain_arrays(lattice) -> ChainArrays:
-    """The arrays of the module doc for ``lattice`` (cached while it lives)."""
+    """The arrays of the module doc for ``lattice`` (cached while it lives).  Runs of
+    layers that share their label arrays (all but the first of a score-array
+    lattice) are computed as one stacked array."""
     got = _CACHE.get(lattice)
     if got is not None:
         return got
     chain, space = lattice.chain, lattice.space
     srcs = [np.array([-1])] + list(chain.labels[:-1])
-    cache: dict = {}
-    W, Wo, Wn, cont, closes = [], [], [], [], []
-    for w, src, dst in zip(chain.weights, srcs, chain.labels):
-        key = (id(src), id(dst))
-        if key not in cache:
-            cache[key] = tuple(pair_table(tab, src, dst)
-                               for tab in (space.opens, space.cont, space.closes))
-        op, ct, cl = cache[key]
-        e = np.exp(w)
+    keys = [(id(s), id(d)) for s, d in zip(srcs, chain.labels)]
+    tabs: dict = {}
+    out: dict = {k: [] for k in ("W", "Wo", "Wn", "Wct", "Wnc", "Woc", "cont", "closes")}
+    i, n = 0, len(keys)
+    while i < n:
+        j = i + 1
+        while j < n and keys[j] == keys[i] and chain.weights[j].shape == chain.weights[i].shape:
+            j += 1
+        if keys[i] not in tabs:
+            tabs[keys[i]] = tuple(pair_table(t, srcs[i], chain.labels[i])
+                                  for t in (space.opens, space.cont, space.closes))
+        op, ct, cl = tabs[keys[i]]
+        e = np.exp(np.stack(chain.weights[i:j]))            # (layers, S, S')
         o = e * op
-        W.append(e)
-        Wo.append(o)
-        Wn.append(e - o)
-        cont.append(ct)
-        closes.append(cl)
-    got = ChainArrays(W, Wo, Wn, cont, closes, np.exp(chain.final))
+        nn = e - o
+        for name, arr in (("W", e), ("Wo", o), ("Wn", nn), ("Wct", e * ct),
+                          ("Wnc", nn * cl), ("Woc", o * cl)):
+            out[name].extend(arr)
+        out["cont"].extend([ct] * (j - i))
+        out["closes"].extend([cl] * (j - i))
+        i = j
+    got = ChainArrays(fin=np.exp(chain.final), **out)
     _CACHE[lattice] = got
     return got
