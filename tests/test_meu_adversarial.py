@@ -286,6 +286,28 @@ def test_memory_budget_bounds_the_peak():
     assert peak <= budget, f"peak {peak / 2**20:.0f} MiB > budget {budget / 2**20:.0f} MiB"
 
 
+def test_token_marginals_are_probabilities_at_huge_finite_scales():
+    """Lattice.marginals() must be probabilities at any finite score scale (the
+    contract of test_meu_exact.py).  At scale 1e18 (n = 20; 1e16 at n = 100) they are
+    NaN, and decode_posterior then returns a sequence other than the MAP of a point
+    mass.  Cause: chain.state_posteriors takes exp(α + β − log Z) on the raw layers;
+    its rounding (≈ n·scale·1e-16) exceeds ~745 nats, every state underflows to 0 and
+    the per-layer renormalisation is 0/0.  The gauged chain's forward (its state
+    distribution, as spans.chunk_probs uses) is exact at any scale.  Chunk
+    marginals, from the gauged chain, are fine here."""
+    tags = enc.scheme_tags("IOB2", ("NP",))
+    rng = np.random.default_rng(0)
+    lat = Lattice.from_scores(tags, *random_scores(rng, 3, 20, 1e18))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = lat.marginals()
+    assert np.isfinite(m).all()
+    assert m.min() >= 0 and m.max() <= 1
+    np.testing.assert_allclose(m.sum(axis=1), 1.0, atol=1e-12)
+    cm = lat.chunk_marginals()
+    assert np.isfinite(cm).all() and cm.min() >= 0 and cm.max() <= 1
+
+
 # ============================================================ CHECKED, HOLD
 @pytest.mark.parametrize("scheme", enc.SCHEMES)
 def test_machine_lattices_with_several_states_per_tag(scheme):
