@@ -82,21 +82,25 @@ def brute_expectations(seqs, fixed, beta, direction):
     return out
 
 
-def all_utilities(seqs, beta):
-    """E[F_β(x | ·)] for EVERY valid x, by enumeration (chunk sets as bit vectors)."""
+def _chunk_bits(seqs):
+    """(B, p): B[r, c] = 1 if sequence r holds chunk c (chunks sorted), p the probabilities."""
     spans = sorted({c for _, cs, _ in seqs for c in cs})
     col = {c: i for i, c in enumerate(spans)}
     B = np.zeros((len(seqs), len(spans)))
     for r, (_, cs, _) in enumerate(seqs):
         for c in cs:
             B[r, col[c]] = 1
-    p = np.array([q for _, _, q in seqs])
+    return B, np.array([q for _, _, q in seqs])
+
+
+def all_utilities(seqs, beta):
+    """E[F_β(x | ·)] for EVERY valid x, by enumeration (chunk sets as bit vectors)."""
+    B, p = _chunk_bits(seqs)
     tp = B @ B.T                                     # tp[x, y]
     m = B.sum(axis=1)
     den = m[:, None] + beta * m[None, :]
     F = np.where(den > 0, (beta + 1) * tp / np.where(den > 0, den, 1), 1.0)
     return F @ p
-
 
 
 def all_utilities_by_count(seqs, beta):
@@ -108,13 +112,7 @@ def all_utilities_by_count(seqs, beta):
 
     with Pr(c ∈ y, m(y) = m) summed over the enumerated sequences.  Agrees with
     :func:`all_utilities` (the definition) wherever that one fits in memory."""
-    spans = sorted({c for _, cs, _ in seqs for c in cs})
-    col = {c: i for i, c in enumerate(spans)}
-    B = np.zeros((len(seqs), len(spans)))
-    for r, (_, cs, _) in enumerate(seqs):
-        for c in cs:
-            B[r, col[c]] = 1
-    p = np.array([q for _, _, q in seqs])
+    B, p = _chunk_bits(seqs)
     m = B.sum(axis=1).astype(int)
     C = int(m.max()) + 1 if len(m) else 1
     by_count = np.zeros((len(seqs), C))
