@@ -1,4 +1,5 @@
-"""The training loop: L-BFGS over a trainable model's objective, with the bookkeeping.
+"""The training loop: L-BFGS (or BCFW for max-margin) over a trainable model's objective,
+with the bookkeeping.
 
 :class:`Trainer` is the one loop (``fstchunk train`` and :meth:`CRF.fit
 <fstchunk.models.crf.CRF.fit>` both run it).  The estimator stays apart from
@@ -32,6 +33,15 @@ value, gradient, minimised) and ``theta``; the trainer owns everything else:
   :class:`~fstchunk.errors.TrainingInterrupted` naming it; the ``identity``
   fields must be plain JSON values (strings, finite numbers, bools, None), which
   a checkpoint gives back unchanged;
+* ``objective="max-margin"`` (:mod:`fstchunk.models.maxmargin`, the CRF only) is not
+  run by L-BFGS but by block-coordinate Frank–Wolfe on its dual: an iteration is a
+  pass over the training set, ``loss`` (``hamming`` or ``f``: 1 − F_β) its Δ, ``tol``
+  the duality gap to reach (absolute; default
+  :data:`~fstchunk.models.maxmargin.DEFAULT_GAP_TOL`), λ > 0 (default
+  :data:`~fstchunk.models.maxmargin.DEFAULT_L2`; C = 1/(2λN)); the bar shows the
+  gap, the settings record solver, passes, duality_gap, duality_gaps (per pass),
+  loss, l2 and C; ``run`` adds ``loss``; the dual state is checkpointed next to the
+  checkpoint (CHECKPOINT.dual.npz) and must reproduce its θ on resume;
 * ``callbacks``: callables called after every iteration with a :class:`Progress`;
 * ``settings``: objective, l2, beta, run, iterations (of this run), iteration (in
   all), converged, final_objective, train_seconds (optimiser and dev checks,
@@ -41,7 +51,7 @@ value, gradient, minimised) and ``theta``; the trainer owns everything else:
 
 Pitfalls:
 
-* ``tol`` is L-BFGS-B's absolute gradient tolerance (``gtol``): the objectives
+* ``tol`` (None: 1e-9) is L-BFGS-B's absolute gradient tolerance (``gtol``): the objectives
   are means per sentence, so it is far below scipy's default (1e-9 ≈ the old
   1e-5 on the summed objective over CoNLL-2000's 8936 sentences, which never
   stopped ML before 200 iterations);
@@ -72,6 +82,7 @@ from .conll import Sentence
 from .decode import decode_sentences
 from .errors import InputError, ModelFileError, TrainingInterrupted
 from .evaluate import evaluate
+from .models import maxmargin as mm
 from .models.base import ChunkModel, TrainableModel
 from .models.objectives import DEFAULT_L2, OBJECTIVES
 from .outputs import check_output
@@ -130,22 +141,31 @@ class Trainer:
     """L-BFGS training of a :class:`~fstchunk.models.base.TrainableModel`; see the module doc."""
 
     def __init__(self, objective: str = "ml", l2: float | None = None, beta: float = 1.0,
-                 max_iter: int = 100, tol: float = 1e-9,
+                 max_iter: int = 100, tol: float | None = None,
                  dev: Sequence[Sentence] | None = None, dev_every: int = 10,
                  checkpoint: str | None = None, checkpoint_every: int = 10,
                  resume: bool = False, output: str | None = None, progress: bool = True,
                  callbacks: Sequence[Callable[[Progress], Any]] = (),
                  log: Callable[[str], Any] | None = None,
-                 identity: dict | None = None):
-        if objective not in OBJECTIVES:
+                 identity: dict | None = None, loss: str = "hamming"):
+        if objective not in OBJECTIVES and objective != mm.MAX_MARGIN:
             raise InputError(f"unknown objective {objective!r}; use one of "
-                             f"{', '.join(OBJECTIVES)}")
+                             f"{', '.join([*OBJECTIVES, mm.MAX_MARGIN])}")
+        margin = objective == mm.MAX_MARGIN
         if l2 is None:
-            l2 = DEFAULT_L2[objective]
+            l2 = mm.DEFAULT_L2 if margin else DEFAULT_L2[objective]
+        if tol is None:
+            tol = mm.DEFAULT_GAP_TOL if margin else 1e-9
         if not (_finite(l2) and l2 >= 0):
             raise InputError(f"l2 must be a finite number >= 0, got {l2!r}")
+        if margin and l2 == 0:
+            raise InputError("max-margin training needs λ > 0 (C = 1/(2λN) finite)")
         if not (_finite(beta) and beta > 0):
             raise InputError(f"beta must be a finite number > 0, got {beta!r}")
+        if loss not in mm.LOSSES:
+            raise InputError(f"unknown loss {loss!r}; use one of {', '.join(mm.LOSSES)}")
+        if loss != "hamming" and not margin:
+            raise InputError(f"--loss {loss} applies to --objective {mm.MAX_MARGIN} only")
         if not (_finite(tol) and tol >= 0):
             raise InputError(f"tol must be a finite number >= 0, got {tol!r}")
         if not (_count(max_iter) and max_iter >= 1):
@@ -162,6 +182,7 @@ class Trainer:
                 raise InputError(f"identity field {key!r}: {value!r} is not a string, "
                                  f"finite number, bool or None (a checkpoint stores it)")
         self.objective, self.l2, self.beta = objective, float(l2), float(beta)
+        self.loss = loss
         self.max_iter, self.tol = int(max_iter), float(tol)
         self.dev = list(dev or [])
         self.dev_every = int(dev_every)
@@ -176,6 +197,8 @@ class Trainer:
     def run(self) -> dict:
         """What a checkpoint of this run records and a resume must match."""
         run = {"objective": self.objective, "l2": self.l2, "beta": self.beta, **self.identity}
+        if self.objective == mm.MAX_MARGIN:
+            run["loss"] = self.loss
         return json.loads(json.dumps(run))        # as the model file will give it back
 
     def fit(self, model: TrainableModel, train: Any) -> TrainableModel:
@@ -186,11 +209,14 @@ class Trainer:
             self.output = check_output(self.output, "model")
         if self.checkpoint:
             self.checkpoint = check_output(self.checkpoint, "checkpoint")
-        fun = model.objective(self.objective, model.training_data(train), self.l2, self.beta)
+        data = model.training_data(train)
+        margin = self.objective == mm.MAX_MARGIN
+        fun = None if margin else model.objective(self.objective, data, self.l2, self.beta)
         done = self._restore(model)
+        solver = self._solver(model, data, done) if margin else None
         model.settings["run"] = self.run
         t0 = time.perf_counter() - model.settings["train_seconds"]
-        state = {"value": math.nan, "dev_f": math.nan, "iteration": done}
+        state: dict[str, Any] = {"value": math.nan, "dev_f": math.nan, "iteration": done}
 
         def tracked(theta: np.ndarray) -> tuple[float, np.ndarray]:
             state["value"], grad = fun(theta)
@@ -198,15 +224,18 @@ class Trainer:
 
         def save_checkpoint(k: int) -> None:
             model.settings.update(iteration=k, train_seconds=time.perf_counter() - t0)
+            if solver is not None:
+                mm.save_state(self.checkpoint + mm.DUAL_SUFFIX, solver.state)
             model.save(self.checkpoint)
 
-        def step(theta: np.ndarray) -> None:
+        def step(theta: np.ndarray, **shown: str) -> None:
             state["iteration"] = k = state["iteration"] + 1
             model.theta = theta.copy()
             if self.dev and self.dev_every and k % self.dev_every == 0:
                 state["dev_f"] = dev_f(model, self.dev)
             bar.update(1)
-            bar.set_postfix(objective=f"{state['value']:.6g}", dev_f=f"{state['dev_f']:.2f}")
+            bar.set_postfix(objective=f"{state['value']:.6g}", **shown,
+                            dev_f=f"{state['dev_f']:.2f}")
             if self.checkpoint and self.checkpoint_every and k % self.checkpoint_every == 0:
                 save_checkpoint(k)
             info = Progress(k, state["value"], model.theta, state["dev_f"],
@@ -216,17 +245,22 @@ class Trainer:
 
         try:        # Ctrl-C anywhere up to the final model written: keep the latest iterate
             with tqdm(total=self.max_iter, initial=done, desc=f"train {self.objective}",
-                      unit="it", disable=not self.progress) as bar:
-                res = scipy.optimize.minimize(
-                    tracked, model.theta, jac=True, method="L-BFGS-B", callback=step,
-                    options={"maxiter": max(self.max_iter - done, 1), "gtol": self.tol,
-                             "maxcor": 10})
-            model.theta = res.x
+                      unit="it" if solver is None else "pass",
+                      disable=not self.progress) as bar:
+                if solver is None:
+                    res = scipy.optimize.minimize(
+                        tracked, model.theta, jac=True, method="L-BFGS-B", callback=step,
+                        options={"maxiter": max(self.max_iter - done, 1), "gtol": self.tol,
+                                 "maxcor": 10})
+                    model.theta = res.x
+                    nit, success, final = int(res.nit), bool(res.success), float(res.fun)
+                else:
+                    nit, success, final = self._bcfw(solver, model, done, state, step)
             model.settings.update(objective=self.objective, l2=self.l2, beta=self.beta,
-                                  iterations=int(res.nit), iteration=done + int(res.nit),
-                                  converged=bool(res.success), final_objective=float(res.fun),
+                                  iterations=nit, iteration=done + nit,
+                                  converged=success, final_objective=final,
                                   train_seconds=time.perf_counter() - t0)
-            state["iteration"] = done + int(res.nit)
+            state["iteration"] = done + nit
             if self.dev:
                 model.settings["dev_f"] = dev_f(model, self.dev)
                 self.log(f"dev F (MAP) = {model.settings['dev_f']:.2f}")
@@ -234,6 +268,9 @@ class Trainer:
                 model.save(self.output)
         except KeyboardInterrupt:
             k = state["iteration"]
+            if solver is not None:          # the last complete block update, passes done
+                solver.repair()
+                model.theta, k = solver.theta, solver.state.passes
             if not self.checkpoint:
                 raise TrainingInterrupted(f"stopped at iteration {k}; no checkpoint "
                                           f"written (no checkpoint file set)") from None
@@ -241,9 +278,54 @@ class Trainer:
             raise TrainingInterrupted(f"stopped at iteration {k}; checkpoint "
                                       f"{self.checkpoint} (continue with --resume)",
                                       checkpoint=self.checkpoint) from None
-        if self.checkpoint and os.path.exists(self.checkpoint):
-            os.remove(self.checkpoint)
+        if self.checkpoint:
+            for path in (self.checkpoint, self.checkpoint + mm.DUAL_SUFFIX):
+                if os.path.exists(path):
+                    os.remove(path)
         return model
+
+    def _solver(self, model: TrainableModel, data: Any, done: int) -> "mm.BCFW":
+        """The BCFW solver, from the checkpoint's dual state when resuming (checked
+        against the checkpoint's θ)."""
+        if not self.resume:
+            return mm.BCFW(model, data, self.l2, self.loss, self.beta)  # type: ignore[arg-type]
+        path = self.checkpoint + mm.DUAL_SUFFIX
+        if not os.path.isfile(path):
+            raise InputError(f"--resume: no max-margin dual state at {path} (it is written "
+                             f"next to the checkpoint)")
+        solver = mm.BCFW(model, data, self.l2, self.loss, self.beta,  # type: ignore[arg-type]
+                         state=mm.load_state(path, [len(g) for g in data.gold.sequences]))
+        if solver.theta.shape != model.theta.shape or not np.allclose(
+                solver.theta, model.theta, rtol=1e-9, atol=1e-12):
+            raise ModelFileError(f"{path}: the dual state does not give the checkpoint's θ "
+                                 f"(files of different runs?)")
+        if solver.state.passes != done:
+            raise ModelFileError(f"{path}: the dual state is at pass {solver.state.passes}, "
+                                 f"the checkpoint at iteration {done}")
+        return solver
+
+    def _bcfw(self, solver: "mm.BCFW", model: TrainableModel, done: int, state: dict,
+              step: Callable[..., None]) -> tuple[int, bool, float]:
+        """BCFW passes (max_iter in all) until the duality gap is <= tol; the settings
+        record solver, passes, per-pass and final gap, loss, λ and C.  Returns
+        (passes of this run, converged, final primal value)."""
+        N = len(solver.gold)
+        gaps = list(model.settings.get("duality_gaps", [])) if self.resume else []
+        primal, gap = solver.certificate()
+        nit = 0
+        while gap > self.tol and done + nit < self.max_iter:
+            estimate = solver.run_pass()
+            primal, gap = solver.certificate()
+            gaps.append(gap)
+            nit += 1
+            state["value"] = primal
+            model.settings.update(duality_gaps=gaps, duality_gap=gap, gap_estimate=estimate)
+            step(solver.theta, gap=f"{gap:.3g}")
+        model.theta = solver.theta
+        model.settings.update(solver="bcfw", steps=solver.method, loss=self.loss, C=mm.l2_to_c(self.l2, N),
+                              passes=done + nit, duality_gap=gap, duality_gaps=gaps,
+                              gap_tol=self.tol)
+        return nit, gap <= self.tol, primal
 
     def _restore(self, model: TrainableModel) -> int:
         """θ and the bookkeeping from the checkpoint when resuming; the iterations done.
@@ -269,6 +351,8 @@ class Trainer:
         done = int(saved.settings.get("iteration", 0))
         model.theta = saved.theta.copy()
         model.settings["train_seconds"] = float(saved.settings.get("train_seconds", 0.0))
+        if isinstance(saved.settings.get("duality_gaps"), list):
+            model.settings["duality_gaps"] = saved.settings["duality_gaps"]
         self.log(f"resuming from {self.checkpoint} at iteration {done}")
         return done
 

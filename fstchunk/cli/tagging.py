@@ -1,4 +1,4 @@
-"""``fstchunk train`` (a CRF by ML or minimum risk, or a counting HMM) and ``fstchunk
+"""``fstchunk train`` (a CRF by ML, minimum risk or max margin, or a counting HMM) and ``fstchunk
 decode`` (tag a CoNLL file with a saved model).
 
 Both check their destination (``-o``) before any work, and write it atomically
@@ -31,6 +31,7 @@ from ..evaluate import UNDECODED
 from ..models import load_model
 from ..models.crf import CRF
 from ..models.features import TEMPLATES, resolve_template
+from ..models import maxmargin as mm
 from ..models.hmm import HMM
 from ..models.objectives import DEFAULT_L2, OBJECTIVES
 from ..outputs import atomic_write, check_output
@@ -72,21 +73,35 @@ def add_parsers(sub) -> None:
     add_columns(p)
     p.set_defaults(func=run_decode)
 
-    l2 = ", ".join(f"{k} {v:g}" for k, v in DEFAULT_L2.items())
+    l2 = ", ".join([*(f"{k} {v:g}" for k, v in DEFAULT_L2.items()),
+                    f"{mm.MAX_MARGIN} {mm.DEFAULT_L2:g}"])
     p = sub.add_parser("train", formatter_class=HelpFormatter,
-                       help="train a CRF (ML or minimum-risk) or a counting HMM")
+                       help="train a CRF (ML, minimum-risk or max-margin) or a counting HMM")
     p.add_argument("--train", required=True, help="CoNLL training file")
     p.add_argument("--dev", default=None,
                    help="CoNLL file (same columns) for the dev F in the progress bar")
     add_columns(p)
     p.add_argument("--features", default="tmpt3", choices=tuple(TEMPLATES),
                    help="feature template (Tang et al. tmpt1-4, ner; -nopos: no POS column)")
-    p.add_argument("--objective", default="ml", choices=tuple(OBJECTIVES),
+    p.add_argument("--objective", default="ml", choices=(*OBJECTIVES, mm.MAX_MARGIN),
                    help="ml (log-likelihood), meu (expected sentence F_β), meu-corpus "
-                        "(expected corpus F_β); each is a mean per sentence")
-    p.add_argument("--beta", type=positive_float, default=1.0, help="β of the MEU objectives")
-    p.add_argument("--l2", type=nonnegative_float, default=None,
-                   help=f"λ of the penalty λ‖θ‖² (none: the objective's default: {l2})")
+                        "(expected corpus F_β), max-margin (structured hinge with loss "
+                        "--loss, solved by block-coordinate Frank-Wolfe to a duality gap "
+                        "<= --tol); each is a mean per sentence")
+    p.add_argument("--loss", default="hamming", choices=mm.LOSSES,
+                   help="max-margin's Δ: per-token Hamming loss, or f: 1 - F_β(y | gold)")
+    p.add_argument("--beta", type=positive_float, default=1.0,
+                   help="β of the MEU objectives and of --loss f")
+    reg = p.add_mutually_exclusive_group()
+    reg.add_argument("--l2", type=nonnegative_float, default=None,
+                     help=f"λ of the penalty λ‖θ‖² (none: the objective's default: {l2})")
+    reg.add_argument("--C", type=positive_float, default=None,
+                     help="max-margin only: C of ½‖θ‖² + C Σ_i hinge_i, i.e. λ = 1/(2·C·N) "
+                          "for N training sentences (none: from --l2)")
+    p.add_argument("--tol", type=nonnegative_float, default=None,
+                   help="stopping tolerance: max-margin's duality gap (absolute; none: "
+                        f"{mm.DEFAULT_GAP_TOL:g}), else L-BFGS-B's gradient tolerance "
+                        "(none: 1e-9)")
     p.add_argument("--init", default=None, help="start from this saved CRF (e.g. the ML one)")
     p.add_argument("-o", "--output", required=True, help="model file to write (.npz)")
     p.add_argument("--model-type", default="crf", choices=("crf", "hmm"),
@@ -95,7 +110,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--data-scheme", default="IOB2", help="scheme of the files' tag column")
     p.add_argument("--min-count", type=positive_int, default=1,
                    help="drop feature strings seen fewer times")
-    p.add_argument("--max-iter", type=positive_int, default=150, help="L-BFGS iterations")
+    p.add_argument("--max-iter", type=positive_int, default=150,
+                   help="L-BFGS iterations (max-margin: passes over the training set)")
     p.add_argument("--dev-every", type=nonnegative_int, default=10,
                    help="dev F every K iterations (0: only at the end)")
     p.add_argument("--checkpoint-every", type=nonnegative_int, default=10,
@@ -200,9 +216,15 @@ def run_train(args: argparse.Namespace) -> int:
     identity = {"scheme": crf.scheme, "template": crf.fmap.template,
                 "columns": cols.spec(), "train_sha256": file_digest(args.train),
                 "init": args.init}
-    Trainer(objective=args.objective, l2=args.l2, beta=args.beta, max_iter=args.max_iter,
-            dev=dev, dev_every=args.dev_every, checkpoint=args.output + ".ckpt",
+    l2 = args.l2
+    if args.C is not None:
+        if args.objective != mm.MAX_MARGIN:
+            raise InputError(f"--C applies to --objective {mm.MAX_MARGIN} only; use --l2")
+        l2 = mm.c_to_l2(args.C, len(data.gold))
+    Trainer(objective=args.objective, l2=l2, beta=args.beta, max_iter=args.max_iter,
+            tol=args.tol, dev=dev, dev_every=args.dev_every, checkpoint=args.output + ".ckpt",
             checkpoint_every=args.checkpoint_every, resume=args.resume, output=args.output,
-            progress=not args.quiet, log=print, identity=identity).fit(crf, data)
+            progress=not args.quiet, log=print, identity=identity,
+            loss=args.loss).fit(crf, data)
     print(f"wrote {args.output}")
     return 0

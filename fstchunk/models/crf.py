@@ -11,7 +11,8 @@ vector θ = (state weights, trans, start, end) stays small.
 The estimator is apart from the training loop (sklearn-crfsuite style):
 :meth:`CRF.prepare` builds a fresh model and its :class:`TrainingData`,
 :meth:`CRF.objective` is objective ``ml``, ``meu`` or ``meu-corpus``
-(:mod:`fstchunk.models.objectives`) as a function of θ, with the chain rule
+(:mod:`fstchunk.models.objectives`) or the ``max-margin`` hinge
+(:mod:`fstchunk.models.maxmargin`, trained by its BCFW solver) as a function of θ, with the chain rule
 ∇W = Xᵀ·∇E and the penalty λ‖θ‖², and :meth:`CRF.fit` hands both to
 :class:`fstchunk.training.Trainer`, the one L-BFGS loop.
 
@@ -62,6 +63,7 @@ from ..training import Trainer
 from .base import Objective, check_training_set, gold_tags, training_columns
 from .features import TEMPLATES, FeatureMap, feature_kinds, reads_pos, resolve_template
 from .io import Fields, load_model_file, save_model
+from .maxmargin import MAX_MARGIN, hinge
 from .objectives import OBJECTIVES, Chain, ChainGrad, Gold
 
 
@@ -190,14 +192,21 @@ class CRF:
         return np.stack([M.row, M.col], axis=1).astype(np.int64)
 
     # --------------------------------------------------------------- objectives
-    def objective(self, name: str, data: TrainingData, l2: float, beta: float = 1.0
-                  ) -> Objective:
+    def objective(self, name: str, data: TrainingData, l2: float, beta: float = 1.0,
+                  loss: str = "hamming") -> Objective:
         """θ -> (value, gradient) of objective ``name`` of
         :data:`~fstchunk.models.objectives.OBJECTIVES` (minimised: the negated
-        log-likelihood or expected F) plus l2·‖θ‖²."""
-        if name not in OBJECTIVES:
-            raise InputError(f"unknown objective {name!r}; use one of {', '.join(OBJECTIVES)}")
-        fun = OBJECTIVES[name]
+        log-likelihood or expected F) plus l2·‖θ‖²; ``max-margin``: the mean structured
+        hinge with loss ``loss`` and a subgradient
+        (:func:`fstchunk.models.maxmargin.hinge`; trained by BCFW, not by this function)."""
+        if name == MAX_MARGIN:
+            def fun(chain: Chain, gold: Gold, b: float) -> tuple[float, ChainGrad]:
+                return hinge(chain, gold, b, loss)
+        elif name in OBJECTIVES:
+            fun = OBJECTIVES[name]
+        else:
+            raise InputError(f"unknown objective {name!r}; use one of "
+                             f"{', '.join([*OBJECTIVES, MAX_MARGIN])}")
 
         def value_and_grad(theta: np.ndarray) -> tuple[float, np.ndarray]:
             value, g = fun(self.chain(theta, data.X), data.gold, beta)

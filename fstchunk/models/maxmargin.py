@@ -1,0 +1,399 @@
+"""Max-margin Markov network training of the CRF: the structured hinge and its BCFW solver.
+
+The objective (issue 18; Taskar et al. 2003, M3N; Tang, Wang & Wang, chunking with
+M3Ns, with the per-token Hamming loss), on the CRF's θ and features (same θ layout,
+same model files, MAP decoding unchanged):
+
+    P(θ) = λ‖θ‖² + (1/N) Σ_i H_i(θ),
+    H_i(θ) = max_{valid y} [Δ(y, y_i) + θ·φ(x_i, y)] − θ·φ(x_i, y_i)   (≥ 0, y = y_i)
+
+a mean per sentence like the other objectives (:mod:`.objectives`); multiplied by
+1/(2λ) it is the usual ½‖θ‖² + C Σ_i H_i with **C = 1/(2λN)** (:func:`c_to_l2`).
+Δ is the Hamming loss Σ_t 1{y_t ≠ y_i,t} (``loss="hamming"``) or 1 − F_β(y | y_i)
+(``loss="f"``); the max is exact loss-augmented Viterbi
+(:func:`fstchunk.engine.lossaug.hamming_viterbi`, :func:`~fstchunk.engine.lossaug.f_loss_viterbi`)
+on the CRF's score arrays with the scheme's validity masks.  :func:`hinge` gives
+the mean hinge and a subgradient, (1/N) Σ_i φ(x_i, ŷ_i) − φ(x_i, y_i), on the score
+arrays (the CRF applies its chain rule).
+
+**Solver**: block-coordinate Frank–Wolfe on the dual (Lacoste-Julien, Jaggi, Schmidt
+& Pletscher 2013, Algorithm 4) with λ' = 2λ, by default with the pairwise steps of
+Osokin et al. 2016 ("Minding the gaps for block Frank–Wolfe", ICML), which converge
+linearly where plain FW steps (``method="fw"``) zig-zag.  The dual point is stored as
+each sentence's active set: sequences y with weights α_i(y) (Σ_y α_i(y) = 1; at the
+start α_i = the gold, θ = 0) and their Δ; then w_i = c·Σ_y α_i(y)·ψ_i(y),
+ψ_i(y) = φ(x_i, y_i) − φ(x_i, y), c = 1/(λ'N), w = Σ_i w_i = θ, ℓ_i = Σ_y α_i(y)·Δ/N.
+For sentence i, with T(y) = Δ(y, y_i) + θ·φ(x_i, y) and ŷ = argmax T (the oracle):
+
+    g_i = (1/N)[T(ŷ) − Σ_y α_i(y)·T(y)]  (≥ 0: the block's gap),
+    FW:       w_i ← (1−γ)·w_i + γ·c·ψ_i(ŷ),         γ ∈ [0, 1],
+    pairwise: α_i(v) −= γ, α_i(ŷ) += γ,             γ ∈ [0, α_i(v)], v = argmin_active T,
+
+γ by exact line search (the dual is quadratic: γ* = num·λ'N²/‖φ(ŷ) − φ(·)‖², num =
+g_i or (T(ŷ) − T(v))/N).  θ-space images are the CRF's chain rule Xᵀ·E at the
+observed (feature, tag) pairs, on the sentence's own feature columns only.
+
+**Certificate**: after every pass, w is recomputed from the active sets (no drift)
+and the duality gap there is computed exactly by one more oracle sweep:
+
+    gap = P(w) − D(α) = λ'‖w‖² + (1/N) Σ_i H_i(w) − Σ_i ℓ_i  ≥  P(w) − min P,
+
+so gap ≤ tol certifies P(θ) within tol of the optimum (absolute: the objective is a
+mean per sentence).  The pass's Σ g_i (at moving w) is an estimate only.
+
+Pitfalls: the dual starts at θ = 0, so a model with θ ≠ 0 is refused (no ``--init``);
+λ must be > 0; a resumed run needs the dual state (:func:`save_state`, next to the
+checkpoint), whose w must reproduce the checkpoint's θ; Δ is recomputed on loading.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from .. import encodings as enc
+from ..engine.lossaug import f_loss, f_loss_viterbi, hamming_viterbi
+from ..errors import InputError, ModelFileError
+from ..lattice import Lattice
+from ..outputs import atomic_path
+from ..tagspace import TagSpace
+from .objectives import Chain, ChainGrad, Gold
+
+#: the objective's name (``fstchunk train --objective max-margin``)
+MAX_MARGIN = "max-margin"
+#: the losses Δ of the hinge
+LOSSES = ("hamming", "f")
+#: default λ, chosen a priori (not tuned): Tang et al.'s C = 1 on the 8936 CoNLL-2000
+#: training sentences, λ = 1/(2·C·N) = 5.6e-5, rounded
+DEFAULT_L2 = 5e-5
+#: the dual state's file next to a checkpoint: CHECKPOINT + DUAL_SUFFIX
+DUAL_SUFFIX = ".dual.npz"
+#: default tolerance on the duality gap (absolute, on the per-sentence scale)
+DEFAULT_GAP_TOL = 1e-3
+
+
+def c_to_l2(C: float, n_sentences: int) -> float:
+    """λ of P(θ) = λ‖θ‖² + (1/N) Σ H_i equivalent to ½‖θ‖² + C Σ H_i: 1/(2CN)."""
+    return 1.0 / (2.0 * C * n_sentences)
+
+
+def l2_to_c(l2: float, n_sentences: int) -> float:
+    """C = 1/(2λN), the inverse of :func:`c_to_l2`."""
+    return 1.0 / (2.0 * l2 * n_sentences)
+
+
+def check_loss(loss: str, beta: float) -> None:
+    if loss not in LOSSES:
+        raise InputError(f"unknown loss {loss!r}; use one of {', '.join(LOSSES)}")
+    if isinstance(beta, bool) or not (isinstance(beta, (int, float)) and 0 < beta < math.inf):
+        raise InputError(f"beta must be a finite number > 0, got {beta!r}")
+
+
+def sequence_score(em: np.ndarray, trans: np.ndarray, start: np.ndarray, end: np.ndarray,
+                   y: np.ndarray) -> float:
+    """θ·φ(x, y) = start[y_1] + Σ_t em[t, y_t] + Σ_t trans[y_{t−1}, y_t] + end[y_n]."""
+    return float(start[y[0]] + em[np.arange(len(y)), y].sum()
+                 + trans[y[:-1], y[1:]].sum() + end[y[-1]])
+
+
+def loss_of(y: np.ndarray, gold: np.ndarray, gold_chunks: Sequence, tags: Sequence[str],
+            scheme: str, loss: str, beta: float) -> float:
+    """Δ(y, gold): Hamming count, or 1 − F_β(y | gold) (0/0 := 1)."""
+    if loss == "hamming":
+        return float(np.sum(y != gold))
+    hyp = set(enc.tags_to_chunks([tags[t] for t in y], scheme))
+    return float(f_loss(len(hyp & set(gold_chunks)), len(hyp), len(gold_chunks), beta))
+
+
+def most_violating(tags: Sequence[str], scheme: str, em: np.ndarray, trans: np.ndarray,
+                   start: np.ndarray, end: np.ndarray, gold: np.ndarray, gold_chunks: Sequence,
+                   loss: str, beta: float) -> tuple[np.ndarray, float]:
+    """ŷ = argmax_{valid y} Δ(y, gold) + score(y) on unmasked score arrays (the
+    lattice masks them) and Δ(ŷ, gold)."""
+    lat = Lattice.from_scores(tags, em, trans, start, end, scheme=scheme)
+    if loss == "hamming":
+        idx, _ = hamming_viterbi(lat.layers, gold)
+    else:
+        idx, _ = f_loss_viterbi(lat.layers, lat.space, gold_chunks, beta)
+    y = np.asarray(idx, dtype=np.int64)
+    return y, loss_of(y, gold, gold_chunks, lat.tags, lat.scheme, loss, beta)
+
+
+def hinge(chain: Chain, gold: Gold, beta: float = 1.0, loss: str = "hamming"
+          ) -> tuple[float, ChainGrad]:
+    """(1/N) Σ_i H_i and the subgradient (1/N) Σ_i φ(ŷ_i) − φ(y_i) on the score arrays
+    (see module doc; an objective of :mod:`.objectives`' form)."""
+    check_loss(loss, beta)
+    L = len(chain.tags)
+    gE = np.zeros_like(chain.emissions)
+    gT, gS, gEnd = np.zeros((L, L)), np.zeros(L), np.zeros(L)
+    total = 0.0
+    chunks = gold.chunks if loss == "f" else [()] * len(gold)
+    for k, g in enumerate(gold.sequences):
+        lo, hi = gold.offsets[k], gold.offsets[k + 1]
+        em = chain.emissions[lo:hi]
+        y, delta = most_violating(chain.tags, chain.scheme, em, chain.trans, chain.start,
+                                  chain.end, g, chunks[k], loss, beta)
+        h = delta + (sequence_score(em, chain.trans, chain.start, chain.end, y)
+                     - sequence_score(em, chain.trans, chain.start, chain.end, g))
+        total += max(h, 0.0)        # ≥ 0 exactly (y = gold is a candidate); rounding only
+        rows = np.arange(lo, hi)
+        np.add.at(gE, (rows, y), 1.0)
+        np.add.at(gE, (rows, g), -1.0)
+        np.add.at(gT, (y[:-1], y[1:]), 1.0)
+        np.add.at(gT, (g[:-1], g[1:]), -1.0)
+        gS[y[0]] += 1.0
+        gS[g[0]] -= 1.0
+        gEnd[y[-1]] += 1.0
+        gEnd[g[-1]] -= 1.0
+    s = 1.0 / max(len(gold), 1)
+    return total * s, ChainGrad(gE * s, gT * s, gS * s, gEnd * s)
+
+
+class ChainModel(Protocol):
+    """What the solver reads of a CRF (:class:`fstchunk.models.crf.CRF`)."""
+    tags: tuple[str, ...]
+    scheme: str
+    pairs: np.ndarray
+    theta: np.ndarray
+
+
+class Data(Protocol):
+    """What the solver reads of a CRF's training data."""
+    X: sp.csr_matrix
+    gold: Gold
+
+
+@dataclass
+class DualState:
+    """The dual point: per sentence its active set (the sequences y with α_i(y) > 0, their
+    weights α_i(y) summing to 1, and Δ(y, y_i)), and the passes made."""
+    active: list[tuple[list[np.ndarray], np.ndarray, np.ndarray]]
+    passes: int
+
+
+METHODS = ("pairwise", "fw")
+
+
+class BCFW:
+    """Block-coordinate Frank–Wolfe for P(θ) (module doc) on one CRF's training data;
+    ``method="fw"``: Lacoste-Julien et al.'s steps, ``"pairwise"`` (default): Osokin
+    et al.'s pairwise steps, which move weight from the active set's worst sequence to
+    the oracle's."""
+
+    def __init__(self, model: ChainModel, data: Data, l2: float, loss: str = "hamming",
+                 beta: float = 1.0, state: DualState | None = None, method: str = "pairwise"):
+        check_loss(loss, beta)
+        if not (isinstance(l2, (int, float)) and 0 < l2 < math.inf):
+            raise InputError(f"max-margin training needs λ > 0 (C = 1/(2λN) finite), got {l2!r}")
+        if method not in METHODS:
+            raise InputError(f"unknown BCFW method {method!r}; use one of {', '.join(METHODS)}")
+        self.tags, self.scheme, self.loss, self.beta = model.tags, model.scheme, loss, float(beta)
+        self.method, self.l2, self.lam = method, float(l2), 2.0 * float(l2)
+        self.X, self.gold = data.X, data.gold
+        self.N, L = len(data.gold), len(model.tags)
+        self.L, self.pairs = L, np.asarray(model.pairs)
+        self.c = 1.0 / (self.lam * self.N)                # w_y = c·ψ(y)
+        self.mask = np.zeros((data.X.shape[1], L))
+        self.mask[self.pairs[:, 0], self.pairs[:, 1]] = 1.0
+        off = data.gold.offsets
+        self.local = []                                   # per sentence: cols, X_i[:, cols], ᵀ
+        for k in range(self.N):
+            Xi = data.X[off[k]:off[k + 1]]
+            cols = np.unique(Xi.indices)
+            self.local.append((cols, Xi[:, cols].tocsr(), Xi[:, cols].T.tocsr()))
+        self.chunks = data.gold.chunks if loss == "f" else [()] * self.N
+        if state is None:
+            if np.any(model.theta != 0):
+                raise InputError("max-margin training starts from the dual point α = the "
+                                 "gold, i.e. θ = 0: it cannot start from a trained model "
+                                 "(no --init); resume from its checkpoint instead")
+            state = DualState([([g.copy()], np.ones(1), np.zeros(1))
+                               for g in data.gold.sequences], 0)
+        self._check_state(state)
+        self.state = state
+        self.sync()
+
+    # ------------------------------------------------------------------ w and θ
+    def _check_state(self, st: DualState) -> None:
+        """A dual state of this training set: valid sequences of the sentences' lengths,
+        weights ≥ 0 summing to 1 per sentence (ModelFileError otherwise)."""
+        space = TagSpace.of(tuple(self.tags), self.scheme)
+        if len(st.active) != self.N:
+            raise ModelFileError(f"dual state: {len(st.active)} sentences, the training set "
+                                 f"has {self.N}")
+        for k, (ys, al, _) in enumerate(st.active):
+            n = len(self.gold.sequences[k])
+            ok = len(ys) == len(al) >= 1 and np.all(al >= 0) and abs(al.sum() - 1) < 1e-6
+            for y in ys:
+                ok = ok and len(y) == n and bool(np.all((y >= 0) & (y < self.L))) and bool(
+                    space.start_ok[y[0]] and space.end_ok[y[-1]]
+                    and np.all(space.trans_ok[y[:-1], y[1:]]))
+            if not ok:
+                raise ModelFileError(f"dual state: sentence {k + 1}'s active set is not a "
+                                     f"distribution over its valid tag sequences")
+            st.active[k] = (list(ys), al, np.array([   # Δ recomputed, never trusted
+                loss_of(y, self.gold.sequences[k], self.chunks[k], self.tags, self.scheme,
+                        self.loss, self.beta) for y in ys]))
+
+    def _onehots(self, k: int, ys: Sequence[np.ndarray], weights: Sequence[float]):
+        """Σ_j weights_j·φ(x_k, ys_j) in chain space: (E (n x L), trans, start, end)."""
+        n, L = len(self.gold.sequences[k]), self.L
+        E, T, S, En = np.zeros((n, L)), np.zeros((L, L)), np.zeros(L), np.zeros(L)
+        rows = np.arange(n)
+        for y, a in zip(ys, weights):
+            np.add.at(E, (rows, y), a)
+            np.add.at(T, (y[:-1], y[1:]), a)
+            S[y[0]] += a
+            En[y[-1]] += a
+        return E, T, S, En
+
+    def sync(self) -> None:
+        """w = Σ_i w_i = c·Σ_i Σ_y α_i(y)·(φ(x_i, y_i) − φ(x_i, y)) in θ-space (dense W
+        over features x tags, masked to the pairs), recomputed from the active sets."""
+        off = self.gold.offsets
+        E = np.zeros((self.X.shape[0], self.L))
+        self.trans, self.start, self.end = (np.zeros((self.L, self.L)), np.zeros(self.L),
+                                            np.zeros(self.L))
+        for k, (ys, al, _) in enumerate(self.state.active):
+            g = self.gold.sequences[k]
+            parts = self._onehots(k, [g, *ys], [1.0, *(-al)])
+            E[off[k]:off[k + 1]] = parts[0]
+            self.trans += parts[1]
+            self.start += parts[2]
+            self.end += parts[3]
+        self.W = np.asarray(self.X.T @ E) * self.mask * self.c
+        self.trans, self.start, self.end = (self.c * self.trans, self.c * self.start,
+                                            self.c * self.end)
+
+    @property
+    def theta(self) -> np.ndarray:
+        """w in the CRF's θ layout (state weights at the pairs, trans, start, end)."""
+        return np.concatenate([self.W[self.pairs[:, 0], self.pairs[:, 1]], self.trans.ravel(),
+                               self.start, self.end])
+
+    @property
+    def ell(self) -> float:
+        """ℓ = Σ_i ℓ_i = (1/N) Σ_i Σ_y α_i(y)·Δ(y, y_i)."""
+        return sum(float(al @ de) for _, al, de in self.state.active) / self.N
+
+    # ------------------------------------------------------------------ the solver
+    def step(self, k: int) -> float:
+        """One block update of sentence k; returns its gap g_k (at the w before it):
+        g_k = (1/N)[H-term(ŷ) − Σ_y α_k(y)·H-term(y)], H-term(y) = Δ(y, y_k) + θ·φ(x_k, y)."""
+        cols, Xl, XlT = self.local[k]
+        g = self.gold.sequences[k]
+        Wc = self.W[cols]
+        em = np.asarray(Xl @ Wc)
+        s, ds = most_violating(self.tags, self.scheme, em, self.trans, self.start, self.end,
+                               g, self.chunks[k], self.loss, self.beta)
+        ys, al, de = self.state.active[k]
+        terms = np.array([sequence_score(em, self.trans, self.start, self.end, y) + d
+                          for y, d in zip(ys, de)])
+        top = sequence_score(em, self.trans, self.start, self.end, s) + ds
+        gap = (top - float(al @ terms)) / self.N
+        here = next((j for j, y in enumerate(ys) if np.array_equal(y, s)), None)
+        if self.method == "pairwise":          # move weight from v to s
+            v = int(np.argmin(terms))
+            num, limit = (top - terms[v]) / self.N, float(al[v])
+            if here == v or num <= 0:
+                return gap
+            parts = [a - b for a, b in zip(self._onehots(k, [s], [1.0]),
+                                           self._onehots(k, [ys[v]], [1.0]))]
+        else:                                   # move every weight towards s
+            num, limit = gap, 1.0
+            if num <= 0:
+                return gap
+            parts = [a - b for a, b in zip(self._onehots(k, [s], [1.0]),
+                                           self._onehots(k, ys, al))]
+        gE = np.asarray(XlT @ parts[0]) * self.mask[cols]    # θ-space, over c
+        sq = float(np.sum(gE * gE) + sum(np.sum(p * p) for p in parts[1:]))
+        gamma = min(num * self.lam * self.N ** 2 / sq, limit) if sq > 0 else limit
+        if gamma <= 0:
+            return gap
+        if self.method == "pairwise":
+            al = al.copy()
+            al[v] -= gamma
+        else:
+            al = (1.0 - gamma) * al
+        ys, de = list(ys), de.copy()
+        if here is None:
+            ys.append(s)
+            al, de = np.append(al, gamma), np.append(de, ds)
+        else:
+            al[here] += gamma
+        keep = al > 1e-12 * max(1.0, float(al.max()))
+        self.state.active[k] = ([y for y, ok in zip(ys, keep) if ok], al[keep] / al[keep].sum(),
+                                de[keep])             # one assignment: Ctrl-C safe
+        step = gamma * self.c                   # w ← w − γ·c·(φ(s) − φ(·)) in θ-space
+        self.W[cols] -= step * gE
+        self.trans -= step * parts[1]
+        self.start -= step * parts[2]
+        self.end -= step * parts[3]
+        return gap
+
+    def repair(self) -> None:
+        """After an interruption: w recomputed from the active sets."""
+        self.sync()
+
+    def run_pass(self) -> float:
+        """One pass over the sentences in a random order (seeded by the pass number, so
+        a resumed run takes the same orders); w resynchronised.  Returns Σ g_k."""
+        order = np.random.default_rng(self.state.passes).permutation(self.N)
+        total = sum(self.step(int(k)) for k in order)
+        self.state.passes += 1
+        self.sync()
+        return total
+
+    def certificate(self) -> tuple[float, float]:
+        """(P(w), duality gap P(w) − D(α)) at the current point, exactly (module doc)."""
+        chain = Chain(self.tags, self.scheme, np.asarray(self.X @ self.W), self.trans,
+                      self.start, self.end)
+        h, _ = hinge(chain, self.gold, self.beta, self.loss)
+        sq = float(self.theta @ self.theta)
+        primal = self.l2 * sq + h
+        return primal, max(self.lam * sq + h - self.ell, 0.0)
+
+
+# ---------------------------------------------------------------------- files
+def save_state(path: str, state: DualState) -> None:
+    """Write the dual state to ``path`` (an .npz, atomically): per active sequence its
+    sentence, weight and loss, the sequences' tags concatenated."""
+    sent = [k for k, (ys, _, _) in enumerate(state.active) for _ in ys]
+    with atomic_path(path, "checkpoint") as tmp, open(tmp, "wb") as fh:
+        np.savez(fh, sentence=np.array(sent, dtype=np.int64),
+                 alpha=np.concatenate([al for _, al, _ in state.active]),
+                 delta=np.concatenate([de for _, _, de in state.active]),
+                 tags=np.concatenate([y for ys, _, _ in state.active for y in ys]),
+                 passes=np.array(state.passes))
+
+
+def load_state(path: str, lengths: Sequence[int]) -> DualState:
+    """The dual state saved at ``path`` for sentences of ``lengths``; ModelFileError
+    naming the file if it cannot be read or does not fit them (the solver checks
+    the rest)."""
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            sent, alpha = f["sentence"].astype(np.int64), f["alpha"].astype(float)
+            delta, tags = f["delta"].astype(float), f["tags"].astype(np.int64)
+            passes = int(f["passes"])
+    except (OSError, KeyError, ValueError, TypeError) as e:
+        raise ModelFileError(f"{path}: not a max-margin dual state ({e})") from None
+    N = len(lengths)
+    if not (len(sent) == len(alpha) == len(delta) and np.all(np.diff(sent) >= 0)
+            and np.array_equal(np.unique(sent), np.arange(N)) and passes >= 0
+            and len(tags) == sum(lengths[k] for k in sent)
+            and np.all(np.isfinite(alpha)) and np.all(np.isfinite(delta))):
+        raise ModelFileError(f"{path}: the dual state does not fit the {N} training sentences")
+    active: list = [([], [], []) for _ in range(N)]
+    pos = 0
+    for k, a, d in zip(sent, alpha, delta):
+        active[k][0].append(tags[pos:pos + lengths[k]])
+        active[k][1].append(a)
+        active[k][2].append(d)
+        pos += lengths[k]
+    return DualState([(ys, np.array(al), np.array(de)) for ys, al, de in active], passes)
