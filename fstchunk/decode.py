@@ -94,6 +94,13 @@ def decode_meu(lattice: Lattice, beta: float = 1.0, method: str = "exact",
     ``memory_budget`` bytes (None: :data:`fstchunk.engine.meu.DEFAULT_MEMORY_BUDGET`;
     BudgetError before more is taken); ``"kbest"``: the ``k`` best paths of the
     lattice reranked by exact expected F (no certificate: gap = inf).
+
+    Exact MEU decides among all chunkings over the lattice's chunk types, not only
+    among the sequences the model can produce, so its tags are valid in the
+    lattice's scheme but may use a tag the lattice's tag list lacks (two adjacent
+    chunks in IOB1 need a B- tag; an all-O answer needs O); :func:`expected_f`
+    scores any such sequence.  β = 0 (F_0 = precision) gives the empty hypothesis,
+    whose F is 0/0 := 1.
     """
     _check_beta(beta)
     if memory_budget is not None and not memory_budget > 0:
@@ -187,7 +194,7 @@ def _dinkelbach(lattices, beta: float, max_iter: int, prune: float):
             new.append(got)
             tp += float(p[q].sum())
         r = ratio(tp, sum(map(len, new)))
-        if r <= lam + 1e-12:
+        if r <= lam * (1 + 1e-12):          # relative: a corpus ratio may be tiny
             break
         decided, lam = new, r
     return decided, lam, lam, cut

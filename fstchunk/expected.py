@@ -66,8 +66,8 @@ def expected_f(lattice: Lattice, hypothesis: Sequence[str] | None = None,
         raise InputError("give exactly one of hypothesis= (decoding) or reference= (training)")
     direction = "decoding" if hypothesis is not None else "training"
     fixed = list(hypothesis if hypothesis is not None else reference)
-    lattice.check_sequence(fixed, "hypothesis" if hypothesis is not None else "reference")
-    chunks = enc.tags_to_chunks(fixed, lattice.scheme)
+    chunks = lattice.check_chunking(fixed, "hypothesis" if hypothesis is not None
+                                    else "reference")
     if method == "fst":
         joint = joint_by_composition(lattice, chunks)
         Z = joint.sum(axis=0)

@@ -143,8 +143,10 @@ class Lattice:
         return forward(self.layers)[1]
 
     def marginals(self) -> np.ndarray:
-        """Token marginals Pr(y_i = tag), shape (n, len(tags))."""
-        return token_marginals(self.layers, len(self.tags))
+        """Token marginals Pr(y_i = tag), shape (n, len(tags)): forward-backward on the
+        stochastic chain (:attr:`chain`), where the log forward is the log state
+        distribution itself, so no α + β − log Z of size n·(score scale) is formed."""
+        return token_marginals(self.chain, len(self.tags))
 
     def chunk_marginals(self) -> np.ndarray:
         """Pr((type, s, e) ∈ chunks(y)), shape (len(types), n, n+1), indexed [type, s, e]
@@ -160,6 +162,8 @@ class Lattice:
         idx = self.check_sequence(seq, "sequence")
         lay = self.layers                      # the sub-chain of the states seq enters
         on = [np.flatnonzero(lab == t) for lab, t in zip(lay.labels, idx)]
+        if any(len(o) == 0 for o in on):       # a machine with no state of that tag there
+            return -np.inf
         prev = [np.array([0])] + on[:-1]
         sub = Layers([wi[np.ix_(p, o)] for wi, p, o in zip(lay.weights, prev, on)],
                      [lab[o] for lab, o in zip(lay.labels, on)], lay.final[on[-1]])
@@ -178,6 +182,23 @@ class Lattice:
                                  f"tags {', '.join(self.tags)}")
             out.append(pos[t])
         return out
+
+    def check_chunking(self, seq: Sequence[str], what: str) -> list[tuple[str, int, int]]:
+        """The chunks of a fixed sequence compared against the lattice (a hypothesis or
+        a reference): the lattice's length, valid in its scheme, chunk types among
+        its types — but any tag of the scheme, since a decision need not be a
+        sequence the model can produce (MEU may join two chunks with a B- tag the
+        lattice's tag list lacks)."""
+        if len(seq) != self.n:
+            raise InputError(f"{what} has {len(seq)} tags but the lattice has {self.n} tokens")
+        seq = list(seq)
+        enc.validate(seq, self.scheme)
+        chunks = enc.tags_to_chunks(seq, self.scheme)
+        for t, s, _ in chunks:
+            if t not in self.space.types:
+                raise InputError(f"{what}: position {s}: chunk type {t!r} is not among the "
+                                 f"lattice's types {', '.join(self.space.types) or '(none)'}")
+        return chunks
 
     def __repr__(self) -> str:
         return f"Lattice(n={self.n}, scheme={self.scheme!r}, tags={len(self.tags)})"

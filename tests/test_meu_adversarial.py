@@ -26,7 +26,7 @@ from threadpoolctl import threadpool_limits
 from fstchunk import encodings as enc, fsa
 from fstchunk.decode import decode_meu, decode_meu_corpus
 from fstchunk.engine.meu import QUAD_TOL, exp_sum
-from fstchunk.errors import BudgetError
+from fstchunk.errors import BudgetError, InputError
 from fstchunk.evaluate import f_beta
 from fstchunk.expected import expected_f
 from fstchunk.lattice import Lattice
@@ -216,22 +216,25 @@ def test_corpus_meu_with_a_ratio_below_1e12_matches_the_reference():
     assert r == pytest.approx(rr, rel=1e-9)
 
 
-def test_meu_tags_are_among_the_lattice_tags():
+def test_meu_may_use_a_tag_the_lattice_lacks_and_expected_f_scores_it():
     """A tag list that lacks some tags of its scheme (here IOB1 without B-NP): the
     lattice has y ∈ {I-NP O, O I-NP}; the hypothesis of both one-token chunks
-    (U = 2/3 at β = 1, vs 1/2 for either y) is written I-NP B-NP, and B-NP is not a
-    tag of the lattice, so expected_f(lat, hypothesis=tags) refuses the decoder's own
-    answer.  Pre-existing (the old decoder does the same); also IOB2/IOBES tag lists
-    without O (all-O hypotheses).  Either the search should be restricted to chunk
-    sets the lattice's tags can write, or the contract should say so."""
+    (U = 2/3 at β = 1, vs 1/2 for either y) is written I-NP B-NP.  The contract: MEU
+    decides among all chunkings over the lattice's types, written in its scheme
+    (valid, possibly with a tag the list lacks), and expected_f scores any such
+    hypothesis (it used to refuse the decoder's own answer)."""
     tags = ("O", "I-NP")
     e = np.zeros((2, 2))
     t = np.array([[-50.0, 0.0], [0.0, -50.0]])     # O O and I I (one chunk) excluded
     lat = Lattice.from_scores(tags, e, t, scheme="IOB1")
     d = decode_meu(lat, 1.0)
-    assert all(x in lat.tags for x in d.tags), d.tags
-    assert expected_f(lat, hypothesis=d.tags, beta=1.0, method="fast").f == \
-        pytest.approx(d.score, abs=TOL)
+    assert d.tags == ["I-NP", "B-NP"] and enc.is_valid(d.tags, "IOB1")
+    assert d.score == pytest.approx(2 / 3, abs=TOL)
+    for method in ("fast", "fst"):
+        assert expected_f(lat, hypothesis=d.tags, beta=1.0, method=method).f == \
+            pytest.approx(d.score, abs=TOL)
+    with pytest.raises(InputError, match="chunk type 'VP'"):
+        expected_f(lat, hypothesis=["I-VP", "O"], method="fast")
 
 
 def test_log_prob_of_a_sequence_a_machine_excludes_is_minus_inf():

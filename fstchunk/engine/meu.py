@@ -87,30 +87,35 @@ class MEUResult:
 def exp_sum(a: float, b: float, tol: float = QUAD_TOL) -> tuple[np.ndarray, np.ndarray]:
     """Nodes t_j > 0 and log weights with Σ_j exp(logW_j − t_j x) ≈ 1/x on [a, b]
     (relative error ≤ ``tol`` on a dense grid; the certificate is computed exactly
-    elsewhere).  1/x = ∫_0^∞ e^{−xt} dt: Gauss–Laguerre of ∫ e^{−τ} e^{−τ(x/a−1)} dτ / a
+    elsewhere).  1/x = ∫_0^∞ e^{−xt} dt: Gauss–Laguerre of ∫ e^{−τ} e^{−τ(u−1)} dτ
     for narrow ranges, else the trapezoid rule after t = exp(v − e^{−v}) (the
-    double-exponential transform: 36 nodes for b/a ≤ 2, 90 for b/a = 100)."""
-    xs = np.concatenate([np.geomspace(a, b, 257), [a, b]])
+    double-exponential transform: 36 nodes for b/a ≤ 2, 90 for b/a = 100).
+
+    The rule is built for u = x/a ∈ [1, b/a] and rescaled (1/x = (1/a)·1/u): built
+    at x ~ 1e6 directly, the grid in v would crowd where t ≈ 1/a and lose digits."""
+    t, lw = _exp_sum_unit(float(b) / float(a), tol)
+    return t / a, lw - np.log(a)
+
+
+@functools.lru_cache(maxsize=256)
+def _exp_sum_unit(r: float, tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`exp_sum` on [1, r] (cached: ranges repeat from sentence to sentence)."""
+    xs = np.concatenate([np.geomspace(1.0, r, 257), [1.0, r]])
 
     def err(t, lw):
         return np.max(np.abs(xs * np.exp(lw[None, :] - np.outer(xs, t)).sum(axis=1) - 1))
 
     for R in (6, 8, 12, 16, 24):
         tau, w = _laggauss(R)
-        t, lw = tau / a, np.log(w) + tau - np.log(a)
+        t, lw = tau, np.log(w) + tau
         if err(t, lw) <= tol:
             return t, lw
-    # double-exponential rule: t = exp(v − e^{−v}), trapezoid in v
+    # double-exponential rule: t = exp(v − e^{−v}), trapezoid in v; the finest step
+    # is kept if none meets ``tol`` (the certificate still says what it costs)
     for h in (0.15, 0.12, 0.1, 0.08, 0.06, 0.05, 0.04, 0.03):
-        v = np.arange(_de_solve(np.log(tol / b) - 3.0), _de_solve(np.log(45.0 / a)) + h, h)
+        v = np.arange(_de_solve(np.log(tol / r) - 3.0), _de_solve(np.log(45.0)) + h, h)
         t = np.exp(v - np.exp(-v))
         lw = np.log(h) + np.log(t) + np.log1p(np.exp(-v))
-        if err(t, lw) <= tol:
-            break
-    return t, lw
-    for h in (0.25, 0.2, 0.15):
-        s = np.arange(np.log(tol / b) - 2.0, np.log(45.0 / a) + h, h)
-        t, lw = np.exp(s), np.log(h) + s
         if err(t, lw) <= tol:
             break
     return t, lw
@@ -151,11 +156,13 @@ def _err_by_k(pm: np.ndarray, delta: np.ndarray) -> np.ndarray:
 
 
 class _Basis:
-    """What the anchor search needs: the kept spans, g̃_k for them, δ_k(m)."""
+    """What the anchor search needs: the kept spans, g̃_k for them, δ_k(m), and the
+    bytes the basis holds (counted against the budget with the DP table)."""
 
-    def __init__(self, sw: SpanPairs, weights, delta, pruned: float, nodes: int):
+    def __init__(self, sw: SpanPairs, weights, delta, pruned: float, nodes: int,
+                 nbytes: float):
         self.sw, self.weights, self.delta = sw, weights, delta
-        self.pruned, self.nodes = pruned, nodes
+        self.pruned, self.nodes, self.nbytes = pruned, nodes, nbytes
 
 
 def _count_basis(lattice, beta: float, budget: float):
@@ -165,7 +172,9 @@ def _count_basis(lattice, beta: float, budget: float):
     need = 8.0 * T * n * (n + 1) ** 2
     if need > budget:
         raise BudgetError(f"exact MEU of this {n}-token sentence needs more than the memory "
-                          f"budget of {budget / 2**20:.0f} MiB", estimate=need, budget=budget)
+                          f"budget of {budget / 2**20:.0f} MiB for its count table; raise the "
+                          "budget (memory_budget=, --memory-budget) or decode it with map or "
+                          "posterior", estimate=need, budget=budget)
     ms = np.arange(n + 1)
     pcm = chunk_count_marginals(lattice)
     t_i, s_i, e_i = np.nonzero(pcm.sum(axis=3) > 0)
@@ -175,7 +184,7 @@ def _count_basis(lattice, beta: float, budget: float):
     pm[1:] = feats.sum(axis=0)[1:] / ms[1:]
     pm[0] = max(0.0, 1.0 - pm[1:].sum())
     basis = _Basis(sw, lambda k: feats @ (1.0 / (k + beta * ms)),
-                   lambda k: np.zeros(n + 1), 0.0, 0)
+                   lambda k: np.zeros(n + 1), 0.0, 0, float(pcm.nbytes + feats.nbytes))
     return pm, basis
 
 
@@ -192,7 +201,9 @@ def _tilt_basis(lattice, beta: float, a: float, b: float, budget: float) -> _Bas
         x = k + beta * ms
         return np.exp(lw[None, :] - np.outer(x, t)).sum(axis=1) - 1.0 / x
 
-    return _Basis(sw, lambda k: prob * (ratio @ np.exp(lw - t * k)), delta, tab.pruned, len(t))
+    nbytes = float(prob.nbytes + ratio.nbytes + 4 * 8 * len(prob))
+    return _Basis(sw, lambda k: prob * (ratio @ np.exp(lw - t * k)), delta, tab.pruned, len(t),
+                  nbytes)
 
 
 def _lookup(sw: SpanPairs, chunks) -> np.ndarray | None:
@@ -229,6 +240,8 @@ def exact_meu(lattice, beta: float, map_chunks: list | None = None,
         tags = [lattice.tags[i] for i in idx]
         map_chunks = [(types.index(t), s, e) for t, s, e in tags_to_chunks(tags, lattice.scheme)]
     map_chunks = [tuple(int(v) for v in c) for c in map_chunks]
+    if beta == 0:          # F_0 = precision: the empty hypothesis has F = 0/0 := 1
+        return MEUResult([], 1.0, 0.0, 0, 0)
     if n <= EXACT_MAX_N:
         pm, basis = _count_basis(lattice, beta, budget)
         return _search(lattice, beta, pm, basis, map_chunks, budget)
@@ -248,8 +261,9 @@ def exact_meu(lattice, beta: float, map_chunks: list | None = None,
         alive = np.flatnonzero(bound[1:] > lb) + 1
         if len(alive) == 0:
             alive = np.array([max(k_map, 1)])
-        basis = _tilt_basis(lattice, beta, alive[0] + beta * c_lo, alive[-1] + beta * c_hi,
-                            budget)
+        # g_k(c) reads f_k(m) only at m ≥ 1 (c ∈ y): the range starts at m = 1 at least
+        basis = _tilt_basis(lattice, beta, alive[0] + beta * max(c_lo, 1),
+                            alive[-1] + beta * max(c_hi, 1), budget)
         res = _search(lattice, beta, pm, basis, map_chunks, budget)
         if res.gap <= GAP_RETRY:
             break
@@ -292,18 +306,22 @@ def _search(lattice, beta: float, pm: np.ndarray, basis: _Basis, map_chunks: lis
             break
         J = int(np.flatnonzero(open_b > best_val).max())
         J = max(J, k0)
-        if 8.0 * (J + 1) * (n + 1) > budget:
+        need = 8.0 * (J + 1) * (n + 1) + basis.nbytes
+        if need > budget:
             raise BudgetError(f"exact MEU of this {n}-token sentence needs more than the "
-                              f"memory budget of {budget / 2**20:.0f} MiB for its DP table",
-                              estimate=8.0 * (J + 1) * (n + 1), budget=budget)
+                              f"memory budget of {budget / 2**20:.0f} MiB for its DP table "
+                              "and span table; raise the budget (memory_budget=, "
+                              "--memory-budget) or decode it with map or posterior",
+                              estimate=need, budget=budget)
         g = weights(k0)
         wpair = sw.pairs(g) if len(g) else np.zeros(0)
         D = counted_dp(sw, wpair, J)
         h = D[:, n]
         e = _err_by_k(pm, delta(k0))[: J + 1]
+        kj = np.maximum(kk[: J + 1], 1.0)               # k = 0 (the empty set) is exact
         with np.errstate(invalid="ignore"):
-            rho = np.where(kk[: J + 1] >= k0, (k0 + beta * m_hi) / (kk[: J + 1] + beta * m_hi),
-                           (k0 + beta * m_lo) / np.maximum(kk[: J + 1] + beta * m_lo, 1e-300))
+            rho = np.where(kj >= k0, (k0 + beta * m_hi) / (kj + beta * m_hi),
+                           (k0 + beta * m_lo) / (kj + beta * m_lo))
             cand = rho * (beta + 1) * (h + e) + tail[: J + 1]
         cand = np.where(np.isfinite(h), cand, -np.inf)
         cand[k0] = (beta + 1) * (h[k0] + e[k0]) if np.isfinite(h[k0]) else -np.inf

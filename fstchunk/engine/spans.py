@@ -97,7 +97,8 @@ def tilted_spans(lattice, z=(1.0,), prune: float = 0.0,
     ``z``: tilts in (0, 1]; the ratios are returned for each (z = 1 need not be
     among them: Pr(c) is always computed).  ``prune``: drop a chunk start once the
     probability that its chunk is still open is below this (0: keep every chunk
-    of positive marginal).  ``budget``: bytes the kept table may take."""
+    of positive marginal).  ``budget``: bytes the sweep and its table (with the caller's sorted copy)
+    may take; BudgetError as soon as they would exceed it."""
     chain, space = lattice.chain, lattice.space
     n = lattice.n
     z = np.concatenate([[1.0], np.asarray(z, dtype=float)])
@@ -137,6 +138,11 @@ def tilted_spans(lattice, z=(1.0,), prune: float = 0.0,
             lb = lb + ls
             B[i], fb[i] = y, lb
 
+    # what the sweep holds besides the table: the tilted forward and backward; the
+    # table itself is counted three times (the lists, their concatenation, and the
+    # caller's sorted copy), the open-chunk block three times (its temporaries)
+    fixed = 2 * 8 * R * sum(w.shape[1] for w in W)
+    _check(budget, fixed, n, "for its tilted forward-backward")
     cols_s = np.zeros(0, int)                  # start of each open chunk column
     G = np.zeros((len(chain.labels[0]), R, 0))  # (S, R, open columns), scaled per column
     lg = np.zeros((R, 0))                       # log scale of each column
@@ -184,14 +190,9 @@ def tilted_spans(lattice, z=(1.0,), prune: float = 0.0,
                 out_lq.append(lq[:, 0])
                 out_ratio.append(np.exp(lq[:, 1:] - lq[:, :1]))
                 kept_bytes += len(t_idx) * (R + 3) * 8
-                if budget is not None and kept_bytes + G.nbytes > budget:
-                    raise BudgetError(
-                        f"exact MEU of this {n}-token sentence needs more than the memory "
-                        f"budget of {budget / 2**20:.0f} MiB for its span table "
-                        f"({sum(len(a) for a in out_t)} chunks kept by token {e}); raise "
-                        "the budget (memory_budget=, --memory-budget) or decode it with "
-                        "map or posterior", estimate=float(kept_bytes + G.nbytes),
-                        budget=float(budget))
+                _check(budget, 3 * kept_bytes + 3 * G.nbytes + fixed, n,
+                       f"for its span table ({sum(len(a) for a in out_t)} chunks kept by "
+                       f"token {e})")
             if e == n:
                 break
             # advance the open chunks through the continue arcs into token e
@@ -216,6 +217,15 @@ def tilted_spans(lattice, z=(1.0,), prune: float = 0.0,
     ratio = np.concatenate(out_ratio) if out_ratio else np.zeros((0, R - 1))
     return SpanTable(cat(out_t, int), cat(out_s, int), cat(out_e, int), cat(out_lq),
                      ratio, pruned, opens_expected)
+
+
+def _check(budget: float | None, need: float, n: int, what: str) -> None:
+    if budget is not None and need > budget:
+        raise BudgetError(
+            f"exact MEU of this {n}-token sentence needs more than the memory budget of "
+            f"{budget / 2**20:.0f} MiB {what}; raise the budget (memory_budget=, "
+            "--memory-budget) or decode it with map or posterior",
+            estimate=float(need), budget=float(budget))
 
 
 def dense_marginals(lattice) -> np.ndarray:
