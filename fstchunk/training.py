@@ -269,7 +269,7 @@ class Trainer:
         except KeyboardInterrupt:
             k = state["iteration"]
             if solver is not None:          # the last complete block update, passes done
-                solver.repair()
+                solver.sync()           # w from the active sets (one assignment per step)
                 model.theta, k = solver.theta, solver.state.passes
             if not self.checkpoint:
                 raise TrainingInterrupted(f"stopped at iteration {k}; no checkpoint "

@@ -279,3 +279,33 @@ def test_cli_train_max_margin_decode_eval(capsys, tmp_path):
     assert e.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
     code = main(["train", "--train", str(train), "--C", "1", "-o", model])
     assert code == 2 and "--C applies to --objective max-margin only" in capsys.readouterr().err
+
+
+def test_ctrl_c_inside_a_pass_saves_a_consistent_dual_point(tmp_path, monkeypatch):
+    """A Ctrl-C between block updates: the checkpoint holds w(α) of the active sets
+    (complete passes counted), and the resumed run reaches the tolerance."""
+    ckpt = str(tmp_path / "m.ckpt")
+    opts = dict(objective=mm.MAX_MARGIN, l2=0.05, tol=1e-4, max_iter=300, progress=False,
+                checkpoint=ckpt)
+    calls = {"n": 0}
+    real = mm.most_violating
+
+    def flaky(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 4 + 2 * (4 + 4) + 2:   # first certificate, 2 x (pass, certificate),
+                                                  # then the 2nd sentence of pass 3
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mm, "most_violating", flaky)
+    crf, data = _problem()
+    with pytest.raises(TrainingInterrupted, match="stopped at iteration 2; checkpoint"):
+        Trainer(**opts).fit(crf, data)
+    monkeypatch.setattr(mm, "most_violating", real)
+    saved = CRF.load(ckpt)
+    solver = mm.BCFW(saved, data, 0.05, state=mm.load_state(ckpt + mm.DUAL_SUFFIX, [3, 4, 2, 1]))
+    np.testing.assert_allclose(solver.theta, saved.theta, rtol=1e-12, atol=1e-15)
+    assert solver.state.passes == saved.settings["iteration"] == 2
+    fresh, data = _problem()
+    Trainer(resume=True, **opts).fit(fresh, data)
+    assert fresh.settings["converged"] and fresh.settings["duality_gap"] <= 1e-4

@@ -60,6 +60,7 @@ from ..engine.lossaug import f_loss, f_loss_viterbi, hamming_viterbi
 from ..errors import InputError, ModelFileError
 from ..lattice import Lattice
 from ..outputs import atomic_path
+from ..parallel import map_sentences
 from ..tagspace import TagSpace
 from .objectives import Chain, ChainGrad, Gold
 
@@ -87,6 +88,7 @@ def l2_to_c(l2: float, n_sentences: int) -> float:
 
 
 def check_loss(loss: str, beta: float) -> None:
+    """InputError for a loss not in :data:`LOSSES` or a β that is not finite and > 0."""
     if loss not in LOSSES:
         raise InputError(f"unknown loss {loss!r}; use one of {', '.join(LOSSES)}")
     if isinstance(beta, bool) or not (isinstance(beta, (int, float)) and 0 < beta < math.inf):
@@ -126,18 +128,21 @@ def most_violating(tags: Sequence[str], scheme: str, em: np.ndarray, trans: np.n
 def hinge(chain: Chain, gold: Gold, beta: float = 1.0, loss: str = "hamming"
           ) -> tuple[float, ChainGrad]:
     """(1/N) Σ_i H_i and the subgradient (1/N) Σ_i φ(ŷ_i) − φ(y_i) on the score arrays
-    (see module doc; an objective of :mod:`.objectives`' form)."""
+    (see module doc; an objective of :mod:`.objectives`' form).  The oracles run over
+    processes (:func:`fstchunk.parallel.map_sentences`) in shards of 32 sentences."""
     check_loss(loss, beta)
     L = len(chain.tags)
     gE = np.zeros_like(chain.emissions)
     gT, gS, gEnd = np.zeros((L, L)), np.zeros(L), np.zeros(L)
     total = 0.0
     chunks = gold.chunks if loss == "f" else [()] * len(gold)
-    for k, g in enumerate(gold.sequences):
+    job = (chain, gold.offsets, gold.sequences, chunks, loss, beta)
+    shards = np.array_split(np.arange(len(gold)), max(1, len(gold) // 32))
+    found = [r for part in map_sentences(_oracle_shard, shards, context=job, chunksize=1)
+             for r in part]
+    for k, (g, (y, delta)) in enumerate(zip(gold.sequences, found)):
         lo, hi = gold.offsets[k], gold.offsets[k + 1]
         em = chain.emissions[lo:hi]
-        y, delta = most_violating(chain.tags, chain.scheme, em, chain.trans, chain.start,
-                                  chain.end, g, chunks[k], loss, beta)
         h = delta + (sequence_score(em, chain.trans, chain.start, chain.end, y)
                      - sequence_score(em, chain.trans, chain.start, chain.end, g))
         total += max(h, 0.0)        # ≥ 0 exactly (y = gold is a candidate); rounding only
@@ -146,12 +151,18 @@ def hinge(chain: Chain, gold: Gold, beta: float = 1.0, loss: str = "hamming"
         np.add.at(gE, (rows, g), -1.0)
         np.add.at(gT, (y[:-1], y[1:]), 1.0)
         np.add.at(gT, (g[:-1], g[1:]), -1.0)
-        gS[y[0]] += 1.0
-        gS[g[0]] -= 1.0
-        gEnd[y[-1]] += 1.0
-        gEnd[g[-1]] -= 1.0
+        np.add.at(gS, [y[0], g[0]], [1.0, -1.0])
+        np.add.at(gEnd, [y[-1], g[-1]], [1.0, -1.0])
     s = 1.0 / max(len(gold), 1)
     return total * s, ChainGrad(gE * s, gT * s, gS * s, gEnd * s)
+
+
+def _oracle_shard(job, ids) -> list[tuple[np.ndarray, float]]:
+    """(ŷ, Δ) of the sentences ``ids``; ``job``: (chain, offsets, gold, chunks, loss, β)."""
+    chain, offsets, sequences, chunks, loss, beta = job
+    return [most_violating(chain.tags, chain.scheme, chain.emissions[offsets[k]:offsets[k + 1]],
+                           chain.trans, chain.start, chain.end, sequences[k], chunks[k],
+                           loss, beta) for k in ids]
 
 
 class ChainModel(Protocol):
@@ -300,16 +311,13 @@ class BCFW:
         if self.method == "pairwise":          # move weight from v to s
             v = int(np.argmin(terms))
             num, limit = (top - terms[v]) / self.N, float(al[v])
-            if here == v or num <= 0:
-                return gap
-            parts = [a - b for a, b in zip(self._onehots(k, [s], [1.0]),
-                                           self._onehots(k, [ys[v]], [1.0]))]
+            others, weights = [ys[v]], [1.0]
         else:                                   # move every weight towards s
-            num, limit = gap, 1.0
-            if num <= 0:
-                return gap
-            parts = [a - b for a, b in zip(self._onehots(k, [s], [1.0]),
-                                           self._onehots(k, ys, al))]
+            num, limit, others, weights, v = gap, 1.0, ys, al, None
+        if num <= 0 or (v is not None and here == v):
+            return gap
+        parts = [a - b for a, b in zip(self._onehots(k, [s], [1.0]),
+                                       self._onehots(k, others, weights))]
         gE = np.asarray(XlT @ parts[0]) * self.mask[cols]    # θ-space, over c
         sq = float(np.sum(gE * gE) + sum(np.sum(p * p) for p in parts[1:]))
         gamma = min(num * self.lam * self.N ** 2 / sq, limit) if sq > 0 else limit
@@ -335,10 +343,6 @@ class BCFW:
         self.start -= step * parts[2]
         self.end -= step * parts[3]
         return gap
-
-    def repair(self) -> None:
-        """After an interruption: w recomputed from the active sets."""
-        self.sync()
 
     def run_pass(self) -> float:
         """One pass over the sentences in a random order (seeded by the pass number, so
