@@ -223,7 +223,7 @@ class BCFW:
                 raise InputError("max-margin training starts from the dual point α = the "
                                  "gold, i.e. θ = 0: it cannot start from a trained model "
                                  "(no --init); resume from its checkpoint instead")
-            state = DualState([([g.copy()], np.ones(1), np.zeros(1))
+            state = DualState([([g.astype(np.int16)], np.ones(1), np.zeros(1))
                                for g in data.gold.sequences], 0)
         self._check_state(state)
         self.state = state
@@ -247,7 +247,7 @@ class BCFW:
             if not ok:
                 raise ModelFileError(f"dual state: sentence {k + 1}'s active set is not a "
                                      f"distribution over its valid tag sequences")
-            st.active[k] = (list(ys), al, np.array([   # Δ recomputed, never trusted
+            st.active[k] = ([y.astype(np.int16) for y in ys], al, np.array([  # Δ recomputed
                 loss_of(y, self.gold.sequences[k], self.chunks[k], self.tags, self.scheme,
                         self.loss, self.beta) for y in ys]))
 
@@ -330,7 +330,7 @@ class BCFW:
             al = (1.0 - gamma) * al
         ys, de = list(ys), de.copy()
         if here is None:
-            ys.append(s)
+            ys.append(s.astype(np.int16))      # the sequences of the active sets: int16
             al, de = np.append(al, gamma), np.append(de, ds)
         else:
             al[here] += gamma
