@@ -11,7 +11,9 @@ or destination), an :class:`OSError` (a file that cannot be read or written) or 
 :class:`RuntimeError` (an external tool or a worker process failing) ends the
 program with one line ``fstchunk COMMAND: error: ...`` on standard error, exit
 status 2; Ctrl-C ends it with one line (naming the checkpoint, when training),
-exit status 130.  Anything else is a bug and shows its traceback.
+exit status 130.  ``decode`` goes on past a sentence it cannot decode (one line
+naming its file:line, its lines tagged ``<error>``) and ends with exit status 1
+when any did.  Anything else is a bug and shows its traceback.
 """
 
 from __future__ import annotations
