@@ -31,7 +31,6 @@ from typing import Sequence
 import numpy as np
 import pynini
 
-from . import encodings as enc
 from .errors import InputError
 from . import fsa
 from .evaluate import _check_beta
