@@ -87,15 +87,18 @@ def from_count_table(Z: np.ndarray, T: np.ndarray, m_fixed: int, beta: float,
     ratio_random = float(Z[0] + np.sum(T[1:] / c[1:]))      # E[tp / m_random], 0/0 := 1
     ratio_fixed = tp / m_fixed if m_fixed else 1.0
     if direction == "decoding":
-        den = m_fixed + beta * c
+        m_h, m_r = float(m_fixed), c
         m_hyp, m_ref = float(m_fixed), float(c @ Z)
         precision, recall = ratio_fixed, ratio_random
     else:
-        den = c + beta * m_fixed
+        m_h, m_r = c, float(m_fixed)
         m_hyp, m_ref = float(c @ Z), float(m_fixed)
         precision, recall = ratio_random, ratio_fixed
+    # (β+1)/(m_h + β m_r), divided through by β when β > 1 so that no huge β overflows
+    den = m_h + beta * m_r + 0 * c if beta <= 1 else m_h / beta + m_r + 0 * c
+    num = beta + 1 if beta <= 1 else 1 + 1 / beta
     with np.errstate(divide="ignore", invalid="ignore"):
-        f_terms = np.where(den > 0, (beta + 1) * T / np.where(den > 0, den, 1), Z)
+        f_terms = np.where(den > 0, T * (num / np.where(den > 0, den, 1)), Z)
     return ExpectedF(tp, m_hyp, m_ref, precision, recall, float(f_terms.sum()), beta,
                      direction, Z, T, joint)
 
