@@ -27,13 +27,23 @@ from .tables import chain_arrays
 
 
 def count_distribution(lattice) -> np.ndarray:
-    """Pr(m(y) = m) for m = 0..n: the counting forward over (state, chunk starts so
-    far) on the stochastic chain, streamed (O(S·n) memory, O(n²·S²) time; the
-    columns beyond i+1 starts are not touched at token i)."""
+    """Pr(m(y) = m) for m = 0..n: the counting forward of :func:`_count_steps`,
+    streamed (O(S·n) memory, O(n²·S²) time), closed by the final weights."""
+    for a, _ in _count_steps(lattice):
+        pass
+    p = chain_arrays(lattice).fin @ a
+    return p / p.sum()
+
+
+def _count_steps(lattice):
+    """The counting forward over (state, chunk starts so far) on the stochastic chain,
+    one layer at a time: yields alpha (S_{i+1}, n+1), scaled to sum 1, and its log
+    scale (alpha_true = alpha · exp(logscale)); columns beyond i+1 starts stay 0."""
     ca = chain_arrays(lattice)
     C = lattice.n + 1
     a = np.zeros((1, C))
     a[0, 0] = 1.0
+    ls = 0.0
     for i, (wn, wo) in enumerate(zip(ca.Wn, ca.Wo)):
         hi = min(i + 2, C)
         nxt = np.zeros((wn.shape[1], C))
@@ -42,31 +52,15 @@ def count_distribution(lattice) -> np.ndarray:
         z = nxt.sum()
         if not z > 0:
             raise InputError("the lattice gives no weight to any valid sequence")
-        a = nxt / z
-        if i % 16 == 15:
-            flush(a)
-    p = ca.fin @ a
-    return p / p.sum()
+        a = flush(nxt / z)
+        ls += np.log(z)
+        yield a, ls
 
 
 def _count_forward(lattice):
-    """Scaled forward over (state, chunk starts so far): alpha[i] (S_{i+1}, C) and the
-    log scale of each layer (alpha_true = alpha · exp(logscale))."""
-    C = lattice.n + 1
-    a = np.zeros((1, C))
-    a[0, 0] = 1.0
-    alphas, scales, ls = [], [], 0.0
-    for _, w, mx, _, start, _, _, _ in scaled_layers(lattice.chain, lattice.space):
-        nxt = (w * ~start).T @ a
-        nxt[:, 1:] += (w * start).T @ a[:, :-1]
-        z = nxt.sum()
-        if z <= 0:
-            raise InputError("the lattice gives no weight to any valid sequence")
-        a = flush(nxt / z)
-        ls += np.log(z) + mx
-        alphas.append(a)
-        scales.append(ls)
-    return alphas, scales
+    """All layers of :func:`_count_steps`: (alphas, log scales)."""
+    steps = list(_count_steps(lattice))
+    return [a for a, _ in steps], [ls for _, ls in steps]
 
 
 def _count_backward(lattice):
