@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import fcntl
 import os
 import platform
 import re
@@ -71,9 +72,11 @@ def write_section(key: str, body: str) -> None:
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     section = (f"<!-- {key} -->\n## {key}\n\nCommand: `{command}`  \nDate: {stamp}  \n"
                f"Machine: {machine()}\n\n{body.strip()}\n<!-- /{key} -->\n")
-    text = RESULTS.read_text() if RESULTS.exists() else \
-        "# Benchmark results\n\nEach section is written by the script named in its command.\n\n"
-    pat = re.compile(rf"<!-- {re.escape(key)} -->.*?<!-- /{re.escape(key)} -->\n", re.S)
-    text = pat.sub(lambda m: section, text) if pat.search(text) else text + "\n" + section
-    RESULTS.write_text(text)
+    with open(RESULTS.with_suffix(".lock"), "w") as lock:   # benchmarks run side by side
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        text = RESULTS.read_text() if RESULTS.exists() else \
+            "# Benchmark results\n\nEach section is written by the script named in its command.\n\n"
+        pat = re.compile(rf"<!-- {re.escape(key)} -->.*?<!-- /{re.escape(key)} -->\n", re.S)
+        text = pat.sub(lambda m: section, text) if pat.search(text) else text + "\n" + section
+        RESULTS.write_text(text)
     print(f"\n(wrote section '{key}' of {RESULTS})")

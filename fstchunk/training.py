@@ -210,6 +210,8 @@ class Trainer:
         if self.checkpoint:
             self.checkpoint = check_output(self.checkpoint, "checkpoint")
         data = model.training_data(train)
+        for key in ("temperature", "calibration_nll", "calibration_nll_t1", "calibrated_on"):
+            model.settings.pop(key, None)        # fitted to the old θ: calibrate again
         margin = self.objective == mm.MAX_MARGIN
         fun = None if margin else model.objective(self.objective, data, self.l2, self.beta)
         done = self._restore(model)

@@ -100,12 +100,12 @@ def test_temperature_scales_with_the_scores(seed, k):
 def test_cached_rebuilt_and_split_batches_agree(monkeypatch):
     parts_list, golds = tiny_set(3, 40, 0.8)
     cached = cal.fit_temperature(held_out(parts_list, golds))
-    monkeypatch.setattr(cal, "CACHE_FLOATS", 0)
+    monkeypatch.setattr(cal._t, "CACHE_FLOATS", 0)
     held = held_out(parts_list, golds)
     assert held._cache is None and len(held.groups) == 3          # lengths 1, 2, 3
     assert cal.fit_temperature(held).temperature == pytest.approx(cached.temperature,
                                                                    rel=1e-12)
-    monkeypatch.setattr(cal, "BATCH_FLOATS", 1)                     # one sentence a batch
+    monkeypatch.setattr(cal._t, "BATCH_FLOATS", 1)                     # one sentence a batch
     held = held_out(parts_list, golds)
     assert len(held.groups) == 40
     assert cal.fit_temperature(held).temperature == pytest.approx(cached.temperature,

@@ -1,6 +1,6 @@
 """The ``fstchunk`` command line.
 
-Subcommands: ``demo``, ``eval``, ``expected``, ``decode``, ``train``, ``joint
+Subcommands: ``demo``, ``eval``, ``expected``, ``decode``, ``train``, ``calibrate``, ``joint
 {train,calibrate,decode}``, ``grammar {list,info,print,draw,export}``; one module
 each for the grammar, scoring, tagging and joint commands, the shared option
 types in :mod:`fstchunk.cli.common`.  A command parses nothing and computes

@@ -1,4 +1,6 @@
-"""``fstchunk train`` (a CRF by ML, minimum risk or max margin, or a counting HMM) and ``fstchunk
+"""``fstchunk train`` (a CRF by ML, minimum risk or max margin, or a counting HMM),
+``fstchunk calibrate`` (a CRF's temperature on held-out sentences: a max-margin CRF
+needs it before any decoder but MAP reads its scores as probabilities) and ``fstchunk
 decode`` (tag a CoNLL file with a saved model).
 
 Both check their destination (``-o``) before any work, and write it atomically
@@ -118,9 +120,26 @@ def add_parsers(sub) -> None:
                    help="save OUTPUT.ckpt every K iterations (0: never)")
     p.add_argument("--resume", action="store_true",
                    help="continue from OUTPUT.ckpt (refused if its settings differ)")
+    p.add_argument("--calibrate", metavar="HELDOUT", default=None,
+                   help="after training, fit the temperature T of p(y|x) ∝ exp(score/T) on "
+                        "these held-out CoNLL sentences (same columns; not the training "
+                        "set): what MEU decoding of a max-margin model needs")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_on_invalid(p)
     p.set_defaults(func=run_train)
+
+    p = sub.add_parser("calibrate", formatter_class=HelpFormatter,
+                       help="fit a CRF's temperature on held-out sentences (maximum "
+                            "likelihood), so that MEU decoding reads a max-margin model's "
+                            "scores as probabilities")
+    p.add_argument("--model", required=True, help="a saved CRF (fstchunk train)")
+    p.add_argument("--input", required=True,
+                   help="held-out CoNLL file with gold tags, in the model's columns")
+    p.add_argument("--data-scheme", default="IOB2", help="scheme of the file's tag column")
+    p.add_argument("-o", "--output", required=True,
+                   help="calibrated model file to write (may be --model itself)")
+    add_on_invalid(p)
+    p.set_defaults(func=run_calibrate)
 
 
 def run_decode(args: argparse.Namespace) -> int:
@@ -195,9 +214,9 @@ def run_train(args: argparse.Namespace) -> int:
     dev = (read_gold(args.dev, args.data_scheme, cols.tag, args.on_invalid, "train")
            if args.dev else None)
     if args.model_type == "hmm":
-        if args.objective != "ml" or args.init or args.resume:
-            raise InputError("--model-type hmm is estimated by counting: --objective, --init "
-                             "and --resume apply to the CRF only")
+        if args.objective != "ml" or args.init or args.resume or args.calibrate:
+            raise InputError("--model-type hmm is estimated by counting: --objective, --init, "
+                             "--resume and --calibrate apply to the CRF only")
         model = HMM(scheme=args.scheme, columns=cols).fit(train, data_scheme=args.data_scheme)
         model.save(args.output)
         print(f"wrote {args.output}")
@@ -226,5 +245,27 @@ def run_train(args: argparse.Namespace) -> int:
             checkpoint_every=args.checkpoint_every, resume=args.resume, output=args.output,
             progress=not args.quiet, log=print, identity=identity,
             loss=args.loss).fit(crf, data)
+    if args.calibrate:
+        _calibrate(crf, args.calibrate, args.data_scheme, args.on_invalid, "train")
+        crf.save(args.output)
+    print(f"wrote {args.output}")
+    return 0
+
+
+def _calibrate(crf: CRF, path: str, data_scheme: str, on_invalid: str, command: str) -> None:
+    held = read_gold(path, data_scheme, crf.columns.tag, on_invalid, command)
+    t = crf.calibrate(held, source=path, data_scheme=data_scheme)
+    print(f"temperature {t:.6g} (maximum likelihood on {len(held)} sentences of {path})")
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    check_output(args.output)
+    model = load_model(args.model)
+    if not isinstance(model, CRF):
+        hint = " (a joint model: fstchunk joint calibrate)" if model.kind == "joint" else ""
+        raise InputError(f"{args.model}: a {model.kind} model; calibrate fits a CRF's "
+                         f"temperature{hint}")
+    _calibrate(model, args.input, args.data_scheme, args.on_invalid, "calibrate")
+    model.save(args.output)
     print(f"wrote {args.output}")
     return 0

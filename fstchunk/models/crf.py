@@ -54,6 +54,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import encodings as enc
+from ..engine.temperature import HeldOut, fit_temperature, stack_layers
 from ..columns import Columns
 from ..conll import Sentence
 from ..errors import InputError, SchemeError
@@ -63,7 +64,7 @@ from ..training import Trainer
 from .base import Objective, check_training_set, gold_tags, training_columns
 from .features import TEMPLATES, FeatureMap, feature_kinds, reads_pos, resolve_template
 from .io import Fields, load_model_file, save_model
-from .maxmargin import MAX_MARGIN, hinge
+from .maxmargin import MAX_MARGIN, hinge, sequence_score
 from .objectives import OBJECTIVES, Chain, ChainGrad, Gold
 
 
@@ -134,18 +135,73 @@ class CRF:
     def lattice(self, sentence: Sentence) -> Lattice:
         return self.lattices([sentence])[0]
 
-    def lattices(self, sentences: Sequence[Sentence]) -> list[Lattice]:
+    def lattices(self, sentences: Sequence[Sentence],
+                 require_probabilities: bool = True) -> list[Lattice]:
         """One lattice per sentence, with one feature transform and one product; the
-        words (and POS tags) are read from :attr:`columns`."""
+        words (and POS tags) are read from :attr:`columns`.  Scores are θ·φ/T
+        (:attr:`temperature`); a max-margin model that is not calibrated is refused
+        (:meth:`require_probabilities`) unless ``require_probabilities=False`` (MAP,
+        which no positive scale changes)."""
+        if require_probabilities:
+            self.require_probabilities()
         for s in sentences:
             if len(s) == 0:
                 raise InputError(f"{s.source}: a sentence without tokens")
-        ch = self.chain(self.theta, self.fmap.transform(sentences))
+        ch = self.chain(self.theta / self.temperature, self.fmap.transform(sentences))
         out, k = [], 0
         for s in sentences:
             out.append(ch.lattice(k, k + len(s)))
             k += len(s)
         return out
+
+    # --------------------------------------------------------------- probabilities
+    @property
+    def temperature(self) -> float:
+        """T of p(y|x) ∝ exp(score(x, y)/T): the calibrated one, else 1."""
+        return float(self.settings.get("temperature", 1.0))
+
+    @property
+    def probabilistic(self) -> bool:
+        """Whether exp(score/T) is read as p(y|x): a likelihood- or risk-trained CRF, or a
+        max-margin one once calibrated (its scores have the scale of margins)."""
+        objective = self.settings.get("objective",
+                                      self.settings.get("run", {}).get("objective"))
+        return objective != MAX_MARGIN or "temperature" in self.settings
+
+    def require_probabilities(self) -> None:
+        """InputError saying how to calibrate, unless :attr:`probabilistic`."""
+        if not self.probabilistic:
+            raise InputError("this CRF was trained by max-margin; its scores are margins, "
+                             "not probabilities. Calibrate it on held-out sentences first: "
+                             "fstchunk calibrate --model MODEL --input HELDOUT -o MODEL (or "
+                             "fstchunk train --calibrate HELDOUT); MAP decoding needs no "
+                             "calibration")
+
+    def calibrate(self, sentences: Sequence[Sentence], source: str | None = None,
+                  data_scheme: str = "IOB2") -> float:
+        """Fit T by maximum likelihood of the gold tags of held-out ``sentences`` (not
+        the training set; :mod:`fstchunk.engine.temperature`), store it in the settings
+        (``temperature``, ``calibration_nll`` and ``calibration_nll_t1``: mean NLL per
+        sentence at T and at T = 1, ``calibrated_on``) and return it."""
+        data = self.training_data(sentences, data_scheme)
+        ch = self.chain(self.theta, data.X)
+        off, L = data.gold.offsets, len(self.tags)
+
+        def build(idx: list[int]):
+            lats = [ch.lattice(off[i], off[i + 1]).layers for i in idx]
+            gold = [sequence_score(ch.emissions[off[i]:off[i + 1]], ch.trans, ch.start,
+                                   ch.end, data.gold.sequences[i]) for i in idx]
+            return stack_layers(lats), np.array(gold)
+
+        try:
+            fit = fit_temperature(HeldOut(build, np.diff(off), L))
+        except InputError as e:
+            raise InputError(f"{source}: {e}" if source else str(e)) from None
+        self.settings.update(temperature=fit.temperature, calibration_nll=fit.nll,
+                             calibration_nll_t1=fit.nll_untempered,
+                             calibrated_on={"source": source or "<unnamed>",
+                                            "sentences": fit.sentences})
+        return fit.temperature
 
     # --------------------------------------------------------------- training data
     @classmethod
