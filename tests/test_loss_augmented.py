@@ -281,3 +281,46 @@ def test_the_f_machine_is_refused_over_the_state_budget():
 def test_exported_from_the_package():
     assert fstchunk.decode_loss_augmented is decode_loss_augmented
     assert "decode_loss_augmented" in fstchunk.__all__
+
+
+# ------------------------------------------------------------- the grammar registry
+@pytest.mark.parametrize("scheme,types", [("IOB2", ("NP", "VP")), ("IOBES", ("",))])
+def test_registered_loss_machines_weigh_like_the_builders(scheme, types):
+    from fstchunk.grammars import registry
+    c = case(scheme, types, 3, 1.0)
+    space = c.lat.space
+    gold = c.golds[0]
+    ham = registry.build("hamming-loss", scheme=scheme, types=types, gold=tuple(gold),
+                         arc_type="standard")
+    f2 = registry.build("f-loss", scheme=scheme, types=types, gold=tuple(gold), beta=2.0,
+                        arc_type="standard")
+    for y in c.seqs:
+        assert machine_weight(ham, y, space) == -delta(y, gold, scheme, "hamming", 1)
+        assert machine_weight(f2, y, space) == pytest.approx(
+            -delta(y, gold, scheme, "f", 2.0), abs=1e-6)
+    key = registry.far_key("f-loss", registry.Options(scheme=scheme, types=types,
+                                                      gold=tuple(gold), beta=2.0))
+    assert key == f"f-loss.{scheme}.gold_{'_'.join(gold)}.beta2"
+
+
+def test_grammar_cli_prints_draws_and_exports_the_loss_machines(capsys, tmp_path):
+    from fstchunk.cli import main
+    assert main(["grammar", "info", "hamming-loss", "--gold", "B-NP,I-NP,O"]) == 0
+    out = capsys.readouterr().out
+    assert "hamming-loss.IOB2.gold_B-NP_I-NP_O" in out and "states: 4" in out
+    assert main(["grammar", "print", "f-loss", "--gold", "B-NP,O,B-VP", "--beta", "0.5"]) == 0
+    assert capsys.readouterr().out.count("\n") > 10
+    assert main(["grammar", "draw", "f-loss", "--gold", "B-NP", "-o",
+                 str(tmp_path / "f.dot")]) == 0
+    far = str(tmp_path / "all.far")
+    assert main(["grammar", "export", "-o", far]) == 0                    # no gold: left out
+    assert "loss" not in capsys.readouterr().out
+    assert main(["grammar", "export", "-o", far, "--gold", "B-NP,O"]) == 0
+    out = capsys.readouterr().out
+    assert "hamming-loss.IOB2.gold_B-NP_O" in out and "f-loss.IOB2.gold_B-NP_O.beta1" in out
+    assert main(["grammar", "print", "f-loss"]) == 2
+    assert "give one (--gold" in capsys.readouterr().err
+    assert main(["grammar", "print", "hamming-loss", "--gold", "B-NP,I-XX", "--types", "NP"]) == 2
+    assert "gold tag 'I-XX' is not a tag of IOB2" in capsys.readouterr().err
+    assert main(["grammar", "print", "hamming-loss", "--gold", "I-NP,O"]) == 2   # invalid
+    assert "I-NP" in capsys.readouterr().err

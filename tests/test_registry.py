@@ -17,7 +17,9 @@ TYPESETS = [("",), ("NP", "VP")]
 
 
 def options(types, **kw):
+    """IOB1 options; a gold for the loss machines (I-NP O, or I O untyped)."""
     kw.setdefault("max_length", 2)
+    kw.setdefault("gold", ("I-NP", "O") if types != ("",) else ("I", "O"))
     return R.Options(scheme="IOB1", types=types, target="IOE2", **kw)
 
 

@@ -10,7 +10,7 @@ from .. import fsa
 from ..conll import iter_conll
 from ..errors import InputError, SchemeError
 from ..grammars import budget, registry
-from .common import HelpFormatter, positive_int, split_list
+from .common import HelpFormatter, positive_float, positive_int, split_list
 
 
 def add_parser(sub) -> None:
@@ -34,6 +34,10 @@ def add_parser(sub) -> None:
     p.add_argument("--max-length", type=positive_int, default=4,
                    help="length bound for the machines that need one (T, M, TM)")
     p.add_argument("--theta", type=float, default=0.5, help="θ of the toy bigram model")
+    p.add_argument("--gold", default=None, metavar="TAGS",
+                   help="the gold tag sequence of hamming-loss and f-loss, e.g. B-NP,I-NP,O "
+                        "(its chunk types are the tag set's unless --types/--tags/--from-data)")
+    p.add_argument("--beta", type=positive_float, default=1.0, help="β of f-loss")
     p.add_argument("--arc-type", default="log64", choices=("standard", "log", "log64"),
                    help="OpenFst arc type of the machines")
     add_state_budget(p)
@@ -68,9 +72,12 @@ def options(args: argparse.Namespace) -> registry.Options:
         if not seen:
             raise InputError(f"{args.from_data}: no sentences to read chunk types from")
         types = enc.chunk_types(seen)
+    gold = tuple(split_list(args.gold, "--gold")) if args.gold else ()
+    if gold and types is None:
+        types = enc.chunk_types(gold) or None
     return registry.Options(scheme=scheme, types=types, target=args.target,
                             max_length=args.max_length, arc_type=args.arc_type,
-                            theta=args.theta)
+                            theta=args.theta, gold=gold, beta=args.beta)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -3,8 +3,9 @@
 ``fstchunk grammar list|info|print|draw|export`` goes through :data:`GRAMMARS`:
 each entry names a builder of a grammar module (:mod:`~fstchunk.grammars.validity`,
 :mod:`~fstchunk.grammars.conversion`, :mod:`~fstchunk.grammars.counting`,
-:mod:`~fstchunk.grammars.models`) and the options it reads (scheme, chunk types,
-target scheme, length bound, θ, arc type).  :func:`export_far` is the one FAR
+:mod:`~fstchunk.grammars.models`, :mod:`~fstchunk.grammars.loss`) and the options it
+reads (scheme, chunk types, target scheme, length bound, θ, arc type; the loss
+machines: a gold tag sequence and β).  :func:`export_far` is the one FAR
 exporter of the package: the grammar modules only build machines.
 
 Pitfalls:
@@ -50,8 +51,8 @@ import pynini
 from .. import encodings as enc
 from .. import fsa, outputs
 from ..errors import InputError, OutputError
-from ..tagspace import normalize_types
-from . import budget, conversion, counting, models, validity
+from ..tagspace import TagSet, normalize_types
+from . import budget, conversion, counting, loss, models, validity
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,8 @@ class Options:
     max_length: int = 4
     arc_type: str = "log64"
     theta: float = 0.5
+    gold: tuple[str, ...] = ()
+    beta: float = 1.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scheme", enc.canonical_scheme(self.scheme))
@@ -71,6 +74,12 @@ class Options:
         fsa.check_arc_type(self.arc_type)
         if not (isinstance(self.max_length, int) and 1 <= self.max_length <= 64):
             raise InputError(f"max_length must be an integer in 1..64, got {self.max_length!r}")
+        if isinstance(self.gold, str) or not all(isinstance(t, str) for t in self.gold):
+            raise InputError(f"gold must be a sequence of tags, got {self.gold!r}")
+        object.__setattr__(self, "gold", tuple(self.gold))
+        if isinstance(self.beta, bool) or not (isinstance(self.beta, (int, float))
+                                               and 0 < self.beta < float("inf")):
+            raise InputError(f"beta must be a finite number > 0, got {self.beta!r}")
 
 
 @dataclass(frozen=True)
@@ -116,6 +125,33 @@ def _toy(o: Options) -> pynini.Fst:
     return models.toy_bigram(o.theta, o.max_length, o.arc_type)
 
 
+def _loss_space(name: str, o: Options) -> TagSet:
+    """The tag set a loss machine is over; the gold checked against it."""
+    if not o.gold:
+        raise InputError(f"grammar {name!r} is the loss against a gold tag sequence: give "
+                         f"one (--gold B-NP,I-NP,O)")
+    space = TagSet(o.scheme, o.types)
+    unknown = [t for t in o.gold if t not in space.tags]
+    if unknown:
+        raise InputError(f"grammar {name!r}: gold tag {unknown[0]!r} is not a tag of "
+                         f"{o.scheme} over the chunk types {', '.join(o.types)}")
+    return space
+
+
+def _hamming(o: Options) -> pynini.Fst:
+    return loss.hamming_loss_machine(o.gold, _loss_space("hamming-loss", o), o.arc_type)
+
+
+def _f_loss(o: Options) -> pynini.Fst:
+    return loss.f_loss_machine(o.gold, _loss_space("f-loss", o), o.beta, o.arc_type)
+
+
+def _f_loss_estimate(o: Options) -> budget.Estimate:
+    _loss_space("f-loss", o)
+    chunks = enc.tags_to_chunks(list(o.gold), o.scheme)
+    return loss.f_loss_estimate(len(o.gold), [(s, e) for _, s, e in chunks], o.scheme, o.types)
+
+
 def _k(o: Options) -> int:
     return len(o.types)
 
@@ -151,6 +187,13 @@ GRAMMARS: dict[str, Grammar] = {g.name: g for g in (
     Grammar("toy", "the slides' toy bigram model b(·|·;θ) over untyped IOB2, --max-length "
             "tokens, --theta θ (§11)", _toy, ("theta", "max_length"),
             estimate=lambda o: budget.score_lattice(o.max_length, 3)),
+    Grammar("hamming-loss", "Δ_H against --gold: weight −Σ_i 1{y_i ≠ gold_i} on every y "
+            "(lattice ∘ it, shortest path: the most violating y of M3N training)", _hamming,
+            ("scheme", "types", "gold"),
+            estimate=lambda o: loss.hamming_estimate(len(o.gold), len(TagSet(o.scheme, o.types)))),
+    Grammar("f-loss", "Δ_F against --gold: weight −(1 − F_β(y | gold)) on every y of its "
+            "length, from T⊠M specialised to the gold", _f_loss,
+            ("scheme", "types", "gold", "beta"), estimate=_f_loss_estimate),
 )}
 
 
@@ -233,16 +276,21 @@ def far_key(name: str, o: Options) -> str:
         parts.append(f"n{o.max_length}")
     if "theta" in g.reads:
         parts.append(f"theta{o.theta:g}")
+    if "gold" in g.reads:
+        parts.append("gold_" + "_".join(o.gold))
+    if "beta" in g.reads:
+        parts.append(f"beta{o.beta:g}")
     return ".".join(parts)
 
 
 def export_far(path: str, names: list[str] | None, options: Options) -> list[str]:
-    """Write the named machines (default: every grammar, every target scheme) to a FAR
+    """Write the named machines (default: every grammar, every target scheme; the loss
+    machines only when ``options.gold`` is given) to a FAR
     at ``path``; return the keys written, sorted.  ``path`` is checked before any
     machine is built; the FAR is written atomically and read back (OutputError)."""
     outputs.check_output(path, "FAR")
     jobs: list[tuple[str, Options]] = []
-    for name in names or list(GRAMMARS):
+    for name in names or [g for g in GRAMMARS if options.gold or "gold" not in GRAMMARS[g].reads]:
         if "target" in grammar(name).reads and not names:
             jobs += [(name, replace(options, target=t)) for t in enc.SCHEMES
                      if t != options.scheme]
