@@ -1,0 +1,20 @@
+"""Flexible segmentation (McDonald, Crammer & Pereira 2005; issue 19): a segment is a
+typed set of token positions; segments may overlap, nest or skip tokens, and a
+sentence's answer is a set of segments.
+
+Modules, bottom up:
+
+* :mod:`.space` — the segment space of a sentence: :func:`kbest` (the k best segments
+  by a DP over member indices 0..n+1) and its machine twin;
+* :mod:`.data` — segments, JSONL and CoNLL readers and writers;
+* :mod:`.scoring` — P/R/F over exact (type, positions) matches;
+* :mod:`.meu` — exact MEU decoding for F over independent segment decisions;
+* :mod:`.features`, :mod:`.model`, :mod:`.train` — the segment model g(j, i), the
+  online large-margin multilabel learner.
+"""
+
+from .space import (RESTRICTIONS, kbest, kbest_fst, parse_restrictions, restrict,
+                    segment_score, segment_space_fst)
+
+__all__ = ["RESTRICTIONS", "kbest", "kbest_fst", "parse_restrictions", "restrict",
+           "segment_score", "segment_space_fst"]
