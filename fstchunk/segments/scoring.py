@@ -1,0 +1,119 @@
+"""Scoring segment sets: precision, recall and F_β over exact (type, positions) matches.
+
+A predicted segment is a true positive iff a gold segment of the same sentence has the
+same type and the same position set (McDonald et al. 2005, §4: exact match, as
+conlleval for contiguous chunks):
+
+    P = tp / |pred|,  R = tp / |gold|,  F_β = (1 + β)·P·R / (β·P + R)
+
+(β weighting recall linearly, as everywhere in fstchunk (:mod:`fstchunk.evaluate`): the
+conlleval form with b² = β; 0/0 := 0 for P and R of an empty side and for F of
+P = R = 0, as conlleval reports).  :func:`score_segments` reports it
+overall, per type, and for the **hard** gold subset — gold segments that overlap
+another gold segment of the sentence (share a position, any type) or are
+non-contiguous — which tagging schemes cannot express.  Its recall is the share of
+those gold segments predicted; its precision the share of correct predictions among
+the predictions that are hard within the predicted set (overlapping another
+prediction, or non-contiguous), as in McDonald et al.'s Table 2B: a tagger, which
+predicts none, gets P = 0/0 (reported as 0), R = 0.
+
+Pitfall: duplicates in a prediction count once (a set); sentences are paired by
+order, and a count mismatch is an InputError naming both sides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from ..errors import InputError
+from .data import Segment
+
+
+@dataclass
+class Counts:
+    """tp: gold segments found (recall's numerator); tp_pred: predicted segments that
+    are correct (precision's), the same number except for the hard subset."""
+    tp: int = 0
+    pred: int = 0
+    gold: int = 0
+    tp_pred: int = 0
+
+    def add(self, tp: int, pred: int, gold: int, tp_pred: int | None = None) -> None:
+        self.tp += tp
+        self.pred += pred
+        self.gold += gold
+        self.tp_pred += tp if tp_pred is None else tp_pred
+
+    @property
+    def precision(self) -> float:
+        return 100.0 * self.tp_pred / self.pred if self.pred else 0.0
+
+    @property
+    def recall(self) -> float:
+        return 100.0 * self.tp / self.gold if self.gold else 0.0
+
+    def f(self, beta: float = 1.0) -> float:
+        p, r = self.precision, self.recall
+        return (1 + beta) * p * r / (beta * p + r) if p + r > 0 else 0.0
+
+    def to_json(self, beta: float = 1.0) -> dict:
+        return {"tp": self.tp, "tp_predicted": self.tp_pred, "predicted": self.pred,
+                "gold": self.gold,
+                "precision": self.precision, "recall": self.recall, "f": self.f(beta)}
+
+
+@dataclass
+class SegmentReport:
+    overall: Counts = field(default_factory=Counts)
+    by_type: dict[str, Counts] = field(default_factory=dict)
+    hard: Counts = field(default_factory=Counts)
+    sentences: int = 0
+    beta: float = 1.0
+
+    def to_json(self) -> dict:
+        return {"sentences": self.sentences, "beta": self.beta,
+                "overall": self.overall.to_json(self.beta),
+                "overlapping_or_noncontiguous": self.hard.to_json(self.beta),
+                "types": {t: c.to_json(self.beta) for t, c in sorted(self.by_type.items())}}
+
+    def text(self) -> str:
+        rows = [("overall", self.overall), ("overlapping/non-contiguous", self.hard),
+                *sorted(self.by_type.items())]
+        width = max(len(name) for name, _ in rows)
+        out = [f"{self.sentences} sentences, F_{self.beta:g} over exact (type, positions) "
+               f"matches"]
+        for name, c in rows:
+            out.append(f"{name:<{width}}  P {c.precision:6.2f}  R {c.recall:6.2f}  "
+                       f"F {c.f(self.beta):6.2f}  (tp {c.tp}, predicted {c.pred}, "
+                       f"gold {c.gold})")
+        return "\n".join(out)
+
+
+def hard_segments(segments: Iterable[Segment]) -> set[Segment]:
+    """The segments of one set that overlap another of the set or are non-contiguous."""
+    segs = list(dict.fromkeys(segments))
+    owners: dict[int, int] = {}
+    for s in segs:
+        for p in s.positions:
+            owners[p] = owners.get(p, 0) + 1
+    return {s for s in segs if not s.contiguous or any(owners[p] > 1 for p in s.positions)}
+
+
+def score_segments(gold: Sequence[Iterable[Segment]], pred: Sequence[Iterable[Segment]],
+                   beta: float = 1.0) -> SegmentReport:
+    """P/R/F_β of ``pred`` against ``gold`` (one set per sentence, paired by order)."""
+    if len(gold) != len(pred):
+        raise InputError(f"{len(gold)} gold sentences but {len(pred)} predicted ones")
+    if not (isinstance(beta, (int, float)) and 0 < beta < float("inf")):
+        raise InputError(f"beta must be a finite number > 0, got {beta!r}")
+    rep = SegmentReport(sentences=len(gold), beta=float(beta))
+    for g, h in zip(gold, pred):
+        g, h = set(g), set(h)
+        rep.overall.add(len(g & h), len(h), len(g))
+        for t in {s.type for s in g | h}:
+            gt, ht = {s for s in g if s.type == t}, {s for s in h if s.type == t}
+            rep.by_type.setdefault(t, Counts()).add(len(gt & ht), len(ht), len(gt))
+        gh, hh = hard_segments(g), hard_segments(h)
+        rep.hard.add(len(gh & h), len(hh), len(gh), len(hh & g))
+    return rep
