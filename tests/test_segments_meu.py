@@ -168,3 +168,21 @@ def test_genia_reads(corpus):
     segs = [g for s in ss for g in s.segments]
     hard = sum(len(hard_segments(s.segments)) for s in ss)
     assert any(not g.contiguous for g in segs) and 0.1 < hard / len(segs) < 0.4
+
+
+def test_cli_segment_eval(capsys, tmp_path):
+    from fstchunk.cli import main
+    gold, pred = tmp_path / "g.jsonl", tmp_path / "p.jsonl"
+    toks = ["a", "b", "c", "d"]
+    gold.write_text(json.dumps({"tokens": toks, "segments": [
+        {"type": "DNA", "positions": [0, 2]}, {"type": "DNA", "positions": [2]}]}) + "\n")
+    pred.write_text(json.dumps({"tokens": toks, "segments": [
+        {"type": "DNA", "positions": [0, 2]}, {"type": "RNA", "positions": [3]}]}) + "\n")
+    assert main(["segment", "eval", str(gold), str(pred), "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["overall"]["tp"] == 1 and r["overall"]["f"] == pytest.approx(50.0)
+    assert r["overlapping_or_noncontiguous"]["gold"] == 2
+    assert r["types"]["RNA"]["predicted"] == 1
+    pred.write_text(json.dumps({"tokens": ["x"] * 4, "segments": []}) + "\n")
+    assert main(["segment", "eval", str(gold), str(pred)]) == 2
+    assert "tokens differ" in capsys.readouterr().err

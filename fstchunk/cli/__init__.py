@@ -1,8 +1,8 @@
 """The ``fstchunk`` command line.
 
 Subcommands: ``demo``, ``eval``, ``expected``, ``decode``, ``train``, ``calibrate``, ``joint
-{train,calibrate,decode}``, ``grammar {list,info,print,draw,export}``; one module
-each for the grammar, scoring, tagging and joint commands, the shared option
+{train,calibrate,decode}``, ``grammar {list,info,print,draw,export}``, ``segment eval``; one module
+each for the grammar, scoring, tagging, joint and segment commands, the shared option
 types in :mod:`fstchunk.cli.common`.  A command parses nothing and computes
 little: it reads files and calls the library.
 
@@ -25,7 +25,7 @@ from .. import __version__
 from ..demo import run as run_demo
 from ..errors import FstchunkError, TrainingInterrupted
 from ..parallel import single_threaded_blas
-from . import grammar, joint, scoring, tagging
+from . import grammar, joint, scoring, segment, tagging
 from .common import HelpFormatter
 
 
@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     tagging.add_parsers(sub)
     joint.add_parser(sub)
     grammar.add_parser(sub)
+    segment.add_parser(sub)
     return ap
 
 
@@ -54,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command != "grammar" or any(x.startswith("-") for x in extra):
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         args.names = list(args.names) + extra
-    command = args.command + (f" {args.joint_command}" if args.command == "joint" else "")
+    command = args.command + (f" {args.joint_command}" if args.command == "joint" else
+                              f" {args.segment_command}" if args.command == "segment" else "")
     try:
         with single_threaded_blas():        # small matrices: see fstchunk.parallel
             return args.func(args)

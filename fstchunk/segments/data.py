@@ -169,3 +169,27 @@ def iter_types(sentences: Iterable[SegSentence]) -> Iterator[str]:
         for g in s.segments or ():
             seen.setdefault(g.type, None)
     return iter(seen)
+
+
+def is_jsonl(path: str) -> bool:
+    """Whether ``path`` is JSONL (its first non-blank character is ``{``), else CoNLL."""
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                return line.lstrip().startswith("{")
+    raise InputError(f"{path}: an empty file")
+
+
+def read_segments(path: str, gold: bool = True) -> list[SegSentence]:
+    """Sentences of a JSONL or CoNLL file (CoNLL: segments from the last column)."""
+    return read_jsonl(path, gold) if is_jsonl(path) else read_conll_segments(path)
+
+
+def paired(gold: Sequence[SegSentence], pred: Sequence[SegSentence], gold_path: str,
+           pred_path: str) -> None:
+    """InputError naming the first sentence where ``pred`` is not ``gold``'s tokens."""
+    if len(gold) != len(pred):
+        raise InputError(f"{gold_path} has {len(gold)} sentences, {pred_path} {len(pred)}")
+    for g, p in zip(gold, pred):
+        if g.tokens != p.tokens:
+            raise InputError(f"{p.source}: its tokens differ from those of {g.source}")
