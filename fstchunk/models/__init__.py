@@ -19,13 +19,14 @@ be read by ``fstchunk decode`` / ``expected``.
 from __future__ import annotations
 
 from ..errors import ModelFileError
+from ..segments.model import SegmentModel
 from .base import ChunkModel, TrainableModel
 from .crf import CRF
 from .hmm import HMM
 from .io import read_metadata
 from .joint import JointModel
 
-MODELS: dict[str, type] = {"crf": CRF, "hmm": HMM, "joint": JointModel}
+MODELS: dict[str, type] = {"crf": CRF, "hmm": HMM, "joint": JointModel, "segment": SegmentModel}
 
 __all__ = ["CRF", "HMM", "JointModel", "MODELS", "ChunkModel", "TrainableModel", "load_model"]
 

@@ -1,0 +1,218 @@
+"""The feature function g(j, i) of the segment model (McDonald, Crammer & Pereira 2005,
+§3.2 eq. 1 and §3.3), hashed.
+
+A segment with member indices 0 = i_0 < i_1 < ... < i_m < i_{m+1} = n+1 (token
+position p is member index p+1) has the features f(x, y) = Σ_j g(i_{j−1}, i_j), and a
+type-t segment scores s = W[:, t]·f(x, y): every feature is conjoined with the type
+through the columns of W (D × T), never hashed with it.
+
+g(j, i) is the sum of binary features, each a predicate conjoined with the step's
+*state* (§3.3): start (j = 0), end (i = n+1), next (j = i−1), skip (j < i−1); start
+and end override the others (footnote 1).  Predicates at an index: the word, the
+lower-cased word, its shape (:func:`fstchunk.models.features.word_shape`), prefixes and
+suffixes of 2 and 3 characters, the POS tag when the sentence has one, and the
+lower-cased words before and after (§4.1: "a previous to next word window"; without
+them a one-word segment has the same features wherever it occurs); indices 0 and n+1
+have the markers ``<s>`` / ``</s>`` in every slot.  Features of a step:
+
+* state (a bias per state); state & word_j & word_i; state & lower_j & lower_i;
+  state & shape_j & shape_i; state & pred_i for each predicate; state & pred_j;
+* skip steps only: the distance bucket of the gap i − j − 1 (1, 2, 3, 4-5, 6+), and
+  each lower-cased word and each POS tag strictly between j and i.
+
+Hashing: each predicate string is hashed once per token with ``zlib.crc32`` (stable
+across processes and platforms, unlike the salted built-in ``hash``); a feature id is
+the template's code, the state and the predicate ids combined by a fixed 64-bit mixer
+(:func:`_mix`) in numpy, modulo D.  A sentence's allowed steps are all j < i except
+0 → n+1 (the empty segment), with member-to-member steps skipping at most ``max_gap``
+tokens (boundary steps are free); :func:`sentence_features` gives them and the CSR
+matrix F (steps × D, binary, duplicates summed), so the scores of every step for every
+type are F @ W.
+
+Pitfalls: collisions make two features share a weight (harmless at D = 2**20); a gold
+segment may use a step that ``max_gap`` forbids: :func:`arc_features` computes the
+rows of any steps, allowed or not; changing anything here changes every id, so
+:data:`FEATURES` names the version that model files record; ``fstchunk.models``
+registers the segment model, so this package imports it only inside functions (an
+import cycle otherwise).
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import InputError
+
+#: the name of this feature function, recorded in model files
+FEATURES = "mcp05-hashed-v1"
+START, END, NEXT, SKIP = 0, 1, 2, 3
+STATES = ("start", "end", "next", "skip")
+SLOTS = ("w", "l", "s", "p2", "p3", "s2", "s3", "t")    # "t" (POS) only with POS tags
+CONTEXT = ("l-1", "l+1")                                 # the last two columns of the ids
+_W, _L, _S, _T = 0, 1, 2, 7
+_M = np.uint64(0x9E3779B97F4A7C15)
+_M2 = np.uint64(0xBF58476D1CE4E5B9)
+_SH1, _SH2 = np.uint64(31), np.uint64(27)
+# template codes (any fixed distinct numbers)
+_BIAS, _WW, _LL, _SS, _AT_I, _AT_J, _DIST, _BETW, _BETT = range(1, 10)
+
+
+def crc(text: str) -> int:
+    """The stable 32-bit hash of a predicate string."""
+    return zlib.crc32(text.encode("utf-8"))
+
+
+def _mix(*parts) -> np.ndarray:
+    """A fixed 64-bit mixing of integer arrays (or ints), elementwise, wrapping."""
+    h = np.uint64(0x243F6A8885A308D3)
+    with np.errstate(over="ignore"):              # wrapping is the point
+        for x in parts:
+            h = (np.asarray(h, dtype=np.uint64) ^ np.asarray(x, dtype=np.uint64)) * _M
+            h = (h ^ (h >> _SH1)) * _M2
+            h = h ^ (h >> _SH2)
+    return h
+
+
+def token_ids(tokens: Sequence[str], pos: Sequence[str] | None = None) -> np.ndarray:
+    """(n+2, P) uint64: the crc32 of each predicate (slot) at member indices 0..n+1:
+    the slots of :data:`SLOTS` ("t" only with POS tags), then the lower-cased words
+    before and after (:data:`CONTEXT`)."""
+    if pos is not None and len(pos) != len(tokens):
+        raise InputError(f"{len(pos)} POS tags for {len(tokens)} tokens")
+    rows = [_word_ids(w) + ((crc(f"t={pos[p]}"),) if pos is not None else ())
+            for p, w in enumerate(tokens)]
+    P = len(SLOTS) if pos is not None else len(SLOTS) - 1
+    rows = [[crc(f"{s}=<s>") for s in SLOTS[:P]], *rows, [crc(f"{s}=</s>") for s in SLOTS[:P]]]
+    ids = np.array(rows, dtype=np.uint64)
+    low = ids[:, _L]
+    prev = np.concatenate([low[:1], low[:-1]])              # the boundaries keep their own
+    nxt = np.concatenate([low[1:], low[-1:]])
+    return np.concatenate([ids, prev[:, None], nxt[:, None]], axis=1)
+
+
+@lru_cache(maxsize=1 << 16)
+def _word_ids(w: str) -> tuple[int, ...]:
+    """The ids of the word's own predicates (slots w .. s3)."""
+    from ..models.features import word_shape    # not at import: fstchunk.models imports us
+    lw = w.lower()
+    vals = (w, lw, word_shape(w), lw[:2], lw[:3], lw[-2:], lw[-3:])
+    return tuple(crc(f"{s}={v}") for s, v in zip(SLOTS, vals))
+
+
+def allowed_arcs(n: int, max_gap: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """(J, I) of the allowed steps of an n-token sentence, sorted by I then J: 0 → i and
+    j → n+1 for 1 <= i, j <= n, and j → i (1 <= j < i <= n) with i − j − 1 <= max_gap."""
+    J, I = np.triu_indices(n + 2, 1)
+    keep = ~((J == 0) & (I == n + 1))
+    if max_gap is not None:
+        keep &= (J == 0) | (I == n + 1) | (I - J - 1 <= max_gap)
+    J, I = J[keep], I[keep]
+    order = np.lexsort((J, I))
+    return J[order].astype(np.int64), I[order].astype(np.int64)
+
+
+def _bucket(gap: np.ndarray) -> np.ndarray:
+    """Distance buckets of gaps >= 1: 1, 2, 3, 4-5 -> 4, 6+ -> 6."""
+    return np.where(gap <= 3, gap, np.where(gap <= 5, 4, 6))
+
+
+def arc_features(ids: np.ndarray, J: np.ndarray, I: np.ndarray, D: int) -> sp.csr_matrix:
+    """F (len(J) × D, CSR, float64): the features g(J[a], I[a]) of each step a of a
+    sentence with predicate ids ``ids`` (:func:`token_ids`)."""
+    J, I = np.asarray(J, dtype=np.int64), np.asarray(I, dtype=np.int64)
+    A, n1, P = len(J), ids.shape[0] - 1, ids.shape[1]       # P: predicates per index
+    state = np.where(J == 0, START, np.where(I == n1, END, np.where(J == I - 1, NEXT, SKIP)))
+    st = state.astype(np.uint64)
+    idj, idi = ids[J], ids[I]                                 # (A, P)
+    cols = [_mix(_BIAS, st),
+            _mix(_WW, st, idj[:, _W], idi[:, _W]),
+            _mix(_LL, st, idj[:, _L], idi[:, _L]),
+            _mix(_SS, st, idj[:, _S], idi[:, _S])]
+    slot = np.arange(P, dtype=np.uint64)[None, :]
+    dense = np.concatenate([np.stack(cols, axis=1),
+                            _mix(_AT_I, st[:, None], slot, idi),
+                            _mix(_AT_J, st[:, None], slot, idj)], axis=1)  # (A, 4 + 2P)
+    rows = [np.repeat(np.arange(A), dense.shape[1])]
+    feats = [dense.ravel()]
+    skip = np.flatnonzero(state == SKIP)
+    if len(skip):
+        gap = I[skip] - J[skip] - 1
+        rows.append(skip)
+        feats.append(_mix(_DIST, _bucket(gap)))
+        # the tokens strictly between: arc skip[r] covers members J+1 .. I-1
+        arc = np.repeat(skip, gap)
+        first = np.repeat(np.cumsum(gap) - gap, gap)
+        member = J[arc] + 1 + (np.arange(len(arc)) - first)
+        rows.append(arc)
+        feats.append(_mix(_BETW, ids[member, _L]))
+        if P > len(SLOTS) - 1 + len(CONTEXT):                # the POS slot is there
+            rows.append(arc)
+            feats.append(_mix(_BETT, ids[member, _T]))
+    r = np.concatenate(rows)
+    c = (np.concatenate(feats) % np.uint64(D)).astype(np.int64)
+    return sp.csr_matrix((np.ones(len(r)), (r, c)), shape=(A, D))   # duplicates summed
+
+
+@dataclass
+class SentenceFeatures:
+    """The allowed steps (J, I) of one sentence, their features F (steps × D) and
+    ``index[j, i]``: the row of step j → i in F (−1: not allowed)."""
+    n: int
+    ids: np.ndarray
+    J: np.ndarray
+    I: np.ndarray
+    F: sp.csr_matrix
+    index: np.ndarray
+
+    def rows(self, members: Sequence[int]) -> np.ndarray:
+        """Rows of F of the steps of a padded member sequence (−1 where not allowed)."""
+        m = np.asarray(members, dtype=np.int64)
+        return self.index[m[:-1], m[1:]]
+
+
+def members(n: int, positions: Sequence[int]) -> list[int]:
+    """The member indices 0, p+1 ..., n+1 of 0-based positions."""
+    return [0, *(p + 1 for p in positions), n + 1]
+
+
+def sentence_features(tokens: Sequence[str], pos: Sequence[str] | None, D: int,
+                      max_gap: int | None = None) -> SentenceFeatures:
+    """The allowed steps of a sentence and their features (see the module doc)."""
+    n = len(tokens)
+    if n < 1:
+        raise InputError("a sentence needs at least one token")
+    ids = token_ids(tokens, pos)
+    J, I = allowed_arcs(n, max_gap)
+    index = np.full((n + 2, n + 2), -1, dtype=np.int64)
+    index[J, I] = np.arange(len(J))
+    return SentenceFeatures(n, ids, J, I, arc_features(ids, J, I, D), index)
+
+
+def segment_vectors(sf: SentenceFeatures, positions: Sequence[Sequence[int]],
+                    D: int) -> sp.csr_matrix:
+    """(len(positions) × D) CSR: row r = f(x, y_r) = Σ of the rows of the steps of
+    segment r (steps that ``max_gap`` forbids are computed on the fly)."""
+    rows, cols, extra_j, extra_i = [], [], [], []
+    A = sf.F.shape[0]
+    for r, ps in enumerate(positions):
+        m = members(sf.n, ps)
+        ix = sf.rows(m)
+        for a, (j, i) in zip(ix, zip(m, m[1:])):
+            if a < 0:
+                a = A + len(extra_j)
+                extra_j.append(j)
+                extra_i.append(i)
+            rows.append(r)
+            cols.append(a)
+    F = sf.F
+    if extra_j:
+        F = sp.vstack([F, arc_features(sf.ids, np.array(extra_j), np.array(extra_i), D)],
+                      format="csr")
+    S = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(positions), F.shape[0]))
+    return (S @ F).tocsr()

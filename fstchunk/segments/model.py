@@ -1,0 +1,190 @@
+"""The segment model: a linear score per typed segment (McDonald, Crammer & Pereira
+2005, §3.1–§3.2, §4).
+
+    s(x, y) = W[:, t]·f(x, y),   f(x, y) = Σ_j g(i_{j−1}, i_j)
+
+over the member indices of y padded with 0 and n+1 (:mod:`.features`); the scores of
+all steps for all types are F @ W (steps × T), scattered into a (T, n+2, n+2) array
+(−inf for the steps not allowed), from which :func:`.space.kbest` finds the k best
+segments.  A sentence's prediction (§3.1, "At test time"): the top k = n segments with
+score > threshold (0 by default; §4.3 tunes it), then the §3.2.1 restrictions
+(:func:`.space.restrict`, greedy best first).
+
+Model files (:mod:`fstchunk.models.io`, kind ``segment``): the array ``W`` (D × T) and
+the metadata fields ``types``, ``features`` (the feature function's version,
+:data:`.features.FEATURES`), ``D``, ``max_gap``, ``k`` (None: k = n),
+``restrictions``, ``threshold`` and ``settings`` (training bookkeeping); every field
+is validated on load.
+
+Pitfalls: ``types`` keep their training order (the columns of W); ``k`` too small
+drops segments that would score > 0; a sentence may hold segments of types the model
+does not know (they are never predicted); W is dense float64 (D·T·8 bytes: 40 MB at
+D = 2**20 and 5 types), stored compressed; :mod:`fstchunk.models` registers this class (kind ``segment``), so
+this module imports ``fstchunk.models.io`` inside ``save``/``load`` only.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import InputError
+from .data import SegSentence, Segment
+from .features import FEATURES, SentenceFeatures, segment_vectors, sentence_features
+from .space import RESTRICTIONS, kbest, parse_restrictions, restrict
+
+Scored = tuple[float, str, tuple[int, ...]]
+_FLAGS = tuple(r.replace("-", "_") for r in RESTRICTIONS)
+
+
+def _int(value: Any, name: str, low: int, none: bool = False) -> int | None:
+    if value is None and none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        raise InputError(f"{name} must be {'None or ' if none else ''}an integer >= {low}, "
+                         f"got {value!r}")
+    return int(value)
+
+
+def restriction_flags(restrictions: str | dict | None) -> dict[str, bool]:
+    """The restriction keywords of :func:`.space.restrict` from a text
+    (``"no-overlap,no-embedding"``), a dict of flags, or None (none)."""
+    if restrictions is None or isinstance(restrictions, str):
+        return parse_restrictions(restrictions)
+    if isinstance(restrictions, dict):
+        bad = [k for k, v in restrictions.items() if k not in _FLAGS or not isinstance(v, bool)]
+        if bad:
+            raise InputError(f"restriction {bad[0]!r}: expected flags among {', '.join(_FLAGS)} "
+                             f"with true/false values")
+        return {f: bool(restrictions.get(f, False)) for f in _FLAGS}
+    raise InputError(f"restrictions must be a text, a dict of flags or None, got "
+                     f"{restrictions!r}")
+
+
+class SegmentModel:
+    """Weights W (D × T) over hashed step features conjoined with the segment types."""
+
+    kind: ClassVar[str] = "segment"
+
+    def __init__(self, types: Sequence[str], D: int = 2 ** 20, max_gap: int | None = None,
+                 k: int | None = None, restrictions: str | dict | None = None,
+                 threshold: float = 0.0, W: np.ndarray | None = None,
+                 settings: dict | None = None):
+        types = list(types)
+        if not types or not all(isinstance(t, str) and t for t in types) \
+                or len(set(types)) != len(types):
+            raise InputError(f"types must be distinct non-empty strings, got {types!r}")
+        self.types = types
+        self.type_index = {t: i for i, t in enumerate(types)}
+        self.D = _int(D, "D", 1)
+        self.max_gap = _int(max_gap, "max_gap", 0, none=True)
+        self.k = _int(k, "k", 1, none=True)
+        self.restrictions = restriction_flags(restrictions)
+        if not (isinstance(threshold, numbers.Real) and np.isfinite(threshold)):
+            raise InputError(f"threshold must be a finite number, got {threshold!r}")
+        self.threshold = float(threshold)
+        if W is None:
+            W = np.zeros((self.D, len(types)))
+        W = np.ascontiguousarray(W, dtype=np.float64)
+        if W.shape != (self.D, len(types)):
+            raise InputError(f"W must have shape (D, T) = ({self.D}, {len(types)}), "
+                             f"got {W.shape}")
+        self.W = W
+        self.settings: dict = dict(settings or {})
+
+    # ---------------------------------------------------------------- scores
+    def features(self, sentence: SegSentence) -> SentenceFeatures:
+        """The allowed steps of ``sentence`` and their features (:mod:`.features`)."""
+        return sentence_features(sentence.tokens, sentence.pos, self.D, self.max_gap)
+
+    def arc_scores(self, sentence: SegSentence, sf: SentenceFeatures | None = None,
+                   W: np.ndarray | None = None) -> np.ndarray:
+        """(T, n+2, n+2): ``[t, j, i]`` = W[:, t]·g(j, i) for allowed steps, −inf elsewhere
+        (``W``: other weights of the same shape, e.g. the training average)."""
+        sf = self.features(sentence) if sf is None else sf
+        W = self.W if W is None else W
+        out = np.full((len(self.types), sf.n + 2, sf.n + 2), -np.inf)
+        out[:, sf.J, sf.I] = np.asarray(sf.F @ W).T
+        return out
+
+    def default_k(self, n: int) -> int:
+        """k of a sentence of n tokens: the setting, or n (§4), at least 1."""
+        return self.k if self.k is not None else max(n, 1)
+
+    def candidates(self, sentence: SegSentence, k: int | None = None,
+                   sf: SentenceFeatures | None = None,
+                   W: np.ndarray | None = None) -> list[tuple[float, int, tuple[int, ...]]]:
+        """The k best segments ``(score, type index, 0-based positions)``, best first
+        (k = :meth:`default_k` by default)."""
+        k = self.default_k(len(sentence)) if k is None else _int(k, "k", 1)
+        return kbest(self.arc_scores(sentence, sf, W), k, self.max_gap)
+
+    def decode(self, sentences: Sequence[SegSentence], restrictions: str | dict | None = None,
+               threshold: float | None = None, W: np.ndarray | None = None
+               ) -> list[list[Segment]]:
+        """Per sentence the segments of the top k with score > ``threshold`` (default:
+        the model's), filtered by ``restrictions`` (default: the model's)."""
+        flags = self.restrictions if restrictions is None else restriction_flags(restrictions)
+        thr = self.threshold if threshold is None else float(threshold)
+        out = []
+        for s in sentences:
+            top = [c for c in self.candidates(s, W=W) if c[0] > thr]
+            if any(flags.values()):
+                top = restrict(top, **flags)
+            out.append([Segment(self.types[t], pos) for _, t, pos in top])
+        return out
+
+    def segment_features(self, sentence: SegSentence, segment: Segment,
+                         sf: SentenceFeatures | None = None) -> sp.csr_matrix:
+        """f(x, y) as a (1 × D) sparse row: the sum of the rows of F of the segment's
+        steps (its score is ``W[:, type] · f``)."""
+        if segment.positions and (min(segment.positions) < 0
+                                  or max(segment.positions) >= len(sentence)):
+            raise InputError(f"{sentence.source}: segment positions {list(segment.positions)} "
+                             f"outside the sentence's {len(sentence)} tokens")
+        sf = self.features(sentence) if sf is None else sf
+        return segment_vectors(sf, [segment.positions], self.D)
+
+    # ---------------------------------------------------------------- files
+    def save(self, path) -> None:
+        """Write the model file (:func:`fstchunk.models.io.save_model`)."""
+        from ..models.io import save_model      # fstchunk.models imports this module
+        save_model(path, self.kind, {"W": self.W}, {
+            "types": self.types, "features": FEATURES, "D": self.D, "max_gap": self.max_gap,
+            "k": self.k, "restrictions": self.restrictions, "threshold": self.threshold,
+            "settings": self.settings})
+
+    @classmethod
+    def load(cls, path) -> "SegmentModel":
+        """The model saved at ``path``, every field validated (ModelFileError naming the
+        file and the field otherwise)."""
+        from ..models.io import Fields, load_model_file
+        f = Fields(path, *load_model_file(path, cls.kind))
+        types = f.get("types", list)
+        if not types or not all(isinstance(t, str) and t for t in types) \
+                or len(set(types)) != len(types):
+            raise f.error("types", "expected a non-empty list of distinct type names")
+        feats = f.get("features", str)
+        if feats != FEATURES:
+            raise f.error("features", f"feature function {feats!r}; this fstchunk computes "
+                                      f"{FEATURES!r}")
+        D = f.get("D", int)
+        if D < 1:
+            raise f.error("D", f"expected an integer >= 1, found {D}")
+        max_gap = f.get("max_gap", (int, type(None)))
+        if max_gap is not None and max_gap < 0:
+            raise f.error("max_gap", f"expected none or an integer >= 0, found {max_gap}")
+        k = f.get("k", (int, type(None)))
+        if k is not None and k < 1:
+            raise f.error("k", f"expected none or an integer >= 1, found {k}")
+        flags = f.get("restrictions", dict)
+        try:
+            flags = restriction_flags(flags)
+        except InputError as e:
+            raise f.error("restrictions", str(e)) from None
+        threshold = f.get("threshold", (float, int))
+        W = f.array("W", "float", (D, len(types)), finite=True)
+        return cls(types, D, max_gap, k, flags, float(threshold), W, f.settings())
