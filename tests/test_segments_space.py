@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from fstchunk.errors import InputError
+from fstchunk.segments import space
 from fstchunk.segments.space import (RESTRICTIONS, kbest, kbest_fst, parse_restrictions,
                                      restrict, segment_space_fst)
 
@@ -71,6 +72,60 @@ def test_kbest_ties_follow_documented_order():
             got = kbest(a, k)
             want = enumerate_all(a)[:k]
             assert [(s, t, p) for s, t, p in got] == want
+
+
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("k,max_gap", [(300, None), (1000, None), (200, 2), (5000, None)])
+def test_kbest_long_candidate_rows_equal_brute_force(ties, k, max_gap):
+    """n = 11, large k: candidate rows longer than space.LONG take the pruned top-k path."""
+    n = 11
+    a = random_scores(n, seed=k + ties, p_forbid=0.1)
+    if ties:
+        a = np.where(np.isfinite(a), np.round(a), -np.inf)
+    got, want = kbest(a, k, max_gap), enumerate_all(a, max_gap)[:k]
+    assert_same(got, want)
+    if ties:
+        assert got == want
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.integers(1, 3), J=st.integers(1, 60), K=st.integers(1, 40), k=st.integers(1, 50),
+       seed=st.integers(0, 10 ** 6), levels=st.sampled_from([2, 5, 1000]))
+def test_top_equals_stable_sort(rows, J, K, k, seed, levels):
+    """_top (either path) = the first k of a stable descending sort, ties and -inf too."""
+    rng = np.random.default_rng(seed)
+    c3 = rng.integers(0, levels, size=(rows, J, K)).astype(float)
+    c3[rng.random(c3.shape) < 0.2] = -np.inf
+    want = np.argsort(-c3.reshape(rows, -1), axis=1, kind="stable")[:, :k]
+    assert (space._top(c3, k) == want).all()
+
+
+def reference_kbest(a, k, max_gap=None):
+    """Plain k-best DP over explicit position tuples, sorted by the documented key."""
+    T, n = a.shape[0], a.shape[1] - 2
+    key = lambda x: (-x[0], tuple(reversed(x[1])))  # noqa: E731
+    out = []
+    for t in range(T):
+        lists = {0: [(0.0, ())]}
+        for i in range(1, n + 1):
+            cands = [(s + a[t, j, i], p + (i,)) for j in range(i) for s, p in lists[j]
+                     if j == 0 or max_gap is None or i - j - 1 <= max_gap]
+            lists[i] = sorted([c for c in cands if c[0] > -np.inf], key=key)[:k]
+        out += [(s + a[t, j, n + 1], t, tuple(x - 1 for x in p))
+                for j in range(1, n + 1) for s, p in lists[j] if s + a[t, j, n + 1] > -np.inf]
+    return sorted(out, key=lambda x: (-x[0], x[1], tuple(reversed(x[2]))))[:k]
+
+
+@pytest.mark.parametrize("n,k,max_gap,ties", [(40, 30, None, False), (40, 30, None, True),
+                                              (60, 20, 4, True), (25, 64, None, True)])
+def test_kbest_equals_reference_dp(n, k, max_gap, ties):
+    a = random_scores(n, seed=n + k, p_forbid=0.05)
+    if ties:
+        a = np.where(np.isfinite(a), np.round(a), -np.inf)
+    got, want = kbest(a, k, max_gap), reference_kbest(a, k, max_gap)
+    assert_same(got, want)
+    if ties:
+        assert [(t, p) for _, t, p in got] == [(t, p) for _, t, p in want]
 
 
 def test_kbest_all_forbidden_and_sizes():

@@ -87,13 +87,37 @@ def _check(arc_scores, k: int | None, max_gap: int | None) -> np.ndarray:
 def _sources(i: int, max_gap: int | None) -> slice | np.ndarray:
     """Allowed predecessors j of member i, ascending: 0 and max(1, i−1−g)..i−1."""
     lo = 1 if max_gap is None else max(1, i - 1 - max_gap)
-    return slice(0, i) if lo == 1 else np.concatenate(([0], np.arange(lo, i)))
+    if lo == 1:
+        return slice(0, i)
+    js = np.arange(lo - 1, i)
+    js[0] = 0
+    return js
 
 
-def _top(c: np.ndarray, k: int) -> np.ndarray:
-    """Column indices (rows, min(k, m)) of the k largest entries of each row of ``c``,
-    best first, ties by lower index first (stable)."""
-    return np.argsort(-c, axis=1, kind="stable")[:, :k]
+#: candidate rows longer than this take the pruned top-k of :func:`_top`
+LONG = 256
+
+
+def _top(c3: np.ndarray, k: int) -> np.ndarray:
+    """Flat column indices (rows, min(k, J·K)) of the k largest entries of each row of
+    ``c3`` (rows, J, K) read as (rows, J·K), best first, ties by lower index first
+    (exact, as a stable sort)."""
+    rows, J, K = c3.shape
+    c = c3.reshape(rows, J * K)
+    if k == 1:
+        return np.argmax(c, axis=1)[:, None]            # the first maximum
+    if J * K <= max(LONG, k):
+        return np.argsort(-c, axis=1, kind="stable")[:, :k]
+    # long rows: the k-th largest L of the full lists of the p rows j with the best
+    # first entries bounds the row's k-th largest from below; sort only c >= L
+    p = min(J, max(4, -(-k // K)))
+    best = np.argpartition(-c3[:, :, 0], p - 1, axis=1)[:, :p]
+    sub = np.take_along_axis(c3, best[:, :, None], 1).reshape(rows, p * K)
+    low = np.partition(sub, p * K - k, axis=1)[:, p * K - k, None]
+    r, col = np.nonzero(c >= low)
+    order = np.lexsort((col, -c[r, col], r))
+    counts = np.bincount(r, minlength=rows)             # each >= k
+    return col[order[(np.cumsum(counts) - counts)[:, None] + np.arange(k)]]
 
 
 def kbest(arc_scores, k: int, max_gap: int | None = None) -> list[Scored]:
@@ -113,29 +137,29 @@ def kbest(arc_scores, k: int, max_gap: int | None = None) -> list[Scored]:
     rows = np.arange(T)[:, None]
     for i in range(1, n + 1):
         js = _sources(i, max_gap)
-        c = (S[:, js, :] + a[:, js, i][:, :, None]).reshape(T, -1)
-        top = _top(c, k)
+        c3 = S[:, js, :] + a[:, js, i][:, :, None]             # (T, #j, k)
+        c = c3.reshape(T, -1)
+        top = _top(c3, k)
         m = top.shape[1]
         S[:, i, :m] = c[rows, top]
-        jj = np.arange(i)[js] if isinstance(js, slice) else js
+        jj = np.arange(i)[js]
         BJ[:, i, :m] = jj[top // k]
         BR[:, i, :m] = top % k
-    end = (S[:, 1:, :] + a[:, 1:n + 1, n + 1][:, :, None]).reshape(1, -1)  # (t, j, r) order
-    order = _top(end, k)[0]
-    out = []
-    for f in order:
-        score = float(end[0, f])
-        if score == -np.inf:
-            break
-        t, rest = divmod(int(f), n * k)
-        j, r = divmod(rest, k)
-        j += 1
-        pos = []
-        while j != 0:
-            pos.append(j - 1)
-            j, r = int(BJ[t, j, r]), int(BR[t, j, r])
-        out.append((score, t, tuple(reversed(pos))))
-    return out
+    end = (S[:, 1:, :] + a[:, 1:n + 1, n + 1][:, :, None]).reshape(1, T * n, k)
+    order = _top(end, k)[0]                            # flat (t, j, r) order
+    end = end.reshape(1, -1)
+    scores = end[0, order]
+    order = order[scores > -np.inf]
+    t, rest = np.divmod(order, n * k)
+    j, r = np.divmod(rest, k)
+    j = j + 1
+    steps = []                                   # all k back-pointer walks at once
+    while j.any():
+        steps.append(j)
+        j, r = BJ[t, j, r], BR[t, j, r]          # index 0 points to 0: walks stay done
+    walks = np.array(steps).T.tolist() if steps else []
+    return [(s, ti, tuple(i - 1 for i in reversed(w) if i))
+            for s, ti, w in zip(scores.tolist(), t.tolist(), walks)]
 
 
 def segment_score(arc_scores, type_index: int, positions: Sequence[int]) -> float:
