@@ -14,6 +14,9 @@ O(n²kT), or O(n·g·kT) when member-to-member steps skip at most g tokens
 
 * :func:`kbest` — numpy DP: for each type and member index i the k best partial
   segments ending at i, with back pointers (predecessor j, rank in j's list);
+  each step gathers all candidates S_t[j][r] + arc[t, j, i] as a (T, #j, k) array
+  and keeps the top k per type (a stable sort; rows longer than :data:`LONG` are
+  first cut at a lower bound on their k-th best, see :func:`_top`);
 * :func:`segment_space_fst` / :func:`kbest_fst` — the same space as a tropical
   acceptor (paths = segments, path weight = −score) and its k shortest paths;
 * :func:`restrict` — §3.2.1's restrictions on a best-first list (greedy: keep a
