@@ -194,25 +194,39 @@ def sentence_features(tokens: Sequence[str], pos: Sequence[str] | None, D: int,
     return SentenceFeatures(n, ids, J, I, arc_features(ids, J, I, D), index)
 
 
-def segment_vectors(sf: SentenceFeatures, positions: Sequence[Sequence[int]],
-                    D: int) -> sp.csr_matrix:
-    """(len(positions) × D) CSR: row r = f(x, y_r) = Σ of the rows of the steps of
-    segment r (steps that ``max_gap`` forbids are computed on the fly)."""
-    rows, cols, extra_j, extra_i = [], [], [], []
+def segment_entries(sf: SentenceFeatures, positions: Sequence[Sequence[int]],
+                    D: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, column, value), sorted by row then column, no repeats: the nonzeros of
+    f(x, y_r) = Σ of the rows of F of the steps of segment r, for each r (steps that
+    ``max_gap`` forbids are computed on the fly).  Nothing here costs O(D)."""
+    seg, arcs, extra_j, extra_i = [], [], [], []
     A = sf.F.shape[0]
     for r, ps in enumerate(positions):
         m = members(sf.n, ps)
-        ix = sf.rows(m)
-        for a, (j, i) in zip(ix, zip(m, m[1:])):
+        for a, j, i in zip(sf.rows(m).tolist(), m, m[1:]):
             if a < 0:
                 a = A + len(extra_j)
                 extra_j.append(j)
                 extra_i.append(i)
-            rows.append(r)
-            cols.append(a)
+            seg.append(r)
+            arcs.append(a)
     F = sf.F
     if extra_j:
         F = sp.vstack([F, arc_features(sf.ids, np.array(extra_j), np.array(extra_i), D)],
                       format="csr")
-    S = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(positions), F.shape[0]))
-    return (S @ F).tocsr()
+    arcs_a = np.array(arcs, dtype=np.int64)
+    lo, hi = F.indptr[arcs_a], F.indptr[arcs_a + 1]
+    size = hi - lo
+    take = np.repeat(lo - np.cumsum(size) + size, size) + np.arange(size.sum())
+    keys = np.repeat(np.array(seg, dtype=np.int64), size) * D + F.indices[take]
+    uniq, inv = np.unique(keys, return_inverse=True)
+    vals = np.bincount(inv.ravel(), F.data[take], minlength=len(uniq))
+    return uniq // D, uniq % D, vals
+
+
+def segment_vectors(sf: SentenceFeatures, positions: Sequence[Sequence[int]],
+                    D: int) -> sp.csr_matrix:
+    """(len(positions) × D) CSR: row r = f(x, y_r) (:func:`segment_entries`)."""
+    row, col, val = segment_entries(sf, positions, D)
+    indptr = np.searchsorted(row, np.arange(len(positions) + 1))
+    return sp.csr_matrix((val, col, indptr), shape=(len(positions), D))

@@ -38,7 +38,7 @@ from tqdm import tqdm
 
 from ..errors import InputError
 from .data import SegSentence, iter_types
-from .features import segment_vectors
+from .features import segment_entries
 from .model import SegmentModel, restriction_flags
 from .scoring import score_segments
 from .space import kbest, restrict
@@ -47,13 +47,19 @@ from .space import kbest, restrict
 def hildreth(G: np.ndarray, r: np.ndarray, max_sweeps: int = 1000,
              tol: float = 1e-8) -> np.ndarray:
     """α >= 0 maximising the dual of min ½‖Δ‖² s.t. a_c·Δ >= r_c (G = [a_c·a_d]):
-    cyclic coordinate ascent until every KKT violation is < ``tol``; Δ = Σ α_c a_c."""
+    cyclic coordinate ascent until every KKT violation is < ``tol``; Δ = Σ α_c a_c.
+
+    Acceleration: when a sweep leaves the support {c : α_c > 0} as the sweep before
+    did, the equations G_SS α_S = r_S are solved once; if that point is dual feasible
+    and meets the KKT test it is the answer (the exact solution the sweeps converge
+    to), otherwise the sweeps go on."""
     G = np.asarray(G, dtype=np.float64)
     r = np.asarray(r, dtype=np.float64)
     C = len(r)
     alpha, Ga = np.zeros(C), np.zeros(C)
     diag = np.diag(G).tolist()
     rl = r.tolist()
+    support, tried = None, None
     for _ in range(max_sweeps):
         for c in range(C):
             if diag[c] <= 0.0:
@@ -63,11 +69,23 @@ def hildreth(G: np.ndarray, r: np.ndarray, max_sweeps: int = 1000,
             if new != old:
                 alpha[c] = new
                 Ga += (new - old) * G[c]
-        resid = r - Ga                                 # > 0: constraint violated
-        viol = np.where(alpha > 0, np.abs(resid), np.maximum(resid, 0.0))
-        if viol.max(initial=0.0) < tol:
+        if _kkt(alpha, r - Ga) < tol:
             break
+        now = np.flatnonzero(alpha > 0)
+        if support is not None and np.array_equal(now, support) and (
+                tried is None or not np.array_equal(now, tried)):
+            tried = now
+            exact = np.zeros(C)
+            exact[now] = np.linalg.lstsq(G[np.ix_(now, now)], r[now], rcond=None)[0]
+            if exact.min() >= 0 and _kkt(exact, r - G @ exact) < tol:
+                return exact
+        support = now
     return alpha
+
+
+def _kkt(alpha: np.ndarray, resid: np.ndarray) -> float:
+    """The largest KKT violation: |r − Gα| where α > 0, (r − Gα)⁺ where α = 0."""
+    return float(np.where(alpha > 0, np.abs(resid), np.maximum(resid, 0.0)).max(initial=0.0))
 
 
 class OnlineLearner:
@@ -103,23 +121,27 @@ class OnlineLearner:
         cons = gold + [(t, pos) for _, t, pos in top if (t, pos) not in golds]
         if not cons:
             return 0
-        sign = np.array([1.0] * len(gold) + [-1.0] * (len(cons) - len(gold)))
+        C, T = len(cons), len(m.types)
+        sign = np.array([1.0] * len(gold) + [-1.0] * (C - len(gold)))
         tt = np.array([t for t, _ in cons], dtype=np.int64)
-        Phi = segment_vectors(sf, [pos for _, pos in cons], m.D)        # C × D
-        rows = np.repeat(np.arange(len(cons)), np.diff(Phi.indptr))
-        score = np.bincount(rows, Phi.data * m.W[Phi.indices, tt[rows]], minlength=len(cons))
+        # f(x, y_c) as a dense C × U matrix over the U features the constraints touch
+        row, col, val = segment_entries(sf, [pos for _, pos in cons], m.D)
+        cols, inv = np.unique(col, return_inverse=True)
+        M = np.zeros((C, len(cols)))
+        M[row, inv.ravel()] = val
+        Wc = m.W[cols]                                              # U × T
+        score = np.einsum("cu,uc->c", M, Wc[:, tt])
         r = 1.0 - sign * score
         violated = int((r > 0).sum())
         if not violated:
             return 0
-        G = (Phi @ Phi.T).toarray() * (tt[:, None] == tt[None, :]) * np.outer(sign, sign)
+        G = (M @ M.T) * (tt[:, None] == tt[None, :]) * np.outer(sign, sign)
         beta = hildreth(G, r, self.max_sweeps) * sign
-        vals = Phi.data * beta[rows]
-        keep = vals != 0.0
-        idx = Phi.indices[keep].astype(np.int64) * len(m.types) + tt[rows[keep]]
-        vals = vals[keep]
-        np.add.at(m.W.reshape(-1), idx, vals)
-        np.add.at(self.U.reshape(-1), idx, (self.steps - 1) * vals)
+        onehot = np.zeros((C, T))
+        onehot[np.arange(C), tt] = beta
+        delta = M.T @ onehot                                        # U × T
+        m.W[cols] = Wc + delta
+        self.U[cols] += (self.steps - 1) * delta
         return violated
 
 
@@ -170,13 +192,14 @@ def train(sentences: Sequence[SegSentence], epochs: int = 10,
     for e in range(1, epochs + 1):
         rng.shuffle(order)
         updates = violated = 0
-        with tqdm(order, desc=f"epoch {e}/{epochs}", unit="sent", disable=not progress,
-                  leave=True) as bar:
-            bar.set_postfix(shown)
-            for i in bar:
+        bar = tqdm(total=len(order), desc=f"epoch {e}/{epochs}", unit="sent",
+                   disable=not progress, postfix=shown or None)
+        try:
+            for i in order:
                 v = learner.step(sentences[i])
                 updates += v > 0
                 violated += v
+                bar.update(1)
             rec = {"epoch": e, "updates": updates, "violated": violated}
             if dev:
                 rec["dev_f_last"] = dev_f(model, dev)
@@ -187,6 +210,8 @@ def train(sentences: Sequence[SegSentence], epochs: int = 10,
                     shown["last"] = f"{rec['dev_f_last']:.2f}"
             shown["updates"] = updates
             bar.set_postfix(shown)
+        finally:
+            bar.close()
         history.append(rec)
     if average:
         model.W = learner.averaged()
