@@ -18,7 +18,7 @@ import scipy.optimize
 
 import fstchunk.segments.model as model_mod
 import fstchunk.segments.train as train_mod
-from fstchunk.errors import ModelFileError
+from fstchunk.errors import InputError, ModelFileError
 from fstchunk.models import load_model
 from fstchunk.models.io import load_model_file, save_model
 from fstchunk.segments.data import Segment, SegSentence
@@ -86,6 +86,20 @@ def test_hildreth_solves_the_qp(seed):
     np.testing.assert_allclose(delta, ref.x, atol=1e-6)
 
 
+def test_hildreth_degenerate_constraints():
+    """Repeated and parallel constraints (a singular Gram matrix) and one already met."""
+    A = np.array([[1.0, 0.0, 1.0], [1.0, 0.0, 1.0], [2.0, 0.0, 2.0], [0.0, 1.0, 0.0],
+                  [0.0, -1.0, 1.0]])
+    r = np.array([1.0, 1.0, 1.5, -2.0, 1.0])
+    delta = hildreth(A @ A.T, r) @ A
+    ref = scipy.optimize.minimize(
+        lambda x: 0.5 * x @ x, np.zeros(3), jac=lambda x: x, method="SLSQP",
+        constraints=[{"type": "ineq", "fun": lambda x: A @ x - r, "jac": lambda x: A}],
+        options={"ftol": 1e-14, "maxiter": 500})
+    np.testing.assert_allclose(delta, ref.x, atol=1e-6)
+    assert (A @ delta - r).min() > -1e-7
+
+
 def test_hildreth_no_violation_no_change():
     assert not hildreth(np.eye(3), np.array([-1.0, 0.0, -2.0])).any()
 
@@ -102,7 +116,7 @@ def test_allowed_arcs():
 
 def test_segment_score_equals_w_dot_features():
     rng = np.random.default_rng(1)
-    m = SegmentModel(["PER", "ENZ"], D=2 ** 12, max_gap=1)
+    m = SegmentModel(["PER", "ENZ"], D=2 ** 12, max_gap=1, pos=True)
     m.W = rng.normal(size=m.W.shape)
     s = sent("Bill and Hilary Clinton traveled today", pos="NNP CC NNP NNP VBD NN".split())
     a = m.arc_scores(s)
@@ -195,6 +209,43 @@ def test_averaging_trick_equals_mean_of_weights(brute):
     np.testing.assert_allclose(learner.averaged(), np.mean(seen, axis=0), atol=1e-12)
 
 
+@pytest.mark.parametrize("which", ["brute", "space"])
+def test_training_with_restrictions_and_decoding_options(monkeypatch, which):
+    if which == "brute":
+        monkeypatch.setattr(model_mod, "kbest", brute_kbest)
+        monkeypatch.setattr(train_mod, "kbest", brute_kbest)
+    m = train(TRAIN[1:4], epochs=4, D=2 ** 12, progress=False, restrictions="no-overlap")
+    assert m.restrictions["no_overlap"] and not m.pos
+    for segs in m.decode(TRAIN):
+        used = [p for g in segs for p in g.positions]
+        assert len(used) == len(set(used))
+    free = m.decode(TRAIN, restrictions="", threshold=-np.inf)
+    assert [len(p) for p in free] == [len(s) for s in TRAIN]      # the top k = n
+    assert m.decode(TRAIN, threshold=1e9) == [[] for _ in TRAIN]
+    cands = m.candidates(TRAIN[0], k=3)
+    assert len(cands) == 3 and cands[0][0] >= cands[1][0] >= cands[2][0]
+
+
+def test_pos_is_read_only_by_a_model_trained_with_it(brute):
+    tagged = [sent(" ".join(s.tokens), [(g.type, g.positions) for g in s.segments],
+                   pos=["X"] * len(s)) for s in TRAIN]
+    m = train(tagged, epochs=1, D=2 ** 10, progress=False)
+    assert m.pos
+    with pytest.raises(InputError, match="reads POS tags"):
+        m.decode(TRAIN[:1])
+    plain = train(TRAIN, epochs=1, D=2 ** 10, progress=False)
+    assert plain.decode(tagged) == plain.decode(TRAIN)
+
+
+def test_training_input_errors():
+    with pytest.raises(InputError, match="needs gold segments"):
+        train([SegSentence(["a"], None)], progress=False)
+    with pytest.raises(InputError, match="no segment"):
+        train([sent("a b")], progress=False)
+    with pytest.raises(InputError, match="max_gap"):
+        train(TRAIN, max_gap=-1, progress=False)
+
+
 # ---------------------------------------------------------------- files
 def test_save_load_round_trip(tmp_path, brute):
     m = train(TRAIN, epochs=2, D=2 ** 10, progress=False, restrictions="no-embedding")
@@ -227,6 +278,8 @@ def _rewrite(src, dst, arrays=None, **meta):
     ({"features": "other-v9"}, "features"),
     ({"restrictions": {"nested": True}}, "restrictions"),
     ({"k": 0}, "k"),
+    ({"pos": "yes"}, "pos"),
+    ({"threshold": None}, "threshold"),
 ])
 def test_corrupt_field_is_named(tmp_path, change, field):
     m = SegmentModel(["PER", "ENZ"], D=2 ** 10)

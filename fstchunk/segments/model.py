@@ -13,12 +13,13 @@ score > threshold (0 by default; §4.3 tunes it), then the §3.2.1 restrictions
 Model files (:mod:`fstchunk.models.io`, kind ``segment``): the array ``W`` (D × T) and
 the metadata fields ``types``, ``features`` (the feature function's version,
 :data:`.features.FEATURES`), ``D``, ``max_gap``, ``k`` (None: k = n),
-``restrictions``, ``threshold`` and ``settings`` (training bookkeeping); every field
-is validated on load.
+``restrictions``, ``threshold``, ``pos`` (whether the features read POS tags) and
+``settings`` (training bookkeeping); every field is validated on load.
 
 Pitfalls: ``types`` keep their training order (the columns of W); ``k`` too small
 drops segments that would score > 0; a sentence may hold segments of types the model
-does not know (they are never predicted); W is dense float64 (D·T·8 bytes: 40 MB at
+does not know (they are never predicted); a model trained without POS ignores the
+tags of a sentence that has them (the features must be those of training); W is dense float64 (D·T·8 bytes: 40 MB at
 D = 2**20 and 5 types), stored compressed; :mod:`fstchunk.models` registers this class (kind ``segment``), so
 this module imports ``fstchunk.models.io`` inside ``save``/``load`` only.
 """
@@ -72,7 +73,7 @@ class SegmentModel:
     def __init__(self, types: Sequence[str], D: int = 2 ** 20, max_gap: int | None = None,
                  k: int | None = None, restrictions: str | dict | None = None,
                  threshold: float = 0.0, W: np.ndarray | None = None,
-                 settings: dict | None = None):
+                 settings: dict | None = None, pos: bool = False):
         types = list(types)
         if not types or not all(isinstance(t, str) and t for t in types) \
                 or len(set(types)) != len(types):
@@ -94,11 +95,17 @@ class SegmentModel:
                              f"got {W.shape}")
         self.W = W
         self.settings: dict = dict(settings or {})
+        self.pos = bool(pos)
 
     # ---------------------------------------------------------------- scores
     def features(self, sentence: SegSentence) -> SentenceFeatures:
-        """The allowed steps of ``sentence`` and their features (:mod:`.features`)."""
-        return sentence_features(sentence.tokens, sentence.pos, self.D, self.max_gap)
+        """The allowed steps of ``sentence`` and their features (:mod:`.features`); its
+        POS tags are read only by a model trained with them (and then required)."""
+        if self.pos and sentence.pos is None:
+            raise InputError(f"{sentence.source}: the model reads POS tags, the sentence has "
+                             f"none")
+        return sentence_features(sentence.tokens, sentence.pos if self.pos else None, self.D,
+                                 self.max_gap)
 
     def arc_scores(self, sentence: SegSentence, sf: SentenceFeatures | None = None,
                    W: np.ndarray | None = None) -> np.ndarray:
@@ -155,7 +162,7 @@ class SegmentModel:
         save_model(path, self.kind, {"W": self.W}, {
             "types": self.types, "features": FEATURES, "D": self.D, "max_gap": self.max_gap,
             "k": self.k, "restrictions": self.restrictions, "threshold": self.threshold,
-            "settings": self.settings})
+            "pos": self.pos, "settings": self.settings})
 
     @classmethod
     def load(cls, path) -> "SegmentModel":
@@ -186,5 +193,6 @@ class SegmentModel:
         except InputError as e:
             raise f.error("restrictions", str(e)) from None
         threshold = f.get("threshold", (float, int))
+        pos = f.get("pos", bool)
         W = f.array("W", "float", (D, len(types)), finite=True)
-        return cls(types, D, max_gap, k, flags, float(threshold), W, f.settings())
+        return cls(types, D, max_gap, k, flags, float(threshold), W, f.settings(), pos)

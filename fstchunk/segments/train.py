@@ -183,7 +183,8 @@ def train(sentences: Sequence[SegSentence], epochs: int = 10,
     if epochs < 1:
         raise InputError(f"epochs must be >= 1, got {epochs}")
     gap = max_gap_of(sentences) if max_gap == "auto" else max_gap
-    model = SegmentModel(types, D, gap, k, restrictions)
+    pos = all(s.pos is not None for s in sentences)          # read POS only if all have it
+    model = SegmentModel(types, D, gap, k, restrictions, pos=pos)
     learner = OnlineLearner(model, restrictions, max_sweeps)
     rng = random.Random(seed)
     order = list(range(len(sentences)))
