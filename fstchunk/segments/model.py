@@ -19,9 +19,10 @@ the metadata fields ``types``, ``features`` (the feature function's version,
 Pitfalls: ``types`` keep their training order (the columns of W); ``k`` too small
 drops segments that would score > 0; a sentence may hold segments of types the model
 does not know (they are never predicted); a model trained without POS ignores the
-tags of a sentence that has them (the features must be those of training); W is dense float64 (D·T·8 bytes: 40 MB at
-D = 2**20 and 5 types), stored compressed; :mod:`fstchunk.models` registers this class (kind ``segment``), so
-this module imports ``fstchunk.models.io`` inside ``save``/``load`` only.
+tags of a sentence that has them (the features must be those of training); W is dense
+float64 (D·T·8 bytes: 40 MB at D = 2**20 and 5 types), stored compressed;
+:mod:`fstchunk.models` registers this class (kind ``segment``), so this module imports
+``fstchunk.models.io`` inside ``save``/``load`` only.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from .data import SegSentence, Segment
 from .features import FEATURES, SentenceFeatures, segment_vectors, sentence_features
 from .space import RESTRICTIONS, kbest, parse_restrictions, restrict
 
-Scored = tuple[float, str, tuple[int, ...]]
 _FLAGS = tuple(r.replace("-", "_") for r in RESTRICTIONS)
 
 
