@@ -22,7 +22,7 @@ w over all steps, computed with the usual trick — W and an accumulator U,
 U += (c − 1)·Δ at step c, mean = W − U / c — so an update costs O(touched entries).
 
 Pitfalls: segments of different types share no feature (the type selects W's column),
-so their Gram entries are 0; gold segments that ``max_gap`` forbids still get their
+so their Gram entries are 0 and the QP splits into one per type (solved apart); gold segments that ``max_gap`` forbids still get their
 +1 constraint (their features are computed, but inference never finds them);
 ``restrictions`` filter the top k during training too (§4.1, "Multilabel with
 restrictions"), so a near miss that the filter removes gives no constraint.
@@ -135,8 +135,13 @@ class OnlineLearner:
         violated = int((r > 0).sum())
         if not violated:
             return 0
-        G = (M @ M.T) * (tt[:, None] == tt[None, :]) * np.outer(sign, sign)
-        beta = hildreth(G, r, self.max_sweeps) * sign
+        beta = np.zeros(C)
+        for t in np.unique(tt):                 # types share no feature: one QP per type
+            ix = np.flatnonzero(tt == t)
+            if r[ix].max() <= 0:
+                continue                        # nothing violated: α = 0 solves it
+            G = (M[ix] @ M[ix].T) * np.outer(sign[ix], sign[ix])
+            beta[ix] = hildreth(G, r[ix], self.max_sweeps) * sign[ix]
         onehot = np.zeros((C, T))
         onehot[np.arange(C), tt] = beta
         delta = M.T @ onehot                                        # U × T
