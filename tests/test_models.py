@@ -30,7 +30,7 @@ def joint_model():
 
 
 def test_registry_keys_are_the_kinds():
-    assert set(MODELS) == {"crf", "hmm", "joint"}
+    assert set(MODELS) == {"crf", "hmm", "joint", "segment"}
     for kind, cls in MODELS.items():
         assert cls.kind == kind
 
