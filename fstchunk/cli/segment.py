@@ -1,4 +1,13 @@
-"""``fstchunk segment eval``: P/R/F of predicted segment sets against gold ones.
+"""``fstchunk segment train|decode|eval``: the flexible segment model (McDonald et al.
+2005; :mod:`fstchunk.segments`) from the command line.
+
+``train`` runs the online large-margin multilabel learner and, with ``--dev``, fits the
+probability calibration MEU decoding needs on the dev sentences.  ``decode`` writes the
+input again with its segments replaced: JSONL lines keep their keys with ``segments``
+replaced by the predicted list; a CoNLL input gets a predicted IOB2 column, which can
+hold only non-overlapping contiguous segments, so for CoNLL output the restrictions
+no-overlap and contiguous are always applied (on top of ``--restrict``).  ``eval``
+scores predicted against gold segment sets.
 
 Files are JSONL (GENIA's format: ``tokens`` and ``segments`` per line) or CoNLL (the
 segments are the chunks of the last column, conlleval's reading); the format is read
@@ -11,16 +20,63 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..segments.data import paired, read_segments
+import sys
+
+from ..errors import InputError
+from ..models import load_model
+from ..outputs import atomic_write, check_output
+from ..segments.data import (is_jsonl, paired, read_segments, write_conll_predictions,
+                             write_jsonl)
+from ..segments.model import DECODERS, SegmentModel, restriction_flags
 from ..segments.scoring import score_segments
-from .common import HelpFormatter, positive_float
+from ..segments.space import RESTRICTIONS
+from ..segments.train import train
+from .common import HelpFormatter, nonnegative_int, positive_float, positive_int
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("segment", formatter_class=HelpFormatter,
                        help="flexible segmentation (overlapping, non-contiguous segments): "
-                            "eval")
+                            "train, decode, eval")
     ssub = p.add_subparsers(dest="segment_command", required=True, metavar="ACTION")
+    restrict_help = (f"comma-separated restrictions of the predicted sets: "
+                     f"{', '.join(RESTRICTIONS)} (McDonald et al. §3.2.1)")
+    q = ssub.add_parser("train", formatter_class=HelpFormatter,
+                        help="train the segment model (online large-margin multilabel "
+                             "learning, Hildreth updates)")
+    q.add_argument("--train", required=True, help="JSONL or CoNLL file with gold segments")
+    q.add_argument("--dev", default=None,
+                   help="JSONL or CoNLL file: dev F per epoch, and the probability "
+                        "calibration of --decoder meu")
+    q.add_argument("--restrict", default=None, help=restrict_help + "; in training too, and "
+                   "the model's default in decoding")
+    q.add_argument("--epochs", type=positive_int, default=10, help="passes over --train")
+    q.add_argument("--max-gap", default="auto",
+                   help="most tokens a segment may skip between members: auto (the largest "
+                        "in the training data), none (unbounded) or a number")
+    q.add_argument("--no-average", action="store_true",
+                   help="keep the last weights instead of the averaged ones")
+    q.add_argument("--hash-bits", type=positive_int, default=20,
+                   help="feature hashing into 2**BITS buckets per type")
+    q.add_argument("--seed", type=nonnegative_int, default=0, help="shuffling seed")
+    q.add_argument("-o", "--output", required=True, help="model file to write (.npz)")
+    q.add_argument("--quiet", action="store_true", help="no progress bar")
+    q.set_defaults(func=run_train)
+
+    q = ssub.add_parser("decode", formatter_class=HelpFormatter,
+                        help="predict the segments of a JSONL or CoNLL file; writes it again "
+                             "with the predictions")
+    q.add_argument("--model", required=True, help="a saved segment model")
+    q.add_argument("--input", required=True, help="JSONL or CoNLL file")
+    q.add_argument("--decoder", choices=DECODERS, default="threshold",
+                   help="threshold: segments of the top k scoring > 0 (the paper); meu: "
+                        "the set of maximal expected F_β under the calibrated probabilities")
+    q.add_argument("--beta", type=positive_float, default=1.0, help="β of --decoder meu")
+    q.add_argument("--restrict", default=None,
+                   help=restrict_help + " (none: the model's; 'none' for no restriction)")
+    q.add_argument("-o", "--output", default=None, help="output file (none: standard output)")
+    q.set_defaults(func=run_decode)
+
     q = ssub.add_parser("eval", formatter_class=HelpFormatter,
                         help="P/R/F over exact (type, positions) matches: overall, per type, "
                              "and the gold segments that overlap another or are "
@@ -39,4 +95,63 @@ def run_eval(args: argparse.Namespace) -> int:
     paired(gold, pred, args.gold, args.pred)
     report = score_segments([s.segments for s in gold], [s.segments for s in pred], args.beta)
     print(json.dumps(report.to_json(), indent=2) if args.json else report.text())
+    return 0
+
+
+def _max_gap(text: str) -> int | None | str:
+    if text in ("auto", "none"):
+        return None if text == "none" else "auto"
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise InputError(f"--max-gap must be auto, none or an integer >= 0, got {text!r}")
+    return value
+
+
+def run_train(args: argparse.Namespace) -> int:
+    check_output(args.output)
+    flags = restriction_flags(args.restrict) if args.restrict else None
+    gap = _max_gap(args.max_gap)
+    sents = read_segments(args.train)
+    dev = read_segments(args.dev) if args.dev else None
+    model = train(sents, epochs=args.epochs, max_gap=gap, D=2 ** args.hash_bits,
+                  average=not args.no_average, seed=args.seed, dev=dev,
+                  progress=not args.quiet, restrictions=flags)
+    model.settings.update(train=args.train, dev=args.dev)
+    if dev is not None:
+        a, b = model.calibrate(dev, source=args.dev)
+        print(f"calibration on {args.dev}: p = σ({a:.4g}·score + {b:.4g})")
+    model.save(args.output)
+    print(f"wrote {args.output}")
+    return 0
+
+
+def run_decode(args: argparse.Namespace) -> int:
+    if args.output:
+        check_output(args.output)
+    model = load_model(args.model)
+    if not isinstance(model, SegmentModel):
+        raise InputError(f"{args.model}: a {model.kind} model, not a segment model "
+                         f"(fstchunk segment train)")
+    jsonl = is_jsonl(args.input)
+    sents = read_segments(args.input, gold=False)
+    flags = dict(model.restrictions if args.restrict is None
+                 else restriction_flags(args.restrict))
+    if not jsonl:                     # a tag column holds non-overlapping contiguous chunks
+        flags.update(no_overlap=True, contiguous=True)
+    pred = model.decode(sents, restrictions=flags, decoder=args.decoder, beta=args.beta)
+
+    def write(fh) -> None:
+        if jsonl:
+            write_jsonl(sents, pred, fh)
+        else:
+            write_conll_predictions(args.input, sents, pred, fh)
+
+    if args.output:
+        with atomic_write(args.output) as fh:
+            write(fh)
+    else:
+        write(sys.stdout)
     return 0

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, NamedTuple, Sequence
 
 from .. import encodings as enc
-from ..conll import read_conll
+from ..conll import iter_lines, read_conll
 from ..errors import InputError
 
 
@@ -130,15 +130,19 @@ def _order(s: Segment) -> tuple:
 
 
 def read_conll_segments(path: str, scheme: str = "IOB2", tag_column: int = -1,
-                        pos_column: int | None = 1) -> list[SegSentence]:
-    """Sentences of a CoNLL file, segments = the chunks of the tag column (contiguous,
-    non-overlapping; conlleval's reading for IOB2, else ``scheme``'s lenient one)."""
+                        pos_column: int | None = 1, gold: bool = True) -> list[SegSentence]:
+    """Sentences of a CoNLL file (word first; POS in ``pos_column`` when the lines have
+    three columns or more), segments = the chunks of the tag column (contiguous,
+    non-overlapping; conlleval's reading for IOB2, else ``scheme``'s lenient one);
+    ``gold=False``: no segments read."""
     out = []
     for s in read_conll(path, min_columns=1):
-        tags = s.column(tag_column)
-        chunks = (enc.conlleval_chunks(tags) if enc.canonical_scheme(scheme) == "IOB2"
-                  else enc.tags_to_chunks(tags, scheme, strict=False))
-        segs = [Segment(t, tuple(range(a, b))) for t, a, b in chunks]
+        segs = None
+        if gold:
+            tags = s.column(tag_column)
+            chunks = (enc.conlleval_chunks(tags) if enc.canonical_scheme(scheme) == "IOB2"
+                      else enc.tags_to_chunks(tags, scheme, strict=False))
+            segs = [Segment(t, tuple(range(a, b))) for t, a, b in chunks]
         pos = s.column(pos_column) if pos_column is not None and len(s.rows[0]) > 2 else None
         out.append(SegSentence(s.column(0), segs, s.where(0), pos, {}, list(s.lines)))
     if not out:
@@ -182,7 +186,7 @@ def is_jsonl(path: str) -> bool:
 
 def read_segments(path: str, gold: bool = True) -> list[SegSentence]:
     """Sentences of a JSONL or CoNLL file (CoNLL: segments from the last column)."""
-    return read_jsonl(path, gold) if is_jsonl(path) else read_conll_segments(path)
+    return read_jsonl(path, gold) if is_jsonl(path) else read_conll_segments(path, gold=gold)
 
 
 def paired(gold: Sequence[SegSentence], pred: Sequence[SegSentence], gold_path: str,
@@ -193,3 +197,17 @@ def paired(gold: Sequence[SegSentence], pred: Sequence[SegSentence], gold_path: 
     for g, p in zip(gold, pred):
         if g.tokens != p.tokens:
             raise InputError(f"{p.source}: its tokens differ from those of {g.source}")
+
+
+def write_conll_predictions(path: str, sentences: Sequence[SegSentence],
+                            predicted: Sequence[Iterable[Segment]], fh) -> None:
+    """Every line of the CoNLL file ``path`` again, each token line with the predicted
+    IOB2 tag appended (the line's own delimiter: a tab if it has one, else a space)."""
+    tag_of: dict[int, str] = {}
+    for s, segs in zip(sentences, predicted):
+        tag_of.update(zip(s.lines, segments_to_tags(segs, len(s), s.source)))
+    for lineno, raw in iter_lines(path):
+        text = raw.rstrip("\r\n")
+        if lineno in tag_of:
+            text += ("\t" if "\t" in text else " ") + tag_of[lineno]
+        fh.write(text + "\n")

@@ -36,7 +36,11 @@ import scipy.sparse as sp
 from ..errors import InputError
 from .data import SegSentence, Segment
 from .features import FEATURES, SentenceFeatures, segment_vectors, sentence_features
+from .meu import calibrated, meu_set, platt_fit
 from .space import RESTRICTIONS, kbest, parse_restrictions, restrict
+
+#: the segment decoders: McDonald et al.'s threshold on the score, or exact MEU for F
+DECODERS = ("threshold", "meu")
 
 _FLAGS = tuple(r.replace("-", "_") for r in RESTRICTIONS)
 
@@ -130,19 +134,65 @@ class SegmentModel:
         return kbest(self.arc_scores(sentence, sf, W), k, self.max_gap)
 
     def decode(self, sentences: Sequence[SegSentence], restrictions: str | dict | None = None,
-               threshold: float | None = None, W: np.ndarray | None = None
-               ) -> list[list[Segment]]:
-        """Per sentence the segments of the top k with score > ``threshold`` (default:
-        the model's), filtered by ``restrictions`` (default: the model's)."""
+               threshold: float | None = None, W: np.ndarray | None = None,
+               decoder: str = "threshold", beta: float = 1.0) -> list[list[Segment]]:
+        """Per sentence the predicted segments, filtered by ``restrictions`` (default: the
+        model's), best first.  ``decoder="threshold"``: the top k with score >
+        ``threshold`` (default: the model's); ``"meu"``: the set of maximal expected
+        F_β among the top k under the calibrated probabilities (:meth:`calibrate`,
+        :func:`.meu.meu_set`), the restrictions then taken best first by probability."""
+        if decoder not in DECODERS:
+            raise InputError(f"unknown segment decoder {decoder!r}; use one of "
+                             f"{', '.join(DECODERS)}")
         flags = self.restrictions if restrictions is None else restriction_flags(restrictions)
         thr = self.threshold if threshold is None else float(threshold)
+        if decoder == "meu":
+            a, b = self.platt()
         out = []
         for s in sentences:
-            top = [c for c in self.candidates(s, W=W) if c[0] > thr]
+            cands = self.candidates(s, W=W)
+            if decoder == "meu":
+                p = calibrated([c[0] for c in cands], a, b)
+                chosen, _ = meu_set(p, beta)
+                top = [cands[i] for i in sorted(chosen, key=lambda i: -p[i])]
+            else:
+                top = [c for c in cands if c[0] > thr]
             if any(flags.values()):
                 top = restrict(top, **flags)
             out.append([Segment(self.types[t], pos) for _, t, pos in top])
         return out
+
+    def calibrate(self, sentences: Sequence[SegSentence], source: str | None = None
+                  ) -> tuple[float, float]:
+        """Fit p(c ∈ gold) = σ(a·s(c) + b) on the top-k candidates of held-out
+        sentences with gold segments (:func:`.meu.platt_fit`, maximum likelihood);
+        stored in ``settings["platt"]`` for ``decoder="meu"``; returns (a, b)."""
+        scores, labels = [], []
+        for s in sentences:
+            if s.segments is None:
+                raise InputError(f"{s.source}: calibration needs gold segments")
+            gold = set(s.segments)
+            for score, t, pos in self.candidates(s):
+                scores.append(score)
+                labels.append(Segment(self.types[t], pos) in gold)
+        try:
+            a, b = platt_fit(scores, labels)
+        except InputError as e:
+            raise InputError(f"{source}: {e}" if source else str(e)) from None
+        self.settings.update(platt=[a, b], calibrated_on={"source": source or "<unnamed>",
+                                                          "sentences": len(sentences),
+                                                          "candidates": len(scores)})
+        return a, b
+
+    def platt(self) -> tuple[float, float]:
+        """The calibration (a, b); InputError saying how to get one if there is none."""
+        ab = self.settings.get("platt")
+        if not (isinstance(ab, list) and len(ab) == 2
+                and all(isinstance(x, numbers.Real) and np.isfinite(x) for x in ab)):
+            raise InputError("this segment model has no probability calibration: MEU "
+                             "decoding needs one (fstchunk segment train --dev FILE fits it "
+                             "on the dev sentences)")
+        return float(ab[0]), float(ab[1])
 
     def segment_features(self, sentence: SegSentence, segment: Segment,
                          sf: SentenceFeatures | None = None) -> sp.csr_matrix:
