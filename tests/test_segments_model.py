@@ -16,15 +16,15 @@ import numpy as np
 import pytest
 import scipy.optimize
 
-import fstchunk.segments.model as model_mod
-import fstchunk.segments.train as train_mod
+import fstchunk.models.segment.model as model_mod
+import fstchunk.models.segment.train as train_mod
 from fstchunk.errors import InputError, ModelFileError
 from fstchunk.models import load_model
 from fstchunk.models.io import load_model_file, save_model
 from fstchunk.segments.data import Segment, SegSentence
-from fstchunk.segments.features import allowed_arcs, members, sentence_features, token_ids
-from fstchunk.segments.model import SegmentModel
-from fstchunk.segments.train import OnlineLearner, hildreth, train
+from fstchunk.models.segment.features import allowed_arcs, members, sentence_features, token_ids
+from fstchunk.models.segment.model import SegmentModel
+from fstchunk.models.segment.train import OnlineLearner, hildreth, train
 
 
 def brute_kbest(arc_scores, k, max_gap=None):
@@ -149,7 +149,7 @@ def test_features_of_states_and_skips():
 def test_feature_hashing_is_stable_across_processes():
     tokens, pos = ["IL-2", "gene", "expression", "and", "NF-kappa", "B"], list("NNNCNN")
     here = sentence_features(tokens, pos, 2 ** 20, 2).F
-    code = ("import json; from fstchunk.segments.features import sentence_features as f; "
+    code = ("import json; from fstchunk.models.segment.features import sentence_features as f; "
             f"F = f({tokens!r}, {pos!r}, 2 ** 20, 2).F; "
             "print(json.dumps([F.indptr.tolist(), F.indices.tolist(), F.data.tolist()]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

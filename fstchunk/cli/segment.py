@@ -27,10 +27,10 @@ from ..models import load_model
 from ..outputs import atomic_write, check_output
 from ..segments.data import (is_jsonl, paired, read_segments, write_conll_predictions,
                              write_jsonl)
-from ..segments.model import DECODERS, SegmentModel, restriction_flags
+from ..models.segment import DECODERS, SegmentModel, restriction_flags
+from ..models.segment.train import train
 from ..segments.scoring import score_segments
 from ..segments.space import RESTRICTIONS
-from ..segments.train import train
 from .common import HelpFormatter, nonnegative_int, positive_float, positive_int
 
 

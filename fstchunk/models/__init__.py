@@ -19,7 +19,7 @@ be read by ``fstchunk decode`` / ``expected``.
 from __future__ import annotations
 
 from ..errors import ModelFileError
-from ..segments.model import SegmentModel
+from .segment import SegmentModel
 from .base import ChunkModel, TrainableModel
 from .crf import CRF
 from .hmm import HMM

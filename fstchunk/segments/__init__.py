@@ -8,9 +8,11 @@ Modules, bottom up:
   by a DP over member indices 0..n+1) and its machine twin;
 * :mod:`.data` — segments, JSONL and CoNLL readers and writers;
 * :mod:`.scoring` — P/R/F over exact (type, positions) matches;
-* :mod:`.meu` — exact MEU decoding for F over independent segment decisions;
-* :mod:`.features`, :mod:`.model`, :mod:`.train` — the segment model g(j, i), the
-  online large-margin multilabel learner.
+* :mod:`.meu` — exact MEU decoding for F over independent segment decisions, and
+  the Platt calibration that gives scores probabilities.
+
+The model that scores segments (features g(j, i), the online large-margin multilabel
+learner) is :mod:`fstchunk.models.segment`, above this package.
 """
 
 from .space import (RESTRICTIONS, kbest, kbest_fst, parse_restrictions, restrict,

@@ -21,8 +21,7 @@ drops segments that would score > 0; a sentence may hold segments of types the m
 does not know (they are never predicted); a model trained without POS ignores the
 tags of a sentence that has them (the features must be those of training); W is dense
 float64 (D·T·8 bytes: 40 MB at D = 2**20 and 5 types), stored compressed;
-:mod:`fstchunk.models` registers this class (kind ``segment``), so this module imports
-``fstchunk.models.io`` inside ``save``/``load`` only.
+:mod:`fstchunk.models` registers this class (kind ``segment``).
 """
 
 from __future__ import annotations
@@ -33,11 +32,12 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import InputError
-from .data import SegSentence, Segment
+from ...errors import InputError
+from ...segments.data import SegSentence, Segment
+from ...segments.meu import calibrated, meu_set, platt_fit
+from ...segments.space import RESTRICTIONS, kbest, parse_restrictions, restrict
+from ..io import Fields, load_model_file, save_model
 from .features import FEATURES, SentenceFeatures, segment_vectors, sentence_features
-from .meu import calibrated, meu_set, platt_fit
-from .space import RESTRICTIONS, kbest, parse_restrictions, restrict
 
 #: the segment decoders: McDonald et al.'s threshold on the score, or exact MEU for F
 DECODERS = ("threshold", "meu")
@@ -208,7 +208,6 @@ class SegmentModel:
     # ---------------------------------------------------------------- files
     def save(self, path) -> None:
         """Write the model file (:func:`fstchunk.models.io.save_model`)."""
-        from ..models.io import save_model      # fstchunk.models imports this module
         save_model(path, self.kind, {"W": self.W}, {
             "types": self.types, "features": FEATURES, "D": self.D, "max_gap": self.max_gap,
             "k": self.k, "restrictions": self.restrictions, "threshold": self.threshold,
@@ -218,7 +217,6 @@ class SegmentModel:
     def load(cls, path) -> "SegmentModel":
         """The model saved at ``path``, every field validated (ModelFileError naming the
         file and the field otherwise)."""
-        from ..models.io import Fields, load_model_file
         f = Fields(path, *load_model_file(path, cls.kind))
         types = f.get("types", list)
         if not types or not all(isinstance(t, str) and t for t in types) \

@@ -36,12 +36,12 @@ from typing import Sequence
 import numpy as np
 from tqdm import tqdm
 
-from ..errors import InputError
-from .data import SegSentence, iter_types
+from ...errors import InputError
+from ...segments.data import SegSentence, iter_types
+from ...segments.scoring import score_segments
+from ...segments.space import kbest, restrict
 from .features import segment_entries
 from .model import SegmentModel, restriction_flags
-from .scoring import score_segments
-from .space import kbest, restrict
 
 
 def hildreth(G: np.ndarray, r: np.ndarray, max_sweeps: int = 1000,

@@ -32,9 +32,7 @@ type are F @ W.
 Pitfalls: collisions make two features share a weight (harmless at D = 2**20); a gold
 segment may use a step that ``max_gap`` forbids: :func:`arc_features` computes the
 rows of any steps, allowed or not; changing anything here changes every id, so
-:data:`FEATURES` names the version that model files record; ``fstchunk.models``
-registers the segment model, so this package imports it only inside functions (an
-import cycle otherwise).
+:data:`FEATURES` names the version that model files record.
 """
 
 from __future__ import annotations
@@ -47,7 +45,8 @@ from typing import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import InputError
+from ...errors import InputError
+from ..features import word_shape
 
 #: the name of this feature function, recorded in model files
 FEATURES = "mcp05-hashed-v1"
@@ -99,7 +98,6 @@ def token_ids(tokens: Sequence[str], pos: Sequence[str] | None = None) -> np.nda
 @lru_cache(maxsize=1 << 16)
 def _word_ids(w: str) -> tuple[int, ...]:
     """The ids of the word's own predicates (slots w .. s3)."""
-    from ..models.features import word_shape    # not at import: fstchunk.models imports us
     lw = w.lower()
     vals = (w, lw, word_shape(w), lw[:2], lw[:3], lw[-2:], lw[-3:])
     return tuple(crc(f"{s}={v}") for s, v in zip(SLOTS, vals))
