@@ -1,0 +1,198 @@
+"""Flexible segmentation (issue 19; McDonald, Crammer & Pereira 2005): the multilabel
+segment model against the ML CRF on GENIA (Table 2 analogue: all segments and the
+overlapping/non-contiguous ones), CoNLL-2000 NP chunks and CoNLL-2002 Dutch NER
+(Table 1 analogue), with training and decoding times.
+
+Sections (``--section``, comma-separated):
+
+* ``genia``: the segment model (``--epochs`` passes, dev F per epoch) decoded by the
+  paper's threshold, with the no-embedding restriction (Table 2, row 4) and by exact MEU
+  under probabilities calibrated on dev.jsonl; the ML CRF (``ner-nopos`` features: GENIA
+  has no POS) trained on the non-overlapping contiguous projection of the gold (outermost
+  contiguous segments, greedily by length), which can never predict a nested or
+  non-contiguous segment; seconds per training epoch, test-set decoding, peak memory;
+* ``np``: CoNLL-2000 with NP chunks only (the other chunks read as O): multilabel,
+  multilabel restricted to non-overlapping contiguous segments, and the ML CRF (tmpt-3);
+* ``ned``: the same on CoNLL-2002 Dutch NER (the CRF with ``ner`` features).
+
+Tuning reads dev files only; each test figure is one run; F ± the bootstrap standard
+error over test sentences (``--resamples``).
+
+    FSTCHUNK_DATA=../shared/data python benchmarks/bench_segments.py --section genia
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from common import Timer, data_path, peak_rss_mb, write_section
+from fstchunk.columns import Columns
+from fstchunk.conll import Sentence
+from fstchunk.decode import decode_sentences
+from fstchunk.models.crf import CRF
+from fstchunk.models.segment.train import train
+from fstchunk.parallel import single_threaded_blas
+from fstchunk.segments.data import (SegSentence, Segment, read_conll_segments, read_jsonl,
+                                    segments_to_tags)
+from fstchunk.segments.scoring import hard_segments, score_segments
+from fstchunk import encodings as enc
+
+#: McDonald et al.'s figures (Table 1: F of NE / NP; Table 2 is another corpus)
+PAPER = {"ned": {"CRF": 83.47, "multilabel": 82.33, "multilabel, restricted": 83.26},
+         "np": {"CRF": 94.29, "multilabel": 93.45, "multilabel, restricted": 93.90}}
+
+
+def projection(s: SegSentence) -> list[Segment]:
+    """The outermost contiguous segments that do not overlap, longest first."""
+    kept: list[Segment] = []
+    taken: set[int] = set()
+    for g in sorted((g for g in s.segments if g.contiguous), key=lambda g: -len(g.positions)):
+        if not taken & set(g.positions):
+            kept.append(g)
+            taken |= set(g.positions)
+    return kept
+
+
+def as_conll(sents, segments, pos: bool) -> list[Sentence]:
+    """Sentences with (word, [POS,] IOB2 tag) rows for the CRF."""
+    out = []
+    for s, segs in zip(sents, segments):
+        tags = segments_to_tags(segs, len(s), s.source)
+        cols = [s.tokens] + ([s.pos] if pos else []) + [tags]
+        out.append(Sentence([list(r) for r in zip(*cols)], list(s.lines) or [0] * len(s),
+                            s.source))
+    return out
+
+
+def crf_segments(model: CRF, sents: list[Sentence]) -> list[list[Segment]]:
+    with single_threaded_blas():
+        preds = decode_sentences(model, sents, "map")
+    return [[Segment(t, tuple(range(a, b))) for t, a, b in enc.conlleval_chunks(p)]
+            for p in preds]
+
+
+def boot(gold, pred, idx) -> np.ndarray:
+    c = np.array([[len(set(g) & set(h)), len(set(h)), len(set(g))] for g, h in zip(gold, pred)])
+    s = c[idx].sum(axis=1)
+    return 100 * 2 * s[:, 0] / np.maximum(s[:, 1] + s[:, 2], 1)
+
+
+def row(name: str, gold, pred, idx, paper: str = "—") -> str:
+    r = score_segments(gold, pred)
+    o, h = r.overall, r.hard
+    return (f"| {name} | {paper} | {o.precision:.2f} | {o.recall:.2f} | {o.f():.2f} ± "
+            f"{boot(gold, pred, idx).std():.2f} | {h.precision:.2f} | {h.recall:.2f} "
+            f"| {h.f():.2f} |")
+
+
+HEAD = ["| model | paper F | P | R | F ± SE | hard P | hard R | hard F |",
+        "|---|---|---|---|---|---|---|---|"]
+
+
+def multilabel(args, tr, dv, restrictions=None):
+    with Timer() as t:
+        m = train(tr, epochs=args.epochs, dev=dv, progress=not args.quiet,
+                  restrictions=restrictions)
+    m.calibrate(dv, source="dev")
+    return m, t.seconds
+
+
+def section_genia(args) -> None:
+    tr, dv, te = (read_jsonl(data_path("genia", f))[:args.limit]
+                  for f in ("train.jsonl", "dev.jsonl", "test.jsonl"))
+    idx = np.random.default_rng(0).integers(0, len(te), size=(args.resamples, len(te)))
+    gold = [s.segments for s in te]
+    m, secs = multilabel(args, tr, dv)
+    with Timer() as t_dec:
+        thr = m.decode(te)
+    rows = [row("multilabel, threshold 0", gold, thr, idx),
+            row("multilabel, no embedding", gold, m.decode(te, restrictions="no-embedding"), idx),
+            row("multilabel, MEU (calibrated on dev)", gold, m.decode(te, decoder="meu"), idx)]
+    crf, data = CRF.prepare(as_conll(tr, [projection(s) for s in tr], False), "ner-nopos",
+                            columns=Columns.parse("word,tag"))
+    with Timer() as t_crf, single_threaded_blas():
+        crf.fit(data, "ml", max_iter=args.crf_iter)
+    rows.append(row("ML CRF on the projection", gold,
+                    crf_segments(crf, as_conll(te, [[] for _ in te], False)), idx))
+    hard = sum(len(hard_segments(g)) for g in gold)
+    hist = ", ".join(f"{h.get('dev_f_average', h.get('dev_f_last')):.2f}"
+                     for h in m.settings["history"])
+    out = [f"GENIA 3.02 (annotations © GENIA Project, CC BY 3.0): {len(tr)} training, "
+           f"{len(dv)} dev, {len(te)} test sentences; {sum(map(len, gold))} test segments, "
+           f"{hard} of them overlapping another or non-contiguous (the hard columns). "
+           f"Multilabel: {args.epochs} epochs (a priori), averaged weights, max gap "
+           f"{m.max_gap}, k = n; dev F per epoch {hist}. ML CRF: ner-nopos features, "
+           f"{args.crf_iter} L-BFGS iterations, default λ. Test F ± bootstrap SE "
+           f"({args.resamples} resamples); one test run each.\n", *HEAD, *rows,
+           f"\nMultilabel training {secs / args.epochs:.0f} s per epoch ({secs:.0f} s in "
+           f"all, dev F each epoch included); test decoding (threshold) {t_dec.seconds:.1f} s; "
+           f"CRF training {t_crf.seconds:.0f} s; peak memory {peak_rss_mb():.0f} MB."]
+    print("\n".join(out))
+    if not args.no_write:
+        write_section("Segments (issue 19): GENIA", "\n".join(out))
+
+
+def _chunks(corpus: str, keep: str | None, limit: int | None):
+    """train, dev, test of ``corpus`` as segment sentences (only type ``keep``)."""
+    files = {"np": ("conll2000", "train.txt", "dev.txt", "test.txt"),
+             "ned": ("conll2002", "ned.train", "ned.testa", "ned.testb")}[corpus]
+    sets = []
+    for f in files[1:]:
+        ss = read_conll_segments(data_path(files[0], f))[:limit]
+        for s in ss:
+            s.segments = [g for g in s.segments if keep is None or g.type == keep]
+        sets.append(ss)
+    return sets
+
+
+def section_table1(args, corpus: str) -> None:
+    tr, dv, te = _chunks(corpus, "NP" if corpus == "np" else None, args.limit)
+    idx = np.random.default_rng(0).integers(0, len(te), size=(args.resamples, len(te)))
+    gold = [s.segments for s in te]
+    paper = PAPER[corpus]
+    m, secs = multilabel(args, tr, dv)
+    r, secs_r = multilabel(args, tr, dv, restrictions="no-overlap,contiguous")
+    crf, data = CRF.prepare(as_conll(tr, [s.segments for s in tr], True),
+                            "tmpt3" if corpus == "np" else "ner")
+    with single_threaded_blas():
+        crf.fit(data, "ml", max_iter=args.crf_iter)
+    rows = [row("multilabel", gold, m.decode(te), idx, f"{paper['multilabel']:.2f}"),
+            row("multilabel, restricted", gold, r.decode(te), idx,
+                f"{paper['multilabel, restricted']:.2f}"),
+            row("ML CRF", gold, crf_segments(crf, as_conll(te, gold, True)), idx,
+                f"{paper['CRF']:.2f}")]
+    name = {"np": "CoNLL-2000, NP chunks only", "ned": "CoNLL-2002 Dutch NER"}[corpus]
+    out = [f"{name}: {len(tr)} training, {len(dv)} dev, {len(te)} test sentences. "
+           f"Multilabel: {args.epochs} epochs, averaged ({secs:.0f} s; restricted to "
+           f"non-overlapping contiguous segments in training and decoding: {secs_r:.0f} s); "
+           f"ML CRF: {args.crf_iter} iterations. McDonald et al.'s figures beside (their "
+           f"NE set is CoNLL-2003 English, not Dutch).\n", *HEAD, *rows]
+    print("\n".join(out))
+    if not args.no_write:
+        write_section(f"Segments (issue 19): {name}", "\n".join(out))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--section", default="genia,np,ned")
+    ap.add_argument("--epochs", type=int, default=10)
+    ap.add_argument("--crf-iter", type=int, default=100)
+    ap.add_argument("--resamples", type=int, default=1000)
+    ap.add_argument("--limit", type=int, default=None, help="first N sentences of each set")
+    ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args()
+    for s in args.section.split(","):
+        if s == "genia":
+            section_genia(args)
+        elif s in ("np", "ned"):
+            section_table1(args, s)
+        else:
+            ap.error(f"unknown section {s!r}; use genia, np, ned")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
