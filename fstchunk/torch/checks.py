@@ -1,0 +1,161 @@
+"""Input checks of the torch CRF: every bad input is an
+:class:`~fstchunk.errors.InputError` naming the problem (tensor, shape, row,
+position, sentence), raised before any computation.
+
+Pitfalls: the mask must be a prefix of each row (True on real tokens, then
+False on padding) with at least one token per row; scores are checked for
+NaN/inf on real tokens only (padding emissions are ignored, and replaced by 0
+before any arithmetic so that garbage there cannot poison a gradient); all
+tensors must share the emissions' dtype and device (no silent casts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from .. import encodings as enc
+from ..errors import FstchunkError, InputError
+
+
+@dataclass
+class Batch:
+    """Checked inputs: emissions with padding zeroed, lengths (B,) long tensor
+    and their Python list, start/end filled with zeros when None."""
+    emissions: torch.Tensor
+    transitions: torch.Tensor
+    mask: torch.Tensor
+    start: torch.Tensor
+    end: torch.Tensor
+    lengths: torch.Tensor
+    lengths_list: list[int]
+
+
+def _tensor(name: str, x, ndim: int) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor):
+        raise InputError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.dim() != ndim:
+        raise InputError(f"{name} must be a {ndim}-D tensor, got shape {tuple(x.shape)}")
+    return x
+
+
+def _finite(name: str, x: torch.Tensor, ok: torch.Tensor | None = None) -> None:
+    bad = ~torch.isfinite(x.detach())
+    if ok is not None:
+        bad = bad & ok
+    if bool(bad.any()):
+        where = tuple(int(i) for i in bad.nonzero()[0])
+        raise InputError(f"{name} has a non-finite score {float(x.detach()[where])} at "
+                         f"index {where}")
+
+
+def check_batch(L: int, emissions, transitions, mask, start=None, end=None) -> Batch:
+    """Check shapes, dtypes, devices, the mask and finiteness (see module doc)."""
+    em = _tensor("emissions", emissions, 3)
+    if not em.dtype.is_floating_point:
+        raise InputError(f"emissions must be a floating-point tensor, got {em.dtype}")
+    B, n, Le = em.shape
+    if B == 0 or n == 0:
+        raise InputError(f"emissions has shape {tuple(em.shape)}: need at least one sentence "
+                         "and one token")
+    if Le != L:
+        raise InputError(f"emissions has {Le} tag columns but there are {L} tags")
+    tr = _tensor("transitions", transitions, 2)
+    if tuple(tr.shape) != (L, L):
+        raise InputError(f"transitions has shape {tuple(tr.shape)}, expected {(L, L)}")
+    mk = _tensor("mask", mask, 2)
+    if mk.dtype != torch.bool:
+        raise InputError(f"mask must be a bool tensor, got {mk.dtype}")
+    if tuple(mk.shape) != (B, n):
+        raise InputError(f"mask has shape {tuple(mk.shape)}, expected {(B, n)} "
+                         "(the emissions' batch and length)")
+    zeros = torch.zeros(L, dtype=em.dtype, device=em.device)
+    st = zeros if start is None else _tensor("start", start, 1)
+    en = zeros if end is None else _tensor("end", end, 1)
+    for name, x in (("start", st), ("end", en)):
+        if tuple(x.shape) != (L,):
+            raise InputError(f"{name} has shape {tuple(x.shape)}, expected {(L,)}")
+    for name, x in (("transitions", tr), ("mask", mk), ("start", st), ("end", en)):
+        if x.device != em.device:
+            raise InputError(f"{name} is on {x.device} but emissions on {em.device}")
+        if name != "mask" and x.dtype != em.dtype:
+            raise InputError(f"{name} has dtype {x.dtype} but emissions {em.dtype}")
+    empty = ~mk[:, 0]
+    if bool(empty.any()):
+        raise InputError(f"mask row {int(empty.nonzero()[0, 0])} has no token "
+                         "(every sentence needs at least one; mask[:, 0] must be True)")
+    gap = mk[:, 1:] & ~mk[:, :-1]
+    if bool(gap.any()):
+        b, t = (int(i) for i in gap.nonzero()[0])
+        raise InputError(f"mask row {b} is not a prefix: position {t + 1} is True after a "
+                         "False (padding must come last)")
+    _finite("emissions", em, mk.unsqueeze(-1))
+    for name, x in (("transitions", tr), ("start", st), ("end", en)):
+        _finite(name, x)
+    lengths = mk.sum(1)
+    em = torch.where(mk.unsqueeze(-1), em, torch.zeros((), dtype=em.dtype, device=em.device))
+    return Batch(em, tr, mk, st, en, lengths, [int(v) for v in lengths.tolist()])
+
+
+@dataclass
+class Gold:
+    """Gold chunks as arrays over the batch: ``last[b, u]`` a gold chunk ends at
+    token u (inclusive), ``match[b, u, c]`` a gold chunk of tag c's type starts at
+    u, ``count[b]`` the number of gold chunks, ``chunks`` the (type index, s, e)."""
+    last: torch.Tensor
+    match: torch.Tensor
+    count: torch.Tensor
+    chunks: list[list[tuple[int, int, int]]]
+
+
+def check_gold(gold, batch: Batch, scheme: str, types: Sequence[str],
+               type_index: np.ndarray) -> Gold:
+    """Check the gold sequences against the batch and encode their chunks."""
+    B, n = batch.mask.shape
+    if gold is None:
+        raise InputError("gold is required: a list of tag lists, one per sentence")
+    if isinstance(gold, (str, bytes)) or not isinstance(gold, Sequence):
+        raise InputError("gold must be a list of tag lists, one per sentence")
+    if len(gold) != B:
+        raise InputError(f"gold has {len(gold)} sentences but the batch has {B}")
+    last = np.zeros((B, n), bool)
+    match = np.zeros((B, n, len(type_index)), bool)
+    count = np.zeros(B)
+    chunks = []
+    for b, (seq, length) in enumerate(zip(gold, batch.lengths_list)):
+        if isinstance(seq, str) or not isinstance(seq, Sequence):
+            raise InputError(f"gold sentence {b} must be a list of tags, got {seq!r}")
+        if len(seq) != length:
+            raise InputError(f"gold sentence {b} has {len(seq)} tags but the mask gives it "
+                             f"{length} tokens")
+        try:
+            found = enc.tags_to_chunks(list(seq), scheme)
+        except FstchunkError as e:
+            raise InputError(f"gold sentence {b}: invalid {scheme} sequence: {e}") from None
+        row = []
+        for t, s, e in found:
+            if t not in types:
+                raise InputError(f"gold sentence {b}: position {s}: chunk type {t!r} is not "
+                                 f"among the tags' types {', '.join(types) or '(none)'}")
+            k = types.index(t)
+            last[b, e - 1] = True
+            match[b, s] = type_index == k
+            row.append((k, s, e))
+        count[b] = len(row)
+        chunks.append(row)
+    dev, dt = batch.emissions.device, batch.emissions.dtype
+    return Gold(torch.as_tensor(last, device=dev), torch.as_tensor(match, device=dev),
+                torch.as_tensor(count, dtype=dt, device=dev), chunks)
+
+
+def check_beta(beta) -> float:
+    try:
+        ok = float(beta) >= 0 and float(beta) < float("inf")
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise InputError(f"beta must be a finite number >= 0, got {beta!r}")
+    return float(beta)

@@ -1,0 +1,269 @@
+"""Differentiable chunk-level quantities of a linear-chain CRF (issue 21).
+
+A neural tagger gives emission scores (B, n, L), a transition matrix (L, L) and
+optional start/end scores; over the scheme's **valid** tag sequences y
+
+    Pr(y) = exp(score(y)) / Z,   score(y) = start[y_1] + Σ_t emissions[t, y_t]
+            + Σ_t transitions[y_{t-1}, y_t] + end[y_n]
+
+(the linear-chain CRF of Lafferty, McCallum & Pereira 2001, restricted to the
+scheme's 2-local language: :class:`fstchunk.tagspace.TagSpace` masks).
+:class:`ChunkCRF` computes, batched and differentiable by autograd:
+
+* ``log_partition``: log Z by the forward recursion;
+* ``marginals``: Pr(y_t = l) by forward-backward;
+* ``chunk_marginals``: Pr((t, s, e) ∈ chunks(y)) — α at s-1, an opening arc
+  (``opens``), continuation arcs (``cont``) through e-1, a closing arc
+  (``closes``) or the end, and β at e — for every start at once;
+* ``expected_f`` / ``expected_corpus_f``: see :mod:`fstchunk.torch.expected`;
+* ``decode``: constrained Viterbi (MAP) or exact MEU via the numpy engine.
+
+The recursion runs in the **scaled log gauge**: α̂_t = α_t − Σ_{u≤t} c_u with
+c_t the log-sum-exp of the unnormalised α at t, and β̂_t = β_t − Σ_{u>t} c_u −
+c_end, so that α̂_t + β̂_t is the log marginal and log Z = Σ_t c_t + c_end.  Every
+exponentiated quantity is a log probability (<= 0), so no α + β − log Z of
+size n·(score scale) is formed and scores × 1e4 stay exact to rounding.
+
+Pitfalls: padding (mask False) is handled by carrying the recursions through
+with zeroed emissions and selecting each sentence's own end with ``torch.where``
+(never by multiplying by the mask, which would turn an inf into a NaN); the
+forbidden arcs are NEG = -1e30 (:mod:`fstchunk.torch.semiring`); chunk marginals
+are laid out (B, n, n+1, T) — the numpy :meth:`fstchunk.lattice.Lattice.
+chunk_marginals` is (T, n, n+1) per sentence.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from .. import encodings as enc
+from ..errors import FstchunkError, InputError
+from ..tagspace import TagSpace
+from . import expected as _expected
+from .checks import Batch, check_batch, check_beta, check_gold
+from .semiring import NEG, logmatmul, lse
+
+
+class ChunkCRF:
+    """Chunk-level CRF quantities over the valid sequences of ``scheme`` for the
+    columns ``tags`` (see module doc).  Every method takes
+    ``(emissions (B, n, L), transitions (L, L), mask (B, n) bool, start=None,
+    end=None)`` first."""
+
+    def __init__(self, tags: Sequence[str], scheme: str = "IOB2"):
+        try:
+            self.space = TagSpace.of(tuple(tags), enc.canonical_scheme(scheme))
+        except FstchunkError as e:
+            raise InputError(f"ChunkCRF: cannot use tags {list(tags)!r} in scheme "
+                             f"{scheme!r}: {e}") from None
+        sp = self.space
+        self.tags, self.scheme, self.types = sp.tags, sp.scheme, sp.types
+        L = len(sp.tags)
+        self._np = {"start": sp.start_ok, "trans": sp.trans_ok, "end": sp.end_ok,
+                    "cont": sp.trans_ok & sp.cont[:L], "open": sp.trans_ok & sp.opens[:L],
+                    "open0": sp.start_ok & sp.opens[L], "close": sp.trans_ok & sp.closes[:L],
+                    "non": sp.trans_ok & ~sp.cont[:L], "inchunk": sp.type_index >= 0,
+                    "type": sp.type_index[None, :] == np.arange(len(sp.types))[:, None]}
+        self._np = {k: np.array(v, dtype=bool) for k, v in self._np.items()}   # writable
+        self._cache: dict = {}
+
+    def __repr__(self) -> str:
+        return f"ChunkCRF({list(self.tags)!r}, scheme={self.scheme!r})"
+
+    # ------------------------------------------------------------------ helpers
+    def _mask(self, name: str, like: torch.Tensor) -> torch.Tensor:
+        key = (name, like.device)
+        if key not in self._cache:
+            self._cache[key] = torch.as_tensor(self._np[name], device=like.device)
+        return self._cache[key]
+
+    def _masked(self, name: str, x: torch.Tensor) -> torch.Tensor:
+        """x where the table ``name`` allows it, NEG elsewhere."""
+        return torch.where(self._mask(name, x), x, torch.full_like(x, NEG))
+
+    def _check(self, emissions, transitions, mask, start, end) -> Batch:
+        return check_batch(len(self.tags), emissions, transitions, mask, start, end)
+
+    def _forward(self, bt: Batch):
+        """Scaled forward: α̂ (B, n, L), c (B, n), c_end (B,), log Z (B,)."""
+        em, n = bt.emissions, bt.emissions.shape[1]
+        Kt = self._masked("trans", bt.transitions)
+        a = self._masked("start", bt.start) + em[:, 0]
+        alphas, cs = [], []
+        for u in range(n):
+            if u:
+                a = logmatmul(alphas[-1], Kt) + em[:, u]
+            c = lse(a, -1)
+            alphas.append(a - c.unsqueeze(-1))
+            cs.append(c)
+        alpha, c = torch.stack(alphas, 1), torch.stack(cs, 1)
+        last = (bt.lengths - 1).view(-1, 1, 1).expand(-1, 1, alpha.shape[2])
+        a_last = alpha.gather(1, last).squeeze(1)
+        c_end = lse(a_last + self._masked("end", bt.end), -1)
+        logz = torch.where(bt.mask, c, torch.zeros_like(c)).sum(1) + c_end
+        if bool((logz < NEG / 2).any()):
+            b = int((logz < NEG / 2).nonzero()[0, 0])
+            raise InputError(f"sentence {b}: no valid {self.scheme} sequence of length "
+                             f"{bt.lengths_list[b]} over the tags {', '.join(self.tags)}")
+        return alpha, c, c_end, logz
+
+    def _backward(self, bt: Batch, c: torch.Tensor, c_end: torch.Tensor) -> torch.Tensor:
+        """Scaled backward β̂ (B, n, L) in the forward's gauge (module doc)."""
+        em, n = bt.emissions, bt.emissions.shape[1]
+        KtT = self._masked("trans", bt.transitions).T
+        endv = self._masked("end", bt.end)
+        fin = endv - c_end.unsqueeze(-1)
+        b = fin
+        betas = [None] * n
+        for u in range(n - 1, -1, -1):
+            at_end = (bt.lengths - 1 == u).unsqueeze(-1)
+            if u < n - 1:
+                rec = logmatmul(betas[u + 1] + em[:, u + 1], KtT) - c[:, u + 1, None]
+                b = torch.where(at_end, fin, torch.where(
+                    (u < bt.lengths - 1).unsqueeze(-1), rec, torch.zeros_like(rec)))
+            else:
+                b = torch.where(at_end, fin, torch.zeros_like(fin))
+            betas[u] = b
+        return torch.stack(betas, 1)
+
+    # ------------------------------------------------------------------ public
+    def log_partition(self, emissions, transitions, mask, start=None, end=None) -> torch.Tensor:
+        """log Z (B,): log Σ over valid y of exp(score(y))."""
+        return self._forward(self._check(emissions, transitions, mask, start, end))[3]
+
+    def marginals(self, emissions, transitions, mask, start=None, end=None) -> torch.Tensor:
+        """Pr(y_t = l) (B, n, L); 0 on padding."""
+        bt = self._check(emissions, transitions, mask, start, end)
+        alpha, c, c_end, _ = self._forward(bt)
+        beta = self._backward(bt, c, c_end)
+        p = torch.exp(alpha + beta)
+        return torch.where(bt.mask.unsqueeze(-1), p, torch.zeros_like(p))
+
+    def chunk_marginals(self, emissions, transitions, mask, start=None,
+                        end=None) -> torch.Tensor:
+        """Pr(chunk [s, e) of type t ∈ chunks(y)) (B, n, n+1, T), e exclusive,
+        types in ``self.types`` order; 0 where impossible and on padding."""
+        bt = self._check(emissions, transitions, mask, start, end)
+        return self._chunk_marginals(bt)
+
+    def _chunk_marginals(self, bt: Batch) -> torch.Tensor:
+        alpha, c, c_end, _ = self._forward(bt)
+        beta = self._backward(bt, c, c_end)
+        em, tr = bt.emissions, bt.transitions
+        B, n, L = em.shape
+        Kcont, Kopen = self._masked("cont", tr), self._masked("open", tr)
+        KcloseT = self._masked("close", tr).T
+        open0 = self._masked("open0", bt.start)
+        tbias = torch.where(self._mask("type", em), torch.zeros((), dtype=em.dtype,
+                            device=em.device), torch.full((), NEG, dtype=em.dtype,
+                                                          device=em.device))   # (T, L)
+        zero = torch.zeros((B, n, len(self.types)), dtype=em.dtype, device=em.device)
+        out = [zero]                                    # e = 0: no chunk ends there
+        G = None
+        for u in range(n):
+            # chunks opening at u: from α̂_{u-1} through an opening arc (or the start)
+            if u == 0:
+                op = open0 + em[:, 0] - c[:, 0, None]
+            else:
+                op = logmatmul(alpha[:, u - 1], Kopen) + em[:, u] - c[:, u, None]
+            if G is None:
+                G = op.unsqueeze(1)
+            else:                                       # open chunks continue into u
+                G = logmatmul(G, Kcont) + (em[:, u] - c[:, u, None]).unsqueeze(1)
+                G = torch.cat([G, op.unsqueeze(1)], 1)
+            # ... and close after u: the end of the sentence, or a closing arc into u+1
+            at_end = (bt.lengths - 1 == u).unsqueeze(-1)
+            if u < n - 1:
+                rec = logmatmul(beta[:, u + 1] + em[:, u + 1], KcloseT) - c[:, u + 1, None]
+                cl = torch.where(at_end, beta[:, u], rec)
+            else:
+                cl = beta[:, u]
+            logp = lse((G + cl.unsqueeze(1)).unsqueeze(2) + tbias, -1)   # (B, u+1, T)
+            p = torch.nn.functional.pad(torch.exp(logp), (0, 0, 0, n - u - 1))
+            keep = (u < bt.lengths).view(B, 1, 1)
+            out.append(torch.where(keep, p, zero))
+        return torch.stack(out, 2)
+
+    def expected_f(self, emissions, transitions, mask, start=None, end=None,
+                   gold: Sequence[Sequence[str]] | None = None,
+                   beta: float = 1.0) -> torch.Tensor:
+        """E_y[F_β(y | gold)] (B,): y ~ the CRF, gold fixed (the training
+        direction), by the exact DP of :mod:`fstchunk.torch.expected`."""
+        bt = self._check(emissions, transitions, mask, start, end)
+        beta = check_beta(beta)
+        g = check_gold(gold, bt, self.scheme, self.types, self.space.type_index)
+        self._forward(bt)          # raises if a sentence has no valid sequence
+        return _expected.expected_f(self, bt, g, beta)
+
+    def expected_corpus_f(self, emissions, transitions, mask, start=None, end=None,
+                          gold: Sequence[Sequence[str]] | None = None,
+                          beta: float = 1.0) -> torch.Tensor:
+        """(β+1)·Σ E[tp_i] / (Σ E[m(y_i)] + β·Σ m(g_i)), a scalar (0/0 := 1), from
+        the chunk marginals: E[tp] sums them at the gold chunks, E[m] over all."""
+        bt = self._check(emissions, transitions, mask, start, end)
+        beta = check_beta(beta)
+        g = check_gold(gold, bt, self.scheme, self.types, self.space.type_index)
+        cm = self._chunk_marginals(bt)
+        idx = [(b, s, e, k) for b, row in enumerate(g.chunks) for k, s, e in row]
+        tp = cm[tuple(torch.as_tensor(list(x), device=cm.device, dtype=torch.long)
+                      for x in zip(*idx))].sum() if idx else cm.sum() * 0
+        den = cm.sum() + beta * g.count.sum()
+        one = torch.ones((), dtype=cm.dtype, device=cm.device)
+        return torch.where(den > 0, (beta + 1) * tp / torch.where(den > 0, den, one), one)
+
+    # ------------------------------------------------------------------ decoding
+    def decode(self, emissions, transitions, mask, start=None, end=None,
+               method: str = "map", beta: float = 1.0) -> list[list[str]]:
+        """Tag lists, one per sentence (its own length).
+
+        ``method="map"``: the most probable valid sequence, by constrained Viterbi
+        in torch.  ``method="meu"``: the chunking of maximal expected F_β, exact,
+        computed by the project's numpy engine (:func:`fstchunk.decode.decode_meu`
+        on :meth:`fstchunk.lattice.Lattice.from_scores` of each sentence's detached
+        float64 scores) — decoding needs no gradient.  MEU may use a tag of the
+        scheme that ``tags`` lacks (see :func:`~fstchunk.decode.decode_meu`)."""
+        if method not in ("map", "meu"):
+            raise InputError(f"unknown decoding method {method!r}; use 'map' or 'meu'")
+        bt = self._check(emissions, transitions, mask, start, end)
+        if method == "meu":
+            return self._decode_meu(bt, check_beta(beta))
+        with torch.no_grad():
+            return self._viterbi(bt)
+
+    def _viterbi(self, bt: Batch) -> list[list[str]]:
+        em, n = bt.emissions, bt.emissions.shape[1]
+        Kt = self._masked("trans", bt.transitions)
+        d = self._masked("start", bt.start) + em[:, 0]
+        back = []
+        for u in range(1, n):
+            best, bp = (d.unsqueeze(-1) + Kt).max(1)
+            d = torch.where((u < bt.lengths).unsqueeze(-1), best + em[:, u], d)
+            back.append(bp)
+        score, last = (d + self._masked("end", bt.end)).max(-1)
+        if bool((score < NEG / 2).any()):
+            b = int((score < NEG / 2).nonzero()[0, 0])
+            raise InputError(f"sentence {b}: no valid {self.scheme} sequence of length "
+                             f"{bt.lengths_list[b]} over the tags {', '.join(self.tags)}")
+        bps = torch.stack(back, 1).tolist() if back else [[] for _ in bt.lengths_list]
+        out = []
+        for b, length in enumerate(bt.lengths_list):
+            path = [int(last[b])]
+            for u in range(length - 1, 0, -1):
+                path.append(bps[b][u - 1][path[-1]])
+            out.append([self.tags[i] for i in reversed(path)])
+        return out
+
+    def _decode_meu(self, bt: Batch, beta: float) -> list[list[str]]:
+        from ..decode import decode_meu
+        from ..lattice import Lattice
+        arr = [x.detach().to("cpu", torch.float64).numpy()
+               for x in (bt.emissions, bt.transitions, bt.start, bt.end)]
+        out = []
+        for b, length in enumerate(bt.lengths_list):
+            lat = Lattice.from_scores(self.tags, arr[0][b, :length], arr[1], arr[2], arr[3],
+                                      scheme=self.scheme)
+            out.append(list(decode_meu(lat, beta=beta).tags))
+        return out

@@ -1,0 +1,337 @@
+"""fstchunk.torch.ChunkCRF against the numpy engine, brute force, and gradcheck.
+
+Oracles: :class:`fstchunk.lattice.Lattice` (log Z, token and chunk marginals),
+:func:`fstchunk.expected.expected_f` (training direction, ``reference=gold``),
+:func:`fstchunk.decode.decode_map` / ``decode_meu``; and an enumeration of every
+valid tag sequence (itertools over all tag strings, filtered by the scheme).
+"""
+
+import itertools
+import pathlib
+import re
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from fstchunk import encodings as enc  # noqa: E402
+from fstchunk.decode import decode_map, decode_meu  # noqa: E402
+from fstchunk.errors import InputError  # noqa: E402
+from fstchunk.evaluate import f_beta  # noqa: E402
+from fstchunk.expected import expected_f  # noqa: E402
+from fstchunk.lattice import Lattice  # noqa: E402
+from fstchunk.torch import ChunkCRF  # noqa: E402
+
+SCHEMES = ["IOB2", "IOE2", "IOBES", "IOB1", "BILOU"]
+F64 = torch.float64
+
+
+def make_batch(rng, L, lengths, n=None, scale=1.0, dtype=F64, gold_rng=None):
+    n = n or max(lengths)
+    B = len(lengths)
+    em = torch.tensor(rng.normal(scale=scale, size=(B, n, L)), dtype=dtype)
+    tr = torch.tensor(rng.normal(scale=scale, size=(L, L)), dtype=dtype)
+    st = torch.tensor(rng.normal(scale=scale, size=L), dtype=dtype)
+    en = torch.tensor(rng.normal(scale=scale, size=L), dtype=dtype)
+    mask = torch.arange(n)[None, :] < torch.tensor(lengths)[:, None]
+    return em, tr, mask, st, en
+
+
+def lattice(tags, scheme, args, b, length):
+    em, tr, _, st, en = (x.detach().double().numpy() if x is not None else None for x in args)
+    return Lattice.from_scores(tags, em[b, :length], tr, st, en, scheme=scheme)
+
+
+def random_gold(rng, tags, scheme, lengths):
+    """Gold sequences: the MAP of unrelated random scores (valid, varied)."""
+    L = len(tags)
+    return [decode_map(Lattice.from_scores(tags, rng.normal(scale=2, size=(n, L)),
+                                           np.zeros((L, L)), scheme=scheme)).tags
+            for n in lengths]
+
+
+def check_against_engine(crf, args, lengths, gold, atol, beta=1.0):
+    tags, scheme = crf.tags, crf.scheme
+    lz = crf.log_partition(*args)
+    mg = crf.marginals(*args)
+    cm = crf.chunk_marginals(*args)
+    ef = crf.expected_f(*args, gold=gold, beta=beta)
+    ecf = crf.expected_corpus_f(*args, gold=gold, beta=beta)
+    B, n = args[2].shape
+    assert lz.shape == (B,) and mg.shape == (B, n, len(tags))
+    assert cm.shape == (B, n, n + 1, len(crf.types)) and ef.shape == (B,) and ecf.shape == ()
+    tp = m = mg_sum = 0.0
+    for b, length in enumerate(lengths):
+        lat = lattice(tags, scheme, args, b, length)
+        np.testing.assert_allclose(lz[b].item(), lat.log_partition(), rtol=0, atol=atol)
+        np.testing.assert_allclose(mg[b, :length].double().numpy(), lat.marginals(), atol=atol)
+        ref = lat.chunk_marginals().transpose(1, 2, 0)
+        np.testing.assert_allclose(cm[b, :length, :length + 1].double().numpy(), ref,
+                                   atol=atol)
+        outside = cm[b].clone()
+        outside[:length, :length + 1] = 0
+        assert float(mg[b, length:].abs().sum()) == 0 and float(outside.abs().sum()) == 0
+        e = expected_f(lat, reference=gold[b], beta=beta, method="fast")
+        np.testing.assert_allclose(ef[b].item(), e.f, rtol=0, atol=atol)
+        tp += e.tp
+        m += ref.sum()
+        mg_sum += len(enc.tags_to_chunks(gold[b], scheme))
+    den = m + beta * mg_sum
+    np.testing.assert_allclose(ecf.item(), (beta + 1) * tp / den if den else 1.0, atol=atol)
+    return lz, mg, cm, ef, ecf
+
+
+# ---------------------------------------------------------------- the numpy engine
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_matches_numpy_engine(scheme):
+    rng = np.random.default_rng(hash(scheme) % 2**32)
+    tags = list(enc.scheme_tags(scheme, ("NP", "VP")))
+    crf = ChunkCRF(tags, scheme)
+    lengths = [7, 4, 1, 2]
+    args = make_batch(rng, len(tags), lengths, scale=1.5)
+    gold = random_gold(rng, tags, scheme, lengths)
+    for beta in (1.0, 0.5):
+        check_against_engine(crf, args, lengths, gold, 1e-9, beta)
+    maps = crf.decode(*args)
+    meus = crf.decode(*args, method="meu", beta=2.0)
+    for b, length in enumerate(lengths):
+        lat = lattice(tags, scheme, args, b, length)
+        assert maps[b] == decode_map(lat).tags
+        assert meus[b] == decode_meu(lat, beta=2.0).tags
+
+
+def test_tag_order_and_start_end_default():
+    """Columns in any order, start/end None = zeros, expected F by composition too."""
+    rng = np.random.default_rng(5)
+    tags = ["I-NP", "O", "B-VP", "B-NP", "I-VP"]
+    crf = ChunkCRF(tags, "IOB2")
+    assert crf.types == ("NP", "VP")
+    em, tr, mask, _, _ = make_batch(rng, 5, [5, 3])
+    gold = [["B-NP", "I-NP", "O", "B-VP", "B-NP"], ["O", "O", "O"]]
+    lz = crf.log_partition(em, tr, mask)
+    ef = crf.expected_f(em, tr, mask, gold=gold, beta=3.0)
+    for b, length in enumerate([5, 3]):
+        lat = Lattice.from_scores(tags, em[b, :length].numpy(), tr.numpy(), scheme="IOB2")
+        assert lz[b].item() == pytest.approx(lat.log_partition(), abs=1e-9)
+        e = expected_f(lat, reference=gold[b], beta=3.0, method="fst").f
+        assert ef[b].item() == pytest.approx(e, abs=1e-9)
+
+
+# ---------------------------------------------------------------- brute force
+def enumerate_valid(tags, scheme, em, tr, st, en):
+    """(tag list, chunk set, probability) of every valid sequence, and log Z."""
+    n, out = em.shape[0], []
+    for idx in itertools.product(range(len(tags)), repeat=n):
+        y = [tags[i] for i in idx]
+        if not enc.is_valid(y, scheme):
+            continue
+        s = st[idx[0]] + en[idx[-1]] + sum(em[i, j] for i, j in enumerate(idx))
+        s += sum(tr[a, b] for a, b in zip(idx, idx[1:]))
+        out.append((y, frozenset(enc.tags_to_chunks(y, scheme)), s))
+    logz = np.logaddexp.reduce([s for *_, s in out])
+    return [(y, c, np.exp(s - logz)) for y, c, s in out], logz
+
+
+@pytest.mark.parametrize("scheme,types", [("IOB2", ("A", "B")), ("IOE2", ("A", "B")),
+                                          ("IOBES", ("A",)), ("IOB1", ("A", "B")),
+                                          ("IOE1", ("A", "B"))])
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_brute_force(scheme, types, n):
+    rng = np.random.default_rng(n * 7 + len(scheme))
+    tags = list(enc.scheme_tags(scheme, types))
+    L = len(tags)
+    assert L <= 5
+    crf = ChunkCRF(tags, scheme)
+    args = make_batch(rng, L, [n], scale=1.2)
+    em, tr, st, en = (x.numpy() for x in (args[0][0], args[1], args[3], args[4]))
+    seqs, logz = enumerate_valid(tags, scheme, em, tr, st, en)
+    gold = [seqs[rng.integers(len(seqs))][0]]
+    g = frozenset(enc.tags_to_chunks(gold[0], scheme))
+    assert crf.log_partition(*args)[0].item() == pytest.approx(logz, abs=1e-10)
+    marg = np.zeros((n, L))
+    cm = np.zeros((n, n + 1, len(types)))
+    for y, cs, p in seqs:
+        marg[np.arange(n), [tags.index(t) for t in y]] += p
+        for t, s, e in cs:
+            cm[s, e, types.index(t)] += p
+    np.testing.assert_allclose(crf.marginals(*args)[0].numpy(), marg, atol=1e-12)
+    np.testing.assert_allclose(crf.chunk_marginals(*args)[0].numpy(), cm, atol=1e-12)
+    for beta in (0.0, 1.0, 2.5):
+        ef = sum(p * f_beta(len(cs & g), len(cs), len(g), beta) for _, cs, p in seqs)
+        got = crf.expected_f(*args, gold=gold, beta=beta)[0].item()
+        assert got == pytest.approx(ef, abs=1e-12)
+    empty = [["O"] * n]             # m(g) = 0: F = 1 only for the empty y (0/0 := 1)
+    p_empty = sum(p for _, cs, p in seqs if not cs)
+    assert crf.expected_f(*args, gold=empty)[0].item() == pytest.approx(p_empty, abs=1e-12)
+    best = max(seqs, key=lambda r: r[2])[0]
+    assert crf.decode(*args) == [best]
+
+
+# ---------------------------------------------------------------- gradients
+@pytest.mark.parametrize("scheme", ["IOB2", "IOBES"])
+def test_gradcheck(scheme):
+    rng = np.random.default_rng(11)
+    types = ("A", "B") if scheme == "IOB2" else ("A",)
+    tags = list(enc.scheme_tags(scheme, types))
+    crf = ChunkCRF(tags, scheme)
+    lengths = [3, 2]
+    em, tr, mask, st, en = make_batch(rng, len(tags), lengths)
+    gold = random_gold(rng, tags, scheme, lengths)
+    wm = torch.tensor(rng.normal(size=(2, 3, len(tags))))
+    wc = torch.tensor(rng.normal(size=(2, 3, 4, len(types))))
+    fns = {
+        "log_partition": lambda *a: crf.log_partition(a[0], a[1], mask, a[2], a[3]),
+        "marginals": lambda *a: (crf.marginals(a[0], a[1], mask, a[2], a[3]) * wm).sum(),
+        "chunk_marginals": lambda *a: (crf.chunk_marginals(a[0], a[1], mask, a[2], a[3])
+                                       * wc).sum(),
+        "expected_f": lambda *a: crf.expected_f(a[0], a[1], mask, a[2], a[3], gold=gold),
+        "expected_corpus_f": lambda *a: crf.expected_corpus_f(a[0], a[1], mask, a[2], a[3],
+                                                              gold=gold, beta=0.7),
+    }
+    inputs = tuple(x.clone().requires_grad_() for x in (em, tr, st, en))
+    for name, fn in fns.items():
+        assert torch.autograd.gradcheck(fn, inputs, atol=1e-7, rtol=1e-5), name
+        out = fn(*inputs).sum()
+        g = torch.autograd.grad(out, inputs[0])[0]
+        assert float(g[1, 2:].abs().sum()) == 0, f"{name}: gradient on padding"
+
+
+def test_log_partition_gradient_is_marginals():
+    rng = np.random.default_rng(3)
+    tags = list(enc.scheme_tags("IOBES", ("A", "B")))
+    crf = ChunkCRF(tags, "IOBES")
+    em, tr, mask, st, en = make_batch(rng, len(tags), [6, 3])
+    em.requires_grad_()
+    (g,) = torch.autograd.grad(crf.log_partition(em, tr, mask, st, en).sum(), em)
+    np.testing.assert_allclose(g.numpy(), crf.marginals(em, tr, mask, st, en).detach(),
+                               atol=1e-12)
+
+
+# ---------------------------------------------------------------- padding, scale, float32
+def test_padding_equals_each_sentence_alone():
+    rng = np.random.default_rng(8)
+    tags = list(enc.scheme_tags("IOE2", ("A", "B")))
+    crf = ChunkCRF(tags, "IOE2")
+    lengths = [5, 1, 3]
+    em, tr, mask, st, en = make_batch(rng, len(tags), lengths)
+    em[~mask] = 1e3                       # garbage on padding changes nothing
+    gold = random_gold(rng, tags, "IOE2", lengths)
+    batch = (crf.log_partition(em, tr, mask, st, en), crf.marginals(em, tr, mask, st, en),
+             crf.chunk_marginals(em, tr, mask, st, en),
+             crf.expected_f(em, tr, mask, st, en, gold=gold))
+    for b, n in enumerate(lengths):
+        one = (em[b:b + 1, :n], tr, torch.ones(1, n, dtype=torch.bool), st, en)
+        alone = (crf.log_partition(*one), crf.marginals(*one), crf.chunk_marginals(*one),
+                 crf.expected_f(*one, gold=[gold[b]]))
+        for x, y in zip(batch, alone):
+            got = x[b:b + 1]
+            if got.dim() >= 3:
+                got = got[:, :n]
+            if got.dim() == 4:
+                got = got[:, :, :n + 1]
+            np.testing.assert_allclose(got.numpy(), y.numpy(), atol=1e-12)
+    assert crf.decode(em, tr, mask, st, en) == \
+        [crf.decode(em[b:b + 1, :n], tr, torch.ones(1, n, dtype=torch.bool), st, en)[0]
+         for b, n in enumerate(lengths)]
+
+
+def test_extreme_scale():
+    rng = np.random.default_rng(4)
+    tags = list(enc.scheme_tags("IOBES", ("A", "B")))
+    crf = ChunkCRF(tags, "IOBES")
+    lengths = [12, 5]
+    em, tr, mask, st, en = make_batch(rng, len(tags), lengths)
+    args = tuple(x * 1e4 if x.dtype == F64 else x for x in (em, tr, mask, st, en))
+    gold = random_gold(rng, tags, "IOBES", lengths)
+    lz, *_ = check_against_engine(crf, args, lengths, gold, 1e-9)
+    assert torch.isfinite(lz).all() and lz.abs().min() > 1e4
+    e = args[0].clone().requires_grad_()
+    out = crf.expected_f(e, *args[1:], gold=gold).sum() + crf.log_partition(e, *args[1:]).sum()
+    assert torch.isfinite(torch.autograd.grad(out, e)[0]).all()
+
+
+def test_float32():
+    rng = np.random.default_rng(6)
+    tags = list(enc.scheme_tags("IOB2", ("A", "B", "C")))
+    crf = ChunkCRF(tags, "IOB2")
+    lengths = [9, 4]
+    args = make_batch(rng, len(tags), lengths, scale=2.0)
+    gold = random_gold(rng, tags, "IOB2", lengths)
+    a32 = tuple(x.float() if x.dtype == F64 else x for x in args)
+    for name in ("log_partition", "marginals", "chunk_marginals"):
+        x32, x64 = getattr(crf, name)(*a32), getattr(crf, name)(*args)
+        assert x32.dtype == torch.float32
+        np.testing.assert_allclose(x32.double().numpy(), x64.numpy(), atol=1e-4, rtol=1e-5)
+    for name in ("expected_f", "expected_corpus_f"):
+        x32, x64 = (getattr(crf, name)(*a, gold=gold) for a in (a32, args))
+        assert x32.dtype == torch.float32
+        np.testing.assert_allclose(x32.double().numpy(), x64.numpy(), atol=1e-4)
+    assert crf.decode(*a32) == crf.decode(*args)
+
+
+# ---------------------------------------------------------------- errors
+def test_bad_inputs():
+    rng = np.random.default_rng(1)
+    tags = list(enc.scheme_tags("IOB2", ("A",)))
+    crf = ChunkCRF(tags, "IOB2")
+    em, tr, mask, st, en = make_batch(rng, 3, [3, 2])
+
+    def raises(pattern, fn):
+        with pytest.raises(InputError, match=pattern):
+            fn()
+
+    raises("3-D", lambda: crf.log_partition(em[0], tr, mask))
+    raises("4 tag columns but there are 3", lambda: crf.log_partition(
+        torch.zeros(2, 3, 4, dtype=F64), tr, mask))
+    raises(re.escape("transitions has shape (2, 2)"), lambda: crf.marginals(em, tr[:2, :2], mask))
+    raises(re.escape("start has shape (2,)"), lambda: crf.marginals(em, tr, mask, st[:2]))
+    raises("mask must be a bool", lambda: crf.marginals(em, tr, mask.long()))
+    raises(re.escape("mask has shape (2, 2)"), lambda: crf.marginals(em, tr, mask[:, :2]))
+    raises("mask row 1 has no token", lambda: crf.marginals(
+        em, tr, torch.tensor([[True, True, True], [False, False, False]])))
+    raises("mask row 0 is not a prefix: position 2", lambda: crf.marginals(
+        em, tr, torch.tensor([[True, False, True], [True, True, False]])))
+    raises("dtype torch.float32", lambda: crf.marginals(em, tr.float(), mask))
+    bad = em.clone()
+    bad[1, 0, 2] = float("nan")
+    raises(re.escape("emissions has a non-finite score nan at index (1, 0, 2)"),
+           lambda: crf.log_partition(bad, tr, mask))
+    bad[1, 0, 2] = 0.0
+    bad[1, 2, 0] = float("inf")            # on padding: ignored
+    crf.log_partition(bad, tr, mask)
+    t2 = tr.clone()
+    t2[0, 1] = -float("inf")
+    raises(re.escape("transitions has a non-finite score -inf at index (0, 1)"),
+           lambda: crf.expected_f(em, t2, mask, gold=[["O"] * 3, ["O"] * 2]))
+    raises(re.escape("end has a non-finite"), lambda: crf.log_partition(
+        em, tr, mask, st, en * float("inf")))
+    raises("gold is required", lambda: crf.expected_f(em, tr, mask))
+    raises("gold has 1 sentences but the batch has 2",
+           lambda: crf.expected_f(em, tr, mask, gold=[["O"] * 3]))
+    raises("gold sentence 1 has 3 tags but the mask gives it 2 tokens",
+           lambda: crf.expected_f(em, tr, mask, gold=[["O"] * 3, ["O"] * 3]))
+    raises("gold sentence 1: invalid IOB2 sequence: position 1: tag 'I-A' cannot stand "
+           "after 'O'", lambda: crf.expected_corpus_f(em, tr, mask,
+                                                      gold=[["O"] * 3, ["O", "I-A"]]))
+    raises("gold sentence 0: position 0: chunk type 'B'", lambda: crf.expected_f(
+        em, tr, mask, gold=[["B-B", "O", "O"], ["O", "O"]]))
+    raises("unknown decoding method 'best'", lambda: crf.decode(em, tr, mask, method="best"))
+    raises("beta must be a finite number", lambda: crf.expected_f(
+        em, tr, mask, gold=[["O"] * 3, ["O"] * 2], beta=-1))
+    raises("not a IOB2 tag", lambda: ChunkCRF(["O", "E-NP"], "IOB2"))
+    raises("unknown chunk scheme", lambda: ChunkCRF(["O", "B-NP"], "XYZ"))
+    pair = ChunkCRF(["B-A", "E-A"], "IOBES")          # no valid sequence of length 1
+    args = (torch.zeros(2, 2, 2, dtype=F64), torch.zeros(2, 2, dtype=F64),
+            torch.tensor([[True, True], [True, False]]))
+    raises("sentence 1: no valid IOBES sequence of length 1", lambda: pair.log_partition(*args))
+    raises("sentence 1: no valid IOBES sequence", lambda: pair.decode(*args))
+
+
+def test_no_torch_import_outside_the_torch_package():
+    root = pathlib.Path(__file__).resolve().parents[1] / "fstchunk"
+    for p in root.rglob("*.py"):
+        if "torch" in p.relative_to(root).parts[:1]:
+            continue
+        text = p.read_text(encoding="utf-8")
+        assert not re.search(r"^\s*(import torch|from torch)", text, re.M), p
