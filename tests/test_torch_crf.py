@@ -208,6 +208,46 @@ def test_log_partition_gradient_is_marginals():
                                atol=1e-12)
 
 
+@pytest.mark.parametrize("scale", [1.0, 300.0, 3000.0])
+def test_logmatmul_matches_logsumexp(scale):
+    """The scaled product with its exact fallback (scale 300, 3000: exp underflows) equals
+    the broadcast log-sum-exp, values and gradients; no-path entries stay NEG-ish."""
+    from fstchunk.torch.semiring import NEG, logmatmul
+    rng = np.random.default_rng(2)
+    X = torch.tensor(rng.normal(scale=scale, size=(2, 7, 5)))
+    K = torch.tensor(rng.normal(scale=scale, size=(5, 4)))
+    X[0, 1] = NEG                                   # a row with no path
+    X[1, 2, :3] = NEG
+    K[:, 0] = NEG                                   # a column no arc enters
+    K[1:, 2] = NEG
+    X.requires_grad_()
+    K.requires_grad_()
+    ref = torch.logsumexp(X.unsqueeze(-1) + K, -2)
+    got = logmatmul(X, K)
+    live = ref > NEG / 2
+    assert int(live.sum()) > 20 and bool((got[~live] < NEG / 2).all())
+    np.testing.assert_allclose(got[live].detach().numpy(), ref[live].detach().numpy(),
+                               rtol=1e-13, atol=1e-12)
+    w = torch.tensor(rng.normal(size=ref.shape)) * live
+    for a, b in zip(torch.autograd.grad((got * w).sum(), (X, K)),
+                    torch.autograd.grad((ref * w).sum(), (X, K))):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_gradient_at_extreme_scale_is_the_engines_marginals():
+    rng = np.random.default_rng(12)
+    tags = list(enc.scheme_tags("IOB2", ("A", "B")))
+    crf = ChunkCRF(tags, "IOB2")
+    lengths = [9, 4]
+    em, tr, mask, st, en = (x * 1e4 if x.dtype == F64 else x
+                            for x in make_batch(rng, len(tags), lengths, scale=0.3))
+    em.requires_grad_()
+    (g,) = torch.autograd.grad(crf.log_partition(em, tr, mask, st, en).sum(), em)
+    for b, n in enumerate(lengths):
+        ref = lattice(tags, "IOB2", (em, tr, mask, st, en), b, n).marginals()
+        np.testing.assert_allclose(g[b, :n].numpy(), ref, atol=1e-9)
+
+
 # ---------------------------------------------------------------- padding, scale, float32
 def test_padding_equals_each_sentence_alone():
     rng = np.random.default_rng(8)

@@ -181,7 +181,7 @@ class ChunkCRF:
                 cl = torch.where(at_end, beta[:, u], rec)
             else:
                 cl = beta[:, u]
-            logp = lse((G + cl.unsqueeze(1)).unsqueeze(2) + tbias, -1)   # (B, u+1, T)
+            logp = logmatmul(G + cl.unsqueeze(1), tbias.T)              # (B, u+1, T)
             p = torch.nn.functional.pad(torch.exp(logp), (0, 0, 0, n - u - 1))
             keep = (u < bt.lengths).view(B, 1, 1)
             out.append(torch.where(keep, p, zero))

@@ -2,11 +2,12 @@
 
 ``logmatmul(x, K)[..., c] = log Σ_l exp(x[..., l] + K[l, c])`` is the matrix
 product of the log semiring: one step of a forward recursion.  It is a custom
-autograd function that saves only ``x``, ``K`` and the result and rebuilds the
-(..., L, L) tensor of terms in the backward pass, so a recursion of n steps
-keeps O(n·|x|) memory for autograd instead of O(n·|x|·L) (the expected-F DP
-runs it on (B, 2, m, L) state tensors).  Its backward is written in torch ops,
-so it is differentiable again.
+autograd function computed as a scaled real matrix product (BLAS, no (..., L, L)
+tensor of terms), with an exact log-sum-exp fallback for the entries where the
+scaled product underflows (see :class:`_LogMatMul`); it saves O(|x| + |y|) for
+autograd, so a recursion of n steps keeps O(n·|x|) memory (the expected-F DP
+runs it on (B, 2, m, L) state tensors).  It is differentiable once (its
+backward is ``once_differentiable``: no Hessians through it).
 
 Pitfalls settled here:
 
@@ -25,31 +26,65 @@ Pitfalls settled here:
 from __future__ import annotations
 
 import torch
+from torch.autograd.function import once_differentiable
 
 #: The log weight of a forbidden arc (see module doc).
 NEG = -1e30
 
 
+def _tiny(dtype: torch.dtype) -> float:
+    """Below this a scaled sum has lost precision to underflow: recompute exactly."""
+    return 1e-280 if dtype == torch.float64 else 1e-25
+
+
 class _LogMatMul(torch.autograd.Function):
+    """y[r, c] = log Σ_l exp(X[r, l] + K[l, c]) as a scaled matrix product.
+
+    Fast path: y = mx_r + mK_c + log S_rc, S = exp(X - mx) @ exp(K - mK), with
+    mx the row maxima of X and mK the column maxima of K; every factor is in
+    (0, 1], so nothing overflows.  S underflows only when the row's and the
+    column's maxima sit at different l far apart (scores of huge magnitude, or a
+    state with no path); those entries (S < tiny) are recomputed exactly by
+    log-sum-exp over their own L terms.  The backward pass uses the same split:
+    ∂y_rc/∂X_rl = ∂y_rc/∂K_lc = exp(X_rl + K_lc - y_rc) = Ex_rl·EK_lc / S_rc."""
+
     @staticmethod
-    def forward(ctx, x: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
-        y = torch.logsumexp(x.unsqueeze(-1) + K, dim=-2)
-        ctx.save_for_backward(x, K, y)
+    def forward(ctx, X: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
+        mx = X.amax(-1, keepdim=True)
+        mK = K.amax(0, keepdim=True)
+        Ex, EK = torch.exp(X - mx), torch.exp(K - mK)
+        S = (Ex @ EK).clamp_min(_tiny(X.dtype))
+        # entries with no term free of NEG have no path: they only need to stay NEG-ish
+        live = ((X > NEG / 2).to(X.dtype) @ (K > NEG / 2).to(X.dtype)) > 0
+        bad = (S <= _tiny(X.dtype)) & live
+        y = mx + mK + torch.where(live, torch.log(S), torch.full_like(S, NEG))
+        r, c = bad.nonzero(as_tuple=True)
+        if len(r):
+            y[r, c] = torch.logsumexp(X[r] + K[:, c].T, -1)
+        ctx.save_for_backward(X, K, y, Ex, EK, S, r, c)
         return y
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, g: torch.Tensor):
-        x, K, y = ctx.saved_tensors
-        # w[..., l, c] = Pr(arc l -> c | state c): the softmax of logsumexp
-        w = torch.exp(x.unsqueeze(-1) + K - y.unsqueeze(-2)) * g.unsqueeze(-2)
-        gx = w.sum(-1) if ctx.needs_input_grad[0] else None
-        gK = w.reshape(-1, *K.shape).sum(0) if ctx.needs_input_grad[1] else None
-        return gx, gK
+        X, K, y, Ex, EK, S, r, c = ctx.saved_tensors
+        Gs = torch.where(y > NEG / 2, g / S, torch.zeros_like(g))
+        if len(r):
+            Gs[r, c] = 0.0
+        gX = Ex * (Gs @ EK.T)
+        gK = EK * (Ex.T @ Gs)
+        if len(r):
+            Wb = torch.exp(X[r] + K[:, c].T - y[r, c].unsqueeze(-1)) * g[r, c].unsqueeze(-1)
+            gX.index_add_(0, r, Wb)
+            gK.index_add_(1, c, Wb.T)
+        return gX, gK
 
 
 def logmatmul(x: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
-    """log Σ_l exp(x[..., l] + K[l, c]) for x (..., L) and K (L, L)."""
-    return _LogMatMul.apply(x, K)
+    """log Σ_l exp(x[..., l] + K[l, c]) for x (..., L) and K (L, C): (..., C)."""
+    lead = x.shape[:-1]
+    y = _LogMatMul.apply(x.reshape(-1, x.shape[-1]), K)
+    return y.reshape(*lead, K.shape[1])
 
 
 def lse(x: torch.Tensor, dim) -> torch.Tensor:
