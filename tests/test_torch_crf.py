@@ -136,7 +136,7 @@ def enumerate_valid(tags, scheme, em, tr, st, en):
 @pytest.mark.parametrize("scheme,types", [("IOB2", ("A", "B")), ("IOE2", ("A", "B")),
                                           ("IOBES", ("A",)), ("IOB1", ("A", "B")),
                                           ("IOE1", ("A", "B"))])
-@pytest.mark.parametrize("n", [1, 2, 4])
+@pytest.mark.parametrize("n", [1, 2, 5])
 def test_brute_force(scheme, types, n):
     rng = np.random.default_rng(n * 7 + len(scheme))
     tags = list(enc.scheme_tags(scheme, types))
@@ -366,6 +366,8 @@ def test_bad_inputs():
             torch.tensor([[True, True], [True, False]]))
     raises("sentence 1: no valid IOBES sequence of length 1", lambda: pair.log_partition(*args))
     raises("sentence 1: no valid IOBES sequence", lambda: pair.decode(*args))
+    raises("sentence 1: no valid IOBES sequence", lambda: pair.expected_f(
+        *args, gold=[["B-A", "E-A"], ["O"]]))
 
 
 def test_no_torch_import_outside_the_torch_package():

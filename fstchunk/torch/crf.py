@@ -104,11 +104,17 @@ class ChunkCRF:
         a_last = alpha.gather(1, last).squeeze(1)
         c_end = lse(a_last + self._masked("end", bt.end), -1)
         logz = torch.where(bt.mask, c, torch.zeros_like(c)).sum(1) + c_end
-        if bool((logz < NEG / 2).any()):
-            b = int((logz < NEG / 2).nonzero()[0, 0])
+        self._check_paths(logz, bt)
+        return alpha, c, c_end, logz
+
+    def _check_paths(self, score: torch.Tensor, bt: Batch) -> None:
+        """InputError for the first sentence whose total (log) score is NEG-ish:
+        no valid sequence of its length over these tags."""
+        none = score.detach() < NEG / 2
+        if bool(none.any()):
+            b = int(none.nonzero()[0, 0])
             raise InputError(f"sentence {b}: no valid {self.scheme} sequence of length "
                              f"{bt.lengths_list[b]} over the tags {', '.join(self.tags)}")
-        return alpha, c, c_end, logz
 
     def _backward(self, bt: Batch, c: torch.Tensor, c_end: torch.Tensor) -> torch.Tensor:
         """Scaled backward β̂ (B, n, L) in the forward's gauge (module doc)."""
@@ -195,7 +201,6 @@ class ChunkCRF:
         bt = self._check(emissions, transitions, mask, start, end)
         beta = check_beta(beta)
         g = check_gold(gold, bt, self.scheme, self.types, self.space.type_index)
-        self._forward(bt)          # raises if a sentence has no valid sequence
         return _expected.expected_f(self, bt, g, beta)
 
     def expected_corpus_f(self, emissions, transitions, mask, start=None, end=None,
@@ -243,10 +248,7 @@ class ChunkCRF:
             d = torch.where((u < bt.lengths).unsqueeze(-1), best + em[:, u], d)
             back.append(bp)
         score, last = (d + self._masked("end", bt.end)).max(-1)
-        if bool((score < NEG / 2).any()):
-            b = int((score < NEG / 2).nonzero()[0, 0])
-            raise InputError(f"sentence {b}: no valid {self.scheme} sequence of length "
-                             f"{bt.lengths_list[b]} over the tags {', '.join(self.tags)}")
+        self._check_paths(score, bt)
         bps = torch.stack(back, 1).tolist() if back else [[] for _ in bt.lengths_list]
         out = []
         for b, length in enumerate(bt.lengths_list):

@@ -74,8 +74,8 @@ def expected_f(crf, bt: Batch, g: Gold, beta: float) -> torch.Tensor:
         e_u = em[:, u]
         ev = g.last[:, u - 1].view(B, 1, 1)                     # a gold chunk ended at u-1
         live = (u < bt.lengths).view(B, 1, 1, 1)
-        Ac = logmatmul(A, Kcont) + e_u.view(B, 1, 1, L)
-        Bc = logmatmul(Bt, Kcont) + e_u.view(B, 1, 1, L)
+        AB = logmatmul(torch.cat([A, Bt], 1), Kcont) + e_u.view(B, 1, 1, L)
+        Ac, Bc = AB[:, :2], AB[:, 2:]
         ca0 = torch.where(ev, laddexp(Ac[:, 0], Ac[:, 1]), Ac[:, 0])
         ca1 = torch.where(ev, _neg_like(Ac[:, 1]), Ac[:, 1])
         cb0 = torch.where(ev, laddexp(Bc[:, 0], Bc[:, 1]), Bc[:, 0])
@@ -83,8 +83,8 @@ def expected_f(crf, bt: Batch, g: Gold, beta: float) -> torch.Tensor:
         # every other arc closes y's chunk: a tp is completed where f = 1 and ev
         Sa = laddexp(A[:, 0], A[:, 1])
         Sb = laddexp(Bt[:, 0], Bt[:, 1], torch.where(ev, A[:, 1], _neg_like(A[:, 1])))
-        Na = logmatmul(Sa, Knon) + e_u.view(B, 1, L)
-        Nb = logmatmul(Sb, Knon) + e_u.view(B, 1, L)
+        N = logmatmul(torch.stack([Sa, Sb], 1), Knon) + e_u.view(B, 1, 1, L)
+        Na, Nb = N[:, 0], N[:, 1]
         mu = g.match[:, u].view(B, 1, L)
 
         def step(c0, c1, N):
@@ -106,6 +106,7 @@ def expected_f(crf, bt: Batch, g: Gold, beta: float) -> torch.Tensor:
     Tm = lse(laddexp(Bt[:, 0], Bt[:, 1], torch.where(ev, A[:, 1], _neg_like(A[:, 1])))
              + endv, -1)
     logz = lse(Zm, -1).unsqueeze(-1)
+    crf._check_paths(logz.squeeze(-1), bt)
     pm, tm = torch.exp(Zm - logz), torch.exp(Tm - logz)
     m = torch.arange(Zm.shape[1], dtype=em.dtype, device=em.device)
     den = m + beta * g.count.unsqueeze(-1)
