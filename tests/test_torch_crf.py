@@ -327,6 +327,9 @@ def test_bad_inputs():
     raises(re.escape("transitions has shape (2, 2)"), lambda: crf.marginals(em, tr[:2, :2], mask))
     raises(re.escape("start has shape (2,)"), lambda: crf.marginals(em, tr, mask, st[:2]))
     raises("mask must be a bool", lambda: crf.marginals(em, tr, mask.long()))
+    raises("float32 or float64 tensor, got torch.int64", lambda: crf.marginals(
+        em.long(), tr, mask))
+    raises("emissions must be a torch.Tensor", lambda: crf.marginals(em.numpy(), tr, mask))
     raises(re.escape("mask has shape (2, 2)"), lambda: crf.marginals(em, tr, mask[:, :2]))
     raises("mask row 1 has no token", lambda: crf.marginals(
         em, tr, torch.tensor([[True, True, True], [False, False, False]])))

@@ -55,8 +55,8 @@ def _finite(name: str, x: torch.Tensor, ok: torch.Tensor | None = None) -> None:
 def check_batch(L: int, emissions, transitions, mask, start=None, end=None) -> Batch:
     """Check shapes, dtypes, devices, the mask and finiteness (see module doc)."""
     em = _tensor("emissions", emissions, 3)
-    if not em.dtype.is_floating_point:
-        raise InputError(f"emissions must be a floating-point tensor, got {em.dtype}")
+    if em.dtype not in (torch.float32, torch.float64):
+        raise InputError(f"emissions must be a float32 or float64 tensor, got {em.dtype}")
     B, n, Le = em.shape
     if B == 0 or n == 0:
         raise InputError(f"emissions has shape {tuple(em.shape)}: need at least one sentence "
