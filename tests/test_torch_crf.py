@@ -40,6 +40,8 @@ def make_batch(rng, L, lengths, n=None, scale=1.0, dtype=F64, gold_rng=None):
 
 def lattice(tags, scheme, args, b, length):
     em, tr, _, st, en = (x.detach().double().numpy() if x is not None else None for x in args)
+    L = len(tags)
+    st, en = (np.zeros(L) if x is None else x for x in (st, en))
     return Lattice.from_scores(tags, em[b, :length], tr, st, en, scheme=scheme)
 
 
@@ -66,7 +68,9 @@ def check_against_engine(crf, args, lengths, gold, atol, beta=1.0):
         lat = lattice(tags, scheme, args, b, length)
         np.testing.assert_allclose(lz[b].item(), lat.log_partition(), rtol=0, atol=atol)
         np.testing.assert_allclose(mg[b, :length].double().numpy(), lat.marginals(), atol=atol)
-        ref = lat.chunk_marginals().transpose(1, 2, 0)
+        # the engine's types are sorted, ours in order of first appearance in tags
+        perm = [lat.space.types.index(t) for t in crf.types]
+        ref = lat.chunk_marginals()[perm].transpose(1, 2, 0)
         np.testing.assert_allclose(cm[b, :length, :length + 1].double().numpy(), ref,
                                    atol=atol)
         outside = cm[b].clone()
@@ -102,13 +106,20 @@ def test_matches_numpy_engine(scheme):
 
 
 def test_tag_order_and_start_end_default():
-    """Columns in any order, start/end None = zeros, expected F by composition too."""
+    """Columns in any order, types in order of first appearance, start/end None =
+    zeros, expected F by composition too."""
     rng = np.random.default_rng(5)
-    tags = ["I-NP", "O", "B-VP", "B-NP", "I-VP"]
+    tags = ["I-VP", "O", "B-NP", "B-VP", "I-NP"]
     crf = ChunkCRF(tags, "IOB2")
-    assert crf.types == ("NP", "VP")
+    assert crf.types == ("VP", "NP")
+    assert ChunkCRF(["O", "B", "I"]).types == ("",)
     em, tr, mask, _, _ = make_batch(rng, 5, [5, 3])
-    gold = [["B-NP", "I-NP", "O", "B-VP", "B-NP"], ["O", "O", "O"]]
+    gold = [["B-NP", "I-NP", "O", "B-VP", "B-NP"], ["O", "B-VP", "O"]]
+    check_against_engine(crf, (em, tr, mask, None, None), [5, 3], gold, 1e-9, 0.8)
+    cm = crf.chunk_marginals(em, tr, mask)
+    lat = Lattice.from_scores(tags, em[0].numpy(), tr.numpy(), scheme="IOB2")
+    assert lat.space.types == ("NP", "VP")
+    np.testing.assert_allclose(cm[0, :, :, 0].numpy(), lat.chunk_marginals()[1], atol=1e-12)
     lz = crf.log_partition(em, tr, mask)
     ef = crf.expected_f(em, tr, mask, gold=gold, beta=3.0)
     for b, length in enumerate([5, 3]):

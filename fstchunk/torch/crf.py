@@ -60,13 +60,18 @@ class ChunkCRF:
             raise InputError(f"ChunkCRF: cannot use tags {list(tags)!r} in scheme "
                              f"{scheme!r}: {e}") from None
         sp = self.space
-        self.tags, self.scheme, self.types = sp.tags, sp.scheme, sp.types
+        self.tags, self.scheme = sp.tags, sp.scheme
         L = len(sp.tags)
+        # chunk types in order of first appearance in ``tags`` (TagSpace sorts them)
+        first = [enc.split_tag(t)[1] for t in sp.tags if t != enc.OUTSIDE]
+        self.types: tuple[str, ...] = tuple(dict.fromkeys(first)) or sp.types
+        self.type_index = np.array([-1 if i < 0 else self.types.index(sp.types[i])
+                                    for i in sp.type_index])
         self._np = {"start": sp.start_ok, "trans": sp.trans_ok, "end": sp.end_ok,
                     "cont": sp.trans_ok & sp.cont[:L], "open": sp.trans_ok & sp.opens[:L],
                     "open0": sp.start_ok & sp.opens[L], "close": sp.trans_ok & sp.closes[:L],
-                    "non": sp.trans_ok & ~sp.cont[:L], "inchunk": sp.type_index >= 0,
-                    "type": sp.type_index[None, :] == np.arange(len(sp.types))[:, None]}
+                    "non": sp.trans_ok & ~sp.cont[:L], "inchunk": self.type_index >= 0,
+                    "type": self.type_index[None, :] == np.arange(len(self.types))[:, None]}
         self._np = {k: np.array(v, dtype=bool) for k, v in self._np.items()}   # writable
         self._cache: dict = {}
 
@@ -151,7 +156,9 @@ class ChunkCRF:
     def chunk_marginals(self, emissions, transitions, mask, start=None,
                         end=None) -> torch.Tensor:
         """Pr(chunk [s, e) of type t ∈ chunks(y)) (B, n, n+1, T), e exclusive,
-        types in ``self.types`` order; 0 where impossible and on padding."""
+        types in ``self.types`` order (first appearance in ``tags``; the numpy
+        engine's (T, n, n+1) uses the sorted ``TagSpace.types``); 0 where
+        impossible and on padding."""
         bt = self._check(emissions, transitions, mask, start, end)
         return self._chunk_marginals(bt)
 
@@ -200,7 +207,7 @@ class ChunkCRF:
         direction), by the exact DP of :mod:`fstchunk.torch.expected`."""
         bt = self._check(emissions, transitions, mask, start, end)
         beta = check_beta(beta)
-        g = check_gold(gold, bt, self.scheme, self.types, self.space.type_index)
+        g = check_gold(gold, bt, self.scheme, self.types, self.type_index)
         return _expected.expected_f(self, bt, g, beta)
 
     def expected_corpus_f(self, emissions, transitions, mask, start=None, end=None,
@@ -210,7 +217,7 @@ class ChunkCRF:
         the chunk marginals: E[tp] sums them at the gold chunks, E[m] over all."""
         bt = self._check(emissions, transitions, mask, start, end)
         beta = check_beta(beta)
-        g = check_gold(gold, bt, self.scheme, self.types, self.space.type_index)
+        g = check_gold(gold, bt, self.scheme, self.types, self.type_index)
         cm = self._chunk_marginals(bt)
         idx = [(b, s, e, k) for b, row in enumerate(g.chunks) for k, s, e in row]
         tp = cm[tuple(torch.as_tensor(list(x), device=cm.device, dtype=torch.long)
