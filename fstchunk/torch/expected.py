@@ -39,10 +39,6 @@ from .checks import Batch, Gold
 from .semiring import NEG, laddexp, logmatmul, lse
 
 
-def _neg_like(x: torch.Tensor) -> torch.Tensor:
-    return torch.full_like(x, NEG)
-
-
 def _pad_m(x: torch.Tensor, front: bool = False) -> torch.Tensor:
     """Add one NEG slot to the count axis (-2): at the end, or at the front (m+1)."""
     row = torch.full_like(x.narrow(-2, 0, 1), NEG)
@@ -59,52 +55,40 @@ def expected_f(crf, bt: Batch, g: Gold, beta: float) -> torch.Tensor:
 
     # token 0: from the sentence start every chunk tag opens a chunk (m = 1)
     psi = crf._masked("start", bt.start) + em[:, 0]             # (B, L)
-    neg = _neg_like(psi)
+    neg = torch.full_like(psi, NEG)
     mt = g.match[:, 0]
-    a00 = torch.where(~inchunk, psi, neg)                       # f=0, m=0 (O)
-    a01 = torch.where(inchunk & ~mt, psi, neg)                  # f=0, m=1
-    a11 = torch.where(inchunk & mt, psi, neg)                   # f=1, m=1
+    a00 = psi.masked_fill(inchunk, NEG)                         # f=0, m=0 (O)
+    a01 = psi.masked_fill(~inchunk | mt, NEG)                   # f=0, m=1
+    a11 = psi.masked_fill(~(inchunk & mt), NEG)                 # f=1, m=1
     A = torch.stack([torch.stack([a00, a01], 1), torch.stack([neg, a11], 1)], 1)
-    Bt = torch.full_like(A, NEG)                                # (B, f, m, L)
-    shift = lse(A.detach().reshape(B, -1), -1).view(B, 1, 1, 1)
-    A = A - shift
-    Bt = Bt - shift
+    # X[:, 0]: log Σ w, X[:, 1]: log Σ w·tp, over (f, m, l): (B, 2, 2, M, L)
+    X = torch.stack([A, torch.full_like(A, NEG)], 1)
+    X = X - lse(A.detach().reshape(B, -1), -1).view(B, 1, 1, 1, 1)
 
     for u in range(1, n):
-        e_u = em[:, u]
-        ev = g.last[:, u - 1].view(B, 1, 1)                     # a gold chunk ended at u-1
-        live = (u < bt.lengths).view(B, 1, 1, 1)
-        AB = logmatmul(torch.cat([A, Bt], 1), Kcont) + e_u.view(B, 1, 1, L)
-        Ac, Bc = AB[:, :2], AB[:, 2:]
-        ca0 = torch.where(ev, laddexp(Ac[:, 0], Ac[:, 1]), Ac[:, 0])
-        ca1 = torch.where(ev, _neg_like(Ac[:, 1]), Ac[:, 1])
-        cb0 = torch.where(ev, laddexp(Bc[:, 0], Bc[:, 1]), Bc[:, 0])
-        cb1 = torch.where(ev, _neg_like(Bc[:, 1]), Bc[:, 1])
+        e_u = em[:, u].view(B, 1, 1, L)
+        ev = g.last[:, u - 1].view(B, 1, 1, 1)                  # a gold chunk ended at u-1
+        # continuation arcs: f = 1 survives unless the gold chunk ended at u-1
+        C = logmatmul(X, Kcont) + e_u.unsqueeze(1)              # (B, 2, 2, M, L)
+        c0 = torch.where(ev, laddexp(C[:, :, 0], C[:, :, 1]), C[:, :, 0])
+        c1 = C[:, :, 1].masked_fill(ev, NEG)
         # every other arc closes y's chunk: a tp is completed where f = 1 and ev
-        Sa = laddexp(A[:, 0], A[:, 1])
-        Sb = laddexp(Bt[:, 0], Bt[:, 1], torch.where(ev, A[:, 1], _neg_like(A[:, 1])))
-        N = logmatmul(torch.stack([Sa, Sb], 1), Knon) + e_u.view(B, 1, 1, L)
-        Na, Nb = N[:, 0], N[:, 1]
-        mu = g.match[:, u].view(B, 1, L)
-
-        def step(c0, c1, N):
-            out_o = _pad_m(torch.where(inchunk, _neg_like(N), N))        # into O: m
-            opened = _pad_m(torch.where(inchunk, N, _neg_like(N)), front=True)   # m+1
-            f0 = laddexp(_pad_m(c0), out_o, torch.where(mu, _neg_like(opened), opened))
-            f1 = laddexp(_pad_m(c1), torch.where(mu, opened, _neg_like(opened)))
-            return torch.stack([f0, f1], 1)
-
-        A = torch.where(live, step(ca0, ca1, Na), _pad_m(A))
-        Bt = torch.where(live, step(cb0, cb1, Nb), _pad_m(Bt))
-        shift = lse(A.detach().reshape(B, -1), -1).view(B, 1, 1, 1)
-        A = A - shift
-        Bt = Bt - shift
+        S = laddexp(X[:, :, 0], X[:, :, 1])                     # (B, 2, M, L)
+        S = torch.stack([S[:, 0], laddexp(S[:, 1], X[:, 0, 1].masked_fill(~ev[:, 0], NEG))], 1)
+        N = logmatmul(S, Knon) + e_u
+        # ... into O (m, f = 0) or opening a chunk (m + 1, f = a gold chunk opens here)
+        moved = torch.where(inchunk, _pad_m(N, front=True), _pad_m(N))
+        mu = g.match[:, u].view(B, 1, 1, L)
+        f0 = laddexp(_pad_m(c0), moved.masked_fill(mu, NEG))
+        f1 = laddexp(_pad_m(c1), moved.masked_fill(~mu, NEG))
+        live = (u < bt.lengths).view(B, 1, 1, 1, 1)
+        X = torch.where(live, torch.stack([f0, f1], 2), _pad_m(X))
+        X = X - lse(X[:, 0].detach().reshape(B, -1), -1).view(B, 1, 1, 1, 1)
 
     endv = crf._masked("end", bt.end)
     ev = g.last.gather(1, (bt.lengths - 1).view(B, 1)).view(B, 1, 1)
-    Zm = lse(laddexp(A[:, 0], A[:, 1]) + endv, -1)                          # (B, M)
-    Tm = lse(laddexp(Bt[:, 0], Bt[:, 1], torch.where(ev, A[:, 1], _neg_like(A[:, 1])))
-             + endv, -1)
+    Zm = lse(laddexp(X[:, 0, 0], X[:, 0, 1]) + endv, -1)                    # (B, M)
+    Tm = lse(laddexp(X[:, 1, 0], X[:, 1, 1], X[:, 0, 1].masked_fill(~ev, NEG)) + endv, -1)
     logz = lse(Zm, -1).unsqueeze(-1)
     crf._check_paths(logz.squeeze(-1), bt)
     pm, tm = torch.exp(Zm - logz), torch.exp(Tm - logz)
