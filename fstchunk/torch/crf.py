@@ -12,9 +12,11 @@ scheme's 2-local language: :class:`fstchunk.tagspace.TagSpace` masks).
 
 * ``log_partition``: log Z by the forward recursion;
 * ``marginals``: Pr(y_t = l) by forward-backward;
-* ``chunk_marginals``: Pr((t, s, e) ∈ chunks(y)) — α at s-1, an opening arc
-  (``opens``), continuation arcs (``cont``) through e-1, a closing arc
-  (``closes``) or the end, and β at e — for every start at once;
+* ``chunk_marginals``: Pr((t, s, e) ∈ chunks(y)) = Σ over paths of α at s-1,
+  an opening arc into s (``opens``, or the sentence start), continuation arcs
+  (``cont``) through e-1, then a closing arc into e (``closes``) and β at e, or
+  the sentence end (e = n) — one small forward over the chunk tags per start,
+  all starts at once (O(B·n²·L²) time), summed over the tags of each type;
 * ``expected_f`` / ``expected_corpus_f``: see :mod:`fstchunk.torch.expected`;
 * ``decode``: constrained Viterbi (MAP) or exact MEU via the numpy engine.
 
@@ -27,9 +29,13 @@ size n·(score scale) is formed and scores × 1e4 stay exact to rounding.
 Pitfalls: padding (mask False) is handled by carrying the recursions through
 with zeroed emissions and selecting each sentence's own end with ``torch.where``
 (never by multiplying by the mask, which would turn an inf into a NaN); the
-forbidden arcs are NEG = -1e30 (:mod:`fstchunk.torch.semiring`); chunk marginals
-are laid out (B, n, n+1, T) — the numpy :meth:`fstchunk.lattice.Lattice.
-chunk_marginals` is (T, n, n+1) per sentence.
+forbidden arcs are NEG = -1e30 (:mod:`fstchunk.torch.semiring`), so scores must
+stay far below 1e30; chunk marginals are laid out (B, n, n+1, T) with the types
+in order of first appearance in ``tags`` (:attr:`ChunkCRF.types`) — the numpy
+:meth:`fstchunk.lattice.Lattice.chunk_marginals` is (T, n, n+1) per sentence
+with the sorted ``TagSpace.types``.  Only MEU decoding leaves torch (it needs no
+gradient); everything differentiable is torch ops on the emissions' device and
+dtype.
 """
 
 from __future__ import annotations
