@@ -32,9 +32,8 @@ from torch.autograd.function import once_differentiable
 NEG = -1e30
 
 
-def _tiny(dtype: torch.dtype) -> float:
-    """Below this a scaled sum has lost precision to underflow: recompute exactly."""
-    return 1e-280 if dtype == torch.float64 else 1e-25
+#: Below this a scaled sum has lost precision to underflow: recompute exactly.
+TINY = 1e-280
 
 
 class _LogMatMul(torch.autograd.Function):
@@ -43,31 +42,40 @@ class _LogMatMul(torch.autograd.Function):
     Fast path: y = mx_r + mK_c + log S_rc, S = exp(X - mx) @ exp(K - mK), with
     mx the row maxima of X and mK the column maxima of K; every factor is in
     (0, 1], so nothing overflows.  S underflows only when the row's and the
-    column's maxima sit at different l far apart (scores of huge magnitude, or a
-    state with no path); those entries (S < tiny) are recomputed exactly by
-    log-sum-exp over their own L terms.  The backward pass uses the same split:
-    ∂y_rc/∂X_rl = ∂y_rc/∂K_lc = exp(X_rl + K_lc - y_rc) = Ex_rl·EK_lc / S_rc."""
+    column's maxima sit at different l far apart (scores of huge magnitude);
+    those entries (S < TINY) are recomputed exactly by log-sum-exp over their
+    own L terms, unless every term holds a NEG (a state with no path, found by a
+    0/1 product): its value only needs to stay about NEG, and it gets
+    mx + mK + NEG (and no gradient).  The backward pass uses the same split:
+    ∂y_rc/∂X_rl = ∂y_rc/∂K_lc = exp(X_rl + K_lc - y_rc) = Ex_rl·EK_lc / S_rc.
+
+    The product always runs in float64 (float32 inputs are upcast, results cast
+    back): float32's exp underflows at e^-103, which would send a large share of
+    ordinary entries down the slow exact path."""
 
     @staticmethod
     def forward(ctx, X: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
+        ctx.dtype = X.dtype
+        X, K = X.double(), K.double()
         mx = X.amax(-1, keepdim=True)
         mK = K.amax(0, keepdim=True)
         Ex, EK = torch.exp(X - mx), torch.exp(K - mK)
-        S = (Ex @ EK).clamp_min(_tiny(X.dtype))
+        S = (Ex @ EK).clamp_min(TINY)
         # entries with no term free of NEG have no path: they only need to stay NEG-ish
-        live = ((X > NEG / 2).to(X.dtype) @ (K > NEG / 2).to(X.dtype)) > 0
-        bad = (S <= _tiny(X.dtype)) & live
+        live = ((X > NEG / 2).double() @ (K > NEG / 2).double()) > 0
+        bad = (S <= TINY) & live
         y = mx + mK + torch.where(live, torch.log(S), torch.full_like(S, NEG))
         r, c = bad.nonzero(as_tuple=True)
         if len(r):
             y[r, c] = torch.logsumexp(X[r] + K[:, c].T, -1)
         ctx.save_for_backward(X, K, y, Ex, EK, S, r, c)
-        return y
+        return y.to(ctx.dtype)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, g: torch.Tensor):
         X, K, y, Ex, EK, S, r, c = ctx.saved_tensors
+        g = g.double()
         Gs = torch.where(y > NEG / 2, g / S, torch.zeros_like(g))
         if len(r):
             Gs[r, c] = 0.0
@@ -77,7 +85,7 @@ class _LogMatMul(torch.autograd.Function):
             Wb = torch.exp(X[r] + K[:, c].T - y[r, c].unsqueeze(-1)) * g[r, c].unsqueeze(-1)
             gX.index_add_(0, r, Wb)
             gK.index_add_(1, c, Wb.T)
-        return gX, gK
+        return gX.to(ctx.dtype), gK.to(ctx.dtype)
 
 
 def logmatmul(x: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
