@@ -41,7 +41,12 @@ and the duality gap there is computed exactly by one more oracle sweep:
 so gap ≤ tol certifies P(θ) within tol of the optimum (absolute: the objective is a
 mean per sentence).  The pass's Σ g_i (at moving w) is an estimate only.
 
-Pitfalls: the dual starts at θ = 0, so a model with θ ≠ 0 is refused (no ``--init``);
+Pitfalls: while no step is clipped (γ* < α_i(v)), the w-trajectory does not depend on
+λ (γ* ∝ λ'N² and w = c·Σα·ψ with c = 1/(λ'N): the w-step is num·N/‖Δφ‖²·Δφ): early
+passes give the same θ for every λ (measured on CoNLL-2000: identical after 8 passes
+on 400 sentences for λ from 3e-4 to 3e-3, θ within 1% after 40 passes for 1e-5 and
+5e-5), and λ only matters once the gap is small, so tune λ at a small duality gap;
+the dual starts at θ = 0, so a model with θ ≠ 0 is refused (no ``--init``);
 λ must be > 0; a resumed run needs the dual state (:func:`save_state`, next to the
 checkpoint), whose w must reproduce the checkpoint's θ; Δ is recomputed on loading.
 """
