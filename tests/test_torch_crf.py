@@ -208,6 +208,21 @@ def test_gradcheck(scheme):
         assert float(g[1, 2:].abs().sum()) == 0, f"{name}: gradient on padding"
 
 
+def test_gradcheck_at_large_scale():
+    """Scores of size 300: the log-semiring products take their exact fallback."""
+    rng = np.random.default_rng(11)
+    tags = list(enc.scheme_tags("IOB2", ("A", "B")))
+    crf = ChunkCRF(tags, "IOB2")
+    em, tr, mask, _, _ = make_batch(rng, 5, [3, 2], scale=300.0)
+    gold = [["B-A", "I-A", "O"], ["O", "B-B"]]
+    wc = torch.tensor(rng.normal(size=(2, 3, 4, 2)))
+    inputs = (em.requires_grad_(), tr.requires_grad_())
+    for fn in (lambda e, t: crf.log_partition(e, t, mask),
+               lambda e, t: (crf.chunk_marginals(e, t, mask) * wc).sum(),
+               lambda e, t: crf.expected_f(e, t, mask, gold=gold)):
+        assert torch.autograd.gradcheck(fn, inputs, atol=1e-5, rtol=1e-4)
+
+
 def test_log_partition_gradient_is_marginals():
     rng = np.random.default_rng(3)
     tags = list(enc.scheme_tags("IOBES", ("A", "B")))

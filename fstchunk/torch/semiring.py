@@ -62,7 +62,7 @@ class _LogMatMul(torch.autograd.Function):
         Ex, EK = torch.exp(X - mx), torch.exp(K - mK)
         S = (Ex @ EK).clamp_min(TINY)
         # entries with no term free of NEG have no path: they only need to stay NEG-ish
-        live = ((X > NEG / 2).double() @ (K > NEG / 2).double()) > 0
+        live = ((X > NEG / 2).float() @ (K > NEG / 2).float()) > 0
         bad = (S <= TINY) & live
         y = mx + mK + torch.where(live, torch.log(S), torch.full_like(S, NEG))
         r, c = bad.nonzero(as_tuple=True)
