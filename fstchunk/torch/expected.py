@@ -26,9 +26,14 @@ kept in log space (b >= 0), each step rescaled by a detached constant (it
 cancels in T/Z), and m grows by one slot per token: O(B·n²·L²) time and, with
 :func:`~fstchunk.torch.semiring.logmatmul`, O(B·n²·L) autograd memory.
 
+Cost at B = 32, n = 50, L = 23 (float64, CPU): about 0.45 GB of autograd
+memory, growing as n² (about 2 GB at n = 100); split long sentences or the
+batch if that is too much.
+
 Pitfalls: f is only ever 1 on chunk tags; a gold chunk of a type that no
-tag has cannot be matched (such gold is refused by the checks); β > 0 and
-m(g) = 0 make F = 0 whenever y has a chunk, and 1 only for the empty y.
+tag has cannot be matched (such gold is refused by the checks); m(g) = 0
+makes F = 0 whenever y has a chunk and 1 for the empty y (0/0 := 1), and so
+does β = 0 (F_0 is precision) for the empty y whatever the gold.
 """
 
 from __future__ import annotations

@@ -56,6 +56,7 @@ class _LogMatMul(torch.autograd.Function):
     @staticmethod
     def forward(ctx, X: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
         ctx.dtype = X.dtype
+        Xin, Kin = X, K
         X, K = X.double(), K.double()
         mx = X.amax(-1, keepdim=True)
         mK = K.amax(0, keepdim=True)
@@ -68,15 +69,21 @@ class _LogMatMul(torch.autograd.Function):
         r, c = bad.nonzero(as_tuple=True)
         if len(r):
             y[r, c] = torch.logsumexp(X[r] + K[:, c].T, -1)
-        ctx.save_for_backward(X, K, y, Ex, EK, S, r, c)
+        # saved: the inputs as given and y (not Ex, S: recomputed, half the memory)
+        ctx.save_for_backward(Xin, Kin, y, r, c)
         return y.to(ctx.dtype)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, g: torch.Tensor):
-        X, K, y, Ex, EK, S, r, c = ctx.saved_tensors
-        g = g.double()
-        Gs = torch.where(y > NEG / 2, g / S, torch.zeros_like(g))
+        X, K, y, r, c = ctx.saved_tensors
+        X, K, g = X.double(), K.double(), g.double()
+        mx = X.amax(-1, keepdim=True)
+        mK = K.amax(0, keepdim=True)
+        Ex, EK = torch.exp(X - mx), torch.exp(K - mK)
+        # 1/S = exp(mx + mK - y) on the fast-path entries; no gradient where no path
+        Gs = torch.where(y > NEG / 2, g * torch.exp((mx + mK - y).clamp_max(700.0)),
+                         torch.zeros_like(g))
         if len(r):
             Gs[r, c] = 0.0
         gX = Ex * (Gs @ EK.T)
