@@ -280,8 +280,9 @@ def test_padding_equals_each_sentence_alone():
     tags = list(enc.scheme_tags("IOE2", ("A", "B")))
     crf = ChunkCRF(tags, "IOE2")
     lengths = [5, 1, 3]
-    em, tr, mask, st, en = make_batch(rng, len(tags), lengths)
+    em, tr, mask, st, en = make_batch(rng, len(tags), lengths, n=7)   # 2 all-padding columns
     em[~mask] = 1e3                       # garbage on padding changes nothing
+    em[2, 4, 1] = float("nan")
     gold = random_gold(rng, tags, "IOE2", lengths)
     batch = (crf.log_partition(em, tr, mask, st, en), crf.marginals(em, tr, mask, st, en),
              crf.chunk_marginals(em, tr, mask, st, en),
@@ -297,6 +298,12 @@ def test_padding_equals_each_sentence_alone():
             if got.dim() == 4:
                 got = got[:, :, :n + 1]
             np.testing.assert_allclose(got.numpy(), y.numpy(), atol=1e-12)
+    e = em.clone().requires_grad_()
+    total = (crf.log_partition(e, tr, mask, st, en).sum() + crf.marginals(e, tr, mask)[..., 1].sum()
+             + crf.chunk_marginals(e, tr, mask).sum()
+             + crf.expected_f(e, tr, mask, gold=gold).sum())
+    (g,) = torch.autograd.grad(total, e)
+    assert bool(torch.isfinite(g).all()) and float(g[~mask].abs().sum()) == 0
     assert crf.decode(em, tr, mask, st, en) == \
         [crf.decode(em[b:b + 1, :n], tr, torch.ones(1, n, dtype=torch.bool), st, en)[0]
          for b, n in enumerate(lengths)]
