@@ -130,6 +130,32 @@ def test_fast_path_reaches_the_enumerated_maximum(loss):
                 assert enc.is_valid(d.tags, c.scheme) and d.gap == 0.0
 
 
+@pytest.mark.parametrize("scheme,types", [("IOB2", ("NP", "VP")), ("IOBES", ("NP", "VP")),
+                                          ("IOE1", ("NP", "VP")), ("IOB2", ("",))])
+def test_batched_hamming_oracle_reaches_the_enumerated_maximum(scheme, types):
+    """The padded batch of the M3N solver (:func:`hamming_viterbi_batch`, lengths 1–7 and
+    every scale in one batch, in shuffled order): each sentence's value is the
+    enumerated maximum and the value of its own tags."""
+    from fstchunk.engine.lossaug import hamming_viterbi_batch
+    cases = [case(scheme, types, n, scale) for n in range(1, 8) for scale in SCALES]
+    cases = [cases[i] for i in np.random.default_rng(7).permutation(len(cases))]
+    col = {t: i for i, t in enumerate(cases[0].tags)}
+    ems = [c.scores[0] for c in cases]
+    space = cases[0].lat.space
+    tr, st, en = cases[0].scores[1:]       # the batch shares one chain's transitions
+    for pick in (0, 1):
+        golds = [np.array([col[t] for t in c.golds[pick]]) for c in cases]
+        ys, vals = hamming_viterbi_batch(ems, golds, tr, st, en, space)
+        for c, e, g, y, v in zip(cases, ems, golds, ys, vals):
+            score = np.array([raw_score(z, c.tags, e, tr, st, en) for z in c.seqs])
+            want = float(np.max(score + (c.Y != np.array(c.golds[pick])[None, :]).sum(axis=1)))
+            tags = [c.tags[k] for k in y]
+            got = raw_score(tags, c.tags, e, tr, st, en) + float(np.sum(y != g))
+            tol = 1e-9 * max(1.0, path_score_bound(e, tr, st, en))
+            assert enc.is_valid(tags, scheme) and len(tags) == c.n
+            assert v == pytest.approx(want, abs=tol) and got == pytest.approx(want, abs=tol)
+
+
 @pytest.mark.parametrize("loss", ["hamming", "f"])
 def test_machine_path_reaches_the_enumerated_maximum(loss):
     """The shortest path of lattice ∘ loss machine, lengths 1–4, every scheme and

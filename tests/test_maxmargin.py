@@ -144,6 +144,36 @@ def test_bcfw_gap_reaches_the_tolerance_at_the_qp_optimum(loss, beta):
     assert fun(solver.theta)[0] == pytest.approx(primal, rel=1e-12)
 
 
+def test_batched_oracles_reach_the_qp_optimum(monkeypatch):
+    """Oracles found 3 sentences at a time at the w before the first (the big-corpus
+    pass): the line search at the current w keeps the dual rising, so the certificate
+    still closes at the QP optimum."""
+    crf, data = _problem(min_count=2)
+    optimum = _qp_optimum(crf, data, 0.05, "hamming", 1.0)
+    monkeypatch.setattr(mm.BCFW, "oracle_batch", lambda self: 3)
+    calls = {"n": 0}
+    real = mm.hamming_oracles
+
+    def counted(*args):
+        calls["n"] += 1
+        return real(*args)
+
+    monkeypatch.setattr(mm, "hamming_oracles", counted)
+    solver = mm.BCFW(crf, data, 0.05)
+    duals = []
+    for _ in range(400):
+        primal, gap = solver.certificate()
+        duals.append(primal - gap)
+        if gap <= 1e-5:
+            break
+        before = calls["n"]
+        solver.run_pass()
+        assert calls["n"] - before >= 2           # ceil(N / 3) batches (plus certificates)
+    assert gap <= 1e-5
+    assert np.all(np.diff(duals) >= -1e-12)          # D(α) never falls
+    assert primal == pytest.approx(optimum, abs=1e-5 + 1e-7)
+
+
 def test_plain_frank_wolfe_steps_give_a_valid_certificate():
     crf, data = _problem(min_count=2)
     optimum = _qp_optimum(crf, data, 0.05, "hamming", 1.0)
@@ -292,8 +322,9 @@ def test_ctrl_c_inside_a_pass_saves_a_consistent_dual_point(tmp_path, monkeypatc
 
     def flaky(*args, **kwargs):
         calls["n"] += 1
-        if calls["n"] == 4 + 2 * (4 + 4) + 2:   # first certificate, 2 x (pass, certificate),
-                                                  # then the 2nd sentence of pass 3
+        if calls["n"] == 2 * 4 + 2:     # 2 passes of 4 sentences (the certificates run
+                                        # the batched Hamming oracle), then the 2nd
+                                        # sentence of pass 3
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 

@@ -137,25 +137,38 @@ def token_marginals(layers: Layers, num_tags: int) -> np.ndarray:
     return out
 
 
-def viterbi(lay: Layers) -> tuple[list[int], float]:
-    """Best state path of one chain (the forward recursion in the tropical
-    semiring, with back pointers); returns (tag indices, log score)."""
-    delta = np.zeros(1)
+def viterbi_states(lay: Layers) -> tuple[np.ndarray, np.ndarray]:
+    """Best state path of each chain of a batch (the leading dimensions of the weights;
+    none for one sentence): the forward recursion in the tropical semiring with back
+    pointers.  Returns the state index in each layer, shape (..., n), and the log
+    score (...), −inf where a chain has no path.  Ties go to the lowest state index.
+    Sentences of different lengths share a batch by padding with identity layers
+    (log weight 0 on the diagonal, −inf elsewhere), which leave every path's score as
+    it is (:func:`fstchunk.models.maxmargin.hamming_oracles`)."""
+    delta = np.zeros(lay.weights[0].shape[:-2] + (1,))
     back = []
     for w in lay.weights:
-        cand = delta[:, None] + w
-        bp = np.argmax(cand, axis=0)
-        delta = cand[bp, np.arange(cand.shape[1])]
+        cand = delta[..., :, None] + w
+        bp = np.argmax(cand, axis=-2)
+        delta = np.take_along_axis(cand, bp[..., None, :], axis=-2)[..., 0, :]
         back.append(bp)
-    last = int(np.argmax(delta + lay.final))
-    best = float(delta[last] + lay.final[last])
+    total = delta + lay.final
+    last = np.argmax(total, axis=-1)
+    best = np.take_along_axis(total, last[..., None], axis=-1)[..., 0]
+    states = np.empty(last.shape + (len(back),), dtype=np.int64)
+    states[..., -1] = last
+    for i in range(len(back) - 1, 0, -1):
+        states[..., i - 1] = np.take_along_axis(back[i], states[..., i:i + 1], axis=-1)[..., 0]
+    return states, best
+
+
+def viterbi(lay: Layers) -> tuple[list[int], float]:
+    """Best state path of one chain (:func:`viterbi_states`); returns (tag indices,
+    log score)."""
+    states, best = viterbi_states(lay)
     if best == -np.inf:
         raise InputError("the lattice gives no weight to any valid sequence")
-    states = [last]
-    for bp in reversed(back[1:]):
-        states.append(int(bp[states[-1]]))
-    states.reverse()
-    return [int(lay.labels[i][s]) for i, s in enumerate(states)], best
+    return [int(lay.labels[i][s]) for i, s in enumerate(states)], float(best)
 
 
 def scaled_forward_backward(em: np.ndarray, Mt: np.ndarray, Ms: np.ndarray, Me: np.ndarray):

@@ -36,7 +36,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import BudgetError, InputError
-from .chain import Layers, pair_table, viterbi
+from .chain import Layers, pair_table, viterbi, viterbi_states
 from .expectation import _terms
 
 
@@ -49,6 +49,37 @@ def hamming_viterbi(layers: Layers, gold: Sequence[int]) -> tuple[list[int], flo
     w2 = [w + (lab != g).astype(float)[None, :]
           for w, lab, g in zip(layers.weights, layers.labels, gold)]
     return viterbi(Layers(w2, layers.labels, layers.final))
+
+
+def hamming_viterbi_batch(ems: Sequence[np.ndarray], golds: Sequence[np.ndarray],
+                          trans: np.ndarray, start: np.ndarray, end: np.ndarray, space
+                          ) -> tuple[list[np.ndarray], np.ndarray]:
+    """:func:`hamming_viterbi` of many sentences of one dense chain at once: ``ems`` the
+    (n_k, L) emission scores, ``golds`` the gold tag indices, ``trans``/``start``/``end``
+    the unmasked scores, ``space`` the :class:`~fstchunk.tagspace.TagSpace` whose
+    validity masks apply.  The batch is padded to the longest sentence with identity
+    layers (:func:`~fstchunk.engine.chain.viterbi_states`).  Returns the best tag
+    indices of each sentence and their values score(y) + Δ(y, gold)."""
+    n, L = max(len(e) for e in ems), len(space)
+    B = len(ems)
+    aug = np.zeros((B, n, L))
+    for b, (e, g) in enumerate(zip(ems, golds)):
+        if len(g) != len(e):
+            raise InputError(f"gold has {len(g)} tags but the sentence has {len(e)} tokens")
+        aug[b, :len(e)] = e + 1.0
+        aug[b, np.arange(len(e)), g] -= 1.0
+    lengths = np.array([len(e) for e in ems])
+    masked = np.where(space.trans_ok, trans, -np.inf)
+    ident = np.where(np.eye(L, dtype=bool), 0.0, -np.inf)
+    weights = [np.where(space.start_ok, start + aug[:, 0], -np.inf)[:, None, :]]
+    for i in range(1, n):
+        live = (i < lengths)[:, None, None]
+        weights.append(np.where(live, masked[None] + aug[:, i, None, :], ident[None]))
+    final = np.broadcast_to(np.where(space.end_ok, end, -np.inf), (B, L))
+    states, best = viterbi_states(Layers(weights, [np.arange(L)] * n, final))
+    if np.any(best == -np.inf):
+        raise InputError("the lattice gives no weight to any valid sequence")
+    return [states[b, :k] for b, k in enumerate(lengths)], best
 
 
 def f_loss(tp: np.ndarray | int, m: np.ndarray | int, m_gold: int, beta: float):

@@ -41,6 +41,13 @@ and the duality gap there is computed exactly by one more oracle sweep:
 so gap ≤ tol certifies P(θ) within tol of the optimum (absolute: the objective is a
 mean per sentence).  The pass's Σ g_i (at moving w) is an estimate only.
 
+**Batched oracles** (Hamming loss, N ≥ 200): the pass finds the oracles of
+:meth:`BCFW.oracle_batch` consecutive sentences (N/100, at most 64) in one padded
+Viterbi at the w before the first of them; each block step still takes its line
+search at the current w, so the dual still rises monotonically and the certificate is
+exact; only the oracle is up to 1% of a pass stale (the per-sentence Python work is
+what a pass costs; 3x faster on CoNLL-2000).
+
 Pitfalls: while no step is clipped (γ* < α_i(v)), the w-trajectory does not depend on
 λ (γ* ∝ λ'N² and w = c·Σα·ψ with c = 1/(λ'N): the w-step is num·N/‖Δφ‖²·Δφ): early
 passes give the same θ for every λ (measured on CoNLL-2000: identical after 8 passes
@@ -61,7 +68,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import encodings as enc
-from ..engine.lossaug import f_loss, f_loss_viterbi, hamming_viterbi
+from ..engine.lossaug import f_loss, f_loss_viterbi, hamming_viterbi, hamming_viterbi_batch
 from ..errors import InputError, ModelFileError
 from ..lattice import Lattice
 from ..outputs import atomic_path
@@ -130,6 +137,16 @@ def most_violating(tags: Sequence[str], scheme: str, em: np.ndarray, trans: np.n
     return y, loss_of(y, gold, gold_chunks, lat.tags, lat.scheme, loss, beta)
 
 
+def hamming_oracles(tags: Sequence[str], scheme: str, ems: Sequence[np.ndarray],
+                    golds: Sequence[np.ndarray], trans: np.ndarray, start: np.ndarray,
+                    end: np.ndarray) -> list[tuple[np.ndarray, float]]:
+    """:func:`most_violating` with the Hamming loss for many sentences at once (one
+    padded batch, :func:`~fstchunk.engine.lossaug.hamming_viterbi_batch`): (ŷ, Δ) each."""
+    space = TagSpace.of(tuple(tags), enc.canonical_scheme(scheme))
+    ys, _ = hamming_viterbi_batch(ems, golds, trans, start, end, space)
+    return [(y, float(np.sum(y != g))) for y, g in zip(ys, golds)]
+
+
 def hinge(chain: Chain, gold: Gold, beta: float = 1.0, loss: str = "hamming"
           ) -> tuple[float, ChainGrad]:
     """(1/N) Σ_i H_i and the subgradient (1/N) Σ_i φ(ŷ_i) − φ(y_i) on the score arrays
@@ -142,9 +159,13 @@ def hinge(chain: Chain, gold: Gold, beta: float = 1.0, loss: str = "hamming"
     total = 0.0
     chunks = gold.chunks if loss == "f" else [()] * len(gold)
     job = (chain, gold.offsets, gold.sequences, chunks, loss, beta)
-    shards = np.array_split(np.arange(len(gold)), max(1, len(gold) // 32))
-    found = [r for part in map_sentences(_oracle_shard, shards, context=job, chunksize=1)
-             for r in part]
+    order = np.argsort(np.diff(gold.offsets), kind="stable")   # similar lengths per shard
+    shards = np.array_split(order, max(1, len(gold) // 32))
+    found: list = [None] * len(gold)
+    for ids, part in zip(shards, map_sentences(_oracle_shard, shards, context=job,
+                                               chunksize=1)):
+        for k, r in zip(ids, part):
+            found[k] = r
     for k, (g, (y, delta)) in enumerate(zip(gold.sequences, found)):
         lo, hi = gold.offsets[k], gold.offsets[k + 1]
         em = chain.emissions[lo:hi]
@@ -165,6 +186,10 @@ def hinge(chain: Chain, gold: Gold, beta: float = 1.0, loss: str = "hamming"
 def _oracle_shard(job, ids) -> list[tuple[np.ndarray, float]]:
     """(ŷ, Δ) of the sentences ``ids``; ``job``: (chain, offsets, gold, chunks, loss, β)."""
     chain, offsets, sequences, chunks, loss, beta = job
+    if loss == "hamming":
+        return hamming_oracles(chain.tags, chain.scheme, [chain.emissions[offsets[k]:offsets[
+            k + 1]] for k in ids], [sequences[k] for k in ids], chain.trans, chain.start,
+            chain.end)
     return [most_violating(chain.tags, chain.scheme, chain.emissions[offsets[k]:offsets[k + 1]],
                            chain.trans, chain.start, chain.end, sequences[k], chunks[k],
                            loss, beta) for k in ids]
@@ -298,15 +323,22 @@ class BCFW:
         return sum(float(al @ de) for _, al, de in self.state.active) / self.N
 
     # ------------------------------------------------------------------ the solver
-    def step(self, k: int) -> float:
+    def oracle_batch(self) -> int:
+        """Sentences whose Hamming oracles run as one batch at the same w: 1 (plain
+        BCFW) below 200 sentences, then N/100 up to 64 (module doc)."""
+        return 1 if self.loss != "hamming" else max(1, min(64, self.N // 100))
+
+    def step(self, k: int, oracle: tuple[np.ndarray, float] | None = None) -> float:
         """One block update of sentence k; returns its gap g_k (at the w before it):
-        g_k = (1/N)[H-term(ŷ) − Σ_y α_k(y)·H-term(y)], H-term(y) = Δ(y, y_k) + θ·φ(x_k, y)."""
+        g_k = (1/N)[H-term(ŷ) − Σ_y α_k(y)·H-term(y)], H-term(y) = Δ(y, y_k) + θ·φ(x_k, y).
+        ``oracle``: (ŷ, Δ) found at an earlier w of this pass (the line search and g_k
+        still use the current w), else found here."""
         cols, Xl, XlT = self.local[k]
         g = self.gold.sequences[k]
-        Wc = self.W[cols]
-        em = np.asarray(Xl @ Wc)
-        s, ds = most_violating(self.tags, self.scheme, em, self.trans, self.start, self.end,
-                               g, self.chunks[k], self.loss, self.beta)
+        em = np.asarray(Xl @ self.W[cols])
+        s, ds = oracle if oracle is not None else most_violating(
+            self.tags, self.scheme, em, self.trans, self.start, self.end, g, self.chunks[k],
+            self.loss, self.beta)
         ys, al, de = self.state.active[k]
         terms = np.array([sequence_score(em, self.trans, self.start, self.end, y) + d
                           for y, d in zip(ys, de)])
@@ -353,7 +385,14 @@ class BCFW:
         """One pass over the sentences in a random order (seeded by the pass number, so
         a resumed run takes the same orders); w resynchronised.  Returns Σ g_k."""
         order = np.random.default_rng(self.state.passes).permutation(self.N)
-        total = sum(self.step(int(k)) for k in order)
+        total, B = 0.0, self.oracle_batch()
+        for lo in range(0, self.N, B):
+            ids = [int(k) for k in order[lo:lo + B]]
+            found = [None] * len(ids) if B == 1 else hamming_oracles(
+                self.tags, self.scheme, [self.local[k][1] @ self.W[self.local[k][0]]
+                                         for k in ids],
+                [self.gold.sequences[k] for k in ids], self.trans, self.start, self.end)
+            total += sum(self.step(k, o) for k, o in zip(ids, found))
         self.state.passes += 1
         self.sync()
         return total
