@@ -325,7 +325,7 @@ def section_speed(b: Bench) -> None:
     """One pass and one certificate vs one ML evaluation, then both full trainings one
     after the other on the whole machine, as the command line runs them (the certificate's
     oracle sweep uses every core; ML is one process): run it on a quiet machine."""
-    from fstchunk.models.maxmargin import BCFW
+    from fstchunk.models.bcfw import BCFW
     done: dict = {}
     a = b.args
     with single_threaded_blas():

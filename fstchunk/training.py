@@ -82,7 +82,7 @@ from .conll import Sentence
 from .decode import decode_sentences
 from .errors import InputError, ModelFileError, TrainingInterrupted
 from .evaluate import evaluate
-from .models import maxmargin as mm
+from .models import bcfw, maxmargin as mm
 from .models.base import ChunkModel, TrainableModel
 from .models.objectives import DEFAULT_L2, OBJECTIVES
 from .outputs import check_output
@@ -227,7 +227,7 @@ class Trainer:
         def save_checkpoint(k: int) -> None:
             model.settings.update(iteration=k, train_seconds=time.perf_counter() - t0)
             if solver is not None:
-                mm.save_state(self.checkpoint + mm.DUAL_SUFFIX, solver.state)
+                bcfw.save_state(self.checkpoint + bcfw.DUAL_SUFFIX, solver.state)
             model.save(self.checkpoint)
 
         def step(theta: np.ndarray, **shown: str) -> None:
@@ -281,22 +281,22 @@ class Trainer:
                                       f"{self.checkpoint} (continue with --resume)",
                                       checkpoint=self.checkpoint) from None
         if self.checkpoint:
-            for path in (self.checkpoint, self.checkpoint + mm.DUAL_SUFFIX):
+            for path in (self.checkpoint, self.checkpoint + bcfw.DUAL_SUFFIX):
                 if os.path.exists(path):
                     os.remove(path)
         return model
 
-    def _solver(self, model: TrainableModel, data: Any, done: int) -> "mm.BCFW":
+    def _solver(self, model: TrainableModel, data: Any, done: int) -> "bcfw.BCFW":
         """The BCFW solver, from the checkpoint's dual state when resuming (checked
         against the checkpoint's θ)."""
         if not self.resume:
-            return mm.BCFW(model, data, self.l2, self.loss, self.beta)  # type: ignore[arg-type]
-        path = self.checkpoint + mm.DUAL_SUFFIX
+            return bcfw.BCFW(model, data, self.l2, self.loss, self.beta)  # type: ignore[arg-type]
+        path = self.checkpoint + bcfw.DUAL_SUFFIX
         if not os.path.isfile(path):
             raise InputError(f"--resume: no max-margin dual state at {path} (it is written "
                              f"next to the checkpoint)")
-        solver = mm.BCFW(model, data, self.l2, self.loss, self.beta,  # type: ignore[arg-type]
-                         state=mm.load_state(path, [len(g) for g in data.gold.sequences]))
+        solver = bcfw.BCFW(model, data, self.l2, self.loss, self.beta,  # type: ignore[arg-type]
+                         state=bcfw.load_state(path, [len(g) for g in data.gold.sequences]))
         if solver.theta.shape != model.theta.shape or not np.allclose(
                 solver.theta, model.theta, rtol=1e-9, atol=1e-12):
             raise ModelFileError(f"{path}: the dual state does not give the checkpoint's θ "
@@ -306,7 +306,7 @@ class Trainer:
                                  f"the checkpoint at iteration {done}")
         return solver
 
-    def _bcfw(self, solver: "mm.BCFW", model: TrainableModel, done: int, state: dict,
+    def _bcfw(self, solver: "bcfw.BCFW", model: TrainableModel, done: int, state: dict,
               step: Callable[..., None]) -> tuple[int, bool, float]:
         """BCFW passes (max_iter in all) until the duality gap is <= tol; the settings
         record solver, passes, per-pass and final gap, loss, λ and C.  Returns

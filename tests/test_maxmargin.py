@@ -15,7 +15,7 @@ from fstchunk.cli import main
 from fstchunk.conll import Sentence
 from fstchunk.errors import InputError, TrainingInterrupted
 from fstchunk.lossaug import loss_value
-from fstchunk.models import maxmargin as mm
+from fstchunk.models import bcfw, maxmargin as mm
 from fstchunk.models.crf import CRF
 from fstchunk.models.objectives import ChainGrad, Gold
 from fstchunk.training import Progress, Trainer
@@ -128,7 +128,7 @@ def test_bcfw_gap_reaches_the_tolerance_at_the_qp_optimum(loss, beta):
     crf, data = _problem(min_count=2)
     l2, tol = 0.05, 1e-5
     optimum = _qp_optimum(crf, data, l2, loss, beta)
-    solver = mm.BCFW(crf, data, l2, loss, beta)
+    solver = bcfw.BCFW(crf, data, l2, loss, beta)
     primal, gap = solver.certificate()
     for _ in range(400):
         if gap <= tol:
@@ -150,16 +150,16 @@ def test_batched_oracles_reach_the_qp_optimum(monkeypatch):
     still closes at the QP optimum."""
     crf, data = _problem(min_count=2)
     optimum = _qp_optimum(crf, data, 0.05, "hamming", 1.0)
-    monkeypatch.setattr(mm.BCFW, "oracle_batch", lambda self: 3)
+    monkeypatch.setattr(bcfw.BCFW, "oracle_batch", lambda self: 3)
     calls = {"n": 0}
-    real = mm.hamming_oracles
+    real = bcfw.BCFW.oracles
 
-    def counted(*args):
+    def counted(self, *args):
         calls["n"] += 1
-        return real(*args)
+        return real(self, *args)
 
-    monkeypatch.setattr(mm, "hamming_oracles", counted)
-    solver = mm.BCFW(crf, data, 0.05)
+    monkeypatch.setattr(bcfw.BCFW, "oracles", counted)
+    solver = bcfw.BCFW(crf, data, 0.05)
     duals = []
     for _ in range(400):
         primal, gap = solver.certificate()
@@ -168,7 +168,7 @@ def test_batched_oracles_reach_the_qp_optimum(monkeypatch):
             break
         before = calls["n"]
         solver.run_pass()
-        assert calls["n"] - before >= 2           # ceil(N / 3) batches (plus certificates)
+        assert calls["n"] - before >= 2           # ceil(N / 3) batches 
     assert gap <= 1e-5
     assert np.all(np.diff(duals) >= -1e-12)          # D(α) never falls
     assert primal == pytest.approx(optimum, abs=1e-5 + 1e-7)
@@ -177,7 +177,7 @@ def test_batched_oracles_reach_the_qp_optimum(monkeypatch):
 def test_plain_frank_wolfe_steps_give_a_valid_certificate():
     crf, data = _problem(min_count=2)
     optimum = _qp_optimum(crf, data, 0.05, "hamming", 1.0)
-    solver = mm.BCFW(crf, data, 0.05, method="fw")
+    solver = bcfw.BCFW(crf, data, 0.05, method="fw")
     for _ in range(60):
         solver.run_pass()
     primal, gap = solver.certificate()
@@ -231,7 +231,7 @@ def test_ctrl_c_and_resume_give_the_uninterrupted_run(tmp_path):
     np.testing.assert_allclose(fresh.theta, whole.theta, rtol=1e-9, atol=1e-12)
     assert fresh.settings["duality_gaps"] == pytest.approx(whole.settings["duality_gaps"])
     assert not (tmp_path / "m.npz.ckpt").exists()
-    assert not (tmp_path / ("m.npz.ckpt" + mm.DUAL_SUFFIX)).exists()
+    assert not (tmp_path / ("m.npz.ckpt" + bcfw.DUAL_SUFFIX)).exists()
 
 
 @pytest.mark.parametrize("change, field", [({"loss": "f"}, "loss: 'hamming' vs 'f'"),
@@ -263,7 +263,7 @@ def test_resume_refuses_a_dual_state_of_another_checkpoint(tmp_path):
     fresh, data = _problem()
     with pytest.raises(Exception, match="does not give the checkpoint's θ"):
         Trainer(resume=True, **opts).fit(fresh, data)
-    (tmp_path / ("m.ckpt" + mm.DUAL_SUFFIX)).unlink()
+    (tmp_path / ("m.ckpt" + bcfw.DUAL_SUFFIX)).unlink()
     with pytest.raises(InputError, match="no max-margin dual state"):
         Trainer(resume=True, **opts).fit(fresh, data)
 
@@ -318,7 +318,7 @@ def test_ctrl_c_inside_a_pass_saves_a_consistent_dual_point(tmp_path, monkeypatc
     opts = dict(objective=mm.MAX_MARGIN, l2=0.05, tol=1e-4, max_iter=300, progress=False,
                 checkpoint=ckpt)
     calls = {"n": 0}
-    real = mm.most_violating
+    real = bcfw.most_violating
 
     def flaky(*args, **kwargs):
         calls["n"] += 1
@@ -328,13 +328,14 @@ def test_ctrl_c_inside_a_pass_saves_a_consistent_dual_point(tmp_path, monkeypatc
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(mm, "most_violating", flaky)
+    monkeypatch.setattr(bcfw, "most_violating", flaky)
     crf, data = _problem()
     with pytest.raises(TrainingInterrupted, match="stopped at iteration 2; checkpoint"):
         Trainer(**opts).fit(crf, data)
-    monkeypatch.setattr(mm, "most_violating", real)
+    monkeypatch.setattr(bcfw, "most_violating", real)
     saved = CRF.load(ckpt)
-    solver = mm.BCFW(saved, data, 0.05, state=mm.load_state(ckpt + mm.DUAL_SUFFIX, [3, 4, 2, 1]))
+    solver = bcfw.BCFW(saved, data, 0.05,
+                       state=bcfw.load_state(ckpt + bcfw.DUAL_SUFFIX, [3, 4, 2, 1]))
     np.testing.assert_allclose(solver.theta, saved.theta, rtol=1e-12, atol=1e-15)
     assert solver.state.passes == saved.settings["iteration"] == 2
     fresh, data = _problem()

@@ -52,22 +52,23 @@ def hamming_viterbi(layers: Layers, gold: Sequence[int]) -> tuple[list[int], flo
 
 
 def hamming_viterbi_batch(ems: Sequence[np.ndarray], golds: Sequence[np.ndarray],
-                          trans: np.ndarray, start: np.ndarray, end: np.ndarray, space
-                          ) -> tuple[list[np.ndarray], np.ndarray]:
+                          trans: np.ndarray, start: np.ndarray, end: np.ndarray, space,
+                          cost: float = 1.0) -> tuple[list[np.ndarray], np.ndarray]:
     """:func:`hamming_viterbi` of many sentences of one dense chain at once: ``ems`` the
     (n_k, L) emission scores, ``golds`` the gold tag indices, ``trans``/``start``/``end``
     the unmasked scores, ``space`` the :class:`~fstchunk.tagspace.TagSpace` whose
     validity masks apply.  The batch is padded to the longest sentence with identity
     layers (:func:`~fstchunk.engine.chain.viterbi_states`).  Returns the best tag
-    indices of each sentence and their values score(y) + Δ(y, gold)."""
+    indices of each sentence and their values score(y) + cost·Δ(y, gold) (``cost`` 0:
+    plain Viterbi, the perceptron's decoder)."""
     n, L = max(len(e) for e in ems), len(space)
     B = len(ems)
     aug = np.zeros((B, n, L))
     for b, (e, g) in enumerate(zip(ems, golds)):
         if len(g) != len(e):
             raise InputError(f"gold has {len(g)} tags but the sentence has {len(e)} tokens")
-        aug[b, :len(e)] = e + 1.0
-        aug[b, np.arange(len(e)), g] -= 1.0
+        aug[b, :len(e)] = e + cost
+        aug[b, np.arange(len(e)), g] -= cost
     lengths = np.array([len(e) for e in ems])
     masked = np.where(space.trans_ok, trans, -np.inf)
     ident = np.where(np.eye(L, dtype=bool), 0.0, -np.inf)
