@@ -1,4 +1,4 @@
-"""The training loop: L-BFGS (or BCFW for max-margin) over a trainable model's objective,
+"""The training loop: L-BFGS (or passes for max-margin and the perceptron) over a trainable model's objective,
 with the bookkeeping.
 
 :class:`Trainer` is the one loop (``fstchunk train`` and :meth:`CRF.fit
@@ -42,6 +42,11 @@ value, gradient, minimised) and ``theta``; the trainer owns everything else:
   gap, the settings record solver, passes, duality_gap, duality_gaps (per pass),
   loss, l2 and C; ``run`` adds ``loss``; the dual state is checkpointed next to the
   checkpoint (CHECKPOINT.dual.npz) and must reproduce its θ on resume;
+* ``objective="perceptron"`` (:mod:`fstchunk.models.perceptron`, the CRF only): the
+  averaged perceptron, an iteration a pass, stopping after a pass without a mistake;
+  no λ (an ``l2`` other than 0 is refused); the value shown is the pass's mistake rate;
+  its state is checkpointed next to the checkpoint (CHECKPOINT.perceptron.npz);
+  both pass-based solvers are run through :class:`fstchunk.online.Online`;
 * ``callbacks``: callables called after every iteration with a :class:`Progress`;
 * ``settings``: objective, l2, beta, run, iterations (of this run), iteration (in
   all), converged, final_objective, train_seconds (optimiser and dev checks,
@@ -82,9 +87,10 @@ from .conll import Sentence
 from .decode import decode_sentences
 from .errors import InputError, ModelFileError, TrainingInterrupted
 from .evaluate import evaluate
-from .models import bcfw, maxmargin as mm
+from .models import maxmargin as mm, perceptron as pc
 from .models.base import ChunkModel, TrainableModel
 from .models.objectives import DEFAULT_L2, OBJECTIVES
+from .online import ONLINE, SUFFIXES, Online
 from .outputs import check_output
 
 
@@ -148,12 +154,16 @@ class Trainer:
                  callbacks: Sequence[Callable[[Progress], Any]] = (),
                  log: Callable[[str], Any] | None = None,
                  identity: dict | None = None, loss: str = "hamming"):
-        if objective not in OBJECTIVES and objective != mm.MAX_MARGIN:
+        if objective not in OBJECTIVES and objective not in ONLINE:
             raise InputError(f"unknown objective {objective!r}; use one of "
-                             f"{', '.join([*OBJECTIVES, mm.MAX_MARGIN])}")
+                             f"{', '.join([*OBJECTIVES, *ONLINE])}")
         margin = objective == mm.MAX_MARGIN
+        if objective == pc.PERCEPTRON and l2 not in (None, 0):
+            raise InputError(f"the perceptron has no λ (its averaging regularises); got "
+                             f"l2 = {l2!r}")
         if l2 is None:
-            l2 = mm.DEFAULT_L2 if margin else DEFAULT_L2[objective]
+            l2 = {mm.MAX_MARGIN: mm.DEFAULT_L2, pc.PERCEPTRON: 0.0}.get(
+                objective) if objective in ONLINE else DEFAULT_L2[objective]
         if tol is None:
             tol = mm.DEFAULT_GAP_TOL if margin else 1e-9
         if not (_finite(l2) and l2 >= 0):
@@ -212,10 +222,10 @@ class Trainer:
         data = model.training_data(train)
         for key in ("temperature", "calibration_nll", "calibration_nll_t1", "calibrated_on"):
             model.settings.pop(key, None)        # fitted to the old θ: calibrate again
-        margin = self.objective == mm.MAX_MARGIN
-        fun = None if margin else model.objective(self.objective, data, self.l2, self.beta)
+        online = self.objective in ONLINE
+        fun = None if online else model.objective(self.objective, data, self.l2, self.beta)
         done = self._restore(model)
-        solver = self._solver(model, data, done) if margin else None
+        solver = Online(self, model, data, done) if online else None
         model.settings["run"] = self.run
         t0 = time.perf_counter() - model.settings["train_seconds"]
         state: dict[str, Any] = {"value": math.nan, "dev_f": math.nan, "iteration": done}
@@ -227,7 +237,7 @@ class Trainer:
         def save_checkpoint(k: int) -> None:
             model.settings.update(iteration=k, train_seconds=time.perf_counter() - t0)
             if solver is not None:
-                bcfw.save_state(self.checkpoint + bcfw.DUAL_SUFFIX, solver.state)
+                solver.save(self.checkpoint)
             model.save(self.checkpoint)
 
         def step(theta: np.ndarray, **shown: str) -> None:
@@ -257,7 +267,7 @@ class Trainer:
                     model.theta = res.x
                     nit, success, final = int(res.nit), bool(res.success), float(res.fun)
                 else:
-                    nit, success, final = self._bcfw(solver, model, done, state, step)
+                    nit, success, final = solver.run(model, done, state, step)
             model.settings.update(objective=self.objective, l2=self.l2, beta=self.beta,
                                   iterations=nit, iteration=done + nit,
                                   converged=success, final_objective=final,
@@ -270,9 +280,8 @@ class Trainer:
                 model.save(self.output)
         except KeyboardInterrupt:
             k = state["iteration"]
-            if solver is not None:          # the last complete block update, passes done
-                solver.sync()           # w from the active sets (one assignment per step)
-                model.theta, k = solver.theta, solver.state.passes
+            if solver is not None:          # what the solver can resume from
+                model.theta, k = solver.interrupted()
             if not self.checkpoint:
                 raise TrainingInterrupted(f"stopped at iteration {k}; no checkpoint "
                                           f"written (no checkpoint file set)") from None
@@ -281,53 +290,10 @@ class Trainer:
                                       f"{self.checkpoint} (continue with --resume)",
                                       checkpoint=self.checkpoint) from None
         if self.checkpoint:
-            for path in (self.checkpoint, self.checkpoint + bcfw.DUAL_SUFFIX):
+            for path in (self.checkpoint, *(self.checkpoint + x for x in SUFFIXES.values())):
                 if os.path.exists(path):
                     os.remove(path)
         return model
-
-    def _solver(self, model: TrainableModel, data: Any, done: int) -> "bcfw.BCFW":
-        """The BCFW solver, from the checkpoint's dual state when resuming (checked
-        against the checkpoint's θ)."""
-        if not self.resume:
-            return bcfw.BCFW(model, data, self.l2, self.loss, self.beta)  # type: ignore[arg-type]
-        path = self.checkpoint + bcfw.DUAL_SUFFIX
-        if not os.path.isfile(path):
-            raise InputError(f"--resume: no max-margin dual state at {path} (it is written "
-                             f"next to the checkpoint)")
-        solver = bcfw.BCFW(model, data, self.l2, self.loss, self.beta,  # type: ignore[arg-type]
-                         state=bcfw.load_state(path, [len(g) for g in data.gold.sequences]))
-        if solver.theta.shape != model.theta.shape or not np.allclose(
-                solver.theta, model.theta, rtol=1e-9, atol=1e-12):
-            raise ModelFileError(f"{path}: the dual state does not give the checkpoint's θ "
-                                 f"(files of different runs?)")
-        if solver.state.passes != done:
-            raise ModelFileError(f"{path}: the dual state is at pass {solver.state.passes}, "
-                                 f"the checkpoint at iteration {done}")
-        return solver
-
-    def _bcfw(self, solver: "bcfw.BCFW", model: TrainableModel, done: int, state: dict,
-              step: Callable[..., None]) -> tuple[int, bool, float]:
-        """BCFW passes (max_iter in all) until the duality gap is <= tol; the settings
-        record solver, passes, per-pass and final gap, loss, λ and C.  Returns
-        (passes of this run, converged, final primal value)."""
-        N = len(solver.gold)
-        gaps = list(model.settings.get("duality_gaps", [])) if self.resume else []
-        primal, gap = solver.certificate()
-        nit = 0
-        while gap > self.tol and done + nit < self.max_iter:
-            estimate = solver.run_pass()
-            primal, gap = solver.certificate()
-            gaps.append(gap)
-            nit += 1
-            state["value"] = primal
-            model.settings.update(duality_gaps=gaps, duality_gap=gap, gap_estimate=estimate)
-            step(solver.theta, gap=f"{gap:.3g}")
-        model.theta = solver.theta
-        model.settings.update(solver="bcfw", steps=solver.method, loss=self.loss, C=mm.l2_to_c(self.l2, N),
-                              passes=done + nit, duality_gap=gap, duality_gaps=gaps,
-                              gap_tol=self.tol)
-        return nit, gap <= self.tol, primal
 
     def _restore(self, model: TrainableModel) -> int:
         """θ and the bookkeeping from the checkpoint when resuming; the iterations done.

@@ -34,6 +34,7 @@ from ..models import load_model
 from ..models.crf import CRF
 from ..models.features import TEMPLATES, resolve_template
 from ..models import maxmargin as mm
+from ..models.perceptron import PERCEPTRON
 from ..models.hmm import HMM
 from ..models.objectives import DEFAULT_L2, OBJECTIVES
 from ..outputs import atomic_write, check_output
@@ -76,7 +77,7 @@ def add_parsers(sub) -> None:
     p.set_defaults(func=run_decode)
 
     l2 = ", ".join([*(f"{k} {v:g}" for k, v in DEFAULT_L2.items()),
-                    f"{mm.MAX_MARGIN} {mm.DEFAULT_L2:g}"])
+                    f"{mm.MAX_MARGIN} {mm.DEFAULT_L2:g}", f"{PERCEPTRON}: none"])
     p = sub.add_parser("train", formatter_class=HelpFormatter,
                        help="train a CRF (ML, minimum-risk or max-margin) or a counting HMM")
     p.add_argument("--train", required=True, help="CoNLL training file")
@@ -85,11 +86,14 @@ def add_parsers(sub) -> None:
     add_columns(p)
     p.add_argument("--features", default="tmpt3", choices=tuple(TEMPLATES),
                    help="feature template (Tang et al. tmpt1-4, ner; -nopos: no POS column)")
-    p.add_argument("--objective", default="ml", choices=(*OBJECTIVES, mm.MAX_MARGIN),
+    p.add_argument("--objective", default="ml",
+                   choices=(*OBJECTIVES, mm.MAX_MARGIN, PERCEPTRON),
                    help="ml (log-likelihood), meu (expected sentence F_β), meu-corpus "
                         "(expected corpus F_β), max-margin (structured hinge with loss "
                         "--loss, solved by block-coordinate Frank-Wolfe to a duality gap "
-                        "<= --tol); each is a mean per sentence")
+                        "<= --tol); each is a mean per sentence; perceptron: the averaged "
+                        "perceptron (no λ; --max-iter passes, stops after a pass without "
+                        "mistakes; MEU needs --calibrate)")
     p.add_argument("--loss", default="hamming", choices=mm.LOSSES,
                    help="max-margin's Δ: per-token Hamming loss, or f: 1 - F_β(y | gold)")
     p.add_argument("--beta", type=positive_float, default=1.0,
@@ -113,7 +117,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--min-count", type=positive_int, default=1,
                    help="drop feature strings seen fewer times")
     p.add_argument("--max-iter", type=positive_int, default=150,
-                   help="L-BFGS iterations (max-margin: passes over the training set)")
+                   help="L-BFGS iterations (max-margin, perceptron: passes over the "
+                        "training set)")
     p.add_argument("--dev-every", type=nonnegative_int, default=10,
                    help="dev F every K iterations (0: only at the end)")
     p.add_argument("--checkpoint-every", type=nonnegative_int, default=10,

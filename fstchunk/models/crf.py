@@ -65,6 +65,10 @@ from .base import Objective, check_training_set, gold_tags, training_columns
 from .features import TEMPLATES, FeatureMap, feature_kinds, reads_pos, resolve_template
 from .io import Fields, load_model_file, save_model
 from .maxmargin import MAX_MARGIN, hinge, sequence_score
+from .perceptron import PERCEPTRON
+
+#: objectives whose scores are margins, not log-probabilities (MEU needs calibration)
+MARGIN_SCORES = (MAX_MARGIN, PERCEPTRON)
 from .objectives import OBJECTIVES, Chain, ChainGrad, Gold
 
 
@@ -163,15 +167,17 @@ class CRF:
     @property
     def probabilistic(self) -> bool:
         """Whether exp(score/T) is read as p(y|x): a likelihood- or risk-trained CRF, or a
-        max-margin one once calibrated (its scores have the scale of margins)."""
+        max-margin or perceptron one once calibrated (its scores have the scale of margins)."""
         objective = self.settings.get("objective",
                                       self.settings.get("run", {}).get("objective"))
-        return objective != MAX_MARGIN or "temperature" in self.settings
+        return objective not in MARGIN_SCORES or "temperature" in self.settings
 
     def require_probabilities(self) -> None:
         """InputError saying how to calibrate, unless :attr:`probabilistic`."""
         if not self.probabilistic:
-            raise InputError("this CRF was trained by max-margin; its scores are margins, "
+            objective = self.settings.get("objective",
+                                          self.settings.get("run", {}).get("objective"))
+            raise InputError(f"this CRF was trained by {objective}; its scores are margins, "
                              "not probabilities. Calibrate it on held-out sentences first: "
                              "fstchunk calibrate --model MODEL --input HELDOUT -o MODEL (or "
                              "fstchunk train --calibrate HELDOUT); MAP decoding needs no "
@@ -260,6 +266,9 @@ class CRF:
                 return hinge(chain, gold, b, loss)
         elif name in OBJECTIVES:
             fun = OBJECTIVES[name]
+        elif name == PERCEPTRON:
+            raise InputError("the perceptron has no objective function of θ: it is trained "
+                             "by passes (fit(data, 'perceptron'))")
         else:
             raise InputError(f"unknown objective {name!r}; use one of "
                              f"{', '.join([*OBJECTIVES, MAX_MARGIN])}")

@@ -1,0 +1,143 @@
+"""The averaged structured perceptron on the CRF's features (Collins 2002; CRFsuite's
+``-a ap``): ``fstchunk train --objective perceptron``.
+
+For each pass, each training sentence in a random order (seeded by the pass number):
+
+    ŷ = argmax_{valid y} θ·φ(x, y)                 (constrained Viterbi),
+    θ ← θ + φ(x, y_gold) − φ(x, ŷ)                 (only where ŷ ≠ y_gold),
+
+and the model keeps the average of θ over every visit (Collins' averaging), kept in
+O(1) per update by the usual trick: with c the visits made before the current one and
+u ← u + c·Δφ at each update, the average of θ_1..θ_c after c visits is θ − u/c
+(θ_j: θ after visit j; 0 before any visit).
+
+Pitfalls:
+
+* the scores are not log-probabilities (nothing scales them): MAP decoding is fine,
+  but MEU, marginals and ``expected`` need a temperature fitted on held-out sentences
+  (:meth:`fstchunk.models.crf.CRF.calibrate`, ``train --calibrate``), as for max-margin;
+* there is no λ (the averaging is the regulariser) and no line search; a pass with no
+  mistake has converged (the training set is separated) and training stops;
+* it starts from θ = 0 (no ``--init``); a resumed run needs the state file next to the
+  checkpoint (:data:`STATE_SUFFIX`: the current θ, u, c and the passes), whose
+  average must reproduce the checkpoint's θ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InputError, ModelFileError
+from ..outputs import atomic_path
+from .blocks import ChainBlocks, ChainModel, Data
+
+#: the objective's name (``fstchunk train --objective perceptron``)
+PERCEPTRON = "perceptron"
+#: the solver state's file next to a checkpoint: CHECKPOINT + STATE_SUFFIX
+STATE_SUFFIX = ".perceptron.npz"
+
+
+@dataclass
+class PassReport:
+    """What one pass gives the training loop: its mistakes (sentences with ŷ ≠ gold)."""
+    mistakes: int
+    sentences: int
+
+    @property
+    def converged(self) -> bool:
+        return self.mistakes == 0
+
+
+class AveragedPerceptron(ChainBlocks):
+    """The averaged perceptron of the module doc on one CRF's training data."""
+
+    def __init__(self, model: ChainModel, data: Data, state: str | None = None):
+        """From θ = 0, or from the :meth:`save_state` file ``state`` (a resumed run)."""
+        super().__init__(model, data)
+        if state is None and np.any(model.theta != 0):
+            raise InputError("perceptron training starts from θ = 0: it cannot start from "
+                             "a trained model (no --init); resume from its checkpoint instead")
+        F, L = self.mask.shape
+        self.W, self.U = np.zeros((F, L)), np.zeros((F, L))
+        self.rest, self.rest_u = np.zeros(L * L + 2 * L), np.zeros(L * L + 2 * L)
+        self.c, self.passes = 0, 0
+        self._snap()
+        if state is not None:
+            self.load_state(state)
+
+    def _snap(self) -> None:
+        """Keep (θ, u, c, passes) in θ layout: the state after the last complete pass,
+        which checkpoints and Ctrl-C save (a pass cut short is redone on resume)."""
+        self.snapshot = (self._theta(self.W, self.rest), self._theta(self.U, self.rest_u),
+                         self.c, self.passes)
+
+    @property
+    def theta(self) -> np.ndarray:
+        """The averaged θ after the last complete pass, in the CRF's layout: θ − u/c."""
+        w, u, c, _ = self.snapshot
+        return w - u / c if c else w
+
+    def _theta(self, W: np.ndarray, rest: np.ndarray) -> np.ndarray:
+        L = self.L
+        return self.theta_of(W, rest[:L * L].reshape(L, L), rest[L * L:L * L + L],
+                             rest[L * L + L:])
+
+    def _parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        L = self.L
+        return (self.rest[:L * L].reshape(L, L), self.rest[L * L:L * L + L],
+                self.rest[L * L + L:])
+
+    def run_pass(self) -> PassReport:
+        """One pass in a random order (seeded by the pass number)."""
+        order = np.random.default_rng(self.passes).permutation(self.N)
+        mistakes = 0
+        for k in order:
+            k = int(k)
+            (y, wrong), = self.oracles([k], self.W, *self._parts(), cost=0.0)
+            if wrong:
+                g = self.gold.sequences[k]
+                E, T, S, En = [a - b for a, b in zip(self.onehots(k, [g], [1.0]),
+                                                     self.onehots(k, [y], [1.0]))]
+                gE, rest = self.image(k, E), np.concatenate([T.ravel(), S, En])
+                cols = self.local[k][0]
+                self.W[cols] += gE
+                self.U[cols] += self.c * gE
+                self.rest += rest
+                self.rest_u += self.c * rest
+                mistakes += 1
+            self.c += 1
+        self.passes += 1
+        self._snap()
+        return PassReport(mistakes, self.N)
+
+    # ------------------------------------------------------------------ files
+    def save_state(self, path: str) -> None:
+        """θ, u (at the pairs), c and the passes of the last complete pass, atomically
+        to ``path`` (.npz)."""
+        w, u, c, passes = self.snapshot
+        with atomic_path(path, "checkpoint") as tmp, open(tmp, "wb") as fh:
+            np.savez(fh, w=w, u=u, c=np.array(c), passes=np.array(passes),
+                     pairs=np.asarray(self.pairs, dtype=np.int64))
+
+    def load_state(self, path: str) -> None:
+        """Restore :meth:`save_state`'s file; ModelFileError naming it if it cannot be read
+        or is of another training set."""
+        try:
+            with np.load(path, allow_pickle=False) as f:
+                w, u = f["w"].astype(float), f["u"].astype(float)
+                c, passes, pairs = int(f["c"]), int(f["passes"]), f["pairs"]
+        except (OSError, KeyError, ValueError, TypeError) as e:
+            raise ModelFileError(f"{path}: not a perceptron state ({e})") from None
+        P, L = len(self.pairs), self.L
+        if not (w.shape == u.shape == (P + L * L + 2 * L,) and np.array_equal(pairs, self.pairs)
+                and c >= 0 and passes >= 0 and np.all(np.isfinite(w)) and np.all(np.isfinite(u))):
+            raise ModelFileError(f"{path}: the perceptron state does not fit this training "
+                                 f"set's features")
+        for dense, flat in ((self.W, w), (self.U, u)):
+            dense[:] = 0.0
+            dense[self.pairs[:, 0], self.pairs[:, 1]] = flat[:P]
+        self.rest, self.rest_u = w[P:].copy(), u[P:].copy()
+        self.c, self.passes = c, passes
+        self._snap()
