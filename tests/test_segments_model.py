@@ -182,6 +182,35 @@ def test_training_fits_overlapping_and_noncontiguous_segments(brute, average):
     assert ("dev_f_average" in hist[-1]) == average
 
 
+def test_select_dev_keeps_the_best_epoch(brute, monkeypatch):
+    """select="dev": the kept weights are those of the epoch with the best dev F (the
+    earliest on ties), averaged or not; the other weights of that epoch stay beside."""
+    scores = iter([40.0, 70.0, 70.0, 50.0])            # averaged dev F of epochs 1..4
+    saved = {}
+    real = train_mod.OnlineLearner.averaged
+
+    def spy(self):
+        w = real(self)
+        saved[len(saved) + 1] = w.copy()
+        return w
+
+    monkeypatch.setattr(train_mod.OnlineLearner, "averaged", spy)
+    monkeypatch.setattr(train_mod, "dev_f", lambda model, dev, W=None: next(scores)
+                        if W is not None else 0.0)
+    m = train(TRAIN, epochs=4, D=2 ** 12, progress=False, dev=TRAIN, select="dev")
+    assert m.settings["selected_epoch"] == 2 and m.settings["select"] == "dev"
+    # averaged() calls: epoch 1 dev (1), kept (2); epoch 2 dev (3), kept (4); 3, 4: dev only
+    assert len(saved) == 6
+    np.testing.assert_array_equal(m.W, saved[4])
+    np.testing.assert_array_equal(saved[3], saved[4])
+    assert not np.array_equal(saved[4], saved[6])      # the last epoch's average differs
+    assert m.other_weights is not None and m.other_weights.shape == m.W.shape
+    last = train(TRAIN, epochs=2, D=2 ** 12, progress=False)
+    assert last.settings["selected_epoch"] == 2
+    with pytest.raises(InputError, match="select"):
+        train(TRAIN, epochs=2, progress=False, select="dev")      # no dev
+
+
 def test_update_satisfies_its_constraints(brute):
     m = SegmentModel(["PER", "ENZ"], D=2 ** 14, max_gap=2)
     learner = OnlineLearner(m)

@@ -51,6 +51,9 @@ def add_parser(sub) -> None:
     q.add_argument("--restrict", default=None, help=restrict_help + "; in training too, and "
                    "the model's default in decoding")
     q.add_argument("--epochs", type=positive_int, default=10, help="passes over --train")
+    q.add_argument("--select", choices=("last", "dev"), default="last",
+                   help="keep the last epoch's weights, or those of the epoch with the best "
+                        "--dev F (the epochs chosen on dev)")
     q.add_argument("--max-gap", default="auto",
                    help="most tokens a segment may skip between members: auto (the largest "
                         "in the training data), none (unbounded) or a number")
@@ -118,8 +121,10 @@ def run_train(args: argparse.Namespace) -> int:
     dev = read_segments(args.dev) if args.dev else None
     model = train(sents, epochs=args.epochs, max_gap=gap, D=2 ** args.hash_bits,
                   average=not args.no_average, seed=args.seed, dev=dev,
-                  progress=not args.quiet, restrictions=flags)
+                  progress=not args.quiet, restrictions=flags, select=args.select)
     model.settings.update(train=args.train, dev=args.dev)
+    if args.select == "dev":
+        print(f"kept epoch {model.settings['selected_epoch']} of {args.epochs} (best dev F)")
     if dev is not None:
         a, b = model.calibrate(dev, source=args.dev)
         print(f"calibration on {args.dev}: p = σ({a:.4g}·score + {b:.4g})")

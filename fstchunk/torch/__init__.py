@@ -3,9 +3,11 @@
 ``from fstchunk.torch import ChunkCRF`` needs torch (``pip install
 fstchunk[torch]``); nothing else in fstchunk imports torch.  See
 :mod:`fstchunk.torch.crf` for the model and formulas, :mod:`fstchunk.torch.
-expected` for the expected-F DP.
+expected` for the expected-F DP, :mod:`fstchunk.torch.module` for the
+``nn.Module`` layer and sub-word pooling.
 """
 
 from .crf import ChunkCRF
+from .module import CRFLayer, first_subword_pool
 
-__all__ = ["ChunkCRF"]
+__all__ = ["ChunkCRF", "CRFLayer", "first_subword_pool"]

@@ -151,6 +151,31 @@ class ChunkCRF:
         """log Z (B,): log Σ over valid y of exp(score(y))."""
         return self._forward(self._check(emissions, transitions, mask, start, end))[3]
 
+    def score(self, emissions, transitions, mask, start=None, end=None,
+              gold: Sequence[Sequence[str]] | None = None) -> torch.Tensor:
+        """score(gold) (B,): start[y_1] + Σ emissions[t, y_t] + Σ transitions[y_{t−1}, y_t]
+        + end[y_n] of each sentence's gold tags (valid sequences of ``tags`` only), so
+        that log_partition − score is the negated log-likelihood."""
+        bt = self._check(emissions, transitions, mask, start, end)
+        check_gold(gold, bt, self.scheme, self.types, self.type_index)   # valid, sized
+        col = {t: i for i, t in enumerate(self.tags)}
+        B, n = bt.mask.shape
+        idx = torch.zeros((B, n), dtype=torch.long)
+        for b, seq in enumerate(gold):                    # type: ignore[arg-type]
+            for i, t in enumerate(seq):
+                if t not in col:
+                    raise InputError(f"gold sentence {b}: position {i}: tag {t!r} is not "
+                                     f"among the tags {list(self.tags)}")
+                idx[b, i] = col[t]
+        idx = idx.to(bt.emissions.device)
+        em = bt.emissions.gather(2, idx.unsqueeze(-1)).squeeze(-1)
+        zero = torch.zeros_like(em)
+        total = torch.where(bt.mask, em, zero).sum(1)
+        tr = bt.transitions[idx[:, :-1], idx[:, 1:]]
+        total = total + torch.where(bt.mask[:, 1:], tr, zero[:, 1:]).sum(1)
+        last = idx.gather(1, (bt.lengths - 1).clamp(min=0).unsqueeze(1)).squeeze(1)
+        return total + bt.start[idx[:, 0]] + bt.end[last]
+
     def marginals(self, emissions, transitions, mask, start=None, end=None) -> torch.Tensor:
         """Pr(y_t = l) (B, n, L); 0 on padding."""
         bt = self._check(emissions, transitions, mask, start, end)

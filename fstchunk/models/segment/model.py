@@ -84,6 +84,7 @@ class SegmentModel:
             raise InputError(f"types must be distinct non-empty strings, got {types!r}")
         self.types = types
         self.type_index = {t: i for i, t in enumerate(types)}
+        self.other_weights: np.ndarray | None = None     # train(): not saved
         self.D = _int(D, "D", 1)
         self.max_gap = _int(max_gap, "max_gap", 0, none=True)
         self.k = _int(k, "k", 1, none=True)

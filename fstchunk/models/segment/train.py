@@ -167,8 +167,14 @@ def train(sentences: Sequence[SegSentence], epochs: int = 10,
           max_gap: int | None | str = "auto", D: int = 2 ** 20, average: bool = True,
           seed: int = 0, dev: Sequence[SegSentence] | None = None, progress: bool = True,
           restrictions: str | dict | None = None, k: int | None = None,
-          max_sweeps: int = 1000) -> SegmentModel:
+          max_sweeps: int = 1000, select: str = "last") -> SegmentModel:
     """A :class:`SegmentModel` trained by Fig. 4 for ``epochs`` passes.
+
+    ``select="dev"`` keeps the weights of the epoch with the best dev F (ties: the
+    earlier), recorded as ``settings["selected_epoch"]``: the number of epochs chosen on
+    dev; ``"last"`` keeps the last epoch's.  The other weights of the kept epoch (the
+    last iterate when averaging, else nothing) stay on ``model.other_weights`` for a
+    comparison; they are not saved with the model.
 
     ``max_gap``: "auto" = the largest gap of a training gold segment, None = unlimited;
     ``k``: the top-k size (None: n); ``average``: keep the averaged weights (both the
@@ -187,6 +193,8 @@ def train(sentences: Sequence[SegSentence], epochs: int = 10,
     epochs = int(epochs)
     if epochs < 1:
         raise InputError(f"epochs must be >= 1, got {epochs}")
+    if select not in ("last", "dev") or (select == "dev" and not dev):
+        raise InputError(f"select must be 'last' or 'dev' (with dev sentences), got {select!r}")
     gap = max_gap_of(sentences) if max_gap == "auto" else max_gap
     pos = all(s.pos is not None for s in sentences)          # read POS only if all have it
     model = SegmentModel(types, D, gap, k, restrictions, pos=pos)
@@ -195,6 +203,7 @@ def train(sentences: Sequence[SegSentence], epochs: int = 10,
     order = list(range(len(sentences)))
     history: list[dict] = []
     shown: dict = {}
+    best: tuple = (-1.0, 0, None, None)            # (dev F, epoch, weights, other weights)
     for e in range(1, epochs + 1):
         rng.shuffle(order)
         updates = violated = 0
@@ -219,9 +228,13 @@ def train(sentences: Sequence[SegSentence], epochs: int = 10,
         finally:
             bar.close()
         history.append(rec)
-    if average:
-        model.W = learner.averaged()
+        f = rec.get("dev_f_average" if average else "dev_f_last", -1.0)
+        if select == "last" or f > best[0]:
+            kept = learner.averaged() if average else model.W.copy()
+            best = (f, e, kept, model.W.copy() if average else None)
+    model.W, model.other_weights = best[2], best[3]
     model.settings.update(trainer="online-multilabel (Fig. 4, Hildreth)", epochs=epochs,
                           seed=seed, average=average, sentences=len(sentences),
-                          max_sweeps=max_sweeps, history=history)
+                          max_sweeps=max_sweeps, history=history, select=select,
+                          selected_epoch=best[1])
     return model
