@@ -37,6 +37,11 @@ def test_score_and_nll_equal_the_engine(scheme):
         assert sc[b].item() == pytest.approx(want, abs=1e-12)
         lat = lattice(tags, scheme, args, b, n)
         assert nll[b].item() == pytest.approx(-lat.log_prob(g), abs=1e-9)
+    # the same gold as a padded index tensor (padding entries are ignored)
+    idx = torch.full((len(lengths), max(lengths)), 7, dtype=torch.long)
+    for b, g in enumerate(gold):
+        idx[b, :len(g)] = torch.tensor([col[t] for t in g])
+    torch.testing.assert_close(crf.score(*args, gold=idx), sc, rtol=0, atol=0)
 
 
 def test_layer_losses_are_their_quantities_and_differentiable():
@@ -122,10 +127,16 @@ def test_layer_errors():
         layer.loss(em, mask, [["O", "O"]], "hinge")
     with pytest.raises(InputError, match="reduction"):
         layer.loss(em, mask, [["O", "O"]], reduction="none")
-    with pytest.raises(InputError, match="invalid IOB2 sequence|not among the tags"):
+    with pytest.raises(InputError, match="tag 'E-PER' is not among the tags"):
         layer.loss(em, mask, [["O", "E-PER"]])
-    with pytest.raises(InputError, match="2 tokens"):
+    with pytest.raises(InputError, match="position 1: tag 'I-PER' makes an invalid IOB2"):
+        layer.loss(em, mask, [["O", "I-PER"]])
+    with pytest.raises(InputError, match="list of 2 tags"):
         layer.loss(em, mask, [["O"]])
+    with pytest.raises(InputError, match="column index 99"):
+        layer.crf.score(em, layer.transitions, mask, gold=torch.tensor([[0, 99]]))
+    with pytest.raises(InputError, match="integer column"):
+        layer.crf.score(em, layer.transitions, mask, gold=torch.zeros((1, 2)))
 
 
 def test_first_subword_pool():

@@ -105,8 +105,8 @@ class ChunkCRF:
         a = self._masked("start", bt.start) + em[:, 0]
         alphas, cs = [], []
         for u in range(n):
-            if u:
-                a = logmatmul(alphas[-1], Kt) + em[:, u]
+            if u:         # (B, L, 1) + (L, L): the small broadcast beats logmatmul here
+                a = lse(alphas[-1].unsqueeze(-1) + Kt, -2) + em[:, u]
             c = lse(a, -1)
             alphas.append(a - c.unsqueeze(-1))
             cs.append(c)
@@ -152,22 +152,14 @@ class ChunkCRF:
         return self._forward(self._check(emissions, transitions, mask, start, end))[3]
 
     def score(self, emissions, transitions, mask, start=None, end=None,
-              gold: Sequence[Sequence[str]] | None = None) -> torch.Tensor:
+              gold: Sequence[Sequence[str]] | torch.Tensor | None = None) -> torch.Tensor:
         """score(gold) (B,): start[y_1] + Σ emissions[t, y_t] + Σ transitions[y_{t−1}, y_t]
-        + end[y_n] of each sentence's gold tags (valid sequences of ``tags`` only), so
-        that log_partition − score is the negated log-likelihood."""
+        + end[y_n] of each sentence's gold, so that log_partition − score is the negated
+        log-likelihood.  ``gold``: tag lists, or a (B, n) integer tensor of column
+        indices (read where ``mask`` is True: the fast form for a training loop); a
+        sequence the scheme forbids is refused, naming sentence and position."""
         bt = self._check(emissions, transitions, mask, start, end)
-        check_gold(gold, bt, self.scheme, self.types, self.type_index)   # valid, sized
-        col = {t: i for i, t in enumerate(self.tags)}
-        B, n = bt.mask.shape
-        idx = torch.zeros((B, n), dtype=torch.long)
-        for b, seq in enumerate(gold):                    # type: ignore[arg-type]
-            for i, t in enumerate(seq):
-                if t not in col:
-                    raise InputError(f"gold sentence {b}: position {i}: tag {t!r} is not "
-                                     f"among the tags {list(self.tags)}")
-                idx[b, i] = col[t]
-        idx = idx.to(bt.emissions.device)
+        idx = self._gold_index(gold, bt)
         em = bt.emissions.gather(2, idx.unsqueeze(-1)).squeeze(-1)
         zero = torch.zeros_like(em)
         total = torch.where(bt.mask, em, zero).sum(1)
@@ -175,6 +167,50 @@ class ChunkCRF:
         total = total + torch.where(bt.mask[:, 1:], tr, zero[:, 1:]).sum(1)
         last = idx.gather(1, (bt.lengths - 1).clamp(min=0).unsqueeze(1)).squeeze(1)
         return total + bt.start[idx[:, 0]] + bt.end[last]
+
+    def _gold_index(self, gold, bt: Batch) -> torch.Tensor:
+        """(B, n) column indices of the gold (0 on padding), checked: sizes, tags, and
+        the scheme's start, transition and end constraints (vectorised)."""
+        B, n = bt.mask.shape
+        dev = bt.emissions.device
+        if isinstance(gold, torch.Tensor):
+            if gold.shape != (B, n) or gold.dtype in (torch.bool,) or gold.is_floating_point():
+                raise InputError(f"gold as a tensor must be (B, n) = {(B, n)} integer column "
+                                 f"indices, got {tuple(gold.shape)} {gold.dtype}")
+            idx = torch.where(bt.mask, gold.to(dev).long(), torch.zeros((), dtype=torch.long,
+                                                                        device=dev))
+            bad = (idx < 0) | (idx >= len(self.tags))
+            if bool(bad.any()):
+                b, i = (int(v) for v in bad.nonzero()[0])
+                raise InputError(f"gold sentence {b}: position {i}: column index "
+                                 f"{int(idx[b, i])} is not in 0..{len(self.tags) - 1}")
+        else:
+            if gold is None or isinstance(gold, (str, bytes)) or not isinstance(gold, Sequence):
+                raise InputError("gold must be a list of tag lists or a (B, n) index tensor")
+            if len(gold) != B:
+                raise InputError(f"gold has {len(gold)} sentences but the batch has {B}")
+            col = {t: i for i, t in enumerate(self.tags)}
+            rows = torch.zeros((B, n), dtype=torch.long)
+            for b, (seq, length) in enumerate(zip(gold, bt.lengths_list)):
+                if isinstance(seq, str) or not isinstance(seq, Sequence) or len(seq) != length:
+                    raise InputError(f"gold sentence {b} must be a list of {length} tags "
+                                     f"(the mask's length), got {seq!r:.80}")
+                try:
+                    rows[b, :length] = torch.tensor([col[t] for t in seq], dtype=torch.long)
+                except KeyError as e:
+                    raise InputError(f"gold sentence {b}: tag {e.args[0]!r} is not among "
+                                     f"the tags {list(self.tags)}") from None
+            idx = rows.to(dev)
+        last = idx.gather(1, (bt.lengths - 1).unsqueeze(1)).squeeze(1)
+        ok = torch.ones((B, n), dtype=torch.bool, device=dev)
+        ok[:, 0] = self._mask("start", bt.start)[idx[:, 0]]
+        ok[:, 1:] = self._mask("trans", bt.transitions)[idx[:, :-1], idx[:, 1:]] | ~bt.mask[:, 1:]
+        ok[torch.arange(B, device=dev), bt.lengths - 1] &= self._mask("end", bt.end)[last]
+        if not bool(ok.all()):
+            b, i = (int(v) for v in (~ok).nonzero()[0])
+            raise InputError(f"gold sentence {b}: position {i}: tag {self.tags[int(idx[b, i])]!r} "
+                             f"makes an invalid {self.scheme} sequence")
+        return idx
 
     def marginals(self, emissions, transitions, mask, start=None, end=None) -> torch.Tensor:
         """Pr(y_t = l) (B, n, L); 0 on padding."""

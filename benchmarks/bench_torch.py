@@ -1,0 +1,168 @@
+"""fstchunk.torch against pytorch-crf and torch-struct on CPU (issue 21): the negated
+log-likelihood with its gradient, Viterbi, and fstchunk's expected-F losses.
+
+For B = 32 sentences of n ∈ {20, 50, 200} tokens and L ∈ {9, 23} tags (IOB2 with 4 and
+11 types: Dutch NER and CoNLL-2000 chunking), random float32 emissions and transitions:
+
+* NLL + backward: fstchunk ``log_partition − score``; pytorch-crf ``−CRF(...)`` (the
+  same quantity); torch-struct ``LinearChainCRF`` partition minus the gold potentials;
+* Viterbi: fstchunk ``decode(method="map")`` (tag strings out), pytorch-crf
+  ``decode``, torch-struct ``argmax`` (one-hot edges, by autograd through max);
+* fstchunk only: ``expected_f`` and ``expected_corpus_f`` + backward, as a ratio to its
+  own NLL + backward (target ≤ 3).
+
+fstchunk restricts every quantity to the scheme's valid sequences (the peers sum over
+all L^n); the peers are optional benchmark dependencies (``pip install pytorch-crf==0.7.2
+torch-struct==0.5``).  One thread (``torch.set_num_threads(1)``), the median of
+``--repeats`` timed runs after one warm-up.
+
+    python benchmarks/bench_torch.py [--repeats 5] [--no-write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+from common import write_section
+from fstchunk import encodings as enc
+from fstchunk.decode import decode_map
+from fstchunk.lattice import Lattice
+from fstchunk.torch import ChunkCRF
+
+TYPES = {9: ("PER", "LOC", "ORG", "MISC"),
+         23: ("NP", "VP", "PP", "ADVP", "ADJP", "SBAR", "PRT", "CONJP", "INTJ", "LST", "UCP")}
+
+
+def timed(fn, repeats: int) -> float:
+    fn()
+    out = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return statistics.median(out)
+
+
+def case(L: int, n: int, B: int = 32, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    tags = enc.scheme_tags("IOB2", TYPES[L])
+    assert len(tags) == L
+    em = torch.tensor(rng.normal(size=(B, n, L)), dtype=torch.float32)
+    tr = torch.tensor(rng.normal(scale=0.5, size=(L, L)), dtype=torch.float32)
+    mask = torch.ones((B, n), dtype=torch.bool)
+    gold = [decode_map(Lattice.from_scores(tags, rng.normal(scale=2, size=(n, L)),
+                                           np.zeros((L, L)))).tags for _ in range(B)]
+    return tags, em, tr, mask, gold
+
+
+def run(L: int, n: int, repeats: int) -> dict:
+    import torch_struct
+    import torchcrf
+    tags, em0, tr0, mask, gold = case(L, n)
+    col = {t: i for i, t in enumerate(tags)}
+    gidx = torch.tensor([[col[t] for t in g] for g in gold])
+    crf = ChunkCRF(tags)
+    out = {}
+
+    def ours_nll():
+        em, tr = em0.clone().requires_grad_(True), tr0.clone().requires_grad_(True)
+        (crf.log_partition(em, tr, mask) - crf.score(em, tr, mask, gold=gold)).sum().backward()
+
+    def ours_ef():
+        em, tr = em0.clone().requires_grad_(True), tr0.clone().requires_grad_(True)
+        crf.expected_f(em, tr, mask, gold=gold).sum().backward()
+
+    def ours_ecf():
+        em, tr = em0.clone().requires_grad_(True), tr0.clone().requires_grad_(True)
+        crf.expected_corpus_f(em, tr, mask, gold=gold).backward()
+
+    peer = torchcrf.CRF(L, batch_first=True)
+    with torch.no_grad():
+        peer.transitions.copy_(tr0)
+        peer.start_transitions.zero_()
+        peer.end_transitions.zero_()
+
+    def crf_nll():
+        em = em0.clone().requires_grad_(True)
+        (-peer(em, gidx, mask, reduction="sum")).backward()
+
+    def struct_pot(em, tr):
+        pot = tr.view(1, 1, L, L) + em[:, 1:].unsqueeze(2)       # (B, n-1, from, to)
+        return torch.cat([pot[:, :1] + em[:, 0].view(-1, 1, L, 1), pot[:, 1:]], 1)
+
+    def struct_nll(backward=True):
+        em, tr = em0.clone().requires_grad_(True), tr0.clone().requires_grad_(True)
+        pot = struct_pot(em, tr).transpose(2, 3)                   # torch-struct: (to, from)
+        dist = torch_struct.LinearChainCRF(pot)
+        gold_pot = (pot[torch.arange(32)[:, None], torch.arange(n - 1)[None, :],
+                        gidx[:, 1:], gidx[:, :-1]]).sum()
+        value = dist.partition.sum() - gold_pot
+        if backward:
+            value.backward()
+        return value
+
+    # the two peers compute the same NLL (all L^n sequences): a check of this setup
+    with torch.no_grad():
+        a, b = float(-peer(em0, gidx, mask, reduction="sum")), float(struct_nll(False))
+    assert abs(a - b) <= 1e-3 * max(1.0, abs(a)), (a, b)
+
+    def struct_viterbi():
+        pot = struct_pot(em0, tr0).transpose(2, 3).detach()
+        torch_struct.LinearChainCRF(pot).argmax
+
+    out["nll"] = {"fstchunk": timed(ours_nll, repeats), "pytorch-crf": timed(crf_nll, repeats),
+                  "torch-struct": timed(struct_nll, repeats)}
+    out["viterbi"] = {"fstchunk": timed(lambda: crf.decode(em0, tr0, mask), repeats),
+                      "pytorch-crf": timed(lambda: peer.decode(em0, mask), repeats),
+                      "torch-struct": timed(struct_viterbi, repeats)}
+    out["expected-f"] = timed(ours_ef, max(1, repeats // 2))
+    out["expected-corpus-f"] = timed(ours_ecf, max(1, repeats // 2))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--lengths", default="20,50,200")
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    rows = ["| L | n | NLL+grad fstchunk | pytorch-crf | torch-struct | fstchunk / faster "
+            "peer | Viterbi fstchunk | pytorch-crf | torch-struct | fstchunk / faster peer "
+            "| expected F + grad (× NLL) | expected corpus F + grad (× NLL) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for L in (9, 23):
+        for n in map(int, args.lengths.split(",")):
+            r = run(L, n, args.repeats)
+            a, v = r["nll"], r["viterbi"]
+            ms = {k: {p: 1e3 * t for p, t in d.items()} for k, d in (("a", a), ("v", v))}
+            fa = min(ms["a"]["pytorch-crf"], ms["a"]["torch-struct"])
+            fv = min(ms["v"]["pytorch-crf"], ms["v"]["torch-struct"])
+            rows.append(
+                f"| {L} | {n} | {ms['a']['fstchunk']:.1f} | {ms['a']['pytorch-crf']:.1f} | "
+                f"{ms['a']['torch-struct']:.1f} | {ms['a']['fstchunk'] / fa:.2f} | "
+                f"{ms['v']['fstchunk']:.1f} | {ms['v']['pytorch-crf']:.1f} | "
+                f"{ms['v']['torch-struct']:.1f} | {ms['v']['fstchunk'] / fv:.2f} | "
+                f"{1e3 * r['expected-f']:.0f} ms ({r['expected-f'] / a['fstchunk']:.1f}×) | "
+                f"{1e3 * r['expected-corpus-f']:.0f} ms "
+                f"({r['expected-corpus-f'] / a['fstchunk']:.1f}×) |")
+            print(rows[-1], flush=True)
+    text = ("B = 32 sentences, float32, one thread, CPU; milliseconds, the median of "
+            f"{args.repeats} runs after a warm-up (expected F: {max(1, args.repeats // 2)}). "
+            "fstchunk sums over the scheme's valid sequences only, the peers over all. "
+            "Targets: no slower than the faster peer; expected-F loss ≤ 3× the "
+            "log-partition (NLL) cost.\n\n" + "\n".join(rows))
+    print(text)
+    if not args.no_write:
+        write_section("torch (issue 21): speed against pytorch-crf and torch-struct", text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
