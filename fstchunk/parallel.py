@@ -22,8 +22,10 @@ Pitfalls:
   workers and re-raises it, so no worker prints a traceback.  SIGINT is
   blocked while the workers are forked, so none can catch it before it
   ignores it;
-* where ``fork`` does not exist (Windows, macOS defaults), or for a handful of
-  items, the work runs in this process.
+* where ``fork`` does not exist (Windows, macOS defaults), in a daemonic process (a
+  worker of this pool, which may not have children), inside :func:`in_process` (a
+  Dask worker: forking a threaded process can hang), or for a handful of items, the
+  work runs in this process.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import multiprocessing as mp
 import os
 import signal
 from contextlib import contextmanager
+from contextvars import ContextVar
 from multiprocessing.connection import wait as mp_wait
 from typing import Any, Callable, Sequence
 
@@ -47,6 +50,20 @@ def usable_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:
         return os.cpu_count() or 1
+
+
+_IN_PROCESS: ContextVar[bool] = ContextVar("fstchunk_in_process", default=False)
+
+
+@contextmanager
+def in_process():
+    """Within it, :func:`map_sentences` runs in this process: for code that already runs
+    in a worker (a Dask worker has threads, and forking a threaded process can hang)."""
+    token = _IN_PROCESS.set(True)
+    try:
+        yield
+    finally:
+        _IN_PROCESS.reset(token)
 
 
 @contextmanager
@@ -103,7 +120,8 @@ def map_sentences(func: Callable[[Any, Any], Any], items: Sequence, context: Any
     """
     items = list(items)
     processes = min(processes or usable_cores(), max(1, len(items) // max(chunksize, 1)))
-    if processes <= 1 or "fork" not in mp.get_all_start_methods():
+    if processes <= 1 or "fork" not in mp.get_all_start_methods() or \
+            mp.current_process().daemon or _IN_PROCESS.get():   # a worker has no children
         with single_threaded_blas():
             return [func(context, x) for x in items]
     blocks = [list(range(b, min(b + chunksize, len(items))))

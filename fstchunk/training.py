@@ -47,6 +47,9 @@ value, gradient, minimised) and ``theta``; the trainer owns everything else:
   no λ (an ``l2`` other than 0 is refused); the value shown is the pass's mistake rate;
   its state is checkpointed next to the checkpoint (CHECKPOINT.perceptron.npz);
   both pass-based solvers are run through :class:`fstchunk.online.Online`;
+* ``executor`` (:mod:`fstchunk.scale`: local processes or a Dask cluster): the
+  objective's statistics are summed over its partitions of the training set
+  (L-BFGS objectives only; the same value to rounding);
 * ``callbacks``: callables called after every iteration with a :class:`Progress`;
 * ``settings``: objective, l2, beta, run, iterations (of this run), iteration (in
   all), converged, final_objective, train_seconds (optimiser and dev checks,
@@ -72,6 +75,7 @@ Pitfalls:
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import math
 import os
@@ -153,7 +157,7 @@ class Trainer:
                  resume: bool = False, output: str | None = None, progress: bool = True,
                  callbacks: Sequence[Callable[[Progress], Any]] = (),
                  log: Callable[[str], Any] | None = None,
-                 identity: dict | None = None, loss: str = "hamming"):
+                 identity: dict | None = None, loss: str = "hamming", executor: Any = None):
         if objective not in OBJECTIVES and objective not in ONLINE:
             raise InputError(f"unknown objective {objective!r}; use one of "
                              f"{', '.join([*OBJECTIVES, *ONLINE])}")
@@ -202,6 +206,10 @@ class Trainer:
         self.callbacks = list(callbacks)
         self.log = log or (lambda message: None)
         self.identity = dict(identity or {})
+        if executor is not None and objective in ONLINE:
+            raise InputError(f"--objective {objective} trains by passes in one process; "
+                             f"--workers/--scheduler apply to {', '.join(OBJECTIVES)}")
+        self.executor = executor
 
     @property
     def run(self) -> dict:
@@ -223,7 +231,13 @@ class Trainer:
         for key in ("temperature", "calibration_nll", "calibration_nll_t1", "calibrated_on"):
             model.settings.pop(key, None)        # fitted to the old θ: calibrate again
         online = self.objective in ONLINE
-        fun = None if online else model.objective(self.objective, data, self.l2, self.beta)
+        if self.executor is not None and "executor" not in inspect.signature(
+                model.objective).parameters:
+            raise InputError(f"a {type(model).__name__} does not train data-parallel "
+                             f"(--workers/--scheduler)")
+        fun = None if online else model.objective(
+            self.objective, data, self.l2, self.beta,
+            **({"executor": self.executor} if self.executor is not None else {}))
         done = self._restore(model)
         solver = Online(self, model, data, done) if online else None
         model.settings["run"] = self.run

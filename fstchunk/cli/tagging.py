@@ -35,6 +35,7 @@ from ..models.crf import CRF
 from ..models.features import TEMPLATES, resolve_template
 from ..models import maxmargin as mm
 from ..models.perceptron import PERCEPTRON
+from ..scale import executor
 from ..models.hmm import HMM
 from ..models.objectives import DEFAULT_L2, OBJECTIVES
 from ..outputs import atomic_write, check_output
@@ -125,6 +126,13 @@ def add_parsers(sub) -> None:
                    help="save OUTPUT.ckpt every K iterations (0: never)")
     p.add_argument("--resume", action="store_true",
                    help="continue from OUTPUT.ckpt (refused if its settings differ)")
+    par = p.add_mutually_exclusive_group()
+    par.add_argument("--workers", type=positive_int, default=None,
+                     help="split the training set over N local processes per objective "
+                          "evaluation (none or 1: this process)")
+    par.add_argument("--scheduler", default=None,
+                     help="a Dask cluster instead: tcp://HOST:PORT, or local:N to start N "
+                          "worker processes here (needs fstchunk[dask])")
     p.add_argument("--calibrate", metavar="HELDOUT", default=None,
                    help="after training, fit the temperature T of p(y|x) ∝ exp(score/T) on "
                         "these held-out CoNLL sentences (same columns; not the training "
@@ -245,11 +253,16 @@ def run_train(args: argparse.Namespace) -> int:
         if args.objective != mm.MAX_MARGIN:
             raise InputError(f"--C applies to --objective {mm.MAX_MARGIN} only; use --l2")
         l2 = mm.c_to_l2(args.C, len(data.gold))
-    Trainer(objective=args.objective, l2=l2, beta=args.beta, max_iter=args.max_iter,
-            tol=args.tol, dev=dev, dev_every=args.dev_every, checkpoint=args.output + ".ckpt",
-            checkpoint_every=args.checkpoint_every, resume=args.resume, output=args.output,
-            progress=not args.quiet, log=print, identity=identity,
-            loss=args.loss).fit(crf, data)
+    ex = executor(args.workers, args.scheduler)
+    try:
+        Trainer(objective=args.objective, l2=l2, beta=args.beta, max_iter=args.max_iter,
+                tol=args.tol, dev=dev, dev_every=args.dev_every,
+                checkpoint=args.output + ".ckpt", checkpoint_every=args.checkpoint_every,
+                resume=args.resume, output=args.output, progress=not args.quiet, log=print,
+                identity=identity, loss=args.loss, executor=ex).fit(crf, data)
+    finally:
+        if ex is not None:
+            ex.close()
     if args.calibrate:
         _calibrate(crf, args.calibrate, args.data_scheme, args.on_invalid, "train")
         crf.save(args.output)

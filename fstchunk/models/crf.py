@@ -64,12 +64,12 @@ from ..training import Trainer
 from .base import Objective, check_training_set, gold_tags, training_columns
 from .features import TEMPLATES, FeatureMap, feature_kinds, reads_pos, resolve_template
 from .io import Fields, load_model_file, save_model
-from .maxmargin import MAX_MARGIN, hinge, sequence_score
+from .maxmargin import MAX_MARGIN, hinge_statistics, sequence_score
 from .perceptron import PERCEPTRON
 
 #: objectives whose scores are margins, not log-probabilities (MEU needs calibration)
 MARGIN_SCORES = (MAX_MARGIN, PERCEPTRON)
-from .objectives import OBJECTIVES, Chain, ChainGrad, Gold
+from .objectives import OBJECTIVES, STATISTICS, Chain, ChainGrad, Gold, combine
 
 
 @dataclass
@@ -79,10 +79,30 @@ class TrainingData:
     X: sp.csr_matrix
     gold: Gold
 
+    def subset(self, ids: Sequence[int]) -> "TrainingData":
+        """The sentences ``ids`` (in that order) as a training set of their own."""
+        off = self.gold.offsets
+        rows = np.concatenate([np.arange(off[k], off[k + 1]) for k in ids]) if len(ids) \
+            else np.zeros(0, dtype=int)
+        return TrainingData(self.X[rows], Gold([self.gold.sequences[k] for k in ids],
+                                               self.gold.tags, self.gold.scheme))
+
     @cached_property
     def XT(self) -> sp.csr_matrix:
         """Xᵀ as CSR, for the chain rule ∇W = Xᵀ·∇E (built once)."""
         return self.X.T.tocsr()
+
+
+@dataclass(frozen=True)
+class FeatureCount:
+    """The size and columns of a feature map without its dictionary
+    (:meth:`CRF.scoring_copy`)."""
+    size: int
+    word_col: int
+    pos_col: int | None
+
+    def __len__(self) -> int:
+        return self.size
 
 
 class CRF:
@@ -255,30 +275,49 @@ class CRF:
 
     # --------------------------------------------------------------- objectives
     def objective(self, name: str, data: TrainingData, l2: float, beta: float = 1.0,
-                  loss: str = "hamming") -> Objective:
+                  loss: str = "hamming", executor: Any = None) -> Objective:
         """θ -> (value, gradient) of objective ``name`` of
         :data:`~fstchunk.models.objectives.OBJECTIVES` (minimised: the negated
         log-likelihood or expected F) plus l2·‖θ‖²; ``max-margin``: the mean structured
         hinge with loss ``loss`` and a subgradient
-        (:func:`fstchunk.models.maxmargin.hinge`; trained by BCFW, not by this function)."""
-        if name == MAX_MARGIN:
-            def fun(chain: Chain, gold: Gold, b: float) -> tuple[float, ChainGrad]:
-                return hinge(chain, gold, b, loss)
-        elif name in OBJECTIVES:
-            fun = OBJECTIVES[name]
-        elif name == PERCEPTRON:
+        (:func:`fstchunk.models.maxmargin.hinge`; trained by BCFW, not by this function).
+        With an ``executor`` (:mod:`fstchunk.scale`) the statistics are summed over its
+        partitions of ``data``; the value is the same to rounding."""
+        if name == PERCEPTRON:
             raise InputError("the perceptron has no objective function of θ: it is trained "
                              "by passes (fit(data, 'perceptron'))")
-        else:
+        if name not in OBJECTIVES and name != MAX_MARGIN:
             raise InputError(f"unknown objective {name!r}; use one of "
                              f"{', '.join([*OBJECTIVES, MAX_MARGIN])}")
+        parts = executor.partitioned(self, data) if executor is not None else None
 
         def value_and_grad(theta: np.ndarray) -> tuple[float, np.ndarray]:
-            value, g = fun(self.chain(theta, data.X), data.gold, beta)
-            return (value + l2 * float(theta @ theta),
-                    self._chain_rule(data, g) + 2 * l2 * theta)
+            values, G = (parts.statistics(theta, name, beta, loss) if parts is not None
+                         else self.statistics(data, theta, name, beta, loss))
+            value, w = combine(name, values, len(data.gold), beta)
+            return value + l2 * float(theta @ theta), w @ G + 2 * l2 * theta
 
         return value_and_grad
+
+    def statistics(self, data: TrainingData, theta: np.ndarray, name: str, beta: float = 1.0,
+                   loss: str = "hamming") -> tuple[np.ndarray, np.ndarray]:
+        """The :class:`~fstchunk.models.objectives.Statistics` of objective ``name`` on
+        ``data`` at θ: values (J,) and their gradients in θ-space (J', |θ|).  Sums
+        over the sentences, so the statistics of a partition of ``data`` add up to
+        these (the data-parallel path of :mod:`fstchunk.scale`)."""
+        chain = self.chain(theta, data.X)
+        st = (hinge_statistics(chain, data.gold, beta, loss) if name == MAX_MARGIN
+              else STATISTICS[name](chain, data.gold, beta))
+        return st.values, np.stack([self._chain_rule(data, g) for g in st.grads])
+
+    def scoring_copy(self) -> "CRF":
+        """This CRF without its feature dictionary (a :class:`FeatureCount` in its
+        place): it scores prepared features (:meth:`statistics`) but reads no
+        sentence; what a worker of :mod:`fstchunk.scale` receives."""
+        fm = self.fmap
+        copy = CRF(FeatureCount(len(fm), fm.word_col, fm.pos_col), self.tags, self.scheme,
+                   self.pairs, columns=self.columns)
+        return copy
 
     def _chain_rule(self, data: TrainingData, g: ChainGrad) -> np.ndarray:
         """∇θ from the gradient with respect to the score arrays: Xᵀ·∇E at the pairs."""

@@ -37,7 +37,7 @@ from ..errors import InputError
 from ..lattice import Lattice
 from ..parallel import map_sentences
 from ..tagspace import TagSpace
-from .objectives import Chain, ChainGrad, Gold
+from .objectives import Chain, ChainGrad, Gold, Statistics
 
 #: the objective's name (``fstchunk train --objective max-margin``)
 MAX_MARGIN = "max-margin"
@@ -109,11 +109,11 @@ def hamming_oracles(tags: Sequence[str], scheme: str, ems: Sequence[np.ndarray],
     return [(y, float(np.sum(y != g))) for y, g in zip(ys, golds)]
 
 
-def hinge(chain: Chain, gold: Gold, beta: float = 1.0, loss: str = "hamming"
-          ) -> tuple[float, ChainGrad]:
-    """(1/N) Σ_i H_i and the subgradient (1/N) Σ_i φ(ŷ_i) − φ(y_i) on the score arrays
-    (see module doc; an objective of :mod:`.objectives`' form).  The oracles run over
-    processes (:func:`fstchunk.parallel.map_sentences`) in shards of 32 sentences."""
+def hinge_statistics(chain: Chain, gold: Gold, beta: float = 1.0, loss: str = "hamming"
+                     ) -> Statistics:
+    """Σ_i H_i and its subgradient Σ_i φ(x_i, ŷ_i) − φ(x_i, y_i) on the score arrays
+    (the additive statistics of :func:`hinge`).  The oracles run over processes
+    (:func:`fstchunk.parallel.map_sentences`) in shards of 32 sentences."""
     check_loss(loss, beta)
     L = len(chain.tags)
     gE = np.zeros_like(chain.emissions)
@@ -141,8 +141,16 @@ def hinge(chain: Chain, gold: Gold, beta: float = 1.0, loss: str = "hamming"
         np.add.at(gT, (g[:-1], g[1:]), -1.0)
         np.add.at(gS, [y[0], g[0]], [1.0, -1.0])
         np.add.at(gEnd, [y[-1], g[-1]], [1.0, -1.0])
+    return Statistics(np.array([total]), (ChainGrad(gE, gT, gS, gEnd),))
+
+
+def hinge(chain: Chain, gold: Gold, beta: float = 1.0, loss: str = "hamming"
+          ) -> tuple[float, ChainGrad]:
+    """(1/N) Σ_i H_i and the subgradient (1/N) Σ_i φ(x_i, ŷ_i) − φ(x_i, y_i) on the
+    score arrays (see module doc; an objective of :mod:`.objectives`' form)."""
+    st = hinge_statistics(chain, gold, beta, loss)
     s = 1.0 / max(len(gold), 1)
-    return total * s, ChainGrad(gE * s, gT * s, gS * s, gEnd * s)
+    return float(st.values[0]) * s, ChainGrad(*(x * s for x in st.grads[0]))
 
 
 def _oracle_shard(job, ids) -> list[tuple[np.ndarray, float]]:

@@ -170,9 +170,17 @@ class ChainGrad(NamedTuple):
     end: np.ndarray
 
 
-def ml(chain: Chain, gold: Gold, beta: float = 1.0) -> tuple[float, ChainGrad]:
-    """Mean negated conditional log-likelihood per sentence and its gradient
-    (``beta`` unused).
+class Statistics(NamedTuple):
+    """Additive statistics of an objective over a set of sentences: sums over them of
+    ``values`` (J,) and of the gradients ``grads`` of the first len(grads) of them.
+    Statistics of disjoint sets add up; :func:`combine` turns a corpus's into the
+    objective's value and the weights of its gradient (the data-parallel form, issue 20)."""
+    values: np.ndarray
+    grads: tuple[ChainGrad, ...]
+
+
+def ml_statistics(chain: Chain, gold: Gold, beta: float = 1.0) -> Statistics:
+    """Σ_i −log Pr(y_i | x_i) and its gradient (``beta`` unused).
 
     Forward-backward per length batch by :func:`fstchunk.engine.batched.transfer`:
     products of (batch, L) by (L, L) with one normaliser per token where the
@@ -203,12 +211,11 @@ def ml(chain: Chain, gold: Gold, beta: float = 1.0) -> tuple[float, ChainGrad]:
         if n > 1:
             gT += fb.pairs(fb.a[:, :-1], fb.bt[:, 1:], ALL, slice(1, None))
             np.add.at(gT, (g[:, :-1].ravel(), g[:, 1:].ravel()), -1.0)
-    s = 1.0 / max(len(gold), 1)
-    return nll * s, ChainGrad(gE * s, gT * s, gS * s, gEnd * s)
+    return Statistics(np.array([nll]), (ChainGrad(gE, gT, gS, gEnd),))
 
 
-def meu(chain: Chain, gold: Gold, beta: float = 1.0) -> tuple[float, ChainGrad]:
-    """−(1/S) Σ_i E[F_β(x | y_i)] and its gradient, sentences over processes."""
+def meu_statistics(chain: Chain, gold: Gold, beta: float = 1.0) -> Statistics:
+    """Σ_i E[F_β(x | y_i)] and its gradient, sentences over processes."""
     L = len(chain.tags)
     job = (chain, gold.offsets, gold.chunks, beta)
     shards = np.array_split(np.arange(len(gold)), max(1, min(len(gold), 64)))
@@ -223,8 +230,7 @@ def meu(chain: Chain, gold: Gold, beta: float = 1.0) -> tuple[float, ChainGrad]:
         gT += pT
         gS += pS
         gEnd += pEnd
-    s = -1.0 / max(len(gold), 1)
-    return value * s, ChainGrad(gE * s, gT * s, gS * s, gEnd * s)
+    return Statistics(np.array([value]), (ChainGrad(gE, gT, gS, gEnd),))
 
 
 def _meu_shard(job, ids):
@@ -256,8 +262,8 @@ def _meu_shard(job, ids):
     return list(ids), rows, value, gT, gS, gEnd
 
 
-def meu_corpus(chain: Chain, gold: Gold, beta: float = 1.0) -> tuple[float, ChainGrad]:
-    """−(β+1)·E[tp] / (m(y) + β·E[m(x)]) over the corpus and its gradient."""
+def meu_corpus_statistics(chain: Chain, gold: Gold, beta: float = 1.0) -> Statistics:
+    """(Σ E[tp], Σ E[m(x)], Σ m(y)) with the gradients of the first two."""
     E = chain.emissions
     L = len(chain.tags)
     mt, ms, me = chain.masked
@@ -275,14 +281,46 @@ def meu_corpus(chain: Chain, gold: Gold, beta: float = 1.0) -> tuple[float, Chai
         gT += pT
         gS += pS
         gEnd += pEnd
+    return Statistics(np.array([tp, m_hyp, float(m_gold)]),
+                      tuple(ChainGrad(gE[j], gT[j], gS[j], gEnd[j]) for j in (0, 1)))
+
+
+#: objective name -> its statistics over a set of sentences
+STATISTICS: dict[str, Callable[[Chain, Gold, float], Statistics]] = {
+    "ml": ml_statistics, "meu": meu_statistics, "meu-corpus": meu_corpus_statistics}
+
+
+def combine(name: str, values: np.ndarray, sentences: int, beta: float = 1.0
+            ) -> tuple[float, np.ndarray]:
+    """The objective's value from the corpus's summed statistics, and the weights w of
+    its gradient Σ_j w_j·∇values_j: ``ml`` (and the ``max-margin`` hinge) Σ/S; ``meu``
+    −Σ/S; ``meu-corpus`` −(β+1)·tp / (m(y) + β·E[m]), by the quotient rule (1.0 flat
+    when there is no chunk anywhere: F = 1)."""
+    s = 1.0 / max(sentences, 1)
+    if name in ("ml", "max-margin"):                 # means of per-sentence losses
+        return float(values[0]) * s, np.array([s])
+    if name == "meu":
+        return -float(values[0]) * s, np.array([-s])
+    tp, m_hyp, m_gold = (float(v) for v in values)
     den = m_gold + beta * m_hyp
     if den <= 0:                                     # no chunks anywhere: F = 1, flat
-        value, d = 1.0, (0.0, 0.0)
-    else:
-        value = (beta + 1) * tp / den
-        d = ((beta + 1) / den, -(beta + 1) * tp * beta / den ** 2)
-    return -value, ChainGrad(*(-(d[0] * g[0] + d[1] * g[1]) for g in (gE, gT, gS, gEnd)))
+        return -1.0, np.zeros(2)
+    return -(beta + 1) * tp / den, np.array([-(beta + 1) / den,
+                                             (beta + 1) * tp * beta / den ** 2])
 
+
+def _combined(name: str) -> Callable[[Chain, Gold, float], tuple[float, ChainGrad]]:
+    def objective(chain: Chain, gold: Gold, beta: float = 1.0) -> tuple[float, ChainGrad]:
+        st = STATISTICS[name](chain, gold, beta)
+        value, w = combine(name, st.values, len(gold), beta)
+        return value, ChainGrad(*(sum(wj * g[i] for wj, g in zip(w, st.grads))
+                                  for i in range(4)))
+    objective.__name__ = name.replace("-", "_")
+    objective.__doc__ = f"The {name} objective of the module doc and its gradient."
+    return objective
+
+
+ml, meu, meu_corpus = _combined("ml"), _combined("meu"), _combined("meu-corpus")
 
 #: objective name -> f(chain, gold, β) -> (value to minimise, gradient)
 OBJECTIVES: dict[str, Callable[[Chain, Gold, float], tuple[float, ChainGrad]]] = {
