@@ -261,10 +261,10 @@ def section_curves(b: Bench) -> None:
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(png, dpi=120)
-    diff = [m - c for m, c in zip(fm, fc)]
+    diff = [float(r.split("|")[7].split("±")[0]) for r in out[3:]]     # paired column
     ahead = sum(d > 0 for d in diff)
     out.append(f"\nM3N ahead of the CRF at {ahead} of {len(diff)} training-set sizes; M3N − CRF "
-               f"from {min(diff):+.2f} to {max(diff):+.2f} F. Gains from each size to the next: "
+               f"(paired) from {min(diff):+.2f} to {max(diff):+.2f} F. Gains from each size to the next: "
                f"M3N {', '.join(f'{b - a:+.2f}' for a, b in zip(fm, fm[1:]))}; CRF "
                f"{', '.join(f'{b - a:+.2f}' for a, b in zip(fc, fc[1:]))}. Tang et al.'s "
                f"claim (M3N above the CRF and smoother) holds here only where the table's "
