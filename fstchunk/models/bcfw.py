@@ -29,8 +29,8 @@ mean per sentence).  The pass's Σ g_i (at moving w) is an estimate only.
 :meth:`BCFW.oracle_batch` consecutive sentences (N/100, at most 64) in one padded
 Viterbi at the w before the first of them; each block step still takes its line
 search at the current w, so the dual still rises monotonically and the certificate is
-exact; only the oracle is up to 1% of a pass stale.  On CoNLL-2000 a pass costs 5.7
-ML objective+gradient evaluations and the certificate 1.6 (benchmarks/RESULTS.md;
+exact; only the oracle is up to 1% of a pass stale.  On CoNLL-2000 a pass costs 5.6
+ML objective+gradient evaluations and the certificate 1.5 (benchmarks/RESULTS.md;
 6.8 and 2.0 one oracle at a time, in an earlier run on a busier machine), at a
 slightly larger gap after 40 passes (0.19 against 0.17).
 

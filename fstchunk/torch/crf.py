@@ -148,8 +148,18 @@ class ChunkCRF:
 
     # ------------------------------------------------------------------ public
     def log_partition(self, emissions, transitions, mask, start=None, end=None) -> torch.Tensor:
-        """log Z (B,): log Σ over valid y of exp(score(y))."""
-        return self._forward(self._check(emissions, transitions, mask, start, end))[3]
+        """log Z (B,): log Σ over valid y of exp(score(y)), by the plain log-space forward
+        (one log-sum-exp per token; the marginals' scaled gauge is not needed for log Z,
+        whose gradient autograd takes through the same recursion)."""
+        bt = self._check(emissions, transitions, mask, start, end)
+        em, Kt = bt.emissions, self._masked("trans", bt.transitions)
+        a = self._masked("start", bt.start) + em[:, 0]
+        for u in range(1, em.shape[1]):
+            nxt = lse(a.unsqueeze(-1) + Kt, -2) + em[:, u]
+            a = torch.where(bt.mask[:, u:u + 1], nxt, a)
+        logz = lse(a + self._masked("end", bt.end), -1)
+        self._check_paths(logz, bt)
+        return logz
 
     def score(self, emissions, transitions, mask, start=None, end=None,
               gold: Sequence[Sequence[str]] | torch.Tensor | None = None) -> torch.Tensor:
