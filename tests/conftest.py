@@ -8,7 +8,7 @@ import pytest
 from fstchunk.conll import data_path
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def corpus():
     """corpus('conll2000', 'train.txt') -> path; missing data fails in CI, skips elsewhere."""
     def get(*parts):

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from fstchunk.cli import main
-from fstchunk.conll import data_path, read_conll
+from fstchunk.conll import read_conll
 from fstchunk.errors import InputError
 from fstchunk.models.crf import CRF
 from fstchunk import scale
@@ -33,20 +33,6 @@ def problem(corpus):
     crf, data = CRF.prepare(sents, "tmpt1")
     theta = np.random.default_rng(0).normal(scale=0.2, size=crf.theta.shape)
     return sents, crf, data, theta
-
-
-@pytest.fixture(scope="module")
-def corpus():
-    """conftest's ``corpus`` for module-scoped fixtures (missing data: fail in CI)."""
-    def get(*parts):
-        p = data_path(*parts)
-        if not os.path.exists(p):
-            msg = f"corpus {p} not found (set FSTCHUNK_DATA)"
-            if os.environ.get("CI", "").lower() == "true":
-                pytest.fail(msg)
-            pytest.skip(msg)
-        return p
-    return get
 
 
 @pytest.fixture(scope="module")

@@ -72,6 +72,17 @@ def test_conll_train_and_decode_writes_a_tag_column(tmp_path, corpus, capsys):
     model = str(tmp_path / "m.npz")
     assert main(["segment", "train", "--train", str(tmp_path / "t.txt"), "--epochs", "2",
                  "-o", model, "--quiet"]) == 0
+    chosen = str(tmp_path / "chosen.npz")
+    assert main(["segment", "train", "--train", str(tmp_path / "t.txt"), "--dev",
+                 str(tmp_path / "d.txt"), "--epochs", "3", "--select", "dev", "-o", chosen,
+                 "--quiet"]) == 0
+    s = load_model(chosen).settings
+    fs = [h["dev_f_average"] for h in s["history"]]
+    assert s["select"] == "dev" and fs[s["selected_epoch"] - 1] == max(fs)
+    assert "kept epoch" in capsys.readouterr().out
+    assert main(["segment", "train", "--train", str(tmp_path / "t.txt"), "--select", "dev",
+                 "-o", chosen, "--quiet"]) == 2                  # no --dev to choose on
+    assert "select" in capsys.readouterr().err
     out = tmp_path / "p.txt"
     assert main(["segment", "decode", "--model", model, "--input", str(tmp_path / "d.txt"),
                  "-o", str(out)]) == 0
