@@ -38,7 +38,7 @@ import numpy as np
 
 from common import RESULTS, Timer, data_path, peak_rss_mb, write_section
 from fstchunk.conll import read_conll
-from fstchunk.decode import decode_sentences
+from fstchunk.batch import decode_sentences
 from fstchunk.evaluate import evaluate, read_chunks
 from fstchunk.models.crf import CRF
 from fstchunk.models.maxmargin import DEFAULT_L2 as MM_L2, l2_to_c

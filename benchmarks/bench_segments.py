@@ -31,7 +31,7 @@ import numpy as np
 from common import Timer, data_path, peak_rss_mb, write_section
 from fstchunk.columns import Columns
 from fstchunk.conll import Sentence
-from fstchunk.decode import decode_sentences
+from fstchunk.batch import decode_sentences
 from fstchunk.models.crf import CRF
 from fstchunk.models.segment.train import train
 from fstchunk.parallel import single_threaded_blas

@@ -24,7 +24,7 @@ import sys
 import numpy as np
 
 from common import Timer, data_path, peak_rss_mb, write_section
-from fstchunk.decode import decode_sentences
+from fstchunk.batch import decode_sentences
 from fstchunk.conll import read_conll
 from fstchunk import encodings as enc
 from fstchunk.models.crf import CRF

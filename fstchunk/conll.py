@@ -86,6 +86,12 @@ def iter_lines(path_or_file) -> Iterator[tuple[int, str]]:
             yield lineno, text.lstrip("\ufeff") if lineno == 1 else text
 
 
+def is_separator(line: str) -> bool:
+    """Whether a line separates sentences: blank, or a ``-DOCSTART-`` line."""
+    cols = line.split()
+    return not cols or cols[0] == "-DOCSTART-"
+
+
 def iter_conll(path_or_file, delimiter: str | None = None,
                min_columns: int = 1) -> Iterator[Sentence]:
     """Sentences of a CoNLL file, lazily.  ``delimiter=None`` splits on white space."""

@@ -33,14 +33,14 @@ first-order lattices.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Iterator, NamedTuple, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 import pynini
 
 from . import encodings as enc
 from . import fsa
-from .errors import FstchunkError, InputError
+from .errors import InputError
 from .evaluate import _check_beta
 from .engine.chain import viterbi
 from .engine.intervals import SpanPairs, best_span_set
@@ -150,28 +150,56 @@ def _shortest(lattice: Lattice, k: int) -> pynini.Fst:
 CORPUS_PRUNE = 1e-12
 
 
+class CorpusTable(NamedTuple):
+    """What corpus MEU keeps of one lattice: its listed chunks (sorted), their
+    marginals, E[m(y)], the largest left-out marginal, and how to write tags."""
+    spans: SpanPairs
+    prob: np.ndarray
+    opens: float
+    pruned: float
+    n: int
+    types: tuple
+    scheme: str
+
+
+def corpus_table(lattice: Lattice, prune: float = CORPUS_PRUNE) -> CorpusTable:
+    """The chunk table of one lattice (one sweep, O(n · width) memory): the part of
+    corpus MEU that reads the lattice, so it can run wherever the lattice is."""
+    t = tilted_spans(lattice, z=(), prune=prune)
+    sp = SpanPairs(t.types, t.starts, t.ends, lattice.n)
+    return CorpusTable(sp, t.prob[sp.order], float(t.opens), float(t.pruned), lattice.n,
+                       tuple(lattice.space.types), lattice.scheme)
+
+
 def decode_meu_corpus(lattices: Sequence[Lattice], beta: float = 1.0,
                       max_iter: int = 50) -> tuple[list[list[str]], float]:
     """Jointly decode a corpus for the expected corpus F_β (Dinkelbach, see module doc).
 
     Returns the tag sequences and the expected-count ratio they reach.  Memory:
     the listed chunks of every sentence (O(n · width) each, not O(n²))."""
+    return decide_corpus(lambda prune: [corpus_table(lat, prune) for lat in lattices],
+                         beta, max_iter)
+
+
+def decide_corpus(tables: Callable[[float], Sequence[CorpusTable]], beta: float = 1.0,
+                  max_iter: int = 50) -> tuple[list[list[str]], float]:
+    """Corpus MEU from ``tables(prune)``, the :func:`corpus_table` of every sentence
+    (built in this process or on an executor's workers); asked again unpruned when a
+    pruned chunk could have been chosen."""
     _check_beta(beta)
-    decided, ratio, lam, cut = _dinkelbach(lattices, beta, max_iter, CORPUS_PRUNE)
+    tabs = tables(CORPUS_PRUNE)
+    decided, lam, cut = _dinkelbach(tabs, beta, max_iter)
     if cut > 0 and not lam > (beta + 1) * CORPUS_PRUNE:     # a pruned chunk could win
-        decided, ratio, lam, cut = _dinkelbach(lattices, beta, max_iter, 0.0)
-    out = []
-    for lat, chunks in zip(lattices, decided):
-        types = lat.space.types
-        out.append(enc.chunks_to_tags([(types[t], s, e) for t, s, e in chunks], lat.n,
-                                      lat.scheme))
-    return out, ratio
+        tabs = tables(0.0)
+        decided, lam, cut = _dinkelbach(tabs, beta, max_iter)
+    out = [enc.chunks_to_tags([(t.types[c], s, e) for c, s, e in chunks], t.n, t.scheme)
+           for t, chunks in zip(tabs, decided)]
+    return out, lam
 
 
-def _dinkelbach(lattices, beta: float, max_iter: int, prune: float):
-    tabs = [tilted_spans(lat, z=(), prune=prune) for lat in lattices]
-    sps = [SpanPairs(t.types, t.starts, t.ends, lat.n) for t, lat in zip(tabs, lattices)]
-    probs = [t.prob[sp.order] for t, sp in zip(tabs, sps)]
+def _dinkelbach(tabs: Sequence[CorpusTable], beta: float, max_iter: int):
+    sps = [t.spans for t in tabs]
+    probs = [t.prob for t in tabs]
     m_ref = sum(t.opens for t in tabs)                        # Σ E[m(y)], exact
     cut = sum(t.pruned for t in tabs)
 
@@ -197,7 +225,7 @@ def _dinkelbach(lattices, beta: float, max_iter: int, prune: float):
         if r <= lam * (1 + 1e-12):          # relative: a corpus ratio may be tiny
             break
         decided, lam = new, r
-    return decided, lam, lam, cut
+    return decided, lam, cut
 
 
 def _positive_set(sp: SpanPairs, w: np.ndarray) -> tuple[list, np.ndarray]:
@@ -217,27 +245,11 @@ def _positive_set(sp: SpanPairs, w: np.ndarray) -> tuple[list, np.ndarray]:
     return got, np.array([at[c] for c in got], dtype=int)
 
 
-# ------------------------------------------------------------ many sentences
+# ------------------------------------------------------------ many lattices
 DECODERS = ("map", "posterior", "meu", "meu-kbest", "meu-corpus")
 
-#: errors that stop one sentence, not the run: a user-level error of that sentence
-#: (:class:`~fstchunk.errors.BudgetError` included) or running out of memory on it
-SENTENCE_ERRORS = (FstchunkError, MemoryError)
 
-#: sentences are turned into lattices in blocks of about this many tokens (the CRF's
-#: feature transform is batched), so memory stays bounded on a large file
-BLOCK_TOKENS = 2000
-
-
-class Decoded(NamedTuple):
-    """One sentence's outcome in :func:`iter_decode_sentences`: its 0-based ``index``,
-    its ``tags`` (in the output scheme), or the ``error`` that stopped it (tags None)."""
-    index: int
-    tags: list[str] | None
-    error: BaseException | None = None
-
-
-def _check_decoding(decoder: str, beta: float, k: int, memory_budget: int | None) -> None:
+def check_decoding(decoder: str, beta: float, k: int, memory_budget: int | None) -> None:
     """Settings refused before any work: unknown decoder, bad β, k or budget."""
     if decoder not in DECODERS:
         raise InputError(f"unknown decoder {decoder!r}; use one of {', '.join(DECODERS)}")
@@ -252,8 +264,8 @@ def _check_decoding(decoder: str, beta: float, k: int, memory_budget: int | None
                              f"got {memory_budget!r}")
 
 
-def _decode_one(lattice: Lattice, decoder: str, beta: float, k: int,
-                memory_budget: int | None) -> list[str]:
+def decode_one(lattice: Lattice, decoder: str, beta: float, k: int,
+               memory_budget: int | None) -> list[str]:
     """The tags of one lattice under a per-sentence decoder (not ``meu-corpus``)."""
     if decoder == "map":
         return decode_map(lattice).tags
@@ -268,133 +280,9 @@ def decode_lattices(lattices: Sequence[Lattice], decoder: str = "map", beta: flo
     """The tags each decoder of :data:`DECODERS` picks for each lattice (in the
     lattices' scheme); ``meu-corpus`` decides the whole sequence jointly.
     ``memory_budget`` (bytes; None: the library default) bounds each sentence of
-    ``meu`` and ``meu-kbest``; the first error is raised."""
-    _check_decoding(decoder, beta, k, memory_budget)
+    ``meu`` and ``meu-kbest``; the first error is raised.  Sentences read from a
+    file, on an executor: :mod:`fstchunk.batch`."""
+    check_decoding(decoder, beta, k, memory_budget)
     if decoder == "meu-corpus":
         return decode_meu_corpus(lattices, beta=beta)[0]
-    return [_decode_one(lat, decoder, beta, k, memory_budget) for lat in lattices]
-
-
-def _lattice_reader(model, decoder: str) -> Callable[[list], list[Lattice]]:
-    """``model.lattices`` as ``decoder`` needs it, asked once for no sentence so that a
-    refusal of the model itself (no chunk layer) comes before any work, not once per
-    sentence.  A model whose scores are not probabilities (perceptron, MMVP) must be
-    calibrated before any decoder that reads the lattice as a distribution (refused
-    here too); MAP needs no probabilities, so such a model's lattices are asked for
-    without the check."""
-    require = getattr(model, "require_probabilities", None)
-    if require is None or decoder != "map":
-        if require is not None:
-            require()
-        read = model.lattices
-    else:
-        def read(sents):
-            return model.lattices(sents, require_probabilities=False)
-    read([])
-    return read
-
-
-def _blocks(sentences: Iterable) -> Iterator[list]:
-    """Consecutive sentences in blocks of about :data:`BLOCK_TOKENS` tokens."""
-    block, size = [], 0
-    for s in sentences:
-        block.append(s)
-        size += len(s)
-        if size >= BLOCK_TOKENS:
-            yield block
-            block, size = [], 0
-    if block:
-        yield block
-
-
-def _block_lattices(read: Callable[[list], list[Lattice]], block: list) -> list:
-    """The lattices of a block; when the block fails, each sentence on its own, so
-    that a failing sentence is an error in its own place (a Lattice or an error each)."""
-    try:
-        lats = read(block)
-        if len(lats) == len(block):
-            return list(lats)
-    except SENTENCE_ERRORS as e:
-        if len(block) == 1:
-            return [e.with_traceback(None)]
-    out: list = []
-    for s in block:
-        try:
-            out.append(read([s])[0])
-        except SENTENCE_ERRORS as e:
-            out.append(e.with_traceback(None))
-    return out
-
-
-def iter_decode_sentences(model, sentences: Iterable, decoder: str = "map", beta: float = 1.0,
-                          k: int = 20, output_scheme: str = "IOB2",
-                          memory_budget: int | None = None) -> Iterator[Decoded]:
-    """Decode sentences one at a time under any model of the model protocol
-    (``model.lattices(sentences)``, ``model.scheme``), yielding a :class:`Decoded` per
-    sentence, in order, as soon as it is decided: its tags in ``output_scheme``, or
-    the error (:data:`SENTENCE_ERRORS`) that stopped it, after which decoding goes on.
-
-    Settings (decoder, β, k, ``memory_budget``, output scheme, an uncalibrated model)
-    are checked when this is called, before any work.  Lattices are built in blocks
-    of :data:`BLOCK_TOKENS` tokens, so memory stays bounded; ``meu-corpus`` is one
-    decision over the whole corpus, so it builds every lattice first (a sentence
-    whose lattice fails is still its own error) and yields after the joint decision.
-    """
-    _check_decoding(decoder, beta, k, memory_budget)
-    output_scheme = enc.canonical_scheme(output_scheme)
-    read = _lattice_reader(model, decoder)
-    if decoder == "meu-corpus":
-        return _iter_corpus(model, read, sentences, beta, output_scheme)
-    return _iter_each(model, read, sentences, decoder, beta, k, output_scheme, memory_budget)
-
-
-def _iter_each(model, read, sentences, decoder, beta, k, output_scheme,
-               memory_budget) -> Iterator[Decoded]:
-    index = 0
-    for block in _blocks(sentences):
-        lats = _block_lattices(read, block)
-        for j in range(len(block)):
-            lat, lats[j] = lats[j], None              # let each lattice go once decided
-            error = lat if isinstance(lat, BaseException) else None
-            tags = None
-            if error is None:
-                try:
-                    tags = enc.convert(_decode_one(lat, decoder, beta, k, memory_budget),
-                                       model.scheme, output_scheme)
-                except SENTENCE_ERRORS as e:
-                    error = e.with_traceback(None)
-            del lat
-            yield Decoded(index, tags, error)
-            index += 1
-
-
-def _iter_corpus(model, read, sentences, beta, output_scheme) -> Iterator[Decoded]:
-    lats: list = []
-    for block in _blocks(sentences):
-        lats.extend(_block_lattices(read, block))
-    good = [lat for lat in lats if not isinstance(lat, BaseException)]
-    try:
-        preds = iter(decode_meu_corpus(good, beta=beta)[0]) if good else iter(())
-    except MemoryError:
-        raise InputError(f"meu-corpus: out of memory deciding {len(good)} sentences "
-                         f"jointly; decode them per sentence (--decoder meu)") from None
-    for index, lat in enumerate(lats):
-        if isinstance(lat, BaseException):
-            yield Decoded(index, None, lat)
-        else:
-            yield Decoded(index, enc.convert(next(preds), model.scheme, output_scheme))
-
-
-def decode_sentences(model, sentences, decoder: str = "map", beta: float = 1.0, k: int = 20,
-                     output_scheme: str = "IOB2",
-                     memory_budget: int | None = None) -> list[list[str]]:
-    """Predicted tags, in ``output_scheme``, for each sentence under any model of the
-    model protocol; the first sentence that fails raises its error
-    (:func:`iter_decode_sentences` goes on past it)."""
-    out = []
-    for d in iter_decode_sentences(model, sentences, decoder, beta, k, output_scheme,
-                                   memory_budget):
-        if d.error is not None:
-            raise d.error
-        out.append(d.tags)
-    return out
+    return [decode_one(lat, decoder, beta, k, memory_budget) for lat in lattices]

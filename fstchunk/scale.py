@@ -36,13 +36,18 @@ pins its BLAS to one thread, so give a Dask worker one thread per process.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence
+from collections import deque
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 
-from .errors import InputError
+from .errors import FstchunkError, InputError
 from .parallel import (WorkerError, in_process, map_sentences, single_threaded_blas,
                        usable_cores)
+
+
+#: items in flight per worker in ``map_ordered`` (bounds the driver's memory)
+WINDOW = 4
 
 
 class Partitioned(Protocol):
@@ -87,10 +92,43 @@ class LocalExecutor:
 
     def partitioned(self, model: Any, data: Any, parts: int | None = None) -> "_LocalParts":
         ids = split([len(g) for g in data.gold.sequences], parts or self.workers)
-        return _LocalParts(self, [(model.scoring_copy(), data.subset(r)) for r in ids])
+        shards = [(model.scoring_copy(), data.subset(r)) for r in ids]
+        for copy, part in shards:          # built here once, so that every fork has it
+            part.design(copy.pairs, copy.L)
+        return _LocalParts(self, shards)
+
+    def map_ordered(self, func: Callable[[Any, Any], Any], context: Any,
+                    items: Iterable) -> Iterator[Any]:
+        """``func(context, item)`` for each item, in order, :data:`WINDOW` items per
+        worker forked at a time (``context`` reaches them by fork); items are read
+        only as the window needs them."""
+        window: list = []
+        for item in items:
+            window.append(item)
+            if len(window) == WINDOW * self.workers:
+                yield from self._round(func, context, window)
+                window = []
+        if window:
+            yield from self._round(func, context, window)
+
+    def _round(self, func, context, items: list) -> list:
+        return _twice(lambda: map_sentences(func, items, context=context,
+                                            processes=self.workers, chunksize=1))
 
     def close(self) -> None:
         pass
+
+
+def _twice(work: Callable[[], Any]) -> Any:
+    """``work()``, forked again once when a worker process is lost (killed)."""
+    try:
+        return work()
+    except WorkerError:
+        pass
+    try:
+        return work()
+    except WorkerError as e:
+        raise InputError(f"a worker process was lost twice in one step: {e}") from None
 
 
 class _LocalParts:
@@ -99,14 +137,7 @@ class _LocalParts:
 
     def statistics(self, theta, name, beta=1.0, loss="hamming"):
         job = (self.shards, theta, name, beta, loss)
-        for attempt in (1, 2):
-            try:
-                return _add(map_sentences(_local_shard, range(len(self.shards)), context=job,
-                                          processes=self.ex.workers, chunksize=1))
-            except WorkerError as e:               # a worker killed: recompute the step once
-                if attempt == 2:
-                    raise InputError(f"a training worker was lost twice in one step: {e}") \
-                        from None
+        return _add(self.ex._round(_local_shard, job, list(range(len(self.shards)))))
 
 
 def _local_shard(job, k: int):
@@ -151,6 +182,49 @@ class DaskExecutor:
         ids = split([len(g) for g in data.gold.sequences], parts or self.workers)
         return _DaskParts(self, [(model.scoring_copy(), data.subset(r)) for r in ids])
 
+    def map_ordered(self, func: Callable[[Any, Any], Any], context: Any,
+                    items: Iterable) -> Iterator[Any]:
+        """``func(context, item)`` for each item, in order, on the cluster: ``context``
+        scattered once to every worker, at most :data:`WINDOW` tasks per worker in
+        flight, items read only as the window needs them.  Tasks lost with a worker
+        are submitted again once (with ``context`` scattered again)."""
+        client = self.client
+        placed = [client.scatter(context, broadcast=True, hash=False)]
+        pending: deque = deque()
+
+        def submit(item):
+            return client.submit(_in_worker, func, placed[0], item, pure=False)
+
+        def take():
+            item, fut = pending.popleft()
+            try:
+                return fut.result()
+            except Exception as e:                 # noqa: BLE001 (sorted out below)
+                self._failed(e)
+            placed[0] = client.scatter(context, broadcast=True, hash=False)
+            for j, (other, _) in enumerate(pending):
+                pending[j] = (other, submit(other))
+            try:
+                return submit(item).result()
+            except Exception as e:                 # noqa: BLE001
+                self._failed(e, again=True)
+        for item in items:
+            pending.append((item, submit(item)))
+            if len(pending) >= WINDOW * self.workers:
+                yield take()
+        while pending:
+            yield take()
+
+    def _failed(self, e: BaseException, again: bool = False) -> None:
+        """Re-raise a task's user-level error as it is; anything else but a first
+        lost worker as one InputError naming the scheduler."""
+        if isinstance(e, FstchunkError):
+            raise e
+        if again or not _lost_worker(e):
+            raise InputError(f"a Dask task on {self.address} failed"
+                             f"{' again after a lost worker' if again else ''}: "
+                             f"{type(e).__name__}: {e}") from None
+
     def close(self) -> None:
         self.client.close()
         if self.cluster is not None:
@@ -188,6 +262,12 @@ class _DaskParts:
         futs = [client.submit(shard_statistics, f, theta, name, beta, loss, pure=False)
                 for f in self.futures]
         return client.gather(futs)
+
+
+def _in_worker(func: Callable[[Any, Any], Any], context: Any, item: Any) -> Any:
+    """A task on a Dask worker: one BLAS thread, no forking (worker threads)."""
+    with single_threaded_blas(), in_process():
+        return func(context, item)
 
 
 def _lost_worker(e: BaseException) -> bool:

@@ -88,7 +88,7 @@ import scipy.optimize
 from tqdm import tqdm
 
 from .conll import Sentence
-from .decode import decode_sentences
+from .batch import decode_sentences
 from .errors import InputError, ModelFileError, TrainingInterrupted
 from .evaluate import evaluate
 from .models import maxmargin as mm, perceptron as pc

@@ -4,7 +4,7 @@ import pytest
 from fstchunk import expected_f
 from fstchunk.columns import Columns
 from fstchunk.conll import Sentence, read_conll
-from fstchunk.decode import decode_sentences
+from fstchunk.batch import decode_sentences
 from fstchunk.errors import InputError, ModelFileError, SchemeError
 from fstchunk.evaluate import evaluate
 from fstchunk.models import crf as crf_module

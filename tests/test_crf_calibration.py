@@ -15,7 +15,7 @@ from scipy.special import logsumexp
 from fstchunk import encodings as enc
 from fstchunk.cli import main
 from fstchunk.conll import Sentence
-from fstchunk.decode import decode_sentences
+from fstchunk.batch import decode_sentences
 from fstchunk.errors import InputError
 from fstchunk.models import load_model
 from fstchunk.models.crf import CRF

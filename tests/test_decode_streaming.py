@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+import fstchunk.batch as batch
 import fstchunk.decode as dec
 from fstchunk import encodings as enc
 from fstchunk.cli import main
@@ -78,16 +79,16 @@ def test_iter_decode_sentences_gives_what_decode_lattices_gives(files, decoder):
     sents = read_conll(inp)
     want = [enc.convert(p, hmm.scheme, "IOBES")
             for p in dec.decode_lattices(hmm.lattices(sents), decoder, 1.0, 20)]
-    got = list(dec.iter_decode_sentences(hmm, sents, decoder, output_scheme="IOBES"))
+    got = list(batch.iter_decode_sentences(hmm, sents, decoder, output_scheme="IOBES"))
     assert [d.index for d in got] == [0, 1, 2] and all(d.error is None for d in got)
     assert [d.tags for d in got] == want
-    assert dec.decode_sentences(hmm, sents, decoder, output_scheme="IOBES") == want
+    assert batch.decode_sentences(hmm, sents, decoder, output_scheme="IOBES") == want
 
 
 def test_lattices_are_built_in_small_blocks_and_sentences_read_lazily(files, monkeypatch):
     inp, _, hmm = files
     sents = read_conll(inp) * 4
-    monkeypatch.setattr(dec, "BLOCK_TOKENS", 5)
+    monkeypatch.setattr(batch, "BLOCK_TOKENS", 5)
     calls, pulled = [], []
     real = hmm.lattices
     monkeypatch.setattr(hmm, "lattices", lambda ss: calls.append(len(ss)) or real(ss))
@@ -96,32 +97,32 @@ def test_lattices_are_built_in_small_blocks_and_sentences_read_lazily(files, mon
         for s in sents:
             pulled.append(s)
             yield s
-    it = dec.iter_decode_sentences(hmm, source(), "meu")
+    it = batch.iter_decode_sentences(hmm, source(), "meu")
     assert pulled == []                                   # nothing read before asked
     first = next(it)
     assert first.index == 0 and len(pulled) <= 2
     rest = list(it)
     assert max(calls) <= 2 and sum(calls) == len(sents)
-    assert [d.tags for d in [first] + rest] == dec.decode_sentences(hmm, sents, "meu")
+    assert [d.tags for d in [first] + rest] == batch.decode_sentences(hmm, sents, "meu")
 
 
 def test_a_failing_sentence_is_its_own_error_and_decode_sentences_raises_it(files,
                                                                            monkeypatch):
     inp, _, hmm = files
     sents = read_conll(inp)
-    want = dec.decode_sentences(hmm, sents, "meu")
+    want = batch.decode_sentences(hmm, sents, "meu")
     fail_meu_on_length(monkeypatch, 3, BudgetError("too big", 10.0, 1.0))
-    got = list(dec.iter_decode_sentences(hmm, sents, "meu"))
+    got = list(batch.iter_decode_sentences(hmm, sents, "meu"))
     assert [d.tags for d in got] == [want[0], None, want[2]]
     assert isinstance(got[1].error, BudgetError) and got[0].error is got[2].error is None
     with pytest.raises(BudgetError, match="too big"):
-        dec.decode_sentences(hmm, sents, "meu")
+        batch.decode_sentences(hmm, sents, "meu")
 
 
 def test_a_sentence_whose_lattice_fails_is_isolated_from_its_block(files, monkeypatch):
     inp, _, hmm = files
     sents = read_conll(inp)
-    want = dec.decode_sentences(hmm, sents, "meu-corpus")
+    want = batch.decode_sentences(hmm, sents, "meu-corpus")
     real = HMM.lattice
 
     def lattice(self, s):
@@ -130,7 +131,7 @@ def test_a_sentence_whose_lattice_fails_is_isolated_from_its_block(files, monkey
         return real(self, s)
     monkeypatch.setattr(HMM, "lattice", lattice)
     for decoder in ("map", "meu-corpus"):
-        got = list(dec.iter_decode_sentences(hmm, sents, decoder))
+        got = list(batch.iter_decode_sentences(hmm, sents, decoder))
         assert [d.error is None for d in got] == [True, True, False]
         assert isinstance(got[2].error, MemoryError) and got[2].tags is None
         assert [len(d.tags) for d in got[:2]] == [len(w) for w in want[:2]]
@@ -145,7 +146,7 @@ def test_settings_are_refused_before_any_work(files):
                       ({"output_scheme": "IOX"}, "unknown chunk scheme"),
                       ({"memory_budget": 0}, "memory_budget")):
         with pytest.raises(FstchunkError, match=match):
-            dec.iter_decode_sentences(hmm, never, **kw)
+            batch.iter_decode_sentences(hmm, never, **kw)
 
 
 def test_a_model_that_refuses_every_sentence_is_refused_before_any_work(files):
@@ -157,7 +158,7 @@ def test_a_model_that_refuses_every_sentence_is_refused_before_any_work(files):
         def lattices(self, sentences):
             raise InputError("a tagger model has no chunk layer")
     with pytest.raises(InputError, match="no chunk layer"):
-        dec.iter_decode_sentences(NoChunks(), iter(()), "map")
+        batch.iter_decode_sentences(NoChunks(), iter(()), "map")
 
 
 # ------------------------------------------------------------------ the command line

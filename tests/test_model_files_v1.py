@@ -11,7 +11,7 @@ import os
 import pytest
 
 from fstchunk.conll import Sentence
-from fstchunk.decode import decode_sentences
+from fstchunk.batch import decode_sentences
 from fstchunk.models import load_model
 from fstchunk.models import joint as J
 

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fstchunk.conll import Sentence
-from fstchunk.decode import decode_sentences
+from fstchunk.batch import decode_sentences
 from fstchunk.errors import FstchunkError, ModelFileError
 from fstchunk.models import load_model
 from fstchunk.models.crf import CRF

@@ -14,7 +14,7 @@ import pytest
 
 from fstchunk.cli import main
 from fstchunk.conll import read_conll
-from fstchunk.decode import decode_sentences
+from fstchunk.batch import decode_sentences
 from fstchunk.engine.chain import viterbi
 from fstchunk.errors import InputError, TrainingInterrupted
 from fstchunk.lattice import Lattice

@@ -13,12 +13,14 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterable, Iterator
 
 from ..columns import Columns
-from ..conll import Sentence, read_conll
+from ..conll import Sentence, iter_conll, read_conll
 from ..errors import InputError
-from ..gold import ON_INVALID, check_gold
+from ..gold import ON_INVALID, GoldReport, check_gold
+from ..scale import executor
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -101,8 +103,7 @@ def read_gold(path: str, scheme: str, column: int | None, on_invalid: str, comma
     if select is not None:
         sents = select(sents)
     if not sents:
-        raise InputError(f"{path}: no sentences (an empty file, or only blank and "
-                         f"-DOCSTART- lines)")
+        raise no_sentences(path)
     report = check_gold(sents, scheme, column, on_invalid)
     if report.warning():
         warn(command, f"{path}: {report.warning()}")
@@ -111,12 +112,62 @@ def read_gold(path: str, scheme: str, column: int | None, on_invalid: str, comma
     return report.sentences
 
 
+def add_executor(p: argparse.ArgumentParser, work: str) -> None:
+    """``--workers N`` or ``--scheduler ADDR`` (:mod:`fstchunk.scale`); ``work`` says
+    what is split."""
+    par = p.add_mutually_exclusive_group()
+    par.add_argument("--workers", type=positive_int, default=None,
+                     help=f"split {work} over N local processes (none or 1: this process)")
+    par.add_argument("--scheduler", default=None,
+                     help="a Dask cluster instead: tcp://HOST:PORT, or local:N to start N "
+                          "worker processes here (needs fstchunk[dask])")
+
+
+@contextmanager
+def executor_of(args: argparse.Namespace) -> Iterator[Any]:
+    """The executor of ``--workers``/``--scheduler`` (None: this process), closed after."""
+    ex = executor(args.workers, args.scheduler)
+    try:
+        yield ex
+    finally:
+        if ex is not None:
+            ex.close()
+
+
+def iter_input(path: str) -> Iterator[Sentence]:
+    """Sentences to tag or score, read lazily (bounded memory on any file size)."""
+    return iter_conll(path, min_columns=1)
+
+
+def no_sentences(path: str) -> InputError:
+    return InputError(f"{path}: no sentences (an empty file, or only blank and "
+                      f"-DOCSTART- lines)")
+
+
+def iter_gold(path: str, scheme: str, column: int, on_invalid: str, command: str
+              ) -> Iterator[Sentence]:
+    """:func:`read_gold`, lazily: each sentence checked as it is read; the warning
+    naming the repairs comes after the last sentence."""
+    report, kept = GoldReport([]), 0
+    for s in iter_conll(path, min_columns=1):
+        one = check_gold([s], scheme, column, on_invalid)
+        report.repaired += one.repaired
+        report.skipped += one.skipped
+        kept += len(one.sentences)
+        yield from one.sentences
+    if not kept and not report.skipped:
+        raise no_sentences(path)
+    if report.warning():
+        warn(command, f"{path}: {report.warning()}")
+    if not kept:
+        raise InputError(f"{path}: every sentence was skipped as invalid (--on-invalid skip)")
+
+
 def read_input(path: str) -> list[Sentence]:
     """Sentences to tag or score; an empty file is an error naming it."""
     sents = read_conll(path, min_columns=1)
     if not sents:
-        raise InputError(f"{path}: no sentences (an empty file, or only blank and "
-                         f"-DOCSTART- lines)")
+        raise no_sentences(path)
     return sents
 
 
@@ -136,14 +187,15 @@ def columns_spec(text: str) -> Columns:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def model_layout(sents: list[Sentence], given: Columns | None, model: object) -> list[Sentence]:
+def model_layout(sents: Iterable[Sentence], given: Columns | None, model: object
+                 ) -> Iterator[Sentence]:
     """The sentences with the columns ``given`` names (``--columns`` of a decode or
     expected input) moved to where ``model`` reads them (its stored ``columns``);
-    unchanged when no ``--columns`` was given or the model stores none."""
+    unchanged when no ``--columns`` was given or the model stores none.  Lazy."""
     want = getattr(model, "columns", None)
     if given is None or want is None:
-        return sents
-    out = []
+        yield from sents
+        return
     for s in sents:
         c = given.resolve(len(s.rows[0]), s.where(0), need_tag=False)
         if want.pos is not None and c.pos is None:
@@ -157,5 +209,4 @@ def model_layout(sents: list[Sentence], given: Columns | None, model: object) ->
             if want.pos is not None:
                 row[want.pos] = r[c.pos]
             rows.append(row)
-        out.append(Sentence(rows, list(s.lines), s.source))
-    return out
+        yield Sentence(rows, list(s.lines), s.source)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any, Iterator, NamedTuple
 
 from .. import encodings as enc
 from ..errors import FstchunkError, InputError
@@ -15,8 +16,9 @@ from ..grammars import budget
 from ..models import load_model
 from ..models.io import read_metadata
 from ..scorefile import load_lattices
-from .common import (HelpFormatter, add_on_invalid, columns_spec, model_layout,
-                     positive_float, read_gold)
+from ..batch import map_blocks
+from .common import (HelpFormatter, add_executor, add_on_invalid, columns_spec, executor_of,
+                     iter_gold, model_layout, positive_float, read_gold)
 from .grammar import add_state_budget
 
 
@@ -55,6 +57,8 @@ def add_parsers(sub) -> None:
                    help="where the model's word and POS columns are in FILE (e.g. word,_,pos,tag); "
                         "none: where the model was trained to read them")
     add_on_invalid(p)
+    add_executor(p, "the file's sentences (with --model; blocks of about 2000 tokens, "
+                    "the rows keep the input's order)")
     p.set_defaults(func=run_expected)
 
 
@@ -64,7 +68,10 @@ def run_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _lattices(args: argparse.Namespace, sents):
+def _scored(args: argparse.Namespace, ex) -> Iterator[tuple]:
+    """(sentence, lattice-free row or error) in input order: under ``--model`` the
+    file is read lazily and scored a block at a time (here or on ``ex``); a score file
+    holds every lattice already, so its sentences are read in full and paired."""
     if (args.scores is None) == (args.model is None):
         raise InputError("give exactly one of --model MODEL or --scores NPZ")
     if args.model:
@@ -72,56 +79,98 @@ def _lattices(args: argparse.Namespace, sents):
         require = getattr(model, "require_probabilities", None)   # perceptron/MMVP scores
         if require is not None:
             require()
-        return model.lattices(model_layout(sents, args.columns, model)), args.model
+        job = _Job(model, args.columns, args.column, args.scheme, args.direction, args.beta,
+                   args.method, args.state_budget)
+        gold = iter_gold(args.file, args.scheme, args.column, args.on_invalid, "expected")
+        return ((s, row) for block, rows in map_blocks(_expected_block, job, gold, ex)
+                for s, row in zip(block, rows))
     try:
         read_metadata(args.scores)
     except FstchunkError:
-        return load_lattices(args.scores), args.scores
-    raise InputError(f"{args.scores} is a saved fstchunk model, not a score file: "
-                     f"give it as --model {args.scores}")
+        lattices = load_lattices(args.scores)
+    else:
+        raise InputError(f"{args.scores} is a saved fstchunk model, not a score file: "
+                         f"give it as --model {args.scores}")
+    sents = read_gold(args.file, args.scheme, args.column, args.on_invalid, "expected")
+    if len(lattices) != len(sents):
+        raise InputError(f"{args.scores} scores {len(lattices)} sentences but {args.file} "
+                         f"has {len(sents)}")
+    job = _Job(None, None, args.column, args.scheme, args.direction, args.beta, args.method,
+               args.state_budget)
+    return ((s, _row(job, s, lat)) for s, lat in zip(sents, lattices))
+
+
+class _Job(NamedTuple):
+    model: Any
+    columns: Any
+    column: int
+    scheme: str
+    direction: str
+    beta: float
+    method: str
+    state_budget: Any
+
+
+def _expected_block(job: _Job, block: list) -> list:
+    """A worker's part: the row (or the error) of each sentence of ``block``."""
+    with budget.use_state_budget(job.state_budget):
+        lats = job.model.lattices(list(model_layout(block, job.columns, job.model)))
+        return [_row(job, s, lat) for s, lat in zip(block, lats)]
+
+
+def _row(job: _Job, s, lat) -> dict | FstchunkError:
+    try:
+        fixed = enc.convert(s.column(job.column), job.scheme, lat.scheme)
+        kw = {"hypothesis": fixed} if job.direction == "decoding" else {"reference": fixed}
+        r = expected_f(lat, beta=job.beta, method=job.method, **kw)
+    except FstchunkError as e:
+        return e.with_traceback(None)
+    return {"line": s.lines[0], "tokens": len(s), "tp": r.tp, "m_hyp": r.m_hyp,
+            "m_ref": r.m_ref, "precision": r.precision, "recall": r.recall, "f": r.f}
 
 
 def run_expected(args: argparse.Namespace) -> int:
-    with budget.use_state_budget(args.state_budget):
-        return _run_expected(args)
+    with budget.use_state_budget(args.state_budget), executor_of(args) as ex:
+        return _run_expected(args, ex)
 
 
-def _run_expected(args: argparse.Namespace) -> int:
-    sents = read_gold(args.file, args.scheme, args.column, args.on_invalid, "expected")
-    lattices, source = _lattices(args, sents)
-    if len(lattices) != len(sents):
-        raise InputError(f"{source} scores {len(lattices)} sentences but {args.file} "
-                         f"has {len(sents)}")
-    rows = []
+def _run_expected(args: argparse.Namespace, ex) -> int:
+    """Rows printed as they come (JSON: the ``sentences`` list streamed, then the
+    ``summary``), so memory stays bounded under ``--model`` whatever the file's size."""
     tot = {"tp": 0.0, "m_hyp": 0.0, "m_ref": 0.0}
-    for k, (s, lat) in enumerate(zip(sents, lattices)):
-        try:
-            fixed = enc.convert(s.column(args.column), args.scheme, lat.scheme)
-            kw = {"hypothesis": fixed} if args.direction == "decoding" else {"reference": fixed}
-            r = expected_f(lat, beta=args.beta, method=args.method, **kw)
-        except FstchunkError as e:
-            raise type(e)(f"{s.where(0)} (sentence {k}): {e}") from None
-        rows.append({"sentence": k, "line": s.lines[0], "tokens": len(s), "tp": r.tp,
-                     "m_hyp": r.m_hyp, "m_ref": r.m_ref, "precision": r.precision,
-                     "recall": r.recall, "f": r.f})
+    sum_f, k = 0.0, 0
+    out = sys.stdout
+    scored = _scored(args, ex)                   # refusals before any output
+    if args.json:
+        out.write('{\n  "sentences": [')
+    else:
+        out.write(f"{'sent':>5} {'line':>7} {'n':>4} {'E[tp]':>8} {'m_hyp':>8} {'m_ref':>8} "
+                  f"{'E[P]':>7} {'E[R]':>7} {'E[F]':>7}\n")
+    for k, (s, r) in enumerate(scored):
+        if isinstance(r, BaseException):
+            raise type(r)(f"{s.where(0)} (sentence {k}): {r}") from None
+        r = {"sentence": k, **r}
         for key in tot:
-            tot[key] += getattr(r, key)
-    mean_f = sum(r["f"] for r in rows) / len(rows)
+            tot[key] += r[key]
+        sum_f += r["f"]
+        if args.json:
+            out.write(("," if k else "") + "\n    " + json.dumps(r))
+        else:
+            out.write(f"{r['sentence']:>5} {r['line']:>7} {r['tokens']:>4} {r['tp']:8.4f} "
+                      f"{r['m_hyp']:8.4f} {r['m_ref']:8.4f} {r['precision']:7.4f} "
+                      f"{r['recall']:7.4f} {r['f']:7.4f}\n")
+    n = k + 1
+    mean_f = sum_f / n
     den = tot["m_hyp"] + args.beta * tot["m_ref"]
     corpus_f = (args.beta + 1) * tot["tp"] / den if den else 1.0
-    summary = {"sentences": len(rows), "direction": args.direction, "beta": args.beta,
+    summary = {"sentences": n, "direction": args.direction, "beta": args.beta,
                "expected_tp": tot["tp"], "expected_m_hyp": tot["m_hyp"],
                "expected_m_ref": tot["m_ref"], "mean_sentence_expected_f": mean_f,
                "corpus_f_of_expectations": corpus_f}
     if args.json:
-        print(json.dumps({"summary": summary, "sentences": rows}, indent=2))
+        out.write('\n  ],\n  "summary": ' + json.dumps(summary, indent=2).replace("\n", "\n  ")
+                  + "\n}\n")
         return 0
-    print(f"{'sent':>5} {'line':>7} {'n':>4} {'E[tp]':>8} {'m_hyp':>8} {'m_ref':>8} "
-          f"{'E[P]':>7} {'E[R]':>7} {'E[F]':>7}")
-    for r in rows:
-        print(f"{r['sentence']:>5} {r['line']:>7} {r['tokens']:>4} {r['tp']:8.4f} "
-              f"{r['m_hyp']:8.4f} {r['m_ref']:8.4f} {r['precision']:7.4f} {r['recall']:7.4f} "
-              f"{r['f']:7.4f}")
     print(f"mean per-sentence E[F_{args.beta:g}] = {mean_f:.6f}; corpus F of expected counts "
           f"= {corpus_f:.6f} ({args.direction} direction)")
     return 0

@@ -19,19 +19,22 @@ from __future__ import annotations
 
 import argparse
 import json
+from itertools import tee
 
 import sys
 
 from ..errors import InputError
 from ..models import load_model
 from ..outputs import atomic_write, check_output
-from ..segments.data import (is_jsonl, paired, read_segments, write_conll_predictions,
-                             write_jsonl)
+from ..batch import map_blocks
+from ..segments.data import (is_jsonl, iter_segments, paired, read_segments,
+                             write_conll_predictions, write_jsonl)
 from ..models.segment import DECODERS, SegmentModel, restriction_flags
 from ..models.segment.train import train
 from ..segments.scoring import score_segments
 from ..segments.space import RESTRICTIONS
-from .common import HelpFormatter, nonnegative_int, positive_float, positive_int
+from .common import (HelpFormatter, add_executor, executor_of, nonnegative_int, positive_float,
+                     positive_int)
 
 
 def add_parser(sub) -> None:
@@ -78,6 +81,8 @@ def add_parser(sub) -> None:
     q.add_argument("--restrict", default=None,
                    help=restrict_help + " (none: the model's; 'none' for no restriction)")
     q.add_argument("-o", "--output", default=None, help="output file (none: standard output)")
+    add_executor(q, "the input's sentences (blocks of about 2000 tokens; the output keeps "
+                    "the input's order)")
     q.set_defaults(func=run_decode)
 
     q = ssub.add_parser("eval", formatter_class=HelpFormatter,
@@ -141,22 +146,36 @@ def run_decode(args: argparse.Namespace) -> int:
         raise InputError(f"{args.model}: a {model.kind} model, not a segment model "
                          f"(fstchunk segment train)")
     jsonl = is_jsonl(args.input)
-    sents = read_segments(args.input, gold=False)
     flags = dict(model.restrictions if args.restrict is None
                  else restriction_flags(args.restrict))
     if not jsonl:                     # a tag column holds non-overlapping contiguous chunks
         flags.update(no_overlap=True, contiguous=True)
-    pred = model.decode(sents, restrictions=flags, decoder=args.decoder, beta=args.beta)
+    model.decode([], restrictions=flags, decoder=args.decoder, beta=args.beta)  # refusals first
+    job = (model, flags, args.decoder, args.beta)
 
-    def write(fh) -> None:
+    def write(fh, ex) -> None:
+        # (sentence, segments) in input order, a block at a time; tee in lockstep
+        # holds one pair, so nothing but the blocks in flight is kept
+        pairs = ((s, segs) for block, out in map_blocks(
+            _decode_block, job, iter_segments(args.input, gold=False), ex)
+            for s, segs in zip(block, out))
+        a, b = tee(pairs)
+        sents, pred = (s for s, _ in a), (segs for _, segs in b)
         if jsonl:
             write_jsonl(sents, pred, fh)
         else:
             write_conll_predictions(args.input, sents, pred, fh)
 
-    if args.output:
-        with atomic_write(args.output) as fh:
-            write(fh)
-    else:
-        write(sys.stdout)
+    with executor_of(args) as ex:
+        if args.output:
+            with atomic_write(args.output) as fh:
+                write(fh, ex)
+        else:
+            write(sys.stdout, ex)
     return 0
+
+
+def _decode_block(job: tuple, block: list) -> list:
+    """A worker's part: the predicted segments of each sentence of ``block``."""
+    model, flags, decoder, beta = job
+    return model.decode(block, restrictions=flags, decoder=decoder, beta=beta)

@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from itertools import chain
 from typing import IO, Iterator
 
 from ..columns import Columns
-from ..conll import Sentence, iter_lines
-from ..decode import DECODERS, Decoded, iter_decode_sentences
+from ..conll import Sentence, is_separator, iter_lines
+from ..batch import Decoded, iter_decode_sentences
+from ..decode import DECODERS
 from ..errors import BudgetError, InputError
 from ..evaluate import UNDECODED
 from ..models import load_model
@@ -35,14 +37,13 @@ from ..models.crf import CRF
 from ..models.features import TEMPLATES, resolve_template
 from ..models import maxmargin as mm
 from ..models.perceptron import PERCEPTRON
-from ..scale import executor
 from ..models.hmm import HMM
 from ..models.objectives import DEFAULT_L2, OBJECTIVES
 from ..outputs import atomic_write, check_output
 from ..training import Trainer, file_digest
-from .common import (HelpFormatter, add_on_invalid, columns_spec, memory_size, nonnegative_float,
-                     nonnegative_int, positive_float, positive_int, model_layout, read_gold,
-                     read_input, warn)
+from .common import (HelpFormatter, add_executor, add_on_invalid, columns_spec, executor_of,
+                     iter_input, memory_size, model_layout, no_sentences, nonnegative_float,
+                     nonnegative_int, positive_float, positive_int, read_gold, warn)
 
 
 def add_columns(p: argparse.ArgumentParser) -> None:
@@ -75,6 +76,8 @@ def add_parsers(sub) -> None:
                    help="output file, written atomically (none: standard output, flushed "
                         "after each sentence)")
     add_columns(p)
+    add_executor(p, "the input's sentences (blocks of about 2000 tokens; the output keeps "
+                    "the input's order)")
     p.set_defaults(func=run_decode)
 
     l2 = ", ".join([*(f"{k} {v:g}" for k, v in DEFAULT_L2.items()),
@@ -126,13 +129,7 @@ def add_parsers(sub) -> None:
                    help="save OUTPUT.ckpt every K iterations (0: never)")
     p.add_argument("--resume", action="store_true",
                    help="continue from OUTPUT.ckpt (refused if its settings differ)")
-    par = p.add_mutually_exclusive_group()
-    par.add_argument("--workers", type=positive_int, default=None,
-                     help="split the training set over N local processes per objective "
-                          "evaluation (none or 1: this process)")
-    par.add_argument("--scheduler", default=None,
-                     help="a Dask cluster instead: tcp://HOST:PORT, or local:N to start N "
-                          "worker processes here (needs fstchunk[dask])")
+    add_executor(p, "the training set (each objective evaluation)")
     p.add_argument("--calibrate", metavar="HELDOUT", default=None,
                    help="after training, fit the temperature T of p(y|x) ∝ exp(score/T) on "
                         "these held-out CoNLL sentences (same columns; not the training "
@@ -159,51 +156,63 @@ def run_decode(args: argparse.Namespace) -> int:
     if args.output:
         check_output(args.output)
     model = load_model(args.model)
-    sents = read_input(args.input)
-    results = iter_decode_sentences(model, model_layout(sents, args.columns, model),
-                                    args.decoder, args.beta, args.k, args.output_scheme,
-                                    memory_budget=args.memory_budget)
-    if args.output:
-        with atomic_write(args.output) as fh:
-            failed = _stream(args.input, sents, results, fh)
-    else:
-        failed = _stream(args.input, sents, results, sys.stdout)
+    with executor_of(args) as ex:
+        results = iter_decode_sentences(
+            model, model_layout(iter_input(args.input), args.columns, model), args.decoder,
+            args.beta, args.k, args.output_scheme, memory_budget=args.memory_budget,
+            executor=ex)
+        if args.output:
+            with atomic_write(args.output) as fh:
+                total, failed = _stream(args.input, results, fh)
+        else:
+            total, failed = _stream(args.input, results, sys.stdout)
     if not failed:
         return 0
-    shown = ", ".join(s.where(0) for s in failed[:3]) + (", ..." if len(failed) > 3 else "")
+    shown = ", ".join(failed[:3]) + (", ..." if len(failed) > 3 else "")
     where = f"the rest are in {args.output}" if args.output else "the rest were written"
-    print(f"fstchunk decode: error: {len(failed)} of {len(sents)} sentences not decoded "
+    print(f"fstchunk decode: error: {len(failed)} of {total} sentences not decoded "
           f"({shown}): their lines carry the tag {UNDECODED}, which fstchunk eval refuses; "
           f"{where}", file=sys.stderr)
     return 1
 
 
-def _stream(path: str, sents: list[Sentence], results: Iterator[Decoded],
-            out: IO[str]) -> list[Sentence]:
+def _stream(path: str, results: Iterator[Decoded], out: IO[str]) -> tuple[int, list[str]]:
     """Echo the input's lines, each token line plus its predicted tag, a sentence at a
-    time as ``results`` yields it (``out`` flushed before each sentence is decoded);
-    one error line per sentence that failed.  Returns the sentences that failed."""
-    first = {s.lines[0]: i for i, s in enumerate(sents)}
-    tag_of: dict[int, str] = {}
-    failed = []
-    for lineno, raw in iter_lines(path):
-        i = first.get(lineno)
-        if i is not None:
-            out.flush()
-            d = next(results)
-            s = sents[i]
-            if d.index != i:                  # a bug of the iterator, not a user error
-                raise AssertionError(f"decoded sentence {d.index} arrived for {i}")
-            if d.error is not None:
-                failed.append(s)
-                _report(s, d.index, d.error)
-            tag_of = dict(zip(s.lines, [UNDECODED] * len(s) if d.tags is None else d.tags))
-        text = raw.rstrip("\r\n")
-        if lineno in tag_of:
-            text += ("\t" if "\t" in text else " ") + tag_of.pop(lineno)
-        out.write(text + "\n")
-    out.flush()
-    return failed
+    time as ``results`` yields it; the blank and ``-DOCSTART-`` lines after a sentence
+    go out with it, and ``out`` is flushed before the next sentence is decoded.  One
+    error line per sentence that failed.  Only the sentence in hand is held, whatever
+    the file's size.  Returns the number of sentences and where those that failed
+    begin."""
+    lines = iter_lines(path)
+    held: list = []                               # the first line of the next sentence
+
+    def separators() -> None:
+        for lineno, raw in lines:
+            if not is_separator(raw):
+                held.append((lineno, raw))
+                break
+            out.write(raw.rstrip("\r\n") + "\n")
+        out.flush()
+    failed: list[str] = []
+    total = 0
+    separators()
+    for d in results:
+        s = d.sentence
+        if d.index != total or not held or held[0][0] != s.lines[0]:   # a bug, not the user's
+            raise AssertionError(f"decoded sentence {d.index} arrived for {total}")
+        total += 1
+        if d.error is not None:
+            failed.append(s.where(0))
+            _report(s, d.index, d.error)
+        tags = [UNDECODED] * len(s) if d.tags is None else d.tags
+        for tag, (lineno, raw) in zip(tags, chain([held.pop()], lines)):   # tags first:
+            # zip stops at the shorter without reading a line past the sentence
+            text = raw.rstrip("\r\n")
+            out.write(text + ("\t" if "\t" in text else " ") + tag + "\n")
+        separators()
+    if total == 0:
+        raise no_sentences(path)
+    return total, failed
 
 
 def _report(s: Sentence, index: int, error: BaseException) -> None:
@@ -253,16 +262,12 @@ def run_train(args: argparse.Namespace) -> int:
         if args.objective != mm.MAX_MARGIN:
             raise InputError(f"--C applies to --objective {mm.MAX_MARGIN} only; use --l2")
         l2 = mm.c_to_l2(args.C, len(data.gold))
-    ex = executor(args.workers, args.scheduler)
-    try:
+    with executor_of(args) as ex:
         Trainer(objective=args.objective, l2=l2, beta=args.beta, max_iter=args.max_iter,
                 tol=args.tol, dev=dev, dev_every=args.dev_every,
                 checkpoint=args.output + ".ckpt", checkpoint_every=args.checkpoint_every,
                 resume=args.resume, output=args.output, progress=not args.quiet, log=print,
                 identity=identity, loss=args.loss, executor=ex).fit(crf, data)
-    finally:
-        if ex is not None:
-            ex.close()
     if args.calibrate:
         _calibrate(crf, args.calibrate, args.data_scheme, args.on_invalid, "train")
         crf.save(args.output)

@@ -46,8 +46,6 @@ Pitfalls:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
@@ -61,6 +59,7 @@ from ..errors import InputError, SchemeError
 from ..lattice import Lattice
 from ..tagspace import TagSet
 from ..training import Trainer
+from .design import FeatureCount, TrainingData
 from .base import Objective, check_training_set, gold_tags, training_columns
 from .features import TEMPLATES, FeatureMap, feature_kinds, reads_pos, resolve_template
 from .io import Fields, load_model_file, save_model
@@ -70,39 +69,6 @@ from .perceptron import PERCEPTRON
 #: objectives whose scores are margins, not log-probabilities (MEU needs calibration)
 MARGIN_SCORES = (MAX_MARGIN, PERCEPTRON)
 from .objectives import OBJECTIVES, STATISTICS, Chain, ChainGrad, Gold, combine
-
-
-@dataclass
-class TrainingData:
-    """A training set prepared for one CRF: token features X (tokens x features) and
-    the gold tag indices."""
-    X: sp.csr_matrix
-    gold: Gold
-
-    def subset(self, ids: Sequence[int]) -> "TrainingData":
-        """The sentences ``ids`` (in that order) as a training set of their own."""
-        off = self.gold.offsets
-        rows = np.concatenate([np.arange(off[k], off[k + 1]) for k in ids]) if len(ids) \
-            else np.zeros(0, dtype=int)
-        return TrainingData(self.X[rows], Gold([self.gold.sequences[k] for k in ids],
-                                               self.gold.tags, self.gold.scheme))
-
-    @cached_property
-    def XT(self) -> sp.csr_matrix:
-        """Xᵀ as CSR, for the chain rule ∇W = Xᵀ·∇E (built once)."""
-        return self.X.T.tocsr()
-
-
-@dataclass(frozen=True)
-class FeatureCount:
-    """The size and columns of a feature map without its dictionary
-    (:meth:`CRF.scoring_copy`)."""
-    size: int
-    word_col: int
-    pos_col: int | None
-
-    def __len__(self) -> int:
-        return self.size
 
 
 class CRF:
@@ -305,7 +271,9 @@ class CRF:
         ``data`` at θ: values (J,) and their gradients in θ-space (J', |θ|).  Sums
         over the sentences, so the statistics of a partition of ``data`` add up to
         these (the data-parallel path of :mod:`fstchunk.scale`)."""
-        chain = self.chain(theta, data.X)
+        AT = data.design(self.pairs, self.L)
+        chain = Chain(self.tags, self.scheme, (AT.T @ theta[:self.P]).reshape(-1, self.L),
+                      *self.unpack(theta))
         st = (hinge_statistics(chain, data.gold, beta, loss) if name == MAX_MARGIN
               else STATISTICS[name](chain, data.gold, beta))
         return st.values, np.stack([self._chain_rule(data, g) for g in st.grads])
@@ -320,10 +288,10 @@ class CRF:
         return copy
 
     def _chain_rule(self, data: TrainingData, g: ChainGrad) -> np.ndarray:
-        """∇θ from the gradient with respect to the score arrays: Xᵀ·∇E at the pairs."""
-        gW = np.asarray(data.XT @ g.emissions)               # (F, L) dense
-        return np.concatenate([gW[self.pairs[:, 0], self.pairs[:, 1]], g.trans.ravel(),
-                               g.start, g.end])
+        """∇θ from the gradient with respect to the score arrays: Aᵀ·vec(∇E) for the
+        pairs (:mod:`fstchunk.models.design`), then the transitions, start and end."""
+        AT = data.design(self.pairs, self.L)
+        return np.concatenate([AT @ g.emissions.ravel(), g.trans.ravel(), g.start, g.end])
 
     # --------------------------------------------------------------- training
     def fit(self, train: Sequence[Sentence] | TrainingData, objective: str = "ml",

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, NamedTuple, Sequence
 
 from .. import encodings as enc
-from ..conll import iter_lines, read_conll
+from ..conll import iter_conll, iter_lines
 from ..errors import InputError
 
 
@@ -77,7 +77,12 @@ class SegSentence:
 
 def read_jsonl(path: str, gold: bool = True) -> list[SegSentence]:
     """Sentences of a JSONL file; ``gold=False`` accepts lines without ``segments``."""
-    out = []
+    return list(iter_jsonl(path, gold))
+
+
+def iter_jsonl(path: str, gold: bool = True) -> Iterator[SegSentence]:
+    """:func:`read_jsonl`, lazily (InputError at the end if there was no sentence)."""
+    count = 0
     with open(path, encoding="utf-8") as fh:
         for k, line in enumerate(fh, 1):
             if not line.strip():
@@ -110,13 +115,13 @@ def read_jsonl(path: str, gold: bool = True) -> list[SegSentence]:
             pos = rec.get("pos")
             if pos is not None and (not isinstance(pos, list) or len(pos) != len(toks)):
                 raise InputError(f"{where}: field 'pos' must list one tag per token")
-            out.append(SegSentence(list(toks), segs, where, pos, rec, [k]))
-    if not out:
+            count += 1
+            yield SegSentence(list(toks), segs, where, pos, rec, [k])
+    if not count:
         raise InputError(f"{path}: no sentences")
-    return out
 
 
-def write_jsonl(sentences: Sequence[SegSentence], predicted: Sequence[Iterable[Segment]],
+def write_jsonl(sentences: Iterable[SegSentence], predicted: Iterable[Iterable[Segment]],
                 fh) -> None:
     """One line per sentence: its record with ``segments`` replaced by ``predicted``."""
     for s, segs in zip(sentences, predicted):
@@ -135,8 +140,15 @@ def read_conll_segments(path: str, scheme: str = "IOB2", tag_column: int = -1,
     three columns or more), segments = the chunks of the tag column (contiguous,
     non-overlapping; conlleval's reading for IOB2, else ``scheme``'s lenient one);
     ``gold=False``: no segments read."""
-    out = []
-    for s in read_conll(path, min_columns=1):
+    return list(iter_conll_segments(path, scheme, tag_column, pos_column, gold))
+
+
+def iter_conll_segments(path: str, scheme: str = "IOB2", tag_column: int = -1,
+                        pos_column: int | None = 1, gold: bool = True
+                        ) -> Iterator[SegSentence]:
+    """:func:`read_conll_segments`, lazily (InputError at the end if there was none)."""
+    count = 0
+    for s in iter_conll(path, min_columns=1):
         segs = None
         if gold:
             tags = s.column(tag_column)
@@ -144,10 +156,10 @@ def read_conll_segments(path: str, scheme: str = "IOB2", tag_column: int = -1,
                       else enc.tags_to_chunks(tags, scheme, strict=False))
             segs = [Segment(t, tuple(range(a, b))) for t, a, b in chunks]
         pos = s.column(pos_column) if pos_column is not None and len(s.rows[0]) > 2 else None
-        out.append(SegSentence(s.column(0), segs, s.where(0), pos, {}, list(s.lines)))
-    if not out:
+        count += 1
+        yield SegSentence(s.column(0), segs, s.where(0), pos, {}, list(s.lines))
+    if not count:
         raise InputError(f"{path}: no sentences")
-    return out
 
 
 def segments_to_tags(segments: Iterable[Segment], n: int, where: str) -> list[str]:
@@ -186,7 +198,12 @@ def is_jsonl(path: str) -> bool:
 
 def read_segments(path: str, gold: bool = True) -> list[SegSentence]:
     """Sentences of a JSONL or CoNLL file (CoNLL: segments from the last column)."""
-    return read_jsonl(path, gold) if is_jsonl(path) else read_conll_segments(path, gold=gold)
+    return list(iter_segments(path, gold))
+
+
+def iter_segments(path: str, gold: bool = True) -> Iterator[SegSentence]:
+    """:func:`read_segments`, lazily: what a streaming decoder reads."""
+    return iter_jsonl(path, gold) if is_jsonl(path) else iter_conll_segments(path, gold=gold)
 
 
 def paired(gold: Sequence[SegSentence], pred: Sequence[SegSentence], gold_path: str,
@@ -199,15 +216,20 @@ def paired(gold: Sequence[SegSentence], pred: Sequence[SegSentence], gold_path: 
             raise InputError(f"{p.source}: its tokens differ from those of {g.source}")
 
 
-def write_conll_predictions(path: str, sentences: Sequence[SegSentence],
-                            predicted: Sequence[Iterable[Segment]], fh) -> None:
+def write_conll_predictions(path: str, sentences: Iterable[SegSentence],
+                            predicted: Iterable[Iterable[Segment]], fh) -> None:
     """Every line of the CoNLL file ``path`` again, each token line with the predicted
-    IOB2 tag appended (the line's own delimiter: a tab if it has one, else a space)."""
-    tag_of: dict[int, str] = {}
+    IOB2 tag appended (the line's own delimiter: a tab if it has one, else a space).
+    Streams: ``sentences`` and ``predicted`` are read in step with the file's lines."""
+    lines = iter_lines(path)
     for s, segs in zip(sentences, predicted):
-        tag_of.update(zip(s.lines, segments_to_tags(segs, len(s), s.source)))
-    for lineno, raw in iter_lines(path):
-        text = raw.rstrip("\r\n")
-        if lineno in tag_of:
-            text += ("\t" if "\t" in text else " ") + tag_of[lineno]
-        fh.write(text + "\n")
+        tag_of = dict(zip(s.lines, segments_to_tags(segs, len(s), s.source)))
+        for lineno, raw in lines:
+            text = raw.rstrip("\r\n")
+            if lineno in tag_of:
+                text += ("\t" if "\t" in text else " ") + tag_of[lineno]
+            fh.write(text + "\n")
+            if lineno == s.lines[-1]:
+                break
+    for _, raw in lines:
+        fh.write(raw.rstrip("\r\n") + "\n")

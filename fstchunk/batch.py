@@ -1,0 +1,250 @@
+"""Decoding a stream of sentences under a model, in this process or on an executor.
+
+:func:`iter_decode_sentences` reads sentences lazily, builds their lattices in
+blocks of about :data:`BLOCK_TOKENS` tokens (the CRF's feature transform is
+batched) and yields one :class:`Decoded` per sentence, in input order: its tags,
+or the error that stopped that sentence (:data:`SENTENCE_ERRORS`), after which
+decoding goes on.  With an ``executor`` (:mod:`fstchunk.scale`: ``--workers N`` or
+``--scheduler``) the blocks are decoded on its workers, a bounded window of them
+at a time, and come back in input order (:func:`map_blocks`); the model is placed
+on the workers once.  The same per-block code runs in both cases, so the output
+is byte-identical.
+
+``meu-corpus`` is one decision over the whole corpus (:func:`fstchunk.decode.decide_corpus`):
+each block's lattices are reduced to their chunk tables where they are built (on the
+workers), and only the tables (O(n · width) per sentence) and the sentences come
+back to the driver, which decides.  So its driver memory grows with the corpus,
+unlike every other decoder's.
+
+Pitfalls: a block's work must not depend on the block boundaries (each sentence
+is decoded on its own; a lattice that fails in a block is rebuilt alone so that
+its error is its own); errors travel back pickled, so a sentence error is one of
+the picklable :class:`~fstchunk.errors.FstchunkError` family or ``MemoryError``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
+
+from . import encodings as enc
+from .decode import CORPUS_PRUNE, CorpusTable, check_decoding, corpus_table, decide_corpus, decode_one
+from .errors import FstchunkError, InputError
+from .lattice import Lattice
+
+#: errors that stop one sentence, not the run: a user-level error of that sentence
+#: (:class:`~fstchunk.errors.BudgetError` included) or running out of memory on it
+SENTENCE_ERRORS = (FstchunkError, MemoryError)
+
+#: sentences are turned into lattices in blocks of about this many tokens, so
+#: memory stays bounded on a large file; the unit of work sent to an executor
+BLOCK_TOKENS = 2000
+
+
+class Decoded(NamedTuple):
+    """One sentence's outcome in :func:`iter_decode_sentences`: its 0-based ``index``,
+    its ``tags`` (in the output scheme), or the ``error`` that stopped it (tags None),
+    and the ``sentence`` itself."""
+    index: int
+    tags: list[str] | None
+    error: BaseException | None = None
+    sentence: Any = None
+
+
+def blocks(sentences: Iterable) -> Iterator[list]:
+    """Consecutive sentences in blocks of about :data:`BLOCK_TOKENS` tokens."""
+    block, size = [], 0
+    for s in sentences:
+        block.append(s)
+        size += len(s)
+        if size >= BLOCK_TOKENS:
+            yield block
+            block, size = [], 0
+    if block:
+        yield block
+
+
+def map_blocks(func: Callable[[Any, list], Any], context: Any, sentences: Iterable,
+               executor: Any = None) -> Iterator[tuple[list, Any]]:
+    """(block, ``func(context, block)``) for each block of ``sentences``, in order:
+    here, one block at a time, or on ``executor`` (its ``map_ordered``, a bounded
+    window in flight)."""
+    if executor is None:
+        for block in blocks(sentences):
+            yield block, func(context, block)
+        return
+    pending: list = []
+
+    def tracked() -> Iterator[list]:
+        for block in blocks(sentences):
+            pending.append(block)
+            yield block
+    for result in executor.map_ordered(func, context, tracked()):
+        yield pending.pop(0), result
+
+
+def _lattice_reader(model, decoder: str) -> Callable[[list], list[Lattice]]:
+    """``model.lattices`` as ``decoder`` needs it, asked once for no sentence so that a
+    refusal of the model itself (no chunk layer) comes before any work, not once per
+    sentence.  A model whose scores are not probabilities (perceptron, MMVP) must be
+    calibrated before any decoder that reads the lattice as a distribution (refused
+    here too); MAP needs no probabilities, so such a model's lattices are asked for
+    without the check."""
+    require = getattr(model, "require_probabilities", None)
+    if require is None or decoder != "map":
+        if require is not None:
+            require()
+        read = model.lattices
+    else:
+        def read(sents):
+            return model.lattices(sents, require_probabilities=False)
+    read([])
+    return read
+
+
+def _block_lattices(read: Callable[[list], list[Lattice]], block: list) -> list:
+    """The lattices of a block; when the block fails, each sentence on its own, so
+    that a failing sentence is an error in its own place (a Lattice or an error each)."""
+    try:
+        lats = read(block)
+        if len(lats) == len(block):
+            return list(lats)
+    except SENTENCE_ERRORS as e:
+        if len(block) == 1:
+            return [e.with_traceback(None)]
+    out: list = []
+    for s in block:
+        try:
+            out.append(read([s])[0])
+        except SENTENCE_ERRORS as e:
+            out.append(e.with_traceback(None))
+    return out
+
+
+class _Job(NamedTuple):
+    """What a worker needs to decode a block: the model and the settings."""
+    model: Any
+    decoder: str
+    beta: float
+    k: int
+    output_scheme: str
+    memory_budget: int | None
+
+
+def iter_decode_sentences(model, sentences: Iterable, decoder: str = "map", beta: float = 1.0,
+                          k: int = 20, output_scheme: str = "IOB2",
+                          memory_budget: int | None = None,
+                          executor: Any = None) -> Iterator[Decoded]:
+    """Decode sentences under any model of the model protocol (``model.lattices(sentences)``,
+    ``model.scheme``), yielding a :class:`Decoded` per sentence, in order: its tags in
+    ``output_scheme``, or the error (:data:`SENTENCE_ERRORS`) that stopped it, after
+    which decoding goes on.  Without an executor each sentence is yielded as soon as
+    it is decided; with one (:mod:`fstchunk.scale`), a block at a time.
+
+    Settings (decoder, β, k, ``memory_budget``, output scheme, an uncalibrated model)
+    are checked when this is called, before any work.  ``meu-corpus`` yields after
+    the joint decision (module doc).
+    """
+    check_decoding(decoder, beta, k, memory_budget)
+    output_scheme = enc.canonical_scheme(output_scheme)
+    _lattice_reader(model, decoder)
+    job = _Job(model, decoder, beta, k, output_scheme, memory_budget)
+    if decoder == "meu-corpus":
+        return _iter_corpus(job, sentences, executor)
+    if executor is None:
+        return _iter_each(job, sentences)
+    return _iter_blocks(job, sentences, executor)
+
+
+def _iter_each(job: _Job, sentences: Iterable, start: int = 0) -> Iterator[Decoded]:
+    read = _lattice_reader(job.model, job.decoder)
+    index = start
+    for block in blocks(sentences):
+        lats = _block_lattices(read, block)
+        for j, s in enumerate(block):
+            lat, lats[j] = lats[j], None              # let each lattice go once decided
+            error = lat if isinstance(lat, BaseException) else None
+            tags = None
+            if error is None:
+                try:
+                    tags = enc.convert(decode_one(lat, job.decoder, job.beta, job.k,
+                                                  job.memory_budget),
+                                       job.model.scheme, job.output_scheme)
+                except SENTENCE_ERRORS as e:
+                    error = e.with_traceback(None)
+            del lat
+            yield Decoded(index, tags, error, s)
+            index += 1
+
+
+def _decode_block(job: _Job, block: list) -> list[tuple]:
+    """A worker's part: (tags, error) of each sentence of ``block``."""
+    return [(d.tags, d.error) for d in _iter_each(job, block)]
+
+
+def _iter_blocks(job: _Job, sentences: Iterable, executor: Any) -> Iterator[Decoded]:
+    index = 0
+    for block, results in map_blocks(_decode_block, job, sentences, executor):
+        for s, (tags, error) in zip(block, results):
+            yield Decoded(index, tags, error, s)
+            index += 1
+
+
+def _block_tables(context: tuple, block: list) -> list:
+    """A worker's part of ``meu-corpus``: the :class:`~fstchunk.decode.CorpusTable`
+    (or the error) of each sentence of ``block``."""
+    job, prune = context
+    read = _lattice_reader(job.model, job.decoder)
+    out: list = []
+    for lat in _block_lattices(read, block):
+        if not isinstance(lat, BaseException):
+            try:
+                lat = corpus_table(lat, prune)
+            except SENTENCE_ERRORS as e:
+                lat = e.with_traceback(None)
+        out.append(lat)
+    return out
+
+
+def _iter_corpus(job: _Job, sentences: Iterable, executor: Any) -> Iterator[Decoded]:
+    sents: list = []
+    first: list = []
+    for block, tabs in map_blocks(_block_tables, (job, CORPUS_PRUNE), sentences, executor):
+        sents.extend(block)
+        first.extend(tabs)
+
+    def tables(prune: float) -> list[CorpusTable]:
+        got = first
+        if prune != CORPUS_PRUNE:                     # asked again, unpruned
+            got = [t for _, tabs in map_blocks(_block_tables, (job, prune), sents, executor)
+                   for t in tabs]
+            if [isinstance(t, BaseException) for t in got] != \
+                    [isinstance(t, BaseException) for t in first]:
+                raise InputError("meu-corpus: a sentence failed when its chunks were "
+                                 "listed again unpruned; decode per sentence (--decoder meu)")
+        return [t for t in got if not isinstance(t, BaseException)]
+    try:
+        preds = iter(decide_corpus(tables, job.beta)[0]) if sents else iter(())
+    except MemoryError:
+        raise InputError(f"meu-corpus: out of memory deciding {len(sents)} sentences "
+                         f"jointly; decode them per sentence (--decoder meu)") from None
+    for index, (s, t) in enumerate(zip(sents, first)):
+        if isinstance(t, BaseException):
+            yield Decoded(index, None, t, s)
+        else:
+            yield Decoded(index, enc.convert(next(preds), job.model.scheme,
+                                             job.output_scheme), None, s)
+
+
+def decode_sentences(model, sentences, decoder: str = "map", beta: float = 1.0, k: int = 20,
+                     output_scheme: str = "IOB2", memory_budget: int | None = None,
+                     executor: Any = None) -> list[list[str]]:
+    """Predicted tags, in ``output_scheme``, for each sentence under any model of the
+    model protocol; the first sentence that fails raises its error
+    (:func:`iter_decode_sentences` goes on past it)."""
+    out = []
+    for d in iter_decode_sentences(model, sentences, decoder, beta, k, output_scheme,
+                                   memory_budget, executor):
+        if d.error is not None:
+            raise d.error
+        out.append(d.tags)
+    return out
