@@ -8,6 +8,7 @@ Reports, on CoNLL-2000 (tmpt3 features, IOB2 tags, λ = the dev-chosen default):
   Dask ``LocalCluster`` (``--scheduler local:2``): median seconds of 5, speed-up;
 * bytes sent per iteration per worker, measured as the pickled size of what a Dask
   task receives (θ and the settings) and returns (the partition's statistics);
+* decoding the test set with exact MEU through each executor (the same tags checked);
 * ML training wall time (``--max-iter`` L-BFGS iterations) with each executor and
   with python-crfsuite on the same feature strings, and each model's test F.
 
@@ -26,6 +27,7 @@ import numpy as np
 
 from bench_training import CORPORA, crfsuite_peer, f_of
 from common import Timer, data_path, peak_rss_mb, write_section
+from fstchunk.batch import decode_sentences
 from fstchunk.conll import read_conll
 from fstchunk.models.crf import CRF
 from fstchunk.models.objectives import DEFAULT_L2
@@ -95,7 +97,7 @@ def main() -> None:
 
     out += ["", "| trainer | iterations | wall time, s | / CRFsuite | test F |",
             "|---|---|---|---|---|"]
-    rows = []
+    rows, trained = [], []
     for name, make in executors.items():
         model = CRF(crf.fmap, crf.tags, crf.scheme, crf.pairs, columns=crf.columns)
         ex = make()
@@ -106,6 +108,7 @@ def main() -> None:
             if ex is not None:
                 ex.close()
         f = f_of(model, test, "map")[0]
+        trained.append(model)
         rows.append((name, model.settings.get("iterations", "?"), t.seconds, f))
         print(rows[-1], flush=True)
     c2 = l2 * len(train)                  # CRFsuite's objective is the summed log-likelihood
@@ -114,6 +117,24 @@ def main() -> None:
         out.append(f"| fstchunk, {name} | {its} | {secs:.0f} | {secs / t_peer:.2f}x | {f:.2f} |")
     out.append(f"| python-crfsuite (L-BFGS, c2 = λ·S = {c2:g}, 1 thread) | ≤ {args.max_iter} "
                f"| {t_peer:.0f} | 1.00x | {f_peer:.2f} |")
+    out += ["", "| decoding the test set (MEU, exact), executor | seconds | speed-up |",
+            "|---|---|---|"]
+    ml = trained[0]
+    base = None
+    for name, make in executors.items():
+        ex = make()
+        try:
+            with Timer() as t, single_threaded_blas():
+                preds = decode_sentences(ml, test, "meu", executor=ex)
+        finally:
+            if ex is not None:
+                ex.close()
+        if base is None:
+            want = preds
+        assert preds == want, f"{name}: decoding differs from one process"
+        base = base or t.seconds
+        out.append(f"| {name} | {t.seconds:.1f} | {base / t.seconds:.2f}x |")
+        print(out[-1], flush=True)
     out.append(f"\nPeak resident memory of the driver and its finished children: "
                f"{peak_rss_mb():.0f} MB. One run of each row.")
     print("\n".join(out))
