@@ -85,14 +85,17 @@ def main() -> None:
 
     # what one Dask task carries per step: θ and the settings in, the statistics out
     half = data.subset(list(range(len(data.gold) // 2)))
+    placed = len(pickle.dumps((crf.scoring_copy(), half), protocol=5))
     sent = len(pickle.dumps((theta, "ml", 1.0, "hamming"), protocol=5))
     back = len(pickle.dumps(shard_statistics((crf.scoring_copy(), half), theta, "ml", 1.0,
                                              "hamming"), protocol=5))
-    placed = len(pickle.dumps((crf.scoring_copy(), half), protocol=5))
+    design = half.design(crf.pairs, crf.L)
+    design_mb = (design.data.nbytes + design.indices.nbytes + design.indptr.nbytes) / 1e6
     out.append(f"\nBytes per iteration per worker (2 partitions, pickled): {sent / 1e6:.2f} MB "
                f"sent (θ: 8·|θ| = {8 * len(theta) / 1e6:.2f} MB), {back / 1e6:.2f} MB returned "
                f"(the value and its θ-gradient); placed once per training: "
-               f"{placed / 1e6:.1f} MB per partition (features, gold, scoring copy).")
+               f"{placed / 1e6:.1f} MB per partition (features, gold, scoring copy), and the "
+               f"partition's pair design matrix, built where it lives: {design_mb:.0f} MB.")
     print(out[-1], flush=True)
 
     out += ["", "| trainer | iterations | wall time, s | / CRFsuite | test F |",

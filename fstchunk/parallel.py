@@ -196,3 +196,109 @@ def _stop(workers: list, conns: list) -> None:
         p.join()
     for conn in conns:
         conn.close()
+
+
+class ResidentPool:
+    """One long-lived forked process per context: ``call(*args)`` returns
+    ``[func(context_k, *args) for each k]``, computed side by side.
+
+    Each context (a partition of a training set: features, gold, design matrix)
+    reaches its process once, by fork, and stays there; per call only ``args`` (θ)
+    go out and the results come back, through one pipe per process.  A process that
+    dies (killed, out of memory) is forked again from the caller's copy of its
+    context and its part recomputed, once per call; a second loss, or an exception
+    in ``func`` (re-raised here as it was), ends the call.  Where ``fork`` is not
+    available (or inside a worker), the parts run in this process.  Ctrl-C stops
+    the processes; :meth:`close` (or garbage collection) ends them.
+    """
+
+    def __init__(self, func: Callable[..., Any], contexts: Sequence[Any]):
+        self.func, self.contexts = func, list(contexts)
+        self.local = "fork" not in mp.get_all_start_methods() or mp.current_process().daemon \
+            or _IN_PROCESS.get()
+        self.procs: list = [None] * len(self.contexts)
+        self.conns: list = [None] * len(self.contexts)
+        if not self.local:
+            for k in range(len(self.contexts)):
+                self._start(k)
+
+    def _start(self, k: int) -> None:
+        ctx = mp.get_context("fork")
+        here, there = ctx.Pipe()
+        blocked = _block_sigint()
+        try:
+            p = ctx.Process(target=_resident, args=(self.func, self.contexts[k], there),
+                            daemon=True)
+            p.start()
+        finally:
+            if blocked:
+                _unblock_sigint()
+        there.close()
+        self.procs[k], self.conns[k] = p, here
+
+    def call(self, *args: Any) -> list:
+        if self.local:
+            with single_threaded_blas():
+                return [self.func(c, *args) for c in self.contexts]
+        try:
+            for conn in self.conns:
+                conn.send(args)
+            out = [self._answer(k, args) for k in range(len(self.conns))]
+        except BaseException:
+            self.close()
+            raise
+        return out
+
+    def _answer(self, k: int, args: tuple) -> Any:
+        for attempt in (1, 2):
+            try:
+                status, value = self.conns[k].recv()
+                break
+            except (EOFError, OSError):
+                code = self.procs[k].exitcode
+                self.procs[k].join()
+                if attempt == 2:
+                    raise WorkerError(f"worker {k} died twice in one call (exit code "
+                                      f"{code})") from None
+                self._start(k)
+                self.conns[k].send(args)
+        if status == "error":
+            raise value
+        return value
+
+    def close(self) -> None:
+        for p, conn in zip(self.procs, self.conns):
+            if conn is not None:
+                conn.close()
+            if p is not None and p.is_alive():
+                p.terminate()
+        for p in self.procs:
+            if p is not None:
+                p.join()
+        self.procs = [None] * len(self.contexts)
+        self.conns = [None] * len(self.contexts)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:       # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+def _resident(func: Callable[..., Any], context: Any, conn) -> None:
+    """Body of a resident process: answer each ``args`` until the pipe closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _unblock_sigint()
+    threadpool_limits(limits=1, user_api="blas")
+    while True:
+        try:
+            args = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            conn.send(("ok", func(context, *args)))
+        except BaseException as e:      # noqa: BLE001 - handed to the caller
+            try:
+                conn.send(("error", e))
+            except Exception as e2:     # an unpicklable exception
+                conn.send(("error", WorkerError(f"worker failed: {e!r} ({e2!r})")))

@@ -12,10 +12,12 @@ in this process is exactly the single-process path.
 Two backends behind one interface (:class:`Executor`: ``partitioned(model, data)``
 then ``statistics(θ, ...)`` per L-BFGS step):
 
-* :class:`LocalExecutor` (``--workers N``): N forked processes per step
-  (:func:`fstchunk.parallel.map_sentences`); each partition's features and gold
-  reach its worker by fork, copy-on-write, never pickled; only θ is new each step,
-  and only the statistics come back;
+* :class:`LocalExecutor` (``--workers N``): N forked processes that live as long as
+  the training (:class:`fstchunk.parallel.ResidentPool`); each partition (its
+  features, gold and pair design matrix, built once by the driver) reaches its
+  process by fork, copy-on-write, never pickled; per step θ goes out through a pipe
+  and only the statistics come back.  Batch inference (:meth:`map_ordered`) forks a
+  window of blocks at a time;
 * :class:`DaskExecutor` (``--scheduler tcp://HOST:PORT``, or ``local:N`` for a
   ``LocalCluster`` of N single-threaded worker processes): the partitions (a
   :meth:`~fstchunk.models.crf.CRF.scoring_copy` of the model, without its feature
@@ -24,7 +26,7 @@ then ``statistics(θ, ...)`` per L-BFGS step):
   (values, J x |θ| gradients).
 
 Faults: a worker lost during a step (killed, out of memory) is survived by
-recomputing the step, once: a local worker is forked again; on Dask the lost
+recomputing the step, once: a local worker is forked again from the driver's copy; on Dask the lost
 partitions are scattered again from the driver's copy; a second loss in the same step, or any error inside
 a task, is one :class:`~fstchunk.errors.InputError` naming the step.  A
 scheduler that cannot be reached fails at once with its address.
@@ -42,8 +44,8 @@ from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 import numpy as np
 
 from .errors import FstchunkError, InputError
-from .parallel import (WorkerError, in_process, map_sentences, single_threaded_blas,
-                       usable_cores)
+from .parallel import (ResidentPool, WorkerError, in_process, map_sentences,
+                       single_threaded_blas, usable_cores)
 
 
 #: items in flight per worker in ``map_ordered`` (bounds the driver's memory)
@@ -82,20 +84,23 @@ def _add(results: list) -> tuple[np.ndarray, np.ndarray]:
 
 
 class LocalExecutor:
-    """``workers`` forked processes per step (module doc)."""
+    """``workers`` local processes (module doc)."""
 
     def __init__(self, workers: int | None = None):
         if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                     or workers < 1):
             raise InputError(f"workers must be an integer >= 1, got {workers!r}")
         self.workers = workers or usable_cores()
+        self._pools: list[ResidentPool] = []
 
     def partitioned(self, model: Any, data: Any, parts: int | None = None) -> "_LocalParts":
         ids = split([len(g) for g in data.gold.sequences], parts or self.workers)
         shards = [(model.scoring_copy(), data.subset(r)) for r in ids]
         for copy, part in shards:          # built here once, so that every fork has it
             part.design(copy.pairs, copy.L)
-        return _LocalParts(self, shards)
+        parts = _LocalParts(ResidentPool(shard_statistics, shards))
+        self._pools.append(parts.pool)
+        return parts
 
     def map_ordered(self, func: Callable[[Any, Any], Any], context: Any,
                     items: Iterable) -> Iterator[Any]:
@@ -116,7 +121,9 @@ class LocalExecutor:
                                             processes=self.workers, chunksize=1))
 
     def close(self) -> None:
-        pass
+        for pool in self._pools:
+            pool.close()
+        self._pools.clear()
 
 
 def _twice(work: Callable[[], Any]) -> Any:
@@ -132,17 +139,17 @@ def _twice(work: Callable[[], Any]) -> Any:
 
 
 class _LocalParts:
-    def __init__(self, ex: LocalExecutor, shards: list):
-        self.ex, self.shards = ex, shards
+    """Partitions resident in forked processes (:class:`~fstchunk.parallel.ResidentPool`)."""
+
+    def __init__(self, pool: ResidentPool):
+        self.pool = pool
 
     def statistics(self, theta, name, beta=1.0, loss="hamming"):
-        job = (self.shards, theta, name, beta, loss)
-        return _add(self.ex._round(_local_shard, job, list(range(len(self.shards)))))
-
-
-def _local_shard(job, k: int):
-    shards, theta, name, beta, loss = job
-    return shard_statistics(shards[k], theta, name, beta, loss)
+        try:
+            return _add(self.pool.call(theta, name, beta, loss))
+        except WorkerError as e:
+            raise InputError(f"a training worker process was lost twice in one step: "
+                             f"{e}") from None
 
 
 class DaskExecutor:
