@@ -290,17 +290,15 @@ class ChunkCRF:
     def expected_corpus_f(self, emissions, transitions, mask, start=None, end=None,
                           gold: Sequence[Sequence[str]] | None = None,
                           beta: float = 1.0) -> torch.Tensor:
-        """(β+1)·Σ E[tp_i] / (Σ E[m(y_i)] + β·Σ m(g_i)), a scalar (0/0 := 1), from
-        the chunk marginals: E[tp] sums them at the gold chunks, E[m] over all."""
+        """(β+1)·Σ E[tp_i] / (Σ E[m(y_i)] + β·Σ m(g_i)), a scalar (0/0 := 1): E[tp]
+        sums the marginals of the gold chunks, E[m] those of the opening arcs, from one
+        forward-backward (:func:`fstchunk.torch.expected.corpus_counts`)."""
         bt = self._check(emissions, transitions, mask, start, end)
         beta = check_beta(beta)
         g = check_gold(gold, bt, self.scheme, self.types, self.type_index)
-        cm = self._chunk_marginals(bt)
-        idx = [(b, s, e, k) for b, row in enumerate(g.chunks) for k, s, e in row]
-        tp = cm[tuple(torch.as_tensor(list(x), device=cm.device, dtype=torch.long)
-                      for x in zip(*idx))].sum() if idx else cm.sum() * 0
-        den = cm.sum() + beta * g.count.sum()
-        one = torch.ones((), dtype=cm.dtype, device=cm.device)
+        tp, m = _expected.corpus_counts(self, bt, g)
+        den = m + beta * g.count.sum()
+        one = torch.ones((), dtype=m.dtype, device=m.device)
         return torch.where(den > 0, (beta + 1) * tp / torch.where(den > 0, den, one), one)
 
     # ------------------------------------------------------------------ decoding
