@@ -28,6 +28,7 @@ import json
 import random
 import sys
 import time
+from pathlib import Path
 
 import torch
 from tqdm import tqdm
@@ -170,6 +171,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     ap.add_argument("--json", default=None, help="write the figures to this file")
+    ap.add_argument("--results", action="store_true",
+                    help="write the table to benchmarks/RESULTS.md (section 'Neural tagger')")
     args = ap.parse_args()
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
@@ -199,9 +202,21 @@ def main() -> None:
     per = lambda ts: f"{sum(ts) / len(ts):.0f}" if ts else "-"      # noqa: E731
     print(f"\n{args.corpus}, seed {args.seed}; s/epoch: NLL {per(t_nll)}, expected corpus "
           f"F {per(t_ft)}; second model: {kept}\n")
-    print("| training | decoding | dev F | test F |\n|---|---|---|---|")
-    for name, m, fd, ft in rows:
-        print(f"| {name} | {m.upper()} | {fd:.2f} | {ft:.2f} |")
+    table = [f"{args.corpus}: {len(train)} training sentences, seed {args.seed}, BiLSTM "
+             f"hidden {args.hidden}, batch {args.batch_size}; {args.epochs} NLL epochs (Adam, lr "
+             f"{args.lr}) then {args.fine_tune} expected-corpus-F epochs (lr "
+             f"{args.fine_tune_lr}), each phase keeping its best dev epoch (MAP); the second "
+             f"model is {kept}. Seconds per epoch: NLL {per(t_nll)}, expected corpus F "
+             f"{per(t_ft)} ({args.threads} threads). Dev F per epoch: NLL "
+             f"{', '.join(f'{x:.2f}' for x in d_nll)}; expected corpus F "
+             f"{', '.join(f'{x:.2f}' for x in d_ft) or '-'}. Test F: one run.", "",
+             "| training | decoding | dev F | test F |", "|---|---|---|---|"]
+    table += [f"| {name} | {m.upper()} | {fd:.2f} | {ft:.2f} |" for name, m, fd, ft in rows]
+    print("\n".join(table[2:]))
+    if args.results:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+        from common import write_section
+        write_section(f"Neural tagger (issue 21): BiLSTM-CRF on {args.corpus}", "\n".join(table))
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"corpus": args.corpus, "seed": args.seed, "args": vars(args),

@@ -88,6 +88,30 @@ def check_against_engine(crf, args, lengths, gold, atol, beta=1.0):
 
 # ---------------------------------------------------------------- the numpy engine
 @pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("scale", [1.0, 50.0])
+def test_corpus_counts_are_sums_of_chunk_marginals(scheme, scale):
+    """E[tp] and E[m] of the one-sweep corpus counts against the O(n²) chunk
+    marginals: at the gold chunks, and over every chunk (padding and a 1-token
+    sentence in the batch)."""
+    from fstchunk.torch.checks import check_gold
+    from fstchunk.torch.expected import corpus_counts
+    rng = np.random.default_rng(7)
+    tags = list(enc.scheme_tags(scheme, ("NP", "VP", "PP")))
+    crf = ChunkCRF(tags, scheme)
+    lengths = [9, 1, 5, 12]
+    args = make_batch(rng, len(tags), lengths, scale=scale)
+    gold = random_gold(rng, tags, scheme, lengths)
+    bt = crf._check(*args)
+    g = check_gold(gold, bt, crf.scheme, crf.types, crf.type_index)
+    tp, m = corpus_counts(crf, bt, g)
+    cm = crf.chunk_marginals(*args)
+    want_tp = sum(float(cm[b, s, e, k]) for b, row in enumerate(g.chunks) for k, s, e in row)
+    assert sum(map(len, g.chunks)) > 3
+    np.testing.assert_allclose(float(tp), want_tp, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(float(m), float(cm.sum()), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
 def test_matches_numpy_engine(scheme):
     rng = np.random.default_rng(hash(scheme) % 2**32)
     tags = list(enc.scheme_tags(scheme, ("NP", "VP")))
