@@ -30,10 +30,12 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 from tqdm import tqdm
 
 from fstchunk.conll import data_path, read_conll
+from fstchunk.encodings import conlleval_chunks
 from fstchunk.evaluate import evaluate
 from fstchunk.torch import CRFLayer
 
@@ -110,15 +112,36 @@ def batches(data: list, size: int, shuffle: bool, rng: random.Random):
         yield [data[i] for i in c]
 
 
-def f_score(model: Tagger, data: list, method: str, size: int = 64) -> float:
+def predict(model: Tagger, data: list, method: str, size: int = 64) -> list[list[str]]:
+    """Tags of every sentence of ``data`` (in order) under MAP or MEU."""
     model.eval()
-    preds, gold = [], []
+    preds: dict[int, list[str]] = {}
+    order = sorted(range(len(data)), key=lambda i: len(data[i][0]))
     with torch.no_grad():
-        for batch in batches(data, size, False, random.Random(0)):
-            em, mask = model.emissions([s for s, _ in batch])
-            preds += model.crf.decode(em, mask, method=method)
-            gold += [t for _, t in batch]
-    return evaluate(gold, preds).overall.f
+        for j in range(0, len(order), size):
+            ids = order[j:j + size]
+            em, mask = model.emissions([data[i][0] for i in ids])
+            preds.update(zip(ids, model.crf.decode(em, mask, method=method)))
+    return [preds[i] for i in range(len(data))]
+
+
+def f_score(model: Tagger, data: list, method: str) -> float:
+    return evaluate([t for _, t in data], predict(model, data, method)).overall.f
+
+
+def counts(gold: list[list[str]], pred: list[list[str]]) -> np.ndarray:
+    """Per sentence (tp, predicted, gold) chunk counts, conlleval's reading."""
+    out = np.zeros((len(gold), 3))
+    for k, (g, p) in enumerate(zip(gold, pred)):
+        a, b = set(conlleval_chunks(g)), set(conlleval_chunks(p))
+        out[k] = len(a & b), len(b), len(a)
+    return out
+
+
+def boot_f(c: np.ndarray, resamples: np.ndarray) -> np.ndarray:
+    """F (%) of each bootstrap resample of the sentences (rows of ``resamples``)."""
+    s = c[resamples].sum(axis=1)
+    return 100 * 2 * s[:, 0] / np.maximum(s[:, 1] + s[:, 2], 1)
 
 
 def run_epoch(model: Tagger, opt, data: list, objective: str, size: int,
@@ -133,7 +156,7 @@ def run_epoch(model: Tagger, opt, data: list, objective: str, size: int,
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
         opt.step()
-        bar.set_postfix(loss=f"{float(loss):.3f}")
+        bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
     return time.perf_counter() - t
 
 
@@ -188,8 +211,16 @@ def main() -> None:
           f"{len(words)} words, {len(chars)} characters", flush=True)
     best, t_nll, d_nll = train_phase(model, train, dev, "nll", args.epochs, args.lr,
                                      args.batch_size, rng, args.quiet)
-    rows = [("NLL", m, f_score(model, dev, m), f_score(model, test, m))
-            for m in ("map", "meu")]
+    gold = [t for _, t in test]
+    resamples = np.random.default_rng(0).integers(0, len(test), size=(1000, len(test)))
+
+    def row(name: str, m: str) -> tuple:
+        pred = predict(model, test, m)
+        c = counts(gold, pred)
+        f = evaluate(gold, pred).overall.f
+        assert abs(f - 100 * 2 * c[:, 0].sum() / max(c[:, 1].sum() + c[:, 2].sum(), 1)) < 1e-9
+        return name, m, f_score(model, dev, m), f, boot_f(c, resamples)
+    rows = [row("NLL", m) for m in ("map", "meu")]
     nll_state = {k: v.clone() for k, v in model.state_dict().items()}
     best_ft, t_ft, d_ft = train_phase(model, train, dev, "expected-corpus-f", args.fine_tune,
                                       args.fine_tune_lr, args.batch_size, rng, args.quiet,
@@ -197,8 +228,7 @@ def main() -> None:
     kept = "fine-tuned" if best_ft > best else "NLL (no fine-tuning epoch beat it on dev)"
     if best_ft <= best:
         model.load_state_dict(nll_state)
-    rows += [("NLL + expected corpus F", m, f_score(model, dev, m), f_score(model, test, m))
-             for m in ("map", "meu")]
+    rows += [row("NLL + expected corpus F", m) for m in ("map", "meu")]
     per = lambda ts: f"{sum(ts) / len(ts):.0f}" if ts else "-"      # noqa: E731
     print(f"\n{args.corpus}, seed {args.seed}; s/epoch: NLL {per(t_nll)}, expected corpus "
           f"F {per(t_ft)}; second model: {kept}\n")
@@ -209,9 +239,13 @@ def main() -> None:
              f"model is {kept}. Seconds per epoch: NLL {per(t_nll)}, expected corpus F "
              f"{per(t_ft)} ({args.threads} threads). Dev F per epoch: NLL "
              f"{', '.join(f'{x:.2f}' for x in d_nll)}; expected corpus F "
-             f"{', '.join(f'{x:.2f}' for x in d_ft) or '-'}. Test F: one run.", "",
-             "| training | decoding | dev F | test F |", "|---|---|---|---|"]
-    table += [f"| {name} | {m.upper()} | {fd:.2f} | {ft:.2f} |" for name, m, fd, ft in rows]
+             f"{', '.join(f'{x:.2f}' for x in d_ft) or '-'}. Test F ± the bootstrap standard "
+             f"error over test sentences (1000 resamples), and the paired difference from the "
+             f"first row; one run.", "",
+             "| training | decoding | dev F | test F | − NLL + MAP |", "|---|---|---|---|---|"]
+    table += [f"| {name} | {m.upper()} | {fd:.2f} | {ft:.2f} ± {b.std():.2f} | "
+              f"{ft - rows[0][3]:+.2f} ± {(b - rows[0][4]).std():.2f} |"
+              for name, m, fd, ft, b in rows]
     print("\n".join(table[2:]))
     if args.results:
         sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -222,7 +256,8 @@ def main() -> None:
             json.dump({"corpus": args.corpus, "seed": args.seed, "args": vars(args),
                        "seconds_per_epoch": {"nll": t_nll, "expected-corpus-f": t_ft},
                        "dev_f_per_epoch": {"nll": d_nll, "expected-corpus-f": d_ft},
-                       "kept": kept, "rows": rows}, fh, indent=2)
+                       "kept": kept, "rows": [r[:4] + (float(r[4].std()),) for r in rows]},
+                      fh, indent=2)
 
 
 if __name__ == "__main__":
