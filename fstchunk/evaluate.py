@@ -22,10 +22,10 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from . import encodings as enc
-from .conll import read_conll
+from .conll import iter_conll
 from .errors import InputError
 
 Chunk = enc.Chunk
@@ -140,14 +140,22 @@ def evaluate(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
     _check_beta(beta)
     if len(gold) != len(pred):
         raise InputError(f"{len(gold)} gold sentences but {len(pred)} predicted")
+    return _score(((g, p, where[k] if where else f"sentence {k}")
+                   for k, (g, p) in enumerate(zip(gold, pred))), scheme, beta)
+
+
+def _score(triples: Iterable[tuple[Sequence[str], Sequence[str], str]], scheme: str | None,
+           beta: float) -> Report:
+    """The report of (gold, predicted, where) per sentence, read once, in order: only
+    counts and one F per sentence are kept, so a file streams through."""
     overall = Scores(beta=beta)
     per_type: dict[str, Scores] = {}
-    tokens = correct_tags = 0
+    tokens = correct_tags = sentences = 0
     sent_f = []
-    for k, (g, p) in enumerate(zip(gold, pred)):
+    for g, p, at in triples:
         if len(g) != len(p):
-            at = where[k] if where else f"sentence {k}"
             raise InputError(f"{at}: {len(g)} gold tags but {len(p)} predicted")
+        sentences += 1
         tokens += len(g)
         correct_tags += sum(a == b for a, b in zip(g, p))
         gc, pc = set(read_chunks(g, scheme)), set(read_chunks(p, scheme))
@@ -158,7 +166,7 @@ def evaluate(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
                 setattr(s, name, getattr(s, name) + n)
             setattr(overall, name, getattr(overall, name) + len(chunks))
         sent_f.append(f_beta(len(tp), len(pc), len(gc), beta))
-    return Report(overall, per_type, tokens, correct_tags, len(gold), beta, sent_f)
+    return Report(overall, per_type, tokens, correct_tags, sentences, beta, sent_f)
 
 
 def evaluate_file(path, scheme: str | None = None, beta: float = 1.0,
@@ -170,14 +178,19 @@ def evaluate_file(path, scheme: str | None = None, beta: float = 1.0,
     tag) would otherwise score its POS column as 'gold' and find 0 phrases.
     """
     _check_beta(beta)
-    sents = read_conll(path, delimiter=delimiter, min_columns=2)
-    if not sents:
+    report = _score(_checked(iter_conll(path, delimiter=delimiter, min_columns=2), scheme),
+                    scheme, beta)
+    if not report.sentences:
         raise InputError(f"{path}: no sentences to score")
-    for s in sents:
+    return report
+
+
+def _checked(sentences: Iterable, scheme: str | None) -> Iterator[tuple]:
+    """(gold, predicted, where) of each sentence, its two tag columns checked."""
+    for s in sentences:
         for col, name in ((-2, "gold"), (-1, "predicted")):
             _check_chunk_tags(s, col, name, scheme)
-    return evaluate([s.column(-2) for s in sents], [s.column(-1) for s in sents],
-                    scheme=scheme, beta=beta, where=[s.where(0) for s in sents])
+        yield s.column(-2), s.column(-1), s.where(0)
 
 
 _PREFIXES = frozenset(p for name in enc.SCHEMES for p in enc.scheme_prefixes(name))
