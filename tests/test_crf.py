@@ -270,3 +270,27 @@ def test_l2_none_is_passed_to_the_trainer(monkeypatch):
     assert seen["l2"] is None and seen["objective"] == "meu" and seen["progress"] is False
     crf.fit(data, "ml", l2=0.5)
     assert seen["l2"] == 0.5
+
+
+def test_pair_design_matrix_is_x_times_w_and_its_transpose():
+    """The pair design matrix against the dense products it replaces: Aᵀᵀ·θ_pairs =
+    vec(X·W) and Aᵀ·vec(G) = (Xᵀ·G) at the pairs, on random sparse X with repeated
+    features, a feature seen with several tags and one seen with none."""
+    import scipy.sparse as sp
+    from fstchunk.models.design import pair_design
+    rng = np.random.default_rng(3)
+    N, F, L = 40, 12, 5
+    X = sp.random(N, F, density=0.3, format="csr", random_state=4)
+    X.data = rng.normal(size=X.nnz)
+    cells = rng.choice(F * (L - 1), size=25, replace=False)     # feature F-1 has no pair
+    pairs = np.stack([cells // L % (F - 1), cells % L], axis=1)
+    pairs = np.unique(pairs, axis=0)
+    pairs = pairs[rng.permutation(len(pairs))]
+    theta = rng.normal(size=len(pairs))
+    W = np.zeros((F, L))
+    W[pairs[:, 0], pairs[:, 1]] = theta
+    AT = pair_design(X, pairs, L)
+    np.testing.assert_allclose(AT.T @ theta, (X @ W).ravel(), rtol=0, atol=1e-12)
+    G = rng.normal(size=(N, L))
+    np.testing.assert_allclose(AT @ G.ravel(), (X.T @ G)[pairs[:, 0], pairs[:, 1]],
+                               rtol=0, atol=1e-12)

@@ -239,17 +239,23 @@ class ChunkCRF:
         bt = self._check(emissions, transitions, mask, start, end)
         return self._chunk_marginals(bt)
 
-    def _chunk_marginals(self, bt: Batch) -> torch.Tensor:
+    def _chunk_arcs(self, bt: Batch) -> tuple:
+        """What every chunk-level sum starts from: α̂, c, β̂ of one forward-backward, the
+        masked continuation, opening and (transposed) closing arcs, the start's opening
+        scores and the type bias (T, L): 0 on the tags of type t, NEG elsewhere."""
         alpha, c, c_end, _ = self._forward(bt)
         beta = self._backward(bt, c, c_end)
         em, tr = bt.emissions, bt.transitions
-        B, n, L = em.shape
-        Kcont, Kopen = self._masked("cont", tr), self._masked("open", tr)
-        KcloseT = self._masked("close", tr).T
-        open0 = self._masked("open0", bt.start)
         tbias = torch.where(self._mask("type", em), torch.zeros((), dtype=em.dtype,
                             device=em.device), torch.full((), NEG, dtype=em.dtype,
-                                                          device=em.device))   # (T, L)
+                                                          device=em.device))
+        return (alpha, c, beta, self._masked("cont", tr), self._masked("open", tr),
+                self._masked("close", tr).T, self._masked("open0", bt.start), tbias)
+
+    def _chunk_marginals(self, bt: Batch) -> torch.Tensor:
+        alpha, c, beta, Kcont, Kopen, KcloseT, open0, tbias = self._chunk_arcs(bt)
+        em = bt.emissions
+        B, n, L = em.shape
         zero = torch.zeros((B, n, len(self.types)), dtype=em.dtype, device=em.device)
         out = [zero]                                    # e = 0: no chunk ends there
         G = None

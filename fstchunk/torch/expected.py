@@ -118,13 +118,9 @@ def corpus_counts(crf, bt: Batch, g: Gold) -> tuple[torch.Tensor, torch.Tensor]:
     O(B·n·L² + J·w·L²) for J gold chunks of width at most w, instead of the O(B·n²·L²)
     of all chunk marginals; equal to summing :meth:`ChunkCRF.chunk_marginals` (tested).
     """
-    alpha, c, c_end, _ = crf._forward(bt)
-    beta = crf._backward(bt, c, c_end)
-    em, tr = bt.emissions, bt.transitions
+    alpha, c, beta, Kcont, Kopen, KcloseT, open0, tbias = crf._chunk_arcs(bt)
+    em = bt.emissions
     B, n, L = em.shape
-    Kopen, Kcont = crf._masked("open", tr), crf._masked("cont", tr)
-    KcloseT = crf._masked("close", tr).T
-    open0 = crf._masked("open0", bt.start)
     zero = torch.zeros((), dtype=em.dtype, device=em.device)
     m = torch.exp(lse(open0 + em[:, 0] - c[:, 0, None] + beta[:, 0], -1)).sum()
     if n > 1:
@@ -135,8 +131,6 @@ def corpus_counts(crf, bt: Batch, g: Gold) -> tuple[torch.Tensor, torch.Tensor]:
     if not idx:
         return m * 0, m
     b, s, e, k = (torch.as_tensor(x, device=em.device, dtype=torch.long) for x in zip(*idx))
-    tbias = torch.where(crf._mask("type", em), zero, torch.full((), NEG, dtype=em.dtype,
-                                                                 device=em.device))  # (T, L)
     prev = (s - 1).clamp(min=0)
     G = torch.where((s == 0).unsqueeze(-1), open0.expand(len(idx), L),
                     logmatmul(alpha[b, prev], Kopen))
