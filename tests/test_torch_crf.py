@@ -437,3 +437,47 @@ def test_no_torch_import_outside_the_torch_package():
             continue
         text = p.read_text(encoding="utf-8")
         assert not re.search(r"^\s*(import torch|from torch)", text, re.M), p
+
+
+@pytest.mark.parametrize("scale,fast", [(1.0, True), (30.0, True), (3000.0, False)])
+@pytest.mark.parametrize("dtype", [F64, torch.float32])
+def test_log_partition_paths_equal_autograd_through_the_scaled_forward(scale, fast, dtype):
+    """log Z's custom backward (the matrix-product fast path, and the exact path it falls
+    back to when a scaled product underflows) against autograd through the scaled
+    forward recursion :func:`fstchunk.torch.chain.forward`: values and the gradients
+    of emissions, transitions, start and end; padding and a 1-token sentence included."""
+    from fstchunk.torch import chain
+    rng = np.random.default_rng(21)
+    tags = list(enc.scheme_tags("IOBES", ("A", "B")))
+    crf = ChunkCRF(tags, "IOBES")
+    lengths = [7, 1, 4]
+    em, tr, mask, st, en = (x.to(dtype) if x.dtype == F64 else x
+                            for x in make_batch(rng, len(tags), lengths, scale=scale))
+    seen = []
+    apply = chain._LogPartition.apply
+
+    def spy(*a):
+        out = apply(*a)
+        seen.append(out.grad_fn)
+        return out
+
+    chain._LogPartition.apply = spy
+    try:
+        leaves = [x.clone().requires_grad_() for x in (em, tr, st, en)]
+        lz = crf.log_partition(leaves[0], leaves[1], mask, leaves[2], leaves[3])
+    finally:
+        chain._LogPartition.apply = apply
+    w = torch.tensor(rng.normal(size=3), dtype=dtype)
+    got = torch.autograd.grad((lz * w).sum(), leaves)
+    ref_leaves = [x.clone().requires_grad_() for x in (em, tr, st, en)]
+    bt = crf._check(ref_leaves[0], ref_leaves[1], mask, ref_leaves[2], ref_leaves[3])
+    ref = chain.forward(bt.emissions, crf._masked("trans", bt.transitions),
+                        crf._masked("start", bt.start), crf._masked("end", bt.end),
+                        bt.lengths, bt.mask)[3]
+    want = torch.autograd.grad((ref * w).sum(), ref_leaves)
+    tol = dict(rtol=1e-10, atol=1e-10) if dtype == F64 else dict(rtol=1e-4, atol=1e-4 * scale)
+    torch.testing.assert_close(lz, ref, **tol)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, **(tol if dtype == F64 else dict(rtol=1e-3, atol=1e-3)))
+    ctx = seen[0]
+    assert ctx.fast is fast

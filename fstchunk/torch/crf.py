@@ -48,9 +48,10 @@ import torch
 from .. import encodings as enc
 from ..errors import FstchunkError, InputError
 from ..tagspace import TagSpace
+from . import chain as _chain
 from . import expected as _expected
 from .checks import Batch, check_batch, check_beta, check_gold
-from .semiring import NEG, logmatmul, lse
+from .semiring import NEG, logmatmul
 
 
 class ChunkCRF:
@@ -100,23 +101,11 @@ class ChunkCRF:
 
     def _forward(self, bt: Batch):
         """Scaled forward: α̂ (B, n, L), c (B, n), c_end (B,), log Z (B,)."""
-        em, n = bt.emissions, bt.emissions.shape[1]
-        Kt = self._masked("trans", bt.transitions)
-        a = self._masked("start", bt.start) + em[:, 0]
-        alphas, cs = [], []
-        for u in range(n):
-            if u:         # (B, L, 1) + (L, L): the small broadcast beats logmatmul here
-                a = lse(alphas[-1].unsqueeze(-1) + Kt, -2) + em[:, u]
-            c = lse(a, -1)
-            alphas.append(a - c.unsqueeze(-1))
-            cs.append(c)
-        alpha, c = torch.stack(alphas, 1), torch.stack(cs, 1)
-        last = (bt.lengths - 1).view(-1, 1, 1).expand(-1, 1, alpha.shape[2])
-        a_last = alpha.gather(1, last).squeeze(1)
-        c_end = lse(a_last + self._masked("end", bt.end), -1)
-        logz = torch.where(bt.mask, c, torch.zeros_like(c)).sum(1) + c_end
-        self._check_paths(logz, bt)
-        return alpha, c, c_end, logz
+        out = _chain.forward(bt.emissions, self._masked("trans", bt.transitions),
+                             self._masked("start", bt.start), self._masked("end", bt.end),
+                             bt.lengths, bt.mask)
+        self._check_paths(out[3], bt)
+        return out
 
     def _check_paths(self, score: torch.Tensor, bt: Batch) -> None:
         """InputError for the first sentence whose total (log) score is NEG-ish:
@@ -128,36 +117,20 @@ class ChunkCRF:
                              f"{bt.lengths_list[b]} over the tags {', '.join(self.tags)}")
 
     def _backward(self, bt: Batch, c: torch.Tensor, c_end: torch.Tensor) -> torch.Tensor:
-        """Scaled backward β̂ (B, n, L) in the forward's gauge (module doc)."""
-        em, n = bt.emissions, bt.emissions.shape[1]
-        KtT = self._masked("trans", bt.transitions).T
-        endv = self._masked("end", bt.end)
-        fin = endv - c_end.unsqueeze(-1)
-        b = fin
-        betas = [None] * n
-        for u in range(n - 1, -1, -1):
-            at_end = (bt.lengths - 1 == u).unsqueeze(-1)
-            if u < n - 1:
-                rec = logmatmul(betas[u + 1] + em[:, u + 1], KtT) - c[:, u + 1, None]
-                b = torch.where(at_end, fin, torch.where(
-                    (u < bt.lengths - 1).unsqueeze(-1), rec, torch.zeros_like(rec)))
-            else:
-                b = torch.where(at_end, fin, torch.zeros_like(fin))
-            betas[u] = b
-        return torch.stack(betas, 1)
+        """Scaled backward β̂ (B, n, L) in the forward's gauge (:mod:`.chain`)."""
+        return _chain.backward(bt.emissions, self._masked("trans", bt.transitions),
+                               self._masked("end", bt.end), bt.lengths, c, c_end)
 
     # ------------------------------------------------------------------ public
     def log_partition(self, emissions, transitions, mask, start=None, end=None) -> torch.Tensor:
-        """log Z (B,): log Σ over valid y of exp(score(y)), by the plain log-space forward
-        (one log-sum-exp per token; the marginals' scaled gauge is not needed for log Z,
-        whose gradient autograd takes through the same recursion)."""
+        """log Z (B,): log Σ over valid y of exp(score(y)), by the scaled forward; its
+        gradient (the token and pair marginals) by one backward recursion, not by
+        autograd through the n steps (:func:`fstchunk.torch.chain.log_partition`;
+        differentiable once)."""
         bt = self._check(emissions, transitions, mask, start, end)
-        em, Kt = bt.emissions, self._masked("trans", bt.transitions)
-        a = self._masked("start", bt.start) + em[:, 0]
-        for u in range(1, em.shape[1]):
-            nxt = lse(a.unsqueeze(-1) + Kt, -2) + em[:, u]
-            a = torch.where(bt.mask[:, u:u + 1], nxt, a)
-        logz = lse(a + self._masked("end", bt.end), -1)
+        logz = _chain.log_partition(bt.emissions, self._masked("trans", bt.transitions),
+                                    self._masked("start", bt.start),
+                                    self._masked("end", bt.end), bt.lengths, bt.mask)
         self._check_paths(logz, bt)
         return logz
 
