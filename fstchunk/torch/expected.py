@@ -38,35 +38,133 @@ does β = 0 (F_0 is precision) for the empty y whatever the gold.
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import torch
 
+from ..engine.meu import exp_sum
 from .checks import Batch, Gold
 from .semiring import NEG, laddexp, logmatmul, lse
 
+#: relative error of the exponential sum for 1/x behind the node axis
+NODE_TOL = 1e-12
+#: ranges b/a are rounded up to this geometric grid, so that rules are reused
+GRID = 2 ** (1 / 16)
 
-def _pad_m(x: torch.Tensor, front: bool = False) -> torch.Tensor:
-    """Add one NEG slot to the count axis (-2): at the end, or at the front (m+1)."""
-    row = torch.full_like(x.narrow(-2, 0, 1), NEG)
-    return torch.cat([row, x] if front else [x, row], -2)
+
+def exp_sum_grid(a: float, b: float, tol: float = NODE_TOL) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`fstchunk.engine.meu.exp_sum` on [a, a·r] ⊇ [a, b], r = b/a rounded up to a
+    power of :data:`GRID` (the rule on [1, r] is cached; a wider range only costs nodes)."""
+    r = GRID ** math.ceil(math.log(max(b / a, 1.0)) / math.log(GRID) - 1e-9)
+    return exp_sum(a, a * max(r, 1.0), tol)
 
 
-def expected_f(crf, bt: Batch, g: Gold, beta: float) -> torch.Tensor:
+class _Counts:
+    """The exact count axis: slot m holds the sequences with m chunks so far; an
+    opening arc moves a slot up by one, the axis grows by one slot per token."""
+
+    def __init__(self, like: torch.Tensor):
+        self.first = like.narrow(-2, 0, 1)                     # one slot: m = 0
+
+    @staticmethod
+    def _pad(x: torch.Tensor, front: bool) -> torch.Tensor:
+        row = torch.full_like(x.narrow(-2, 0, 1), NEG)
+        return torch.cat([row, x] if front else [x, row], -2)
+
+    def open(self, x: torch.Tensor) -> torch.Tensor:
+        return self._pad(x, front=True)
+
+    def keep(self, x: torch.Tensor) -> torch.Tensor:
+        return self._pad(x, front=False)
+
+    def f(self, Zs, Ts, logz, g: Gold, beta: float) -> torch.Tensor:
+        pm, tm = torch.exp(Zs - logz), torch.exp(Ts - logz)
+        m = torch.arange(Zs.shape[1], dtype=Zs.dtype, device=Zs.device)
+        den = m + beta * g.count.unsqueeze(-1)
+        pos = den > 0
+        return torch.where(pos, tm * (beta + 1) / torch.where(pos, den, torch.ones_like(den)),
+                           pm).sum(-1)
+
+
+class _Nodes:
+    """The tilted axis: slot k holds Σ_y w(y)·z_k^{m(y)} (an opening arc adds
+    log z_k = τ_k); slot 0 is z = 1, slot 1 z = 0 (no chunk), the rest the nodes of
+    1/x ≈ Σ_j W_j e^{−t_j x} on x = m + β·m(g) ∈ [1 + β·m(g), n + β·m(g)]
+    (:func:`fstchunk.engine.meu.exp_sum`), z_j = e^{−t_j}; the axis never grows."""
+
+    def __init__(self, like: torch.Tensor, tau: torch.Tensor, logw: torch.Tensor):
+        B, L = like.shape
+        self.tau, self.logw = tau, logw                         # (B, K)
+        self.first = like.unsqueeze(1).expand(B, tau.shape[1], L)
+
+    def open(self, x: torch.Tensor) -> torch.Tensor:
+        """x (B, ..., K, L) + τ_k."""
+        B, K = self.tau.shape
+        return x + self.tau.view(B, *([1] * (x.dim() - 3)), K, 1)
+
+    def keep(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+    def f(self, Zs, Ts, logz, g: Gold, beta: float) -> torch.Tensor:
+        quad = torch.exp(self.logw + Ts - logz).sum(-1)
+        none = torch.exp(Zs[:, 1] - logz.squeeze(-1))           # Pr(m(y) = 0)
+        return torch.where(beta * g.count > 0, (beta + 1) * quad, (beta + 1) * quad + none)
+
+
+def node_axis(bt: Batch, g: Gold, beta: float, tol: float = NODE_TOL
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+    """τ (B, K) and the log weights (B, K) of :class:`_Nodes` for each sentence
+    (padded with τ = 0 and weight NEG); weight NEG too on slots 0 and 1."""
+    rows = []
+    for b, n in enumerate(bt.lengths_list):
+        mg = float(g.count[b])
+        if mg == 0:
+            rows.append(([], []))
+            continue
+        c = beta * mg
+        t, lw = exp_sum_grid(1.0 + c, n + c, tol)
+        rows.append((-t, lw - t * c))
+    K = 2 + max(len(r[0]) for r in rows)
+    tau = np.zeros((len(rows), K))
+    logw = np.full((len(rows), K), NEG)
+    tau[:, 1] = NEG
+    for b, (tb, wb) in enumerate(rows):
+        tau[b, 2:2 + len(tb)] = tb
+        logw[b, 2:2 + len(wb)] = wb
+    dev, dt = bt.emissions.device, bt.emissions.dtype
+    return torch.as_tensor(tau, dtype=dt, device=dev), torch.as_tensor(logw, dtype=dt,
+                                                                        device=dev)
+
+
+def expected_f(crf, bt: Batch, g: Gold, beta: float, basis: str = "auto") -> torch.Tensor:
     """E_y[F_β(y | gold)] (B,) for a :class:`~fstchunk.torch.crf.ChunkCRF` and a
-    checked batch and gold (see module doc)."""
+    checked batch and gold (see module doc).  ``basis``: "counts" (exact, n slots at
+    the last token), "nodes" (the quadrature, K + 2 slots throughout), or "auto": the
+    one with fewer slot-steps."""
     em, tr = bt.emissions, bt.transitions
     B, n, L = em.shape
+    if basis not in ("auto", "counts", "nodes"):
+        raise ValueError(f"basis must be auto, counts or nodes, not {basis!r}")
+    tau = logw = None
+    if basis != "counts":
+        tau, logw = node_axis(bt, g, beta)
+        if basis == "auto" and tau.shape[1] * n >= n * (n + 3) / 2:
+            tau = None
     Kcont, Knon = crf._masked("cont", tr), crf._masked("non", tr)
     inchunk = crf._mask("inchunk", em)                         # (L,)
 
-    # token 0: from the sentence start every chunk tag opens a chunk (m = 1)
+    # token 0: from the sentence start every chunk tag opens a chunk
     psi = crf._masked("start", bt.start) + em[:, 0]             # (B, L)
-    neg = torch.full_like(psi, NEG)
-    mt = g.match[:, 0]
-    a00 = psi.masked_fill(inchunk, NEG)                         # f=0, m=0 (O)
-    a01 = psi.masked_fill(~inchunk | mt, NEG)                   # f=0, m=1
-    a11 = psi.masked_fill(~(inchunk & mt), NEG)                 # f=1, m=1
-    A = torch.stack([torch.stack([a00, a01], 1), torch.stack([neg, a11], 1)], 1)
-    # X[:, 0]: log Σ w, X[:, 1]: log Σ w·tp, over (f, m, l): (B, 2, 2, M, L)
+    ax = _Counts(psi.unsqueeze(1)) if tau is None else _Nodes(psi, tau, logw)
+    first = ax.first                                            # (B, S, L)
+    mt = g.match[:, 0].unsqueeze(1)
+    shut = first.masked_fill(inchunk, NEG)                      # f=0, in O
+    a0 = laddexp(ax.keep(shut), ax.open(first.masked_fill(~inchunk | mt, NEG)))
+    a1 = laddexp(ax.keep(torch.full_like(shut, NEG)),
+                 ax.open(first.masked_fill(~(inchunk & mt), NEG)))
+    A = torch.stack([a0, a1], 1)                                # (B, 2[f], S, L)
+    # X[:, 0]: log Σ w, X[:, 1]: log Σ w·tp, over (f, slot, l): (B, 2, 2, S, L)
     X = torch.stack([A, torch.full_like(A, NEG)], 1)
     X = X - lse(A.detach().reshape(B, -1), -1).view(B, 1, 1, 1, 1)
 
@@ -74,34 +172,30 @@ def expected_f(crf, bt: Batch, g: Gold, beta: float) -> torch.Tensor:
         e_u = em[:, u].view(B, 1, 1, L)
         ev = g.last[:, u - 1].view(B, 1, 1, 1)                  # a gold chunk ended at u-1
         # continuation arcs: f = 1 survives unless the gold chunk ended at u-1
-        C = logmatmul(X, Kcont) + e_u.unsqueeze(1)              # (B, 2, 2, M, L)
+        C = logmatmul(X, Kcont) + e_u.unsqueeze(1)              # (B, 2, 2, S, L)
         c0 = torch.where(ev, laddexp(C[:, :, 0], C[:, :, 1]), C[:, :, 0])
         c1 = C[:, :, 1].masked_fill(ev, NEG)
         # every other arc closes y's chunk: a tp is completed where f = 1 and ev
-        S = laddexp(X[:, :, 0], X[:, :, 1])                     # (B, 2, M, L)
-        S = torch.stack([S[:, 0], laddexp(S[:, 1], X[:, 0, 1].masked_fill(~ev[:, 0], NEG))], 1)
-        N = logmatmul(S, Knon) + e_u
-        # ... into O (m, f = 0) or opening a chunk (m + 1, f = a gold chunk opens here)
-        moved = torch.where(inchunk, _pad_m(N, front=True), _pad_m(N))
+        Sm = laddexp(X[:, :, 0], X[:, :, 1])                    # (B, 2, S, L)
+        Sm = torch.stack([Sm[:, 0], laddexp(Sm[:, 1], X[:, 0, 1].masked_fill(~ev[:, 0], NEG))],
+                         1)
+        N = logmatmul(Sm, Knon) + e_u
+        # ... into O (f = 0) or opening a chunk (f = a gold chunk opens here)
+        moved = torch.where(inchunk, ax.open(N), ax.keep(N))
         mu = g.match[:, u].view(B, 1, 1, L)
-        f0 = laddexp(_pad_m(c0), moved.masked_fill(mu, NEG))
-        f1 = laddexp(_pad_m(c1), moved.masked_fill(~mu, NEG))
+        f0 = laddexp(ax.keep(c0), moved.masked_fill(mu, NEG))
+        f1 = laddexp(ax.keep(c1), moved.masked_fill(~mu, NEG))
         live = (u < bt.lengths).view(B, 1, 1, 1, 1)
-        X = torch.where(live, torch.stack([f0, f1], 2), _pad_m(X))
+        X = torch.where(live, torch.stack([f0, f1], 2), ax.keep(X))
         X = X - lse(X[:, 0].detach().reshape(B, -1), -1).view(B, 1, 1, 1, 1)
 
     endv = crf._masked("end", bt.end)
     ev = g.last.gather(1, (bt.lengths - 1).view(B, 1)).view(B, 1, 1)
-    Zm = lse(laddexp(X[:, 0, 0], X[:, 0, 1]) + endv, -1)                    # (B, M)
-    Tm = lse(laddexp(X[:, 1, 0], X[:, 1, 1], X[:, 0, 1].masked_fill(~ev, NEG)) + endv, -1)
-    logz = lse(Zm, -1).unsqueeze(-1)
+    Zs = lse(laddexp(X[:, 0, 0], X[:, 0, 1]) + endv, -1)                    # (B, S)
+    Ts = lse(laddexp(X[:, 1, 0], X[:, 1, 1], X[:, 0, 1].masked_fill(~ev, NEG)) + endv, -1)
+    logz = (lse(Zs, -1) if tau is None else Zs[:, 0]).unsqueeze(-1)
     crf._check_paths(logz.squeeze(-1), bt)
-    pm, tm = torch.exp(Zm - logz), torch.exp(Tm - logz)
-    m = torch.arange(Zm.shape[1], dtype=em.dtype, device=em.device)
-    den = m + beta * g.count.unsqueeze(-1)
-    pos = den > 0
-    f = torch.where(pos, tm * (beta + 1) / torch.where(pos, den, torch.ones_like(den)), pm)
-    return f.sum(-1)
+    return ax.f(Zs, Ts, logz, g, beta)
 
 
 def corpus_counts(crf, bt: Batch, g: Gold) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,0 +1,107 @@
+"""The expected sentence F of fstchunk.torch through its two slot axes: the exact count
+axis and the tilted node axis (1/x as an exponential sum), against each other, the
+numpy engine and brute force, with gradients by gradcheck.
+
+The node axis is what ``basis="auto"`` takes for long sentences; its error is at most
+NODE_TOL relative, so the oracles here hold it to 1e-10."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from fstchunk import encodings as enc  # noqa: E402
+from fstchunk.evaluate import f_beta  # noqa: E402
+from fstchunk.expected import expected_f as engine_expected_f  # noqa: E402
+from fstchunk.torch import ChunkCRF  # noqa: E402
+from fstchunk.torch import expected as texp  # noqa: E402
+from fstchunk.torch.checks import check_gold  # noqa: E402
+from test_torch_crf import (F64, enumerate_valid, lattice, make_batch,  # noqa: E402
+                            random_gold)
+
+
+def both(crf, args, gold, beta):
+    bt = crf._check(*args)
+    g = check_gold(gold, bt, crf.scheme, crf.types, crf.type_index)
+    return (texp.expected_f(crf, bt, g, beta, basis="counts"),
+            texp.expected_f(crf, bt, g, beta, basis="nodes"))
+
+
+@pytest.mark.parametrize("scheme", ["IOB2", "IOE2", "IOBES", "IOB1"])
+@pytest.mark.parametrize("scale", [0.3, 1.0, 4.0, 300.0])
+def test_nodes_equal_counts_and_the_engine(scheme, scale):
+    rng = np.random.default_rng(int(scale * 10) + len(scheme))
+    tags = list(enc.scheme_tags(scheme, ("NP", "VP", "PP")))
+    crf = ChunkCRF(tags, scheme)
+    lengths = [23, 1, 9, 40, 2]
+    args = make_batch(rng, len(tags), lengths, scale=scale)
+    gold = random_gold(rng, tags, scheme, lengths)
+    gold[2] = ["O"] * lengths[2]                        # m(g) = 0: F = Pr(m(y) = 0)
+    for beta in (1.0, 0.0, 0.4, 3.0):
+        counts, nodes = both(crf, args, gold, beta)
+        np.testing.assert_allclose(nodes.numpy(), counts.numpy(), rtol=0, atol=1e-10)
+        for b, n in enumerate(lengths):
+            want = engine_expected_f(lattice(tags, scheme, args, b, n), reference=gold[b],
+                                     beta=beta, method="fast").f
+            assert abs(nodes[b].item() - want) <= 1e-10
+
+
+@pytest.mark.parametrize("n", [1, 3, 5])
+def test_nodes_against_brute_force(n):
+    rng = np.random.default_rng(40 + n)
+    tags = list(enc.scheme_tags("IOB2", ("A", "B")))
+    crf = ChunkCRF(tags, "IOB2")
+    args = make_batch(rng, len(tags), [n], scale=1.5)
+    em, tr, st, en = (x.numpy() for x in (args[0][0], args[1], args[3], args[4]))
+    seqs, _ = enumerate_valid(tags, "IOB2", em, tr, st, en)
+    for gold in ([seqs[rng.integers(len(seqs))][0]], [["O"] * n]):
+        g = frozenset(enc.tags_to_chunks(gold[0], "IOB2"))
+        for beta in (0.0, 1.0, 2.5):
+            want = sum(p * f_beta(len(cs & g), len(cs), len(g), beta) for _, cs, p in seqs)
+            assert both(crf, args, gold, beta)[1][0].item() == pytest.approx(want, abs=1e-11)
+
+
+def test_nodes_gradcheck_and_gradient_equals_counts():
+    rng = np.random.default_rng(9)
+    tags = list(enc.scheme_tags("IOBES", ("A", "B")))
+    crf = ChunkCRF(tags, "IOBES")
+    lengths = [6, 3, 8]
+    em, tr, mask, st, en = make_batch(rng, len(tags), lengths)
+    gold = random_gold(rng, tags, "IOBES", lengths)
+
+    def f(basis):
+        def fn(e, t, s, d):
+            bt = crf._check(e, t, mask, s, d)
+            g = check_gold(gold, bt, crf.scheme, crf.types, crf.type_index)
+            return texp.expected_f(crf, bt, g, 0.7, basis=basis)
+        return fn
+
+    inputs = tuple(x.clone().requires_grad_() for x in (em, tr, st, en))
+    assert torch.autograd.gradcheck(f("nodes"), inputs, atol=1e-7, rtol=1e-5)
+    w = torch.tensor(rng.normal(size=3))
+    for a, b in zip(torch.autograd.grad((f("nodes")(*inputs) * w).sum(), inputs),
+                    torch.autograd.grad((f("counts")(*inputs) * w).sum(), inputs)):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-10)
+
+
+def test_auto_takes_nodes_for_long_sentences_and_stays_exact():
+    """n = 120: the auto basis is the node axis (fewer slot-steps) and equals the
+    numpy engine; float32 agrees with float64 to float32 precision."""
+    rng = np.random.default_rng(3)
+    tags = list(enc.scheme_tags("IOB2", ("NP", "VP")))
+    crf = ChunkCRF(tags, "IOB2")
+    lengths = [120, 77]
+    args = make_batch(rng, len(tags), lengths, scale=2.0)
+    gold = random_gold(rng, tags, "IOB2", lengths)
+    bt = crf._check(*args)
+    g = check_gold(gold, bt, crf.scheme, crf.types, crf.type_index)
+    tau, _ = texp.node_axis(bt, g, 1.0)
+    assert tau.shape[1] * 120 < 120 * 123 / 2            # auto picks the nodes here
+    got = crf.expected_f(*args, gold=gold)
+    for b, n in enumerate(lengths):
+        want = engine_expected_f(lattice(tags, "IOB2", args, b, n), reference=gold[b],
+                                 method="fast").f
+        assert abs(got[b].item() - want) <= 1e-10
+    a32 = tuple(x.float() if x.dtype == F64 else x for x in args)
+    np.testing.assert_allclose(crf.expected_f(*a32, gold=gold).double().numpy(),
+                               got.numpy(), atol=1e-4)
