@@ -20,11 +20,11 @@ from test_torch_crf import (F64, enumerate_valid, lattice, make_batch,  # noqa: 
                             random_gold)
 
 
-def both(crf, args, gold, beta):
+def both(crf, args, gold, beta, basis="nodes"):
     bt = crf._check(*args)
     g = check_gold(gold, bt, crf.scheme, crf.types, crf.type_index)
     return (texp.expected_f(crf, bt, g, beta, basis="counts"),
-            texp.expected_f(crf, bt, g, beta, basis="nodes"))
+            texp.expected_f(crf, bt, g, beta, basis=basis))
 
 
 @pytest.mark.parametrize("scheme", ["IOB2", "IOE2", "IOBES", "IOB1"])
@@ -39,11 +39,16 @@ def test_nodes_equal_counts_and_the_engine(scheme, scale):
     gold[2] = ["O"] * lengths[2]                        # m(g) = 0: F = Pr(m(y) = 0)
     for beta in (1.0, 0.0, 0.4, 3.0):
         counts, nodes = both(crf, args, gold, beta)
+        _, real = both(crf, args, gold, beta, "real")
+        _, auto = both(crf, args, gold, beta, "auto")
+        assert (real is None) == (scale == 300.0)      # huge scores: the log-space DP
         np.testing.assert_allclose(nodes.numpy(), counts.numpy(), rtol=0, atol=1e-10)
+        np.testing.assert_allclose(auto.numpy(), counts.numpy(), rtol=0, atol=1e-10)
         for b, n in enumerate(lengths):
             want = engine_expected_f(lattice(tags, scheme, args, b, n), reference=gold[b],
                                      beta=beta, method="fast").f
             assert abs(nodes[b].item() - want) <= 1e-10
+            assert real is None or abs(real[b].item() - want) <= 1e-10
 
 
 @pytest.mark.parametrize("n", [1, 3, 5])
@@ -58,7 +63,9 @@ def test_nodes_against_brute_force(n):
         g = frozenset(enc.tags_to_chunks(gold[0], "IOB2"))
         for beta in (0.0, 1.0, 2.5):
             want = sum(p * f_beta(len(cs & g), len(cs), len(g), beta) for _, cs, p in seqs)
-            assert both(crf, args, gold, beta)[1][0].item() == pytest.approx(want, abs=1e-11)
+            for basis in ("nodes", "real"):
+                got = both(crf, args, gold, beta, basis)[1][0].item()
+                assert got == pytest.approx(want, abs=1e-11), basis
 
 
 def test_nodes_gradcheck_and_gradient_equals_counts():
@@ -77,11 +84,12 @@ def test_nodes_gradcheck_and_gradient_equals_counts():
         return fn
 
     inputs = tuple(x.clone().requires_grad_() for x in (em, tr, st, en))
-    assert torch.autograd.gradcheck(f("nodes"), inputs, atol=1e-7, rtol=1e-5)
     w = torch.tensor(rng.normal(size=3))
-    for a, b in zip(torch.autograd.grad((f("nodes")(*inputs) * w).sum(), inputs),
-                    torch.autograd.grad((f("counts")(*inputs) * w).sum(), inputs)):
-        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-10)
+    for basis in ("nodes", "real"):
+        assert torch.autograd.gradcheck(f(basis), inputs, atol=1e-7, rtol=1e-5), basis
+        for a, b in zip(torch.autograd.grad((f(basis)(*inputs) * w).sum(), inputs),
+                        torch.autograd.grad((f("counts")(*inputs) * w).sum(), inputs)):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-10)
 
 
 def test_auto_takes_nodes_for_long_sentences_and_stays_exact():
@@ -95,7 +103,7 @@ def test_auto_takes_nodes_for_long_sentences_and_stays_exact():
     gold = random_gold(rng, tags, "IOB2", lengths)
     bt = crf._check(*args)
     g = check_gold(gold, bt, crf.scheme, crf.types, crf.type_index)
-    tau, _ = texp.node_axis(bt, g, 1.0)
+    tau, _ = texp.node_axis(crf, bt, g, 1.0)
     assert tau.shape[1] * 120 < 120 * 123 / 2            # auto picks the nodes here
     got = crf.expected_f(*args, gold=gold)
     for b, n in enumerate(lengths):

@@ -70,6 +70,43 @@ def backward(em: torch.Tensor, Kt: torch.Tensor, end: torch.Tensor, lengths: tor
     return torch.stack(betas, 1)
 
 
+def scaled_forward(e: torch.Tensor, K: torch.Tensor, st: torch.Tensor, en: torch.Tensor,
+                   mask: torch.Tensor):
+    """The forward recursion as scaled real matrix products (:class:`_LogPartition`):
+    α (..., B, n, L) in plain log space, the products S (..., B, n−1, L), log Z
+    (..., B) and whether no product underflowed (else the values are not to be used).
+    K (..., L, L) and st, en (..., 1, L) or (L,) may carry a leading batch of chains
+    (the tilts of :func:`tilted_log_partition`) over the same emissions (B, n, L)."""
+    mK = K.amax(-2, keepdim=True)
+    EK = torch.exp(K - mK)
+    a = st + e[:, 0]
+    alphas, Ss = [a], []
+    for u in range(1, e.shape[1]):
+        m = a.amax(-1, keepdim=True)
+        S = torch.exp(a - m) @ EK
+        a = torch.where(mask[:, u:u + 1], torch.log(S) + m + mK + e[:, u], a)
+        alphas.append(a)
+        Ss.append(S)
+    S = torch.stack(Ss, -2) if Ss else a.new_empty(0)
+    fast = not Ss or bool((S > TINY).all())
+    return torch.stack(alphas, -2), S, lse(a + en, -1), fast
+
+
+def tilted_log_partition(e: torch.Tensor, K: torch.Tensor, st: torch.Tensor, en: torch.Tensor,
+                         mask: torch.Tensor, opens: torch.Tensor, opens0: torch.Tensor,
+                         s: torch.Tensor) -> torch.Tensor | None:
+    """log Z(e^{s_j}) (J, B), no gradient: every chunk opening (the arcs ``opens`` (L, L)
+    and the start's ``opens0`` (L,)) weighted by e^{s_j}, so that log Z(e^s) − log Z(1)
+    is the log moment generating function of the chunk count m(y).  None when a scaled
+    product underflowed (scores of huge magnitude)."""
+    with torch.no_grad():
+        e, K, st, en, s = (x.detach().double() for x in (e, K, st, en, s))
+        Ks = K + s.view(-1, 1, 1) * opens
+        sts = (st + s.view(-1, 1) * opens0).unsqueeze(1)
+        _, _, logz, fast = scaled_forward(e, Ks, sts, en, mask)
+    return logz if fast else None
+
+
 class _LogPartition(torch.autograd.Function):
     """log Z (B,) and its gradient; the recursion as scaled real matrix products.
 
@@ -89,28 +126,15 @@ class _LogPartition(torch.autograd.Function):
     def forward(ctx, em, Kt, start, end, lengths, mask):
         ctx.dtype = em.dtype
         e, K, st, en = (x.double() for x in (em, Kt, start, end))
-        mK = K.amax(0)
-        EK = torch.exp(K - mK)
-        a = st + e[:, 0]
-        alphas, ms, Ss = [a], [], []
-        for u in range(1, e.shape[1]):
-            m = a.amax(-1, keepdim=True)
-            S = torch.exp(a - m) @ EK
-            a = torch.where(mask[:, u:u + 1], torch.log(S) + m + mK + e[:, u], a)
-            alphas.append(a)
-            ms.append(m)
-            Ss.append(S)
-        fast = not Ss or bool((torch.stack(Ss, 1) > TINY).all())
+        alpha, S, logz, fast = scaled_forward(e, K, st, en, mask)
         if not fast:                          # exact: broadcast log-sum-exp per step
             a, alphas = st + e[:, 0], [st + e[:, 0]]
             for u in range(1, e.shape[1]):
                 a = torch.where(mask[:, u:u + 1], lse(a.unsqueeze(-1) + K, -2) + e[:, u], a)
                 alphas.append(a)
-        logz = lse(a + en, -1)
-        alpha = torch.stack(alphas, 1)
+            logz, alpha = lse(a + en, -1), torch.stack(alphas, 1)
         ctx.fast = fast
-        ctx.save_for_backward(e, K, en, mask, alpha, logz,
-                              torch.stack(Ss, 1) if fast and Ss else torch.empty(0))
+        ctx.save_for_backward(e, K, en, mask, alpha, logz, S if fast else torch.empty(0))
         return logz.to(ctx.dtype)
 
     @staticmethod

@@ -50,6 +50,7 @@ from ..errors import FstchunkError, InputError
 from ..tagspace import TagSpace
 from . import chain as _chain
 from . import expected as _expected
+from . import tilted as _tilted
 from .checks import Batch, check_batch, check_beta, check_gold
 from .semiring import NEG, logmatmul
 
@@ -275,7 +276,7 @@ class ChunkCRF:
         bt = self._check(emissions, transitions, mask, start, end)
         beta = check_beta(beta)
         g = check_gold(gold, bt, self.scheme, self.types, self.type_index)
-        tp, m = _expected.corpus_counts(self, bt, g)
+        tp, m = _tilted.corpus_counts_real(self, bt, g) or _expected.corpus_counts(self, bt, g)
         den = m + beta * g.count.sum()
         one = torch.ones((), dtype=m.dtype, device=m.device)
         return torch.where(den > 0, (beta + 1) * tp / torch.where(den > 0, den, one), one)

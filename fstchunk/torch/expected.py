@@ -44,11 +44,19 @@ import numpy as np
 import torch
 
 from ..engine.meu import exp_sum
+from . import chain as _chain
+from . import tilted as _tilted
 from .checks import Batch, Gold
 from .semiring import NEG, laddexp, logmatmul, lse
 
 #: relative error of the exponential sum for 1/x behind the node axis
 NODE_TOL = 1e-12
+#: Pr(m(y) < lo) and Pr(m(y) > hi) of the count window the node rule is built for
+WINDOW_TAIL = 1e-17
+#: what the tails may cost E[F] at most (else the rule covers every count)
+WINDOW_ERR = 1e-13
+#: the tilts s of the Chernoff bounds (and their negatives)
+TILTS = (0.02, 0.05, 0.1, 0.2, 0.4, 0.7, 1.0, 1.5, 2.5, 4.0, 7.0)
 #: ranges b/a are rounded up to this geometric grid, so that rules are reused
 GRID = 2 ** (1 / 16)
 
@@ -112,10 +120,45 @@ class _Nodes:
         return torch.where(beta * g.count > 0, (beta + 1) * quad, (beta + 1) * quad + none)
 
 
-def node_axis(bt: Batch, g: Gold, beta: float, tol: float = NODE_TOL
+def count_windows(crf, bt: Batch) -> list[tuple[int, int, float, float]] | None:
+    """Per sentence (lo, hi, p_lo, p_hi): Pr(m(y) < lo) ≤ p_lo and Pr(m(y) > hi) ≤ p_hi,
+    by Chernoff's bound Pr(m ≥ k) ≤ E[e^{sm}]·e^{−sk} (s > 0; s < 0 for the lower tail)
+    minimised over :data:`TILTS`, E[e^{sm}] from tilted log partitions
+    (:func:`fstchunk.torch.chain.tilted_log_partition`); lo and hi are the tightest
+    counts whose tails stay below :data:`WINDOW_TAIL`.  None if a tilted product
+    underflowed (scores of huge magnitude: the caller then takes [0, n])."""
+    s = torch.tensor((0.0,) + TILTS + tuple(-x for x in TILTS), dtype=torch.float64)
+    logz = _chain.tilted_log_partition(
+        bt.emissions, crf._masked("trans", bt.transitions), crf._masked("start", bt.start),
+        crf._masked("end", bt.end), bt.mask, crf._mask("open", bt.transitions).double(),
+        crf._mask("open0", bt.start).double(), s)
+    if logz is None:
+        return None
+    phi = (logz[1:] - logz[:1]).numpy()                          # (J, B) log E[e^{sm}]
+    sv = s[1:].numpy()[:, None]
+    up, down = sv[:, 0] > 0, sv[:, 0] < 0
+    out = []
+    for b, n in enumerate(bt.lengths_list):
+        k = np.arange(n + 2)[None, :]
+        bound = np.exp(np.minimum(0.0, phi[:, b:b + 1] - sv * k))  # (J, n+2)
+        ge = bound[up].min(0)                                    # Pr(m ≥ k)
+        le = bound[down].min(0)                                  # Pr(m ≤ k)
+        hi = int(np.flatnonzero(ge[1:] > WINDOW_TAIL)[-1]) if (ge[1:] > WINDOW_TAIL).any() else 0
+        lo_ok = np.flatnonzero(le[:n + 1] <= WINDOW_TAIL)
+        lo = int(lo_ok[-1]) + 1 if len(lo_ok) else 0
+        lo = min(lo, hi)
+        out.append((lo, hi, float(le[lo - 1]) if lo > 0 else 0.0, float(ge[hi + 1])))
+    return out
+
+
+def node_axis(crf, bt: Batch, g: Gold, beta: float, tol: float = NODE_TOL
               ) -> tuple[torch.Tensor, torch.Tensor]:
-    """τ (B, K) and the log weights (B, K) of :class:`_Nodes` for each sentence
-    (padded with τ = 0 and weight NEG); weight NEG too on slots 0 and 1."""
+    """τ (B, K) and the log weights (B, K) of :class:`_Nodes` for each sentence (padded
+    with τ = 0 and weight NEG; weight NEG on slots 0 and 1).  The rule covers
+    x = m + c, c = β·m(g), for m in the sentence's count window (:func:`count_windows`;
+    m ≥ 1, as tp = 0 when m = 0); outside it the sum's error times the window's tail
+    mass must stay below :data:`WINDOW_ERR`, else the rule covers every m in [1, n]."""
+    windows = count_windows(crf, bt)
     rows = []
     for b, n in enumerate(bt.lengths_list):
         mg = float(g.count[b])
@@ -123,7 +166,16 @@ def node_axis(bt: Batch, g: Gold, beta: float, tol: float = NODE_TOL
             rows.append(([], []))
             continue
         c = beta * mg
-        t, lw = exp_sum_grid(1.0 + c, n + c, tol)
+        t = lw = None
+        if windows is not None:
+            lo, hi, p_lo, p_hi = windows[b]
+            t, lw = exp_sum_grid(max(lo, 1) + c, max(hi, 1) + c, tol)
+            # outside the window: 1/x and the sum are both at most the sum at x = 1 + c
+            worst = max(float(np.exp(lw - t * (1 + c)).sum()), 1.0 / (1 + c))
+            if (beta + 1) * mg * worst * (p_lo + p_hi) > WINDOW_ERR:
+                t = None
+        if t is None:
+            t, lw = exp_sum_grid(1.0 + c, n + c, tol)
         rows.append((-t, lw - t * c))
     K = 2 + max(len(r[0]) for r in rows)
     tau = np.zeros((len(rows), K))
@@ -139,16 +191,23 @@ def node_axis(bt: Batch, g: Gold, beta: float, tol: float = NODE_TOL
 
 def expected_f(crf, bt: Batch, g: Gold, beta: float, basis: str = "auto") -> torch.Tensor:
     """E_y[F_β(y | gold)] (B,) for a :class:`~fstchunk.torch.crf.ChunkCRF` and a
-    checked batch and gold (see module doc).  ``basis``: "counts" (exact, n slots at
-    the last token), "nodes" (the quadrature, K + 2 slots throughout), or "auto": the
-    one with fewer slot-steps."""
+    checked batch and gold (see module doc).  ``basis``: "auto" runs the real-space DP
+    over the node axis (:func:`fstchunk.torch.tilted.expected_f_real`) and, where a
+    state underflows there, the log-space DP over whichever axis takes fewer
+    slot-steps: "counts" (exact, m grows to n) or "nodes" (the quadrature, K + 2 slots
+    throughout); "real", "counts" and "nodes" force one (tests; "real" returns None
+    on an underflow)."""
     em, tr = bt.emissions, bt.transitions
     B, n, L = em.shape
-    if basis not in ("auto", "counts", "nodes"):
-        raise ValueError(f"basis must be auto, counts or nodes, not {basis!r}")
+    if basis not in ("auto", "real", "counts", "nodes"):
+        raise ValueError(f"basis must be auto, real, counts or nodes, not {basis!r}")
     tau = logw = None
     if basis != "counts":
-        tau, logw = node_axis(bt, g, beta)
+        tau, logw = node_axis(crf, bt, g, beta)
+        if basis in ("auto", "real"):
+            out = _tilted.expected_f_real(crf, bt, g, beta, tau, logw)
+            if out is not None or basis == "real":
+                return out
         if basis == "auto" and tau.shape[1] * n >= n * (n + 3) / 2:
             tau = None
     Kcont, Knon = crf._masked("cont", tr), crf._masked("non", tr)
