@@ -113,3 +113,75 @@ def test_auto_takes_nodes_for_long_sentences_and_stays_exact():
     a32 = tuple(x.float() if x.dtype == F64 else x for x in args)
     np.testing.assert_allclose(crf.expected_f(*a32, gold=gold).double().numpy(),
                                got.numpy(), atol=1e-4)
+
+
+@pytest.mark.parametrize("scale", [1.0, 5.0, 1e4])
+def test_corpus_counts_real_equal_the_log_space_sums(scale):
+    """Σ E[tp] and Σ E[m] by the real-space DP against the log-space gold-chunk and
+    opening-arc sums: values and gradients; at scale 1e4 a state underflows and the
+    real DP declines (None)."""
+    from fstchunk.torch import tilted
+    rng = np.random.default_rng(int(scale) % 97)
+    tags = list(enc.scheme_tags("IOE2", ("A", "B")))
+    crf = ChunkCRF(tags, "IOE2")
+    lengths = [9, 1, 5, 14]
+    em, tr, mask, st, en = make_batch(rng, len(tags), lengths, scale=0.5)
+    em, tr, st, en = (x * scale for x in (em, tr, st, en))
+    gold = random_gold(rng, tags, "IOE2", lengths)
+    leaves = [x.clone().requires_grad_() for x in (em, tr, st, en)]
+
+    def counts(fn):
+        bt = crf._check(leaves[0], leaves[1], mask, leaves[2], leaves[3])
+        return fn(crf, bt, check_gold(gold, bt, crf.scheme, crf.types, crf.type_index))
+
+    real = counts(tilted.corpus_counts_real)
+    if scale == 1e4:
+        assert real is None
+        return
+    ref = counts(texp.corpus_counts)
+    for a, b in zip(real, ref):
+        assert abs(a.item() - b.item()) <= 1e-10 * max(1.0, abs(b.item()))
+    for a, b in zip(torch.autograd.grad(real[0] + 0.3 * real[1], leaves),
+                    torch.autograd.grad(ref[0] + 0.3 * ref[1], leaves)):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-10)
+
+
+@pytest.mark.parametrize("name,path,scheme", [
+    ("conll2000", ("conll2000", "dev.txt"), "IOB2"),
+    ("ned", ("conll2002", "ned.testa"), "IOBES")])
+def test_real_sentences_against_the_engine(corpus, name, path, scheme):
+    """Real chunk structure (the corpus's gold, the longest dev sentences and a few
+    ordinary ones) under tagger-like scores (the gold tag favoured by 4 nats, noise),
+    in float64: expected F and expected corpus F of the torch fast paths equal the
+    numpy engine's to 1e-10; the fast path is the one taken."""
+    from fstchunk.conll import read_conll
+    from fstchunk.torch import tilted
+    sents = [enc.convert(list(s.column(-1)), "IOB2", scheme, strict=False)
+             for s in read_conll(corpus(*path))]
+    sents = sorted(sents, key=len)[-3:] + sents[:5]
+    tags = sorted({t for s in sents for t in s} | set(enc.scheme_tags(
+        scheme, sorted({enc.split_tag(t)[1] for s in sents for t in s if t != "O"}))))
+    crf = ChunkCRF(tags, scheme)
+    rng = np.random.default_rng(0)
+    n, L = max(map(len, sents)), len(tags)
+    em = torch.tensor(rng.normal(size=(len(sents), n, L)))
+    for b, s in enumerate(sents):
+        em[b, np.arange(len(s)), [tags.index(t) for t in s]] += 4.0
+    tr = torch.tensor(rng.normal(scale=0.5, size=(L, L)))
+    mask = torch.arange(n)[None, :] < torch.tensor([len(s) for s in sents])[:, None]
+    bt = crf._check(em, tr, mask, None, None)
+    g = check_gold(sents, bt, crf.scheme, crf.types, crf.type_index)
+    tau, logw = texp.node_axis(crf, bt, g, 1.0)
+    assert tilted.expected_f_real(crf, bt, g, 1.0, tau, logw) is not None
+    assert tilted.corpus_counts_real(crf, bt, g) is not None
+    ef = crf.expected_f(em, tr, mask, gold=sents)
+    ecf = crf.expected_corpus_f(em, tr, mask, gold=sents)
+    tp = m = mg = 0.0
+    for b, s in enumerate(sents):
+        lat = lattice(tags, scheme, (em, tr, mask, None, None), b, len(s))
+        r = engine_expected_f(lat, reference=s, method="fast")
+        assert abs(ef[b].item() - r.f) <= 1e-10
+        tp += r.tp
+        m += lat.chunk_marginals().sum()
+        mg += len(enc.tags_to_chunks(s, scheme))
+    assert abs(ecf.item() - 2 * tp / (m + mg)) <= 1e-10

@@ -71,24 +71,30 @@ def backward(em: torch.Tensor, Kt: torch.Tensor, end: torch.Tensor, lengths: tor
 
 
 def scaled_forward(e: torch.Tensor, K: torch.Tensor, st: torch.Tensor, en: torch.Tensor,
-                   mask: torch.Tensor):
+                   mask: torch.Tensor, keep: bool = True):
     """The forward recursion as scaled real matrix products (:class:`_LogPartition`):
-    α (..., B, n, L) in plain log space, the products S (..., B, n−1, L), log Z
-    (..., B) and whether no product underflowed (else the values are not to be used).
-    K (..., L, L) and st, en (..., 1, L) or (L,) may carry a leading batch of chains
-    (the tilts of :func:`tilted_log_partition`) over the same emissions (B, n, L)."""
+    α (..., B, n, L) in plain log space, the products S (..., B, n−1, L) (both None
+    unless ``keep``), log Z (..., B) and whether no product underflowed (else the values
+    are not to be used).  K (..., L, L) and st, en (..., 1, L) or (L,) may carry a
+    leading batch of chains (the tilts of :func:`tilted_log_partition`) over the same
+    emissions (B, n, L)."""
     mK = K.amax(-2, keepdim=True)
     EK = torch.exp(K - mK)
     a = st + e[:, 0]
     alphas, Ss = [a], []
+    smin = None
     for u in range(1, e.shape[1]):
         m = a.amax(-1, keepdim=True)
         S = torch.exp(a - m) @ EK
         a = torch.where(mask[:, u:u + 1], torch.log(S) + m + mK + e[:, u], a)
-        alphas.append(a)
-        Ss.append(S)
+        if keep:
+            alphas.append(a)
+            Ss.append(S)
+        smin = S.amin() if smin is None else torch.minimum(smin, S.amin())
+    fast = smin is None or bool(smin > TINY)
+    if not keep:
+        return None, None, lse(a + en, -1), fast
     S = torch.stack(Ss, -2) if Ss else a.new_empty(0)
-    fast = not Ss or bool((S > TINY).all())
     return torch.stack(alphas, -2), S, lse(a + en, -1), fast
 
 
@@ -103,7 +109,7 @@ def tilted_log_partition(e: torch.Tensor, K: torch.Tensor, st: torch.Tensor, en:
         e, K, st, en, s = (x.detach().double() for x in (e, K, st, en, s))
         Ks = K + s.view(-1, 1, 1) * opens
         sts = (st + s.view(-1, 1) * opens0).unsqueeze(1)
-        _, _, logz, fast = scaled_forward(e, Ks, sts, en, mask)
+        _, _, logz, fast = scaled_forward(e, Ks, sts, en, mask, keep=False)
     return logz if fast else None
 
 

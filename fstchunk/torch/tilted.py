@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from torch.autograd.function import once_differentiable
 
 from .checks import Batch, Gold
 from .semiring import NEG
@@ -42,7 +43,7 @@ RENORM = 4
 TINY = 1e-280
 
 
-def support(crf, bt: Batch, g: Gold) -> np.ndarray:
+def support(crf, g: Gold, lengths: list[int]) -> np.ndarray:
     """(B, n, 2, L) bool: which (match flag f, tag l) some valid prefix of the sentence
     reaches at token u, chunks allowed (the structure of :func:`real_dp`, scores aside);
     padding columns repeat the last token's."""
@@ -61,15 +62,143 @@ def support(crf, bt: Batch, g: Gold) -> np.ndarray:
         ev = last[:, u - 1, None]
         out[:, u, 0] = (sc[:, 0] | (ev & sc[:, 1]) | (sn & ~match[:, u]))
         out[:, u, 1] = ((~ev & sc[:, 1]) | (sn & match[:, u]))
-        dead = np.asarray(bt.lengths_list) <= u
+        dead = np.asarray(lengths) <= u
         out[dead, u] = out[dead, u - 1]
     return out
 
 
-def _factors(x: torch.Tensor, live: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """exp(x − max) over the live entries of x (NEG where not live) and the detached max."""
-    mx = torch.where(live, x, torch.full_like(x, NEG)).detach().amax()
-    return torch.where(live, torch.exp(x - mx), torch.zeros_like(x)), mx
+def _factors(x: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
+    """exp(x − max) over the live entries of x, 0 elsewhere."""
+    mx = torch.where(live, x, torch.full_like(x, NEG)).amax()
+    return torch.where(live, torch.exp(x - mx), torch.zeros_like(x))
+
+
+class _RealDP(torch.autograd.Function):
+    """(Z, T, M, scale, ok) of :func:`real_dp`; the backward is the adjoint recursion of
+    the same linear maps, no autograd graph of the n steps (module doc)."""
+
+    @staticmethod
+    def forward(ctx, em, tr, st, en, crf, g: Gold, lengths: list[int], tau, opens: bool):
+        B, n, L = em.shape
+        K = tau.shape[1]
+        ok_c, ok_n = crf._mask("cont", tr), crf._mask("non", tr)
+        inchunk = crf._mask("inchunk", tr)
+        ok_s, ok_e = crf._mask("start", st), crf._mask("end", en)
+        kap = torch.where(ok_c | ok_n, tr, torch.full_like(tr, NEG)).amax()
+        Ec = torch.where(ok_c, torch.exp(tr - kap), torch.zeros_like(tr))
+        En = torch.where(ok_n, torch.exp(tr - kap), torch.zeros_like(tr))
+        Es, Ee = _factors(st, ok_s), _factors(en, ok_e)
+        Em = torch.exp(em - em.amax(-1, keepdim=True))              # (B, n, L)
+        op = inchunk.double()
+        zop = torch.exp(tau).view(B, K, 1, 1) * op                  # z on opening arcs
+        gate = (1 - op) + zop                                       # (B, K, 1, L)
+        mt = g.match.double()
+        ev_all = g.last.double()
+        live_at = torch.arange(n).view(1, n) < torch.as_tensor(lengths).view(B, 1)  # (B, n)
+        # x: (B, K, part a, b_tp[, b_m], f, L); token 0: every chunk tag opens a chunk
+        psi = (Es * Em[:, 0]).view(B, 1, 1, L)
+        opened = psi * zop
+        m0 = mt[:, 0].view(B, 1, 1, L)
+        a = torch.cat([psi * (1 - op) + opened * (1 - m0), opened * m0], 2)
+        parts = [a, torch.zeros_like(a)] + ([torch.cat([opened * (1 - m0), opened * m0], 2)]
+                                            if opens else [])
+        x = torch.stack(parts, 2)
+        rho = x[:, :, 0].amax((-2, -1)).clamp_min(1e-300)
+        x = x / rho.view(B, K, 1, 1, 1)
+        xs, rhos, scale = [x], [rho], torch.log(rho)
+        for u in range(1, n):
+            ev = ev_all[:, u - 1].view(B, 1, 1, 1)
+            C0, C1 = (x @ Ec).unbind(3)
+            x0, x1 = x.unbind(3)
+            S = x0 + x1
+            S[:, :, 1] += ev.view(B, 1, 1) * x1[:, :, 0]         # a tp completes on closing
+            N = S @ En
+            moved = N * gate
+            if opens:                         # an opening adds the path's weight to Σ w·m
+                moved[:, :, 2] += N[:, :, 0] * zop[:, :, 0]
+            m_u = mt[:, u].view(B, 1, 1, L)
+            new = torch.stack([C0 + ev * C1 + moved * (1 - m_u), (1 - ev) * C1 + moved * m_u],
+                              3) * Em[:, u].view(B, 1, 1, 1, L)
+            live = live_at[:, u].view(B, 1, 1, 1, 1)
+            x = torch.where(live, new, x)
+            if u % RENORM == 0 or u == n - 1:
+                rho = x[:, :, 0].amax((-2, -1)).clamp_min(1e-300)
+                x = x / rho.view(B, K, 1, 1, 1)
+                scale = scale + torch.log(rho)
+            else:
+                rho = torch.ones_like(rho)
+            xs.append(x)
+            rhos.append(rho)
+        # underflow check: a supported a-state below TINY of its row's max; a node with
+        # z = 0 is supported on the O tags with f = 0 alone
+        sup = torch.as_tensor(support(crf, g, lengths)).unsqueeze(1)   # (B, 1, n, 2, L)
+        X = torch.stack(xs, 0)                                      # (n, B, K, P, 2, L)
+        xa = X[:, :, :, 0].permute(1, 2, 0, 3, 4)                   # (B, K, n, 2, L)
+        low = xa < TINY * xa.amax((-2, -1), keepdim=True)
+        only_o = (~inchunk).view(1, 1, 1, 1, L) & (torch.arange(2) == 0).view(1, 1, 1, 2, 1)
+        sup = torch.where((tau > NEG / 2).view(B, K, 1, 1, 1), sup, sup & only_o)
+        ok = not bool((low & sup & live_at.view(B, 1, n, 1, 1)).any())
+        ok = ok and not bool(((Es < TINY) & ok_s).any() or ((Ee < TINY) & ok_e).any())
+        evl = g.last.double().gather(1, torch.as_tensor(lengths).view(B, 1) - 1).view(B, 1, 1)
+        Z = ((x[:, :, 0, 0] + x[:, :, 0, 1]) * Ee).sum(-1)          # (B, K)
+        T = ((x[:, :, 1, 0] + x[:, :, 1, 1] + evl * x[:, :, 0, 1]) * Ee).sum(-1)
+        M = ((x[:, :, 2, 0] + x[:, :, 2, 1]) * Ee).sum(-1) if opens else torch.zeros_like(Z)
+        ok = ok and bool((Z[:, 0] > 0).all())
+        ctx.opens = opens
+        ctx.save_for_backward(Ec, En, Ee, Em, gate, zop, mt, ev_all, live_at, evl,
+                              X, torch.stack(rhos, 0))
+        ctx.mark_non_differentiable(scale)
+        return Z, T, M, scale, torch.tensor(ok)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, gZ, gT, gM, _gs, _go):
+        Ec, En, Ee, Em, gate, zop, mt, ev_all, live_at, evl, xs, rhos = ctx.saved_tensors
+        n, B, K, P, _, L = xs.shape
+        x = xs[-1]
+        # seeds: Z = Σ (a0 + a1)·Ee, T = Σ (b0 + b1 + [end]·a1)·Ee, M = Σ (m0 + m1)·Ee
+        seed = [gZ.view(B, K, 1, 1).expand(B, K, 2, 1), gT.view(B, K, 1, 1).expand(B, K, 2, 1)]
+        if ctx.opens:
+            seed.append(gM.view(B, K, 1, 1).expand(B, K, 2, 1))
+        xb = (torch.stack(seed, 2) * Ee).clone()                   # (B, K, P, 2, L)
+        xb[:, :, 0, 1] += gT.view(B, K, 1) * evl.view(B, 1, 1) * Ee
+        fin = (x[:, :, 0, 0] + x[:, :, 0, 1]) * gZ.view(B, K, 1) + (
+            x[:, :, 1, 0] + x[:, :, 1, 1] + evl.view(B, 1, 1) * x[:, :, 0, 1]) * gT.view(B, K, 1)
+        if ctx.opens:
+            fin = fin + (x[:, :, 2, 0] + x[:, :, 2, 1]) * gM.view(B, K, 1)
+        g_en = (fin * Ee).sum((0, 1))
+        g_em = torch.zeros_like(Em)
+        g_Ec, g_En = torch.zeros_like(Ec), torch.zeros_like(En)
+        for u in range(n - 1, 0, -1):
+            live = live_at[:, u].view(B, 1, 1, 1, 1)
+            nb = xb / rhos[u].view(B, K, 1, 1, 1)
+            g_em[:, u] = torch.where(live.view(B, 1), (xb * xs[u]).sum((1, 2, 3)),
+                                     torch.zeros_like(g_em[:, u]))
+            p0, p1 = (nb * Em[:, u].view(B, 1, 1, 1, L)).unbind(3)
+            ev = ev_all[:, u - 1].view(B, 1, 1, 1)
+            m_u = mt[:, u].view(B, 1, 1, L)
+            Cb = torch.stack([p0, p0 * ev + p1 * (1 - ev)], 3)     # (B, K, P, 2, L)
+            Nb = (p1 * m_u + p0 * (1 - m_u)) * gate
+            if ctx.opens:
+                Nb[:, :, 0] += (p1[:, :, 2] * m_u[:, :, 0] + p0[:, :, 2] * (1 - m_u[:, :, 0])
+                                ) * zop[:, :, 0]
+            if not bool(live_at[:, u].all()):
+                Cb = torch.where(live, Cb, torch.zeros_like(Cb))
+                Nb = torch.where(live[..., 0], Nb, torch.zeros_like(Nb))
+            prev = xs[u - 1]
+            x0, x1 = prev.unbind(3)
+            S = x0 + x1
+            S[:, :, 1] += ev.view(B, 1, 1) * x1[:, :, 0]
+            Sb = Nb @ En.T                                          # (B, K, P, L)
+            back = Cb @ Ec.T + Sb.unsqueeze(3)
+            back[:, :, 0, 1] += ev.view(B, 1, 1) * Sb[:, :, 1]
+            xb = torch.where(live, back, nb)
+            g_Ec += prev.reshape(-1, L).T @ Cb.reshape(-1, L)
+            g_En += S.reshape(-1, L).T @ Nb.reshape(-1, L)
+        g_em[:, 0] = (xb * xs[0]).sum((1, 2, 3))
+        g_st = g_em[:, 0].sum(0)
+        g_tr = g_Ec * Ec + g_En * En
+        return g_em, g_tr, g_st, g_en, None, None, None, None, None
 
 
 def real_dp(crf, bt: Batch, g: Gold, tau: torch.Tensor, opens: bool = False):
@@ -77,86 +206,13 @@ def real_dp(crf, bt: Batch, g: Gold, tau: torch.Tensor, opens: bool = False):
     (sentence, node) Z_k = Σ_y w(y)·z_k^{m(y)}, T_k = Σ_y w(y)·z_k^{m(y)}·tp(y) and, with
     ``opens``, M_k = Σ_y w(y)·z_k^{m(y)}·m(y), each up to a factor e^{scale_k} shared by
     the three; returns (Z, T, M or None, scale) (B, K), or None if a supported state
-    underflowed."""
-    em, tr = bt.emissions.double(), bt.transitions.double()
-    st, en = bt.start.double(), bt.end.double()
-    B, n, L = em.shape
-    K = tau.shape[1]
-    ok_c, ok_n = crf._mask("cont", tr), crf._mask("non", tr)
-    inchunk = crf._mask("inchunk", tr)
-    ok_s, ok_e = crf._mask("start", st), crf._mask("end", en)
-    # one scale κ for every arc (each step takes exactly one arc)
-    kap = torch.where(ok_c | ok_n, tr, torch.full_like(tr, NEG)).detach().amax()
-    Ec = torch.where(ok_c, torch.exp(tr - kap), torch.zeros_like(tr))
-    En = torch.where(ok_n, torch.exp(tr - kap), torch.zeros_like(tr))
-    Es, _ = _factors(st, ok_s)
-    Ee, _ = _factors(en, ok_e)
-    if bool(((Es < TINY) & ok_s).any()) or bool(((Ee < TINY) & ok_e).any()):
-        return None                           # start or end scores hundreds of nats apart
-    mu = em.detach().amax(-1, keepdim=True)                         # (B, n, 1)
-    Em = torch.exp(em - mu).view(B, 1, 1, n, 1, L).unbind(3)   # n × (B,1,1,1,L): one stack
-    op = inchunk.double()
-    zop = torch.exp(tau.double()).view(B, K, 1, 1) * op             # z on opening arcs
-    gate = (1 - op) + zop                                           # (B, K, 1, L)
-    mt = g.match.double()
-    m_all, nm_all = mt.view(B, 1, 1, n, L).unbind(3), (1 - mt).view(B, 1, 1, n, L).unbind(3)
-    ev_all = g.last.double().view(B, 1, 1, n, 1).unbind(3)          # a gold chunk ended at u
-    # x: (B, K, part a, b_tp[, b_m], f, L); token 0: every chunk tag opens a chunk
-    psi = (Es * Em[0].view(B, L)).view(B, 1, 1, L)
-    opened = psi * zop
-    a0 = psi * (1 - op) + opened * nm_all[0]
-    a1 = opened * m_all[0]
-    parts = [torch.cat([a0, a1], 2), torch.zeros_like(torch.cat([a0, a1], 2))]
-    if opens:
-        parts.append(torch.cat([opened * nm_all[0], a1], 2))
-    x = torch.stack(parts, 2)
-    rho = x[:, :, 0].detach().amax((-2, -1)).clamp_min(1e-300)
-    x = x * (1 / rho).view(B, K, 1, 1, 1)
-    scale = torch.log(rho)
-    states = [x[:, :, 0].detach()]
-    everyone = min(bt.lengths_list)
-    for u in range(1, n):
-        ev = ev_all[u - 1]
-        C0, C1 = (x @ Ec).unbind(3)                                 # (B, K, P, L) each
-        x0, x1 = x.unbind(3)
-        S = x0 + x1
-        S[:, :, 1] += ev.view(B, 1, 1) * x1[:, :, 0]             # a tp completes on closing
-        N = S @ En
-        moved = N * gate
-        if opens:                             # an opening adds the path's weight to Σ w·m
-            moved[:, :, 2] += N[:, :, 0] * zop[:, :, 0]
-        new1 = torch.addcmul(C1 * (1 - ev), moved, m_all[u])
-        new0 = torch.addcmul(torch.addcmul(C0, ev, C1), moved, nm_all[u])
-        new = torch.stack([new0, new1], 3) * Em[u]
-        if u < everyone:
-            x = new
-        else:
-            x = torch.where((u < bt.lengths).view(B, 1, 1, 1, 1), new, x)
-        if u % RENORM == 0 or u == n - 1:
-            rho = x[:, :, 0].detach().amax((-2, -1)).clamp_min(1e-300)
-            x = x * (1 / rho).view(B, K, 1, 1, 1)
-            scale = scale + torch.log(rho)
-        states.append(x[:, :, 0].detach())
-    # underflow check (module doc): a supported a-state below TINY of its row's max (the
-    # rows were last normalised up to RENORM steps before); a node with z = 0 is
-    # supported on the O tags with f = 0 alone
-    with torch.no_grad():
-        sup = torch.as_tensor(support(crf, bt, g)).unsqueeze(1)     # (B, 1, n, 2, L)
-        xs = torch.stack(states, 2)                                 # (B, K, n, 2, L)
-        low = xs < TINY * xs.amax((-2, -1), keepdim=True)
-        chunky = tau > NEG / 2                                      # z > 0: chunks allowed
-        only_o = (~inchunk).view(1, 1, 1, 1, L) & (torch.arange(2) == 0).view(1, 1, 1, 2, 1)
-        sup = torch.where(chunky.view(B, K, 1, 1, 1), sup, sup & only_o)
-        if bool((low & sup & bt.mask.view(B, 1, n, 1, 1)).any()):
-            return None
-    evl = g.last.gather(1, (bt.lengths - 1).view(B, 1)).double().view(B, 1, 1)
-    xa0, xa1 = x[:, :, 0, 0], x[:, :, 0, 1]
-    Z = ((xa0 + xa1) * Ee).sum(-1)                                  # (B, K)
-    T = ((x[:, :, 1, 0] + x[:, :, 1, 1] + evl * xa1) * Ee).sum(-1)
-    M = ((x[:, :, 2, 0] + x[:, :, 2, 1]) * Ee).sum(-1) if opens else None
-    if bool((Z[:, 0].detach() <= 0).any()):
+    underflowed.  Differentiable once (a custom backward: :class:`_RealDP`)."""
+    Z, T, M, scale, ok = _RealDP.apply(bt.emissions.double(), bt.transitions.double(),
+                                       bt.start.double(), bt.end.double(), crf, g,
+                                       bt.lengths_list, tau.double(), opens)
+    if not bool(ok):
         return None
-    return Z, T, M, scale
+    return Z, T, M if opens else None, scale
 
 
 def expected_f_real(crf, bt: Batch, g: Gold, beta: float, tau: torch.Tensor,
