@@ -244,16 +244,17 @@ def main() -> None:
     model.load_state_dict(state)
     rows += [row("NLL + expected corpus F", m) for m in ("map", "meu")]
     per = lambda ts: f"{sum(ts) / len(ts):.0f}" if ts else "-"      # noqa: E731
+    ft_devs = "; ".join(f"lr {lr}: " + ", ".join(f"{x:.2f}" for x in d) for lr, d in d_ft.items())
     print(f"\n{args.corpus}, seed {args.seed}; s/epoch: NLL {per(t_nll)}, expected corpus "
           f"F {per(t_ft)}; second model: {kept}\n")
     table = [f"{args.corpus}: {len(train)} training sentences, seed {args.seed}, BiLSTM "
              f"hidden {args.hidden}, batch {args.batch_size}; {args.epochs} NLL epochs (Adam, lr "
              f"{args.lr}) then {args.fine_tune} expected-corpus-F epochs from the NLL model "
              f"for each lr in {{{args.fine_tune_lr}}}, keeping the best dev epoch (MAP) of each "
-             f"phase; the second model is {kept}. Seconds per epoch: NLL {per(t_nll)}, expected corpus F "
-             f"{per(t_ft)} ({args.threads} threads). Dev F per epoch: NLL "
+             f"phase; the second model is {kept}. Seconds per epoch: NLL {per(t_nll)}, "
+             f"expected corpus F {per(t_ft)} ({args.threads} threads). Dev F per epoch: NLL "
              f"{', '.join(f'{x:.2f}' for x in d_nll)}; expected corpus F "
-             f"{'; '.join(f'lr {lr}: ' + ', '.join(f'{x:.2f}' for x in d) for lr, d in d_ft.items()) or '-'}. Test F ± the bootstrap standard "
+             f"{ft_devs or '-'}. Test F ± the bootstrap standard "
              f"error over test sentences (1000 resamples), and the paired difference from the "
              f"first row; one run.", "",
              "| training | decoding | dev F | test F | − NLL + MAP |", "|---|---|---|---|---|"]

@@ -21,14 +21,28 @@ chunk of the same type opens and that gold chunk has not ended before.  Arcs:
   gold chunk ends at the previous token; it opens a chunk (m + 1, f = a gold
   chunk of the tag's type starts here) or enters O (f = 0).
 
-The end of the sentence closes the last chunk the same way.  Both a and b are
-kept in log space (b >= 0), each step rescaled by a detached constant (it
-cancels in T/Z), and m grows by one slot per token: O(B·n²·L²) time and, with
-:func:`~fstchunk.torch.semiring.logmatmul`, O(B·n²·L) autograd memory.
+The end of the sentence closes the last chunk the same way.  The third coordinate is
+one of two **slot axes**:
 
-Cost at B = 32, n = 50, L = 23 (float64, CPU): about 0.45 GB of autograd
-memory, growing as n² (about 2 GB at n = 100); split long sentences or the
-batch if that is too much.
+* the **count axis** (exact): slot m holds the sequences with m chunks so far, an
+  opening moves a slot up, the axis grows by one slot per token (O(B·n²·L²) time);
+* the **node axis**: 1/(m + β·m(g)) = Σ_j W_j e^{−t_j (m + β·m(g))} + δ, the exponential
+  sum of :func:`fstchunk.engine.meu.exp_sum` (relative error δ ≤ :data:`NODE_TOL`), so
+  that slot j tilts every opening by z_j = e^{−t_j} and E[F] = (β+1) Σ_j W_j
+  e^{−t_j β m(g)} T(z_j)/Z(1) (+ Pr(m = 0) when β·m(g) = 0, the slot z = 0); K + 2
+  slots throughout (O(B·n·K·L²)).  The rule covers the counts m that matter: a window
+  from Chernoff bounds on tilted log partitions (:func:`count_windows`), whose tails'
+  share of E[F] is bounded below :data:`WINDOW_ERR`, else every m in [1, n].
+
+:func:`expected_f` runs the node axis in real space first
+(:func:`fstchunk.torch.tilted.expected_f_real`, a custom backward); where a reachable
+state would underflow there (scores of huge magnitude) it runs the log-space DP
+below (pairs (a, b) in log space, each step rescaled by a detached constant that
+cancels in T/Z; :func:`~fstchunk.torch.semiring.logmatmul`), over whichever axis
+takes fewer slot-steps.  The expected corpus F's parts Σ E[tp] and Σ E[m] come from
+the same real-space DP with one node (z = 1) and a third part Σ w·m
+(:func:`fstchunk.torch.tilted.corpus_counts_real`), or from one log-space
+forward-backward (:func:`corpus_counts`).
 
 Pitfalls: f is only ever 1 on chunk tags; a gold chunk of a type that no
 tag has cannot be matched (such gold is refused by the checks); m(g) = 0

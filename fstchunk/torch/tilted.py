@@ -1,29 +1,36 @@
 """The expected-F recursion in real space: the fast path of :mod:`.expected` (issue 21).
 
-The same expectation-semiring DP as :func:`fstchunk.torch.expected.expected_f` over
-states (node k, part, match flag f, tag l), where the node axis tilts every chunk
-opening by z_k (slot 0: z = 1, slot 1: z = 0, the rest the quadrature nodes of
-:func:`~fstchunk.torch.expected.node_axis`) and the parts are a = Σ w and b = Σ w·tp.
-Here the states are real numbers, not logs: each step is two matrix products,
+The expectation-semiring DP of :func:`fstchunk.torch.expected.expected_f` over states
+(node k, part, match flag f, tag l): the node axis tilts every chunk opening by z_k
+(slot 0: z = 1, slot 1: z = 0, the rest the quadrature nodes of
+:func:`~fstchunk.torch.expected.node_axis`), and the parts are a = Σ w, b = Σ w·tp and,
+for the expected corpus F, Σ w·m.  The states are real numbers, not logs; each token
+is two matrix products,
 
     C = x @ exp(K_cont − κ),   N = (x_{f=0} + x_{f=1} + [gold ended]·a_{f=1}→b) @ exp(K_non − κ),
 
-then gates (the gold's ends and starts) and the emission factors exp(e_u − μ_u); x is
-divided by a detached maximum per (sentence, node) each step, whose logs are summed
-(κ, μ_u and the maxima cancel in every ratio T_k/Z_1 that E[F] is made of, so only
-their sum is kept; the gradient flows through the factors, which is exact because the
-constants cancel).  No exponential or logarithm per step: autograd replays products
-and gates only.
+then the gates (where gold chunks end and start), the tilt of opening arcs and the
+emission factors exp(e_u − μ_u).  Every row (sentence, node) is divided by its maximum
+every :data:`RENORM` tokens; the logs of those maxima are kept (κ, μ_u and the maxima
+cancel in every ratio T_k/Z_1 that E[F] is made of).  :class:`_RealDP` runs it with
+no autograd graph and takes the gradient by the adjoint recursion of the same linear
+maps (x̄_{u−1} = the transposed gates and products applied to x̄_u; ∂/∂e_u[l] =
+Σ x̄_u ⊙ x_u; ∂/∂K = Σ_u x_{u−1}ᵀ C̄_u and S_uᵀ N̄_u), so one token costs two products
+forward and four backward, with no exponential or logarithm.
 
 **When it is exact.**  A real state can underflow where its log-space twin would not:
-a state that some path reaches, but whose value is below 1e-280 of its row's maximum.
-The structural support of every state (which (f, l) a valid path of the sentence
-reaches, with and without chunks) is computed alongside as 0/1 products, and
-:func:`expected_f_real` returns None if any supported a-state falls below
-:data:`TINY` of its row's maximum (scores of huge magnitude, or nodes that tilt
-hundreds of nats): the caller then runs the log-space DP.  The b part (Σ w·tp) may
-underflow: b ≤ n·a entrywise, and a b-state below 1e-280 of its row contributes
-less than that to E[F].
+a state that some valid path reaches, but whose value is below 1e-280 of its row's
+maximum.  :func:`support` gives which (f, l) each token's valid prefixes reach (the
+structure alone), and :func:`real_dp` returns None if any supported a-state falls
+below :data:`TINY` of its row's maximum (scores of huge magnitude, or nodes that tilt
+hundreds of nats): the caller then runs the log-space DP, which is exact at any scale.
+The b part may underflow: b ≤ n·a entrywise, and a b-state below 1e-280 of its row
+contributes less than that to E[F].
+
+Pitfalls: float64 throughout (float32 states would underflow at e^-87, within the
+range of a trained tagger's scores, and send most batches to the slow path);
+differentiable once; the stored states cost n·B·K·P·2·L·8 bytes (45 MB at n = 200,
+B = 32, K = 12, L = 23).
 """
 
 from __future__ import annotations
