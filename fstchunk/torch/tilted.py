@@ -101,7 +101,9 @@ class _RealDP(torch.autograd.Function):
         gate = (1 - op) + zop                                       # (B, K, 1, L)
         mt = g.match.double()
         ev_all = g.last.double()
-        live_at = torch.arange(n).view(1, n) < torch.as_tensor(lengths).view(B, 1)  # (B, n)
+        dev = em.device
+        lens = torch.as_tensor(lengths, device=dev)
+        live_at = torch.arange(n, device=dev).view(1, n) < lens.view(B, 1)       # (B, n)
         # x: (B, K, part a, b_tp[, b_m], f, L); token 0: every chunk tag opens a chunk
         psi = (Es * Em[:, 0]).view(B, 1, 1, L)
         opened = psi * zop
@@ -138,15 +140,16 @@ class _RealDP(torch.autograd.Function):
             rhos.append(rho)
         # underflow check: a supported a-state below TINY of its row's max; a node with
         # z = 0 is supported on the O tags with f = 0 alone
-        sup = torch.as_tensor(support(crf, g, lengths)).unsqueeze(1)   # (B, 1, n, 2, L)
+        sup = torch.as_tensor(support(crf, g, lengths), device=dev).unsqueeze(1)  # (B,1,n,2,L)
         X = torch.stack(xs, 0)                                      # (n, B, K, P, 2, L)
         xa = X[:, :, :, 0].permute(1, 2, 0, 3, 4)                   # (B, K, n, 2, L)
         low = xa < TINY * xa.amax((-2, -1), keepdim=True)
-        only_o = (~inchunk).view(1, 1, 1, 1, L) & (torch.arange(2) == 0).view(1, 1, 1, 2, 1)
+        only_o = ((~inchunk).view(1, 1, 1, 1, L)
+                  & (torch.arange(2, device=dev) == 0).view(1, 1, 1, 2, 1))
         sup = torch.where((tau > NEG / 2).view(B, K, 1, 1, 1), sup, sup & only_o)
         ok = not bool((low & sup & live_at.view(B, 1, n, 1, 1)).any())
         ok = ok and not bool(((Es < TINY) & ok_s).any() or ((Ee < TINY) & ok_e).any())
-        evl = g.last.double().gather(1, torch.as_tensor(lengths).view(B, 1) - 1).view(B, 1, 1)
+        evl = g.last.double().gather(1, lens.view(B, 1) - 1).view(B, 1, 1)
         Z = ((x[:, :, 0, 0] + x[:, :, 0, 1]) * Ee).sum(-1)          # (B, K)
         T = ((x[:, :, 1, 0] + x[:, :, 1, 1] + evl * x[:, :, 0, 1]) * Ee).sum(-1)
         M = ((x[:, :, 2, 0] + x[:, :, 2, 1]) * Ee).sum(-1) if opens else torch.zeros_like(Z)
@@ -240,7 +243,7 @@ def expected_f_real(crf, bt: Batch, g: Gold, beta: float, tau: torch.Tensor,
 def corpus_counts_real(crf, bt: Batch, g: Gold):
     """(Σ_i E[tp_i], Σ_i E[m(y_i)]) by :func:`real_dp` with one node, z = 1; None on an
     underflow."""
-    tau = torch.zeros((bt.mask.shape[0], 1), dtype=torch.float64)
+    tau = torch.zeros((bt.mask.shape[0], 1), dtype=torch.float64, device=bt.mask.device)
     out = real_dp(crf, bt, g, tau, opens=True)
     if out is None:
         return None
