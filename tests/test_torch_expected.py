@@ -185,3 +185,23 @@ def test_real_sentences_against_the_engine(corpus, name, path, scheme):
         m += lat.chunk_marginals().sum()
         mg += len(enc.tags_to_chunks(s, scheme))
     assert abs(ecf.item() - 2 * tp / (m + mg)) <= 1e-10
+
+
+@pytest.mark.parametrize("scale", [0.5, 2.0, 6.0])
+def test_count_windows_hold_against_the_exact_count_distribution(scale):
+    """The Chernoff windows: Pr(m < lo) ≤ p_lo and Pr(m > hi) ≤ p_hi ≤ WINDOW_TAIL under
+    the engine's exact Pr(m(y) = m); lo ≤ E[m] ≤ hi."""
+    from fstchunk.engine.counting import count_distribution
+    rng = np.random.default_rng(int(scale * 10))
+    tags = list(enc.scheme_tags("IOBES", ("A", "B")))
+    crf = ChunkCRF(tags, "IOBES")
+    lengths = [30, 1, 12, 45]
+    args = make_batch(rng, len(tags), lengths, scale=scale)
+    windows = texp.count_windows(crf, crf._check(*args))
+    for b, n in enumerate(lengths):
+        pm = count_distribution(lattice(tags, "IOBES", args, b, n))
+        lo, hi, p_lo, p_hi = windows[b]
+        assert 0 <= lo <= hi <= n
+        assert pm[:lo].sum() <= p_lo + 1e-300 and pm[hi + 1:].sum() <= p_hi + 1e-300
+        assert max(p_lo, p_hi) <= texp.WINDOW_TAIL
+        assert lo <= (np.arange(n + 1) * pm).sum() <= hi

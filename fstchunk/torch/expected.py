@@ -158,11 +158,12 @@ def count_windows(crf, bt: Batch) -> list[tuple[int, int, float, float]] | None:
         bound = np.exp(np.minimum(0.0, phi[:, b:b + 1] - sv * k))  # (J, n+2)
         ge = bound[up].min(0)                                    # Pr(m ≥ k)
         le = bound[down].min(0)                                  # Pr(m ≤ k)
-        hi = int(np.flatnonzero(ge[1:] > WINDOW_TAIL)[-1]) if (ge[1:] > WINDOW_TAIL).any() else 0
+        hi = int(np.flatnonzero(ge[:n + 1] > WINDOW_TAIL)[-1])    # ge[0] = 1
         lo_ok = np.flatnonzero(le[:n + 1] <= WINDOW_TAIL)
         lo = int(lo_ok[-1]) + 1 if len(lo_ok) else 0
         lo = min(lo, hi)
-        out.append((lo, hi, float(le[lo - 1]) if lo > 0 else 0.0, float(ge[hi + 1])))
+        out.append((lo, hi, float(le[lo - 1]) if lo > 0 else 0.0,
+                    float(ge[hi + 1]) if hi < n else 0.0))     # m(y) ≤ n
     return out
 
 
