@@ -205,3 +205,37 @@ def test_count_windows_hold_against_the_exact_count_distribution(scale):
         assert pm[:lo].sum() <= p_lo + 1e-300 and pm[hi + 1:].sum() <= p_hi + 1e-300
         assert max(p_lo, p_hi) <= texp.WINDOW_TAIL
         assert lo <= (np.arange(n + 1) * pm).sum() <= hi
+
+
+@pytest.mark.parametrize("case", ["dominant arc", "collapse"])
+def test_huge_arc_scales_send_the_batch_to_the_log_space_dp(case):
+    """One transition 2000 nats above the others, or every arc 1000 nats below one
+    that no state can take at the first step (a whole row of the real DP underflows):
+    the fast paths decline and the values are the engine's."""
+    from fstchunk.torch import tilted
+    rng = np.random.default_rng(2)
+    tags = list(enc.scheme_tags("IOB2", ("A", "B")))
+    crf = ChunkCRF(tags, "IOB2")
+    lengths = [8, 5]
+    em, tr, mask, st, en = make_batch(rng, len(tags), lengths)
+    if case == "dominant arc":
+        tr[tags.index("B-A"), tags.index("I-A")] = 2000.0
+    else:
+        tr -= 1000.0
+        tr[tags.index("I-A"), tags.index("I-A")] = 0.0      # I-A cannot start a sentence
+    gold = random_gold(rng, tags, "IOB2", lengths)
+    bt = crf._check(em, tr, mask, st, en)
+    g = check_gold(gold, bt, crf.scheme, crf.types, crf.type_index)
+    tau, logw = texp.node_axis(crf, bt, g, 1.0)
+    assert tilted.expected_f_real(crf, bt, g, 1.0, tau, logw) is None
+    assert tilted.corpus_counts_real(crf, bt, g) is None
+    ef = crf.expected_f(em, tr, mask, st, en, gold=gold)
+    ecf = crf.expected_corpus_f(em, tr, mask, st, en, gold=gold)
+    tp = m = mg = 0.0
+    for b, n in enumerate(lengths):
+        lat = lattice(tags, "IOB2", (em, tr, mask, st, en), b, n)
+        r = engine_expected_f(lat, reference=gold[b], method="fast")
+        assert abs(ef[b].item() - r.f) <= 1e-10
+        tp, m, mg = tp + r.tp, m + lat.chunk_marginals().sum(), mg + len(
+            enc.tags_to_chunks(gold[b], "IOB2"))
+    assert abs(ecf.item() - 2 * tp / (m + mg)) <= 1e-10

@@ -45,6 +45,9 @@ from .semiring import NEG
 #: rows are renormalised every this many tokens (each factor is at most 1 and a row
 #: at most L times its last maximum, so nothing overflows in between)
 RENORM = 4
+#: a row whose maximum falls below this between two renormalisations (a factor of
+#: e^-115 per token) sends the batch to the log-space DP
+ROW_MIN = 1e-200
 #: a supported a-state below this share of its row's maximum sends the batch to the
 #: log-space DP
 TINY = 1e-280
@@ -138,12 +141,13 @@ class _RealDP(torch.autograd.Function):
                 rho = torch.ones_like(rho)
             xs.append(x)
             rhos.append(rho)
-        # underflow check: a supported a-state below TINY of its row's max; a node with
-        # z = 0 is supported on the O tags with f = 0 alone
+        # underflow check: a supported a-state below TINY of its row's max, or a row whose
+        # max fell below ROW_MIN; a node with z = 0 is supported on the O tags, f = 0, alone
         sup = torch.as_tensor(support(crf, g, lengths), device=dev).unsqueeze(1)  # (B,1,n,2,L)
         X = torch.stack(xs, 0)                                      # (n, B, K, P, 2, L)
         xa = X[:, :, :, 0].permute(1, 2, 0, 3, 4)                   # (B, K, n, 2, L)
-        low = xa < TINY * xa.amax((-2, -1), keepdim=True)
+        top = xa.amax((-2, -1), keepdim=True)
+        low = (xa < TINY * top) | (top < ROW_MIN)                  # ... or the row itself
         only_o = ((~inchunk).view(1, 1, 1, 1, L)
                   & (torch.arange(2, device=dev) == 0).view(1, 1, 1, 2, 1))
         sup = torch.where((tau > NEG / 2).view(B, K, 1, 1, 1), sup, sup & only_o)
