@@ -481,3 +481,34 @@ def test_log_partition_paths_equal_autograd_through_the_scaled_forward(scale, fa
         torch.testing.assert_close(a, b, **(tol if dtype == F64 else dict(rtol=1e-3, atol=1e-3)))
     ctx = seen[0]
     assert ctx.fast is fast
+
+
+@pytest.mark.parametrize("scheme", ["IOB2", "IOBES"])
+def test_decode_chunks_carry_their_marginals(scheme):
+    """decode_chunks: the chunks of decode's tags (MAP and MEU), each with its chunk
+    marginal, equal to chunk_marginals and to the numpy engine's; an empty decision
+    gives an empty list; CRFLayer passes it through."""
+    from fstchunk.torch import CRFLayer
+    rng = np.random.default_rng(13)
+    tags = list(enc.scheme_tags(scheme, ("PER", "LOC")))
+    crf = ChunkCRF(tags, scheme)
+    lengths = [9, 3, 6]
+    args = make_batch(rng, len(tags), lengths, scale=2.0)
+    cm = crf.chunk_marginals(*args)
+    for method in ("map", "meu"):
+        got = crf.decode_chunks(*args, method=method)
+        tags_out = crf.decode(*args, method=method)
+        for b, n in enumerate(lengths):
+            assert [c[:3] for c in got[b]] == enc.tags_to_chunks(tags_out[b], scheme)
+            lat = lattice(tags, scheme, args, b, n)
+            ref = lat.chunk_marginals()
+            for t, s, e, p in got[b]:
+                assert p == pytest.approx(cm[b, s, e, crf.types.index(t)].item(), abs=1e-12)
+                assert p == pytest.approx(ref[lat.space.types.index(t), s, e], abs=1e-9)
+    em, tr, mask, st, en = args
+    quiet = em.clone()
+    quiet[:, :, tags.index("O")] += 100.0                 # every token O: no chunk
+    assert crf.decode_chunks(quiet, tr, mask, st, en) == [[], [], []]
+    layer = CRFLayer(tags, scheme, dtype=F64)
+    assert layer.decode_chunks(em, mask) == crf.decode_chunks(
+        em, layer.transitions.detach(), mask, layer.start.detach(), layer.end.detach())

@@ -18,7 +18,8 @@ scheme's 2-local language: :class:`fstchunk.tagspace.TagSpace` masks).
   the sentence end (e = n) — one small forward over the chunk tags per start,
   all starts at once (O(B·n²·L²) time), summed over the tags of each type;
 * ``expected_f`` / ``expected_corpus_f``: see :mod:`fstchunk.torch.expected`;
-* ``decode``: constrained Viterbi (MAP) or exact MEU via the numpy engine.
+* ``decode``: constrained Viterbi (MAP) or exact MEU via the numpy engine;
+  ``decode_chunks``: the decoded chunks with their marginals (entity confidences).
 
 The recursion runs in the **scaled log gauge**: α̂_t = α_t − Σ_{u≤t} c_u with
 c_t the log-sum-exp of the unnormalised α at t, and β̂_t = β_t − Σ_{u>t} c_u −
@@ -303,6 +304,26 @@ class ChunkCRF:
             return self._decode_meu(bt, check_beta(beta))
         with torch.no_grad():
             return self._viterbi(bt)
+
+    def decode_chunks(self, emissions, transitions, mask, start=None, end=None,
+                      method: str = "map", beta: float = 1.0
+                      ) -> list[list[tuple[str, int, int, float]]]:
+        """The chunks of :meth:`decode`'s tags, one list per sentence, each chunk
+        ``(type, start, end, Pr)``: end exclusive, Pr the model's probability that the
+        chunk is in y (its chunk marginal: an entity confidence), no gradient."""
+        tags = self.decode(emissions, transitions, mask, start, end, method=method, beta=beta)
+        bt = self._check(emissions, transitions, mask, start, end)
+        found = [enc.tags_to_chunks(t, self.scheme) for t in tags]
+        idx = [(b, s, e, self.types.index(t)) for b, row in enumerate(found) for t, s, e in row]
+        if not idx:
+            return [[] for _ in found]
+        with torch.no_grad():
+            p = _expected.span_probs(bt, self._chunk_arcs(bt), idx).tolist()
+        out, j = [], 0
+        for row in found:
+            out.append([(t, s, e, p[j + i]) for i, (t, s, e) in enumerate(row)])
+            j += len(row)
+        return out
 
     def _viterbi(self, bt: Batch) -> list[list[str]]:
         em, n = bt.emissions, bt.emissions.shape[1]

@@ -279,17 +279,16 @@ def corpus_counts(crf, bt: Batch, g: Gold) -> tuple[torch.Tensor, torch.Tensor]:
 
     * E[m(y)] = Σ_u Pr(a chunk opens at u): the marginals of the opening arcs,
       α̂_{u-1} ⊗ K_open + e_u − c_u + β̂_u (the start's opening arcs at u = 0);
-    * E[tp] = Σ over the gold chunks (t, s, e) of Pr((t, s, e) ∈ chunks(y)): per gold
-      chunk, α̂_{s-1} through an opening arc into the tags of type t, continuation
-      arcs to e−1, then a closing arc into e (or the sentence end), all gold
-      chunks of the batch side by side.
+    * E[tp] = Σ over the gold chunks (t, s, e) of Pr((t, s, e) ∈ chunks(y)), all gold
+      chunks of the batch side by side (:func:`span_probs`).
 
     O(B·n·L² + J·w·L²) for J gold chunks of width at most w, instead of the O(B·n²·L²)
     of all chunk marginals; equal to summing :meth:`ChunkCRF.chunk_marginals` (tested).
     """
-    alpha, c, beta, Kcont, Kopen, KcloseT, open0, tbias = crf._chunk_arcs(bt)
+    arcs = crf._chunk_arcs(bt)
+    alpha, c, beta, _, Kopen, _, open0, _ = arcs
     em = bt.emissions
-    B, n, L = em.shape
+    n = em.shape[1]
     zero = torch.zeros((), dtype=em.dtype, device=em.device)
     m = torch.exp(lse(open0 + em[:, 0] - c[:, 0, None] + beta[:, 0], -1)).sum()
     if n > 1:
@@ -299,6 +298,18 @@ def corpus_counts(crf, bt: Batch, g: Gold) -> tuple[torch.Tensor, torch.Tensor]:
     idx = [(b, s, e, k) for b, row in enumerate(g.chunks) for k, s, e in row]
     if not idx:
         return m * 0, m
+    return span_probs(bt, arcs, idx).sum(), m
+
+
+def span_probs(bt: Batch, arcs: tuple, idx: list[tuple[int, int, int, int]]) -> torch.Tensor:
+    """Pr((t, s, e) ∈ chunks(y_b)) (J,) for the spans ``idx`` = [(b, s, e, t), ...], from
+    the forward-backward ``arcs`` of :meth:`~fstchunk.torch.crf.ChunkCRF._chunk_arcs`:
+    α̂_{s−1} through an opening arc into the tags of type t (or the start's opening
+    scores), continuation arcs to e−1, then a closing arc into e (or the sentence end)
+    and β̂ — every span side by side, O(J·w·L²) for width at most w."""
+    alpha, c, beta, Kcont, Kopen, KcloseT, open0, tbias = arcs
+    em = bt.emissions
+    n, L = em.shape[1], em.shape[2]
     b, s, e, k = (torch.as_tensor(x, device=em.device, dtype=torch.long) for x in zip(*idx))
     prev = (s - 1).clamp(min=0)
     G = torch.where((s == 0).unsqueeze(-1), open0.expand(len(idx), L),
@@ -313,5 +324,4 @@ def corpus_counts(crf, bt: Batch, g: Gold) -> tuple[torch.Tensor, torch.Tensor]:
     after = e.clamp(max=n - 1)
     closing = logmatmul(beta[b, after] + em[b, after], KcloseT) - c[b, after].unsqueeze(-1)
     cl = torch.where(at_end, beta[b, e - 1], closing)
-    tp = torch.exp(lse(G + cl, -1)).sum()
-    return tp, m
+    return torch.exp(lse(G + cl, -1))

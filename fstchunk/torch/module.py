@@ -87,6 +87,11 @@ class CRFLayer(torch.nn.Module):
         """Tag lists: MAP (constrained Viterbi) or exact MEU for F_β."""
         return self.crf.decode(*self._args(emissions, mask), method=method, beta=beta)
 
+    def decode_chunks(self, emissions: torch.Tensor, mask: torch.Tensor, method: str = "map",
+                      beta: float = 1.0) -> list[list[tuple[str, int, int, float]]]:
+        """The decoded chunks (type, start, end, Pr(chunk ∈ y)) of each sentence."""
+        return self.crf.decode_chunks(*self._args(emissions, mask), method=method, beta=beta)
+
 
 def first_subword_pool(scores: torch.Tensor, word_ids: Sequence[Sequence[int | None]]
                        ) -> tuple[torch.Tensor, torch.Tensor]:
