@@ -11,16 +11,21 @@ matrix Kt (L, L), start and end scores (L,), lengths (B,)) of the linear-chain C
   α̂_t + β̂_t = log Pr(y_t = l) (Rabiner 1989's scaling, in log space);
 * :func:`log_partition`: log Z as a custom autograd function, ∂log Z/∂e_t[l] =
   Pr(y_t = l), ∂log Z/∂Kt[i, j] = Σ_t Pr(y_{t−1} = i, y_t = j), ∂log Z/∂start = Pr(y_1),
-  ∂log Z/∂end = Pr(y_len), by an adjoint recursion over weights formed for all t at
-  once: no autograd graph of the n steps (autograd replaying every log-sum-exp was
-  the cost that kept the NLL behind pytorch-crf).
+  ∂log Z/∂end = Pr(y_len): the forward as scaled real matrix products
+  (:func:`scaled_forward`) and the backward as the adjoint recursion of the same
+  products, one (B, L) @ (L, L) product per token each way, no autograd graph of the
+  n steps (autograd replaying every log-sum-exp was what kept the NLL behind
+  pytorch-crf); an exact broadcast log-sum-exp path where a product underflows;
+* :func:`tilted_log_partition`: log Z(z) with every chunk opening weighted by z, for
+  a batch of z at once (the chunk count's moment generating function).
 
 Pitfalls: :func:`log_partition` is differentiable once (``once_differentiable``: no
 Hessian-vector products through it; take a Hessian by autograd through
-:func:`forward`); every exponentiated quantity is a local log probability (the
-weights W_t are one step's softmax; nothing forms exp(α)·exp(K)·exp(β), which
-overflows at large scales); padding columns are carried through and each sentence's end is selected
-with ``gather``/``torch.where`` (never by multiplying by the mask).
+:func:`forward`); the scaled products keep every factor in (0, 1] (exp(K − column
+max), exp(α − row max)), and a product below 1e-280 sends the batch to the exact
+path, so scores of any magnitude are safe; padding columns are carried through and
+each sentence's end is selected with ``gather``/``torch.where`` (never by
+multiplying by the mask).
 """
 
 from __future__ import annotations
