@@ -61,8 +61,11 @@ class Timer:
 def this_command() -> str:
     """The command line of the running benchmark, as RESULTS.md quotes it."""
     args = shlex.join(sys.argv[1:])
-    return f"FSTCHUNK_DATA=../shared/data python benchmarks/{Path(sys.argv[0]).name}" \
-        + (f" {args}" if args else "")
+    script = Path(sys.argv[0]).resolve()
+    root = Path(__file__).resolve().parents[1]
+    where = script.relative_to(root) if script.is_relative_to(root) else \
+        Path("benchmarks") / script.name           # examples/... as well as benchmarks/...
+    return f"FSTCHUNK_DATA=../shared/data python {where}" + (f" {args}" if args else "")
 
 
 def write_section(key: str, body: str) -> None:
