@@ -56,25 +56,27 @@ TINY = 1e-280
 def support(crf, g: Gold, lengths: list[int]) -> np.ndarray:
     """(B, n, 2, L) bool: which (match flag f, tag l) some valid prefix of the sentence
     reaches at token u, chunks allowed (the structure of :func:`real_dp`, scores aside);
-    padding columns repeat the last token's."""
+    padding columns repeat the last token's.  0/1 products in float32 (BLAS)."""
     ok_s, ok_c, ok_n = (crf._np[k] for k in ("start", "cont", "non"))
     op = crf._np["inchunk"]
-    match, last = g.match.cpu().numpy(), g.last.cpu().numpy()
+    match = g.match.cpu().numpy().astype(np.float32)
+    last = g.last.cpu().numpy().astype(np.float32)[:, :, None]
     B, n, L = match.shape
-    out = np.zeros((B, n, 2, L), bool)
-    out[:, 0, 0] = ok_s & ~(op & match[:, 0])
-    out[:, 0, 1] = ok_s & op & match[:, 0]
-    c_, n_ = ok_c.astype(np.int64), ok_n.astype(np.int64)
+    out = np.zeros((B, n, 2, L), np.float32)
+    out[:, 0, 0] = ok_s & ~(op & (match[:, 0] > 0))
+    out[:, 0, 1] = ok_s & op & (match[:, 0] > 0)
+    c_, n_ = ok_c.astype(np.float32), ok_n.astype(np.float32)
+    dead = np.asarray(lengths)[:, None] <= np.arange(n)[None, :]
     for u in range(1, n):
-        prev = out[:, u - 1].astype(np.int64)
-        sc = prev @ c_ > 0                                          # (B, 2, L)
-        sn = (prev[:, 0] + prev[:, 1]) @ n_ > 0                     # (B, L)
-        ev = last[:, u - 1, None]
-        out[:, u, 0] = (sc[:, 0] | (ev & sc[:, 1]) | (sn & ~match[:, u]))
-        out[:, u, 1] = ((~ev & sc[:, 1]) | (sn & match[:, u]))
-        dead = np.asarray(lengths) <= u
-        out[dead, u] = out[dead, u - 1]
-    return out
+        prev = out[:, u - 1]
+        sc = prev @ c_                                              # (B, 2, L)
+        sn = (prev[:, 0] + prev[:, 1]) @ n_                         # (B, L)
+        ev, mu = last[:, u - 1], match[:, u]
+        out[:, u, 0] = sc[:, 0] + ev * sc[:, 1] + sn * (1 - mu)
+        out[:, u, 1] = (1 - ev) * sc[:, 1] + sn * mu
+        np.minimum(out[:, u], 1.0, out=out[:, u])                   # 0/1: reachable or not
+        out[dead[:, u], u] = out[dead[:, u], u - 1]
+    return out > 0
 
 
 def _factors(x: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
@@ -91,6 +93,7 @@ class _RealDP(torch.autograd.Function):
     def forward(ctx, em, tr, st, en, crf, g: Gold, lengths: list[int], tau, opens: bool):
         B, n, L = em.shape
         K = tau.shape[1]
+        dev = em.device
         ok_c, ok_n = crf._mask("cont", tr), crf._mask("non", tr)
         inchunk = crf._mask("inchunk", tr)
         ok_s, ok_e = crf._mask("start", st), crf._mask("end", en)
@@ -102,117 +105,132 @@ class _RealDP(torch.autograd.Function):
         op = inchunk.double()
         zop = torch.exp(tau).view(B, K, 1, 1) * op                  # z on opening arcs
         gate = (1 - op) + zop                                       # (B, K, 1, L)
-        mt = g.match.double()
-        ev_all = g.last.double()
-        dev = em.device
-        lens = torch.as_tensor(lengths, device=dev)
-        live_at = torch.arange(n, device=dev).view(1, n) < lens.view(B, 1)       # (B, n)
+        steps = _Steps(Em, g, lengths)
         # x: (B, K, part a, b_tp[, b_m], f, L); token 0: every chunk tag opens a chunk
         psi = (Es * Em[:, 0]).view(B, 1, 1, L)
         opened = psi * zop
-        m0 = mt[:, 0].view(B, 1, 1, L)
-        a = torch.cat([psi * (1 - op) + opened * (1 - m0), opened * m0], 2)
-        parts = [a, torch.zeros_like(a)] + ([torch.cat([opened * (1 - m0), opened * m0], 2)]
+        m0 = steps.m[0]
+        a = torch.cat([psi * (1 - op) + opened * steps.nm[0], opened * m0], 2)
+        parts = [a, torch.zeros_like(a)] + ([torch.cat([opened * steps.nm[0], opened * m0], 2)]
                                             if opens else [])
         x = torch.stack(parts, 2)
         rho = x[:, :, 0].amax((-2, -1)).clamp_min(1e-300)
         x = x / rho.view(B, K, 1, 1, 1)
         xs, rhos, scale = [x], [rho], torch.log(rho)
         for u in range(1, n):
-            ev = ev_all[:, u - 1].view(B, 1, 1, 1)
+            ev, nev = steps.ev[u - 1], steps.nev[u - 1]
             C0, C1 = (x @ Ec).unbind(3)
             x0, x1 = x.unbind(3)
             S = x0 + x1
-            S[:, :, 1] += ev.view(B, 1, 1) * x1[:, :, 0]         # a tp completes on closing
+            S[:, :, 1].addcmul_(ev[..., 0], x1[:, :, 0])            # a tp completes on closing
             N = S @ En
             moved = N * gate
             if opens:                         # an opening adds the path's weight to Σ w·m
-                moved[:, :, 2] += N[:, :, 0] * zop[:, :, 0]
-            m_u = mt[:, u].view(B, 1, 1, L)
-            new = torch.stack([C0 + ev * C1 + moved * (1 - m_u), (1 - ev) * C1 + moved * m_u],
-                              3) * Em[:, u].view(B, 1, 1, 1, L)
-            live = live_at[:, u].view(B, 1, 1, 1, 1)
-            x = torch.where(live, new, x)
+                moved[:, :, 2].addcmul_(N[:, :, 0], zop[:, :, 0])
+            new = torch.stack([torch.addcmul(torch.addcmul(C0, ev, C1), moved, steps.nm[u]),
+                               torch.addcmul(C1 * nev, moved, steps.m[u])], 3)
+            new.mul_(steps.em[u])
+            x = new if steps.all_live[u] else torch.where(steps.live[u], new, x)
+            rho = None
             if u % RENORM == 0 or u == n - 1:
                 rho = x[:, :, 0].amax((-2, -1)).clamp_min(1e-300)
                 x = x / rho.view(B, K, 1, 1, 1)
                 scale = scale + torch.log(rho)
-            else:
-                rho = torch.ones_like(rho)
             xs.append(x)
             rhos.append(rho)
         # underflow check: a supported a-state below TINY of its row's max, or a row whose
         # max fell below ROW_MIN; a node with z = 0 is supported on the O tags, f = 0, alone
         sup = torch.as_tensor(support(crf, g, lengths), device=dev).unsqueeze(1)  # (B,1,n,2,L)
-        X = torch.stack(xs, 0)                                      # (n, B, K, P, 2, L)
-        xa = X[:, :, :, 0].permute(1, 2, 0, 3, 4)                   # (B, K, n, 2, L)
+        xa = torch.stack([v[:, :, 0] for v in xs], 2)               # (B, K, n, 2, L)
         top = xa.amax((-2, -1), keepdim=True)
         low = (xa < TINY * top) | (top < ROW_MIN)                  # ... or the row itself
         only_o = ((~inchunk).view(1, 1, 1, 1, L)
                   & (torch.arange(2, device=dev) == 0).view(1, 1, 1, 2, 1))
         sup = torch.where((tau > NEG / 2).view(B, K, 1, 1, 1), sup, sup & only_o)
-        ok = not bool((low & sup & live_at.view(B, 1, n, 1, 1)).any())
+        ok = not bool((low & sup & steps.live_at.view(B, 1, n, 1, 1)).any())
         ok = ok and not bool(((Es < TINY) & ok_s).any() or ((Ee < TINY) & ok_e).any())
-        evl = g.last.double().gather(1, lens.view(B, 1) - 1).view(B, 1, 1)
+        evl = steps.evl
         Z = ((x[:, :, 0, 0] + x[:, :, 0, 1]) * Ee).sum(-1)          # (B, K)
         T = ((x[:, :, 1, 0] + x[:, :, 1, 1] + evl * x[:, :, 0, 1]) * Ee).sum(-1)
         M = ((x[:, :, 2, 0] + x[:, :, 2, 1]) * Ee).sum(-1) if opens else torch.zeros_like(Z)
         ok = ok and bool((Z[:, 0] > 0).all())
-        ctx.opens = opens
-        ctx.save_for_backward(Ec, En, Ee, Em, gate, zop, mt, ev_all, live_at, evl,
-                              X, torch.stack(rhos, 0))
+        ctx.opens, ctx.steps, ctx.xs, ctx.rhos = opens, steps, xs, rhos
+        ctx.save_for_backward(Ec, En, Ee, gate, zop)
         ctx.mark_non_differentiable(scale)
         return Z, T, M, scale, torch.tensor(ok)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, gZ, gT, gM, _gs, _go):
-        Ec, En, Ee, Em, gate, zop, mt, ev_all, live_at, evl, xs, rhos = ctx.saved_tensors
-        n, B, K, P, _, L = xs.shape
+        Ec, En, Ee, gate, zop = ctx.saved_tensors
+        steps, xs, rhos = ctx.steps, ctx.xs, ctx.rhos
         x = xs[-1]
+        B, K, P, _, L = x.shape
+        n = len(xs)
+        evl = steps.evl.view(B, 1, 1)
         # seeds: Z = Σ (a0 + a1)·Ee, T = Σ (b0 + b1 + [end]·a1)·Ee, M = Σ (m0 + m1)·Ee
         seed = [gZ.view(B, K, 1, 1).expand(B, K, 2, 1), gT.view(B, K, 1, 1).expand(B, K, 2, 1)]
         if ctx.opens:
             seed.append(gM.view(B, K, 1, 1).expand(B, K, 2, 1))
         xb = (torch.stack(seed, 2) * Ee).clone()                   # (B, K, P, 2, L)
-        xb[:, :, 0, 1] += gT.view(B, K, 1) * evl.view(B, 1, 1) * Ee
+        xb[:, :, 0, 1] += gT.view(B, K, 1) * evl * Ee
         fin = (x[:, :, 0, 0] + x[:, :, 0, 1]) * gZ.view(B, K, 1) + (
-            x[:, :, 1, 0] + x[:, :, 1, 1] + evl.view(B, 1, 1) * x[:, :, 0, 1]) * gT.view(B, K, 1)
+            x[:, :, 1, 0] + x[:, :, 1, 1] + evl * x[:, :, 0, 1]) * gT.view(B, K, 1)
         if ctx.opens:
             fin = fin + (x[:, :, 2, 0] + x[:, :, 2, 1]) * gM.view(B, K, 1)
         g_en = (fin * Ee).sum((0, 1))
-        g_em = torch.zeros_like(Em)
+        g_em = [None] * n
         g_Ec, g_En = torch.zeros_like(Ec), torch.zeros_like(En)
+        EcT, EnT = Ec.T, En.T
         for u in range(n - 1, 0, -1):
-            live = live_at[:, u].view(B, 1, 1, 1, 1)
-            nb = xb / rhos[u].view(B, K, 1, 1, 1)
-            g_em[:, u] = torch.where(live.view(B, 1), (xb * xs[u]).sum((1, 2, 3)),
-                                     torch.zeros_like(g_em[:, u]))
-            p0, p1 = (nb * Em[:, u].view(B, 1, 1, 1, L)).unbind(3)
-            ev = ev_all[:, u - 1].view(B, 1, 1, 1)
-            m_u = mt[:, u].view(B, 1, 1, L)
-            Cb = torch.stack([p0, p0 * ev + p1 * (1 - ev)], 3)     # (B, K, P, 2, L)
-            Nb = (p1 * m_u + p0 * (1 - m_u)) * gate
+            live = steps.live[u]
+            nb = xb if rhos[u] is None else xb / rhos[u].view(B, K, 1, 1, 1)
+            g_em[u] = (xb * xs[u]).sum((1, 2, 3))                   # Σ x̄_u ⊙ x_u
+            p0, p1 = (nb * steps.em[u]).unbind(3)
+            ev, nev = steps.ev[u - 1], steps.nev[u - 1]
+            Cb = torch.stack([p0, torch.addcmul(p1 * nev, p0, ev)], 3)   # (B, K, P, 2, L)
+            Nb = torch.addcmul(p1 * steps.m[u], p0, steps.nm[u]).mul_(gate)
             if ctx.opens:
-                Nb[:, :, 0] += (p1[:, :, 2] * m_u[:, :, 0] + p0[:, :, 2] * (1 - m_u[:, :, 0])
-                                ) * zop[:, :, 0]
-            if not bool(live_at[:, u].all()):
+                Nb[:, :, 0].addcmul_(torch.addcmul(p1[:, :, 2] * steps.m[u][:, :, 0], p0[:, :, 2],
+                                                   steps.nm[u][:, :, 0]), zop[:, :, 0])
+            if not steps.all_live[u]:
+                g_em[u] = torch.where(live.view(B, 1), g_em[u], torch.zeros_like(g_em[u]))
                 Cb = torch.where(live, Cb, torch.zeros_like(Cb))
                 Nb = torch.where(live[..., 0], Nb, torch.zeros_like(Nb))
             prev = xs[u - 1]
             x0, x1 = prev.unbind(3)
             S = x0 + x1
-            S[:, :, 1] += ev.view(B, 1, 1) * x1[:, :, 0]
-            Sb = Nb @ En.T                                          # (B, K, P, L)
-            back = Cb @ Ec.T + Sb.unsqueeze(3)
-            back[:, :, 0, 1] += ev.view(B, 1, 1) * Sb[:, :, 1]
-            xb = torch.where(live, back, nb)
+            S[:, :, 1].addcmul_(ev[..., 0], x1[:, :, 0])
+            Sb = Nb @ EnT                                           # (B, K, P, L)
+            back = (Cb @ EcT).add_(Sb.unsqueeze(3))
+            back[:, :, 0, 1].addcmul_(ev[..., 0], Sb[:, :, 1])
+            xb = back if steps.all_live[u] else torch.where(live, back, nb)
             g_Ec += prev.reshape(-1, L).T @ Cb.reshape(-1, L)
             g_En += S.reshape(-1, L).T @ Nb.reshape(-1, L)
-        g_em[:, 0] = (xb * xs[0]).sum((1, 2, 3))
-        g_st = g_em[:, 0].sum(0)
-        g_tr = g_Ec * Ec + g_En * En
-        return g_em, g_tr, g_st, g_en, None, None, None, None, None
+        g_em[0] = (xb * xs[0]).sum((1, 2, 3))
+        g_em = torch.stack(g_em, 1)                                 # (B, n, L)
+        return g_em, g_Ec * Ec + g_En * En, g_em[:, 0].sum(0), g_en, None, None, None, None, None
+
+
+class _Steps:
+    """Per-token views the DP reads, taken once: gold ends (ev, 1 − ev), gold starts
+    (m, 1 − m), emission factors, which sentences are still live."""
+
+    def __init__(self, Em: torch.Tensor, g: Gold, lengths: list[int]):
+        B, n, L = Em.shape
+        dev = Em.device
+        ev = g.last.double()
+        mt = g.match.double()
+        self.ev = ev.view(B, 1, 1, n, 1).unbind(3)                  # (B, 1, 1, 1) each
+        self.nev = (1 - ev).view(B, 1, 1, n, 1).unbind(3)
+        self.m = mt.view(B, 1, 1, n, L).unbind(3)                   # (B, 1, 1, L) each
+        self.nm = (1 - mt).view(B, 1, 1, n, L).unbind(3)
+        self.em = Em.view(B, 1, 1, n, 1, L).unbind(3)               # (B, 1, 1, 1, L) each
+        lens = torch.as_tensor(lengths, device=dev)
+        self.live_at = torch.arange(n, device=dev).view(1, n) < lens.view(B, 1)
+        self.live = self.live_at.view(B, 1, 1, n, 1, 1).unbind(3)   # (B, 1, 1, 1, 1) each
+        self.all_live = [u < min(lengths) for u in range(n)]
+        self.evl = ev.gather(1, lens.view(B, 1) - 1).view(B, 1, 1)
 
 
 def real_dp(crf, bt: Batch, g: Gold, tau: torch.Tensor, opens: bool = False):
