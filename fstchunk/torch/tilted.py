@@ -18,14 +18,17 @@ maps (x̄_{u−1} = the transposed gates and products applied to x̄_u; ∂/∂e
 Σ x̄_u ⊙ x_u; ∂/∂K = Σ_u x_{u−1}ᵀ C̄_u and S_uᵀ N̄_u), so one token costs two products
 forward and four backward, with no exponential or logarithm.
 
-**When it is exact.**  A real state can underflow where its log-space twin would not:
-a state that some valid path reaches, but whose value is below 1e-280 of its row's
-maximum.  :func:`support` gives which (f, l) each token's valid prefixes reach (the
-structure alone), and :func:`real_dp` returns None if any supported a-state falls
-below :data:`TINY` of its row's maximum (scores of huge magnitude, or nodes that tilt
-hundreds of nats): the caller then runs the log-space DP, which is exact at any scale.
-The b part may underflow: b ≤ n·a entrywise, and a b-state below 1e-280 of its row
-contributes less than that to E[F].
+**When it is exact.**  A real state can underflow where its log-space twin would not.
+Summed over f, a node's a-part evolves as the plain chain with tilted openings (the
+gates only split mass between f = 0 and f = 1), so for z > 0 the tags that carry
+mass at token u are those a valid prefix reaches (:func:`reachable`, the same for
+every sentence).  :func:`real_dp` returns None if any reachable tag's a-mass falls
+below :data:`TINY` of its row's maximum, or a row's maximum below :data:`ROW_MIN`
+(scores of huge magnitude, or nodes that tilt hundreds of nats): the caller then runs
+the log-space DP, which is exact at any scale.  Below that, the split over f and the
+b part may underflow harmlessly: an f = 1 entry under 1e-280 of its tag's mass, or a
+b entry (b ≤ n·a entrywise), follows the same arcs as the mass it is part of and
+changes E[F] by less than n·1e-280.
 
 Pitfalls: float64 throughout (float32 states would underflow at e^-87, within the
 range of a trained tagger's scores, and send most batches to the slow path);
@@ -48,35 +51,23 @@ RENORM = 4
 #: a row whose maximum falls below this between two renormalisations (a factor of
 #: e^-115 per token) sends the batch to the log-space DP
 ROW_MIN = 1e-200
-#: a supported a-state below this share of its row's maximum sends the batch to the
-#: log-space DP
+#: a reachable tag whose a-mass is below this share of its row's maximum sends the
+#: batch to the log-space DP
 TINY = 1e-280
 
 
-def support(crf, g: Gold, lengths: list[int]) -> np.ndarray:
-    """(B, n, 2, L) bool: which (match flag f, tag l) some valid prefix of the sentence
-    reaches at token u, chunks allowed (the structure of :func:`real_dp`, scores aside);
-    padding columns repeat the last token's.  0/1 products in float32 (BLAS)."""
-    ok_s, ok_c, ok_n = (crf._np[k] for k in ("start", "cont", "non"))
-    op = crf._np["inchunk"]
-    match = g.match.cpu().numpy().astype(np.float32)
-    last = g.last.cpu().numpy().astype(np.float32)[:, :, None]
-    B, n, L = match.shape
-    out = np.zeros((B, n, 2, L), np.float32)
-    out[:, 0, 0] = ok_s & ~(op & (match[:, 0] > 0))
-    out[:, 0, 1] = ok_s & op & (match[:, 0] > 0)
-    c_, n_ = ok_c.astype(np.float32), ok_n.astype(np.float32)
-    dead = np.asarray(lengths)[:, None] <= np.arange(n)[None, :]
-    for u in range(1, n):
-        prev = out[:, u - 1]
-        sc = prev @ c_                                              # (B, 2, L)
-        sn = (prev[:, 0] + prev[:, 1]) @ n_                         # (B, L)
-        ev, mu = last[:, u - 1], match[:, u]
-        out[:, u, 0] = sc[:, 0] + ev * sc[:, 1] + sn * (1 - mu)
-        out[:, u, 1] = (1 - ev) * sc[:, 1] + sn * mu
-        np.minimum(out[:, u], 1.0, out=out[:, u])                   # 0/1: reachable or not
-        out[dead[:, u], u] = out[dead[:, u], u - 1]
-    return out > 0
+def reachable(crf, n: int) -> np.ndarray:
+    """(n, L) bool: the tags some valid prefix reaches at token u (start constraints and
+    allowed arcs only; the same for every sentence), cached per length."""
+    key = ("reach", n)
+    if key not in crf._cache:
+        ok_s, ok_t = crf._np["start"], crf._np["trans"].astype(np.float32)
+        out = np.zeros((n, len(ok_s)), bool)
+        out[0] = ok_s
+        for u in range(1, n):
+            out[u] = out[u - 1].astype(np.float32) @ ok_t > 0
+        crf._cache[key] = out
+    return crf._cache[key]
 
 
 def _factors(x: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
@@ -138,16 +129,16 @@ class _RealDP(torch.autograd.Function):
                 scale = scale + torch.log(rho)
             xs.append(x)
             rhos.append(rho)
-        # underflow check: a supported a-state below TINY of its row's max, or a row whose
-        # max fell below ROW_MIN; a node with z = 0 is supported on the O tags, f = 0, alone
-        sup = torch.as_tensor(support(crf, g, lengths), device=dev).unsqueeze(1)  # (B,1,n,2,L)
-        xa = torch.stack([v[:, :, 0] for v in xs], 2)               # (B, K, n, 2, L)
-        top = xa.amax((-2, -1), keepdim=True)
-        low = (xa < TINY * top) | (top < ROW_MIN)                  # ... or the row itself
-        only_o = ((~inchunk).view(1, 1, 1, 1, L)
-                  & (torch.arange(2, device=dev) == 0).view(1, 1, 1, 2, 1))
-        sup = torch.where((tau > NEG / 2).view(B, K, 1, 1, 1), sup, sup & only_o)
-        ok = not bool((low & sup & steps.live_at.view(B, 1, n, 1, 1)).any())
+        # underflow check (module doc): for a node with z > 0, a reachable tag whose a-mass
+        # (summed over f) is below TINY of its row's max, or a row whose max fell below
+        # ROW_MIN; a node with z = 0 (O alone) only by its row
+        reach = torch.as_tensor(reachable(crf, n), device=dev).view(1, 1, n, L)
+        xa = torch.stack([v[:, :, 0].sum(-2) for v in xs], 2)      # (B, K, n, L)
+        top = xa.amax(-1, keepdim=True)
+        live = steps.live_at.view(B, 1, n, 1)
+        chunky = (tau > NEG / 2).view(B, K, 1, 1)
+        low = ((xa < TINY * top) & reach & chunky) | (top < ROW_MIN)
+        ok = not bool((low & live).any())
         ok = ok and not bool(((Es < TINY) & ok_s).any() or ((Ee < TINY) & ok_e).any())
         evl = steps.evl
         Z = ((x[:, :, 0, 0] + x[:, :, 0, 1]) * Ee).sum(-1)          # (B, K)
@@ -237,7 +228,7 @@ def real_dp(crf, bt: Batch, g: Gold, tau: torch.Tensor, opens: bool = False):
     """The real-space DP over the node axis τ (B, K) (module doc), in float64: per
     (sentence, node) Z_k = Σ_y w(y)·z_k^{m(y)}, T_k = Σ_y w(y)·z_k^{m(y)}·tp(y) and, with
     ``opens``, M_k = Σ_y w(y)·z_k^{m(y)}·m(y), each up to a factor e^{scale_k} shared by
-    the three; returns (Z, T, M or None, scale) (B, K), or None if a supported state
+    the three; returns (Z, T, M or None, scale) (B, K), or None if a reachable state
     underflowed.  Differentiable once (a custom backward: :class:`_RealDP`)."""
     Z, T, M, scale, ok = _RealDP.apply(bt.emissions.double(), bt.transitions.double(),
                                        bt.start.double(), bt.end.double(), crf, g,
