@@ -27,13 +27,14 @@ def both(crf, args, gold, beta, basis="nodes"):
             texp.expected_f(crf, bt, g, beta, basis=basis))
 
 
-@pytest.mark.parametrize("scheme", ["IOB2", "IOE2", "IOBES", "IOB1"])
-@pytest.mark.parametrize("scale", [0.3, 1.0, 4.0, 300.0])
+@pytest.mark.parametrize("scheme,scale", [
+    ("IOB2", 0.3), ("IOB2", 300.0), ("IOE2", 1.0), ("IOE2", 4.0), ("IOBES", 1.0),
+    ("IOBES", 4.0), ("IOBES", 300.0), ("IOB1", 0.3), ("IOB1", 1.0)])
 def test_nodes_equal_counts_and_the_engine(scheme, scale):
     rng = np.random.default_rng(int(scale * 10) + len(scheme))
     tags = list(enc.scheme_tags(scheme, ("NP", "VP", "PP")))
     crf = ChunkCRF(tags, scheme)
-    lengths = [23, 1, 9, 40, 2]
+    lengths = [17, 1, 9, 30, 2]
     args = make_batch(rng, len(tags), lengths, scale=scale)
     gold = random_gold(rng, tags, scheme, lengths)
     gold[2] = ["O"] * lengths[2]                        # m(g) = 0: F = Pr(m(y) = 0)
@@ -70,9 +71,9 @@ def test_nodes_against_brute_force(n):
 
 def test_nodes_gradcheck_and_gradient_equals_counts():
     rng = np.random.default_rng(9)
-    tags = list(enc.scheme_tags("IOBES", ("A", "B")))
+    tags = list(enc.scheme_tags("IOBES", ("A",)))
     crf = ChunkCRF(tags, "IOBES")
-    lengths = [6, 3, 8]
+    lengths = [5, 2, 6]
     em, tr, mask, st, en = make_batch(rng, len(tags), lengths)
     gold = random_gold(rng, tags, "IOBES", lengths)
 
