@@ -46,8 +46,8 @@ from .checks import Batch, Gold
 from .semiring import NEG
 
 #: rows are renormalised every this many tokens (each factor is at most 1 and a row
-#: at most L times its last maximum, so nothing overflows in between)
-RENORM = 4
+#: grows at most L-fold per token, so nothing overflows in between)
+RENORM = 8
 #: a row whose maximum falls below this between two renormalisations (a factor of
 #: e^-115 per token) sends the batch to the log-space DP
 ROW_MIN = 1e-200
@@ -107,7 +107,7 @@ class _RealDP(torch.autograd.Function):
         x = torch.stack(parts, 2)
         rho = x[:, :, 0].amax((-2, -1)).clamp_min(1e-300)
         x = x / rho.view(B, K, 1, 1, 1)
-        xs, rhos, scale = [x], [rho], torch.log(rho)
+        xs, rhos, Ss, scale = [x], [rho], [None], torch.log(rho)
         for u in range(1, n):
             ev, nev = steps.ev[u - 1], steps.nev[u - 1]
             C0, C1 = (x @ Ec).unbind(3)
@@ -129,6 +129,7 @@ class _RealDP(torch.autograd.Function):
                 scale = scale + torch.log(rho)
             xs.append(x)
             rhos.append(rho)
+            Ss.append(S)
         # underflow check (module doc): for a node with z > 0, a reachable tag whose a-mass
         # (summed over f) is below TINY of its row's max, or a row whose max fell below
         # ROW_MIN; a node with z = 0 (O alone) only by its row
@@ -145,7 +146,7 @@ class _RealDP(torch.autograd.Function):
         T = ((x[:, :, 1, 0] + x[:, :, 1, 1] + evl * x[:, :, 0, 1]) * Ee).sum(-1)
         M = ((x[:, :, 2, 0] + x[:, :, 2, 1]) * Ee).sum(-1) if opens else torch.zeros_like(Z)
         ok = ok and bool((Z[:, 0] > 0).all())
-        ctx.opens, ctx.steps, ctx.xs, ctx.rhos = opens, steps, xs, rhos
+        ctx.opens, ctx.steps, ctx.xs, ctx.rhos, ctx.Ss = opens, steps, xs, rhos, Ss
         ctx.save_for_backward(Ec, En, Ee, gate, zop)
         ctx.mark_non_differentiable(scale)
         return Z, T, M, scale, torch.tensor(ok)
@@ -188,10 +189,7 @@ class _RealDP(torch.autograd.Function):
                 g_em[u] = torch.where(live.view(B, 1), g_em[u], torch.zeros_like(g_em[u]))
                 Cb = torch.where(live, Cb, torch.zeros_like(Cb))
                 Nb = torch.where(live[..., 0], Nb, torch.zeros_like(Nb))
-            prev = xs[u - 1]
-            x0, x1 = prev.unbind(3)
-            S = x0 + x1
-            S[:, :, 1].addcmul_(ev[..., 0], x1[:, :, 0])
+            prev, S = xs[u - 1], ctx.Ss[u]
             Sb = Nb @ EnT                                           # (B, K, P, L)
             back = (Cb @ EcT).add_(Sb.unsqueeze(3))
             back[:, :, 0, 1].addcmul_(ev[..., 0], Sb[:, :, 1])
