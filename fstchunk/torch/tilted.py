@@ -48,8 +48,8 @@ from .semiring import NEG
 #: rows are renormalised every this many tokens (each factor is at most 1 and a row
 #: grows at most L-fold per token, so nothing overflows in between)
 RENORM = 8
-#: a row whose maximum falls below this between two renormalisations (a factor of
-#: e^-115 per token) sends the batch to the log-space DP
+#: a row whose maximum falls below this between two renormalisations (below e^-57
+#: per token over RENORM tokens) sends the batch to the log-space DP
 ROW_MIN = 1e-200
 #: a reachable tag whose a-mass is below this share of its row's maximum sends the
 #: batch to the log-space DP
