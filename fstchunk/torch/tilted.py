@@ -1,11 +1,12 @@
 """The expected-F recursion in real space: the fast path of :mod:`.expected` (issue 21).
 
 The expectation-semiring DP of :func:`fstchunk.torch.expected.expected_f` over states
-(node k, part, match flag f, tag l): the node axis tilts every chunk opening by z_k
-(slot 0: z = 1, slot 1: z = 0, the rest the quadrature nodes of
-:func:`~fstchunk.torch.expected.node_axis`), and the parts are a = Σ w, b = Σ w·tp and,
-for the expected corpus F, Σ w·m.  The states are real numbers, not logs; each token
-is two matrix products,
+(node k, part, match flag f, tag l): the node axis tilts every chunk opening by z_k > 0
+(slot 0: z = 1, the rest the quadrature nodes of
+:func:`~fstchunk.torch.expected.node_axis`; Pr(m(y) = 0), the log-space DP's slot z = 0,
+is the all-O path's weight in closed form, :func:`empty_prob`), and the parts are
+a = Σ w, b = Σ w·tp and, for the expected corpus F, Σ w·m.  The states are real
+numbers, not logs; each token is two matrix products,
 
     C = x @ exp(K_cont − κ),   N = (x_{f=0} + x_{f=1} + [gold ended]·a_{f=1}→b) @ exp(K_non − κ),
 
@@ -23,9 +24,11 @@ Summed over f, a node's a-part evolves as the plain chain with tilted openings (
 gates only split mass between f = 0 and f = 1), so for z > 0 the tags that carry
 mass at token u are those a valid prefix reaches (:func:`reachable`, the same for
 every sentence).  :func:`real_dp` returns None if any reachable tag's a-mass falls
-below :data:`TINY` of its row's maximum, or a row's maximum below :data:`ROW_MIN`
-(scores of huge magnitude, or nodes that tilt hundreds of nats): the caller then runs
-the log-space DP, which is exact at any scale.  Below that, the split over f and the
+below :data:`TINY` of its row's maximum or below :data:`FLOOR`, or a row's maximum
+below :data:`ROW_MIN` — at every token, and at a renormalisation token before the
+rescaling, where a subnormal row would otherwise be scaled back up unnoticed (scores
+of huge magnitude, or nodes that tilt hundreds of nats): the caller then runs the
+log-space DP, which is exact at any scale.  Below that, the split over f and the
 b part may underflow harmlessly: an f = 1 entry under 1e-280 of its tag's mass, or a
 b entry (b ≤ n·a entrywise), follows the same arcs as the mass it is part of and
 changes E[F] by less than n·1e-280.
@@ -42,6 +45,7 @@ import numpy as np
 import torch
 from torch.autograd.function import once_differentiable
 
+from . import chain as _chain
 from .checks import Batch, Gold
 from .semiring import NEG
 
@@ -51,9 +55,11 @@ RENORM = 8
 #: a row whose maximum falls below this between two renormalisations (below e^-57
 #: per token over RENORM tokens) sends the batch to the log-space DP
 ROW_MIN = 1e-200
-#: a reachable tag whose a-mass is below this share of its row's maximum sends the
-#: batch to the log-space DP
+#: a reachable tag whose a-mass is below this share of its row's maximum, or below
+#: FLOOR (near the subnormal range, where digits are lost), sends the batch to the
+#: log-space DP
 TINY = 1e-280
+FLOOR = 1e-290
 
 
 def reachable(crf, n: int) -> np.ndarray:
@@ -105,7 +111,9 @@ class _RealDP(torch.autograd.Function):
         parts = [a, torch.zeros_like(a)] + ([torch.cat([opened * steps.nm[0], opened * m0], 2)]
                                             if opens else [])
         x = torch.stack(parts, 2)
-        rho = x[:, :, 0].amax((-2, -1)).clamp_min(1e-300)
+        rho = x[:, :, 0].amax((-2, -1))
+        falls = [rho < ROW_MIN]                                     # rows lost before rescaling
+        rho = rho.clamp_min(1e-300)
         x = x / rho.view(B, K, 1, 1, 1)
         xs, rhos, Ss, scale = [x], [rho], [None], torch.log(rho)
         for u in range(1, n):
@@ -124,22 +132,23 @@ class _RealDP(torch.autograd.Function):
             x = new if steps.all_live[u] else torch.where(steps.live[u], new, x)
             rho = None
             if u % RENORM == 0 or u == n - 1:
-                rho = x[:, :, 0].amax((-2, -1)).clamp_min(1e-300)
+                rho = x[:, :, 0].amax((-2, -1))
+                falls.append((rho < ROW_MIN) & steps.live[u].view(B, 1))
+                rho = rho.clamp_min(1e-300)
                 x = x / rho.view(B, K, 1, 1, 1)
                 scale = scale + torch.log(rho)
             xs.append(x)
             rhos.append(rho)
             Ss.append(S)
-        # underflow check (module doc): for a node with z > 0, a reachable tag whose a-mass
-        # (summed over f) is below TINY of its row's max, or a row whose max fell below
-        # ROW_MIN; a node with z = 0 (O alone) only by its row
+        # underflow check (module doc): a reachable tag whose a-mass (summed over f) is
+        # below TINY of its row's max or below FLOOR, or a row whose max fell below
+        # ROW_MIN (between renormalisations, or just before one)
         reach = torch.as_tensor(reachable(crf, n), device=dev).view(1, 1, n, L)
         xa = torch.stack([v[:, :, 0].sum(-2) for v in xs], 2)      # (B, K, n, L)
         top = xa.amax(-1, keepdim=True)
         live = steps.live_at.view(B, 1, n, 1)
-        chunky = (tau > NEG / 2).view(B, K, 1, 1)
-        low = ((xa < TINY * top) & reach & chunky) | (top < ROW_MIN)
-        ok = not bool((low & live).any())
+        low = (((xa < TINY * top) | (xa < FLOOR)) & reach) | (top < ROW_MIN)
+        ok = not bool((low & live).any()) and not bool(torch.stack(falls).any())
         ok = ok and not bool(((Es < TINY) & ok_s).any() or ((Ee < TINY) & ok_e).any())
         evl = steps.evl
         Z = ((x[:, :, 0, 0] + x[:, :, 0, 1]) * Ee).sum(-1)          # (B, K)
@@ -227,7 +236,10 @@ def real_dp(crf, bt: Batch, g: Gold, tau: torch.Tensor, opens: bool = False):
     (sentence, node) Z_k = Σ_y w(y)·z_k^{m(y)}, T_k = Σ_y w(y)·z_k^{m(y)}·tp(y) and, with
     ``opens``, M_k = Σ_y w(y)·z_k^{m(y)}·m(y), each up to a factor e^{scale_k} shared by
     the three; returns (Z, T, M or None, scale) (B, K), or None if a reachable state
-    underflowed.  Differentiable once (a custom backward: :class:`_RealDP`)."""
+    underflowed.  Differentiable once (a custom backward: :class:`_RealDP`).  Every
+    node must have z > 0 (τ finite): Pr(m(y) = 0) is :func:`empty_prob`."""
+    if bool((tau <= NEG / 2).any()):
+        raise ValueError("real_dp: every node needs z > 0 (tau > NEG/2)")
     Z, T, M, scale, ok = _RealDP.apply(bt.emissions.double(), bt.transitions.double(),
                                        bt.start.double(), bt.end.double(), crf, g,
                                        bt.lengths_list, tau.double(), opens)
@@ -239,16 +251,41 @@ def real_dp(crf, bt: Batch, g: Gold, tau: torch.Tensor, opens: bool = False):
 def expected_f_real(crf, bt: Batch, g: Gold, beta: float, tau: torch.Tensor,
                     logw: torch.Tensor) -> torch.Tensor | None:
     """E_y[F_β(y | gold)] (B,) by :func:`real_dp` over the node axis (τ, log weights
-    (B, K) of :func:`~fstchunk.torch.expected.node_axis`); None on an underflow."""
+    (B, K) of :func:`~fstchunk.torch.expected.node_axis`; its slot 1, z = 0, is left out
+    and Pr(m(y) = 0) taken from :func:`empty_prob`); None on an underflow."""
+    keep = [0] + list(range(2, tau.shape[1]))
+    tau, logw = tau[:, keep], logw[:, keep]
     out = real_dp(crf, bt, g, tau)
     if out is None:
         return None
     Z, T, _, scale = out
     rel = (scale - scale[:, :1]).detach()            # log of node k's scale over z = 1's
-    quad = (torch.exp(logw.double() + rel) * T).sum(-1) / Z[:, 0]
-    none = torch.exp(rel[:, 1]) * Z[:, 1] / Z[:, 0]                 # Pr(m(y) = 0)
-    f = torch.where(beta * g.count.double() > 0, (beta + 1) * quad, (beta + 1) * quad + none)
+    f = (beta + 1) * (torch.exp(logw.double() + rel) * T).sum(-1) / Z[:, 0]
+    zero = beta * g.count.double() == 0              # F = 1 for the empty y (0/0 := 1)
+    if bool(zero.any()):
+        f = torch.where(zero, f + empty_prob(crf, bt), f)
     return f.to(bt.emissions.dtype)
+
+
+def empty_prob(crf, bt: Batch) -> torch.Tensor:
+    """Pr(m(y) = 0) (B,) in float64: the one chunkless sequence, all O, has log weight
+    start[O] + Σ_u e_u[O] + (n−1)·K[O, O] + end[O]; over log Z of
+    :func:`fstchunk.torch.chain.log_partition` (0 where O is not a tag or cannot
+    start, follow itself or end)."""
+    em = bt.emissions.double()
+    zero = em.new_zeros(em.shape[0])
+    o = crf.tags.index("O") if "O" in crf.tags else None
+    if o is None or not (crf._np["start"][o] and crf._np["end"][o]):
+        return zero
+    tr, st, en = (x.double() for x in (bt.transitions, bt.start, bt.end))
+    loop = bool(crf._np["trans"][o, o])
+    path = st[o] + torch.where(bt.mask, em[:, :, o], em.new_zeros(())).sum(1) + en[o]
+    if loop:
+        path = path + (bt.lengths - 1).double() * tr[o, o]
+    logz = _chain.log_partition(em, crf._masked("trans", tr), crf._masked("start", st),
+                                crf._masked("end", en), bt.lengths, bt.mask)
+    p = torch.exp(path - logz)
+    return p if loop else torch.where(bt.lengths > 1, zero, p)
 
 
 def corpus_counts_real(crf, bt: Batch, g: Gold):
