@@ -279,3 +279,30 @@ def test_tags_without_o_and_precision():
         counts, real = both(crf, args, gold, beta, "real")
         assert real is not None
         np.testing.assert_allclose(real.numpy(), counts.numpy(), atol=1e-10)
+
+
+@pytest.mark.parametrize("scheme", ["IOB2", "IOE1", "IOBES"])
+def test_tilted_log_partition_and_empty_prob_against_brute_force(scheme):
+    """log Z(e^s) − log Z = log E[e^{s·m(y)}] and Pr(m(y) = 0) (the all-O path in closed
+    form) against every valid sequence, with padding in the batch."""
+    from fstchunk.torch import chain, tilted
+    rng = np.random.default_rng(len(scheme))
+    tags = list(enc.scheme_tags(scheme, ("A",)))
+    crf = ChunkCRF(tags, scheme)
+    lengths = [4, 2]
+    args = make_batch(rng, len(tags), lengths, scale=1.3)
+    bt = crf._check(*args)
+    s = torch.tensor([0.0, 0.7, -1.5], dtype=F64)
+    logz = chain.tilted_log_partition(
+        bt.emissions, crf._masked("trans", bt.transitions), crf._masked("start", bt.start),
+        crf._masked("end", bt.end), bt.mask, crf._mask("open", bt.transitions).double(),
+        crf._mask("open0", bt.start).double(), s)
+    empty = tilted.empty_prob(crf, bt)
+    for b, n in enumerate(lengths):
+        em, tr, st, en = (x.numpy() for x in (args[0][b, :n], args[1], args[3], args[4]))
+        seqs, _ = enumerate_valid(tags, scheme, em, tr, st, en)
+        for j, sv in enumerate(s.tolist()):
+            want = np.log(sum(p * np.exp(sv * len(cs)) for _, cs, p in seqs))
+            assert logz[j, b].item() - logz[0, b].item() == pytest.approx(want, abs=1e-10)
+        assert empty[b].item() == pytest.approx(sum(p for _, cs, p in seqs if not cs),
+                                                abs=1e-12)
