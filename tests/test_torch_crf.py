@@ -112,6 +112,39 @@ def test_corpus_counts_are_sums_of_chunk_marginals(scheme, scale):
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)
+def test_vectorised_gold_equals_the_sequence_reader(scheme):
+    """ChunkCRF._gold (index tables, vectorised) against check_gold (every sequence
+    read by fstchunk.encodings): chunks, ends, starts and counts, with padding, a
+    1-token sentence and an all-O sentence; gold as an index tensor gives the same
+    expected F; a gold tag the columns lack still takes the sequence reader."""
+    from fstchunk.torch.checks import check_gold
+    rng = np.random.default_rng(11)
+    tags = list(enc.scheme_tags(scheme, ("NP", "VP", "PP")))
+    crf = ChunkCRF(tags, scheme)
+    lengths = [9, 1, 5, 12, 3]
+    args = make_batch(rng, len(tags), lengths, scale=1.0)
+    for trial in range(4):
+        gold = random_gold(rng, tags, scheme, lengths)
+        gold[4] = ["O"] * 3
+        bt = crf._check(*args)
+        want, got = check_gold(gold, bt, crf.scheme, crf.types, crf.type_index), crf._gold(gold, bt)
+        assert got.chunks == want.chunks and sum(map(len, got.chunks)) > 3
+        for name in ("last", "match", "count"):
+            assert torch.equal(getattr(got, name), getattr(want, name)), name
+    col = {t: i for i, t in enumerate(tags)}
+    idx = torch.zeros(bt.mask.shape, dtype=torch.long)
+    for b, seq in enumerate(gold):
+        idx[b, :len(seq)] = torch.tensor([col[t] for t in seq])
+    for name in ("expected_f", "expected_corpus_f"):
+        assert torch.equal(getattr(crf, name)(*args, gold=idx), getattr(crf, name)(*args, gold=gold))
+    assert tags[0] == "O"
+    noo = ChunkCRF(tags[1:], scheme)
+    em = args[0][..., 1:]
+    out = noo.expected_f(em, args[1][1:, 1:], args[2], gold=gold)
+    assert torch.isfinite(out).all() and float(out[4]) == 0.0      # m(g) = 0, y has chunks
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
 def test_matches_numpy_engine(scheme):
     rng = np.random.default_rng(hash(scheme) % 2**32)
     tags = list(enc.scheme_tags(scheme, ("NP", "VP")))

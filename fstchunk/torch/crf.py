@@ -52,7 +52,7 @@ from ..tagspace import TagSpace
 from . import chain as _chain
 from . import expected as _expected
 from . import tilted as _tilted
-from .checks import Batch, check_batch, check_beta, check_gold
+from .checks import Batch, Gold, check_batch, check_beta, check_gold, encode_gold
 from .semiring import NEG, logmatmul
 
 
@@ -197,6 +197,25 @@ class ChunkCRF:
                              f"makes an invalid {self.scheme} sequence")
         return idx
 
+    def _gold(self, gold, bt: Batch) -> Gold:
+        """The gold's chunks (:func:`~fstchunk.torch.checks.encode_gold`, vectorised);
+        a tag list that is not a valid sequence over the columns goes to
+        :func:`~fstchunk.torch.checks.check_gold`, which explains the refusal or reads a
+        gold the columns cannot express (a tag the model lacks, such as O, in a valid
+        sequence of the scheme)."""
+        try:
+            idx = self._gold_index(gold, bt)
+        except InputError:
+            if isinstance(gold, torch.Tensor):
+                raise
+            return check_gold(gold, bt, self.scheme, self.types, self.type_index)
+        key = ("gold tables", bt.mask.device)
+        if key not in self._cache:
+            t = {k: self._mask(k, bt.mask) for k in ("open0", "open", "close", "inchunk")}
+            t["type_index"] = torch.as_tensor(self.type_index, device=bt.mask.device)
+            self._cache[key] = t
+        return encode_gold(idx, bt, self._cache[key])
+
     def marginals(self, emissions, transitions, mask, start=None, end=None) -> torch.Tensor:
         """Pr(y_t = l) (B, n, L); 0 on padding."""
         bt = self._check(emissions, transitions, mask, start, end)
@@ -267,8 +286,7 @@ class ChunkCRF:
         the log-space DP where those would lose precision."""
         bt = self._check(emissions, transitions, mask, start, end)
         beta = check_beta(beta)
-        g = check_gold(gold, bt, self.scheme, self.types, self.type_index)
-        return _expected.expected_f(self, bt, g, beta)
+        return _expected.expected_f(self, bt, self._gold(gold, bt), beta)
 
     def expected_corpus_f(self, emissions, transitions, mask, start=None, end=None,
                           gold: Sequence[Sequence[str]] | None = None,
@@ -280,7 +298,7 @@ class ChunkCRF:
         log-space forward-backward (:func:`fstchunk.torch.expected.corpus_counts`)."""
         bt = self._check(emissions, transitions, mask, start, end)
         beta = check_beta(beta)
-        g = check_gold(gold, bt, self.scheme, self.types, self.type_index)
+        g = self._gold(gold, bt)
         tp, m = _tilted.corpus_counts_real(self, bt, g) or _expected.corpus_counts(self, bt, g)
         den = m + beta * g.count.sum()
         one = torch.ones((), dtype=m.dtype, device=m.device)

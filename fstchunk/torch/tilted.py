@@ -41,8 +41,11 @@ B = 32, K = 12, L = 23).
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 from . import chain as _chain
@@ -60,6 +63,14 @@ ROW_MIN = 1e-200
 #: log-space DP
 TINY = 1e-280
 FLOOR = 1e-290
+
+
+def _width(L: int) -> int:
+    """The tag axis padded to a multiple of 12 (unless L is within one of one): MKL's
+    float64 products of (rows, L) @ (L, L) run about twice as fast at L = 12k as at
+    nearby widths (L = 23: 115 µs, L = 24: 51 µs at 1,536 rows, one thread;
+    benchmarks/RESULTS.md); padding tags carry no mass, so the values are unchanged."""
+    return L if L % 12 in (0, 1) else L + 12 - L % 12
 
 
 def reachable(crf, n: int) -> np.ndarray:
@@ -84,151 +95,234 @@ def _factors(x: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
 
 class _RealDP(torch.autograd.Function):
     """(Z, T, M, scale, ok) of :func:`real_dp`; the backward is the adjoint recursion of
-    the same linear maps, no autograd graph of the n steps (module doc)."""
+    the same linear maps, no autograd graph of the n steps (module doc).  States are
+    laid out (token, f, part, sentence, node, tag) in one preallocated tensor, so every
+    per-token operation reads and writes contiguous blocks."""
 
     @staticmethod
     def forward(ctx, em, tr, st, en, crf, g: Gold, lengths: list[int], tau, opens: bool):
         B, n, L = em.shape
         K = tau.shape[1]
-        dev = em.device
+        P = 3 if opens else 2
         ok_c, ok_n = crf._mask("cont", tr), crf._mask("non", tr)
-        inchunk = crf._mask("inchunk", tr)
         ok_s, ok_e = crf._mask("start", st), crf._mask("end", en)
         kap = torch.where(ok_c | ok_n, tr, torch.full_like(tr, NEG)).amax()
         Ec = torch.where(ok_c, torch.exp(tr - kap), torch.zeros_like(tr))
         En = torch.where(ok_n, torch.exp(tr - kap), torch.zeros_like(tr))
         Es, Ee = _factors(st, ok_s), _factors(en, ok_e)
-        Em = torch.exp(em - em.amax(-1, keepdim=True))              # (B, n, L)
-        op = inchunk.double()
-        zop = torch.exp(tau).view(B, K, 1, 1) * op                  # z on opening arcs
-        gate = (1 - op) + zop                                       # (B, K, 1, L)
-        steps = _Steps(Em, g, lengths)
-        # x: (B, K, part a, b_tp[, b_m], f, L); token 0: every chunk tag opens a chunk
-        psi = (Es * Em[:, 0]).view(B, 1, 1, L)
+        op = crf._mask("inchunk", tr).double()
+        bad_end = bool(((Es < TINY) & ok_s).any() or ((Ee < TINY) & ok_e).any())
+        W = _width(L)                     # padding tags: no arc, no start, no end, no mass
+        Ec, En = (F.pad(x, (0, W - L, 0, W - L)) for x in (Ec, En))
+        Es, Ee, op = (F.pad(x, (0, W - L)) for x in (Es, Ee, op))
+        zop = torch.exp(tau).view(B, K, 1) * op                     # z on opening arcs
+        tilt = bool((tau != 0).any())
+        gate = (1 - op) + zop if tilt else None                     # (B, K, L)
+        steps = _Steps(em, g, lengths, W)
+        reach = F.pad(torch.as_tensor(reachable(crf, n), device=em.device), (0, W - L))
+        L = W
+        reach = reach.view(n, 1, 1, L)
+        # the states x_u (f, part, B, K, L) and products S_u, in a reused workspace
+        size = 2 * P * B * K * L
+        buf = _take(crf, n * size * 3 // 2, em.device)
+        X = buf[:n * size].view(n, 2, P, B, K, L)
+        SS = buf[n * size:n * size * 3 // 2].view(n, P, B, K, L)
+        # token 0: every chunk tag opens a chunk
+        psi = (Es * steps.Em[0]).view(B, 1, L)
         opened = psi * zop
-        m0 = steps.m[0]
-        a = torch.cat([psi * (1 - op) + opened * steps.nm[0], opened * m0], 2)
-        parts = [a, torch.zeros_like(a)] + ([torch.cat([opened * steps.nm[0], opened * m0], 2)]
-                                            if opens else [])
-        x = torch.stack(parts, 2)
-        rho = x[:, :, 0].amax((-2, -1))
-        falls = [rho < ROW_MIN]                                     # rows lost before rescaling
+        x = X[0]
+        x.zero_()
+        x[0, 0] = psi * (1 - op) + opened * steps.nm[0]
+        x[1, 0] = opened * steps.m[0]
+        if opens:
+            x[0, 2] = opened * steps.nm[0]
+            x[1, 2] = opened * steps.m[0]
+        rho = x[:, 0].amax((0, -1))                                 # (B, K)
+        flags = [rho < ROW_MIN]                                     # rows lost before rescaling
         rho = rho.clamp_min(1e-300)
-        x = x / rho.view(B, K, 1, 1, 1)
-        xs, rhos, Ss, scale = [x], [rho], [None], torch.log(rho)
+        x /= rho.view(B, K, 1)
+        rhos, scale, done = [rho], torch.log(rho), 0
         for u in range(1, n):
             ev, nev = steps.ev[u - 1], steps.nev[u - 1]
-            C0, C1 = (x @ Ec).unbind(3)
-            x0, x1 = x.unbind(3)
-            S = x0 + x1
-            S[:, :, 1].addcmul_(ev[..., 0], x1[:, :, 0])            # a tp completes on closing
+            new, S = X[u], SS[u]
+            C = x @ Ec
+            torch.add(x[0], x[1], out=S)
+            S[1].addcmul_(ev, x[1, 0])                              # a tp completes on closing
             N = S @ En
-            moved = N * gate
+            moved = N * gate if tilt else N
             if opens:                         # an opening adds the path's weight to Σ w·m
-                moved[:, :, 2].addcmul_(N[:, :, 0], zop[:, :, 0])
-            new = torch.stack([torch.addcmul(torch.addcmul(C0, ev, C1), moved, steps.nm[u]),
-                               torch.addcmul(C1 * nev, moved, steps.m[u])], 3)
+                moved[2].addcmul_(N[0], zop)
+            torch.addcmul(C[0], ev, C[1], out=new[0]).addcmul_(moved, steps.nm[u])
+            torch.mul(C[1], nev, out=new[1]).addcmul_(moved, steps.m[u])
             new.mul_(steps.em[u])
-            x = new if steps.all_live[u] else torch.where(steps.live[u], new, x)
-            rho = None
+            if not steps.all_live[u]:
+                new.copy_(torch.where(steps.live[u], new, x))
+            x, rho = new, None
             if u % RENORM == 0 or u == n - 1:
-                rho = x[:, :, 0].amax((-2, -1))
-                falls.append((rho < ROW_MIN) & steps.live[u].view(B, 1))
+                rho = x[:, 0].amax((0, -1))
+                flags.append((rho < ROW_MIN) & steps.live_at[:, u].view(B, 1))
                 rho = rho.clamp_min(1e-300)
-                x = x / rho.view(B, K, 1, 1, 1)
+                x /= rho.view(B, K, 1)
                 scale = scale + torch.log(rho)
-            xs.append(x)
+                # check the tokens since the last renormalisation
+                flags.append(_underflow(X[done:u + 1], reach[done:u + 1],
+                                        steps.live_at[:, done:u + 1]))
+                done = u + 1
             rhos.append(rho)
-            Ss.append(S)
-        # underflow check (module doc): a reachable tag whose a-mass (summed over f) is
-        # below TINY of its row's max or below FLOOR, or a row whose max fell below
-        # ROW_MIN (between renormalisations, or just before one)
-        reach = torch.as_tensor(reachable(crf, n), device=dev).view(1, 1, n, L)
-        xa = torch.stack([v[:, :, 0].sum(-2) for v in xs], 2)      # (B, K, n, L)
-        top = xa.amax(-1, keepdim=True)
-        live = steps.live_at.view(B, 1, n, 1)
-        low = (((xa < TINY * top) | (xa < FLOOR)) & reach) | (top < ROW_MIN)
-        ok = not bool((low & live).any()) and not bool(torch.stack(falls).any())
-        ok = ok and not bool(((Es < TINY) & ok_s).any() or ((Ee < TINY) & ok_e).any())
-        evl = steps.evl
-        Z = ((x[:, :, 0, 0] + x[:, :, 0, 1]) * Ee).sum(-1)          # (B, K)
-        T = ((x[:, :, 1, 0] + x[:, :, 1, 1] + evl * x[:, :, 0, 1]) * Ee).sum(-1)
-        M = ((x[:, :, 2, 0] + x[:, :, 2, 1]) * Ee).sum(-1) if opens else torch.zeros_like(Z)
+        if done < n:
+            flags.append(_underflow(X[done:], reach[done:], steps.live_at[:, done:]))
+        ok = not bool(torch.stack([f.any() for f in flags]).any())
+        ok = ok and not bad_end
+        evl = steps.evl                                             # (B, 1, 1)
+        Z = ((x[0, 0] + x[1, 0]) * Ee).sum(-1)                      # (B, K)
+        T = ((x[0, 1] + x[1, 1] + evl * x[1, 0]) * Ee).sum(-1)
+        M = ((x[0, 2] + x[1, 2]) * Ee).sum(-1) if opens else torch.zeros_like(Z)
         ok = ok and bool((Z[:, 0] > 0).all())
-        ctx.opens, ctx.steps, ctx.xs, ctx.rhos, ctx.Ss = opens, steps, xs, rhos, Ss
-        ctx.save_for_backward(Ec, En, Ee, gate, zop)
+        ctx.width = em.shape[2]
+        ctx.opens, ctx.tilt, ctx.steps, ctx.rhos = opens, tilt, steps, rhos
+        if ok and any(ctx.needs_input_grad[:4]):
+            tensors = (X, SS)
+            _lend(crf, buf, ctx)
+        else:
+            tensors = ()
+            _give(crf, buf)
+        ctx.save_for_backward(Ec, En, Ee, gate if tilt else Ee, zop, *tensors)
         ctx.mark_non_differentiable(scale)
         return Z, T, M, scale, torch.tensor(ok)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, gZ, gT, gM, _gs, _go):
-        Ec, En, Ee, gate, zop = ctx.saved_tensors
-        steps, xs, rhos = ctx.steps, ctx.xs, ctx.rhos
+        Ec, En, Ee, gate, zop, xs, Ss = ctx.saved_tensors
+        steps, rhos, opens, tilt = ctx.steps, ctx.rhos, ctx.opens, ctx.tilt
         x = xs[-1]
-        B, K, P, _, L = x.shape
+        _, P, B, K, L = x.shape
         n = len(xs)
-        evl = steps.evl.view(B, 1, 1)
+        evl = steps.evl
         # seeds: Z = Σ (a0 + a1)·Ee, T = Σ (b0 + b1 + [end]·a1)·Ee, M = Σ (m0 + m1)·Ee
-        seed = [gZ.view(B, K, 1, 1).expand(B, K, 2, 1), gT.view(B, K, 1, 1).expand(B, K, 2, 1)]
-        if ctx.opens:
-            seed.append(gM.view(B, K, 1, 1).expand(B, K, 2, 1))
-        xb = (torch.stack(seed, 2) * Ee).clone()                   # (B, K, P, 2, L)
-        xb[:, :, 0, 1] += gT.view(B, K, 1) * evl * Ee
-        fin = (x[:, :, 0, 0] + x[:, :, 0, 1]) * gZ.view(B, K, 1) + (
-            x[:, :, 1, 0] + x[:, :, 1, 1] + evl * x[:, :, 0, 1]) * gT.view(B, K, 1)
-        if ctx.opens:
-            fin = fin + (x[:, :, 2, 0] + x[:, :, 2, 1]) * gM.view(B, K, 1)
+        xb = x.new_zeros((2, P, B, K, L))
+        xb[:, 0] = gZ.view(B, K, 1) * Ee
+        xb[:, 1] = gT.view(B, K, 1) * Ee
+        xb[1, 0] += gT.view(B, K, 1) * evl * Ee
+        if opens:
+            xb[:, 2] = gM.view(B, K, 1) * Ee
+        fin = (x[0, 0] + x[1, 0]) * gZ.view(B, K, 1) + (
+            x[0, 1] + x[1, 1] + evl * x[1, 0]) * gT.view(B, K, 1)
+        if opens:
+            fin = fin + (x[0, 2] + x[1, 2]) * gM.view(B, K, 1)
         g_en = (fin * Ee).sum((0, 1))
         g_em = [None] * n
         g_Ec, g_En = torch.zeros_like(Ec), torch.zeros_like(En)
         EcT, EnT = Ec.T, En.T
         for u in range(n - 1, 0, -1):
             live = steps.live[u]
-            nb = xb if rhos[u] is None else xb / rhos[u].view(B, K, 1, 1, 1)
-            g_em[u] = (xb * xs[u]).sum((1, 2, 3))                   # Σ x̄_u ⊙ x_u
-            p0, p1 = (nb * steps.em[u]).unbind(3)
+            nb = xb if rhos[u] is None else xb / rhos[u].view(B, K, 1)
+            g_em[u] = (xb * xs[u]).sum((0, 1, 3))                   # Σ x̄_u ⊙ x_u: (B, L)
+            p = nb * steps.em[u]
             ev, nev = steps.ev[u - 1], steps.nev[u - 1]
-            Cb = torch.stack([p0, torch.addcmul(p1 * nev, p0, ev)], 3)   # (B, K, P, 2, L)
-            Nb = torch.addcmul(p1 * steps.m[u], p0, steps.nm[u]).mul_(gate)
-            if ctx.opens:
-                Nb[:, :, 0].addcmul_(torch.addcmul(p1[:, :, 2] * steps.m[u][:, :, 0], p0[:, :, 2],
-                                                   steps.nm[u][:, :, 0]), zop[:, :, 0])
+            Cb = torch.empty_like(p)
+            Cb[0] = p[0]
+            torch.mul(p[1], nev, out=Cb[1]).addcmul_(p[0], ev)
+            Nb = torch.mul(p[1], steps.m[u]).addcmul_(p[0], steps.nm[u])     # moved̄
+            extra = Nb[2] * zop if opens else None
+            if tilt:
+                Nb.mul_(gate)
+            if opens:
+                Nb[0].add_(extra)
             if not steps.all_live[u]:
-                g_em[u] = torch.where(live.view(B, 1), g_em[u], torch.zeros_like(g_em[u]))
-                Cb = torch.where(live, Cb, torch.zeros_like(Cb))
-                Nb = torch.where(live[..., 0], Nb, torch.zeros_like(Nb))
-            prev, S = xs[u - 1], ctx.Ss[u]
-            Sb = Nb @ EnT                                           # (B, K, P, L)
-            back = (Cb @ EcT).add_(Sb.unsqueeze(3))
-            back[:, :, 0, 1].addcmul_(ev[..., 0], Sb[:, :, 1])
+                g_em[u] *= steps.live_at[:, u].view(B, 1)
+                Cb *= live
+                Nb *= live
+            Sb = Nb @ EnT                                           # (P, B, K, L)
+            back = (Cb @ EcT).add_(Sb)
+            back[1, 0].addcmul_(ev, Sb[1])
             xb = back if steps.all_live[u] else torch.where(live, back, nb)
-            g_Ec += prev.reshape(-1, L).T @ Cb.reshape(-1, L)
-            g_En += S.reshape(-1, L).T @ Nb.reshape(-1, L)
-        g_em[0] = (xb * xs[0]).sum((1, 2, 3))
-        g_em = torch.stack(g_em, 1)                                 # (B, n, L)
-        return g_em, g_Ec * Ec + g_En * En, g_em[:, 0].sum(0), g_en, None, None, None, None, None
+            g_Ec.addmm_(xs[u - 1].view(-1, L).T, Cb.view(-1, L))
+            g_En.addmm_(Ss[u].view(-1, L).T, Nb.view(-1, L))
+        g_em[0] = (xb * xs[0]).sum((0, 1, 3))
+        L = ctx.width
+        g_em = torch.stack(g_em, 1)[..., :L]                        # (B, n, L)
+        g_tr = (g_Ec * Ec + g_En * En)[:L, :L]
+        return g_em, g_tr, g_em[:, 0].sum(0), g_en[:L], None, None, None, None, None
+
+
+def _pool(crf, device) -> dict:
+    return crf._cache.setdefault(("workspace", str(device)), {"free": [], "lent": []})
+
+
+def _take(crf, numel: int, device) -> torch.Tensor:
+    """A float64 buffer of at least ``numel`` from the CRF's workspace (a new one if
+    none is free).  The DP stores its states n tokens deep, and memory fresh from the
+    system costs a page fault per 4 KiB on first touch, which made up most of the DP's
+    time (benchmarks/RESULTS.md), so buffers are reused across calls.  A buffer lent
+    to a graph (:func:`_lend`) comes back once that graph is gone or its saved
+    tensors were freed by a backward (a retained graph keeps it)."""
+    pool = _pool(crf, device)
+    lent = []
+    for buf, ref in pool["lent"]:
+        ctx = ref()
+        try:
+            if ctx is not None:
+                ctx.saved_tensors
+                lent.append((buf, ref))
+                continue
+        except RuntimeError:          # freed by a backward without retain_graph
+            pass
+        _give(crf, buf)
+    pool["lent"] = lent
+    free = pool["free"]
+    for i, buf in enumerate(free):
+        if buf.numel() >= numel:
+            return free.pop(i)[:numel]
+    return torch.empty(numel, dtype=torch.float64, device=device)
+
+
+def _lend(crf, buf: torch.Tensor, ctx) -> None:
+    """Record that ``buf`` holds the saved states of the graph node ``ctx``."""
+    _pool(crf, buf.device)["lent"].append((buf, weakref.ref(ctx)))
+
+
+def _give(crf, buf: torch.Tensor) -> None:
+    """Return a buffer of :func:`_take` (only the largest free one is kept)."""
+    free = _pool(crf, buf.device)["free"]
+    base = buf if buf._base is None else buf._base
+    if not free or free[0].numel() < base.numel():
+        free[:] = [base]
+
+
+def _underflow(X: torch.Tensor, reach: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
+    """Whether a reachable tag's a-mass (summed over f) fell below TINY of its row's
+    maximum or below FLOOR, or a row's maximum below ROW_MIN, at the live tokens of a
+    run of states X (t, 2, part, B, K, L) (module doc)."""
+    xa = X[:, :, 0].sum(1)                                          # (t, B, K, L)
+    top = xa.amax(-1, keepdim=True)
+    low = (((xa < TINY * top) | (xa < FLOOR)) & reach) | (top < ROW_MIN)
+    return low & live.T.reshape(*live.T.shape, 1, 1)
 
 
 class _Steps:
     """Per-token views the DP reads, taken once: gold ends (ev, 1 − ev), gold starts
     (m, 1 − m), emission factors, which sentences are still live."""
 
-    def __init__(self, Em: torch.Tensor, g: Gold, lengths: list[int]):
-        B, n, L = Em.shape
-        dev = Em.device
-        ev = g.last.double()
-        mt = g.match.double()
-        self.ev = ev.view(B, 1, 1, n, 1).unbind(3)                  # (B, 1, 1, 1) each
-        self.nev = (1 - ev).view(B, 1, 1, n, 1).unbind(3)
-        self.m = mt.view(B, 1, 1, n, L).unbind(3)                   # (B, 1, 1, L) each
-        self.nm = (1 - mt).view(B, 1, 1, n, L).unbind(3)
-        self.em = Em.view(B, 1, 1, n, 1, L).unbind(3)               # (B, 1, 1, 1, L) each
+    def __init__(self, em: torch.Tensor, g: Gold, lengths: list[int], width: int):
+        B, n, L = em.shape
+        dev = em.device
+        Em = F.pad(torch.exp(em - em.amax(-1, keepdim=True)), (0, width - L))
+        Em = Em.transpose(0, 1).contiguous()
+        self.Em = Em                                                # (n, B, L)
+        ev = g.last.double().T.contiguous()
+        mt = F.pad(g.match.double(), (0, width - L)).transpose(0, 1).contiguous()
+        L = width
+        self.ev = ev.view(n, B, 1, 1).unbind(0)                     # (B, 1, 1) each
+        self.nev = (1 - ev).view(n, B, 1, 1).unbind(0)
+        self.m = mt.view(n, B, 1, L).unbind(0)                      # (B, 1, L) each
+        self.nm = (1 - mt).view(n, B, 1, L).unbind(0)
+        self.em = Em.view(n, B, 1, L).unbind(0)                     # (B, 1, L) each
         lens = torch.as_tensor(lengths, device=dev)
         self.live_at = torch.arange(n, device=dev).view(1, n) < lens.view(B, 1)
-        self.live = self.live_at.view(B, 1, 1, n, 1, 1).unbind(3)   # (B, 1, 1, 1, 1) each
+        self.live = self.live_at.T.reshape(n, B, 1, 1).unbind(0)    # (B, 1, 1) each
         self.all_live = [u < min(lengths) for u in range(n)]
-        self.evl = ev.gather(1, lens.view(B, 1) - 1).view(B, 1, 1)
+        self.evl = g.last.double().gather(1, lens.view(B, 1) - 1).view(B, 1, 1)
 
 
 def real_dp(crf, bt: Batch, g: Gold, tau: torch.Tensor, opens: bool = False):
