@@ -306,3 +306,47 @@ def test_tilted_log_partition_and_empty_prob_against_brute_force(scheme):
             assert logz[j, b].item() - logz[0, b].item() == pytest.approx(want, abs=1e-10)
         assert empty[b].item() == pytest.approx(sum(p for _, cs, p in seqs if not cs),
                                                 abs=1e-12)
+
+
+def test_workspace_reuse_never_changes_a_value_or_gradient():
+    """The DP's states live in buffers reused across calls (fstchunk.torch.workspace):
+    two graphs alive at once, backwards in either order, a retained graph
+    differentiated twice, a forward without gradient in between, and a declined fast
+    path; every value and gradient equals a fresh CRF's, and the pool stays bounded."""
+    from fstchunk.torch import workspace
+    rng = np.random.default_rng(21)
+    tags = list(enc.scheme_tags("IOBES", ("A", "B")))
+    crf = ChunkCRF(tags, "IOBES")
+    batches = [make_batch(rng, len(tags), lengths, scale=1.5) for lengths in ([9, 4], [13, 2, 7])]
+    golds = [random_gold(rng, tags, "IOBES", [9, 4]), random_gold(rng, tags, "IOBES", [13, 2, 7])]
+
+    def grads(model, i, name):
+        em = batches[i][0].clone().requires_grad_()
+        out = getattr(model, name)(em, *batches[i][1:], gold=golds[i]).sum()
+        return out, em
+
+    def want(i, name):
+        out, em = grads(ChunkCRF(tags, "IOBES"), i, name)
+        return float(out.detach()), torch.autograd.grad(out, em)[0]
+
+    for name in ("expected_f", "expected_corpus_f"):
+        ref = [want(0, name), want(1, name)]
+        (o0, e0), (o1, e1) = grads(crf, 0, name), grads(crf, 1, name)
+        with torch.no_grad():                                   # a third call in between
+            getattr(crf, name)(batches[1][0] * 2, *batches[1][1:], gold=golds[1])
+        g1 = torch.autograd.grad(o1, e1)[0]
+        g0 = torch.autograd.grad(o0, e0, retain_graph=True)[0]
+        grads(crf, 1, name)                                     # reuses o1's buffer
+        g0b = torch.autograd.grad(o0, e0)[0]                    # o0's states still intact
+        v0, v1 = float(o0.detach()), float(o1.detach())
+        for (v, g), (wv, wg) in zip([(v0, g0), (v1, g1), (v0, g0b)],
+                                    [ref[0], ref[1], ref[0]]):
+            assert v == pytest.approx(wv, rel=1e-13)
+            torch.testing.assert_close(g, wg, rtol=1e-12, atol=1e-14)
+    huge = (batches[0][0] * 1e4,) + batches[0][1:]              # declines the fast path
+    crf.expected_f(*huge, gold=golds[0])
+    pool = crf._cache[("workspace", "cpu")]
+    assert len(pool["free"]) <= workspace.POOL
+    del o0, o1, e0, e1
+    workspace.give(crf, workspace.take(crf, 1, "cpu"))           # takes back the lent ones
+    assert not pool["lent"]

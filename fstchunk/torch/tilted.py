@@ -36,12 +36,12 @@ changes E[F] by less than n·1e-280.
 Pitfalls: float64 throughout (float32 states would underflow at e^-87, within the
 range of a trained tagger's scores, and send most batches to the slow path);
 differentiable once; the stored states cost n·B·K·P·2·L·8 bytes (45 MB at n = 200,
-B = 32, K = 12, L = 23).
+B = 32, K = 12, L = 24) and live, with the per-token scratch, in buffers reused
+across calls (:mod:`fstchunk.torch.workspace`: fresh memory's page faults were most
+of the time); the tag axis is padded to a multiple of 12 (:func:`_width`).
 """
 
 from __future__ import annotations
-
-import weakref
 
 import numpy as np
 import torch
@@ -51,6 +51,7 @@ from torch.autograd.function import once_differentiable
 from . import chain as _chain
 from .checks import Batch, Gold
 from .semiring import NEG
+from .workspace import give as _give, lend as _lend, take as _take
 
 #: rows are renormalised every this many tokens (each factor is at most 1 and a row
 #: grows at most L-fold per token, so nothing overflows in between)
@@ -142,21 +143,27 @@ class _RealDP(torch.autograd.Function):
         rho = rho.clamp_min(1e-300)
         x /= rho.view(B, K, 1)
         rhos, scale, done = [rho], torch.log(rho), 0
+        work = _take(crf, 2 * size, em.device)                      # per-token scratch
+        C = work[:size].view(2, P, B, K, L)
+        N, moved = work[size:].view(2, P, B, K, L).unbind(0)
         for u in range(1, n):
             ev, nev = steps.ev[u - 1], steps.nev[u - 1]
             new, S = X[u], SS[u]
-            C = x @ Ec
+            torch.mm(x.view(-1, L), Ec, out=C.view(-1, L))
             torch.add(x[0], x[1], out=S)
             S[1].addcmul_(ev, x[1, 0])                              # a tp completes on closing
-            N = S @ En
-            moved = N * gate if tilt else N
+            torch.mm(S.view(-1, L), En, out=N.view(-1, L))
+            if tilt:
+                torch.mul(N, gate, out=moved)
+            else:
+                moved.copy_(N)
             if opens:                         # an opening adds the path's weight to Σ w·m
                 moved[2].addcmul_(N[0], zop)
             torch.addcmul(C[0], ev, C[1], out=new[0]).addcmul_(moved, steps.nm[u])
             torch.mul(C[1], nev, out=new[1]).addcmul_(moved, steps.m[u])
             new.mul_(steps.em[u])
             if not steps.all_live[u]:
-                new.copy_(torch.where(steps.live[u], new, x))
+                torch.where(steps.live[u], new, x, out=new)
             x, rho = new, None
             if u % RENORM == 0 or u == n - 1:
                 rho = x[:, 0].amax((0, -1))
@@ -171,6 +178,7 @@ class _RealDP(torch.autograd.Function):
             rhos.append(rho)
         if done < n:
             flags.append(_underflow(X[done:], reach[done:], steps.live_at[:, done:]))
+        _give(crf, work)
         ok = not bool(torch.stack([f.any() for f in flags]).any())
         ok = ok and not bad_end
         evl = steps.evl                                             # (B, 1, 1)
@@ -179,7 +187,7 @@ class _RealDP(torch.autograd.Function):
         M = ((x[0, 2] + x[1, 2]) * Ee).sum(-1) if opens else torch.zeros_like(Z)
         ok = ok and bool((Z[:, 0] > 0).all())
         ctx.width = em.shape[2]
-        ctx.opens, ctx.tilt, ctx.steps, ctx.rhos = opens, tilt, steps, rhos
+        ctx.opens, ctx.tilt, ctx.steps, ctx.rhos, ctx.crf = opens, tilt, steps, rhos, crf
         if ok and any(ctx.needs_input_grad[:4]):
             tensors = (X, SS)
             _lend(crf, buf, ctx)
@@ -214,80 +222,46 @@ class _RealDP(torch.autograd.Function):
         g_em = [None] * n
         g_Ec, g_En = torch.zeros_like(Ec), torch.zeros_like(En)
         EcT, EnT = Ec.T, En.T
+        size = xb.numel()
+        work = _take(ctx.crf, 6 * size, xb.device)        # per-token scratch
+        nbs, tmp, p, backs = (work[i * size:(i + 1) * size].view(xb.shape) for i in range(4))
+        Nb, Sb, extra, _ = work[4 * size:].view(4, P, B, K, L).unbind(0)
+        backs = [backs, xb]
         for u in range(n - 1, 0, -1):
             live = steps.live[u]
-            nb = xb if rhos[u] is None else xb / rhos[u].view(B, K, 1)
-            g_em[u] = (xb * xs[u]).sum((0, 1, 3))                   # Σ x̄_u ⊙ x_u: (B, L)
-            p = nb * steps.em[u]
+            nb = xb if rhos[u] is None else torch.div(xb, rhos[u].view(B, K, 1), out=nbs)
+            g_em[u] = torch.mul(xb, xs[u], out=tmp).sum((0, 1, 3))  # Σ x̄_u ⊙ x_u: (B, L)
+            torch.mul(nb, steps.em[u], out=p)                       # new̄ (before e_u)
             ev, nev = steps.ev[u - 1], steps.nev[u - 1]
-            Cb = torch.empty_like(p)
-            Cb[0] = p[0]
-            torch.mul(p[1], nev, out=Cb[1]).addcmul_(p[0], ev)
-            Nb = torch.mul(p[1], steps.m[u]).addcmul_(p[0], steps.nm[u])     # moved̄
-            extra = Nb[2] * zop if opens else None
+            torch.mul(p[1], steps.m[u], out=Nb).addcmul_(p[0], steps.nm[u])   # moved̄
+            Cb = p                                                  # C̄: p[1] becomes C̄_1
+            Cb[1].mul_(nev).addcmul_(p[0], ev)
+            if opens:
+                torch.mul(Nb[2], zop, out=extra[0])
             if tilt:
                 Nb.mul_(gate)
             if opens:
-                Nb[0].add_(extra)
+                Nb[0].add_(extra[0])
             if not steps.all_live[u]:
                 g_em[u] *= steps.live_at[:, u].view(B, 1)
-                Cb *= live
-                Nb *= live
-            Sb = Nb @ EnT                                           # (P, B, K, L)
-            back = (Cb @ EcT).add_(Sb)
+                Cb.mul_(live)
+                Nb.mul_(live)
+            torch.mm(Nb.view(-1, L), EnT, out=Sb.view(-1, L))       # (P, B, K, L)
+            back = backs[0] if backs[0] is not xb else backs[1]
+            torch.mm(Cb.view(-1, L), EcT, out=back.view(-1, L))
+            back.add_(Sb)
             back[1, 0].addcmul_(ev, Sb[1])
-            xb = back if steps.all_live[u] else torch.where(live, back, nb)
+            if not steps.all_live[u]:
+                torch.where(live, back, nb, out=back)
+            xb = back
             g_Ec.addmm_(xs[u - 1].view(-1, L).T, Cb.view(-1, L))
             g_En.addmm_(Ss[u].view(-1, L).T, Nb.view(-1, L))
         g_em[0] = (xb * xs[0]).sum((0, 1, 3))
+        _give(ctx.crf, work)
         L = ctx.width
         g_em = torch.stack(g_em, 1)[..., :L]                        # (B, n, L)
         g_tr = (g_Ec * Ec + g_En * En)[:L, :L]
         return g_em, g_tr, g_em[:, 0].sum(0), g_en[:L], None, None, None, None, None
-
-
-def _pool(crf, device) -> dict:
-    return crf._cache.setdefault(("workspace", str(device)), {"free": [], "lent": []})
-
-
-def _take(crf, numel: int, device) -> torch.Tensor:
-    """A float64 buffer of at least ``numel`` from the CRF's workspace (a new one if
-    none is free).  The DP stores its states n tokens deep, and memory fresh from the
-    system costs a page fault per 4 KiB on first touch, which made up most of the DP's
-    time (benchmarks/RESULTS.md), so buffers are reused across calls.  A buffer lent
-    to a graph (:func:`_lend`) comes back once that graph is gone or its saved
-    tensors were freed by a backward (a retained graph keeps it)."""
-    pool = _pool(crf, device)
-    lent = []
-    for buf, ref in pool["lent"]:
-        ctx = ref()
-        try:
-            if ctx is not None:
-                ctx.saved_tensors
-                lent.append((buf, ref))
-                continue
-        except RuntimeError:          # freed by a backward without retain_graph
-            pass
-        _give(crf, buf)
-    pool["lent"] = lent
-    free = pool["free"]
-    for i, buf in enumerate(free):
-        if buf.numel() >= numel:
-            return free.pop(i)[:numel]
-    return torch.empty(numel, dtype=torch.float64, device=device)
-
-
-def _lend(crf, buf: torch.Tensor, ctx) -> None:
-    """Record that ``buf`` holds the saved states of the graph node ``ctx``."""
-    _pool(crf, buf.device)["lent"].append((buf, weakref.ref(ctx)))
-
-
-def _give(crf, buf: torch.Tensor) -> None:
-    """Return a buffer of :func:`_take` (only the largest free one is kept)."""
-    free = _pool(crf, buf.device)["free"]
-    base = buf if buf._base is None else buf._base
-    if not free or free[0].numel() < base.numel():
-        free[:] = [base]
 
 
 def _underflow(X: torch.Tensor, reach: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
