@@ -141,6 +141,47 @@ def run(L: int, n: int, repeats: int) -> dict:
     return out
 
 
+def ablation(repeats: int) -> str:
+    """Why the expected-F DP pads its tag axis and reuses its buffers: the same losses
+    (L = 23, n = 200, tagger-like scores, + backward) with the workspace bypassed
+    (every buffer fresh from the allocator) or the tag axis left at 23, and MKL's
+    float64 (rows, L) @ (L, L) at L = 23 and 24 (the DP's product at K = 8)."""
+    from fstchunk.torch import tilted
+    tags, em0, tr0, mask, gold = case(23, 200)
+    col = {t: i for i, t in enumerate(tags)}
+    gidx = torch.tensor([[col[t] for t in g] for g in gold])
+    em0 = em0.clone().scatter_add_(2, gidx.unsqueeze(-1), torch.full((32, 200, 1), 4.0))
+    crf = ChunkCRF(tags)
+
+    def loss(name):
+        em, tr = em0.clone().requires_grad_(True), tr0.clone().requires_grad_(True)
+        getattr(crf, name)(em, tr, mask, gold=gold).sum().backward()
+
+    take, width = tilted._take, tilted._width
+
+    def fresh(_crf, numel, device):
+        return torch.empty(numel, dtype=torch.float64, device=device)
+
+    rows = ["| variant | expected F + grad | expected corpus F + grad |", "|---|---|---|"]
+    for name, patch in (("as built", None), ("workspace bypassed", "pool"),
+                        ("tag axis not padded (23)", "width")):
+        tilted._take = fresh if patch == "pool" else take
+        tilted._width = (lambda L: L) if patch == "width" else width
+        try:
+            t = [timed(lambda: loss(k), repeats) for k in ("expected_f", "expected_corpus_f")]
+        finally:
+            tilted._take, tilted._width = take, width
+        rows.append(f"| {name} | {1e3 * t[0]:.0f} ms | {1e3 * t[1]:.1f} ms |")
+        print(rows[-1], flush=True)
+    mm = []
+    for L in (23, 24):
+        a, b = torch.rand(1536, L, dtype=torch.float64), torch.rand(L, L, dtype=torch.float64)
+        mm.append(f"L = {L}: {1e6 * timed(lambda: [a @ b for _ in range(100)], repeats) / 100:.0f} µs")
+    return ("Ablation at L = 23, n = 200, B = 32, tagger-like scores (median of "
+            f"{repeats} runs):\n\n" + "\n".join(rows) + "\n\nfloat64 (1536, L) @ (L, L), "
+            "one thread: " + ", ".join(mm) + ".")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
@@ -174,6 +215,7 @@ def main() -> int:
                     f"{1e3 * e['expected-corpus-f']:.1f} ms | "
                     f"{e['expected-corpus-f'] / a['fstchunk']:.1f} |")
                 print(losses[-1], flush=True)
+    abl = ablation(args.repeats)
     text = ("B = 32 sentences, float32, one thread, CPU; milliseconds, the median of "
             f"{args.repeats} runs after a warm-up (expected sentence F: "
             f"{max(1, args.repeats // 2)}). fstchunk sums over the scheme's valid sequences "
@@ -182,7 +224,7 @@ def main() -> int:
             "fstchunk's expected-F losses (+ backward) as a multiple of its own NLL + backward "
             "above; random scores as above, or tagger-like (the gold tag's emission + 4). K: "
             "quadrature nodes per sentence of the expected sentence F (the most in the "
-            "batch).\n\n" + "\n".join(losses))
+            "batch).\n\n" + "\n".join(losses) + "\n\n" + abl)
     print(text)
     if not args.no_write:
         write_section("torch (issue 21): speed against pytorch-crf and torch-struct", text)

@@ -349,4 +349,6 @@ def test_workspace_reuse_never_changes_a_value_or_gradient():
     assert len(pool["free"]) <= workspace.POOL
     del o0, o1, e0, e1
     workspace.give(crf, workspace.take(crf, 1, "cpu"))           # takes back the lent ones
-    assert not pool["lent"]
+    assert not pool["lent"] and pool["free"]
+    crf.free_workspace()
+    assert ("workspace", "cpu") not in crf._cache

@@ -87,6 +87,13 @@ class ChunkCRF:
     def __repr__(self) -> str:
         return f"ChunkCRF({list(self.tags)!r}, scheme={self.scheme!r})"
 
+    def free_workspace(self) -> None:
+        """Drop the buffers the expected-F DP keeps for its next call
+        (:mod:`fstchunk.torch.workspace`; they are up to a few hundred MB for long,
+        wide batches); graphs that still need theirs keep them."""
+        for key in [k for k in self._cache if k[0] == "workspace"]:
+            del self._cache[key]
+
     # ------------------------------------------------------------------ helpers
     def _mask(self, name: str, like: torch.Tensor) -> torch.Tensor:
         key = (name, like.device)

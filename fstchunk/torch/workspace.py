@@ -16,9 +16,9 @@ from and given back to a small pool on the :class:`~fstchunk.torch.crf.ChunkCRF`
 
 Pitfalls: a buffer must never be given back while a graph can still read it (that
 would be a silent wrong gradient: tested with interleaved graphs and retained
-backwards); the pool holds memory until the CRF is dropped (``crf._cache.clear()``
-releases it); on CUDA the caching allocator would do the same, and the pool is
-harmless there.  A lock guards the pool: autograd runs CUDA backwards on its own
+backwards); the pool holds memory until the CRF is dropped or
+:meth:`~fstchunk.torch.crf.ChunkCRF.free_workspace` releases it; on CUDA the
+caching allocator would do the same, and the pool is harmless there.  A lock guards the pool: autograd runs CUDA backwards on its own
 thread.
 """
 
