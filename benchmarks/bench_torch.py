@@ -173,6 +173,22 @@ def ablation(repeats: int) -> str:
             tilted._take, tilted._width = take, width
         rows.append(f"| {name} | {1e3 * t[0]:.0f} ms | {1e3 * t[1]:.1f} ms |")
         print(rows[-1], flush=True)
+    # one long sentence (the audit's 859 tokens), tagger-like scores
+    tags, em1, tr1, mask1, gold1 = case(23, 859, B=1, seed=1)
+    g1 = torch.tensor([[col[t] for t in gold1[0]]])
+    em1 = em1.clone().scatter_add_(2, g1.unsqueeze(-1), torch.full((1, 859, 1), 4.0))
+    crf.free_workspace()
+
+    def long_f():
+        em = em1.clone().requires_grad_(True)
+        crf.expected_f(em, tr1, mask1, gold=gold1).sum().backward()
+
+    t_long = timed(long_f, repeats)
+    pool = sum(b.numel() * 8 for k, v in crf._cache.items() if k[0] == "workspace"
+               for b in v["free"])
+    rows.append(f"| one 859-token sentence, expected F + grad | {1e3 * t_long:.0f} ms "
+                f"(workspace {pool / 2**20:.0f} MiB) | |")
+    print(rows[-1], flush=True)
     mm = []
     for L in (23, 24):
         a, b = torch.rand(1536, L, dtype=torch.float64), torch.rand(L, L, dtype=torch.float64)
