@@ -37,8 +37,8 @@ Pitfalls: float64 throughout (float32 states would underflow at e^-87, within th
 range of a trained tagger's scores, and send most batches to the slow path);
 differentiable once; the stored states cost n·B·K·P·2·L·8 bytes (45 MB at n = 200,
 B = 32, K = 12, L = 24) and live, with the per-token scratch, in buffers reused
-across calls (:mod:`fstchunk.torch.workspace`: fresh memory's page faults were most
-of the time); the tag axis is padded to a multiple of 12 (:func:`_width`).
+across calls (:mod:`fstchunk.torch.workspace`: fresh memory costs page faults);
+the tag axis is padded to a multiple of 12 (:func:`_width`).
 """
 
 from __future__ import annotations
@@ -67,9 +67,9 @@ FLOOR = 1e-290
 
 
 def _width(L: int) -> int:
-    """The tag axis padded to a multiple of 12 (unless L is within one of one): MKL's
-    float64 products of (rows, L) @ (L, L) run about twice as fast at L = 12k as at
-    nearby widths (L = 23: 115 µs, L = 24: 51 µs at 1,536 rows, one thread;
+    """The tag axis padded up to a multiple of 12 (unless L is one, or one more than
+    one): MKL's float64 products of (rows, L) @ (L, L) run about twice as fast at
+    L = 12k as at nearby widths (1,536 rows, one thread: L = 23 120 µs, L = 24 57 µs;
     benchmarks/RESULTS.md); padding tags carry no mass, so the values are unchanged."""
     return L if L % 12 in (0, 1) else L + 12 - L % 12
 

@@ -3,9 +3,11 @@
 :class:`fstchunk.torch.tilted._RealDP` keeps its states n tokens deep for the
 backward (n·B·K·P·2·L doubles: 45 MB at n = 200, B = 32, K = 12, L = 24) and needs a
 few state-sized scratch tensors per token.  On CPU, memory fresh from the system
-costs a page fault per 4 KiB on first touch; allocated anew on every call, those
-faults were most of the DP's time (benchmarks/RESULTS.md).  So buffers are taken
-from and given back to a small pool on the :class:`~fstchunk.torch.crf.ChunkCRF`:
+costs a page fault per 4 KiB on first touch: scratch allocated per token made the
+DP's elementwise steps several times slower, and even the per-call buffers cost
+about 12 % of the expected sentence F at L = 23, n = 200 (benchmarks/RESULTS.md,
+ablation).  So buffers are taken from and given back to a small pool on the
+:class:`~fstchunk.torch.crf.ChunkCRF`:
 
 * :func:`take` returns a free buffer that is large enough, or a new one;
 * :func:`lend` records that a buffer holds the saved states of a graph node: it
