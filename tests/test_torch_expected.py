@@ -352,3 +352,41 @@ def test_workspace_reuse_never_changes_a_value_or_gradient():
     assert not pool["lent"] and pool["free"]
     crf.free_workspace()
     assert ("workspace", "cpu") not in crf._cache
+
+
+@pytest.mark.parametrize("name", ["expected_f", "expected_corpus_f"])
+def test_workspace_under_checkpointing_and_saved_tensor_hooks(name):
+    """Gradient checkpointing (reentrant or not) and save_on_cpu: the states are
+    not lent from the pool while saved-tensor hooks are active (reading a hooked
+    node's saved tensors reran the forward inside the pool, and a pooled buffer
+    could be reused while the hooks still held it); two checkpointed graphs alive
+    at once, with pooled calls in between, give a fresh CRF's values and gradients."""
+    from torch.utils.checkpoint import checkpoint
+    rng = np.random.default_rng(3)
+    tags = list(enc.scheme_tags("IOB2", ("A", "B")))
+    lengths = [[9, 4, 6], [7, 11]]
+    batches = [make_batch(rng, len(tags), ls, scale=1.5) for ls in lengths]
+    golds = [random_gold(rng, tags, "IOB2", ls) for ls in lengths]
+    crf = ChunkCRF(tags, "IOB2")
+
+    def loss(model, i):
+        return lambda x: getattr(model, name)(x, *batches[i][1:], gold=golds[i]).sum()
+
+    def want(i):
+        e = batches[i][0].clone().requires_grad_()
+        return torch.autograd.grad(loss(ChunkCRF(tags, "IOB2"), i)(e), e)[0]
+
+    ref = [want(0), want(1)]
+    for reentrant in (False, True):
+        es = [b[0].clone().requires_grad_() for b in batches]
+        outs = [checkpoint(loss(crf, i), es[i], use_reentrant=reentrant) for i in (0, 1)]
+        loss(crf, 1)(batches[1][0].clone().requires_grad_()).backward()   # pooled call
+        for i in (1, 0):
+            outs[i].backward()
+            torch.testing.assert_close(es[i].grad, ref[i], rtol=1e-12, atol=1e-14)
+    e = batches[0][0].clone().requires_grad_()
+    with torch.autograd.graph.save_on_cpu():
+        out = loss(crf, 0)(e)
+    loss(crf, 0)(batches[0][0].clone().requires_grad_()).backward()       # pooled call
+    out.backward()
+    torch.testing.assert_close(e.grad, ref[0], rtol=1e-12, atol=1e-14)

@@ -51,7 +51,7 @@ from torch.autograd.function import once_differentiable
 from . import chain as _chain
 from .checks import Batch, Gold
 from .semiring import NEG
-from .workspace import give as _give, lend as _lend, take as _take
+from .workspace import give as _give, hooked as _hooked, lend as _lend, take as _take
 
 #: rows are renormalised every this many tokens (each factor is at most 1 and a row
 #: grows at most L-fold per token, so nothing overflows in between)
@@ -125,7 +125,9 @@ class _RealDP(torch.autograd.Function):
         reach = reach.view(n, 1, 1, L)
         # the states x_u (f, part, B, K, L) and products S_u, in a reused workspace
         size = 2 * P * B * K * L
-        buf = _take(crf, n * size * 3 // 2, em.device)
+        pooled = not _hooked()             # under saved-tensor hooks: a buffer of its own
+        buf = (_take(crf, n * size * 3 // 2, em.device) if pooled else
+               em.new_empty(n * size * 3 // 2))
         X = buf[:n * size].view(n, 2, P, B, K, L)
         SS = buf[n * size:n * size * 3 // 2].view(n, P, B, K, L)
         # token 0: every chunk tag opens a chunk
@@ -188,11 +190,10 @@ class _RealDP(torch.autograd.Function):
         ok = ok and bool((Z[:, 0] > 0).all())
         ctx.width = em.shape[2]
         ctx.opens, ctx.tilt, ctx.steps, ctx.rhos, ctx.crf = opens, tilt, steps, rhos, crf
-        if ok and any(ctx.needs_input_grad[:4]):
-            tensors = (X, SS)
+        tensors = (X, SS) if ok and any(ctx.needs_input_grad[:4]) else ()
+        if pooled and tensors:
             _lend(crf, buf, ctx)
-        else:
-            tensors = ()
+        elif pooled:
             _give(crf, buf)
         ctx.save_for_backward(Ec, En, Ee, gate if tilt else Ee, zop, *tensors)
         ctx.mark_non_differentiable(scale)

@@ -14,11 +14,15 @@ ablation).  So buffers are taken from and given back to a small pool on the
   comes back to the pool once that node is gone or a backward without
   ``retain_graph`` freed its saved tensors (a retained graph keeps it, so a second
   backward reads intact states);
-* :func:`give` returns a buffer; the :data:`POOL` largest free ones are kept.
+* :func:`give` returns a buffer; the :data:`POOL` largest free ones are kept;
+* :func:`hooked`: saved-tensor hooks are active (``torch.utils.checkpoint`` without
+  reentrance, ``save_on_cpu``, a user's ``saved_tensors_hooks``): the states are then
+  not lent from the pool (the hooks may keep them beyond the graph node's life, and
+  reading a hooked node's saved tensors would rerun a checkpointed forward).
 
 Pitfalls: a buffer must never be given back while a graph can still read it (that
 would be a silent wrong gradient: tested with interleaved graphs and retained
-backwards); the pool holds memory until the CRF is dropped or
+backwards, and with gradient checkpointing); the pool holds memory until the CRF is dropped or
 :meth:`~fstchunk.torch.crf.ChunkCRF.free_workspace` releases it; on CUDA the
 caching allocator would do the same, and the pool is harmless there.  A lock guards the pool: autograd runs CUDA backwards on its own
 thread.
@@ -78,3 +82,13 @@ def give(crf, buf: torch.Tensor) -> None:
         free.append(buf if buf._base is None else buf._base)
         free.sort(key=lambda t: t.numel())      # take finds the smallest that fits
         del free[:-POOL]
+
+
+def hooked() -> bool:
+    """Whether saved-tensor default hooks are active (module doc); True where this
+    torch cannot tell, so that the states are never pooled blindly."""
+    top = getattr(torch._C._autograd, "_top_saved_tensors_default_hooks", None)
+    try:
+        return top is None or top(False) is not None
+    except (TypeError, RuntimeError):
+        return True
