@@ -147,7 +147,7 @@ class _RealDP(torch.autograd.Function):
         rhos, scale, done = [rho], torch.log(rho), 0
         work = _take(crf, 2 * size, em.device)                      # per-token scratch
         C = work[:size].view(2, P, B, K, L)
-        N, moved = work[size:].view(2, P, B, K, L).unbind(0)
+        N, Ng = work[size:].view(2, P, B, K, L).unbind(0)
         for u in range(1, n):
             ev, nev = steps.ev[u - 1], steps.nev[u - 1]
             new, S = X[u], SS[u]
@@ -155,10 +155,7 @@ class _RealDP(torch.autograd.Function):
             torch.add(x[0], x[1], out=S)
             S[1].addcmul_(ev, x[1, 0])                              # a tp completes on closing
             torch.mm(S.view(-1, L), En, out=N.view(-1, L))
-            if tilt:
-                torch.mul(N, gate, out=moved)
-            else:
-                moved.copy_(N)
+            moved = torch.mul(N, gate, out=Ng) if tilt else N      # N[0] stays as is
             if opens:                         # an opening adds the path's weight to Σ w·m
                 moved[2].addcmul_(N[0], zop)
             torch.addcmul(C[0], ev, C[1], out=new[0]).addcmul_(moved, steps.nm[u])
