@@ -88,15 +88,17 @@ def scaled_forward(e: torch.Tensor, K: torch.Tensor, st: torch.Tensor, en: torch
     a = st + e[:, 0]
     alphas, Ss = [a], []
     smin = None
+    live = mask.all(0).tolist()
     for u in range(1, e.shape[1]):
         m = a.amax(-1, keepdim=True)
-        S = torch.exp(a - m) @ EK
-        a = torch.where(mask[:, u:u + 1], torch.log(S) + m + mK + e[:, u], a)
+        S = (a - m).exp_() @ EK
+        new = torch.log(S).add_(m).add_(mK).add_(e[:, u])
+        a = new if live[u] else torch.where(mask[:, u:u + 1], new, a)
         if keep:
             alphas.append(a)
             Ss.append(S)
-        smin = S.amin() if smin is None else torch.minimum(smin, S.amin())
-    fast = smin is None or bool(smin > TINY)
+        smin = S.clone() if smin is None else torch.minimum(smin, S, out=smin)
+    fast = smin is None or bool(smin.amin() > TINY)
     if not keep:
         return None, None, lse(a + en, -1), fast
     S = torch.stack(Ss, -2) if Ss else a.new_empty(0)
