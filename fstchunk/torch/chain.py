@@ -165,9 +165,14 @@ class _LogPartition(torch.autograd.Function):
             EK = torch.exp(K - mK)
             Ex = torch.exp(alpha[:, :-1] - alpha[:, :-1].amax(-1, keepdim=True))
             rs = []
+            live = mask.all(0).tolist()
             for u in range(n - 1, 0, -1):
-                r = torch.where(mask[:, u:u + 1], adj / S[:, u - 1], torch.zeros_like(adj))
-                adj = torch.where(mask[:, u:u + 1], Ex[:, u - 1] * (r @ EK.T), adj)
+                r = adj / S[:, u - 1]
+                back = (r @ EK.T).mul_(Ex[:, u - 1])
+                if not live[u]:
+                    r = torch.where(mask[:, u:u + 1], r, torch.zeros_like(r))
+                    back = torch.where(mask[:, u:u + 1], back, adj)
+                adj = back
                 adjs.append(adj)
                 rs.append(r)
             R = torch.stack(rs[::-1], 1)                                 # (B, n-1, L)
