@@ -230,10 +230,11 @@ class _RealDP(torch.autograd.Function):
             nb = xb if rhos[u] is None else torch.div(xb, rhos[u].view(B, K, 1), out=nbs)
             g_em[u] = torch.mul(xb, xs[u], out=tmp).sum((0, 1, 3))  # Σ x̄_u ⊙ x_u: (B, L)
             torch.mul(nb, steps.em[u], out=p)                       # new̄ (before e_u)
-            ev, nev = steps.ev[u - 1], steps.nev[u - 1]
-            torch.mul(p[1], steps.m[u], out=Nb).addcmul_(p[0], steps.nm[u])   # moved̄
-            Cb = p                                                  # C̄: p[1] becomes C̄_1
-            Cb[1].mul_(nev).addcmul_(p[0], ev)
+            ev = steps.ev[u - 1]
+            # moved̄ = p1·m + p0·(1 − m) and C̄_1 = p1·(1 − ev) + p0·ev, m and ev 0 or 1
+            torch.where(steps.mb[u], p[1], p[0], out=Nb)
+            Cb = p                                                  # p[1] becomes C̄_1
+            torch.where(steps.evb[u - 1], p[0], p[1], out=Cb[1])
             if opens:
                 torch.mul(Nb[2], zop, out=extra[0])
             if tilt:
@@ -286,8 +287,10 @@ class _Steps:
         mt = F.pad(g.match.double(), (0, width - L)).transpose(0, 1).contiguous()
         L = width
         self.ev = ev.view(n, B, 1, 1).unbind(0)                     # (B, 1, 1) each
+        self.evb = (ev > 0).view(n, B, 1, 1).unbind(0)
         self.nev = (1 - ev).view(n, B, 1, 1).unbind(0)
         self.m = mt.view(n, B, 1, L).unbind(0)                      # (B, 1, L) each
+        self.mb = (mt > 0).view(n, B, 1, L).unbind(0)
         self.nm = (1 - mt).view(n, B, 1, L).unbind(0)
         self.em = Em.view(n, B, 1, L).unbind(0)                     # (B, 1, L) each
         lens = torch.as_tensor(lengths, device=dev)
