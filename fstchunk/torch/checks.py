@@ -104,11 +104,25 @@ def check_batch(L: int, emissions, transitions, mask, start=None, end=None) -> B
 class Gold:
     """Gold chunks as arrays over the batch: ``last[b, u]`` a gold chunk ends at
     token u (inclusive), ``match[b, u, c]`` a gold chunk of tag c's type starts at
-    u, ``count[b]`` the number of gold chunks, ``chunks`` the (type index, s, e)."""
+    u, ``count[b]`` the number of gold chunks, ``chunks`` the (type index, s, e) per
+    sentence (read from ``spans`` = (starts, ends, types) tensors when first asked:
+    only the log-space paths need the list)."""
     last: torch.Tensor
     match: torch.Tensor
     count: torch.Tensor
-    chunks: list[list[tuple[int, int, int]]]
+    _chunks: list[list[tuple[int, int, int]]] | None = None
+    spans: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+
+    @property
+    def chunks(self) -> list[list[tuple[int, int, int]]]:
+        if self._chunks is None:
+            start, last, kind = self.spans
+            chunks: list[list[tuple[int, int, int]]] = [[] for _ in range(start.shape[0])]
+            for (b, u), (_, v), t in zip(start.nonzero().tolist(), last.nonzero().tolist(),
+                                         kind[start].tolist()):
+                chunks[b].append((t, u, v + 1))
+            self._chunks = chunks
+        return self._chunks
 
 
 def check_gold(gold, batch: Batch, scheme: str, types: Sequence[str],
@@ -168,13 +182,7 @@ def encode_gold(idx: torch.Tensor, batch: Batch, tables: dict) -> Gold:
     last = torch.where(final, tables["inchunk"][idx], last & mask)
     kind = tables["type_index"][idx]                                      # (B, n)
     match = start.unsqueeze(-1) & (tables["type_index"].view(1, 1, -1) == kind.unsqueeze(-1))
-    s = start.nonzero().tolist()
-    e = last.nonzero().tolist()
-    k = kind[start].tolist()
-    chunks: list[list[tuple[int, int, int]]] = [[] for _ in range(B)]
-    for (b, u), (_, v), t in zip(s, e, k):
-        chunks[b].append((t, u, v + 1))
-    return Gold(last, match, start.sum(1).to(batch.emissions.dtype), chunks)
+    return Gold(last, match, start.sum(1).to(batch.emissions.dtype), spans=(start, last, kind))
 
 
 def check_beta(beta) -> float:

@@ -148,19 +148,24 @@ class _RealDP(torch.autograd.Function):
         work = _take(crf, 2 * size, em.device)                      # per-token scratch
         C = work[:size].view(2, P, B, K, L)
         N, Ng = work[size:].view(2, P, B, K, L).unbind(0)
+        moved = Ng if tilt else N                                   # N[0] stays as is
+        # per-token views taken once (indexing in the loop is Python overhead)
+        Xu, X0, X1, X10 = X.unbind(0), X[:, 0].unbind(0), X[:, 1].unbind(0), X[:, 1, 0].unbind(0)
+        Xf, SSu, SS1 = X.view(n, -1, L).unbind(0), SS.unbind(0), SS[:, 1].unbind(0)
+        SSf, Cf, Nf, (C0, C1) = SS.view(n, -1, L).unbind(0), C.view(-1, L), N.view(-1, L), C
         for u in range(1, n):
             ev, nev = steps.ev[u - 1], steps.nev[u - 1]
-            new, S = X[u], SS[u]
-            torch.mm(x.view(-1, L), Ec, out=C.view(-1, L))
-            torch.add(x[0], x[1], out=S)
-            S[1].addcmul_(ev, x[1, 0])                              # a tp completes on closing
-            torch.mm(S.view(-1, L), En, out=N.view(-1, L))
-            moved = torch.mul(N, gate, out=Ng) if tilt else N      # N[0] stays as is
+            torch.mm(Xf[u - 1], Ec, out=Cf)
+            torch.add(X0[u - 1], X1[u - 1], out=SSu[u])
+            SS1[u].addcmul_(ev, X10[u - 1])                          # a tp completes on closing
+            torch.mm(SSf[u], En, out=Nf)
+            if tilt:
+                torch.mul(N, gate, out=Ng)
             if opens:                         # an opening adds the path's weight to Σ w·m
                 moved[2].addcmul_(N[0], zop)
-            torch.addcmul(C[0], ev, C[1], out=new[0]).addcmul_(moved, steps.nm[u])
-            torch.mul(C[1], nev, out=new[1]).addcmul_(moved, steps.m[u])
-            new.mul_(steps.em[u])
+            torch.addcmul(C0, ev, C1, out=X0[u]).addcmul_(moved, steps.nm[u])
+            torch.mul(C1, nev, out=X1[u]).addcmul_(moved, steps.m[u])
+            new = Xu[u].mul_(steps.em[u])
             if not steps.all_live[u]:
                 torch.where(steps.live[u], new, x, out=new)
             x, rho = new, None
@@ -222,19 +227,22 @@ class _RealDP(torch.autograd.Function):
         EcT, EnT = Ec.T, En.T
         size = xb.numel()
         work = _take(ctx.crf, 6 * size, xb.device)        # per-token scratch
-        nbs, tmp, p, backs = (work[i * size:(i + 1) * size].view(xb.shape) for i in range(4))
+        nbs, tmp, p, back1 = (work[i * size:(i + 1) * size].view(xb.shape) for i in range(4))
         Nb, Sb, extra, _ = work[4 * size:].view(4, P, B, K, L).unbind(0)
-        backs = [backs, xb]
+        # per-token views and the scratch's views taken once (see the forward)
+        Xu, Xf, SSf = xs.unbind(0), xs.view(n, -1, L).unbind(0), Ss.view(n, -1, L).unbind(0)
+        (p0, p1), pf, Nbf, Sbf = p, p.view(-1, L), Nb.view(-1, L), Sb.view(-1, L)
+        backs = [(b, b.view(-1, L), b[1, 0]) for b in (back1, xb)]
         for u in range(n - 1, 0, -1):
             live = steps.live[u]
             nb = xb if rhos[u] is None else torch.div(xb, rhos[u].view(B, K, 1), out=nbs)
-            g_em[u] = torch.mul(xb, xs[u], out=tmp).sum((0, 1, 3))  # Σ x̄_u ⊙ x_u: (B, L)
+            g_em[u] = torch.mul(xb, Xu[u], out=tmp).sum((0, 1, 3))  # Σ x̄_u ⊙ x_u: (B, L)
             torch.mul(nb, steps.em[u], out=p)                       # new̄ (before e_u)
             ev = steps.ev[u - 1]
-            # moved̄ = p1·m + p0·(1 − m) and C̄_1 = p1·(1 − ev) + p0·ev, m and ev 0 or 1
-            torch.where(steps.mb[u], p[1], p[0], out=Nb)
-            Cb = p                                                  # p[1] becomes C̄_1
-            torch.where(steps.evb[u - 1], p[0], p[1], out=Cb[1])
+            # moved̄ = p1·m + p0·(1 − m) and C̄_1 = p1·(1 − ev) + p0·ev, m and ev 0 or 1;
+            # p becomes C̄ = (p0, C̄_1)
+            torch.where(steps.mb[u], p1, p0, out=Nb)
+            torch.where(steps.evb[u - 1], p0, p1, out=p1)
             if opens:
                 torch.mul(Nb[2], zop, out=extra[0])
             if tilt:
@@ -243,18 +251,18 @@ class _RealDP(torch.autograd.Function):
                 Nb[0].add_(extra[0])
             if not steps.all_live[u]:
                 g_em[u] *= steps.live_at[:, u].view(B, 1)
-                Cb.mul_(live)
+                p.mul_(live)
                 Nb.mul_(live)
-            torch.mm(Nb.view(-1, L), EnT, out=Sb.view(-1, L))       # (P, B, K, L)
-            back = backs[0] if backs[0] is not xb else backs[1]
-            torch.mm(Cb.view(-1, L), EcT, out=back.view(-1, L))
+            torch.mm(Nbf, EnT, out=Sbf)                             # (P, B, K, L)
+            back, backf, back10 = backs[0] if backs[0][0] is not xb else backs[1]
+            torch.mm(pf, EcT, out=backf)
             back.add_(Sb)
-            back[1, 0].addcmul_(ev, Sb[1])
+            back10.addcmul_(ev, Sb[1])
             if not steps.all_live[u]:
                 torch.where(live, back, nb, out=back)
             xb = back
-            g_Ec.addmm_(xs[u - 1].view(-1, L).T, Cb.view(-1, L))
-            g_En.addmm_(Ss[u].view(-1, L).T, Nb.view(-1, L))
+            g_Ec.addmm_(Xf[u - 1].T, pf)
+            g_En.addmm_(SSf[u].T, Nbf)
         g_em[0] = (xb * xs[0]).sum((0, 1, 3))
         _give(ctx.crf, work)
         L = ctx.width
