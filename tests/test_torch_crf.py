@@ -400,6 +400,23 @@ def test_float32():
     assert crf.decode(*a32) == crf.decode(*args)
 
 
+def test_float32_inputs_compute_expected_f_in_float64():
+    """A corpus with no gold chunk whose model almost never opens one: Σ E[m] is about
+    e^-400, so the expected corpus F is 0 (no tp over a positive expected count).  In
+    float32 arithmetic Σ E[m] underflowed to 0 and 0/0 := 1 gave 1.0 (review find);
+    both losses now run in float64 for float32 inputs and return float32."""
+    crf = ChunkCRF(["O", "B-A", "I-A"], "IOB2")
+    em = torch.zeros(2, 4, 3)
+    em[..., 0] = 200.0                                   # O favoured by 200 nats a token
+    tr, mask = torch.zeros(3, 3), torch.tensor([[True] * 4, [True, True, False, False]])
+    gold = [["O"] * 4, ["O"] * 2]
+    for dt in (torch.float32, torch.float64):
+        f = crf.expected_corpus_f(em.to(dt), tr.to(dt), mask, gold=gold)
+        assert f.dtype == dt and float(f) == 0.0
+        e = crf.expected_f(em.to(dt), tr.to(dt), mask, gold=gold)
+        assert e.dtype == dt and torch.equal(e, torch.ones(2, dtype=dt))
+
+
 # ---------------------------------------------------------------- errors
 def test_bad_inputs():
     rng = np.random.default_rng(1)

@@ -11,7 +11,7 @@ tensors must share the emissions' dtype and device (no silent casts).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
@@ -32,6 +32,12 @@ class Batch:
     end: torch.Tensor
     lengths: torch.Tensor
     lengths_list: list[int]
+
+    def double(self) -> "Batch":
+        """The same batch with float64 scores (autograd casts the gradients back)."""
+        return replace(self, emissions=self.emissions.double(),
+                       transitions=self.transitions.double(), start=self.start.double(),
+                       end=self.end.double())
 
 
 def _tensor(name: str, x, ndim: int) -> torch.Tensor:

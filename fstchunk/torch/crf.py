@@ -290,10 +290,13 @@ class ChunkCRF:
         """E_y[F_β(y | gold)] (B,): y ~ the CRF, gold fixed (the training
         direction), by the DP of :mod:`fstchunk.torch.expected`: tilted nodes in real
         space (relative error ≤ 1e-12, O(n·K) per sentence), the exact count axis or
-        the log-space DP where those would lose precision."""
+        the log-space DP where those would lose precision; in float64 whatever the
+        input dtype (float32 probabilities underflow at e^-87), cast back."""
         bt = self._check(emissions, transitions, mask, start, end)
         beta = check_beta(beta)
-        return _expected.expected_f(self, bt, self._gold(gold, bt), beta)
+        b64 = bt.double()
+        return _expected.expected_f(self, b64, self._gold(gold, b64), beta).to(
+            bt.emissions.dtype)
 
     def expected_corpus_f(self, emissions, transitions, mask, start=None, end=None,
                           gold: Sequence[Sequence[str]] | None = None,
@@ -302,14 +305,18 @@ class ChunkCRF:
         and Σ E[m] by one real-space forward in the expectation semiring
         (:func:`fstchunk.torch.tilted.corpus_counts_real`), or, where a state would
         underflow there, as sums of gold-chunk and opening-arc marginals from one
-        log-space forward-backward (:func:`fstchunk.torch.expected.corpus_counts`)."""
+        log-space forward-backward (:func:`fstchunk.torch.expected.corpus_counts`); in
+        float64 whatever the input dtype (a float32 Σ E[m] of e^-100 would read as 0 and
+        turn F = 0 into 0/0 := 1), cast back."""
         bt = self._check(emissions, transitions, mask, start, end)
         beta = check_beta(beta)
-        g = self._gold(gold, bt)
-        tp, m = _tilted.corpus_counts_real(self, bt, g) or _expected.corpus_counts(self, bt, g)
+        b64 = bt.double()
+        g = self._gold(gold, b64)
+        tp, m = _tilted.corpus_counts_real(self, b64, g) or _expected.corpus_counts(self, b64, g)
         den = m + beta * g.count.sum()
         one = torch.ones((), dtype=m.dtype, device=m.device)
-        return torch.where(den > 0, (beta + 1) * tp / torch.where(den > 0, den, one), one)
+        f = torch.where(den > 0, (beta + 1) * tp / torch.where(den > 0, den, one), one)
+        return f.to(bt.emissions.dtype)
 
     # ------------------------------------------------------------------ decoding
     def decode(self, emissions, transitions, mask, start=None, end=None,
