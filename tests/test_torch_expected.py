@@ -390,3 +390,37 @@ def test_workspace_under_checkpointing_and_saved_tensor_hooks(name):
     loss(crf, 0)(batches[0][0].clone().requires_grad_()).backward()       # pooled call
     out.backward()
     torch.testing.assert_close(e.grad, ref[0], rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("scheme,types,drop_o", [("IOB2", ("A", "B", "C", "D", "E", "F"), False),
+                                                 ("IOB2", ("A", "B", "C", "D", "E", "F"), True),
+                                                 ("IOBES", ("A", "B", "C"), False),
+                                                 ("IOB2", ("A", "B", "C", "D", "E"), False)])
+def test_real_dp_at_every_padding_width(scheme, types, drop_o):
+    """The real-space DP pads the tag axis to a multiple of 12 unless L % 12 is 0 or 1
+    (tilted._width): L = 13, 12 (no O), 13 and 11 here (11 → 12, the others unpadded);
+    expected F and corpus counts, values and gradients, equal the log-space DP."""
+    from fstchunk.torch import tilted
+    rng = np.random.default_rng(len(types) + 7 * drop_o)
+    tags = list(enc.scheme_tags(scheme, types))
+    tags = tags[1:] if drop_o else tags
+    crf = ChunkCRF(tags, scheme)
+    assert (tilted._width(len(tags)) == len(tags)) == (len(tags) % 12 in (0, 1))
+    lengths = [8, 3, 6]
+    args = make_batch(rng, len(tags), lengths, scale=1.0)
+    gold = random_gold(rng, tags, scheme, lengths)
+    em = args[0].clone().requires_grad_()
+    bt = crf._check(em, *args[1:])
+    g = crf._gold(gold, bt)
+    real = texp.expected_f(crf, bt, g, 1.0, basis="real")
+    exact = texp.expected_f(crf, bt, g, 1.0, basis="counts")
+    np.testing.assert_allclose(real.detach().numpy(), exact.detach().numpy(), atol=1e-10)
+    w = torch.tensor([0.3, -1.1, 0.7], dtype=F64)
+    ga, gb = (torch.autograd.grad((f * w).sum(), em, retain_graph=True)[0] for f in (real, exact))
+    np.testing.assert_allclose(ga.numpy(), gb.numpy(), atol=1e-10)
+    cr, cl = tilted.corpus_counts_real(crf, bt, g), texp.corpus_counts(crf, bt, g)
+    for a, b in zip(cr, cl):
+        np.testing.assert_allclose(float(a.detach()), float(b.detach()), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(torch.autograd.grad(a, em, retain_graph=True)[0].numpy(),
+                                   torch.autograd.grad(b, em, retain_graph=True)[0].numpy(),
+                                   atol=1e-10)

@@ -69,7 +69,7 @@ FLOOR = 1e-290
 def _width(L: int) -> int:
     """The tag axis padded up to a multiple of 12 (unless L is one, or one more than
     one): MKL's float64 products of (rows, L) @ (L, L) run about twice as fast at
-    L = 12k as at nearby widths (1,536 rows, one thread: L = 23 120 µs, L = 24 57 µs;
+    L = 12k as at nearby widths (1,536 rows, one thread, L = 23 against 24:
     benchmarks/RESULTS.md); padding tags carry no mass, so the values are unchanged."""
     return L if L % 12 in (0, 1) else L + 12 - L % 12
 

@@ -5,7 +5,7 @@ backward (n·B·K·P·2·L doubles: 45 MB at n = 200, B = 32, K = 12, L = 24) an
 few state-sized scratch tensors per token.  On CPU, memory fresh from the system
 costs a page fault per 4 KiB on first touch: scratch allocated per token made the
 DP's elementwise steps several times slower, and even the per-call buffers cost
-about 12 % of the expected sentence F at L = 23, n = 200 (benchmarks/RESULTS.md,
+15–20 % of the expected sentence F at L = 23, n = 200 (benchmarks/RESULTS.md,
 ablation).  So buffers are taken from and given back to a small pool on the
 :class:`~fstchunk.torch.crf.ChunkCRF`:
 
