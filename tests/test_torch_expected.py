@@ -282,30 +282,37 @@ def test_tags_without_o_and_precision():
 
 
 @pytest.mark.parametrize("scheme", ["IOB2", "IOE1", "IOBES"])
-def test_tilted_log_partition_and_empty_prob_against_brute_force(scheme):
-    """log Z(e^s) − log Z = log E[e^{s·m(y)}] and Pr(m(y) = 0) (the all-O path in closed
-    form) against every valid sequence, with padding in the batch."""
-    from fstchunk.torch import chain, tilted
+def test_log_mgf_and_empty_prob_against_brute_force(scheme):
+    """log E[e^{s·m(y)}] of the real-space forward (the count windows' tilts) and
+    Pr(m(y) = 0) (the all-O path in closed form) against every valid sequence, with
+    padding in the batch; and, for sentences longer than a renormalisation stretch
+    (the forward keeps only a ring of states there), against the engine's exact
+    count distribution."""
+    from fstchunk.engine.counting import count_distribution
+    from fstchunk.torch import tilted
     rng = np.random.default_rng(len(scheme))
     tags = list(enc.scheme_tags(scheme, ("A",)))
     crf = ChunkCRF(tags, scheme)
-    lengths = [4, 2]
+    lengths = [4, 2, 6, 19, 33]
     args = make_batch(rng, len(tags), lengths, scale=1.3)
     bt = crf._check(*args)
-    s = torch.tensor([0.0, 0.7, -1.5], dtype=F64)
-    logz = chain.tilted_log_partition(
-        bt.emissions, crf._masked("trans", bt.transitions), crf._masked("start", bt.start),
-        crf._masked("end", bt.end), bt.mask, crf._mask("open", bt.transitions).double(),
-        crf._mask("open0", bt.start).double(), s)
+    s = torch.tensor([0.7, -1.5, 6.0, -6.0], dtype=F64)
+    phi = tilted.log_mgf(crf, bt, s)
     empty = tilted.empty_prob(crf, bt)
     for b, n in enumerate(lengths):
-        em, tr, st, en = (x.numpy() for x in (args[0][b, :n], args[1], args[3], args[4]))
-        seqs, _ = enumerate_valid(tags, scheme, em, tr, st, en)
+        if n <= 6:
+            em, tr, st, en = (x.numpy() for x in (args[0][b, :n], args[1], args[3], args[4]))
+            seqs, _ = enumerate_valid(tags, scheme, em, tr, st, en)
+            pm = np.bincount([len(cs) for _, cs, _ in seqs],
+                             weights=[p for _, _, p in seqs], minlength=n + 1)
+        else:
+            pm = count_distribution(lattice(tags, scheme, args, b, n))
         for j, sv in enumerate(s.tolist()):
-            want = np.log(sum(p * np.exp(sv * len(cs)) for _, cs, p in seqs))
-            assert logz[j, b].item() - logz[0, b].item() == pytest.approx(want, abs=1e-10)
-        assert empty[b].item() == pytest.approx(sum(p for _, cs, p in seqs if not cs),
-                                                abs=1e-12)
+            want = np.log((pm * np.exp(sv * np.arange(len(pm)))).sum())
+            assert phi[j, b].item() == pytest.approx(want, abs=1e-10)
+        assert empty[b].item() == pytest.approx(pm[0], abs=1e-12)
+    huge = (args[0] * 1e4,) + tuple(args[1:])                   # a state underflows
+    assert tilted.log_mgf(crf, crf._check(*huge), s) is None
 
 
 def test_workspace_reuse_never_changes_a_value_or_gradient():

@@ -15,9 +15,7 @@ matrix Kt (L, L), start and end scores (L,), lengths (B,)) of the linear-chain C
   (:func:`scaled_forward`) and the backward as the adjoint recursion of the same
   products, one (B, L) @ (L, L) product per token each way, no autograd graph of the
   n steps (autograd replaying every log-sum-exp was what kept the NLL behind
-  pytorch-crf); an exact broadcast log-sum-exp path where a product underflows;
-* :func:`tilted_log_partition`: log Z(z) with every chunk opening weighted by z, for
-  a batch of z at once (the chunk count's moment generating function).
+  pytorch-crf); an exact broadcast log-sum-exp path where a product underflows.
 
 Pitfalls: :func:`log_partition` is differentiable once (``once_differentiable``: no
 Hessian-vector products through it; take a Hessian by autograd through
@@ -76,13 +74,11 @@ def backward(em: torch.Tensor, Kt: torch.Tensor, end: torch.Tensor, lengths: tor
 
 
 def scaled_forward(e: torch.Tensor, K: torch.Tensor, st: torch.Tensor, en: torch.Tensor,
-                   mask: torch.Tensor, keep: bool = True):
+                   mask: torch.Tensor):
     """The forward recursion as scaled real matrix products (:class:`_LogPartition`):
-    α (..., B, n, L) in plain log space, the products S (..., B, n−1, L) (both None
-    unless ``keep``), log Z (..., B) and whether no product underflowed (else the values
-    are not to be used).  K (..., L, L) and st, en (..., 1, L) or (L,) may carry a
-    leading batch of chains (the tilts of :func:`tilted_log_partition`) over the same
-    emissions (B, n, L)."""
+    α (B, n, L) in plain log space, the products S (B, n−1, L), log Z (B,) and whether
+    no product underflowed (else the values are not to be used); K (L, L), st and en
+    (L,), emissions e (B, n, L)."""
     mK = K.amax(-2, keepdim=True)
     EK = torch.exp(K - mK)
     a = st + e[:, 0]
@@ -94,30 +90,12 @@ def scaled_forward(e: torch.Tensor, K: torch.Tensor, st: torch.Tensor, en: torch
         S = (a - m).exp_() @ EK
         new = torch.log(S).add_(m).add_(mK).add_(e[:, u])
         a = new if live[u] else torch.where(mask[:, u:u + 1], new, a)
-        if keep:
-            alphas.append(a)
-            Ss.append(S)
+        alphas.append(a)
+        Ss.append(S)
         smin = S.clone() if smin is None else torch.minimum(smin, S, out=smin)
     fast = smin is None or bool(smin.amin() > TINY)
-    if not keep:
-        return None, None, lse(a + en, -1), fast
     S = torch.stack(Ss, -2) if Ss else a.new_empty(0)
     return torch.stack(alphas, -2), S, lse(a + en, -1), fast
-
-
-def tilted_log_partition(e: torch.Tensor, K: torch.Tensor, st: torch.Tensor, en: torch.Tensor,
-                         mask: torch.Tensor, opens: torch.Tensor, opens0: torch.Tensor,
-                         s: torch.Tensor) -> torch.Tensor | None:
-    """log Z(e^{s_j}) (J, B), no gradient: every chunk opening (the arcs ``opens`` (L, L)
-    and the start's ``opens0`` (L,)) weighted by e^{s_j}, so that log Z(e^s) − log Z(1)
-    is the log moment generating function of the chunk count m(y).  None when a scaled
-    product underflowed (scores of huge magnitude)."""
-    with torch.no_grad():
-        e, K, st, en, s = (x.detach().double() for x in (e, K, st, en, s))
-        Ks = K + s.view(-1, 1, 1) * opens
-        sts = (st + s.view(-1, 1) * opens0).unsqueeze(1)
-        _, _, logz, fast = scaled_forward(e, Ks, sts, en, mask, keep=False)
-    return logz if fast else None
 
 
 class _LogPartition(torch.autograd.Function):

@@ -137,20 +137,17 @@ class _Nodes:
 def count_windows(crf, bt: Batch) -> list[tuple[int, int, float, float]] | None:
     """Per sentence (lo, hi, p_lo, p_hi): Pr(m(y) < lo) ≤ p_lo and Pr(m(y) > hi) ≤ p_hi,
     by Chernoff's bound Pr(m ≥ k) ≤ E[e^{sm}]·e^{−sk} (s > 0; s < 0 for the lower tail)
-    minimised over :data:`TILTS`, E[e^{sm}] from tilted log partitions
-    (:func:`fstchunk.torch.chain.tilted_log_partition`); lo and hi are the tightest
+    minimised over :data:`TILTS`, E[e^{sm}] from the real-space forward with tilted
+    openings (:func:`fstchunk.torch.tilted.log_mgf`); lo and hi are the tightest
     counts whose tails stay below :data:`WINDOW_TAIL`.  None if a tilted product
     underflowed (scores of huge magnitude: the caller then takes [0, n])."""
-    s = torch.tensor((0.0,) + TILTS + tuple(-x for x in TILTS), dtype=torch.float64,
+    s = torch.tensor(TILTS + tuple(-x for x in TILTS), dtype=torch.float64,
                      device=bt.emissions.device)
-    logz = _chain.tilted_log_partition(
-        bt.emissions, crf._masked("trans", bt.transitions), crf._masked("start", bt.start),
-        crf._masked("end", bt.end), bt.mask, crf._mask("open", bt.transitions).double(),
-        crf._mask("open0", bt.start).double(), s)
-    if logz is None:
+    phi = _tilted.log_mgf(crf, bt, s)
+    if phi is None:
         return None
-    phi = (logz[1:] - logz[:1]).cpu().numpy()                    # (J, B) log E[e^{sm}]
-    sv = s[1:].cpu().numpy()[:, None]
+    phi = phi.cpu().numpy()                                      # (J, B) log E[e^{sm}]
+    sv = s.cpu().numpy()[:, None]
     up, down = sv[:, 0] > 0, sv[:, 0] < 0
     out = []
     for b, n in enumerate(bt.lengths_list):
