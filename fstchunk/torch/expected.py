@@ -70,7 +70,7 @@ WINDOW_TAIL = 1e-17
 #: what the tails may cost E[F] at most (else the rule covers every count)
 WINDOW_ERR = 1e-13
 #: the tilts s of the Chernoff bounds (and their negatives)
-TILTS = (0.05, 0.2, 0.7, 2.0, 6.0)
+TILTS = (0.1, 0.6, 3.5)
 #: ranges b/a are rounded up to this geometric grid, so that rules are reused
 GRID = 2 ** (1 / 16)
 

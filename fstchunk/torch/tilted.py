@@ -101,18 +101,21 @@ class _Run:
         self.bad_end = bool(((Es < TINY) & ok_s).any() or ((Ee < TINY) & ok_e).any())
         Esc, self.Ee = ar.columns(Es) * ar.start, ar.columns(Ee)
         # one pooled buffer: states, column emissions, gold matches, the factor G_u
+        R = min(n, RENORM)
         sizes = [S * B * P * K * W, n * B * W, n * B * (W - Cc) if g is not None else 0,
-                 B * K * W]
+                 B * K * W, R * B * K * W]
         self.buf = (_take(crf, sum(sizes), em.device) if pooled else
                     em.new_empty(sum(sizes)))
-        X, Em, Mt, Gu = self.buf.split(sizes)
-        Gu = Gu.view(B, K, W)
+        X, Em, Mt, Gu, scratch = self.buf.split(sizes)
+        Gu, scratch = Gu.view(B, K, W), scratch.view(R, B, K, W)
         X = X.view(S, B, P, K, W)
         Em = ar.columns(em.transpose(0, 1), out=Em.view(n, B, W))
         Em.sub_(em.amax(-1).T.unsqueeze(-1)).exp_()           # exp(e − μ), (n, B, W)
         if ar.real is not None:
             Em.mul_(ar.real)
         self.X, self.Em = X, Em
+        self.emv = Em.view(n, B, 1, W).unbind(0)                 # (B, 1, W) each
+        self.emv4 = Em.view(n, B, 1, 1, W).unbind(0)             # (B, 1, 1, W) each
         # the tilt: (1 − o) + z·o, not 1 + (z − 1)·o (that would lose a z below 1e-16)
         self.gate = ((1 - ar.opening) + torch.exp(tau).view(B, K, 1) * ar.opening
                      if bool((tau != 0).any()) else None)
@@ -123,12 +126,19 @@ class _Run:
         gc = gold_columns(ar, g, lens, Mt) if g is not None else None
         self.gc = gc
         reach, steady = ar.reachable(n)
+        pad = torch.zeros(W, dtype=torch.float64, device=em.device)
+        pad[ar.C:] = float("inf")
         opening = ar.opening[Cc:]
         Xu, Xf = X.unbind(0), X.view(S, -1, W).unbind(0)
         A, Bp, Fp = (X[:, :, p] for p in (0, 1, 2)) if gc is not None else (X[:, :, 0],) * 3
         An, Bn, Fn = (y[..., Cc:].unbind(0) for y in (A, Bp, Fp))
         Fc = Fp[..., :Cc].unbind(0)
         Mn = X[:, :, P - 1, :, Cc:].unbind(0)
+        # per-token views taken once (indexing in the loop costs a dispatch each)
+        if gc is not None:
+            ended, kept, match = (t.unbind(0) for t in (gc.ended, gc.kept, gc.match))
+        emv, emv4, Gv, M_ = self.emv, self.emv4, Gu.unsqueeze(1), self.M
+        gate, all_live = self.gate, self.all_live
         flags, self.rhos, scale, done = [], [], None, 0
         for u in range(n):
             i = u if keep else u - done + 1                      # this token's slot
@@ -137,19 +147,23 @@ class _Run:
                 x.zero_()
                 x[:, 0] = self.factor(0, Gu)[:, 0] * Esc
                 if gc is not None:
-                    torch.mul(x[:, 0, :, Cc:], gc.match[0], out=x[:, 2, :, Cc:])
+                    torch.mul(x[:, 0, :, Cc:], match[0], out=x[:, 2, :, Cc:])
                 if opens:
                     torch.mul(x[:, 0], ar.opening, out=x[:, P - 1])
             else:
-                torch.mm(Xf[i - 1], self.M, out=Xf[i])          # Y = X_{u−1} @ M
+                torch.mm(Xf[i - 1], M_, out=Xf[i])              # Y = X_{u−1} @ M
                 if opens:
                     Mn[i].addcmul_(An[i], opening)
                 if gc is not None:
-                    Bn[i].addcmul_(Fn[i], gc.ended[u])          # closing: a tp
-                    Fc[i].mul_(gc.kept[u])
-                    torch.mul(An[i], gc.match[u], out=Fn[i])
-                x.mul_(self.factor(u, Gu))
-                if not self.all_live[u]:
+                    Bn[i].addcmul_(Fn[i], ended[u])             # closing: a tp
+                    Fc[i].mul_(kept[u])
+                    torch.mul(An[i], match[u], out=Fn[i])
+                if gate is None:
+                    x.mul_(emv4[u])
+                else:
+                    torch.mul(emv[u], gate, out=Gu)
+                    x.mul_(Gv)
+                if not all_live[u]:
                     torch.where(self.live[u], x, Xu[i - 1], out=x)
             rho = None
             if u % RENORM == 0 or u == n - 1:
@@ -160,8 +174,8 @@ class _Run:
                 scale = torch.log(rho) if scale is None else scale + torch.log(rho)
                 first = done if keep else 1
                 flags.append(_underflow(X[first:i + 1, :, 0], reach[done:u + 1],
-                                        done >= steady, ar.C,
-                                        self.live_at[:, done:u + 1]))
+                                        max(0, min(steady - done, u + 1 - done)), pad,
+                                        self.live_at[:, done:u + 1], scratch))
                 done = u + 1
                 if not keep and u < n - 1:
                     Xu[0].copy_(x)                  # the next stretch's previous token
@@ -181,10 +195,9 @@ class _Run:
     def factor(self, u: int, out: torch.Tensor) -> torch.Tensor:
         """G_u = gate ⊙ exp(e_u − μ_u) as (B, 1, K, W) (K = 1 without a tilt), written
         into ``out`` (B, K, W)."""
-        B, W = self.Em.shape[1:]
         if self.gate is None:
-            return self.Em[u].view(B, 1, 1, W)
-        return torch.mul(self.Em[u].view(B, 1, W), self.gate, out=out).unsqueeze(1)
+            return self.emv4[u]
+        return torch.mul(self.emv[u], self.gate, out=out).unsqueeze(1)
 
     def backward(self, gZ, gT, gM):
         """Gradients (emissions (B, n, L), transitions (L, L), start (L,), end (L,)) of
@@ -215,31 +228,39 @@ class _Run:
         ya, yb, yf = (y[:, p] for p in (0, 1, 2)) if gc is not None else (y[:, 0],) * 3
         yan, ybn, yfn, yfc, ymn = ya[..., Cc:], yb[..., Cc:], yf[..., Cc:], yf[..., :Cc], \
             y[:, P - 1, :, Cc:]
-        Xf, yf_ = X.view(n, -1, W), y.view(-1, W)
+        Xu, Xf, yf_, yv = X.unbind(0), X.view(n, -1, W).unbind(0), y.view(-1, W), \
+            y.view(B, P * K, W)
+        if gc is not None:
+            ended, kept, match = (t.unbind(0) for t in (gc.ended, gc.kept, gc.match))
+        emv, emv4, Gv, gate, rhos, all_live = self.emv, self.emv4, Gu.unsqueeze(1), \
+            self.gate, self.rhos, self.all_live
         for u in range(n - 1, -1, -1):
             # ∂log e_u = Σ_{parts, nodes} X̄_u ⊙ X_u (the same in the stored gauge)
-            torch.mul(xb, X[u], out=y)
-            torch.sum(y.view(B, P * K, W), 1, out=g_em[u])
+            torch.mul(xb, Xu[u], out=y)
+            torch.sum(yv, 1, out=g_em[u])
             if u == 0:
                 break
-            if not self.all_live[u]:
+            if not all_live[u]:
                 g_em[u] *= self.live_at[:, u].view(B, 1)
-            rho = self.rhos[u]
-            if rho is not None:                                 # X̄ of the raw states
-                xb.div_(rho.view(B, 1, K, 1))
-            torch.mul(xb, self.factor(u, Gu), out=y)                # Ȳ before the mix
+            if rhos[u] is not None:                             # X̄ of the raw states
+                xb.div_(rhos[u].view(B, 1, K, 1))
+            if gate is None:                                    # Ȳ before the mix
+                torch.mul(xb, emv4[u], out=y)
+            else:
+                torch.mul(emv[u], gate, out=Gu)
+                torch.mul(xb, Gv, out=y)
             if self.opens:
                 yan.addcmul_(ymn, opening)
             if gc is not None:
-                yan.addcmul_(yfn, gc.match[u])
-                yfc.mul_(gc.kept[u])
-                torch.mul(ybn, gc.ended[u], out=yfn)
-            if not self.all_live[u]:
+                yan.addcmul_(yfn, match[u])
+                yfc.mul_(kept[u])
+                torch.mul(ybn, ended[u], out=yfn)
+            if not all_live[u]:
                 y.mul_(self.live[u])
             g_M.addmm_(Xf[u - 1].T, yf_)
             prev = pair[1] if xb is pair[0] else pair[0]
             torch.mm(yf_, MT, out=prev.view(-1, W))
-            if not self.all_live[u]:
+            if not all_live[u]:
                 torch.where(self.live[u], prev, xb, out=prev)
             xb = prev
         g_start = g_em[0].sum(0)
@@ -249,18 +270,26 @@ class _Run:
         return out
 
 
-def _underflow(Xa: torch.Tensor, reach: torch.Tensor, steady: bool, C: int,
-               live: torch.Tensor) -> torch.Tensor:
+def _underflow(Xa: torch.Tensor, reach: torch.Tensor, steady: int, pad: torch.Tensor,
+               live: torch.Tensor, scratch: torch.Tensor) -> torch.Tensor:
     """Whether a reachable column's a-mass fell below TINY of its row's maximum or
     below FLOOR, or a row's maximum below ROW_MIN, at the live tokens of a run of
-    a-states Xa (t, B, K, W) (module doc); ``steady``: every real column is reachable
-    at these tokens (the columns [0, C) then need no mask)."""
+    a-states Xa (t, B, K, W) (module doc); every real column is reachable from the
+    run's token ``steady`` on (``pad`` (W,): 0 on the real columns, inf on padding;
+    ``scratch`` at least Xa's size: a temporary this large would cost fresh pages).
+    First a sufficient test on two scalars (every reachable entry ≥ ROW_MIN > FLOOR
+    and ≥ TINY times the largest entry, hence ≥ TINY times its own row's maximum): two
+    reductions instead of one per row; the rows are examined only when it fails."""
+    inf = torch.full((), float("inf"), dtype=Xa.dtype, device=Xa.device)
+    mask = reach.view(reach.shape[0], 1, 1, -1)
+    t = Xa.shape[0]
+    low = torch.add(Xa[steady:], pad, out=scratch[:t - steady]).amin() if steady < t else inf
+    if steady > 0:
+        low = torch.minimum(low, torch.where(mask[:steady], Xa[:steady], inf).amin())
+    if bool(low >= torch.clamp(TINY * Xa.amax(), min=ROW_MIN)):
+        return low < 0                                                  # False
     top = Xa.amax(-1)                                                   # (t, B, K)
-    if steady:
-        low = Xa[..., :C].amin(-1)
-    else:
-        low = torch.where(reach.view(reach.shape[0], 1, 1, -1), Xa,
-                          torch.full_like(Xa, float("inf"))).amin(-1)
+    low = torch.where(mask, Xa, inf).amin(-1)
     bad = (low < TINY * top) | (low < FLOOR) | (top < ROW_MIN)
     return bad & live.T.unsqueeze(-1)
 
