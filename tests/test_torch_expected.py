@@ -201,7 +201,7 @@ def test_count_windows_hold_against_the_exact_count_distribution(scale):
     windows = texp.count_windows(crf, crf._check(*args))
     for b, n in enumerate(lengths):
         pm = count_distribution(lattice(tags, "IOBES", args, b, n))
-        lo, hi, p_lo, p_hi = windows[b]
+        lo, hi, p_lo, p_hi = (int(w[b]) if i < 2 else float(w[b]) for i, w in enumerate(windows))
         assert 0 <= lo <= hi <= n
         assert pm[:lo].sum() <= p_lo + 1e-300 and pm[hi + 1:].sum() <= p_hi + 1e-300
         assert max(p_lo, p_hi) <= texp.WINDOW_TAIL

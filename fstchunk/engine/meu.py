@@ -70,7 +70,7 @@ GAP_RETRY = 1e-13
 #: target relative error of the exponential sum for 1/x
 QUAD_TOL = 2e-15
 #: the Gauss–Laguerre sizes :func:`exp_sum` tries, smallest first
-LAGUERRE_SIZES = (4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 20, 24, 28, 32, 40)
+LAGUERRE_SIZES = tuple(range(4, 25)) + (26, 28, 30, 32, 36, 40)
 
 
 @dataclass

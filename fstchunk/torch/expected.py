@@ -52,7 +52,6 @@ does β = 0 (F_0 is precision) for the empty y whatever the gold.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import torch
@@ -64,22 +63,20 @@ from .checks import Batch, Gold
 from .semiring import NEG, laddexp, logmatmul, lse
 
 #: relative error of the exponential sum for 1/x behind the node axis
-NODE_TOL = 1e-12
+NODE_TOL = 1e-11
 #: Pr(m(y) < lo) and Pr(m(y) > hi) of the count window the node rule is built for
 WINDOW_TAIL = 1e-17
 #: what the tails may cost E[F] at most (else the rule covers every count)
 WINDOW_ERR = 1e-13
+#: below this many tokens (the longest sentence of the batch) no window is computed:
+#: at n ≤ 20 the 1e-17 tails never narrowed the rule in the benchmark's cases (random,
+#: tagger-like and strongly peaked scores, dense and sparse gold; bench_torch.py), and
+#: the window pass costs about a fifth of the DP there
+WINDOW_MIN_LENGTH = 24
 #: the tilts s of the Chernoff bounds (and their negatives)
-TILTS = (0.1, 0.6, 3.5)
+TILTS = (0.07, 0.3, 1.2, 5.0)
 #: ranges b/a are rounded up to this geometric grid, so that rules are reused
 GRID = 2 ** (1 / 16)
-
-
-def exp_sum_grid(a: float, b: float, tol: float = NODE_TOL) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`fstchunk.engine.meu.exp_sum` on [a, a·r] ⊇ [a, b], r = b/a rounded up to a
-    power of :data:`GRID` (the rule on [1, r] is cached; a wider range only costs nodes)."""
-    r = GRID ** math.ceil(math.log(max(b / a, 1.0)) / math.log(GRID) - 1e-9)
-    return exp_sum(a, a * max(r, 1.0), tol)
 
 
 class _Counts:
@@ -134,34 +131,44 @@ class _Nodes:
         return torch.where(beta * g.count > 0, (beta + 1) * quad, (beta + 1) * quad + none)
 
 
-def count_windows(crf, bt: Batch) -> list[tuple[int, int, float, float]] | None:
-    """Per sentence (lo, hi, p_lo, p_hi): Pr(m(y) < lo) ≤ p_lo and Pr(m(y) > hi) ≤ p_hi,
-    by Chernoff's bound Pr(m ≥ k) ≤ E[e^{sm}]·e^{−sk} (s > 0; s < 0 for the lower tail)
-    minimised over :data:`TILTS`, E[e^{sm}] from the real-space forward with tilted
-    openings (:func:`fstchunk.torch.tilted.log_mgf`); lo and hi are the tightest
-    counts whose tails stay below :data:`WINDOW_TAIL`.  None if a tilted product
-    underflowed (scores of huge magnitude: the caller then takes [0, n])."""
+def count_windows(crf, bt: Batch) -> tuple[np.ndarray, ...] | None:
+    """Per sentence (lo, hi, p_lo, p_hi) as four (B,) arrays: Pr(m(y) < lo) ≤ p_lo and
+    Pr(m(y) > hi) ≤ p_hi, by Chernoff's bound Pr(m ≥ k) ≤ E[e^{sm}]·e^{−sk} (s > 0; s < 0
+    for the lower tail) minimised over :data:`TILTS`, E[e^{sm}] from the real-space
+    forward with tilted openings (:func:`fstchunk.torch.tilted.log_mgf`); lo and hi are
+    the tightest counts whose tails stay below :data:`WINDOW_TAIL` (all sentences at
+    once).  None if a tilted state underflowed (scores of huge magnitude: the caller
+    then takes [0, n])."""
     s = torch.tensor(TILTS + tuple(-x for x in TILTS), dtype=torch.float64,
                      device=bt.emissions.device)
     phi = _tilted.log_mgf(crf, bt, s)
     if phi is None:
         return None
     phi = phi.cpu().numpy()                                      # (J, B) log E[e^{sm}]
-    sv = s.cpu().numpy()[:, None]
-    up, down = sv[:, 0] > 0, sv[:, 0] < 0
-    out = []
-    for b, n in enumerate(bt.lengths_list):
-        k = np.arange(n + 2)[None, :]
-        bound = np.exp(np.minimum(0.0, phi[:, b:b + 1] - sv * k))  # (J, n+2)
-        ge = bound[up].min(0)                                    # Pr(m ≥ k)
-        le = bound[down].min(0)                                  # Pr(m ≤ k)
-        hi = int(np.flatnonzero(ge[:n + 1] > WINDOW_TAIL)[-1])    # ge[0] = 1
-        lo_ok = np.flatnonzero(le[:n + 1] <= WINDOW_TAIL)
-        lo = int(lo_ok[-1]) + 1 if len(lo_ok) else 0
-        lo = min(lo, hi)
-        out.append((lo, hi, float(le[lo - 1]) if lo > 0 else 0.0,
-                    float(ge[hi + 1]) if hi < n else 0.0))     # m(y) ≤ n
-    return out
+    sv = s.cpu().numpy()
+    n = np.array(bt.lengths_list)
+    k = np.arange(n.max() + 2)
+    bound = np.exp(np.minimum(0.0, phi[:, :, None] - sv[:, None, None] * k))   # (J, B, k)
+    ge = bound[sv > 0].min(0)                                    # Pr(m ≥ k) (B, k)
+    le = bound[sv < 0].min(0)                                    # Pr(m ≤ k)
+    inside = k[None, :] <= n[:, None]                            # m(y) ≤ n
+    hi = np.where((ge > WINDOW_TAIL) & inside, k, 0).max(1)      # ge[:, 0] = 1
+    lo = np.minimum(np.where((le <= WINDOW_TAIL) & inside, k + 1, 0).max(1), hi)
+    rows = np.arange(len(n))
+    p_lo = np.where(lo > 0, le[rows, np.maximum(lo - 1, 0)], 0.0)
+    p_hi = np.where(hi < n, ge[rows, np.minimum(hi + 1, k[-1])], 0.0)
+    return lo, hi, p_lo, p_hi
+
+
+def _rules(a: np.ndarray, b: np.ndarray, tol: float) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per range [a_i, b_i], the nodes and log weights of
+    :func:`fstchunk.engine.meu.exp_sum` on [a_i, a_i·r_i] ⊇ [a_i, b_i], r_i = b_i/a_i rounded
+    up to a power of :data:`GRID` (a wider range only costs nodes), each rule on [1, r]
+    built once and rescaled (1/x = (1/a)·1/(x/a))."""
+    r = np.maximum(b / a, 1.0)
+    e = np.ceil(np.log(r) / np.log(GRID) - 1e-9)
+    unit = {x: exp_sum(1.0, float(GRID ** x) if x > 0 else 1.0, tol) for x in np.unique(e)}
+    return [(unit[x][0] / ai, unit[x][1] - np.log(ai)) for x, ai in zip(e, a)]
 
 
 def node_axis(crf, bt: Batch, g: Gold, beta: float, tol: float = NODE_TOL
@@ -170,26 +177,24 @@ def node_axis(crf, bt: Batch, g: Gold, beta: float, tol: float = NODE_TOL
     with τ = 0 and weight NEG; weight NEG on slots 0 and 1).  The rule covers
     x = m + c, c = β·m(g), for m in the sentence's count window (:func:`count_windows`;
     m ≥ 1, as tp = 0 when m = 0); outside it the sum's error times the window's tail
-    mass must stay below :data:`WINDOW_ERR`, else the rule covers every m in [1, n]."""
-    windows = count_windows(crf, bt)
-    rows = []
-    for b, n in enumerate(bt.lengths_list):
-        mg = float(g.count[b])
-        if mg == 0:
-            rows.append(([], []))
-            continue
-        c = beta * mg
-        t = lw = None
-        if windows is not None:
-            lo, hi, p_lo, p_hi = windows[b]
-            t, lw = exp_sum_grid(max(lo, 1) + c, max(hi, 1) + c, tol)
+    mass must stay below :data:`WINDOW_ERR`, else (and for batches shorter than
+    :data:`WINDOW_MIN_LENGTH`) the rule covers every m in [1, n]."""
+    windows = (count_windows(crf, bt) if max(bt.lengths_list) >= WINDOW_MIN_LENGTH
+               else None)
+    mg = g.count.cpu().numpy().astype(float)
+    n = np.array(bt.lengths_list, dtype=float)
+    c = beta * mg
+    full = _rules(1.0 + c, n + c, tol)
+    rules = full
+    if windows is not None:
+        lo, hi, p_lo, p_hi = windows
+        rules = _rules(np.maximum(lo, 1) + c, np.maximum(hi, 1) + c, tol)
+        for i, (t, lw) in enumerate(rules):
             # outside the window: 1/x and the sum are both at most the sum at x = 1 + c
-            worst = max(float(np.exp(lw - t * (1 + c)).sum()), 1.0 / (1 + c))
-            if (beta + 1) * mg * worst * (p_lo + p_hi) > WINDOW_ERR:
-                t = None
-        if t is None:
-            t, lw = exp_sum_grid(1.0 + c, n + c, tol)
-        rows.append((-t, lw - t * c))
+            worst = max(float(np.exp(lw - t * (1 + c[i])).sum()), 1.0 / (1 + c[i]))
+            if (beta + 1) * mg[i] * worst * (p_lo[i] + p_hi[i]) > WINDOW_ERR:
+                rules[i] = full[i]
+    rows = [([], []) if mg[i] == 0 else (-t, lw - t * c[i]) for i, (t, lw) in enumerate(rules)]
     K = 2 + max(len(r[0]) for r in rows)
     tau = np.zeros((len(rows), K))
     logw = np.full((len(rows), K), NEG)

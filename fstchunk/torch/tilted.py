@@ -101,13 +101,12 @@ class _Run:
         self.bad_end = bool(((Es < TINY) & ok_s).any() or ((Ee < TINY) & ok_e).any())
         Esc, self.Ee = ar.columns(Es) * ar.start, ar.columns(Ee)
         # one pooled buffer: states, column emissions, gold matches, the factor G_u
-        R = min(n, RENORM)
         sizes = [S * B * P * K * W, n * B * W, n * B * (W - Cc) if g is not None else 0,
-                 B * K * W, R * B * K * W]
+                 B * K * W]
         self.buf = (_take(crf, sum(sizes), em.device) if pooled else
                     em.new_empty(sum(sizes)))
-        X, Em, Mt, Gu, scratch = self.buf.split(sizes)
-        Gu, scratch = Gu.view(B, K, W), scratch.view(R, B, K, W)
+        X, Em, Mt, Gu = self.buf.split(sizes)
+        Gu = Gu.view(B, K, W)
         X = X.view(S, B, P, K, W)
         Em = ar.columns(em.transpose(0, 1), out=Em.view(n, B, W))
         Em.sub_(em.amax(-1).T.unsqueeze(-1)).exp_()           # exp(e − μ), (n, B, W)
@@ -139,6 +138,11 @@ class _Run:
             ended, kept, match = (t.unbind(0) for t in (gc.ended, gc.kept, gc.match))
         emv, emv4, Gv, M_ = self.emv, self.emv4, Gu.unsqueeze(1), self.M
         gate, all_live = self.gate, self.all_live
+        # the underflow test's sufficient threshold (:func:`_underflow`): a row starts a
+        # stretch at maximum 1 and its a-part grows at most W·max G per token
+        gmax = max(1.0, float(gate.max())) if gate is not None else 1.0
+        floor = max(ROW_MIN, TINY * (W * gmax) ** RENORM)
+        low = torch.full((B, K, W), float("inf"), dtype=torch.float64, device=em.device)
         flags, self.rhos, scale, done = [], [], None, 0
         for u in range(n):
             i = u if keep else u - done + 1                      # this token's slot
@@ -172,10 +176,18 @@ class _Run:
                 rho = rho.clamp_min(1e-300)
                 x /= rho.view(B, 1, K, 1)
                 scale = torch.log(rho) if scale is None else scale + torch.log(rho)
-                first = done if keep else 1
-                flags.append(_underflow(X[first:i + 1, :, 0], reach[done:u + 1],
-                                        max(0, min(steady - done, u + 1 - done)), pad,
-                                        self.live_at[:, done:u + 1], scratch))
+            if u < steady:                  # not every column reachable yet: exactly
+                flags.append(_underflow(x[:, 0].unsqueeze(0), reach[u:u + 1], pad,
+                                        self.live_at[:, u:u + 1]))
+            else:
+                torch.minimum(low, x[:, 0], out=low)
+            if rho is not None:
+                if bool((low + pad).amin() < floor):  # the stretch's rows, exactly
+                    first = done if keep else 1
+                    t = max(0, steady - done)
+                    flags.append(_underflow(X[first + t:i + 1, :, 0], reach[done + t:u + 1],
+                                            pad, self.live_at[:, done + t:u + 1]))
+                low.fill_(float("inf"))
                 done = u + 1
                 if not keep and u < n - 1:
                     Xu[0].copy_(x)                  # the next stretch's previous token
@@ -201,17 +213,19 @@ class _Run:
 
     def backward(self, gZ, gT, gM):
         """Gradients (emissions (B, n, L), transitions (L, L), start (L,), end (L,)) of
-        Σ gZ·Z + gT·T + gM·M (module doc: the adjoint recursion)."""
+        Σ gZ·Z + gT·T + gM·M (module doc: the adjoint recursion).  X̄_u and Ȳ_u of R
+        consecutive tokens are kept in rings, so that ∂log e_u = Σ_{parts, nodes} X̄_u ⊙ X_u
+        and ∂M = Σ_u X_{u−1}ᵀ Ȳ_u take a few operations per R tokens."""
         X, M, ar, P, gc = self.X, self.M, self.ar, self.P, self.gc
         n, B, _, K, W = X.shape
         Cc, E = ar.Cc, self.Ee
-        one = B * P * K * W
-        work = _take(self.crf, 3 * one + n * B * W + B * K * W, X.device)
-        pair = [work[i * one:(i + 1) * one].view(B, P, K, W) for i in (0, 1)]
-        y = work[2 * one:3 * one].view(B, P, K, W)              # Ȳ_u
-        g_em = work[3 * one:3 * one + n * B * W].view(n, B, W)
-        Gu = work[3 * one + n * B * W:].view(B, K, W)
-        xb = pair[0]                                            # X̄ at the last token
+        one, R = B * P * K * W, min(n, RENORM)
+        sizes = [R * one, R * one, R * one, one, n * B * W, B * K * W]
+        work = _take(self.crf, sum(sizes), X.device)
+        XBr, Yr, prod, x0b, g_em, Gu = work.split(sizes)
+        XBr, Yr, prod = (t.view(R, B, P, K, W) for t in (XBr, Yr, prod))
+        x0b, g_em, Gu = x0b.view(B, P, K, W), g_em.view(n, B, W), Gu.view(B, K, W)
+        xb = XBr[(n - 2) % R] if n > 1 else x0b                 # X̄ at the last token
         xb.zero_()
         xb[:, 0] = gZ.view(B, K, 1) * E
         fin = X[n - 1, :, 0] * gZ.view(B, K, 1)
@@ -223,46 +237,51 @@ class _Run:
             xb[:, P - 1] = gM.view(B, K, 1) * E
             fin = fin + X[n - 1, :, P - 1] * gM.view(B, K, 1)
         g_end = (fin * E).sum((0, 1))                           # (W,)
-        g_M = torch.zeros_like(M)                               # Σ_u X_{u−1}ᵀ Ȳ_u
+        g_M = torch.zeros_like(M)
         MT, opening = M.T, ar.opening[Cc:]
-        ya, yb, yf = (y[:, p] for p in (0, 1, 2)) if gc is not None else (y[:, 0],) * 3
-        yan, ybn, yfn, yfc, ymn = ya[..., Cc:], yb[..., Cc:], yf[..., Cc:], yf[..., :Cc], \
-            y[:, P - 1, :, Cc:]
-        Xu, Xf, yf_, yv = X.unbind(0), X.view(n, -1, W).unbind(0), y.view(-1, W), \
-            y.view(B, P * K, W)
+        ya, yb, yf = (Yr[:, :, p] for p in (0, 1, 2)) if gc is not None else (Yr[:, :, 0],) * 3
+        yan, ybn, yfn, yfc, ymn = (t.unbind(0) for t in (
+            ya[..., Cc:], yb[..., Cc:], yf[..., Cc:], yf[..., :Cc], Yr[:, :, P - 1, :, Cc:]))
+        Ys, Yf, XBs, XBf = Yr.unbind(0), Yr.view(R, -1, W).unbind(0), XBr.unbind(0), \
+            XBr.view(R, -1, W).unbind(0)
+        Xflat, rows = X.view(-1, W), B * P * K
         if gc is not None:
             ended, kept, match = (t.unbind(0) for t in (gc.ended, gc.kept, gc.match))
         emv, emv4, Gv, gate, rhos, all_live = self.emv, self.emv4, Gu.unsqueeze(1), \
             self.gate, self.rhos, self.all_live
-        for u in range(n - 1, -1, -1):
-            # ∂log e_u = Σ_{parts, nodes} X̄_u ⊙ X_u (the same in the stored gauge)
-            torch.mul(xb, Xu[u], out=y)
-            torch.sum(yv, 1, out=g_em[u])
-            if u == 0:
-                break
-            if not all_live[u]:
-                g_em[u] *= self.live_at[:, u].view(B, 1)
-            if rhos[u] is not None:                             # X̄ of the raw states
-                xb.div_(rhos[u].view(B, 1, K, 1))
+        for u in range(n - 1, 0, -1):
+            j = (u - 1) % R                                     # X̄_u's and Ȳ_u's slot
+            xb, y = XBs[j], Ys[j]
             if gate is None:                                    # Ȳ before the mix
                 torch.mul(xb, emv4[u], out=y)
             else:
                 torch.mul(emv[u], gate, out=Gu)
                 torch.mul(xb, Gv, out=y)
+            rho = rhos[u]
+            if rho is not None:                                 # Ȳ of the raw states
+                y.div_(rho.view(B, 1, K, 1))
             if self.opens:
-                yan.addcmul_(ymn, opening)
+                yan[j].addcmul_(ymn[j], opening)
             if gc is not None:
-                yan.addcmul_(yfn, match[u])
-                yfc.mul_(kept[u])
-                torch.mul(ybn, ended[u], out=yfn)
+                yan[j].addcmul_(yfn[j], match[u])
+                yfc[j].mul_(kept[u])
+                torch.mul(ybn[j], ended[u], out=yfn[j])
             if not all_live[u]:
                 y.mul_(self.live[u])
-            g_M.addmm_(Xf[u - 1].T, yf_)
-            prev = pair[1] if xb is pair[0] else pair[0]
-            torch.mm(yf_, MT, out=prev.view(-1, W))
+            if j == 0:                      # tokens u .. u + t − 1 in slots 0 .. t − 1
+                t = min(R, n - u)
+                g_M.addmm_(Xflat[(u - 1) * rows:(u - 1 + t) * rows].T, Yr[:t].view(-1, W))
+                # ∂log e_u = Σ X̄_u ⊙ X_u (the same in the stored gauge as in the raw one)
+                torch.mul(XBr[:t], X[u:u + t], out=prod[:t])
+                torch.sum(prod[:t].view(t, B, P * K, W), 2, out=g_em[u:u + t])
+            prev = XBf[(u - 2) % R] if u > 1 else x0b.view(-1, W)
+            torch.mm(Yf[j], MT, out=prev)
             if not all_live[u]:
-                torch.where(self.live[u], prev, xb, out=prev)
-            xb = prev
+                raw = xb if rho is None else xb / rho.view(B, 1, K, 1)
+                torch.where(self.live[u], prev.view(B, P, K, W), raw, out=prev.view(B, P, K, W))
+        torch.sum(torch.mul(x0b, X[0], out=prod[0]).view(B, P * K, W), 1, out=g_em[0])
+        if not all(all_live):
+            g_em.mul_(self.live_at.T.unsqueeze(-1))
         g_start = g_em[0].sum(0)
         out = (ar.tags(g_em.transpose(0, 1)), ar.pair_tags(g_M * M), ar.tags(g_start),
                ar.tags(g_end))
@@ -270,26 +289,18 @@ class _Run:
         return out
 
 
-def _underflow(Xa: torch.Tensor, reach: torch.Tensor, steady: int, pad: torch.Tensor,
-               live: torch.Tensor, scratch: torch.Tensor) -> torch.Tensor:
+def _underflow(Xa: torch.Tensor, reach: torch.Tensor, pad: torch.Tensor,
+               live: torch.Tensor) -> torch.Tensor:
     """Whether a reachable column's a-mass fell below TINY of its row's maximum or
     below FLOOR, or a row's maximum below ROW_MIN, at the live tokens of a run of
-    a-states Xa (t, B, K, W) (module doc); every real column is reachable from the
-    run's token ``steady`` on (``pad`` (W,): 0 on the real columns, inf on padding;
-    ``scratch`` at least Xa's size: a temporary this large would cost fresh pages).
-    First a sufficient test on two scalars (every reachable entry ≥ ROW_MIN > FLOOR
-    and ≥ TINY times the largest entry, hence ≥ TINY times its own row's maximum): two
-    reductions instead of one per row; the rows are examined only when it fails."""
+    a-states Xa (t, B, K, W) (module doc; ``pad`` (W,) is inf on the padding columns).
+    The forward runs this only where its sufficient test failed: the running minimum
+    of the reachable entries over a stretch at or above max(ROW_MIN, TINY·(W·max
+    G)^RENORM), the most a row can reach from maximum 1 in a stretch (so every entry is
+    at least TINY times its row's maximum, and ROW_MIN > FLOOR)."""
     inf = torch.full((), float("inf"), dtype=Xa.dtype, device=Xa.device)
-    mask = reach.view(reach.shape[0], 1, 1, -1)
-    t = Xa.shape[0]
-    low = torch.add(Xa[steady:], pad, out=scratch[:t - steady]).amin() if steady < t else inf
-    if steady > 0:
-        low = torch.minimum(low, torch.where(mask[:steady], Xa[:steady], inf).amin())
-    if bool(low >= torch.clamp(TINY * Xa.amax(), min=ROW_MIN)):
-        return low < 0                                                  # False
     top = Xa.amax(-1)                                                   # (t, B, K)
-    low = torch.where(mask, Xa, inf).amin(-1)
+    low = torch.where(reach.view(reach.shape[0], 1, 1, -1), Xa + pad, inf).amin(-1)
     bad = (low < TINY * top) | (low < FLOOR) | (top < ROW_MIN)
     return bad & live.T.unsqueeze(-1)
 
