@@ -139,11 +139,12 @@ class Arcs:
 
 @dataclass
 class GoldCols:
-    """The gold on the columns, token-major (module doc): ``match`` (n, B, 1, W − Cc)
-    1 on the other (kind-1) columns of the type of a gold chunk starting at u;
-    ``ended`` and ``kept`` (n, B, 1, 1): a gold chunk ended at u − 1 (a matched chunk
+    """The gold on the columns, token-major, for states laid out (column, row,
+    sentence) (:mod:`fstchunk.torch.recursion`; module doc): ``match`` (n, W − Cc, 1,
+    B) 1 on the other (kind-1) columns of the type of a gold chunk starting at u;
+    ``ended`` and ``kept`` (n, 1, 1, B): a gold chunk ended at u − 1 (a matched chunk
     that closes there is a true positive; a continuation loses the match), and one
-    minus that; ``last_end`` (B, 1, 1) whether a gold chunk ends at each sentence's
+    minus that; ``last_end`` (1, 1, B) whether a gold chunk ends at each sentence's
     last token."""
     match: torch.Tensor
     ended: torch.Tensor
@@ -153,14 +154,14 @@ class GoldCols:
 
 def gold_columns(arcs: Arcs, g: Gold, lengths: torch.Tensor, out: torch.Tensor) -> GoldCols:
     """:class:`GoldCols` of a batch's gold, vectorised; ``match`` written into ``out``
-    (n·B·(W − Cc) float64)."""
+    (n·(W − Cc)·B float64)."""
     B, n = g.last.shape
     Cc, W = arcs.Cc, arcs.W
-    match = out.view(n, B, 1, W - Cc)
-    match.copy_(torch.index_select(g.match.transpose(0, 1), 2, arcs.tag_w[Cc:]).unsqueeze(2))
+    match = out.view(n, W - Cc, 1, B)
+    match.copy_(torch.index_select(g.match.permute(1, 2, 0), 1, arcs.tag_w[Cc:]).unsqueeze(2))
     if arcs.real is not None:
-        match.mul_(arcs.real[Cc:])
-    ended = torch.zeros((n, B, 1, 1), dtype=torch.float64, device=g.last.device)
-    ended[1:] = g.last.T[:-1].double().view(n - 1, B, 1, 1)
-    last_end = g.last.gather(1, (lengths - 1).view(B, 1)).double().view(B, 1, 1)
+        match.mul_(arcs.real[Cc:].view(-1, 1, 1))
+    ended = torch.zeros((n, 1, 1, B), dtype=torch.float64, device=g.last.device)
+    ended[1:] = g.last.T[:-1].double().view(n - 1, 1, 1, B)
+    last_end = g.last.gather(1, (lengths - 1).view(B, 1)).double().view(1, 1, B)
     return GoldCols(match, ended, 1 - ended, last_end)

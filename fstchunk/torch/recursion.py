@@ -1,28 +1,37 @@
 """The real-space recursion behind :mod:`fstchunk.torch.tilted`, forward and adjoint.
 
 States live on the columns of :mod:`fstchunk.torch.arcs` (a tag and the kind of arc
-that entered it), one row per (sentence, part, node): the a part Σ w of every node
+that entered it), one row per (part, node) and sentence: the a part Σ w of every node
 k < K, then, for the nodes k ≥ t0 whose T_k is wanted, the parts b = Σ w·tp and
 f = Σ w·[y's open chunk matches a gold chunk so far] (and m = Σ w·m(y) for the expected
 corpus F).  The expected sentence F takes t0 = 1: node 0 (z = 1) only normalises, so
 its b and f rows are never formed.  Each token is
 
-    Y = X_{u−1} @ M,
+    Y = Mᵀ X_{u−1},
     a' = Y_a,  b' = Y_b + close_u ⊙ Y_f,  f' = keep_u ⊙ Y_f + match_u ⊙ Y_a,
     m' = Y_m + opening ⊙ Y_a,              X_u = (a', b', f', m') ⊙ G_u
 
-(G_u = gate_k ⊙ exp(e_u − μ_u), the node's tilt z_k on the opening columns times the
+(G_u = gate_k ⊙ exp(e_u − μ_u): the node's tilt z_k on the opening columns times the
 emission factors; ``close``, ``keep``, ``match``: :class:`~fstchunk.torch.arcs.GoldCols`,
 as column slices), then every :data:`RENORM` tokens each row is divided by its node's
 a-maximum.  The adjoint runs the same linear maps transposed (Ȳ = mixᵀ(X̄_u ⊙ G_u),
-X̄_{u−1} = Ȳ @ Mᵀ), and keeps X̄ and Ȳ of a stretch in rings so that ∂log e_u =
-Σ_rows X̄_u ⊙ X_u and ∂M = Σ_u X_{u−1}ᵀ Ȳ_u take a few operations per stretch.
+X̄_{u−1} = M Ȳ) and keeps X̄ and Ȳ of a stretch in rings, so that ∂log e_u =
+Σ_rows X̄_u ⊙ X_u and ∂M = Σ_u X_{u−1} Ȳ_uᵀ take a few operations per stretch.
+
+The states are laid out (column, row, sentence): the product is one (W, W) @ (W, R·B)
+matrix product per token, and every column slice the mix reads is a block whose inner
+dimension (rows × sentences) is contiguous.
+
+Underflow (:mod:`fstchunk.torch.tilted`'s module doc says when the real path is
+exact): once every column is reachable, an a-entry is at least its best predecessor's
+value times that arc and the token's smallest factor, x_u(c) ≥ ℓ_{u−1}·max_{c'} M[c', c]·
+min_{rows} G_u[c], so the exact minimum at a renormalisation token and a per-token
+factor computed once bound every entry of the next stretch; only where that bound
+falls below the threshold of :func:`underflow` are the stretch's rows examined.
 
 Pitfalls: every buffer is from the workspace pool (:mod:`fstchunk.torch.workspace`);
-a temporary of a few hundred kB costs fresh pages on every call.  The underflow test
-(:func:`underflow`) runs on a running minimum per stretch; the rows are examined only
-where that sufficient test fails.  Views of the states are taken once per call (an
-index in the loop costs a dispatch per token).
+a temporary of a few hundred kB costs fresh pages on every call.  Views of the states
+are taken once per call (an index in the loop costs a dispatch per token).
 """
 
 from __future__ import annotations
@@ -54,8 +63,8 @@ def _factors(x: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
 
 
 class Run:
-    """One forward (module doc): the states X (n, B, R, W) (with ``keep``; else only
-    the last RENORM + 1 tokens, in a ring), the column emission factors (n, B, W), the
+    """One forward (module doc): the states X (n, W, R, B) (with ``keep``; else only
+    the last RENORM + 1 tokens, in a ring), the column emission factors (n, W, B), the
     gates per row, the row maxima per renormalisation token, and what the backward
     reads; ``ok`` (no reachable state underflowed), ``out`` = (Z, T, M, scale), each
     (B, K), T and M 0 below t0 (M 0 without ``opens``)."""
@@ -78,64 +87,74 @@ class Run:
         ok_s, ok_e = crf._mask("start", st), crf._mask("end", en)
         Es, Ee = _factors(st, ok_s), _factors(en, ok_e)
         self.bad_end = bool(((Es < TINY) & ok_s).any() or ((Ee < TINY) & ok_e).any())
-        Esc, self.Ee = ar.columns(Es) * ar.start, ar.columns(Ee)
+        Esc, self.Ee = (ar.columns(Es) * ar.start).view(W, 1, 1), ar.columns(Ee).view(W, 1, 1)
         # one pooled buffer: states, column emissions, gold matches, the factor G_u
-        sizes = [S * B * R * W, n * B * W, n * B * (W - Cc) if g is not None else 0, B * R * W]
+        sizes = [S * W * R * B, n * W * B, n * (W - Cc) * B if g is not None else 0, W * R * B]
         self.buf = take(crf, sum(sizes), dev) if pooled else em.new_empty(sum(sizes))
         X, Em, Mt, Gu = self.buf.split(sizes)
-        X, Gu = X.view(S, B, R, W), Gu.view(B, R, W)
-        Em = ar.columns(em.transpose(0, 1), out=Em.view(n, B, W))
-        Em.sub_(em.amax(-1).T.unsqueeze(-1)).exp_()               # exp(e − μ), (n, B, W)
-        if ar.real is not None:
-            Em.mul_(ar.real)
-        self.X, self.emv = X, Em.view(n, B, 1, W).unbind(0)
+        X, Gu = X.view(S, W, R, B), Gu.view(W, R, B)
+        Em = _columns_tok(ar, em, Em.view(n, W, B))
+        self.X, self.Em = X, Em
+        self.emv = Em.view(n, W, 1, B).unbind(0)                  # (W, 1, B) each
         # the tilt per row: (1 − o) + z·o, not 1 + (z − 1)·o (that would lose a small z)
-        self.gate = ((1 - ar.opening) + torch.exp(tau)[:, self.node].unsqueeze(-1) * ar.opening
-                     if bool((tau != 0).any()) else None)
+        o = ar.opening.view(W, 1, 1)
+        self.gate = ((1 - o) + torch.exp(tau).T[self.node].unsqueeze(0) * o
+                     if bool((tau != 0).any()) else None)          # (W, R, B)
         lens = torch.as_tensor(lengths, device=dev)
         self.live_at = torch.arange(n, device=dev).view(1, n) < lens.view(B, 1)
-        self.live = self.live_at.T.reshape(n, B, 1, 1).unbind(0)
+        self.live = self.live_at.T.reshape(n, 1, 1, B).unbind(0)
         self.all_live = [u < min(lengths) for u in range(n)]
         self.gc = gc = gold_columns(ar, g, lens, Mt) if g is not None else None
         self.rhos = self._forward(X, Gu, Esc, S, keep)
         x = X[self._last]
         r = self.rows
-        Z = (x[:, r["a"]] * self.Ee).sum(-1)                       # (B, K)
+        Z = (x[:, r["a"]] * self.Ee).sum(0).T                      # (B, K)
         T, M = torch.zeros_like(Z), torch.zeros_like(Z)
         if gc is not None:
-            T[:, t0:] = ((x[:, r["b"]] + gc.last_end * x[:, r["f"]]) * self.Ee).sum(-1)
+            T[:, t0:] = ((x[:, r["b"]] + gc.last_end * x[:, r["f"]]) * self.Ee).sum(0).T
         if opens:
-            M[:, t0:] = (x[:, r["m"]] * self.Ee).sum(-1)
+            M[:, t0:] = (x[:, r["m"]] * self.Ee).sum(0).T
         self.ok = self.ok and bool((Z[:, 0] > 0).all())
         # the outputs are not kept here: the graph node holds this object, and an
         # output holds the graph node (a reference cycle the workspace would wait on)
-        self.out = (Z, T, M, self.scale)
+        self.out = (Z, T, M, self.scale.T)
 
     def _views(self, T: torch.Tensor) -> dict:
-        """Per-slot views of the row groups of T (slots, B, R, W) on the column slices
-        the mix reads: a1, b, f on the other (kind-1) columns, f on the continuations,
-        m on the others."""
+        """Per-slot views of the row groups of T (slots, W, R, B) on the column slices
+        the mix reads: a1, b, f, m on the other (kind-1) columns, f on the
+        continuations."""
         r, Cc = self.rows, self.ar.Cc
-        return {"a1n": T[:, :, r["a1"], Cc:].unbind(0), "bn": T[:, :, r["b"], Cc:].unbind(0),
-                "fn": T[:, :, r["f"], Cc:].unbind(0), "fc": T[:, :, r["f"], :Cc].unbind(0),
-                "mn": T[:, :, r["m"], Cc:].unbind(0)}
+        return {"a1n": T[:, Cc:, r["a1"]].unbind(0), "bn": T[:, Cc:, r["b"]].unbind(0),
+                "fn": T[:, Cc:, r["f"]].unbind(0), "fc": T[:, :Cc, r["f"]].unbind(0),
+                "mn": T[:, Cc:, r["m"]].unbind(0)}
+
+    def _bounds(self, n: int) -> list[float]:
+        """q_u = min over real columns c of max_{c'} M[c', c]·min_{rows} G_u[c]: in a
+        stretch where every column is reachable, min x_u ≥ q_u·min x_{u−1} (module
+        doc); computed for every token at once."""
+        ar, gate = self.ar, self.gate
+        best = self.M[:, :ar.C].amax(0)                            # (C,)
+        if gate is not None:
+            best = best * gate[:ar.C].amin((1, 2))
+        return (self.Em[:, :ar.C].amin(2) * best).amin(1).tolist()
 
     def _forward(self, X, Gu, Esc, S: int, keep: bool) -> list:
-        ar, gc, gate, all_live, M_ = self.ar, self.gc, self.gate, self.all_live, self.M
-        n, (B, R, W), K = len(self.emv), Gu.shape, self.K
+        ar, gc, gate, all_live = self.ar, self.gc, self.gate, self.all_live
+        n, (W, R, B), K = len(self.emv), Gu.shape, self.K
         Cc, a, opens = ar.Cc, self.rows["a"], self.opens
         reach, steady = ar.reachable(n)
-        pad = torch.zeros(W, dtype=torch.float64, device=X.device)
+        pad = torch.zeros((W, 1, 1), dtype=torch.float64, device=X.device)
         pad[ar.C:] = float("inf")
-        opening = ar.opening[Cc:]
-        Xu, Xf, v = X.unbind(0), X.view(S, -1, W).unbind(0), self._views(X)
+        opening = ar.opening[Cc:].view(-1, 1, 1)
+        Mt = self.M.T.contiguous()
+        Xu, Xf, v = X.unbind(0), X.view(S, W, -1).unbind(0), self._views(X)
         if gc is not None:
             ended, kept, match = (t.unbind(0) for t in (gc.ended, gc.kept, gc.match))
-        # the underflow test's sufficient threshold (:func:`underflow`): a row starts a
+        # the threshold of the sufficient test (:func:`underflow`): a row starts a
         # stretch at maximum 1 and its a-part grows at most W·max G per token
         gmax = max(1.0, float(gate.max())) if gate is not None else 1.0
         floor = max(ROW_MIN, TINY * (W * gmax) ** RENORM)
-        low = torch.full((B, K, W), float("inf"), dtype=torch.float64, device=X.device)
+        q, low = self._bounds(n), 0.0
         flags, rhos, scale, done = [], [], None, 0
         for u in range(n):
             i = u if keep else u - done + 1                        # this token's slot
@@ -147,9 +166,9 @@ class Run:
                 if gc is not None:
                     torch.mul(v["a1n"][i], match[0], out=v["fn"][i])
                 if opens:
-                    x[:, self.rows["m"]] = x[:, self.rows["a1"]] * ar.opening
+                    x[:, self.rows["m"]] = x[:, self.rows["a1"]] * ar.opening.view(W, 1, 1)
             else:
-                torch.mm(Xf[i - 1], M_, out=Xf[i])                # Y = X_{u−1} @ M
+                torch.mm(Mt, Xf[i - 1], out=Xf[i])                # Y = Mᵀ X_{u−1}
                 if opens:
                     v["mn"][i].addcmul_(v["a1n"][i], opening)
                 if gc is not None:
@@ -159,28 +178,28 @@ class Run:
                 x.mul_(G)
                 if not all_live[u]:
                     torch.where(self.live[u], x, Xu[i - 1], out=x)
+            low *= min(1.0, q[u])
             rho = None
             if u % RENORM == 0 or u == n - 1:
-                top = x[:, a].amax(-1)                                    # (B, K)
-                flags.append((top < ROW_MIN) & self.live_at[:, u].view(B, 1))
+                top = x[:, a].amax(0)                                     # (K, B)
+                flags.append((top < ROW_MIN) & self.live_at[:, u])
                 top = top.clamp_min(1e-300)
-                rho = top[:, self.node].unsqueeze(-1)                     # (B, R, 1)
+                rho = top[self.node]                                      # (R, B)
+                if u > steady and low < floor:      # the stretch's rows, exactly
+                    first = done if keep else 1
+                    flags.append(underflow(X[first:i + 1, :, a], reach[done:u + 1], pad,
+                                           self.live_at[:, done:u + 1]))
                 x /= rho
                 scale = torch.log(top) if scale is None else scale + torch.log(top)
-            if u < steady:                  # not every column reachable yet: exactly
-                flags.append(underflow(x[:, a].unsqueeze(0), reach[u:u + 1], pad,
-                                       self.live_at[:, u:u + 1]))
-            else:
-                torch.minimum(low, x[:, a], out=low)
-            if rho is not None:
-                if bool((low + pad).amin() < floor):  # the stretch's rows, exactly
-                    first, t = (done if keep else 1), max(0, steady - done)
-                    flags.append(underflow(X[first + t:i + 1, :, a], reach[done + t:u + 1],
-                                           pad, self.live_at[:, done + t:u + 1]))
-                low.fill_(float("inf"))
+                low = float((x[:, a] + pad).amin()) if u >= steady else 0.0
                 done = u + 1
                 if not keep and u < n - 1:
                     Xu[0].copy_(x)                  # the next stretch's previous token
+            if u <= steady:                 # not every column reachable yet: exactly
+                flags.append(underflow(x[:, a].unsqueeze(0), reach[u:u + 1], pad,
+                                       self.live_at[:, u:u + 1]))
+                if u == steady:
+                    low = float((x[:, a] + pad).amin())
             rhos.append(rho)
         self._last = i                      # the last token's slot
         self.scale = scale
@@ -191,34 +210,35 @@ class Run:
         """Gradients (emissions (B, n, L), transitions (L, L), start (L,), end (L,)) of
         Σ gZ·Z + gT·T + gM·M (module doc: the adjoint recursion)."""
         X, M, ar, gc, r, t0 = self.X, self.M, self.ar, self.gc, self.rows, self.t0
-        n, B, R, W = X.shape
-        Cc, E, K = ar.Cc, self.Ee, self.K
-        one, S = B * R * W, min(n, RENORM)
-        sizes = [S * one, S * one, S * one, one, n * B * W, B * R * W]
+        n, W, R, B = X.shape
+        Cc, E = ar.Cc, self.Ee
+        one, S = W * R * B, min(n, RENORM)
+        sizes = [S * one, S * one, S * one, one, n * W * B, W * R * B, S * W * W]
         work = take(self.crf, sum(sizes), X.device)
-        XBr, Yr, prod, x0b, g_em, Gu = work.split(sizes)
-        XBr, Yr, prod = (t.view(S, B, R, W) for t in (XBr, Yr, prod))
-        x0b, g_em, Gu = x0b.view(B, R, W), g_em.view(n, B, W), Gu.view(B, R, W)
+        XBr, Yr, prod, x0b, g_em, Gu, gMs = work.split(sizes)
+        XBr, Yr, prod = (t.view(S, W, R, B) for t in (XBr, Yr, prod))
+        x0b, g_em, Gu, gMs = x0b.view(W, R, B), g_em.view(n, W, B), Gu.view(W, R, B), \
+            gMs.view(S, W, W)
         xb = XBr[(n - 2) % S] if n > 1 else x0b                 # X̄ at the last token
         xb.zero_()
+        gMs.zero_()
         x = X[n - 1]
-        xb[:, r["a"]] = gZ.unsqueeze(-1) * E
-        fin = x[:, r["a"]] * gZ.unsqueeze(-1)
+        xb[:, r["a"]] = gZ.T * E
+        fin = (x[:, r["a"]] * gZ.T).sum(1)                      # (W, B)
         if gc is not None:
-            gt = gT[:, t0:].unsqueeze(-1)
+            gt = gT[:, t0:].T
             xb[:, r["b"]] = gt * E
             xb[:, r["f"]] = gt * gc.last_end * E
-            fin = fin.sum(1) + ((x[:, r["b"]] + gc.last_end * x[:, r["f"]]) * gt).sum(1)
+            fin = fin + ((x[:, r["b"]] + gc.last_end * x[:, r["f"]]) * gt).sum(1)
         if self.opens:
-            xb[:, r["m"]] = gM[:, t0:].unsqueeze(-1) * E
-            fin = fin + (x[:, r["m"]] * gM[:, t0:].unsqueeze(-1)).sum(1)
-        g_end = (fin * E).reshape(-1, W).sum(0)                 # (W,)
-        g_M = torch.zeros_like(M)
-        MT, opening = M.T, ar.opening[Cc:]
+            xb[:, r["m"]] = gM[:, t0:].T * E
+            fin = fin + (x[:, r["m"]] * gM[:, t0:].T).sum(1)
+        g_end = (fin * E.view(W, 1)).sum(1)                     # (W,)
+        opening = ar.opening[Cc:].view(-1, 1, 1)
         v = self._views(Yr)
-        Ys, Yf, XBs, XBf = Yr.unbind(0), Yr.view(S, -1, W).unbind(0), XBr.unbind(0), \
-            XBr.view(S, -1, W).unbind(0)
-        Xflat, rows = X.view(-1, W), B * R
+        Ys, Yf, XBs, XBf = Yr.unbind(0), Yr.view(S, W, -1), XBr.unbind(0), \
+            XBr.view(S, W, -1).unbind(0)
+        Xf = X.view(n, W, -1)
         if gc is not None:
             ended, kept, match = (t.unbind(0) for t in (gc.ended, gc.kept, gc.match))
         emv, gate, rhos, all_live = self.emv, self.gate, self.rhos, self.all_live
@@ -239,36 +259,46 @@ class Run:
                 y.mul_(self.live[u])
             if j == 0:                      # tokens u .. u + t − 1 in slots 0 .. t − 1
                 t = min(S, n - u)
-                g_M.addmm_(Xflat[(u - 1) * rows:(u - 1 + t) * rows].T, Yr[:t].view(-1, W))
+                gMs[:t].baddbmm_(Xf[u - 1:u - 1 + t], Yf[:t].transpose(1, 2))
                 # ∂log e_u = Σ X̄_u ⊙ X_u (the same in the stored gauge as in the raw one)
                 torch.mul(XBr[:t], X[u:u + t], out=prod[:t])
                 torch.sum(prod[:t], 2, out=g_em[u:u + t])
-            prev = XBf[(u - 2) % S] if u > 1 else x0b.view(-1, W)
-            torch.mm(Yf[j], MT, out=prev)
+            prev = XBf[(u - 2) % S] if u > 1 else x0b.view(W, -1)
+            torch.mm(M, Yf[j], out=prev)
             if not all_live[u]:
                 raw = xb if rhos[u] is None else xb / rhos[u]
-                torch.where(self.live[u], prev.view(B, R, W), raw, out=prev.view(B, R, W))
+                torch.where(self.live[u], prev.view(W, R, B), raw, out=prev.view(W, R, B))
         torch.sum(torch.mul(x0b, X[0], out=prod[0]), 1, out=g_em[0])
         if not all(all_live):
-            g_em.mul_(self.live_at.T.unsqueeze(-1))
-        out = (ar.tags(g_em.transpose(0, 1)), ar.pair_tags(g_M * M), ar.tags(g_em[0].sum(0)),
-               ar.tags(g_end))
+            g_em.mul_(self.live_at.T.unsqueeze(1))
+        out = (ar.tags(g_em.permute(2, 0, 1)), ar.pair_tags(gMs.sum(0) * M),
+               ar.tags(g_em[0].sum(1)), ar.tags(g_end))
         give(self.crf, work)
         return out
+
+
+def _columns_tok(ar: Arcs, em: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """exp(e − μ) on the columns, token-major: (n, W, B) from emissions (B, n, L), into
+    ``out``; μ the maximum over the tags of each (sentence, token)."""
+    torch.index_select(em.permute(1, 2, 0), 1, ar.tag_w, out=out)
+    out.sub_(em.amax(-1).T.unsqueeze(1)).exp_()
+    if ar.real is not None:
+        out.mul_(ar.real.view(-1, 1))
+    return out
 
 
 def underflow(Xa: torch.Tensor, reach: torch.Tensor, pad: torch.Tensor,
               live: torch.Tensor) -> torch.Tensor:
     """Whether a reachable column's a-mass fell below TINY of its row's maximum or
     below FLOOR, or a row's maximum below ROW_MIN, at the live tokens of a run of
-    a-states Xa (t, B, K, W) (``pad`` (W,) is inf on the padding columns).  The
-    forward runs this only where its sufficient test failed: the running minimum of
-    the reachable entries over a stretch at or above max(ROW_MIN, TINY·(W·max
-    G)^RENORM), the most a row can reach from maximum 1 in a stretch (so every entry is
-    at least TINY times its row's maximum, and ROW_MIN > FLOOR)."""
+    a-states Xa (t, W, K, B) (``pad`` (W, 1, 1) is inf on the padding columns; a
+    renormalisation token's states before the division).  The forward runs this for
+    the tokens up to the first where every column is reachable,
+    and for a stretch whose bound (module doc) fell below max(ROW_MIN, TINY·(W·max
+    G)^RENORM), the most a row can reach from maximum 1 in a stretch (above it, every
+    entry is at least TINY times its row's maximum, and ROW_MIN > FLOOR)."""
     inf = torch.full((), float("inf"), dtype=Xa.dtype, device=Xa.device)
-    top = Xa.amax(-1)                                                   # (t, B, K)
-    low = torch.where(reach.view(reach.shape[0], 1, 1, -1), Xa + pad, inf).amin(-1)
-    bad = (low < TINY * top) | (low < FLOOR) | (top < ROW_MIN)
-    return bad & live.T.unsqueeze(-1)
-
+    mx = Xa.amax(1)                                                     # (t, K, B)
+    low = torch.where(reach.view(reach.shape[0], -1, 1, 1), Xa + pad, inf).amin(1)
+    bad = (low < TINY * mx) | (low < FLOOR) | (mx < ROW_MIN)
+    return bad & live.T.unsqueeze(1)
