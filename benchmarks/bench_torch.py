@@ -142,42 +142,45 @@ def run(L: int, n: int, repeats: int) -> dict:
 
 
 def ablation(repeats: int) -> str:
-    """Why the expected-F DP pads its tag axis and reuses its buffers: the same losses
-    (L = 23, n = 200, tagger-like scores, + backward) with the workspace bypassed
-    (every buffer fresh from the allocator) or the tag axis left at 23, and MKL's
-    float64 (rows, L) @ (L, L) at L = 23 and 24 (the DP's product at K = 8)."""
-    from fstchunk.torch import tilted
+    """Why the expected-F DP reuses its buffers and computes count windows: the same
+    losses (L = 23, n = 200, tagger-like scores, + backward) with the workspace bypassed
+    (every buffer fresh from the allocator) or no windows (the node rule over every
+    count); one 859-token sentence; and MKL's float64 (L, L) @ (L, 512) at L = 23 and
+    24 (the DP's product at B = 32 and 16 rows per sentence: padding the column axis to
+    24 no longer pays)."""
+    from fstchunk.torch import expected, recursion
     tags, em0, tr0, mask, gold = case(23, 200)
     col = {t: i for i, t in enumerate(tags)}
     gidx = torch.tensor([[col[t] for t in g] for g in gold])
     em0 = em0.clone().scatter_add_(2, gidx.unsqueeze(-1), torch.full((32, 200, 1), 4.0))
-    crf = ChunkCRF(tags)
 
-    def loss(name):
+    def loss(crf, name):
         em, tr = em0.clone().requires_grad_(True), tr0.clone().requires_grad_(True)
         getattr(crf, name)(em, tr, mask, gold=gold).sum().backward()
 
-    take, width = tilted._take, tilted._width
+    take, shortest = recursion.take, expected.WINDOW_MIN_LENGTH
 
     def fresh(_crf, numel, device):
         return torch.empty(numel, dtype=torch.float64, device=device)
 
     rows = ["| variant | expected F + grad | expected corpus F + grad |", "|---|---|---|"]
     for name, patch in (("as built", None), ("workspace bypassed", "pool"),
-                        ("tag axis not padded (23)", "width")):
-        tilted._take = fresh if patch == "pool" else take
-        tilted._width = (lambda L: L) if patch == "width" else width
+                        ("no count windows", "win")):
+        recursion.take = fresh if patch == "pool" else take
+        expected.WINDOW_MIN_LENGTH = 10 ** 9 if patch == "win" else shortest
         try:
-            t = [timed(lambda: loss(k), repeats) for k in ("expected_f", "expected_corpus_f")]
+            crf = ChunkCRF(tags)
+            t = [timed(lambda: loss(crf, k), repeats) for k in ("expected_f",
+                                                                "expected_corpus_f")]
         finally:
-            tilted._take, tilted._width = take, width
+            recursion.take, expected.WINDOW_MIN_LENGTH = take, shortest
         rows.append(f"| {name} | {1e3 * t[0]:.0f} ms | {1e3 * t[1]:.1f} ms |")
         print(rows[-1], flush=True)
     # one long sentence (the audit's 859 tokens), tagger-like scores
     tags, em1, tr1, mask1, gold1 = case(23, 859, B=1, seed=1)
     g1 = torch.tensor([[col[t] for t in gold1[0]]])
     em1 = em1.clone().scatter_add_(2, g1.unsqueeze(-1), torch.full((1, 859, 1), 4.0))
-    crf.free_workspace()
+    crf = ChunkCRF(tags)
 
     def long_f():
         em = em1.clone().requires_grad_(True)
@@ -191,11 +194,52 @@ def ablation(repeats: int) -> str:
     print(rows[-1], flush=True)
     mm = []
     for L in (23, 24):
-        a, b = torch.rand(1536, L, dtype=torch.float64), torch.rand(L, L, dtype=torch.float64)
-        mm.append(f"L = {L}: {1e6 * timed(lambda: [a @ b for _ in range(100)], repeats) / 100:.0f} µs")
+        a, b = torch.rand(L, L, dtype=torch.float64), torch.rand(L, 512, dtype=torch.float64)
+        mm.append(f"L = {L}: {1e6 * timed(lambda: [a @ b for _ in range(100)], repeats) / 100:.1f} µs")
     return ("Ablation at L = 23, n = 200, B = 32, tagger-like scores (median of "
-            f"{repeats} runs):\n\n" + "\n".join(rows) + "\n\nfloat64 (1536, L) @ (L, L), "
+            f"{repeats} runs):\n\n" + "\n".join(rows) + "\n\nfloat64 (L, L) @ (L, 512), "
             "one thread: " + ", ".join(mm) + ".")
+
+
+def windows_table() -> str:
+    """K, the most quadrature nodes in a batch of 32 (the expected sentence F's rows
+    scale with it), with the Chernoff count windows and without (the rule over every
+    count), by length: the benchmark's dense gold under random and tagger-like scores,
+    and sparse gold (a two-token chunk every 7 tokens, as in NER) under random scores
+    and scores peaked on it by 6 nats.  fstchunk computes windows only from
+    expected.WINDOW_MIN_LENGTH tokens on; this table is why."""
+    from fstchunk.torch import expected
+    rows = ["| L | n | dense gold, random | dense, tagger-like | sparse gold, random | "
+            "sparse, peaked |", "|---|---|---|---|---|---|"]
+    for L in (9, 23):
+        for n in (15, 20, 30, 50, 100):
+            tags, em0, tr0, mask, gold = case(L, n)
+            crf = ChunkCRF(tags)
+            col = {t: i for i, t in enumerate(tags)}
+            sparse = [["O"] * n for _ in gold]
+            for g in sparse:
+                for s0 in range(2, n - 2, 7):
+                    g[s0], g[s0 + 1] = tags[1], tags[2]
+            cells = []
+            for gl, bump in ((gold, 0.0), (gold, 4.0), (sparse, 0.0), (sparse, 6.0)):
+                gidx = torch.tensor([[col[t] for t in g] for g in gl])
+                em = em0.clone().scatter_add_(2, gidx.unsqueeze(-1),
+                                              torch.full((32, n, 1), bump))
+                bt = crf._check(em, tr0, mask, None, None).double()
+                g = crf._gold(gl, bt)
+                shortest = expected.WINDOW_MIN_LENGTH
+                ks = []
+                for limit in (0, 10 ** 9):
+                    expected.WINDOW_MIN_LENGTH = limit
+                    try:
+                        ks.append(int(expected.node_axis(crf, bt, g, 1.0)[0].shape[1]) - 2)
+                    finally:
+                        expected.WINDOW_MIN_LENGTH = shortest
+                cells.append(f"{ks[0]} / {ks[1]}")
+            rows.append(f"| {L} | {n} | " + " | ".join(cells) + " |")
+    return ("Quadrature nodes K (most in the batch of 32) with / without count windows "
+            f"(node tolerance {expected.NODE_TOL:g}, tails {expected.WINDOW_TAIL:g}); windows "
+            f"are computed from {expected.WINDOW_MIN_LENGTH} tokens on:\n\n" + "\n".join(rows))
 
 
 def main() -> int:
@@ -232,6 +276,8 @@ def main() -> int:
                     f"{e['expected-corpus-f'] / a['fstchunk']:.1f} |")
                 print(losses[-1], flush=True)
     abl = ablation(args.repeats)
+    win = windows_table()
+    print(win, flush=True)
     text = ("B = 32 sentences, float32, one thread, CPU; milliseconds, the median of "
             f"{args.repeats} runs after a warm-up (expected sentence F: "
             f"{max(1, args.repeats // 2)}). fstchunk sums over the scheme's valid sequences "
@@ -240,7 +286,7 @@ def main() -> int:
             "fstchunk's expected-F losses (+ backward) as a multiple of its own NLL + backward "
             "above; random scores as above, or tagger-like (the gold tag's emission + 4). K: "
             "quadrature nodes per sentence of the expected sentence F (the most in the "
-            "batch).\n\n" + "\n".join(losses) + "\n\n" + abl)
+            "batch).\n\n" + "\n".join(losses) + "\n\n" + abl + "\n\n" + win)
     print(text)
     if not args.no_write:
         write_section("torch (issue 21): speed against pytorch-crf and torch-struct", text)

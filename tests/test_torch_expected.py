@@ -402,17 +402,21 @@ def test_workspace_under_checkpointing_and_saved_tensor_hooks(name):
 @pytest.mark.parametrize("scheme,types,drop_o", [("IOB2", ("A", "B", "C", "D", "E", "F"), False),
                                                  ("IOB2", ("A", "B", "C", "D", "E", "F"), True),
                                                  ("IOBES", ("A", "B", "C"), False),
-                                                 ("IOB2", ("A", "B", "C", "D", "E"), False)])
-def test_real_dp_at_every_padding_width(scheme, types, drop_o):
-    """The real-space DP pads the tag axis to a multiple of 12 unless L % 12 is 0 or 1
-    (tilted._width): L = 13, 12 (no O), 13 and 11 here (11 → 12, the others unpadded);
-    expected F and corpus counts, values and gradients, equal the log-space DP."""
+                                                 ("IOE2", ("A", "B", "C"), False),
+                                                 ("IOB1", ("A", "B", "C"), True)])
+def test_real_dp_over_the_column_space(scheme, types, drop_o):
+    """The real-space DP runs over arc-kind columns (fstchunk.torch.arcs): one per tag in
+    IOB2 and IOBES, two for a tag entered both by continuations and by openings (I-X in
+    IOB1; I-X and E-X in IOE2); with and without O: expected F and corpus counts, values
+    and gradients, equal the log-space DP."""
     from fstchunk.torch import tilted
+    from fstchunk.torch.arcs import Arcs
     rng = np.random.default_rng(len(types) + 7 * drop_o)
     tags = list(enc.scheme_tags(scheme, types))
     tags = tags[1:] if drop_o else tags
     crf = ChunkCRF(tags, scheme)
-    assert (tilted._width(len(tags)) == len(tags)) == (len(tags) % 12 in (0, 1))
+    doubled = {"IOB2": 0, "IOBES": 0, "IOE2": 2 * len(types), "IOB1": len(types)}[scheme]
+    assert Arcs.of(crf, "cpu").W == len(tags) + doubled
     lengths = [8, 3, 6]
     args = make_batch(rng, len(tags), lengths, scale=1.0)
     gold = random_gold(rng, tags, scheme, lengths)

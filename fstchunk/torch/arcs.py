@@ -27,8 +27,9 @@ completes a true positive).
 Pitfalls: a column's emission and end factors are its tag's, its start factor its
 tag's on kind 1 only; gradients are folded back onto tags (:attr:`Arcs.fold`), a tag
 with two columns summing both; tags that no arc and no start enter have no column (no
-path reaches them, their gradients are 0); the width is padded to a multiple of 12
-(:func:`width`), padding columns carry nothing.
+path reaches them, their gradients are 0).  The column axis is not padded: with the
+states laid out (column, row, sentence) the product is (W, W) @ (W, rows) and a padded
+width bought nothing (benchmarks/RESULTS.md, the torch section's ablation).
 """
 
 from __future__ import annotations
@@ -42,18 +43,10 @@ from .checks import Gold
 from .semiring import NEG
 
 
-def width(C: int) -> int:
-    """The column axis padded up to a multiple of 12 (unless C is one, or one more than
-    one): MKL's float64 products of (rows, C) @ (C, C) run about twice as fast at
-    C = 12k as at nearby widths (1,536 rows, one thread, 23 against 24:
-    benchmarks/RESULTS.md); padding columns carry no mass."""
-    return C if C % 12 in (0, 1) else C + 12 - C % 12
-
-
 class Arcs:
     """The columns of a :class:`~fstchunk.torch.crf.ChunkCRF` on one device (module
-    doc): the continuation columns first (``Cc`` of them), then the others, ``C`` in
-    all, padded to ``W``; ``tag`` (C,) each column's tag, ``opening`` (W,) 1 where
+    doc): the continuation columns first (``Cc`` of them), then the others, ``W`` in
+    all; ``tag`` (W,) each column's tag, ``opening`` (W,) 1 where
     entering opens a chunk (kind 1, chunk tag), ``start`` (W,) 1 on the kind-1 columns
     of tags that may start, ``allowed`` (W, W) the arcs between columns."""
 
@@ -65,25 +58,19 @@ class Arcs:
         tag = np.r_[np.flatnonzero(into_c), np.flatnonzero(into_n)].astype(np.int64)
         kind = np.r_[np.zeros(int(into_c.sum()), int), np.ones(int(into_n.sum()), int)]
         C = len(tag)
-        self.C, self.Cc, self.W, self.L = C, int(into_c.sum()), width(C), L
-        W = self.W
-        pad = np.zeros(W - C)
+        self.W, self.Cc, self.L = C, int(into_c.sum()), L
         f64 = dict(dtype=torch.float64, device=device)
         self.tag = torch.as_tensor(tag, device=device)
-        self.tag_w = torch.as_tensor(np.r_[tag, np.zeros(W - C, np.int64)], device=device)
-        self.real = torch.as_tensor(np.r_[np.ones(C), pad], **f64) if W > C else None
-        self.opening = torch.as_tensor(np.r_[(kind == 1) & (crf.type_index[tag] >= 0), pad],
-                                       **f64)
-        self.start = torch.as_tensor(np.r_[(kind == 1) & np_["start"][tag], pad], **f64)
-        fold = np.zeros((W, L))
+        self.opening = torch.as_tensor((kind == 1) & (crf.type_index[tag] >= 0), **f64)
+        self.start = torch.as_tensor((kind == 1) & np_["start"][tag], **f64)
+        fold = np.zeros((C, L))
         fold[np.arange(C), tag] = 1.0
         self.fold = torch.as_tensor(fold, **f64)
         # the arcs between columns: a column's row is its tag's
         ok = np.stack([np_["cont"], np_["non"]])                   # (2, L, L)
-        allowed = np.zeros((W, W), bool)
-        allowed[:C, :C] = ok[kind[None, :], tag[:, None], tag[None, :]]
-        self.allowed = torch.as_tensor(allowed, device=device)
-        self._start0 = np.r_[(kind == 1) & np_["start"][tag], np.zeros(W - C, bool)]
+        self.allowed = torch.as_tensor(ok[kind[None, :], tag[:, None], tag[None, :]],
+                                       device=device)
+        self._start0 = (kind == 1) & np_["start"][tag]
         self._reach: dict[int, tuple[torch.Tensor, int]] = {}
 
     @staticmethod
@@ -93,17 +80,14 @@ class Arcs:
             crf._cache[key] = Arcs(crf, device)
         return crf._cache[key]
 
-    def columns(self, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-        """x (..., L) on the columns (..., W): each column its tag's entry, 0 on
-        padding (into ``out`` if given)."""
-        y = torch.index_select(x, -1, self.tag_w, out=out) if out is not None else \
-            torch.index_select(x, -1, self.tag_w)
-        return y.mul_(self.real) if self.real is not None else y
+    def columns(self, x: torch.Tensor) -> torch.Tensor:
+        """x (..., L) on the columns (..., W): each column its tag's entry."""
+        return x[..., self.tag]
 
     def matrix(self, tr: torch.Tensor) -> torch.Tensor:
         """M (W, W) = exp(K − max) on the allowed column arcs, 0 elsewhere (module doc);
         ``tr`` (L, L) is unmasked (the scheme's forbidden arcs get no entry)."""
-        K = tr[self.tag_w][:, self.tag_w]
+        K = tr[self.tag][:, self.tag]
         kap = torch.where(self.allowed, K, torch.full_like(K, NEG)).amax()
         return torch.where(self.allowed, torch.exp(K - kap), torch.zeros_like(K))
 
@@ -111,8 +95,7 @@ class Arcs:
         """A gradient over columns (along ``dim``, W) summed onto the tags (L)."""
         shape = list(g.shape)
         shape[dim] = self.L
-        out = g.new_zeros(shape)
-        return out.index_add_(dim, self.tag, g.narrow(dim, 0, self.C))
+        return g.new_zeros(shape).index_add_(dim, self.tag, g)
 
     def pair_tags(self, g: torch.Tensor) -> torch.Tensor:
         """A gradient over column pairs (W, W) summed onto tag pairs (L, L)."""
@@ -121,7 +104,7 @@ class Arcs:
     def reachable(self, n: int) -> tuple[torch.Tensor, int]:
         """(n, W) bool: the columns some valid prefix reaches at token u (the start's
         columns, then the allowed column arcs; the same for every sentence), and the
-        first token from which every real column is reachable (n if none); cached
+        first token from which every column is reachable (n if none); cached
         per length."""
         if n not in self._reach:
             ok = self.allowed.cpu().numpy().astype(np.float32)
@@ -129,7 +112,7 @@ class Arcs:
             out[0] = self._start0
             for u in range(1, n):
                 out[u] = out[u - 1].astype(np.float32) @ ok > 0
-            full = out[:, :self.C].all(1)
+            full = out.all(1)
             steady = n
             while steady > 0 and full[steady - 1]:
                 steady -= 1
@@ -158,9 +141,7 @@ def gold_columns(arcs: Arcs, g: Gold, lengths: torch.Tensor, out: torch.Tensor) 
     B, n = g.last.shape
     Cc, W = arcs.Cc, arcs.W
     match = out.view(n, W - Cc, 1, B)
-    match.copy_(torch.index_select(g.match.permute(1, 2, 0), 1, arcs.tag_w[Cc:]).unsqueeze(2))
-    if arcs.real is not None:
-        match.mul_(arcs.real[Cc:].view(-1, 1, 1))
+    match.copy_(torch.index_select(g.match.permute(1, 2, 0), 1, arcs.tag[Cc:]).unsqueeze(2))
     ended = torch.zeros((n, 1, 1, B), dtype=torch.float64, device=g.last.device)
     ended[1:] = g.last.T[:-1].double().view(n - 1, 1, 1, B)
     last_end = g.last.gather(1, (lengths - 1).view(B, 1)).double().view(1, 1, B)

@@ -129,22 +129,20 @@ class Run:
                 "mn": T[:, Cc:, r["m"]].unbind(0)}
 
     def _bounds(self, n: int) -> list[float]:
-        """q_u = min over real columns c of max_{c'} M[c', c]·min_{rows} G_u[c]: in a
+        """q_u = min over columns c of max_{c'} M[c', c]·min_{rows} G_u[c]: in a
         stretch where every column is reachable, min x_u ≥ q_u·min x_{u−1} (module
         doc); computed for every token at once."""
         ar, gate = self.ar, self.gate
-        best = self.M[:, :ar.C].amax(0)                            # (C,)
+        best = self.M.amax(0)                                      # (W,)
         if gate is not None:
-            best = best * gate[:ar.C].amin((1, 2))
-        return (self.Em[:, :ar.C].amin(2) * best).amin(1).tolist()
+            best = best * gate.amin((1, 2))
+        return (self.Em.amin(2) * best).amin(1).tolist()
 
     def _forward(self, X, Gu, Esc, S: int, keep: bool) -> list:
         ar, gc, gate, all_live = self.ar, self.gc, self.gate, self.all_live
         n, (W, R, B), K = len(self.emv), Gu.shape, self.K
         Cc, a, opens = ar.Cc, self.rows["a"], self.opens
         reach, steady = ar.reachable(n)
-        pad = torch.zeros((W, 1, 1), dtype=torch.float64, device=X.device)
-        pad[ar.C:] = float("inf")
         opening = ar.opening[Cc:].view(-1, 1, 1)
         Mt = self.M.T.contiguous()
         Xu, Xf, v = X.unbind(0), X.view(S, W, -1).unbind(0), self._views(X)
@@ -187,19 +185,19 @@ class Run:
                 rho = top[self.node]                                      # (R, B)
                 if u > steady and low < floor:      # the stretch's rows, exactly
                     first = done if keep else 1
-                    flags.append(underflow(X[first:i + 1, :, a], reach[done:u + 1], pad,
+                    flags.append(underflow(X[first:i + 1, :, a], reach[done:u + 1],
                                            self.live_at[:, done:u + 1]))
                 x /= rho
                 scale = torch.log(top) if scale is None else scale + torch.log(top)
-                low = float((x[:, a] + pad).amin()) if u >= steady else 0.0
+                low = float(x[:, a].amin()) if u >= steady else 0.0
                 done = u + 1
                 if not keep and u < n - 1:
                     Xu[0].copy_(x)                  # the next stretch's previous token
             if u <= steady:                 # not every column reachable yet: exactly
-                flags.append(underflow(x[:, a].unsqueeze(0), reach[u:u + 1], pad,
+                flags.append(underflow(x[:, a].unsqueeze(0), reach[u:u + 1],
                                        self.live_at[:, u:u + 1]))
                 if u == steady:
-                    low = float((x[:, a] + pad).amin())
+                    low = float(x[:, a].amin())
             rhos.append(rho)
         self._last = i                      # the last token's slot
         self.scale = scale
@@ -280,25 +278,21 @@ class Run:
 def _columns_tok(ar: Arcs, em: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     """exp(e − μ) on the columns, token-major: (n, W, B) from emissions (B, n, L), into
     ``out``; μ the maximum over the tags of each (sentence, token)."""
-    torch.index_select(em.permute(1, 2, 0), 1, ar.tag_w, out=out)
-    out.sub_(em.amax(-1).T.unsqueeze(1)).exp_()
-    if ar.real is not None:
-        out.mul_(ar.real.view(-1, 1))
-    return out
+    torch.index_select(em.permute(1, 2, 0), 1, ar.tag, out=out)
+    return out.sub_(em.amax(-1).T.unsqueeze(1)).exp_()
 
 
-def underflow(Xa: torch.Tensor, reach: torch.Tensor, pad: torch.Tensor,
-              live: torch.Tensor) -> torch.Tensor:
+def underflow(Xa: torch.Tensor, reach: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
     """Whether a reachable column's a-mass fell below TINY of its row's maximum or
     below FLOOR, or a row's maximum below ROW_MIN, at the live tokens of a run of
-    a-states Xa (t, W, K, B) (``pad`` (W, 1, 1) is inf on the padding columns; a
-    renormalisation token's states before the division).  The forward runs this for
+    a-states Xa (t, W, K, B) (a renormalisation token's states before the
+    division).  The forward runs this for
     the tokens up to the first where every column is reachable,
     and for a stretch whose bound (module doc) fell below max(ROW_MIN, TINY·(W·max
     G)^RENORM), the most a row can reach from maximum 1 in a stretch (above it, every
     entry is at least TINY times its row's maximum, and ROW_MIN > FLOOR)."""
     inf = torch.full((), float("inf"), dtype=Xa.dtype, device=Xa.device)
     mx = Xa.amax(1)                                                     # (t, K, B)
-    low = torch.where(reach.view(reach.shape[0], -1, 1, 1), Xa + pad, inf).amin(1)
+    low = torch.where(reach.view(reach.shape[0], -1, 1, 1), Xa, inf).amin(1)
     bad = (low < TINY * mx) | (low < FLOOR) | (mx < ROW_MIN)
     return bad & live.T.unsqueeze(1)

@@ -39,7 +39,6 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from . import chain as _chain
-from .arcs import width as _width  # noqa: F401  (the padded width: tests, benchmark)
 from .checks import Batch, Gold
 from .recursion import FLOOR, RENORM, ROW_MIN, TINY, Run  # noqa: F401  (constants: tests)
 from .semiring import NEG
