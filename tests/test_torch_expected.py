@@ -435,3 +435,93 @@ def test_real_dp_over_the_column_space(scheme, types, drop_o):
         np.testing.assert_allclose(torch.autograd.grad(a, em, retain_graph=True)[0].numpy(),
                                    torch.autograd.grad(b, em, retain_graph=True)[0].numpy(),
                                    atol=1e-10)
+
+
+@pytest.mark.parametrize("scheme,scale", [("IOB2", 0.5), ("IOBES", 3.0), ("IOE2", 20.0)])
+def test_the_stretch_bound_is_a_lower_bound_of_every_state(scheme, scale):
+    """The real DP's underflow test (fstchunk.torch.recursion): once every column is
+    reachable, min x_u ≥ q_u·min x_{u−1} with q_u = min_c max_c' M[c', c]·min G_u[c], so
+    the exact minimum at a renormalisation token times the following tokens' factors
+    (each at most 1) bounds every stored a-entry up to the next renormalisation (there
+    before the division).  Checked on every stretch, with padding and tilted nodes."""
+    from fstchunk.torch import recursion
+    rng = np.random.default_rng(int(scale * 7))
+    tags = list(enc.scheme_tags(scheme, ("A", "B")))
+    crf = ChunkCRF(tags, scheme)
+    lengths = [41, 17, 33]
+    args = make_batch(rng, len(tags), lengths, scale=scale)
+    bt = crf._check(*args)
+    g = check_gold(random_gold(rng, tags, scheme, lengths), bt, crf.scheme, crf.types,
+                   crf.type_index)
+    tau = torch.tensor([[0.0, -0.2, -1.5]] * 3, dtype=F64)
+    run = recursion.Run(crf, bt.emissions, bt.transitions, bt.start, bt.end, bt.lengths_list,
+                        tau, g, False, pooled=False, keep=True, t0=1)
+    K, n = 3, max(lengths)
+    q = [min(1.0, x) for x in run._bounds(n)]
+    _, steady = run.ar.reachable(n)
+    renorms = [u for u, rho in enumerate(run.rhos) if rho is not None]
+    checked = 0
+    for s0, s1 in zip(renorms, renorms[1:]):
+        if s0 < steady:
+            continue
+        low = float(run.X[s0][:, :K].min())
+        for u in range(s0 + 1, s1 + 1):
+            low *= q[u]
+            a = run.X[u][:, :K]
+            if u == s1:
+                a = a * run.rhos[u][:K]                     # before the division
+            assert float(a.min()) >= low * (1 - 1e-12)
+            checked += 1
+    assert checked > 30
+
+
+def test_the_exact_row_test_runs_only_where_the_bound_fails(monkeypatch):
+    """Ordinary scores pass the stretch bound (the per-row test runs only for the tokens
+    before every column is reachable); scores 25 times larger fail it on some stretch,
+    the per-row test finds nothing, and the fast path's values equal the engine's."""
+    from fstchunk.torch import recursion, tilted
+    calls = []
+    exact = recursion.underflow
+
+    def spy(Xa, reach, live):
+        calls.append(Xa.shape[0])
+        return exact(Xa, reach, live)
+
+    monkeypatch.setattr(recursion, "underflow", spy)
+    rng = np.random.default_rng(5)
+    tags = list(enc.scheme_tags("IOB2", ("A", "B")))
+    crf = ChunkCRF(tags, "IOB2")
+    lengths = [40, 26]
+    base = make_batch(rng, len(tags), lengths, scale=1.0)
+    gold = random_gold(rng, tags, "IOB2", lengths)
+    for scale, stretches in ((1.0, False), (25.0, True)):
+        args = (base[0] * scale,) + tuple(base[1:])
+        bt = crf._check(*args)
+        g = check_gold(gold, bt, crf.scheme, crf.types, crf.type_index)
+        tau, logw = texp.node_axis(crf, bt, g, 1.0)
+        calls.clear()
+        got = tilted.expected_f_real(crf, bt, g, 1.0, tau, logw)
+        assert got is not None
+        assert any(c > 1 for c in calls) == stretches
+        for b, n in enumerate(lengths):
+            want = engine_expected_f(lattice(tags, "IOB2", args, b, n), reference=gold[b],
+                                     method="fast").f
+            assert abs(got[b].item() - want) <= 1e-10
+
+
+def test_a_ring_of_states_gives_what_the_stored_states_give():
+    """Without a backward the forward keeps only RENORM + 1 tokens' states (a ring, the
+    count windows' pass): Z and the scales equal those of the stored run, with padding."""
+    from fstchunk.torch import recursion
+    rng = np.random.default_rng(12)
+    tags = list(enc.scheme_tags("IOBES", ("A", "B")))
+    crf = ChunkCRF(tags, "IOBES")
+    lengths = [30, 17, 9, 1]
+    args = make_batch(rng, len(tags), lengths, scale=2.0)
+    bt = crf._check(*args)
+    tau = torch.tensor([[0.0, 1.2, -0.7, -3.0]] * 4, dtype=F64)
+    runs = [recursion.Run(crf, bt.emissions, bt.transitions, bt.start, bt.end, bt.lengths_list,
+                          tau, None, False, pooled=False, keep=keep) for keep in (True, False)]
+    assert runs[0].ok and runs[1].ok
+    for a, b in zip(runs[0].out[::3], runs[1].out[::3]):              # Z and the scales
+        torch.testing.assert_close(a, b, rtol=1e-14, atol=0)

@@ -125,13 +125,11 @@ class GoldCols:
     """The gold on the columns, token-major, for states laid out (column, row,
     sentence) (:mod:`fstchunk.torch.recursion`; module doc): ``match`` (n, W − Cc, 1,
     B) 1 on the other (kind-1) columns of the type of a gold chunk starting at u;
-    ``ended`` and ``kept`` (n, 1, 1, B): a gold chunk ended at u − 1 (a matched chunk
-    that closes there is a true positive; a continuation loses the match), and one
-    minus that; ``last_end`` (1, 1, B) whether a gold chunk ends at each sentence's
-    last token."""
+    ``ended`` (n, 1, 1, B): a gold chunk ended at u − 1 (a matched chunk that closes
+    there is a true positive; a continuation loses the match); ``last_end`` (1, 1, B)
+    whether a gold chunk ends at each sentence's last token."""
     match: torch.Tensor
     ended: torch.Tensor
-    kept: torch.Tensor
     last_end: torch.Tensor
 
 
@@ -145,4 +143,4 @@ def gold_columns(arcs: Arcs, g: Gold, lengths: torch.Tensor, out: torch.Tensor) 
     ended = torch.zeros((n, 1, 1, B), dtype=torch.float64, device=g.last.device)
     ended[1:] = g.last.T[:-1].double().view(n - 1, 1, 1, B)
     last_end = g.last.gather(1, (lengths - 1).view(B, 1)).double().view(1, 1, B)
-    return GoldCols(match, ended, 1 - ended, last_end)
+    return GoldCols(match, ended, last_end)

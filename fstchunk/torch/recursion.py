@@ -102,7 +102,6 @@ class Run:
                      if bool((tau != 0).any()) else None)          # (W, R, B)
         lens = torch.as_tensor(lengths, device=dev)
         self.live_at = torch.arange(n, device=dev).view(1, n) < lens.view(B, 1)
-        self.live = self.live_at.T.reshape(n, 1, 1, B).unbind(0)
         self.all_live = [u < min(lengths) for u in range(n)]
         self.gc = gc = gold_columns(ar, g, lens, Mt) if g is not None else None
         self.rhos = self._forward(X, Gu, Esc, S, keep)
@@ -145,9 +144,11 @@ class Run:
         reach, steady = ar.reachable(n)
         opening = ar.opening[Cc:].view(-1, 1, 1)
         Mt = self.M.T.contiguous()
-        Xu, Xf, v = X.unbind(0), X.view(S, W, -1).unbind(0), self._views(X)
+        # per-slot views, taken once: each costs a dispatch (the 3-D view of a token's
+        # states is made only where a renormalisation or padding needs it)
+        Xf, v, Gf = X.view(S, W, -1).unbind(0), self._views(X), Gu.view(W, -1)
         if gc is not None:
-            ended, kept, match = (t.unbind(0) for t in (gc.ended, gc.kept, gc.match))
+            ended, match = gc.ended.unbind(0), gc.match.unbind(0)
         # the threshold of the sufficient test (:func:`underflow`): a row starts a
         # stretch at maximum 1 and its a-part grows at most W·max G per token
         gmax = max(1.0, float(gate.max())) if gate is not None else 1.0
@@ -156,9 +157,10 @@ class Run:
         flags, rhos, scale, done = [], [], None, 0
         for u in range(n):
             i = u if keep else u - done + 1                        # this token's slot
-            x = Xu[i]
-            G = self.emv[u] if gate is None else torch.mul(self.emv[u], gate, out=Gu)
+            xf = Xf[i]
             if u == 0:             # every chunk tag opens a chunk (the tilt is in G_0)
+                x = xf.view(W, R, B)
+                G = self.emv[0] if gate is None else torch.mul(self.emv[0], gate, out=Gu)
                 x.zero_()
                 x[:, a] = (G[:, a] if gate is not None else G) * Esc
                 if gc is not None:
@@ -166,19 +168,27 @@ class Run:
                 if opens:
                     x[:, self.rows["m"]] = x[:, self.rows["a1"]] * ar.opening.view(W, 1, 1)
             else:
-                torch.mm(Mt, Xf[i - 1], out=Xf[i])                # Y = Mᵀ X_{u−1}
+                torch.mm(Mt, Xf[i - 1], out=xf)                   # Y = Mᵀ X_{u−1}
                 if opens:
                     v["mn"][i].addcmul_(v["a1n"][i], opening)
                 if gc is not None:
+                    fc = v["fc"][i]
                     v["bn"][i].addcmul_(v["fn"][i], ended[u])     # closing: a tp
-                    v["fc"][i].mul_(kept[u])
+                    fc.addcmul_(fc, ended[u], value=-1.0)         # ... or the match ends
                     torch.mul(v["a1n"][i], match[u], out=v["fn"][i])
-                x.mul_(G)
-                if not all_live[u]:
-                    torch.where(self.live[u], x, Xu[i - 1], out=x)
+                if gate is None:
+                    xf.view(W, R, B).mul_(self.emv[u])
+                else:
+                    torch.mul(self.emv[u], gate, out=Gu)
+                    xf.mul_(Gf)
+                if not all_live[u]:         # a finished sentence keeps its states
+                    x = xf.view(W, R, B)
+                    torch.where(self.live_at[:, u].view(1, 1, B), x, Xf[i - 1].view(W, R, B),
+                                out=x)
             low *= min(1.0, q[u])
             rho = None
             if u % RENORM == 0 or u == n - 1:
+                x = xf.view(W, R, B)
                 top = x[:, a].amax(0)                                     # (K, B)
                 flags.append((top < ROW_MIN) & self.live_at[:, u])
                 top = top.clamp_min(1e-300)
@@ -192,8 +202,9 @@ class Run:
                 low = float(x[:, a].amin()) if u >= steady else 0.0
                 done = u + 1
                 if not keep and u < n - 1:
-                    Xu[0].copy_(x)                  # the next stretch's previous token
+                    Xf[0].copy_(xf)                 # the next stretch's previous token
             if u <= steady:                 # not every column reachable yet: exactly
+                x = xf.view(W, R, B)
                 flags.append(underflow(x[:, a].unsqueeze(0), reach[u:u + 1],
                                        self.live_at[:, u:u + 1]))
                 if u == steady:
@@ -238,7 +249,7 @@ class Run:
             XBr.view(S, W, -1).unbind(0)
         Xf = X.view(n, W, -1)
         if gc is not None:
-            ended, kept, match = (t.unbind(0) for t in (gc.ended, gc.kept, gc.match))
+            ended, match = gc.ended.unbind(0), gc.match.unbind(0)
         emv, gate, rhos, all_live = self.emv, self.gate, self.rhos, self.all_live
         for u in range(n - 1, 0, -1):
             j = (u - 1) % S                                     # X̄_u's and Ȳ_u's slot
@@ -251,10 +262,11 @@ class Run:
                 v["a1n"][j].addcmul_(v["mn"][j], opening)
             if gc is not None:
                 v["a1n"][j].addcmul_(v["fn"][j], match[u])
-                v["fc"][j].mul_(kept[u])
+                v["fc"][j].addcmul_(v["fc"][j], ended[u], value=-1.0)
                 torch.mul(v["bn"][j], ended[u], out=v["fn"][j])
             if not all_live[u]:
-                y.mul_(self.live[u])
+                live = self.live_at[:, u].view(1, 1, B)
+                y.mul_(live)
             if j == 0:                      # tokens u .. u + t − 1 in slots 0 .. t − 1
                 t = min(S, n - u)
                 gMs[:t].baddbmm_(Xf[u - 1:u - 1 + t], Yf[:t].transpose(1, 2))
@@ -265,7 +277,7 @@ class Run:
             torch.mm(M, Yf[j], out=prev)
             if not all_live[u]:
                 raw = xb if rhos[u] is None else xb / rhos[u]
-                torch.where(self.live[u], prev.view(W, R, B), raw, out=prev.view(W, R, B))
+                torch.where(live, prev.view(W, R, B), raw, out=prev.view(W, R, B))
         torch.sum(torch.mul(x0b, X[0], out=prod[0]), 1, out=g_em[0])
         if not all(all_live):
             g_em.mul_(self.live_at.T.unsqueeze(1))
