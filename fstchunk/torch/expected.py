@@ -160,15 +160,21 @@ def count_windows(crf, bt: Batch) -> tuple[np.ndarray, ...] | None:
     return lo, hi, p_lo, p_hi
 
 
-def _rules(a: np.ndarray, b: np.ndarray, tol: float) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per range [a_i, b_i], the nodes and log weights of
+def _rules(a: np.ndarray, b: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per range [a_i, b_i], the nodes t and log weights of
     :func:`fstchunk.engine.meu.exp_sum` on [a_i, a_i·r_i] ⊇ [a_i, b_i], r_i = b_i/a_i rounded
-    up to a power of :data:`GRID` (a wider range only costs nodes), each rule on [1, r]
-    built once and rescaled (1/x = (1/a)·1/(x/a))."""
-    r = np.maximum(b / a, 1.0)
-    e = np.ceil(np.log(r) / np.log(GRID) - 1e-9)
+    up to a power of :data:`GRID` (a wider range only costs nodes), as (B, K) arrays
+    padded with t = 0 and log weight −inf; each rule on [1, r] built once and rescaled
+    (1/x = (1/a)·1/(x/a))."""
+    e = np.ceil(np.log(np.maximum(b / a, 1.0)) / np.log(GRID) - 1e-9)
     unit = {x: exp_sum(1.0, float(GRID ** x) if x > 0 else 1.0, tol) for x in np.unique(e)}
-    return [(unit[x][0] / ai, unit[x][1] - np.log(ai)) for x, ai in zip(e, a)]
+    K = max(len(t) for t, _ in unit.values())
+    t, lw = np.zeros((len(a), K)), np.full((len(a), K), -np.inf)
+    for x, (tu, lwu) in unit.items():
+        rows = e == x
+        t[rows, :len(tu)] = tu[None, :] / a[rows, None]
+        lw[rows, :len(tu)] = lwu[None, :] - np.log(a[rows, None])
+    return t, lw
 
 
 def node_axis(crf, bt: Batch, g: Gold, beta: float, tol: float = NODE_TOL
@@ -184,24 +190,23 @@ def node_axis(crf, bt: Batch, g: Gold, beta: float, tol: float = NODE_TOL
     mg = g.count.cpu().numpy().astype(float)
     n = np.array(bt.lengths_list, dtype=float)
     c = beta * mg
-    full = _rules(1.0 + c, n + c, tol)
-    rules = full
+    t, lw = _rules(1.0 + c, n + c, tol)
     if windows is not None:
         lo, hi, p_lo, p_hi = windows
-        rules = _rules(np.maximum(lo, 1) + c, np.maximum(hi, 1) + c, tol)
-        for i, (t, lw) in enumerate(rules):
-            # outside the window: 1/x and the sum are both at most the sum at x = 1 + c
-            worst = max(float(np.exp(lw - t * (1 + c[i])).sum()), 1.0 / (1 + c[i]))
-            if (beta + 1) * mg[i] * worst * (p_lo[i] + p_hi[i]) > WINDOW_ERR:
-                rules[i] = full[i]
-    rows = [([], []) if mg[i] == 0 else (-t, lw - t * c[i]) for i, (t, lw) in enumerate(rules)]
-    K = 2 + max(len(r[0]) for r in rows)
-    tau = np.zeros((len(rows), K))
-    logw = np.full((len(rows), K), NEG)
+        tw, lww = _rules(np.maximum(lo, 1) + c, np.maximum(hi, 1) + c, tol)
+        # outside the window: 1/x and the sum are both at most the sum at x = 1 + c
+        worst = np.maximum(np.exp(lww - tw * (1 + c)[:, None]).sum(1), 1.0 / (1 + c))
+        ok = (beta + 1) * mg * worst * (p_lo + p_hi) <= WINDOW_ERR
+        width = max(t.shape[1], tw.shape[1])
+        t, lw, tw, lww = (np.pad(x, ((0, 0), (0, width - x.shape[1])), constant_values=v)
+                          for x, v in ((t, 0.0), (lw, -np.inf), (tw, 0.0), (lww, -np.inf)))
+        t, lw = np.where(ok[:, None], tw, t), np.where(ok[:, None], lww, lw)
+    used = np.isfinite(lw) & (mg > 0)[:, None]                   # m(g) = 0: no node
+    K = 2 + int(used.sum(1).max())
+    tau, logw = np.zeros((len(mg), K)), np.full((len(mg), K), NEG)
     tau[:, 1] = NEG
-    for b, (tb, wb) in enumerate(rows):
-        tau[b, 2:2 + len(tb)] = tb
-        logw[b, 2:2 + len(wb)] = wb
+    tau[:, 2:] = np.where(used, -t, 0.0)[:, :K - 2]
+    logw[:, 2:] = np.where(used, lw - t * c[:, None], NEG)[:, :K - 2]
     dev, dt = bt.emissions.device, bt.emissions.dtype
     return torch.as_tensor(tau, dtype=dt, device=dev), torch.as_tensor(logw, dtype=dt,
                                                                         device=dev)
