@@ -30,17 +30,20 @@ one of two **slot axes**:
   sum of :func:`fstchunk.engine.meu.exp_sum` (relative error δ ≤ :data:`NODE_TOL`), so
   that slot j tilts every opening by z_j = e^{−t_j} and E[F] = (β+1) Σ_j W_j
   e^{−t_j β m(g)} T(z_j)/Z(1) (+ Pr(m = 0) when β·m(g) = 0, the slot z = 0); K + 2
-  slots throughout (O(B·n·K·L²)).  The rule covers the counts m that matter: a window
-  from Chernoff bounds on tilted log partitions (:func:`count_windows`), whose tails'
-  share of E[F] is bounded below :data:`WINDOW_ERR`, else every m in [1, n].
+  slots throughout (O(B·n·K·L²)).  The rule covers the counts m that matter: from
+  :data:`WINDOW_MIN_LENGTH` tokens on, a window from Chernoff bounds on the count's
+  moment generating function (:func:`count_windows`; E[e^{sm}] from the real-space
+  forward with tilted openings), whose tails' share of E[F] is bounded below
+  :data:`WINDOW_ERR`, else every m in [1, n].
 
 :func:`expected_f` runs the node axis in real space first
-(:func:`fstchunk.torch.tilted.expected_f_real`, a custom backward); where a reachable
-state would underflow there (scores of huge magnitude) it runs the log-space DP
-below (pairs (a, b) in log space, each step rescaled by a detached constant that
+(:func:`fstchunk.torch.tilted.expected_f_real`: one matrix product per token over
+arc-kind columns, a custom backward, :mod:`fstchunk.torch.recursion`); where a
+reachable state would underflow there (scores of huge magnitude) it runs the log-space
+DP below (pairs (a, b) in log space, each step rescaled by a detached constant that
 cancels in T/Z; :func:`~fstchunk.torch.semiring.logmatmul`), over whichever axis
 takes fewer slot-steps.  The expected corpus F's parts Σ E[tp] and Σ E[m] come from
-the same real-space DP with one node (z = 1) and a third part Σ w·m
+the same real-space DP with one node (z = 1) and a fourth part Σ w·m
 (:func:`fstchunk.torch.tilted.corpus_counts_real`), or from one log-space
 forward-backward (:func:`corpus_counts`).
 

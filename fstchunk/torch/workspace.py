@@ -1,12 +1,13 @@
 """A workspace of float64 buffers reused across calls of the expected-F DP (issue 21).
 
-:class:`fstchunk.torch.tilted._RealDP` keeps its states n tokens deep for the
-backward (n·B·K·P·2·L doubles: 45 MB at n = 200, B = 32, K = 12, L = 24) and needs a
-few state-sized scratch tensors per token.  On CPU, memory fresh from the system
-costs a page fault per 4 KiB on first touch: scratch allocated per token made the
-DP's elementwise steps several times slower, and even the per-call buffers cost
-15–20 % of the expected sentence F at L = 23, n = 200 (benchmarks/RESULTS.md,
-ablation).  So buffers are taken from and given back to a small pool on the
+:class:`fstchunk.torch.recursion.Run` keeps its states n tokens deep for the
+backward (n·W·R·B doubles: 19 MB at n = 200, W = 23 columns, R = 16 rows per sentence,
+B = 32) and needs rings of state-sized scratch for its backward.  On CPU, memory fresh
+from the system costs a page fault per 4 KiB on first touch: scratch allocated per
+token made the DP's elementwise steps several times slower, and a temporary of a few
+hundred kB per call still costs milliseconds on the benchmark machine
+(benchmarks/RESULTS.md, the torch section's ablation: the workspace bypassed).  So
+buffers are taken from and given back to a small pool on the
 :class:`~fstchunk.torch.crf.ChunkCRF`:
 
 * :func:`take` returns a free buffer that is large enough, or a new one;
