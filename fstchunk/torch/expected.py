@@ -72,9 +72,9 @@ WINDOW_TAIL = 1e-15
 #: what the tails may cost E[F] at most (else the rule covers every count)
 WINDOW_ERR = 1e-13
 #: below this many tokens (the longest sentence of the batch) no window is computed:
-#: at n ≤ 20 windows narrowed the rule by at most one node in the benchmark's cases
-#: (random, tagger-like and strongly peaked scores, dense and sparse gold; the table
-#: of bench_torch.py), and the window pass costs about a fifth of the DP there
+#: at n ≤ 20 windows narrowed the rule by at most two nodes of 9–16 in the benchmark's
+#: cases (random, tagger-like and strongly peaked scores, dense and sparse gold; the
+#: table of bench_torch.py), and the window pass costs about a third of the DP there
 WINDOW_MIN_LENGTH = 24
 #: the tilts s of the Chernoff bounds (and their negatives)
 TILTS = (0.07, 0.3, 1.2, 5.0)
