@@ -140,63 +140,70 @@ class Run:
     def _forward(self, X, Gu, Esc, S: int, keep: bool) -> list:
         ar, gc, gate, all_live = self.ar, self.gc, self.gate, self.all_live
         n, (W, R, B), K = len(self.emv), Gu.shape, self.K
-        Cc, a, opens = ar.Cc, self.rows["a"], self.opens
+        Cc, a, opens, live_at = ar.Cc, self.rows["a"], self.opens, self.live_at
         reach, steady = ar.reachable(n)
         opening = ar.opening[Cc:].view(-1, 1, 1)
         Mt = self.M.T.contiguous()
         # per-slot views, taken once: each costs a dispatch (the 3-D view of a token's
-        # states is made only where a renormalisation or padding needs it)
+        # states is made only where a renormalisation or padding needs it); the loop
+        # reads locals only (it runs n times, Python overhead counts)
         Xf, v, Gf = X.view(S, W, -1).unbind(0), self._views(X), Gu.view(W, -1)
-        if gc is not None:
+        a1n, bn, fn, fc, mn = v["a1n"], v["bn"], v["fn"], v["fc"], v["mn"]
+        gold, tilt, emv, mm, mul = gc is not None, gate is not None, self.emv, torch.mm, \
+            torch.mul
+        if gold:
             ended, match = gc.ended.unbind(0), gc.match.unbind(0)
         # the threshold of the sufficient test (:func:`underflow`): a row starts a
         # stretch at maximum 1 and its a-part grows at most W·max G per token
-        gmax = max(1.0, float(gate.max())) if gate is not None else 1.0
+        gmax = max(1.0, float(gate.max())) if tilt else 1.0
         floor = max(ROW_MIN, TINY * (W * gmax) ** RENORM)
-        q, low = self._bounds(n), 0.0
-        flags, rhos, scale, done = [], [], None, 0
+        q = [min(1.0, x) for x in self._bounds(n)]
+        low, flags, rhos, scale, done = 0.0, [], [None] * n, None, 0
+        special = [u % RENORM == 0 or u == n - 1 or u <= steady for u in range(n)]
+        i = 0
         for u in range(n):
             i = u if keep else u - done + 1                        # this token's slot
             xf = Xf[i]
             if u == 0:             # every chunk tag opens a chunk (the tilt is in G_0)
                 x = xf.view(W, R, B)
-                G = self.emv[0] if gate is None else torch.mul(self.emv[0], gate, out=Gu)
+                G = mul(emv[0], gate, out=Gu) if tilt else emv[0]
                 x.zero_()
-                x[:, a] = (G[:, a] if gate is not None else G) * Esc
-                if gc is not None:
-                    torch.mul(v["a1n"][i], match[0], out=v["fn"][i])
+                x[:, a] = (G[:, a] if tilt else G) * Esc
+                if gold:
+                    mul(a1n[i], match[0], out=fn[i])
                 if opens:
                     x[:, self.rows["m"]] = x[:, self.rows["a1"]] * ar.opening.view(W, 1, 1)
             else:
-                torch.mm(Mt, Xf[i - 1], out=xf)                   # Y = Mᵀ X_{u−1}
+                mm(Mt, Xf[i - 1], out=xf)                         # Y = Mᵀ X_{u−1}
                 if opens:
-                    v["mn"][i].addcmul_(v["a1n"][i], opening)
-                if gc is not None:
-                    fc = v["fc"][i]
-                    v["bn"][i].addcmul_(v["fn"][i], ended[u])     # closing: a tp
-                    fc.addcmul_(fc, ended[u], value=-1.0)         # ... or the match ends
-                    torch.mul(v["a1n"][i], match[u], out=v["fn"][i])
-                if gate is None:
-                    xf.view(W, R, B).mul_(self.emv[u])
-                else:
-                    torch.mul(self.emv[u], gate, out=Gu)
+                    mn[i].addcmul_(a1n[i], opening)
+                if gold:
+                    e, c = ended[u], fc[i]
+                    bn[i].addcmul_(fn[i], e)                      # closing: a tp
+                    c.addcmul_(c, e, value=-1.0)                  # ... or the match ends
+                    mul(a1n[i], match[u], out=fn[i])
+                if tilt:
+                    mul(emv[u], gate, out=Gu)
                     xf.mul_(Gf)
+                else:
+                    xf.view(W, R, B).mul_(emv[u])
                 if not all_live[u]:         # a finished sentence keeps its states
                     x = xf.view(W, R, B)
-                    torch.where(self.live_at[:, u].view(1, 1, B), x, Xf[i - 1].view(W, R, B),
+                    torch.where(live_at[:, u].view(1, 1, B), x, Xf[i - 1].view(W, R, B),
                                 out=x)
-            low *= min(1.0, q[u])
-            rho = None
+            low *= q[u]
+            if not special[u]:
+                continue
+            x = xf.view(W, R, B)
             if u % RENORM == 0 or u == n - 1:
-                x = xf.view(W, R, B)
                 top = x[:, a].amax(0)                                     # (K, B)
-                flags.append((top < ROW_MIN) & self.live_at[:, u])
+                flags.append((top < ROW_MIN) & live_at[:, u])
                 top = top.clamp_min(1e-300)
-                rho = top[self.node]                                      # (R, B)
+                rho = rhos[u] = top[self.node]                            # (R, B)
                 if u > steady and low < floor:      # the stretch's rows, exactly
                     first = done if keep else 1
                     flags.append(underflow(X[first:i + 1, :, a], reach[done:u + 1],
-                                           self.live_at[:, done:u + 1]))
+                                           live_at[:, done:u + 1]))
                 x /= rho
                 scale = torch.log(top) if scale is None else scale + torch.log(top)
                 low = float(x[:, a].amin()) if u >= steady else 0.0
@@ -204,12 +211,10 @@ class Run:
                 if not keep and u < n - 1:
                     Xf[0].copy_(xf)                 # the next stretch's previous token
             if u <= steady:                 # not every column reachable yet: exactly
-                x = xf.view(W, R, B)
                 flags.append(underflow(x[:, a].unsqueeze(0), reach[u:u + 1],
-                                       self.live_at[:, u:u + 1]))
+                                       live_at[:, u:u + 1]))
                 if u == steady:
                     low = float(x[:, a].amin())
-            rhos.append(rho)
         self._last = i                      # the last token's slot
         self.scale = scale
         self.ok = not self.bad_end and not bool(torch.stack([f.any() for f in flags]).any())
@@ -245,25 +250,32 @@ class Run:
         g_end = (fin * E.view(W, 1)).sum(1)                     # (W,)
         opening = ar.opening[Cc:].view(-1, 1, 1)
         v = self._views(Yr)
-        Ys, Yf, XBs, XBf = Yr.unbind(0), Yr.view(S, W, -1), XBr.unbind(0), \
-            XBr.view(S, W, -1).unbind(0)
-        Xf = X.view(n, W, -1)
-        if gc is not None:
+        a1n, bn, fn, fc, mn = v["a1n"], v["bn"], v["fn"], v["fc"], v["mn"]
+        Ys, Yf, XBs = Yr.unbind(0), Yr.view(S, W, -1), XBr.unbind(0)
+        prevs = XBr.view(S, W, -1).unbind(0)
+        prevs = [prevs[(j - 1) % S] for j in range(S)]          # X̄_{u−1}'s slot
+        Xf, Yfs = X.view(n, W, -1), Yf.unbind(0)
+        gold, tilt, opens, mul, mm = gc is not None, self.gate is not None, self.opens, \
+            torch.mul, torch.mm
+        if gold:
             ended, match = gc.ended.unbind(0), gc.match.unbind(0)
         emv, gate, rhos, all_live = self.emv, self.gate, self.rhos, self.all_live
         for u in range(n - 1, 0, -1):
             j = (u - 1) % S                                     # X̄_u's and Ȳ_u's slot
             xb, y = XBs[j], Ys[j]
-            G = emv[u] if gate is None else torch.mul(emv[u], gate, out=Gu)
-            torch.mul(xb, G, out=y)                             # Ȳ before the mix
+            if tilt:                                            # Ȳ before the mix
+                mul(xb, mul(emv[u], gate, out=Gu), out=y)
+            else:
+                mul(xb, emv[u], out=y)
             if rhos[u] is not None:                             # Ȳ of the raw states
                 y.div_(rhos[u])
-            if self.opens:
-                v["a1n"][j].addcmul_(v["mn"][j], opening)
-            if gc is not None:
-                v["a1n"][j].addcmul_(v["fn"][j], match[u])
-                v["fc"][j].addcmul_(v["fc"][j], ended[u], value=-1.0)
-                torch.mul(v["bn"][j], ended[u], out=v["fn"][j])
+            if opens:
+                a1n[j].addcmul_(mn[j], opening)
+            if gold:
+                e, c = ended[u], fc[j]
+                a1n[j].addcmul_(fn[j], match[u])
+                c.addcmul_(c, e, value=-1.0)
+                mul(bn[j], e, out=fn[j])
             if not all_live[u]:
                 live = self.live_at[:, u].view(1, 1, B)
                 y.mul_(live)
@@ -271,10 +283,10 @@ class Run:
                 t = min(S, n - u)
                 gMs[:t].baddbmm_(Xf[u - 1:u - 1 + t], Yf[:t].transpose(1, 2))
                 # ∂log e_u = Σ X̄_u ⊙ X_u (the same in the stored gauge as in the raw one)
-                torch.mul(XBr[:t], X[u:u + t], out=prod[:t])
+                mul(XBr[:t], X[u:u + t], out=prod[:t])
                 torch.sum(prod[:t], 2, out=g_em[u:u + t])
-            prev = XBf[(u - 2) % S] if u > 1 else x0b.view(W, -1)
-            torch.mm(M, Yf[j], out=prev)
+            prev = prevs[j] if u > 1 else x0b.view(W, -1)
+            mm(M, Yfs[j], out=prev)
             if not all_live[u]:
                 raw = xb if rhos[u] is None else xb / rhos[u]
                 torch.where(live, prev.view(W, R, B), raw, out=prev.view(W, R, B))
