@@ -180,6 +180,13 @@ def _rules(a: np.ndarray, b: np.ndarray, tol: float) -> tuple[np.ndarray, np.nda
     return t, lw
 
 
+def _widen(x: np.ndarray, width: int, fill: float) -> np.ndarray:
+    """x (B, k) padded with ``fill`` to (B, width), a new array."""
+    out = np.full((x.shape[0], width), fill)
+    out[:, :x.shape[1]] = x
+    return out
+
+
 def node_axis(crf, bt: Batch, g: Gold, beta: float, tol: float = NODE_TOL
               ) -> tuple[torch.Tensor, torch.Tensor]:
     """τ (B, K) and the log weights (B, K) of :class:`_Nodes` for each sentence (padded
@@ -200,10 +207,12 @@ def node_axis(crf, bt: Batch, g: Gold, beta: float, tol: float = NODE_TOL
         # outside the window: 1/x and the sum are both at most the sum at x = 1 + c
         worst = np.maximum(np.exp(lww - tw * (1 + c)[:, None]).sum(1), 1.0 / (1 + c))
         ok = (beta + 1) * mg * worst * (p_lo + p_hi) <= WINDOW_ERR
-        width = max(t.shape[1], tw.shape[1])
-        t, lw, tw, lww = (np.pad(x, ((0, 0), (0, width - x.shape[1])), constant_values=v)
-                          for x, v in ((t, 0.0), (lw, -np.inf), (tw, 0.0), (lww, -np.inf)))
-        t, lw = np.where(ok[:, None], tw, t), np.where(ok[:, None], lww, lw)
+        if tw.shape[1] < t.shape[1]:
+            t, lw = t.copy(), lw.copy()
+        else:
+            t, lw = _widen(t, tw.shape[1], 0.0), _widen(lw, tw.shape[1], -np.inf)
+        t[ok, :tw.shape[1]], lw[ok, :tw.shape[1]] = tw[ok], lww[ok]
+        t[ok, tw.shape[1]:], lw[ok, tw.shape[1]:] = 0.0, -np.inf
     used = np.isfinite(lw) & (mg > 0)[:, None]                   # m(g) = 0: no node
     K = 2 + int(used.sum(1).max())
     tau, logw = np.zeros((len(mg), K)), np.full((len(mg), K), NEG)
