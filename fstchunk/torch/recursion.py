@@ -91,7 +91,7 @@ class Run:
         # one pooled buffer: states, column emissions, gold matches, the factor G_u
         sizes = [S * W * R * B, n * W * B, n * (W - Cc) * B if g is not None else 0, W * R * B]
         self.buf = take(crf, sum(sizes), dev) if pooled else em.new_empty(sum(sizes))
-        X, Em, Mt, Gu = self.buf.split(sizes)
+        X, Em, Gm, Gu = self.buf.split(sizes)
         X, Gu = X.view(S, W, R, B), Gu.view(W, R, B)
         Em = _columns_tok(ar, em, Em.view(n, W, B))
         self.X, self.Em = X, Em
@@ -103,7 +103,7 @@ class Run:
         lens = torch.as_tensor(lengths, device=dev)
         self.live_at = torch.arange(n, device=dev).view(1, n) < lens.view(B, 1)
         self.all_live = [u < min(lengths) for u in range(n)]
-        self.gc = gc = gold_columns(ar, g, lens, Mt) if g is not None else None
+        self.gc = gc = gold_columns(ar, g, lens, Gm) if g is not None else None
         self.rhos = self._forward(X, Gu, Esc, S, keep)
         x = X[self._last]
         r = self.rows
