@@ -46,19 +46,24 @@ from .semiring import NEG
 class Arcs:
     """The columns of a :class:`~fstchunk.torch.crf.ChunkCRF` on one device (module
     doc): the continuation columns first (``Cc`` of them), then the others, ``W`` in
-    all; ``tag`` (W,) each column's tag, ``opening`` (W,) 1 where
-    entering opens a chunk (kind 1, chunk tag), ``start`` (W,) 1 on the kind-1 columns
-    of tags that may start, ``allowed`` (W, W) the arcs between columns."""
+    all, the openings (kind 1, chunk tag) last, from ``Co`` on; ``tag`` (W,) each
+    column's tag, ``opening`` (W,) 1 on the openings, ``start`` (W,) 1 on the kind-1
+    columns of tags that may start, ``allowed`` (W, W) the arcs between columns."""
 
     def __init__(self, crf, device):
         np_ = crf._np
         L = len(crf.tags)
         into_c = np_["cont"].any(0)
         into_n = np_["non"].any(0) | np_["start"]
-        tag = np.r_[np.flatnonzero(into_c), np.flatnonzero(into_n)].astype(np.int64)
+        chunk = crf.type_index >= 0
+        # the other columns: non-chunk tags (O), then chunk tags, whose kind-1 columns
+        # are the openings, a block [Co, W)
+        tag = np.r_[np.flatnonzero(into_c), np.flatnonzero(into_n & ~chunk),
+                    np.flatnonzero(into_n & chunk)].astype(np.int64)
         kind = np.r_[np.zeros(int(into_c.sum()), int), np.ones(int(into_n.sum()), int)]
         C = len(tag)
         self.W, self.Cc, self.L = C, int(into_c.sum()), L
+        self.Co = C - int((into_n & chunk).sum())
         f64 = dict(dtype=torch.float64, device=device)
         self.tag = torch.as_tensor(tag, device=device)
         self.opening = torch.as_tensor((kind == 1) & (crf.type_index[tag] >= 0), **f64)

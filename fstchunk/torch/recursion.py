@@ -11,9 +11,9 @@ its b and f rows are never formed.  Each token is
     a' = Y_a,  b' = Y_b + close_u ⊙ Y_f,  f' = keep_u ⊙ Y_f + match_u ⊙ Y_a,
     m' = Y_m + opening ⊙ Y_a,              X_u = (a', b', f', m') ⊙ G_u
 
-(G_u = gate_k ⊙ exp(e_u − μ_u): the node's tilt z_k on the opening columns times the
-emission factors; ``close``, ``keep``, ``match``: :class:`~fstchunk.torch.arcs.GoldCols`,
-as column slices), then every :data:`RENORM` tokens each row is divided by its node's
+(G_u = exp(e_u − μ_u), the emission factors, times the node's tilt z_k on the opening
+columns, a block of the column axis; ``close``, ``keep``, ``match``: the gold as
+column slices, :class:`~fstchunk.torch.arcs.GoldCols`), then every :data:`RENORM` tokens each row is divided by its node's
 a-maximum.  The adjoint runs the same linear maps transposed (Ȳ = mixᵀ(X̄_u ⊙ G_u),
 X̄_{u−1} = M Ȳ) and keeps X̄ and Ȳ of a stretch in rings, so that ∂log e_u =
 Σ_rows X̄_u ⊙ X_u and ∂M = Σ_u X_{u−1} Ȳ_uᵀ take a few operations per stretch.
@@ -65,7 +65,7 @@ def _factors(x: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
 class Run:
     """One forward (module doc): the states X (n, W, R, B) (with ``keep``; else only
     the last RENORM + 1 tokens, in a ring), the column emission factors (n, W, B), the
-    gates per row, the row maxima per renormalisation token, and what the backward
+    tilt per row, the row maxima per renormalisation token, and what the backward
     reads; ``ok`` (no reachable state underflowed), ``out`` = (Z, T, M, scale), each
     (B, K), T and M 0 below t0 (M 0 without ``opens``)."""
 
@@ -88,23 +88,22 @@ class Run:
         Es, Ee = _factors(st, ok_s), _factors(en, ok_e)
         self.bad_end = bool(((Es < TINY) & ok_s).any() or ((Ee < TINY) & ok_e).any())
         Esc, self.Ee = (ar.columns(Es) * ar.start).view(W, 1, 1), ar.columns(Ee).view(W, 1, 1)
-        # one pooled buffer: states, column emissions, gold matches, the factor G_u
-        sizes = [S * W * R * B, n * W * B, n * (W - Cc) * B if g is not None else 0, W * R * B]
+        # one pooled buffer: states, column emissions, gold matches
+        sizes = [S * W * R * B, n * W * B, n * (W - Cc) * B if g is not None else 0]
         self.buf = take(crf, sum(sizes), dev) if pooled else em.new_empty(sum(sizes))
-        X, Em, Gm, Gu = self.buf.split(sizes)
-        X, Gu = X.view(S, W, R, B), Gu.view(W, R, B)
+        X, Em, Gm = self.buf.split(sizes)
+        X = X.view(S, W, R, B)
         Em = _columns_tok(ar, em, Em.view(n, W, B))
         self.X, self.Em = X, Em
         self.emv = Em.view(n, W, 1, B).unbind(0)                  # (W, 1, B) each
-        # the tilt per row: (1 − o) + z·o, not 1 + (z − 1)·o (that would lose a small z)
-        o = ar.opening.view(W, 1, 1)
-        self.gate = ((1 - o) + torch.exp(tau).T[self.node].unsqueeze(0) * o
-                     if bool((tau != 0).any()) else None)          # (W, R, B)
+        # the tilt z of each row's node, applied to the opening columns [Co, W)
+        self.z = (torch.exp(tau).T[self.node].unsqueeze(0).contiguous()
+                  if bool((tau != 0).any()) else None)             # (1, R, B)
         lens = torch.as_tensor(lengths, device=dev)
         self.live_at = torch.arange(n, device=dev).view(1, n) < lens.view(B, 1)
         self.all_live = [u < min(lengths) for u in range(n)]
         self.gc = gc = gold_columns(ar, g, lens, Gm) if g is not None else None
-        self.rhos = self._forward(X, Gu, Esc, S, keep)
+        self.rhos = self._forward(X, Esc, S, keep)
         x = X[self._last]
         r = self.rows
         Z = (x[:, r["a"]] * self.Ee).sum(0).T                      # (B, K)
@@ -128,18 +127,18 @@ class Run:
                 "mn": T[:, Cc:, r["m"]].unbind(0)}
 
     def _bounds(self, n: int) -> list[float]:
-        """q_u = min over columns c of max_{c'} M[c', c]·min_{rows} G_u[c]: in a
-        stretch where every column is reachable, min x_u ≥ q_u·min x_{u−1} (module
-        doc); computed for every token at once."""
-        ar, gate = self.ar, self.gate
+        """q_u = min over columns c of max_{c'} M[c', c]·min_{rows} G_u[c] (G_u: the
+        emission factors times the tilt on the openings): in a stretch where every
+        column is reachable, min x_u ≥ q_u·min x_{u−1} (module doc); computed for every
+        token at once."""
         best = self.M.amax(0)                                      # (W,)
-        if gate is not None:
-            best = best * gate.amin((1, 2))
+        if self.z is not None:
+            best = torch.where(self.ar.opening > 0, best * self.z.min(), best)
         return (self.Em.amin(2) * best).amin(1).tolist()
 
-    def _forward(self, X, Gu, Esc, S: int, keep: bool) -> list:
-        ar, gc, gate, all_live = self.ar, self.gc, self.gate, self.all_live
-        n, (W, R, B), K = len(self.emv), Gu.shape, self.K
+    def _forward(self, X, Esc, S: int, keep: bool) -> list:
+        ar, gc, z, all_live = self.ar, self.gc, self.z, self.all_live
+        n, (_, W, R, B), K = len(self.emv), X.shape, self.K
         Cc, a, opens, live_at = ar.Cc, self.rows["a"], self.opens, self.live_at
         reach, steady = ar.reachable(n)
         opening = ar.opening[Cc:].view(-1, 1, 1)
@@ -147,15 +146,16 @@ class Run:
         # per-slot views, taken once: each costs a dispatch (the 3-D view of a token's
         # states is made only where a renormalisation or padding needs it); the loop
         # reads locals only (it runs n times, Python overhead counts)
-        Xf, v, Gf = X.view(S, W, -1).unbind(0), self._views(X), Gu.view(W, -1)
+        Xf, X3, Xo, v = X.view(S, W, -1).unbind(0), X.unbind(0), X[:, ar.Co:].unbind(0), \
+            self._views(X)
         a1n, bn, fn, fc, mn = v["a1n"], v["bn"], v["fn"], v["fc"], v["mn"]
-        gold, tilt, emv, mm, mul = gc is not None, gate is not None, self.emv, torch.mm, \
+        gold, tilt, emv, mm, mul = gc is not None, z is not None, self.emv, torch.mm, \
             torch.mul
         if gold:
             ended, match = gc.ended.unbind(0), gc.match.unbind(0)
         # the threshold of the sufficient test (:func:`underflow`): a row starts a
         # stretch at maximum 1 and its a-part grows at most W·max G per token
-        gmax = max(1.0, float(gate.max())) if tilt else 1.0
+        gmax = max(1.0, float(z.max())) if tilt else 1.0
         floor = max(ROW_MIN, TINY * (W * gmax) ** RENORM)
         q = [min(1.0, x) for x in self._bounds(n)]
         low, flags, rhos, scale, done = 0.0, [], [None] * n, None, 0
@@ -164,11 +164,12 @@ class Run:
         for u in range(n):
             i = u if keep else u - done + 1                        # this token's slot
             xf = Xf[i]
-            if u == 0:             # every chunk tag opens a chunk (the tilt is in G_0)
-                x = xf.view(W, R, B)
-                G = mul(emv[0], gate, out=Gu) if tilt else emv[0]
+            if u == 0:             # every chunk tag opens a chunk (and is tilted)
+                x = X3[i]
                 x.zero_()
-                x[:, a] = (G[:, a] if tilt else G) * Esc
+                x[:, a] = emv[0] * Esc
+                if tilt:
+                    Xo[i][:, a].mul_(z[:, a])
                 if gold:
                     mul(a1n[i], match[0], out=fn[i])
                 if opens:
@@ -182,11 +183,9 @@ class Run:
                     bn[i].addcmul_(fn[i], e)                      # closing: a tp
                     c.addcmul_(c, e, value=-1.0)                  # ... or the match ends
                     mul(a1n[i], match[u], out=fn[i])
+                X3[i].mul_(emv[u])                                # G_u: emissions,
                 if tilt:
-                    mul(emv[u], gate, out=Gu)
-                    xf.mul_(Gf)
-                else:
-                    xf.view(W, R, B).mul_(emv[u])
+                    Xo[i].mul_(z)                                 # ... the openings' tilt
                 if not all_live[u]:         # a finished sentence keeps its states
                     x = xf.view(W, R, B)
                     torch.where(live_at[:, u].view(1, 1, B), x, Xf[i - 1].view(W, R, B),
@@ -194,7 +193,7 @@ class Run:
             low *= q[u]
             if not special[u]:
                 continue
-            x = xf.view(W, R, B)
+            x = X3[i]
             if u % RENORM == 0 or u == n - 1:
                 top = x[:, a].amax(0)                                     # (K, B)
                 flags.append((top < ROW_MIN) & live_at[:, u])
@@ -227,12 +226,11 @@ class Run:
         n, W, R, B = X.shape
         Cc, E = ar.Cc, self.Ee
         one, S = W * R * B, min(n, RENORM)
-        sizes = [S * one, S * one, S * one, one, n * W * B, W * R * B, S * W * W]
+        sizes = [S * one, S * one, S * one, one, n * W * B, S * W * W]
         work = take(self.crf, sum(sizes), X.device)
-        XBr, Yr, prod, x0b, g_em, Gu, gMs = work.split(sizes)
+        XBr, Yr, prod, x0b, g_em, gMs = work.split(sizes)
         XBr, Yr, prod = (t.view(S, W, R, B) for t in (XBr, Yr, prod))
-        x0b, g_em, Gu, gMs = x0b.view(W, R, B), g_em.view(n, W, B), Gu.view(W, R, B), \
-            gMs.view(S, W, W)
+        x0b, g_em, gMs = x0b.view(W, R, B), g_em.view(n, W, B), gMs.view(S, W, W)
         xb = XBr[(n - 2) % S] if n > 1 else x0b                 # X̄ at the last token
         xb.zero_()
         gMs.zero_()
@@ -251,22 +249,23 @@ class Run:
         opening = ar.opening[Cc:].view(-1, 1, 1)
         v = self._views(Yr)
         a1n, bn, fn, fc, mn = v["a1n"], v["bn"], v["fn"], v["fc"], v["mn"]
-        Ys, Yf, XBs = Yr.unbind(0), Yr.view(S, W, -1), XBr.unbind(0)
+        Ys, Yf, XBs, Yo = Yr.unbind(0), Yr.view(S, W, -1), XBr.unbind(0), \
+            Yr[:, ar.Co:].unbind(0)
         prevs = XBr.view(S, W, -1).unbind(0)
         prevs = [prevs[(j - 1) % S] for j in range(S)]          # X̄_{u−1}'s slot
         Xf, Yfs = X.view(n, W, -1), Yf.unbind(0)
-        gold, tilt, opens, mul, mm = gc is not None, self.gate is not None, self.opens, \
+        z = self.z
+        gold, tilt, opens, mul, mm = gc is not None, z is not None, self.opens, \
             torch.mul, torch.mm
         if gold:
             ended, match = gc.ended.unbind(0), gc.match.unbind(0)
-        emv, gate, rhos, all_live = self.emv, self.gate, self.rhos, self.all_live
+        emv, rhos, all_live = self.emv, self.rhos, self.all_live
         for u in range(n - 1, 0, -1):
             j = (u - 1) % S                                     # X̄_u's and Ȳ_u's slot
             xb, y = XBs[j], Ys[j]
-            if tilt:                                            # Ȳ before the mix
-                mul(xb, mul(emv[u], gate, out=Gu), out=y)
-            else:
-                mul(xb, emv[u], out=y)
+            mul(xb, emv[u], out=y)                              # Ȳ before the mix
+            if tilt:
+                Yo[j].mul_(z)
             if rhos[u] is not None:                             # Ȳ of the raw states
                 y.div_(rhos[u])
             if opens:
