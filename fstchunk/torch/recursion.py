@@ -79,8 +79,11 @@ class Run:
         R = K + 2 * Kt + Km
         self.rows = {"a": slice(0, K), "a1": slice(t0, K), "b": slice(K, K + Kt),
                      "f": slice(K + Kt, K + 2 * Kt), "m": slice(K + 2 * Kt, R)}
-        node = torch.cat([torch.arange(K), *[torch.arange(t0, K)] * (2 * (Kt > 0) + (Km > 0))])
-        self.node = node.to(dev)
+        key = ("rows", K, t0, Kt > 0, Km > 0, str(dev))           # each row's node
+        if key not in crf._cache:
+            crf._cache[key] = torch.cat([torch.arange(K), *[torch.arange(t0, K)] * (
+                2 * (Kt > 0) + (Km > 0))]).to(dev)
+        self.node = crf._cache[key]
         S = n if keep else min(n, RENORM) + 1                      # state slots
         self.ar, self.crf, self.opens, self.t0, self.K = ar, crf, opens, t0, K
         self.M = ar.matrix(tr)
@@ -209,11 +212,14 @@ class Run:
                 done = u + 1
                 if not keep and u < n - 1:
                     Xf[0].copy_(xf)                 # the next stretch's previous token
-            if u <= steady:                 # not every column reachable yet: exactly
-                flags.append(underflow(x[:, a].unsqueeze(0), reach[u:u + 1],
-                                       live_at[:, u:u + 1]))
-                if u == steady:
-                    low = float(x[:, a].amin())
+            if u <= steady:                 # not every column reachable yet
+                xa = x[:, a]
+                low = float(torch.where(reach[u].view(W, 1, 1), xa, float("inf")).amin())
+                if low < max(ROW_MIN, TINY * float(xa.amax())):   # else no row can fail
+                    flags.append(underflow(xa.unsqueeze(0), reach[u:u + 1],
+                                           live_at[:, u:u + 1]))
+                if u < steady:
+                    low = 0.0
         self._last = i                      # the last token's slot
         self.scale = scale
         self.ok = not self.bad_end and not bool(torch.stack([f.any() for f in flags]).any())
