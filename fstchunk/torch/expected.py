@@ -60,7 +60,6 @@ import numpy as np
 import torch
 
 from ..engine.meu import exp_sum
-from . import chain as _chain
 from . import tilted as _tilted
 from .checks import Batch, Gold
 from .semiring import NEG, laddexp, logmatmul, lse

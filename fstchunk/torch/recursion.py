@@ -141,7 +141,7 @@ class Run:
 
     def _forward(self, X, Esc, S: int, keep: bool) -> list:
         ar, gc, z, all_live = self.ar, self.gc, self.z, self.all_live
-        n, (_, W, R, B), K = len(self.emv), X.shape, self.K
+        n, (_, W, R, B) = len(self.emv), X.shape
         Cc, a, opens, live_at = ar.Cc, self.rows["a"], self.opens, self.live_at
         reach, steady = ar.reachable(n)
         opening = ar.opening[Cc:].view(-1, 1, 1)

@@ -28,7 +28,7 @@ part of, so what they lose is below n·1e-280 of E[F].
 Pitfalls: float64 throughout (float32 states would underflow at e^-87, within the
 range of a trained tagger's scores, and send most batches to the slow path);
 differentiable once; the stored states cost n·B·R·W·8 bytes (R = K + 2(K − 1) rows per
-sentence for the expected sentence F: 23 MB at n = 200, B = 32, K = 6, W = 24) and live
+sentence for the expected sentence F: 19 MB at n = 200, B = 32, K = 6, W = 23) and live
 in buffers reused across calls (:mod:`fstchunk.torch.workspace`: fresh memory costs
 page faults).
 """
