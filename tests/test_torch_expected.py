@@ -203,6 +203,9 @@ def test_count_windows_hold_against_the_exact_count_distribution(scale):
     lengths = [30, 1, 12, 45]
     args = make_batch(rng, len(tags), lengths, scale=scale)
     windows = texp.count_windows(crf, crf._check(*args))
+    assert (windows[0] > 0).any()                        # the windows narrow something
+    if scale > 2:
+        assert (windows[1] < np.array(lengths)).any()
     for b, n in enumerate(lengths):
         pm = count_distribution(lattice(tags, "IOBES", args, b, n))
         lo, hi, p_lo, p_hi = (int(w[b]) if i < 2 else float(w[b]) for i, w in enumerate(windows))
