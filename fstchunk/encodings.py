@@ -265,10 +265,47 @@ def conlleval_chunks(tags: Sequence[str]) -> list[Chunk]:
 
     Any prefix is accepted (``B``, ``I``, ``E``, ``O``, ``[``, ``]``, others act
     only through type changes), including conlleval's quirk that ``E-X B-X``
-    continues one chunk.
+    continues one chunk.  A chunk still open after the last tag ends there, as
+    conlleval.pl ends it at the end of its input.
     """
-    return _read_chunks([split_tag(t) if t != OUTSIDE else (OUTSIDE, "") for t in tags],
-                        iobes_family=False)
+    reader = ConllevalReader()
+    chunks = [c for c in map(reader.push, tags) if c is not None]
+    last = reader.close()
+    return chunks + [last] if last is not None else chunks
+
+
+class ConllevalReader:
+    """conlleval.pl's chunk reading over a stream, one tag at a time.
+
+    :meth:`push` reads the next tag and returns the chunk that ended just before it
+    (or None); :meth:`close` ends the stream and returns the chunk still open.
+    Positions count every tag pushed, so a caller that pushes ``O`` for each
+    sentence boundary (as conlleval.pl does) gets chunks that may, for prefixes
+    that no boundary ends (untyped ``S``, say), run across it, as in conlleval.pl.
+    """
+
+    def __init__(self) -> None:
+        self._prev: tuple[str, str] = (OUTSIDE, "")
+        self._start: int | None = None
+        self._i = 0
+
+    def push(self, tag: str) -> Chunk | None:
+        cur = split_conlleval(tag)
+        ended = None
+        starts = _start_of_chunk(self._prev, cur, False)
+        if self._start is not None and (starts or _end_of_chunk(self._prev, cur, False)):
+            ended = (self._prev[1], self._start, self._i)     # ('[' may start one
+            self._start = None                                  # before another ends)
+        if starts:
+            self._start = self._i
+        self._prev = cur
+        self._i += 1
+        return ended
+
+    def close(self) -> Chunk | None:
+        ended = None if self._start is None else (self._prev[1], self._start, self._i)
+        self._start = None
+        return ended
 
 
 def _read_chunks(parsed: list[tuple[str, str]], iobes_family: bool) -> list[Chunk]:
@@ -288,6 +325,23 @@ def _read_chunks(parsed: list[tuple[str, str]], iobes_family: bool) -> list[Chun
 
 
 _IOBES_CANON = {"B2": "I", "B3": "I", "E2": "I", "E3": "I", "L": "E", "U": "S"}
+
+
+def split_conlleval(tag: str) -> tuple[str, str]:
+    """(prefix, type) as conlleval.pl splits a tag, at its first hyphen; ``O`` has no
+    type, and neither has a type ``0``, which Perl reads as false."""
+    prefix, ctype = split_tag(tag) if tag != OUTSIDE else (OUTSIDE, "")
+    return prefix, "" if ctype == "0" else ctype
+
+
+def conlleval_ends(prev: tuple[str, str], cur: tuple[str, str]) -> bool:
+    """conlleval.pl's endOfChunk: a chunk ends between (prefix, type) ``prev`` and ``cur``."""
+    return _end_of_chunk(prev, cur, False)
+
+
+def conlleval_starts(prev: tuple[str, str], cur: tuple[str, str]) -> bool:
+    """conlleval.pl's startOfChunk: a chunk starts at ``cur`` after ``prev``."""
+    return _start_of_chunk(prev, cur, False)
 
 
 def _end_of_chunk(prev, cur, iobes_family: bool) -> bool:

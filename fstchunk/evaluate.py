@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Sequence
 
 from . import encodings as enc
-from .conll import iter_conll
+from .conlleval import ChunkCounts, Reading, iter_rows, scheme_prefixes_warning
 from .errors import InputError
 
 Chunk = enc.Chunk
@@ -112,8 +112,12 @@ class Report:
                          f"recall: {o.recall:6.2f}%; {fname}: {o.f:6.2f}")
         for t in sorted(self.per_type):
             s = self.per_type[t]
-            lines.append(f"{t:>17}: precision: {s.precision:6.2f}%; recall: {s.recall:6.2f}%; "
-                         f"{fname}: {s.f:6.2f}  {s.found}")
+            pad = " " * max(0, 17 - len(t.encode("utf-8")))    # Perl's %17s counts bytes
+            # conlleval.pl lists the untyped chunks ("") once per table that holds them
+            # (its de-duplication skips a false type name)
+            for _ in range((s.gold > 0) + (s.found > 0) if t == "" else 1):
+                lines.append(f"{pad}{t}: precision: {s.precision:6.2f}%; recall: "
+                             f"{s.recall:6.2f}%; {fname}: {s.f:6.2f}  {s.found}")
         return "\n".join(lines) + "\n"
 
     def as_dict(self) -> dict:
@@ -170,43 +174,137 @@ def _score(triples: Iterable[tuple[Sequence[str], Sequence[str], str]], scheme: 
 
 
 def evaluate_file(path, scheme: str | None = None, beta: float = 1.0,
-                  delimiter: str | None = None) -> Report:
-    """Score a CoNLL file whose last two columns are gold and predicted tags.
+                  delimiter: str | None = None, warn=None) -> Report:
+    """Score a CoNLL file whose last two columns are gold and predicted tags, read as
+    conlleval.pl reads it (:mod:`fstchunk.conlleval`: its delimiter, boundaries,
+    ``-DOCSTART-`` lines as tokens, whitespace); ``scheme=None`` counts chunks as
+    conlleval.pl does, over the whole stream; a scheme reads each sentence's tags
+    leniently in that scheme.
 
     Both columns must consist of chunk tags (``O``, ``P`` or ``P-TYPE`` with a
     prefix of some scheme; of ``scheme`` when given): a gold-only file (word, POS,
-    tag) would otherwise score its POS column as 'gold' and find 0 phrases.
+    tag) would otherwise score its POS column as 'gold' and find 0 phrases.  Without
+    ``scheme``, gold and predicted columns of different schemes (E-/S-/L-/U- prefixes
+    on one side only) are refused; ``warn(message)`` hears of a file that conlleval.pl
+    reads otherwise than its scheme means (both sides IOBES) or of CRLF line ends.
     """
     _check_beta(beta)
-    report = _score(_checked(iter_conll(path, delimiter=delimiter, min_columns=2), scheme),
-                    scheme, beta)
-    if not report.sentences:
+    reading = Reading()
+    rows = iter_rows(path, delimiter, reading)
+    if scheme is None:
+        report, prefixes = _stream_report(rows, path, beta)
+    else:
+        scheme = enc.canonical_scheme(scheme)
+        report = _score(_sentences(rows, path, scheme), scheme, beta)
+        prefixes = None
+    if not report.tokens:
         raise InputError(f"{path}: no sentences to score")
+    if prefixes is not None:
+        said = scheme_prefixes_warning(*prefixes)
+        if said is not None and said.startswith("refuse: "):
+            raise InputError(f"{path}: {said.removeprefix('refuse: ')}")
+        if said is not None and warn is not None:
+            warn(f"{path}: {said}")
+    if reading.crlf and warn is not None:
+        warn(f"{path}: CRLF line ends (read without the carriage returns; conlleval.pl "
+             f"would keep them in the predicted tag and refuse the blank lines)")
     return report
 
 
-def _checked(sentences: Iterable, scheme: str | None) -> Iterator[tuple]:
-    """(gold, predicted, where) of each sentence, its two tag columns checked."""
-    for s in sentences:
-        for col, name in ((-2, "gold"), (-1, "predicted")):
-            _check_chunk_tags(s, col, name, scheme)
-        yield s.column(-2), s.column(-1), s.where(0)
+def _tags(row, path, scheme: str | None, prefixes: tuple[set, set] | None = None
+          ) -> tuple[str, str]:
+    """(gold, predicted) of a token row, each checked to be a chunk tag; their prefixes
+    are added to ``prefixes`` (gold, predicted) when given."""
+    width = len(row.fields)
+    gold, pred = row.fields[-2], row.fields[-1]
+    where = f"{path}:{row.line}"
+    for tag, name, col in ((gold, "gold", width - 1), (pred, "predicted", width)):
+        try:
+            _check_chunk_tag(tag, where, name, col, width, scheme)
+        except InputError as e:
+            if not row.docstart:
+                raise
+            raise InputError(f"{where}: a -DOCSTART- line whose {name} column holds "
+                             f"{tag!r}: a line without the predicted column? decode the "
+                             f"file again (fstchunk decode writes O there), or add ' O' "
+                             f"to it") from e
+    if prefixes is not None:
+        prefixes[0].add(enc.split_conlleval(gold)[0])
+        prefixes[1].add(enc.split_conlleval(pred)[0])
+    return gold, pred
+
+
+def _stream_report(rows, path, beta: float) -> tuple[Report, tuple[set, set]]:
+    """conlleval.pl's counts over the whole file (:class:`fstchunk.conlleval.ChunkCounts`),
+    plus the per-sentence F of each sentence (chunks read per sentence)."""
+    counter = ChunkCounts()
+    prefixes: tuple[set, set] = (set(), set())
+    sent_f: list[float] = []
+    gold: list[str] = []
+    pred: list[str] = []
+    words = 0
+
+    def end_sentence() -> None:
+        nonlocal words
+        if words:
+            sent_f.append(sentence_f(enc.conlleval_chunks(pred), enc.conlleval_chunks(gold),
+                                     beta))
+        gold.clear()
+        pred.clear()
+        words = 0
+    for row in rows:
+        if row.boundary:
+            counter.push("O", "O", token=False)
+            end_sentence()
+            continue
+        g, p = _tags(row, path, None, prefixes)
+        counter.push(g, p)
+        gold.append(g)
+        pred.append(p)
+        words += not row.docstart
+    counter.close()
+    end_sentence()
+    per_type = {t: Scores(c, f, g, beta) for t, (c, g, f) in counter.per_type.items()}
+    overall = Scores(counter.correct, counter.found, counter.gold, beta)
+    return Report(overall, per_type, counter.tokens, counter.correct_tags, len(sent_f), beta,
+                  sent_f), prefixes
+
+
+def _sentences(rows, path, scheme: str) -> Iterator[tuple[list[str], list[str], str]]:
+    """(gold, predicted, where) of each run of token rows between boundaries, the tags
+    checked to be of ``scheme`` (``-DOCSTART-`` rows are tokens, as in conlleval.pl)."""
+    gold: list[str] = []
+    pred: list[str] = []
+    first = None
+    for row in rows:
+        if row.boundary:
+            if gold:
+                yield gold, pred, first
+            gold, pred, first = [], [], None
+            continue
+        g, p = _tags(row, path, scheme)
+        gold.append(g)
+        pred.append(p)
+        first = first or f"{path}:{row.line}"
+    if gold:
+        yield gold, pred, first
 
 
 _PREFIXES = frozenset(p for name in enc.SCHEMES for p in enc.scheme_prefixes(name))
 
 
-def _check_chunk_tags(s, column: int, name: str, scheme: str | None) -> None:
-    """InputError at the first value of the column that is not a chunk tag."""
+def _check_chunk_tag(tag: str, where: str, name: str, column: int, width: int,
+                     scheme: str | None) -> None:
+    """InputError unless ``tag`` (the ``name`` column of the line at ``where``) is a
+    chunk tag."""
     prefixes = _PREFIXES if scheme is None else frozenset(enc.scheme_prefixes(scheme))
-    for i, tag in enumerate(s.column(column)):
-        if tag == UNDECODED:
-            raise InputError(
-                f"{s.where(i)}: the {name} column holds {UNDECODED}: fstchunk decode could "
-                f"not decode this sentence (its error was reported then); decode it again "
-                f"(e.g. with a larger --memory-budget) before scoring the file")
-        if tag != "O" and enc.split_tag(tag)[0] not in prefixes:
-            raise InputError(
-                f"{s.where(i)}: the {name} column (column {len(s.rows[i]) + column + 1} of "
-                f"{len(s.rows[i])}) holds {tag!r}, not a chunk tag ({', '.join(sorted(prefixes))}"
-                f"-TYPE or O); eval reads gold and predicted tags from the last two columns")
+    if tag == UNDECODED:
+        raise InputError(
+            f"{where}: the {name} column holds {UNDECODED}: fstchunk decode could "
+            f"not decode this sentence (its error was reported then); decode it again "
+            f"(e.g. with a larger --memory-budget) before scoring the file")
+    if tag != "O" and enc.split_tag(tag)[0] not in prefixes:
+        raise InputError(
+            f"{where}: the {name} column (column {column} of {width}) holds {tag!r}, not a "
+            f"chunk tag ({', '.join(sorted(prefixes))}-TYPE or O); eval reads gold and "
+            f"predicted tags from the last two columns")

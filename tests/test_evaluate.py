@@ -164,7 +164,7 @@ def test_length_mismatch_names_sentence():
 def test_evaluate_file_needs_two_columns(tmp_path):
     p = tmp_path / "one.txt"
     p.write_text("word\n", encoding="utf-8")
-    with pytest.raises(CoNLLError, match=r"one\.txt:1: expected at least 2 columns"):
+    with pytest.raises(CoNLLError, match=r"one\.txt:1: one column; eval reads the gold and the predicted tag"):
         evaluate_file(p)
 
 

@@ -18,7 +18,7 @@ from ..models.io import read_metadata
 from ..scorefile import load_lattices
 from ..batch import map_blocks
 from .common import (HelpFormatter, add_executor, add_on_invalid, columns_spec, executor_of,
-                     iter_gold, model_layout, positive_float, read_gold)
+                     iter_gold, model_layout, positive_float, read_gold, warn)
 from .grammar import add_state_budget
 
 
@@ -31,7 +31,10 @@ def add_parsers(sub) -> None:
                    help="read tags leniently in this scheme (none: exactly as conlleval.pl)")
     p.add_argument("--beta", type=positive_float, default=1.0,
                    help="β of F_β = (β+1)tp/(m(x)+β·m(y))")
-    p.add_argument("--delimiter", default=None, help="column delimiter (none: white space)")
+    p.add_argument("--delimiter", default=None,
+                   help="column delimiter, a regular expression as conlleval.pl's -d (e.g. "
+                        "'\\t'; a single character is literal); none: one space, as "
+                        "conlleval.pl, or tabs when the first line holds one")
     p.add_argument("--json", action="store_true", help="print the scores as JSON")
     p.set_defaults(func=run_eval)
 
@@ -63,7 +66,8 @@ def add_parsers(sub) -> None:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    rep = evaluate_file(args.file, scheme=args.scheme, beta=args.beta, delimiter=args.delimiter)
+    rep = evaluate_file(args.file, scheme=args.scheme, beta=args.beta, delimiter=args.delimiter,
+                        warn=lambda message: warn("eval", message))
     sys.stdout.write(rep.json() + "\n" if args.json else rep.conlleval())
     return 0
 

@@ -1,0 +1,230 @@
+"""Reading a scored file exactly as conlleval.pl reads it.
+
+conlleval.pl (Tjong Kim Sang, CoNLL-2000, version 2004-01-26) reads standard input
+line by line; ``fstchunk eval`` reads a file by the same rules, so that on every file
+conlleval.pl reads the two agree on every count:
+
+* a line loses its ``\\n`` and is split at every match of the delimiter, a *regular
+  expression* (default one space; ``-d '\\t'`` for tabs), with Perl's ``split``:
+  a leading empty field is kept, trailing empty fields are dropped, so two spaces
+  in a row make an empty column and trailing spaces make none;
+* the first line with fields fixes the number of fields; a later line with fields
+  and another number stops conlleval.pl ("unexpected number of features");
+* a line without fields (empty, or only delimiters) and a line whose first field
+  is ``-X-`` are sentence boundaries: an ``O``/``O`` token that is not counted;
+* every other line is a token, ``-DOCSTART-`` lines included (they are counted
+  as tokens and normally carry ``O O``); the last field is the predicted tag, the
+  one before it the gold tag; a tag splits at its first hyphen
+  (``/^([^-]*)-(.*)$/``: ``B-ORG-X`` is prefix ``B``, type ``ORG-X``);
+* chunks are read over the whole stream by conlleval.pl's startOfChunk and
+  endOfChunk (:func:`fstchunk.encodings.conlleval_chunks`); a chunk is correct when
+  gold and predicted chunk have the same type, start and end.
+
+Where fstchunk departs, it says so rather than differ silently:
+
+* ``\\r\\n`` line ends: conlleval.pl keeps the ``\\r`` in the last tag and refuses
+  the blank lines (one field: ``\\r``); the ``\\r`` is dropped here;
+* a file whose first line with fields holds a tab is read with tabs as the
+  delimiter (conlleval.pl needs ``-d '\\t'`` for it and reads it the same way);
+* a delimiter that matches the empty string (``-d '|'`` splits every character
+  in Perl) is refused, as are gold or predicted fields that are not chunk tags
+  (:func:`fstchunk.evaluate.evaluate_file`).
+
+Pitfall: conlleval.pl does not know IOBES (``S-X S-X`` is one chunk for it, and
+``E-X B-X`` continues a chunk); :func:`scheme_prefixes_warning` names such files,
+and ``--scheme`` reads them in their scheme.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterator
+
+from . import encodings as enc
+from .conll import iter_lines, _source_name
+from .errors import CoNLLError, InputError
+
+#: the sentence boundary field of conlleval.pl
+BOUNDARY = "-X-"
+DOCSTART = "-DOCSTART-"
+
+#: prefixes that conlleval.pl does not read as their schemes mean them
+IOBES_PREFIXES = frozenset({"E", "S", "L", "U", "B2", "B3", "E2", "E3"})
+
+
+def delimiter_pattern(delimiter: str | None) -> re.Pattern | None:
+    """The compiled delimiter of conlleval.pl's ``-d`` (a regular expression; a single
+    character is taken literally; ``\\t`` written out is a tab); ``None``: its default,
+    one space (tabs when the file's first line holds one).  InputError for a pattern
+    that is not a regular expression or matches the empty string."""
+    if delimiter is None:
+        return None
+    if delimiter == "":
+        raise InputError("--delimiter: empty; give a character such as ' ' or '\\t'")
+    text = re.escape(delimiter) if len(delimiter) == 1 else delimiter
+    try:
+        pattern = re.compile(text)
+    except re.error as e:
+        raise InputError(f"--delimiter {delimiter!r}: not a regular expression ({e}); "
+                         f"conlleval.pl reads -d as one") from None
+    if pattern.fullmatch(""):
+        raise InputError(f"--delimiter {delimiter!r} matches the empty string, so every "
+                         f"character would be a column (as in conlleval.pl); escape it, "
+                         f"e.g. {re.escape(delimiter)!r}")
+    return pattern
+
+
+_SPACE = re.compile(" ")
+_TAB = re.compile("\t")
+
+
+def perl_split(pattern: re.Pattern, line: str) -> list[str]:
+    """Perl's ``split(/pattern/, $line)``: trailing empty fields dropped."""
+    fields = pattern.split(line) if line else []
+    while fields and fields[-1] == "":
+        fields.pop()
+    return fields
+
+
+@dataclass
+class Row:
+    """One line as conlleval.pl sees it: its number, its fields (empty for a
+    boundary), and whether it is a boundary."""
+    line: int
+    fields: list[str]
+    boundary: bool
+
+    @property
+    def docstart(self) -> bool:
+        return bool(self.fields) and self.fields[0] == DOCSTART
+
+
+@dataclass
+class Reading:
+    """What was noticed while reading: the delimiter used and the line ends."""
+    delimiter: str = "one space"
+    crlf: int = 0
+
+
+def iter_rows(path, delimiter: str | None = None, reading: Reading | None = None
+              ) -> Iterator[Row]:
+    """The lines of ``path`` as conlleval.pl reads them (module doc); CoNLLError naming
+    file:line where conlleval.pl would stop (a line with another number of fields,
+    or a token line with fewer than two)."""
+    name = _source_name(path)
+    pattern = delimiter_pattern(delimiter)
+    reading = reading if reading is not None else Reading()
+    if pattern is not None:
+        reading.delimiter = repr(delimiter)
+    width = None
+    for lineno, raw in iter_lines(path):
+        line = raw[:-1] if raw.endswith("\n") else raw
+        if line.endswith("\r"):
+            line = line[:-1]
+            reading.crlf += 1
+        if pattern is None:
+            pattern = _TAB if "\t" in line else _SPACE if line.strip(" ") else None
+            if pattern is None:
+                yield Row(lineno, [], True)
+                continue
+            reading.delimiter = "tab" if pattern is _TAB else "one space"
+        fields = perl_split(pattern, line)
+        if not fields:
+            yield Row(lineno, [], True)
+            continue
+        if width is None:
+            width, first = len(fields), (lineno, fields[0] == DOCSTART)
+        elif len(fields) != width:
+            raise CoNLLError(
+                f"{name}:{lineno}: {len(fields)} columns where the lines before have "
+                f"{width} (delimiter: {reading.delimiter}; conlleval.pl stops here: "
+                f"'unexpected number of features'){_hint(fields, width, first)}")
+        if fields[0] == BOUNDARY:
+            yield Row(lineno, fields, True)
+            continue
+        if len(fields) < 2:
+            raise CoNLLError(f"{name}:{lineno}: one column; eval reads the gold and the "
+                             f"predicted tag from the last two")
+        yield Row(lineno, fields, False)
+
+
+def _hint(fields: list[str], width: int, first: tuple[int, bool]) -> str:
+    docstart = ("a -DOCSTART- line without the predicted column: decode the file again "
+                "(fstchunk decode writes O there), or add ' O' to it")
+    if fields[0] == DOCSTART and len(fields) == width - 1:
+        return "; " + docstart
+    if first[1] and len(fields) == width + 1:
+        return f"; line {first[0]} is {docstart}"
+    if "" in fields:
+        return "; two delimiters in a row make an empty column"
+    return ""
+
+
+def scheme_prefixes_warning(gold: set[str], pred: set[str]) -> str | None:
+    """A refusal (``"refuse: ..."``) when gold and predicted tags come from schemes with
+    different prefixes (E-/S-/L-/U- ... on one side only), a warning when both use
+    prefixes conlleval.pl does not read as their scheme means, else None."""
+    g, p = gold & IOBES_PREFIXES, pred & IOBES_PREFIXES
+    if g != p:
+        def show(s: set[str]) -> str:
+            return ", ".join(sorted(s)) if s else "none of them"
+        return (f"refuse: the gold column uses the prefixes {show(g)} and the predicted "
+                f"column {show(p)} (of {', '.join(sorted(IOBES_PREFIXES))}): two schemes "
+                f"(e.g. IOB2 against IOBES), which conlleval.pl reads inconsistently; give "
+                f"--scheme to read both in one scheme (--scheme IOBES reads IOB and IOE tags "
+                f"too), or convert one column")
+    if g:
+        return (f"tags with the prefixes {', '.join(sorted(g))} are read as conlleval.pl "
+                f"reads them, which does not know IOBES (S-X S-X is one chunk, E-X B-X "
+                f"continues one); give --scheme (e.g. IOBES) to read them in their scheme")
+    return None
+
+
+class ChunkCounts:
+    """conlleval.pl's counts over a stream of (gold, predicted) tags: chunks found
+    (counted where they start), chunks correct (gold and predicted start together
+    with one type and end together), tokens and correct tags, overall and per type.
+
+    :meth:`push` takes one line's tags (a boundary pushes ``O``, ``O`` with
+    ``token=False``); :meth:`close` ends the stream."""
+
+    def __init__(self) -> None:
+        self.correct = self.gold = self.found = self.tokens = self.correct_tags = 0
+        self.per_type: dict[str, list[int]] = {}       # type -> [correct, gold, found]
+        self._last_g = self._last_p = (enc.OUTSIDE, "")
+        self._in_correct = False
+
+    def _type(self, t: str) -> list[int]:
+        return self.per_type.setdefault(t, [0, 0, 0])
+
+    def push(self, gold: str, pred: str, token: bool = True) -> None:
+        g, p = enc.split_conlleval(gold), enc.split_conlleval(pred)
+        lg, lp = self._last_g, self._last_p
+        if self._in_correct:
+            eg, ep = enc.conlleval_ends(lg, g), enc.conlleval_ends(lp, p)
+            if eg and ep and lg[1] == lp[1]:
+                self._in_correct = False
+                self.correct += 1
+                self._type(lg[1])[0] += 1
+            elif eg != ep or g[1] != p[1]:
+                self._in_correct = False
+        sg, sp = enc.conlleval_starts(lg, g), enc.conlleval_starts(lp, p)
+        if sg and sp and g[1] == p[1]:
+            self._in_correct = True
+        if sg:
+            self.gold += 1
+            self._type(g[1])[1] += 1
+        if sp:
+            self.found += 1
+            self._type(p[1])[2] += 1
+        if token:
+            self.tokens += 1
+            self.correct_tags += g == p
+        self._last_g, self._last_p = g, p
+
+    def close(self) -> None:
+        if self._in_correct:
+            self._in_correct = False
+            self.correct += 1
+            self._type(self._last_g[1])[0] += 1

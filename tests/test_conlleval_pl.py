@@ -1,0 +1,177 @@
+"""conlleval.pl itself as the oracle of ``fstchunk eval``.
+
+A generated family of scored files — layouts of 2 to 5 columns, one space or tabs
+(``-d '\\t'``), ``-DOCSTART-`` lines, ``-X-`` boundaries, blank lines of spaces,
+trailing spaces, U+00A0 inside tokens, typed and untyped tags of several schemes,
+hyphenated types, invalid sequences, no final blank line — is scored by conlleval.pl
+and by ``fstchunk eval``: the reports are the same text.  Files conlleval.pl refuses
+are refused by eval too, naming file:line.
+"""
+
+import subprocess
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from fstchunk.cli import main
+from fstchunk.evaluate import evaluate_file
+
+
+def conlleval(script, path, *options):
+    with open(path, "rb") as fh:
+        r = subprocess.run(["perl", script, *options], stdin=fh, capture_output=True)
+    return r.returncode, r.stdout.decode("utf-8"), r.stderr.decode("utf-8")
+
+
+def mixed_schemes(text, sep):
+    """Whether gold and predicted tags use different IOBES-only prefixes (E, S, ...)."""
+    sides = (set(), set())
+    for line in text.splitlines():
+        fields = [f for f in line.split(sep) if f.strip(" ")]
+        if len(fields) >= 2 and fields[0] != "-X-":
+            for side, tag in zip(sides, fields[-2:]):
+                side.add(tag.split("-", 1)[0])
+    only = {"E", "S", "L", "U"}
+    return sides[0] & only != sides[1] & only
+
+
+def fstchunk_eval(capsys, path, *options):
+    code = main(["eval", str(path), *options])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+TYPED = ["O", "B-NP", "I-NP", "B-VP", "I-VP", "E-NP", "E-VP", "B-ORG-X", "I-ORG-X"]
+UNTYPED = ["O", "B", "I", "E"]
+IOBES = ["O", "B-NP", "I-NP", "E-NP", "S-NP", "S-PP", "B-PP", "E-PP"]
+WORDS = ["the", "cat", "10\u00a0000", "naïve", "-", "--", "O", "B-NP", "x-y"]
+
+
+@st.composite
+def scored_files(draw):
+    """(text, conlleval options, eval options): a file conlleval.pl reads."""
+    tags = draw(st.sampled_from([TYPED, UNTYPED, IOBES]))
+    width = draw(st.integers(2, 5))
+    tab = draw(st.booleans())
+    sep = "\t" if tab else " "
+    lines = []
+    if draw(st.booleans()):
+        lines.append("")                                   # a leading blank line
+    for _ in range(draw(st.integers(1, 6))):
+        kind = draw(st.sampled_from(["sentence", "sentence", "sentence", "docstart", "X"]))
+        if kind == "docstart" and width > 2:
+            lines.append(sep.join(["-DOCSTART-"] + ["-X-"] * (width - 3) + ["O", "O"]))
+        elif kind == "X":
+            lines.append(sep.join(["-X-"] * width))
+        elif kind != "docstart":
+            for _ in range(draw(st.integers(1, 8))):
+                row = [draw(st.sampled_from(WORDS))] + ["NN"] * (width - 3)
+                row += [draw(st.sampled_from(tags)) for _ in range(2)][-(width - 1):]
+                if width == 2:
+                    row = [draw(st.sampled_from(tags)), draw(st.sampled_from(tags))]
+                text = sep.join(row)
+                if draw(st.booleans()) and not tab:
+                    text += " " * draw(st.integers(1, 3))   # trailing spaces
+                lines.append(text)
+        blank = draw(st.sampled_from(["", "", "  ", "\t"] if tab else ["", "", "  "]))
+        lines.append(blank)
+    if draw(st.booleans()):
+        lines.pop()                                        # no final blank line
+    text = "\n".join(lines) + ("\n" if draw(st.booleans()) else "")
+    if tab:
+        form = draw(st.sampled_from([["-d", "\\t"], ["-d", "\t"]]))
+        return text, form, ["--delimiter", form[1]]
+    return text, [], []
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=scored_files())
+def test_eval_equals_conlleval_pl(case, conlleval_pl, tmp_path_factory, capsys):
+    text, pl_options, options = case
+    path = tmp_path_factory.mktemp("f") / "scored.txt"
+    path.write_text(text, encoding="utf-8")
+    code_pl, out_pl, err_pl = conlleval(conlleval_pl, path, *pl_options)
+    code, out, err = fstchunk_eval(capsys, path, *options)
+    if code_pl != 0:
+        assert code == 2 and "scored.txt:" in err, (text, err_pl, err)
+        return
+    if "no sentences" in err:                  # only boundaries: conlleval.pl prints 0 tokens
+        assert out_pl.startswith("processed 0 tokens")
+        return
+    if mixed_schemes(text, "\t" if options else " "):
+        assert code == 2 and "--scheme" in err and out == "", (text, err)
+        return
+    assert code == 0, (text, err)
+    assert out == out_pl, text
+
+
+def test_iobes_on_both_sides_equals_conlleval_pl_with_a_warning(conlleval_pl, tmp_path,
+                                                                 capsys):
+    path = tmp_path / "iobes.txt"
+    path.write_text("a S-NP S-NP\nb S-NP S-NP\nc B-VP B-VP\nd E-VP E-VP\ne B-VP S-VP\n\n")
+    _, out_pl, _ = conlleval(conlleval_pl, path)
+    code, out, err = fstchunk_eval(capsys, path)
+    assert code == 0 and out == out_pl
+    assert "--scheme" in err and "warning" in err
+
+
+@pytest.mark.parametrize("gold,pred,refused", [
+    (["B-NP", "I-NP", "O"], ["B-NP", "E-NP", "O"], True),     # IOB2 against IOBES
+    (["B-NP", "O", "B-VP"], ["S-NP", "O", "S-VP"], True),
+    (["I-NP", "E-NP", "O"], ["B-NP", "I-NP", "O"], True),     # IOE2 against IOB2
+    (["B-NP", "L-NP", "O"], ["B-NP", "E-NP", "O"], True),     # BILOU against IOBES
+    (["B-NP", "I-NP", "O"], ["I-NP", "I-NP", "O"], False),    # IOB2 against IOB1
+])
+def test_mixed_schemes_are_refused_naming_scheme(tmp_path, capsys, gold, pred, refused):
+    path = tmp_path / "mixed.txt"
+    path.write_text("".join(f"w{i} {g} {p}\n" for i, (g, p) in enumerate(zip(gold, pred))))
+    code, out, err = fstchunk_eval(capsys, path)
+    if refused:
+        assert code == 2 and "--scheme" in err and out == ""
+        code, out, err = fstchunk_eval(capsys, path, "--scheme", "IOBES")
+        if "L-NP" in gold:                         # BILOU: not tags of IOBES, named
+            assert code == 2 and "mixed.txt:2" in err and "'L-NP'" in err
+        else:
+            assert code == 0 and "FB1: 100.00" in out
+    else:
+        assert code == 0
+
+
+def test_docstart_lines_are_tokens_as_in_conlleval_pl(conlleval_pl, tmp_path, capsys):
+    path = tmp_path / "doc.txt"
+    path.write_text("-DOCSTART- -DOCSTART- O O\n\nDe Art B-MISC B-MISC\nman N O O\n\n"
+                    "-DOCSTART- -DOCSTART- O O\n\nJan N B-PER B-PER\n")
+    _, out_pl, _ = conlleval(conlleval_pl, path)
+    code, out, _ = fstchunk_eval(capsys, path)
+    assert code == 0 and out == out_pl and out.startswith("processed 5 tokens")
+    assert evaluate_file(path).sentences == 2
+
+
+def test_docstart_line_without_predicted_column_is_refused_with_the_fix(tmp_path, capsys,
+                                                                        conlleval_pl):
+    path = tmp_path / "old.txt"
+    path.write_text("-DOCSTART- -DOCSTART- O\n\nDe Art B-MISC B-MISC\n")
+    assert conlleval(conlleval_pl, path)[0] != 0
+    code, _, err = fstchunk_eval(capsys, path)
+    assert code == 2 and "old.txt:1" in err and "-DOCSTART-" in err and "decode" in err
+
+
+@pytest.mark.parametrize("delimiter", ["|", ".", "a|"])
+def test_delimiters_that_match_everything_or_nothing(tmp_path, capsys, delimiter):
+    path = tmp_path / "d.txt"
+    path.write_text("a|B-NP|B-NP\n")
+    code, out, err = fstchunk_eval(capsys, path, "--delimiter", delimiter)
+    if delimiter == "|":
+        assert code == 0 and "FB1: 100.00" in out          # one character: literal
+    elif delimiter == "a|":
+        assert code == 2 and "empty string" in err
+    else:
+        assert code == 2                                   # '.' literal: one column
+
+
+def test_crlf_is_read_without_carriage_returns(tmp_path, capsys):
+    path = tmp_path / "crlf.txt"
+    path.write_bytes(b"a B-NP B-NP\r\nb I-NP I-NP\r\n\r\nc O O\r\n")
+    code, out, err = fstchunk_eval(capsys, path)
+    assert code == 0 and "FB1: 100.00" in out and "CRLF" in err
