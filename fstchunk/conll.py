@@ -7,6 +7,10 @@ Every token line of a file must have the same number of columns, as conlleval.pl
 demands; a line that breaks this, or bytes that are not UTF-8, raise
 :class:`CoNLLError` naming the file and line.
 
+Columns are split at runs of ASCII spaces and tabs only — a U+00A0 (no-break
+space) or any other Unicode space is part of its token, as in conlleval.pl — or,
+with ``delimiter="\\t"``, at each tab (a token may then hold spaces).
+
 Pitfalls:
 
 * sentence boundaries are blank lines; a file that does not end in a blank line
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Sequence
 
@@ -53,7 +58,7 @@ class Sentence:
         return f"{self.source}:{line}"
 
 
-def _source_name(path_or_file) -> str:
+def source_name(path_or_file) -> str:
     """The name errors give a path or a stream (``<stream>`` if it has none)."""
     if hasattr(path_or_file, "read"):
         return str(getattr(path_or_file, "name", "<stream>"))
@@ -75,10 +80,11 @@ def iter_lines(path_or_file) -> Iterator[tuple[int, str]]:
     decoded line by line so that a bad byte is reported at its own line, not at
     the start of a buffer.  :func:`iter_conll` reads through it; writers that
     must echo the input as it was (``fstchunk decode``) use it too."""
-    name = _source_name(path_or_file)
+    name = source_name(path_or_file)
     if hasattr(path_or_file, "read"):
         for lineno, raw in enumerate(path_or_file, 1):
-            yield lineno, _decode(raw, name, lineno)
+            text = _decode(raw, name, lineno)
+            yield lineno, text.lstrip("\ufeff") if lineno == 1 else text
         return
     with open(name, "rb") as fh:
         for lineno, raw in enumerate(fh, 1):
@@ -86,28 +92,58 @@ def iter_lines(path_or_file) -> Iterator[tuple[int, str]]:
             yield lineno, text.lstrip("\ufeff") if lineno == 1 else text
 
 
+#: the white space that separates columns: ASCII spaces and tabs, never U+00A0
+BLANKS = " \t\r\n"
+_RUNS = re.compile("[ \t]+")
+DOCSTART = "-DOCSTART-"
+
+
+def split_line(line: str, delimiter: str | None = None) -> list[str]:
+    """The columns of a line (line end already removed): at runs of spaces and tabs
+    (``None``), at each tab (``"\\t"``, fields stripped of spaces), or at each
+    ``delimiter``; an empty list for a blank line."""
+    if delimiter is None:
+        text = line.strip(BLANKS)
+        return _RUNS.split(text) if text else []
+    if delimiter == "\t":
+        cols = [c.strip(" ") for c in line.rstrip(BLANKS).split("\t")]
+    else:
+        cols = line.split(delimiter)
+    while cols and not cols[-1].strip(BLANKS):
+        cols.pop()
+    return cols
+
+
 def is_separator(line: str) -> bool:
     """Whether a line separates sentences: blank, or a ``-DOCSTART-`` line."""
-    cols = line.split()
-    return not cols or cols[0] == "-DOCSTART-"
+    text = line.strip(BLANKS)
+    return not text or _RUNS.split(text, maxsplit=1)[0] == DOCSTART
+
+
+def file_delimiter(line: str) -> str:
+    """The delimiter to write a file in whose first token line is ``line``: a tab if
+    it holds one, else one space."""
+    return "\t" if "\t" in line.strip(BLANKS) else " "
 
 
 def iter_conll(path_or_file, delimiter: str | None = None,
                min_columns: int = 1) -> Iterator[Sentence]:
-    """Sentences of a CoNLL file, lazily.  ``delimiter=None`` splits on white space."""
-    name = _source_name(path_or_file)
+    """Sentences of a CoNLL file, lazily.  ``delimiter=None`` splits at runs of
+    spaces and tabs (module doc)."""
+    name = source_name(path_or_file)
     ncols = None
     rows: list[list[str]] = []
     lines: list[int] = []
+    shown = "spaces and tabs" if delimiter is None else repr(delimiter)
     for lineno, raw in iter_lines(path_or_file):
         line = raw.rstrip("\r\n")
-        if not line.strip():
+        if not line.strip(BLANKS):
             if rows:
                 yield Sentence(rows, lines, name)
             rows, lines = [], []
             continue
-        cols = line.split(delimiter) if delimiter else line.split()
-        if cols[0] == "-DOCSTART-":
+        cols = split_line(line, delimiter)
+        if cols[0] == DOCSTART:
             if rows:
                 yield Sentence(rows, lines, name)
             rows, lines = [], []
@@ -119,7 +155,11 @@ def iter_conll(path_or_file, delimiter: str | None = None,
                                  f"columns, found {ncols}: {line!r}")
         elif len(cols) != ncols:
             raise CoNLLError(f"{name}:{lineno}: expected {ncols} columns like the "
-                             f"lines before, found {len(cols)}: {line!r}")
+                             f"lines before, found {len(cols)} (columns split at "
+                             f"{shown}): {line!r}")
+        if "" in cols:
+            raise CoNLLError(f"{name}:{lineno}: an empty column (two delimiters in a "
+                             f"row; columns split at {shown}): {line!r}")
         rows.append(cols)
         lines.append(lineno)
     if rows:

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from . import encodings as enc
-from .conll import iter_lines, _source_name
+from .conll import iter_lines, source_name
 from .errors import CoNLLError, InputError
 
 #: the sentence boundary field of conlleval.pl
@@ -112,7 +112,7 @@ def iter_rows(path, delimiter: str | None = None, reading: Reading | None = None
     """The lines of ``path`` as conlleval.pl reads them (module doc); CoNLLError naming
     file:line where conlleval.pl would stop (a line with another number of fields,
     or a token line with fewer than two)."""
-    name = _source_name(path)
+    name = source_name(path)
     pattern = delimiter_pattern(delimiter)
     reading = reading if reading is not None else Reading()
     if pattern is not None:
@@ -137,8 +137,8 @@ def iter_rows(path, delimiter: str | None = None, reading: Reading | None = None
             width, first = len(fields), (lineno, fields[0] == DOCSTART)
         elif len(fields) != width:
             raise CoNLLError(
-                f"{name}:{lineno}: {len(fields)} columns where the lines before have "
-                f"{width} (delimiter: {reading.delimiter}; conlleval.pl stops here: "
+                f"{name}:{lineno}: expected {width} columns like the lines before, found "
+                f"{len(fields)} (delimiter: {reading.delimiter}; conlleval.pl stops here: "
                 f"'unexpected number of features'){_hint(fields, width, first)}")
         if fields[0] == BOUNDARY:
             yield Row(lineno, fields, True)

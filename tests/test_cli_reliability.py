@@ -159,7 +159,9 @@ def test_expected_scores_option_with_a_model_says_use_model(capsys, train_file, 
 
 
 # ------------------------------------------------------------------ outputs
-def test_decode_echoes_tabs_docstart_and_blank_lines(capsys, tmp_path, hmm_model):
+def test_decode_keeps_tabs_docstart_and_blank_lines(capsys, tmp_path, hmm_model):
+    """One delimiter throughout (the first token line's: a tab), a -DOCSTART- line
+    with the tag O, blank lines kept: a file conlleval.pl reads with -d '\\t'."""
     src = ("-DOCSTART-\tX\n\nThe\tDT\ndog\tNN\n\n\n"
            "Dogs NNS\nrun VBP\n")
     f = tmp_path / "in.txt"
@@ -168,9 +170,9 @@ def test_decode_echoes_tabs_docstart_and_blank_lines(capsys, tmp_path, hmm_model
     code, out, err = run(capsys, "decode", "--model", hmm_model, "--input", f, "-o", out_file)
     assert code == 0, err
     lines = out_file.read_text().splitlines()
-    assert lines[:3] == ["-DOCSTART-\tX", "", lines[2]] and lines[2].startswith("The\tDT\t")
+    assert lines[:3] == ["-DOCSTART-\tX\tO", "", lines[2]] and lines[2].startswith("The\tDT\t")
     assert lines[3].startswith("dog\tNN\t") and lines[4:6] == ["", ""]
-    assert lines[6].startswith("Dogs NNS ") and lines[6].count("\t") == 0
+    assert lines[6].startswith("Dogs\tNNS\t") and lines[6].count(" ") == 0
     assert len(lines) == len(src.splitlines())
     got = read_conll(out_file)
     assert [len(s) for s in got] == [2, 2] and all(len(r) == 3 for s in got for r in s.rows)

@@ -175,3 +175,85 @@ def test_crlf_is_read_without_carriage_returns(tmp_path, capsys):
     path.write_bytes(b"a B-NP B-NP\r\nb I-NP I-NP\r\n\r\nc O O\r\n")
     code, out, err = fstchunk_eval(capsys, path)
     assert code == 0 and "FB1: 100.00" in out and "CRLF" in err
+
+
+# ------------------------------------------------------------------ decode's output
+@pytest.fixture(scope="module")
+def tiny_models(tmp_path_factory):
+    """HMMs on TINY_CONLL: word/POS/tag and word/tag (IOB2); an IOBES-data one."""
+    from fstchunk.conll import read_conll
+    from fstchunk.models.hmm import HMM
+    from oracles import TINY_CONLL
+    d = tmp_path_factory.mktemp("models")
+    (d / "tiny.txt").write_text(TINY_CONLL)
+    sents = read_conll(d / "tiny.txt")
+    HMM().fit(sents).save(d / "hmm.npz")
+    return d / "hmm.npz"
+
+
+def decoded_family():
+    """(name, input text, decode options, conlleval.pl options) of inputs people have."""
+    rows = [("The", "DT", "B-NP"), ("dog", "NN", "I-NP"), ("barks", "VBZ", "B-VP"),
+            ("10\u00a0000", "CD", "B-NP"), ("naïve", "JJ", "I-NP")]
+    sent = [rows[:3], rows[3:]]
+
+    def text(sep=" ", trail="", doc=None, crlf=False, bom=False, blank=""):
+        lines = [] if doc is None else [doc, blank]
+        for s in sent:
+            lines += [sep.join(r) + trail for r in s] + [blank]
+        out = ("\r\n" if crlf else "\n").join(lines) + ("\r\n" if crlf else "\n")
+        return ("\ufeff" if bom else "") + out
+    tab = ["-d", "\\t"]
+    return [
+        ("spaces", text(), [], []),
+        ("trailing spaces", text(trail="  "), [], []),
+        ("runs of spaces", text(sep="   "), [], []),
+        ("tabs", text(sep="\t"), [], tab),
+        ("tabs, --delimiter", text(sep="\t"), ["--delimiter", "\\t"], tab),
+        ("CoNLL-2002 -DOCSTART-", text(doc="-DOCSTART- -DOCSTART- O"), [], []),
+        ("CoNLL-2003 -DOCSTART-", text(doc="-DOCSTART- -X- O"), [], []),
+        ("bare -DOCSTART-", text(doc="-DOCSTART-"), [], []),
+        ("CRLF", text(crlf=True), [], []),
+        ("BOM", text(bom=True), [], []),
+        ("blank lines of spaces", text(blank="   "), [], []),
+    ]
+
+
+@pytest.mark.parametrize("name,text,options,pl_options", decoded_family(),
+                         ids=[c[0] for c in decoded_family()])
+def test_decode_writes_what_conlleval_pl_reads(conlleval_pl, tiny_models, tmp_path, capsys,
+                                               name, text, options, pl_options):
+    inp, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    inp.write_bytes(text.encode("utf-8"))
+    code = main(["decode", "--model", str(tiny_models), "--input", str(inp), "-o", str(out),
+                 *options])
+    assert code == 0, capsys.readouterr().err
+    capsys.readouterr()
+    code_pl, out_pl, err_pl = conlleval(conlleval_pl, out, *pl_options)
+    assert code_pl == 0 and "processed" in out_pl, (name, err_pl, out.read_text())
+    code, got, err = fstchunk_eval(capsys, out, *(["--delimiter", "\t"] if pl_options else []))
+    assert code == 0 and got == out_pl, (name, err)
+    assert "10\u00a0000" in out.read_text()                # U+00A0 stays inside its token
+
+
+def test_decode_of_conll2002_is_read_by_conlleval_pl(conlleval_pl, corpus, tmp_path, capsys):
+    """Real data with -DOCSTART- lines: conlleval.pl reads decode's output, and eval
+    gives the same report, token count included."""
+    from fstchunk.conll import read_conll
+    from fstchunk.models.hmm import HMM
+    train = read_conll(corpus("conll2002", "ned.train"))[:3000]
+    model = tmp_path / "hmm.npz"
+    HMM().fit(train).save(model)
+    testa = tmp_path / "testa.txt"
+    with open(corpus("conll2002", "ned.testa"), encoding="utf-8") as fh:
+        testa.write_text("".join(fh.readlines()[:4000]))
+    out = tmp_path / "out.txt"
+    assert main(["decode", "--model", str(model), "--input", str(testa), "-o", str(out)]) == 0
+    capsys.readouterr()
+    code_pl, out_pl, _ = conlleval(conlleval_pl, out)
+    assert code_pl == 0
+    code, got, _ = fstchunk_eval(capsys, out)
+    assert code == 0 and got == out_pl
+    docs = sum(line.startswith("-DOCSTART-") for line in testa.read_text().splitlines())
+    tokens = sum(bool(line.strip()) for line in testa.read_text().splitlines())
+    assert docs > 0 and got.startswith(f"processed {tokens} tokens")

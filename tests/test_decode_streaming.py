@@ -57,6 +57,8 @@ def previous_output(inp, hmm, decoder: str) -> str:
         text = raw.rstrip("\r\n")
         if lineno in tag_of:
             text += " " + tag_of[lineno]
+        elif text.startswith("-DOCSTART-"):       # conlleval.pl reads it as a token
+            text += " O"
         out.append(text + "\n")
     return "".join(out)
 

@@ -134,9 +134,19 @@ def executor_of(args: argparse.Namespace) -> Iterator[Any]:
             ex.close()
 
 
-def iter_input(path: str) -> Iterator[Sentence]:
+def iter_input(path: str, delimiter: str | None = None) -> Iterator[Sentence]:
     """Sentences to tag or score, read lazily (bounded memory on any file size)."""
-    return iter_conll(path, min_columns=1)
+    return iter_conll(path, delimiter=delimiter, min_columns=1)
+
+
+def delimiter_arg(text: str) -> str:
+    """argparse type: a column delimiter as conlleval.pl's ``-d`` is written: ``'\\t'``
+    (backslash t) or a tab, ``' '``, or another string taken literally."""
+    if text in ("\\t", "\t", "tab", "TAB"):
+        return "\t"
+    if text == "":
+        raise argparse.ArgumentTypeError("empty; give e.g. ' ' or '\\t'")
+    return text
 
 
 def no_sentences(path: str) -> InputError:

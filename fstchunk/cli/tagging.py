@@ -4,9 +4,11 @@ needs it before any decoder but MAP reads its scores as probabilities) and ``fst
 decode`` (tag a CoNLL file with a saved model).
 
 Both check their destination (``-o``) before any work, and write it atomically
-(:mod:`fstchunk.outputs`).  ``decode`` echoes every input line as it was —
-delimiter, ``-DOCSTART-`` and blank lines included — and appends the predicted
-tag with the line's own delimiter (a tab if the line has one, else a space).
+(:mod:`fstchunk.outputs`).  ``decode`` writes every input line — ``-DOCSTART-``
+and blank lines included — with the predicted tag appended, in a form that
+conlleval.pl reads: the columns joined by one space (a tab in tab-delimited
+input), ``O`` as the tag of a ``-DOCSTART-`` line, and, by default, the tags in
+the scheme of the model's training data.
 
 ``decode`` streams: each sentence is written (and standard output flushed) as soon
 as it is decoded, in input order, into the temporary of ``-o`` or to standard
@@ -27,7 +29,7 @@ from itertools import chain
 from typing import IO, Iterator
 
 from ..columns import Columns
-from ..conll import Sentence, is_separator, iter_lines
+from ..conll import Sentence, file_delimiter, is_separator, iter_lines, split_line
 from ..batch import Decoded, iter_decode_sentences
 from ..decode import DECODERS
 from ..errors import BudgetError, InputError
@@ -41,7 +43,8 @@ from ..models.hmm import HMM
 from ..models.objectives import DEFAULT_L2, OBJECTIVES
 from ..outputs import atomic_write, check_output
 from ..training import Trainer, file_digest
-from .common import (HelpFormatter, add_executor, add_on_invalid, columns_spec, executor_of,
+from .common import (HelpFormatter, add_executor, add_on_invalid, columns_spec, delimiter_arg,
+                     executor_of,
                      iter_input, memory_size, model_layout, no_sentences, nonnegative_float,
                      nonnegative_int, positive_float, positive_int, read_gold, warn)
 
@@ -66,7 +69,14 @@ def add_parsers(sub) -> None:
                         "meu-corpus (expected corpus F)")
     p.add_argument("--beta", type=positive_float, default=1.0, help="β of the MEU decoders")
     p.add_argument("--k", type=positive_int, default=20, help="paths reranked by meu-kbest")
-    p.add_argument("--output-scheme", default="IOB2", help="scheme of the predicted column")
+    p.add_argument("--output-scheme", default=None,
+                   help="scheme of the predicted column (none: the scheme of the model's "
+                        "training data, its --data-scheme; IOB2 for models that do not "
+                        "record it)")
+    p.add_argument("--delimiter", type=delimiter_arg, default=None,
+                   help="column delimiter of the input and the output (conlleval.pl's -d "
+                        "forms: '\\t' or a tab, ' ', ...); none: runs of spaces and tabs, "
+                        "or tabs when the first line holds one")
     p.add_argument("--memory-budget", type=memory_size, default=None, metavar="SIZE",
                    help="memory one sentence may take in the meu and meu-kbest decoders, in "
                         "bytes or with a K, M or G suffix (e.g. 2G); a sentence estimated "
@@ -156,16 +166,17 @@ def run_decode(args: argparse.Namespace) -> int:
     if args.output:
         check_output(args.output)
     model = load_model(args.model)
+    scheme = args.output_scheme or output_scheme(model)
     with executor_of(args) as ex:
         results = iter_decode_sentences(
-            model, model_layout(iter_input(args.input), args.columns, model), args.decoder,
-            args.beta, args.k, args.output_scheme, memory_budget=args.memory_budget,
+            model, model_layout(iter_input(args.input, args.delimiter), args.columns, model),
+            args.decoder, args.beta, args.k, scheme, memory_budget=args.memory_budget,
             executor=ex)
         if args.output:
             with atomic_write(args.output) as fh:
-                total, failed = _stream(args.input, results, fh)
+                total, failed = _stream(args.input, results, fh, args.delimiter)
         else:
-            total, failed = _stream(args.input, results, sys.stdout)
+            total, failed = _stream(args.input, results, sys.stdout, args.delimiter)
     if not failed:
         return 0
     shown = ", ".join(failed[:3]) + (", ..." if len(failed) > 3 else "")
@@ -176,22 +187,46 @@ def run_decode(args: argparse.Namespace) -> int:
     return 1
 
 
-def _stream(path: str, results: Iterator[Decoded], out: IO[str]) -> tuple[int, list[str]]:
-    """Echo the input's lines, each token line plus its predicted tag, a sentence at a
-    time as ``results`` yields it; the blank and ``-DOCSTART-`` lines after a sentence
-    go out with it, and ``out`` is flushed before the next sentence is decoded.  One
-    error line per sentence that failed.  Only the sentence in hand is held, whatever
-    the file's size.  Returns the number of sentences and where those that failed
-    begin."""
+def _stream(path: str, results: Iterator[Decoded], out: IO[str],
+            delimiter: str | None = None) -> tuple[int, list[str]]:
+    """Write the input's lines, each token line's columns plus its predicted tag, a
+    sentence at a time as ``results`` yields it; the blank and ``-DOCSTART-`` lines
+    after a sentence go out with it, and ``out`` is flushed before the next sentence
+    is decoded.  One error line per sentence that failed.  Only the sentence in hand
+    is held, whatever the file's size.  Returns the number of sentences and where
+    those that failed begin.
+
+    What is written, conlleval.pl reads (:mod:`fstchunk.conlleval`): a token line's
+    columns are joined by one space (by a tab when the input's first token line
+    holds one, by ``delimiter`` when given), so runs of white space and trailing
+    spaces do not make empty columns; a ``-DOCSTART-`` line gets the tag ``O`` too,
+    padded with ``O`` to the token lines' width; blank lines are empty."""
     lines = iter_lines(path)
     held: list = []                               # the first line of the next sentence
+    pending: list[str] = []                       # separators before the width is known
+    form: dict = {}                               # the input's delimiter and width
 
     def separators() -> None:
         for lineno, raw in lines:
             if not is_separator(raw):
                 held.append((lineno, raw))
                 break
-            out.write(raw.rstrip("\r\n") + "\n")
+            pending.append(raw.rstrip("\r\n"))
+        if held and not form:                     # the first token line: the layout
+            first = held[0][1].rstrip("\r\n")
+            join = delimiter if delimiter is not None else file_delimiter(first)
+            form.update(split=delimiter, join=join, width=len(split_line(first, delimiter)))
+        if form:
+            flush()
+
+    def flush() -> None:
+        for text in pending:
+            cols = split_line(text, form["split"])
+            if cols:                              # a -DOCSTART- line: O as its tag
+                width = form["width"]
+                cols = cols[:width] + ["O"] * (width - len(cols)) + ["O"]
+            out.write(form["join"].join(cols) + "\n")
+        pending.clear()
         out.flush()
     failed: list[str] = []
     total = 0
@@ -207,12 +242,18 @@ def _stream(path: str, results: Iterator[Decoded], out: IO[str]) -> tuple[int, l
         tags = [UNDECODED] * len(s) if d.tags is None else d.tags
         for tag, (lineno, raw) in zip(tags, chain([held.pop()], lines)):   # tags first:
             # zip stops at the shorter without reading a line past the sentence
-            text = raw.rstrip("\r\n")
-            out.write(text + ("\t" if "\t" in text else " ") + tag + "\n")
+            cols = split_line(raw.rstrip("\r\n"), form["split"])
+            out.write(form["join"].join(cols + [tag]) + "\n")
         separators()
     if total == 0:
         raise no_sentences(path)
     return total, failed
+
+
+def output_scheme(model) -> str:
+    """The scheme ``decode`` writes by default: that of the model's training data
+    (``data_scheme``), else IOB2 (models that do not record it)."""
+    return getattr(model, "data_scheme", None) or "IOB2"
 
 
 def _report(s: Sentence, index: int, error: BaseException) -> None:
