@@ -77,6 +77,7 @@ def _worker(func: Callable, context: Any, items: list, blocks: list, tasks, conn
     send ("ok", block, results) per block, or ("error", exception) and stop.
     SIGINT is ignored here: the caller alone handles Ctrl-C and terminates us."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)   # terminate() ends us, quietly
     _unblock_sigint()
     threadpool_limits(limits=1, user_api="blas")
     try:
@@ -288,6 +289,7 @@ class ResidentPool:
 def _resident(func: Callable[..., Any], context: Any, conn) -> None:
     """Body of a resident process: answer each ``args`` until the pipe closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)   # terminate() ends us, quietly
     _unblock_sigint()
     threadpool_limits(limits=1, user_api="blas")
     while True:

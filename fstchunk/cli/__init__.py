@@ -11,7 +11,8 @@ or destination), an :class:`OSError` (a file that cannot be read or written) or 
 :class:`RuntimeError` (an external tool or a worker process failing) ends the
 program with one line ``fstchunk COMMAND: error: ...`` on standard error, exit
 status 2; Ctrl-C ends it with one line (naming the checkpoint, when training),
-exit status 130.  ``decode`` goes on past a sentence it cannot decode (one line
+exit status 130, and SIGTERM (``kill``, a job scheduler's time limit) the same way
+with exit status 143: temporaries removed, a checkpoint written when training.  ``decode`` goes on past a sentence it cannot decode (one line
 naming its file:line, its lines tagged ``<error>``) and ends with exit status 1
 when any did.  Anything else is a bug and shows its traceback.
 """
@@ -19,6 +20,7 @@ when any did.  Anything else is a bug and shows its traceback.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from .. import __version__
@@ -57,20 +59,40 @@ def main(argv: list[str] | None = None) -> int:
         args.names = list(args.names) + extra
     command = args.command + (f" {args.joint_command}" if args.command == "joint" else
                               f" {args.segment_command}" if args.command == "segment" else "")
+    terminated: list[int] = []
+    previous = _on_sigterm(terminated)
     try:
         with single_threaded_blas():        # small matrices: see fstchunk.parallel
             return args.func(args)
     except BrokenPipeError:
         return 0
     except TrainingInterrupted as e:
-        print(f"fstchunk {command}: interrupted: {e}", file=sys.stderr)
-        return 130
+        how, code = ("terminated", 143) if terminated else ("interrupted", 130)
+        print(f"fstchunk {command}: {how}: {e}", file=sys.stderr)
+        return code
     except KeyboardInterrupt:
-        print(f"fstchunk {command}: interrupted", file=sys.stderr)
-        return 130
+        how, code = ("terminated", 143) if terminated else ("interrupted", 130)
+        print(f"fstchunk {command}: {how}", file=sys.stderr)
+        return code
     except (FstchunkError, OSError, RuntimeError) as e:
         print(f"fstchunk {command}: error: {e}", file=sys.stderr)
         return 2
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _on_sigterm(terminated: list[int]):
+    """Make SIGTERM end the command as Ctrl-C does (a KeyboardInterrupt, which every
+    writer and the training loop clean up after), noting it in ``terminated``; the
+    previous handler, or None where none could be set (not the main thread)."""
+    def handler(signum, frame):
+        terminated.append(signum)
+        raise KeyboardInterrupt
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:                      # not the main thread of the interpreter
+        return None
 
 
 if __name__ == "__main__":
