@@ -277,3 +277,42 @@ def test_decode_and_expected_read_another_layout_with_columns(capsys, tmp_path, 
                         "--columns", "pos,word,tag")
     assert code == code2 == 0, err
     assert a == b
+
+
+@pytest.mark.parametrize("argv,victim", [
+    (["train", "--train", "{t}", "-o", "{t}"], "t"),
+    (["train", "--train", "{t}", "--dev", "{d}", "-o", "{d}"], "d"),
+    (["train", "--train", "{t}", "--init", "{m}", "-o", "{m}"], "m"),
+    (["train", "--train", "{t}", "--model-type", "hmm", "-o", "{t}"], "t"),
+    (["decode", "--model", "{m}", "--input", "{t}", "-o", "{m}"], "m"),
+    (["decode", "--model", "{m}", "--input", "{t}", "-o", "{t}"], "t"),
+    (["decode", "--model", "{m}", "--input", "{t}", "-o", "{link}"], "t"),
+    (["calibrate", "--model", "{m}", "--input", "{t}", "-o", "{t}"], "t"),
+    (["joint", "train", "--train", "{t}", "-o", "{t}"], "t"),
+    (["joint", "decode", "--model", "{m}", "--input", "{t}", "-o", "{t}"], "t"),
+    (["segment", "train", "--train", "{t}", "-o", "{t}"], "t"),
+    (["segment", "decode", "--model", "{m}", "--input", "{t}", "-o", "{m}"], "m"),
+    (["grammar", "export", "validity", "--from-data", "{t}", "-o", "{t}"], "t"),
+])
+def test_output_over_an_input_is_refused_before_any_work(capsys, tmp_path, train_file,
+                                                         hmm_model, argv, victim):
+    dev = tmp_path / "dev.txt"
+    dev.write_text(train_file.read_text())
+    link = tmp_path / "link.txt"
+    link.symlink_to(train_file)
+    names = {"t": train_file, "d": dev, "m": hmm_model, "link": link}
+    before = {k: p.read_bytes() for k, p in names.items() if k != "link"}
+    code, out, err = run(capsys, *[a.format(**names) for a in argv])
+    assert code == 2, err
+    one_error_line(err, "writing it would destroy")
+    assert {k: p.read_bytes() for k, p in names.items() if k != "link"} == before
+
+
+def test_calibrate_may_replace_its_model(capsys, tmp_path, train_file):
+    model = tmp_path / "crf.npz"
+    code, _, err = run(capsys, "train", "--train", train_file, "--max-iter", "3", "--quiet",
+                       "-o", model)
+    assert code == 0, err
+    code, out, err = run(capsys, "calibrate", "--model", model, "--input", train_file,
+                         "-o", model)
+    assert code == 0 and "temperature" in out, err

@@ -28,7 +28,7 @@ from ..demo import run as run_demo
 from ..errors import FstchunkError, TrainingInterrupted
 from ..parallel import single_threaded_blas
 from . import grammar, joint, scoring, segment, tagging
-from .common import HelpFormatter
+from .common import HelpFormatter, refuse_overwriting_inputs
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     terminated: list[int] = []
     previous = _on_sigterm(terminated)
     try:
+        refuse_overwriting_inputs(args, ("model",) if command.endswith("calibrate") else ())
         with single_threaded_blas():        # small matrices: see fstchunk.parallel
             return args.func(args)
     except BrokenPipeError:
