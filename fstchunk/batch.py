@@ -28,12 +28,22 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from . import encodings as enc
 from .decode import CORPUS_PRUNE, CorpusTable, check_decoding, corpus_table, decide_corpus, decode_one
-from .errors import FstchunkError, InputError
+from .errors import FstchunkError, InputError, LayoutError
 from .lattice import Lattice
 
 #: errors that stop one sentence, not the run: a user-level error of that sentence
-#: (:class:`~fstchunk.errors.BudgetError` included) or running out of memory on it
+#: (:class:`~fstchunk.errors.BudgetError` included) or running out of memory on it;
+#: a :class:`~fstchunk.errors.LayoutError` (the file's columns do not fit the model)
+#: is the whole input's and stops the run (:func:`sentence_error`)
 SENTENCE_ERRORS = (FstchunkError, MemoryError)
+
+
+def sentence_error(e: BaseException) -> BaseException:
+    """``e`` as one sentence's outcome (its traceback dropped, so that it travels
+    light); a LayoutError, a fault of the whole input, is raised again instead."""
+    if isinstance(e, LayoutError):
+        raise e
+    return e.with_traceback(None)
 
 #: sentences are turned into lattices in blocks of about this many tokens, so
 #: memory stays bounded on a large file; the unit of work sent to an executor
@@ -82,7 +92,7 @@ def map_blocks(func: Callable[[Any, list], Any], context: Any, sentences: Iterab
         yield pending.pop(0), result
 
 
-def _lattice_reader(model, decoder: str) -> Callable[[list], list[Lattice]]:
+def lattice_reader(model, decoder: str) -> Callable[[list], list[Lattice]]:
     """``model.lattices`` as ``decoder`` needs it, asked once for no sentence so that a
     refusal of the model itself (no chunk layer) comes before any work, not once per
     sentence.  A model whose scores are not probabilities (perceptron, MMVP) must be
@@ -101,7 +111,7 @@ def _lattice_reader(model, decoder: str) -> Callable[[list], list[Lattice]]:
     return read
 
 
-def _block_lattices(read: Callable[[list], list[Lattice]], block: list) -> list:
+def block_lattices(read: Callable[[list], list[Lattice]], block: list) -> list:
     """The lattices of a block; when the block fails, each sentence on its own, so
     that a failing sentence is an error in its own place (a Lattice or an error each)."""
     try:
@@ -110,13 +120,13 @@ def _block_lattices(read: Callable[[list], list[Lattice]], block: list) -> list:
             return list(lats)
     except SENTENCE_ERRORS as e:
         if len(block) == 1:
-            return [e.with_traceback(None)]
+            return [sentence_error(e)]
     out: list = []
     for s in block:
         try:
             out.append(read([s])[0])
         except SENTENCE_ERRORS as e:
-            out.append(e.with_traceback(None))
+            out.append(sentence_error(e))
     return out
 
 
@@ -146,7 +156,7 @@ def iter_decode_sentences(model, sentences: Iterable, decoder: str = "map", beta
     """
     check_decoding(decoder, beta, k, memory_budget)
     output_scheme = enc.canonical_scheme(output_scheme)
-    _lattice_reader(model, decoder)
+    lattice_reader(model, decoder)
     job = _Job(model, decoder, beta, k, output_scheme, memory_budget)
     if decoder == "meu-corpus":
         return _iter_corpus(job, sentences, executor)
@@ -156,10 +166,10 @@ def iter_decode_sentences(model, sentences: Iterable, decoder: str = "map", beta
 
 
 def _iter_each(job: _Job, sentences: Iterable, start: int = 0) -> Iterator[Decoded]:
-    read = _lattice_reader(job.model, job.decoder)
+    read = lattice_reader(job.model, job.decoder)
     index = start
     for block in blocks(sentences):
-        lats = _block_lattices(read, block)
+        lats = block_lattices(read, block)
         for j, s in enumerate(block):
             lat, lats[j] = lats[j], None              # let each lattice go once decided
             error = lat if isinstance(lat, BaseException) else None
@@ -170,7 +180,7 @@ def _iter_each(job: _Job, sentences: Iterable, start: int = 0) -> Iterator[Decod
                                                   job.memory_budget),
                                        job.model.scheme, job.output_scheme)
                 except SENTENCE_ERRORS as e:
-                    error = e.with_traceback(None)
+                    error = sentence_error(e)
             del lat
             yield Decoded(index, tags, error, s)
             index += 1
@@ -193,14 +203,14 @@ def _block_tables(context: tuple, block: list) -> list:
     """A worker's part of ``meu-corpus``: the :class:`~fstchunk.decode.CorpusTable`
     (or the error) of each sentence of ``block``."""
     job, prune = context
-    read = _lattice_reader(job.model, job.decoder)
+    read = lattice_reader(job.model, job.decoder)
     out: list = []
-    for lat in _block_lattices(read, block):
+    for lat in block_lattices(read, block):
         if not isinstance(lat, BaseException):
             try:
                 lat = corpus_table(lat, prune)
             except SENTENCE_ERRORS as e:
-                lat = e.with_traceback(None)
+                lat = sentence_error(e)
         out.append(lat)
     return out
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import InputError
+from .errors import InputError, LayoutError
 
 NAMES = ("word", "pos", "tag")
 IGNORED = "_"
@@ -129,7 +129,7 @@ class Columns:
                 hint = (" (a file without POS tags: --columns word,tag)" if name == "pos"
                         else "")
                 col = f"column {v + 1}" if v >= 0 else f"column {v} from the right"
-                raise InputError(f"{where}: --columns {self.spec()} reads the {name} from "
+                raise LayoutError(f"{where}: --columns {self.spec()} reads the {name} from "
                                  f"{col}, but the line has {have}{hint}")
             return a
 
@@ -143,17 +143,17 @@ class Columns:
             else:
                 tag = absolute("tag", tag)
         elif need_tag:
-            raise InputError(f"{where}: --columns {self.spec()} names no tag column, and "
+            raise LayoutError(f"{where}: --columns {self.spec()} names no tag column, and "
                              f"gold tags are needed here (e.g. --columns word,pos,tag)")
         for name, v in (("word", word), ("pos", pos)):
             if v is not None and v == tag:
                 fix = ("--columns word,tag (a file without POS tags)" if ncols == 2
                        else "--columns naming each column, e.g. word,pos,tag or word,_,pos,tag")
-                raise InputError(f"{where}: the {name} column would be the tag column "
+                raise LayoutError(f"{where}: the {name} column would be the tag column "
                                  f"({tag + 1} of {ncols}) under --columns {self.spec()}: the "
                                  f"features would read the gold tags; use {fix}")
         if word == pos:
-            raise InputError(f"{where}: word and pos are the same column ({word + 1} of "
+            raise LayoutError(f"{where}: word and pos are the same column ({word + 1} of "
                              f"{ncols}) under --columns {self.spec()}")
         return Columns(word, pos, tag)
 
@@ -165,7 +165,7 @@ class Columns:
                 at = f"column {col + 1}" if col >= 0 else f"column {col} from the right"
                 fix = ("; give it a file with a POS column, or train a POS-free model "
                        "(--columns word,tag)" if name == "POS" else "")
-                raise InputError(f"{where}: {reader} reads the {name} from {at}, but the "
+                raise LayoutError(f"{where}: {reader} reads the {name} from {at}, but the "
                                  f"line has {width} column{'s' if width != 1 else ''}{fix}")
 
     # ------------------------------------------------------------------ model files

@@ -42,6 +42,12 @@ class InputError(FstchunkError):
     """Score arrays, machines, sequences or options that do not fit together."""
 
 
+class LayoutError(InputError):
+    """An input whose layout (its columns) does not fit what reads it: a fault of the
+    whole file, not of one sentence, so commands that go on past a failing sentence
+    (``decode``, ``expected``) stop at the first one of these instead."""
+
+
 class OutputError(FstchunkError):
     """A destination that cannot be written (missing folder, a folder given as a
     file, no permission, a full disk, a failed external tool); the message names

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import sys
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator
@@ -180,6 +181,55 @@ def read_input(path: str) -> list[Sentence]:
     if not sents:
         raise no_sentences(path)
     return sents
+
+
+class Failures:
+    """The sentences a command could not process, told on standard error: each cause
+    (the error's kind and message, file:line and numbers aside) in full for its first
+    :attr:`SHOWN` sentences, then only counted; :meth:`summary` sums them up by cause,
+    so one systematic cause is a few lines, not one per sentence."""
+
+    SHOWN = 3
+
+    def __init__(self, command: str, done: str):
+        self.command, self.done = command, done       # e.g. "decode", "decoded"
+        self.where: list[str] = []
+        self.causes: dict[str, list[str]] = {}
+
+    @staticmethod
+    def reason(error: BaseException) -> str:
+        """One line saying why (out of memory, or the error's message)."""
+        if isinstance(error, MemoryError):
+            return f"out of memory ({error})" if str(error) else "out of memory"
+        return " ".join(str(error).split())
+
+    @staticmethod
+    def cause(error: BaseException) -> str:
+        text = re.sub(r"\S+:\d+: ", "", Failures.reason(error))
+        return type(error).__name__ + ": " + re.sub(r"\d+(\.\d+)?", "#", text)
+
+    def add(self, where: str, index: int, tokens: int, error: BaseException,
+            outcome: str) -> None:
+        """Note sentence ``index`` (0-based, ``tokens`` long, first line ``where``)."""
+        self.where.append(where)
+        seen = self.causes.setdefault(self.cause(error), [])
+        seen.append(where)
+        if len(seen) <= self.SHOWN:
+            more = (f" (further sentences with this cause are counted, not shown)"
+                    if len(seen) == self.SHOWN else "")
+            print(f"fstchunk {self.command}: error: {where}: sentence {index + 1} "
+                  f"({tokens} tokens) not {self.done}, {outcome}: {self.reason(error)}{more}",
+                  file=sys.stderr, flush=True)
+
+    def summary(self, total: int) -> str:
+        """``N of TOTAL sentences not ... (where, ...)``, by cause when one repeats."""
+        shown = ", ".join(self.where[:3]) + (", ..." if len(self.where) > 3 else "")
+        text = f"{len(self.where)} of {total} sentences not {self.done} ({shown})"
+        if len(self.causes) > 1 or len(self.where) > self.SHOWN:
+            text += "; by cause: " + "; ".join(
+                f"{len(w)} × {c} (first at {w[0]})" for c, w in
+                sorted(self.causes.items(), key=lambda kv: -len(kv[1])))
+        return text
 
 
 #: the options that name files a command reads

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from itertools import chain
 from typing import Any, Iterator, NamedTuple
 
 from .. import encodings as enc
@@ -16,8 +17,8 @@ from ..grammars import budget
 from ..models import load_model
 from ..models.io import read_metadata
 from ..scorefile import load_lattices
-from ..batch import map_blocks
-from .common import (HelpFormatter, add_executor, add_on_invalid, columns_spec, executor_of,
+from ..batch import SENTENCE_ERRORS, block_lattices, map_blocks, sentence_error
+from .common import (Failures, HelpFormatter, add_executor, add_on_invalid, columns_spec, executor_of,
                      iter_gold, model_layout, positive_float, read_gold, warn)
 from .grammar import add_state_budget
 
@@ -116,19 +117,23 @@ class _Job(NamedTuple):
 
 
 def _expected_block(job: _Job, block: list) -> list:
-    """A worker's part: the row (or the error) of each sentence of ``block``."""
+    """A worker's part: the row (or the error) of each sentence of ``block``; a
+    sentence whose lattice cannot be built is an error of its own, a LayoutError
+    (the file's columns) stops the command."""
     with budget.use_state_budget(job.state_budget):
-        lats = job.model.lattices(list(model_layout(block, job.columns, job.model)))
-        return [_row(job, s, lat) for s, lat in zip(block, lats)]
+        lats = block_lattices(job.model.lattices,
+                              list(model_layout(block, job.columns, job.model)))
+        return [lat if isinstance(lat, BaseException) else _row(job, s, lat)
+                for s, lat in zip(block, lats)]
 
 
-def _row(job: _Job, s, lat) -> dict | FstchunkError:
+def _row(job: _Job, s, lat) -> dict | BaseException:
     try:
         fixed = enc.convert(s.column(job.column), job.scheme, lat.scheme)
         kw = {"hypothesis": fixed} if job.direction == "decoding" else {"reference": fixed}
         r = expected_f(lat, beta=job.beta, method=job.method, **kw)
-    except FstchunkError as e:
-        return e.with_traceback(None)
+    except SENTENCE_ERRORS as e:
+        return sentence_error(e)
     return {"line": s.lines[0], "tokens": len(s), "tp": r.tp, "m_hyp": r.m_hyp,
             "m_ref": r.m_ref, "precision": r.precision, "recall": r.recall, "f": r.f}
 
@@ -140,41 +145,57 @@ def run_expected(args: argparse.Namespace) -> int:
 
 def _run_expected(args: argparse.Namespace, ex) -> int:
     """Rows printed as they come (JSON: the ``sentences`` list streamed, then the
-    ``summary``), so memory stays bounded under ``--model`` whatever the file's size."""
+    ``summary``), so memory stays bounded under ``--model`` whatever the file's size.
+    A sentence that cannot be scored gets an error row and one line on standard error
+    (:class:`~fstchunk.cli.common.Failures`), the others go on, and the exit status is
+    1; a fault of the whole input (its layout) stops before any output."""
     tot = {"tp": 0.0, "m_hyp": 0.0, "m_ref": 0.0}
-    sum_f, k = 0.0, 0
+    sum_f, n, k = 0.0, 0, -1
     out = sys.stdout
     scored = _scored(args, ex)                   # refusals before any output
+    first = next(scored, None)                   # (the first block: its layout checked)
+    failed = Failures("expected", "scored")
     if args.json:
         out.write('{\n  "sentences": [')
     else:
         out.write(f"{'sent':>5} {'line':>7} {'n':>4} {'E[tp]':>8} {'m_hyp':>8} {'m_ref':>8} "
                   f"{'E[P]':>7} {'E[R]':>7} {'E[F]':>7}\n")
-    for k, (s, r) in enumerate(scored):
+    for k, (s, r) in enumerate(chain([first], scored) if first is not None else ()):
         if isinstance(r, BaseException):
-            raise type(r)(f"{s.where(0)} (sentence {k}): {r}") from None
+            failed.add(s.where(0), k, len(s), r, "no expectations")
+            r = {"sentence": k, "line": s.lines[0], "tokens": len(s),
+                 "error": Failures.reason(r)}
+            out.write((("," if k else "") + "\n    " + json.dumps(r)) if args.json else
+                      f"{k:>5} {s.lines[0]:>7} {len(s):>4} error: {r['error']}\n")
+            continue
         r = {"sentence": k, **r}
         for key in tot:
             tot[key] += r[key]
         sum_f += r["f"]
+        n += 1
         if args.json:
             out.write(("," if k else "") + "\n    " + json.dumps(r))
         else:
             out.write(f"{r['sentence']:>5} {r['line']:>7} {r['tokens']:>4} {r['tp']:8.4f} "
                       f"{r['m_hyp']:8.4f} {r['m_ref']:8.4f} {r['precision']:7.4f} "
                       f"{r['recall']:7.4f} {r['f']:7.4f}\n")
-    n = k + 1
-    mean_f = sum_f / n
+    mean_f = sum_f / n if n else float("nan")
     den = tot["m_hyp"] + args.beta * tot["m_ref"]
     corpus_f = (args.beta + 1) * tot["tp"] / den if den else 1.0
-    summary = {"sentences": n, "direction": args.direction, "beta": args.beta,
-               "expected_tp": tot["tp"], "expected_m_hyp": tot["m_hyp"],
+    summary = {"sentences": n, "failed": len(failed.where), "direction": args.direction,
+               "beta": args.beta, "expected_tp": tot["tp"], "expected_m_hyp": tot["m_hyp"],
                "expected_m_ref": tot["m_ref"], "mean_sentence_expected_f": mean_f,
                "corpus_f_of_expectations": corpus_f}
     if args.json:
         out.write('\n  ],\n  "summary": ' + json.dumps(summary, indent=2).replace("\n", "\n  ")
                   + "\n}\n")
-        return 0
-    print(f"mean per-sentence E[F_{args.beta:g}] = {mean_f:.6f}; corpus F of expected counts "
-          f"= {corpus_f:.6f} ({args.direction} direction)")
+    else:
+        skipped = f", {len(failed.where)} not scored" if failed.where else ""
+        print(f"mean per-sentence E[F_{args.beta:g}] = {mean_f:.6f} over {n} sentences"
+              f"{skipped}; corpus F of expected counts = {corpus_f:.6f} ({args.direction} "
+              f"direction)")
+    if failed.where:
+        print(f"fstchunk expected: error: {failed.summary(k + 1)}: their rows say why",
+              file=sys.stderr)
+        return 1
     return 0

@@ -44,7 +44,7 @@ from ..models.objectives import DEFAULT_L2, OBJECTIVES
 from ..outputs import atomic_write, check_output
 from ..training import Trainer, file_digest
 from .common import (HelpFormatter, add_executor, add_on_invalid, columns_spec, delimiter_arg,
-                     executor_of,
+                     Failures, executor_of,
                      iter_input, memory_size, model_layout, no_sentences, nonnegative_float,
                      nonnegative_int, positive_float, positive_int, read_gold, warn)
 
@@ -172,29 +172,28 @@ def run_decode(args: argparse.Namespace) -> int:
             model, model_layout(iter_input(args.input, args.delimiter), args.columns, model),
             args.decoder, args.beta, args.k, scheme, memory_budget=args.memory_budget,
             executor=ex)
+        failed = Failures("decode", "decoded")
         if args.output:
             with atomic_write(args.output) as fh:
-                total, failed = _stream(args.input, results, fh, args.delimiter)
+                total = _stream(args.input, results, fh, failed, args.delimiter)
         else:
-            total, failed = _stream(args.input, results, sys.stdout, args.delimiter)
-    if not failed:
+            total = _stream(args.input, results, sys.stdout, failed, args.delimiter)
+    if not failed.where:
         return 0
-    shown = ", ".join(failed[:3]) + (", ..." if len(failed) > 3 else "")
     where = f"the rest are in {args.output}" if args.output else "the rest were written"
-    print(f"fstchunk decode: error: {len(failed)} of {total} sentences not decoded "
-          f"({shown}): their lines carry the tag {UNDECODED}, which fstchunk eval refuses; "
-          f"{where}", file=sys.stderr)
+    print(f"fstchunk decode: error: {failed.summary(total)}: their lines carry the tag "
+          f"{UNDECODED}, which fstchunk eval refuses; {where}", file=sys.stderr)
     return 1
 
 
-def _stream(path: str, results: Iterator[Decoded], out: IO[str],
-            delimiter: str | None = None) -> tuple[int, list[str]]:
+def _stream(path: str, results: Iterator[Decoded], out: IO[str], failed: Failures,
+            delimiter: str | None = None) -> int:
     """Write the input's lines, each token line's columns plus its predicted tag, a
     sentence at a time as ``results`` yields it; the blank and ``-DOCSTART-`` lines
     after a sentence go out with it, and ``out`` is flushed before the next sentence
     is decoded.  One error line per sentence that failed.  Only the sentence in hand
-    is held, whatever the file's size.  Returns the number of sentences and where
-    those that failed begin.
+    is held, whatever the file's size.  Returns the number of sentences; those that
+    failed are told to ``failed``.
 
     What is written, conlleval.pl reads (:mod:`fstchunk.conlleval`): a token line's
     columns are joined by one space (by a tab when the input's first token line
@@ -228,7 +227,6 @@ def _stream(path: str, results: Iterator[Decoded], out: IO[str],
             out.write(form["join"].join(cols) + "\n")
         pending.clear()
         out.flush()
-    failed: list[str] = []
     total = 0
     separators()
     for d in results:
@@ -237,8 +235,8 @@ def _stream(path: str, results: Iterator[Decoded], out: IO[str],
             raise AssertionError(f"decoded sentence {d.index} arrived for {total}")
         total += 1
         if d.error is not None:
-            failed.append(s.where(0))
-            _report(s, d.index, d.error)
+            failed.add(s.where(0), d.index, len(s), _with_hint(d.error),
+                       f"tagged {UNDECODED}")
         tags = [UNDECODED] * len(s) if d.tags is None else d.tags
         for tag, (lineno, raw) in zip(tags, chain([held.pop()], lines)):   # tags first:
             # zip stops at the shorter without reading a line past the sentence
@@ -247,7 +245,7 @@ def _stream(path: str, results: Iterator[Decoded], out: IO[str],
         separators()
     if total == 0:
         raise no_sentences(path)
-    return total, failed
+    return total
 
 
 def output_scheme(model) -> str:
@@ -256,17 +254,12 @@ def output_scheme(model) -> str:
     return getattr(model, "data_scheme", None) or "IOB2"
 
 
-def _report(s: Sentence, index: int, error: BaseException) -> None:
-    """The one line on standard error for a sentence that was not decoded."""
-    if isinstance(error, MemoryError):
-        reason = f"out of memory ({error})" if str(error) else "out of memory"
-    else:
-        reason = str(error)
-        if isinstance(error, BudgetError) and "--memory-budget" not in reason:
-            reason += " (--memory-budget sets the budget)"
-    reason = " ".join(reason.split())            # one line, whatever the message
-    print(f"fstchunk decode: error: {s.where(0)}: sentence {index + 1} ({len(s)} tokens) "
-          f"not decoded, tagged {UNDECODED}: {reason}", file=sys.stderr, flush=True)
+def _with_hint(error: BaseException) -> BaseException:
+    """A BudgetError told with the option that raises the budget."""
+    if isinstance(error, BudgetError) and "--memory-budget" not in str(error):
+        return BudgetError(f"{error} (--memory-budget sets the budget)", error.estimate,
+                           error.budget)
+    return error
 
 
 def run_train(args: argparse.Namespace) -> int:
