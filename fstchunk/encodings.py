@@ -268,44 +268,7 @@ def conlleval_chunks(tags: Sequence[str]) -> list[Chunk]:
     continues one chunk.  A chunk still open after the last tag ends there, as
     conlleval.pl ends it at the end of its input.
     """
-    reader = ConllevalReader()
-    chunks = [c for c in map(reader.push, tags) if c is not None]
-    last = reader.close()
-    return chunks + [last] if last is not None else chunks
-
-
-class ConllevalReader:
-    """conlleval.pl's chunk reading over a stream, one tag at a time.
-
-    :meth:`push` reads the next tag and returns the chunk that ended just before it
-    (or None); :meth:`close` ends the stream and returns the chunk still open.
-    Positions count every tag pushed, so a caller that pushes ``O`` for each
-    sentence boundary (as conlleval.pl does) gets chunks that may, for prefixes
-    that no boundary ends (untyped ``S``, say), run across it, as in conlleval.pl.
-    """
-
-    def __init__(self) -> None:
-        self._prev: tuple[str, str] = (OUTSIDE, "")
-        self._start: int | None = None
-        self._i = 0
-
-    def push(self, tag: str) -> Chunk | None:
-        cur = split_conlleval(tag)
-        ended = None
-        starts = _start_of_chunk(self._prev, cur, False)
-        if self._start is not None and (starts or _end_of_chunk(self._prev, cur, False)):
-            ended = (self._prev[1], self._start, self._i)     # ('[' may start one
-            self._start = None                                  # before another ends)
-        if starts:
-            self._start = self._i
-        self._prev = cur
-        self._i += 1
-        return ended
-
-    def close(self) -> Chunk | None:
-        ended = None if self._start is None else (self._prev[1], self._start, self._i)
-        self._start = None
-        return ended
+    return _read_chunks([split_conlleval(t) for t in tags], iobes_family=False)
 
 
 def _read_chunks(parsed: list[tuple[str, str]], iobes_family: bool) -> list[Chunk]:
@@ -315,12 +278,15 @@ def _read_chunks(parsed: list[tuple[str, str]], iobes_family: bool) -> list[Chun
     for i, cur in enumerate(parsed + [(OUTSIDE, "")]):
         if iobes_family:
             cur = (_IOBES_CANON.get(cur[0], cur[0]), cur[1])
-        if start is not None and _end_of_chunk(prev, cur, iobes_family):
-            chunks.append((prev[1], start, i))
+        starts = i < len(parsed) and _start_of_chunk(prev, cur, iobes_family)
+        if start is not None and (starts or _end_of_chunk(prev, cur, iobes_family)):
+            chunks.append((prev[1], start, i))     # ('[' starts one before another ends)
             start = None
-        if i < len(parsed) and _start_of_chunk(prev, cur, iobes_family):
+        if starts:
             start = i
         prev = cur
+    if start is not None:                           # a prefix no O ends (conlleval.pl:
+        chunks.append((parsed[start][1], start, len(parsed)))   # its input's end does)
     return chunks
 
 
