@@ -8,6 +8,7 @@ and by ``fstchunk eval``: the reports are the same text.  Files conlleval.pl ref
 are refused by eval too, naming file:line.
 """
 
+import os
 import subprocess
 
 import pytest
@@ -42,7 +43,7 @@ def fstchunk_eval(capsys, path, *options):
 
 
 TYPED = ["O", "B-NP", "I-NP", "B-VP", "I-VP", "E-NP", "E-VP", "B-ORG-X", "I-ORG-X"]
-UNTYPED = ["O", "B", "I", "E"]
+UNTYPED = ["O", "B", "I", "E", "S"]
 IOBES = ["O", "B-NP", "I-NP", "E-NP", "S-NP", "S-PP", "B-PP", "E-PP"]
 WORDS = ["the", "cat", "10\u00a0000", "naïve", "-", "--", "O", "B-NP", "x-y"]
 
@@ -84,7 +85,7 @@ def scored_files(draw):
     return text, [], []
 
 
-@settings(max_examples=150, deadline=None,
+@settings(max_examples=int(os.environ.get("FSTCHUNK_FUZZ_EXAMPLES", 150)), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=scored_files())
 def test_eval_equals_conlleval_pl(case, conlleval_pl, tmp_path_factory, capsys):
