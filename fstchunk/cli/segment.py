@@ -71,7 +71,8 @@ def add_parser(sub) -> None:
     q.add_argument("--seed", type=nonnegative_int, default=0, help="shuffling seed")
     q.add_argument("-o", "--output", required=True, help="model file to write (.npz)")
     q.add_argument("--format", choices=FORMATS, default="auto", help=format_help)
-    q.add_argument("--quiet", action="store_true", help="no progress bar")
+    q.add_argument("--quiet", action="store_true",
+                   help="no progress (a bar on a terminal, else one line per epoch)")
     q.set_defaults(func=run_train)
 
     q = ssub.add_parser("decode", formatter_class=HelpFormatter,
