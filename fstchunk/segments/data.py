@@ -33,7 +33,7 @@ from typing import Any, Iterable, Iterator, NamedTuple, Sequence
 
 from .. import encodings as enc
 from ..conll import iter_conll, iter_lines
-from ..errors import CoNLLError, InputError
+from ..errors import CoNLLError, InputError, SchemeError
 
 #: the values of ``--format``: read off the content, or given
 FORMATS = ("auto", "jsonl", "conll")
@@ -217,17 +217,39 @@ def iter_conll_segments(path: str, scheme: str = "IOB2", tag_column: int = -1,
         for row, line in zip(s.rows, s.lines):
             if row[0].startswith("{") and _json_object(" ".join(row)):
                 raise InputError(f"{path}:{line}: a JSON object on a CoNLL token line{why}")
-        segs = None
-        if gold:
-            tags = s.column(tag_column)
-            chunks = (enc.conlleval_chunks(tags) if enc.canonical_scheme(scheme) == "IOB2"
-                      else enc.tags_to_chunks(tags, scheme, strict=False))
-            segs = [Segment(t, tuple(range(a, b))) for t, a, b in chunks]
+        segs = _gold_segments(s, scheme, tag_column, why) if gold else None
         pos = s.column(pos_column) if pos_column is not None and len(s.rows[0]) > 2 else None
         count += 1
         yield SegSentence(s.column(0), segs, s.where(0), pos, {}, list(s.lines))
     if not count:
         raise InputError(f"{path}: no sentences{why}")
+
+
+#: the chunk-tag prefixes of every scheme: what a gold tag column may hold besides O
+TAG_PREFIXES = frozenset(p for name in enc.SCHEMES for p in enc.scheme_prefixes(name))
+
+
+def _gold_segments(s, scheme: str, tag_column: int, why: str) -> list[Segment]:
+    """The chunks of ``s``'s tag column as segments (conlleval's reading for IOB2, else
+    ``scheme``'s lenient one).  A column that holds no chunk tags (a word-only file, a
+    POS column) is refused at the first non-tag, naming its line."""
+    width = len(s.rows[0])
+    column = "the last column" if tag_column == -1 else f"column {tag_column}"
+    if width < 2 or not -width <= tag_column < width:
+        raise InputError(f"{s.where(0)}: no tag column ({column}) to read gold segments "
+                         f"from: the line has {width} column{'s' * (width != 1)}{why}")
+    tags = s.column(tag_column)
+    for i, tag in enumerate(tags):
+        if tag != enc.OUTSIDE and enc.split_tag(tag)[0] not in TAG_PREFIXES:
+            raise InputError(f"{s.where(i)}: {tag!r} in the tag column ({column}) is not a "
+                             f"chunk tag (O, or PREFIX-TYPE with a prefix of "
+                             f"{', '.join(sorted(TAG_PREFIXES))}){why}")
+    try:
+        chunks = (enc.conlleval_chunks(tags) if enc.canonical_scheme(scheme) == "IOB2"
+                  else enc.tags_to_chunks(tags, scheme, strict=False))
+    except SchemeError as e:
+        raise SchemeError(f"{s.where(e.position or 0)}: {e}{why}", e.position) from None
+    return [Segment(t, tuple(range(a, b))) for t, a, b in chunks]
 
 
 def _json_object(text: str) -> bool:
