@@ -27,6 +27,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 import scipy.optimize
+
 from ...errors import InputError
 from ...parallel import map_sentences, usable_cores
 from ...progress import progress as progress_bar

@@ -34,6 +34,7 @@ import random
 from typing import Sequence
 
 import numpy as np
+
 from ...errors import InputError
 from ...progress import progress as progress_bar
 from ...segments.data import SegSentence, iter_types
