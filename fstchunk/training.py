@@ -11,7 +11,9 @@ value, gradient, minimised) and ``theta``; the trainer owns everything else:
   ``max_iter`` iterations in all (counting those before a resume); ``l2=None``
   is the objective's own default λ (:data:`fstchunk.models.objectives.DEFAULT_L2`,
   on the objectives' per-sentence scale);
-* a tqdm progress bar (iteration, objective value, dev F);
+* progress (iteration, objective value, dev F): a bar on a terminal, else one log line
+  per pass (online solvers) or per ``dev_every`` (with dev), else ``checkpoint_every``
+  (with a checkpoint), else 10 iterations (:func:`fstchunk.progress.progress`);
 * the destinations (``output``, ``checkpoint``) checked before any work
   (:func:`fstchunk.outputs.check_output`);
 * the dev F (conlleval F of MAP decoding on ``dev``, IOB2 gold in the model's tag
@@ -26,7 +28,11 @@ value, gradient, minimised) and ``theta``; the trainer owns everything else:
   ``resume=True`` continues from the checkpoint's θ and iteration count; it
   refuses (:class:`~fstchunk.errors.InputError`) a missing checkpoint and a
   checkpoint of another run, naming each differing field.  The checkpoint is
-  removed once the run ends (after the final model is written to ``output``);
+  removed once the run ends (after the final model is written to ``output``).
+  A resume with ``max_iter`` at or below the checkpoint's iteration takes no step:
+  the model is the checkpoint's θ (bit for bit; no objective evaluated, no solver
+  made), written to ``output`` with its dev F, ``iterations`` = 0, and the
+  checkpoint kept, so that a larger ``max_iter`` can still continue it;
 * Ctrl-C (KeyboardInterrupt) during :meth:`Trainer.fit`, from the first
   iteration until the final model is written (the final dev F included), saves
   the latest iterate to the checkpoint (if one is set) and raises
@@ -85,7 +91,6 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 import scipy.optimize
-from tqdm import tqdm
 
 from .conll import Sentence
 from .batch import decode_sentences
@@ -96,6 +101,7 @@ from .models.base import ChunkModel, TrainableModel
 from .models.objectives import DEFAULT_L2, OBJECTIVES
 from .online import ONLINE, SUFFIXES, Online
 from .outputs import check_output
+from .progress import progress
 
 
 @dataclass(frozen=True)
@@ -235,11 +241,12 @@ class Trainer:
                 model.objective).parameters:
             raise InputError(f"a {type(model).__name__} does not train data-parallel "
                              f"(--workers/--scheduler)")
-        fun = None if online else model.objective(
+        done = self._restore(model)
+        idle = done >= self.max_iter                 # a resume with nothing left to do
+        fun = None if online or idle else model.objective(
             self.objective, data, self.l2, self.beta,
             **({"executor": self.executor} if self.executor is not None else {}))
-        done = self._restore(model)
-        solver = Online(self, model, data, done) if online else None
+        solver = Online(self, model, data, done) if online and not idle else None
         model.settings["run"] = self.run
         t0 = time.perf_counter() - model.settings["train_seconds"]
         state: dict[str, Any] = {"value": math.nan, "dev_f": math.nan, "iteration": done}
@@ -259,9 +266,9 @@ class Trainer:
             model.theta = theta.copy()
             if self.dev and self.dev_every and k % self.dev_every == 0:
                 state["dev_f"] = dev_f(model, self.dev)
-            bar.update(1)
             bar.set_postfix(objective=f"{state['value']:.6g}", **shown,
-                            dev_f=f"{state['dev_f']:.2f}")
+                            dev_f=f"{state['dev_f']:.2f}", refresh=False)
+            bar.update(1)
             if self.checkpoint and self.checkpoint_every and k % self.checkpoint_every == 0:
                 save_checkpoint(k)
             info = Progress(k, state["value"], model.theta, state["dev_f"],
@@ -269,11 +276,19 @@ class Trainer:
             for callback in self.callbacks:
                 callback(info)
 
+        every = 1 if online else (self.dev_every if self.dev and self.dev_every else
+                                  self.checkpoint_every if self.checkpoint and
+                                  self.checkpoint_every else 10)
         try:        # Ctrl-C anywhere up to the final model written: keep the latest iterate
-            with tqdm(total=self.max_iter, initial=done, desc=f"train {self.objective}",
-                      unit="it" if solver is None else "pass",
-                      disable=not self.progress) as bar:
-                if solver is None:
+            with progress(self.max_iter, f"train {self.objective}", "pass" if online else "it",
+                          initial=done, enabled=self.progress and not idle,
+                          every=every) as bar:
+                if idle:
+                    self.log(f"--max-iter {self.max_iter}: the checkpoint is at iteration "
+                             f"{done} already; no step taken, the model is the "
+                             f"checkpoint's (checkpoint kept)")
+                    nit, success, final = 0, False, math.nan
+                elif solver is None:
                     res = scipy.optimize.minimize(
                         tracked, model.theta, jac=True, method="L-BFGS-B", callback=step,
                         options={"maxiter": max(self.max_iter - done, 1), "gtol": self.tol,
@@ -286,6 +301,8 @@ class Trainer:
                                   iterations=nit, iteration=done + nit,
                                   converged=success, final_objective=final,
                                   train_seconds=time.perf_counter() - t0)
+            if idle:                    # no objective evaluated: no value to record
+                model.settings.pop("final_objective")
             state["iteration"] = done + nit
             if self.dev:
                 model.settings["dev_f"] = dev_f(model, self.dev)
@@ -303,7 +320,7 @@ class Trainer:
             raise TrainingInterrupted(f"stopped at iteration {k}; checkpoint "
                                       f"{self.checkpoint} (continue with --resume)",
                                       checkpoint=self.checkpoint) from None
-        if self.checkpoint:
+        if self.checkpoint and not idle:
             for path in (self.checkpoint, *(self.checkpoint + x for x in SUFFIXES.values())):
                 if os.path.exists(path):
                     os.remove(path)

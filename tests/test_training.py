@@ -261,3 +261,96 @@ def test_identity_fields_must_survive_the_checkpoint():
     with pytest.raises(InputError, match="identity field 'x': nan"):
         Trainer(identity={"x": float("nan")})
     assert Trainer(identity={"a": "s", "b": 1, "c": 0.5, "d": None, "e": True}).identity
+
+
+@pytest.mark.parametrize("objective, l2, stop", [("ml", 0.1, 3), ("max-margin", 0.05, 2),
+                                                 ("perceptron", 0.0, 1)])
+def test_resume_with_max_iter_at_or_below_the_checkpoint_takes_no_step(
+        tmp_path, monkeypatch, objective, l2, stop):
+    """Issue 32: ``--resume`` with ``--max-iter`` <= the checkpoint's iteration writes the
+    checkpoint's θ bit for bit, evaluates no objective, makes no solver, keeps the
+    checkpoint (a larger ``--max-iter`` continues it)."""
+    from fstchunk.models import bcfw, perceptron as pc
+    ckpt, output = str(tmp_path / "m.npz.ckpt"), tmp_path / "m.npz"
+    opts = dict(objective=objective, l2=l2, tol=0.0, progress=False, checkpoint=ckpt,
+                checkpoint_every=1)
+    crf, data = CRF.prepare(SENTS, "tmpt1")
+
+    def interrupt(p: Progress):
+        if p.iteration == stop:
+            raise KeyboardInterrupt
+
+    with pytest.raises(TrainingInterrupted, match=f"stopped at iteration {stop}"):
+        Trainer(max_iter=20, callbacks=[interrupt], **opts).fit(crf, data)
+    saved = CRF.load(ckpt)
+    assert saved.settings["iteration"] == stop
+    calls = []
+    real = CRF.objective
+
+    def counted(self, *args, **kwargs):
+        fun = real(self, *args, **kwargs)
+
+        def f(theta):
+            calls.append(1)
+            return fun(theta)
+        return f
+
+    def no_solver(*args, **kwargs):
+        raise AssertionError("a solver was made")
+
+    monkeypatch.setattr(CRF, "objective", counted)
+    monkeypatch.setattr(bcfw.BCFW, "__init__", no_solver)
+    monkeypatch.setattr(pc.AveragedPerceptron, "__init__", no_solver)
+    for max_iter in sorted({stop, max(stop - 1, 1), 1}, reverse=True):
+        fresh, data = CRF.prepare(SENTS, "tmpt1")
+        seen, messages = [], []
+        Trainer(max_iter=max_iter, resume=True, output=str(output), dev=SENTS,
+                callbacks=[seen.append], log=messages.append, **opts).fit(fresh, data)
+        assert seen == [] and calls == []                          # no step, no evaluation
+        assert np.array_equal(fresh.theta, saved.theta)
+        written = CRF.load(output)
+        assert np.array_equal(written.theta, saved.theta)
+        assert written.settings["iterations"] == 0
+        assert written.settings["iteration"] == stop
+        assert "final_objective" not in written.settings
+        assert written.settings["dev_f"] == pytest.approx(dev_f(saved, SENTS))
+        assert messages[1] == (f"--max-iter {max_iter}: the checkpoint is at iteration "
+                               f"{stop} already; no step taken, the model is the "
+                               f"checkpoint's (checkpoint kept)")
+        assert pathlib.Path(ckpt).exists()
+        assert np.array_equal(CRF.load(ckpt).theta, saved.theta)
+    monkeypatch.undo()                  # and a larger --max-iter continues from it
+    fresh, data = CRF.prepare(SENTS, "tmpt1")
+    seen = []
+    Trainer(max_iter=stop + 1, resume=True, callbacks=[seen.append], **opts).fit(fresh, data)
+    assert [p.iteration for p in seen] == [stop + 1]
+    assert not pathlib.Path(ckpt).exists()
+
+
+def test_cli_resume_past_max_iter_says_so(tmp_path, capsys):
+    """``fstchunk train --resume`` with ``--max-iter`` below the checkpoint: one plain line
+    on standard output, the checkpoint's θ written, exit 0."""
+    from fstchunk.cli import main
+    from fstchunk.conll import write_conll
+    train, out = tmp_path / "t.txt", str(tmp_path / "m.npz")
+    write_conll(SENTS, train)
+    argv = ["train", "--train", str(train), "--features", "tmpt1", "--l2", "0.1", "-o", out,
+            "--quiet"]
+
+    def stop(p: Progress):
+        if p.iteration == 3:
+            raise KeyboardInterrupt
+
+    crf, data = CRF.prepare(SENTS, "tmpt1")
+    ident = {"scheme": crf.scheme, "template": "tmpt1", "columns": Columns().spec(),
+             "train_sha256": file_digest(train), "init": None}
+    with pytest.raises(TrainingInterrupted):
+        Trainer(l2=0.1, max_iter=9, checkpoint=out + ".ckpt", checkpoint_every=0,
+                identity=ident, callbacks=[stop], progress=False).fit(crf, data)
+    capsys.readouterr()
+    assert main(argv + ["--resume", "--max-iter", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [f"resuming from {out}.ckpt at iteration 3",
+                     "--max-iter 2: the checkpoint is at iteration 3 already; no step taken, "
+                     "the model is the checkpoint's (checkpoint kept)", f"wrote {out}"]
+    assert np.array_equal(CRF.load(out).theta, CRF.load(out + ".ckpt").theta)

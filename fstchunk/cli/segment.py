@@ -11,8 +11,9 @@ scores predicted against gold segment sets.
 
 Files are JSONL (GENIA's format: ``tokens`` and ``segments`` per line) or CoNLL (the
 segments are the chunks of the last column, conlleval's reading); the format is read
-off the file (a first non-blank ``{``: JSONL).  Sentences are paired in order and
-must have the same tokens.  Scores: :func:`fstchunk.segments.scoring.score_segments`.
+off each file's content (:func:`fstchunk.segments.data.detect_format`: a first
+non-blank line starting with ``{`` is JSONL), or given by ``--format``, and errors
+name how it was decided.  Sentences are paired in order and must have the same tokens.  Scores: :func:`fstchunk.segments.scoring.score_segments`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ..errors import InputError
 from ..models import load_model
 from ..outputs import atomic_write, check_output
 from ..batch import map_blocks
-from ..segments.data import (is_jsonl, iter_segments, paired, read_segments,
+from ..segments.data import (FORMATS, detect_format, iter_segments, paired, read_segments,
                              write_conll_predictions, write_jsonl)
 from ..models.segment import DECODERS, SegmentModel, restriction_flags
 from ..models.segment.train import train
@@ -42,6 +43,9 @@ def add_parser(sub) -> None:
                        help="flexible segmentation (overlapping, non-contiguous segments): "
                             "train, decode, eval")
     ssub = p.add_subparsers(dest="segment_command", required=True, metavar="ACTION")
+    format_help = ("format of the input files: auto (JSONL iff the first non-blank line "
+                   "starts with '{', after a byte-order mark and white space; each file "
+                   "apart), jsonl or conll")
     restrict_help = (f"comma-separated restrictions of the predicted sets: "
                      f"{', '.join(RESTRICTIONS)} (McDonald et al. §3.2.1)")
     q = ssub.add_parser("train", formatter_class=HelpFormatter,
@@ -66,7 +70,9 @@ def add_parser(sub) -> None:
                    help="feature hashing into 2**BITS buckets per type")
     q.add_argument("--seed", type=nonnegative_int, default=0, help="shuffling seed")
     q.add_argument("-o", "--output", required=True, help="model file to write (.npz)")
-    q.add_argument("--quiet", action="store_true", help="no progress bar")
+    q.add_argument("--format", choices=FORMATS, default="auto", help=format_help)
+    q.add_argument("--quiet", action="store_true",
+                   help="no progress (a bar on a terminal, else one line per epoch)")
     q.set_defaults(func=run_train)
 
     q = ssub.add_parser("decode", formatter_class=HelpFormatter,
@@ -80,6 +86,7 @@ def add_parser(sub) -> None:
     q.add_argument("--beta", type=positive_float, default=1.0, help="β of --decoder meu")
     q.add_argument("--restrict", default=None,
                    help=restrict_help + " (none: the model's; 'none' for no restriction)")
+    q.add_argument("--format", choices=FORMATS, default="auto", help=format_help)
     q.add_argument("-o", "--output", default=None, help="output file (none: standard output)")
     add_executor(q, "the input's sentences (blocks of about 2000 tokens; the output keeps "
                     "the input's order)")
@@ -94,12 +101,14 @@ def add_parser(sub) -> None:
                                 "sentences, same tokens)")
     q.add_argument("--beta", type=positive_float, default=1.0,
                    help="β of F_β = (β+1)PR/(βP+R)")
+    q.add_argument("--format", choices=FORMATS, default="auto", help=format_help)
     q.add_argument("--json", action="store_true", help="print the scores as JSON")
     q.set_defaults(func=run_eval)
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    gold, pred = read_segments(args.gold), read_segments(args.pred)
+    gold = read_segments(args.gold, fmt=args.format)
+    pred = read_segments(args.pred, fmt=args.format)
     paired(gold, pred, args.gold, args.pred)
     report = score_segments([s.segments for s in gold], [s.segments for s in pred], args.beta)
     print(json.dumps(report.to_json(), indent=2) if args.json else report.text())
@@ -122,8 +131,8 @@ def run_train(args: argparse.Namespace) -> int:
     check_output(args.output)
     flags = restriction_flags(args.restrict) if args.restrict else None
     gap = _max_gap(args.max_gap)
-    sents = read_segments(args.train)
-    dev = read_segments(args.dev) if args.dev else None
+    sents = read_segments(args.train, fmt=args.format)
+    dev = read_segments(args.dev, fmt=args.format) if args.dev else None
     model = train(sents, epochs=args.epochs, max_gap=gap, D=2 ** args.hash_bits,
                   average=not args.no_average, seed=args.seed, dev=dev,
                   progress=not args.quiet, restrictions=flags, select=args.select)
@@ -145,7 +154,8 @@ def run_decode(args: argparse.Namespace) -> int:
     if not isinstance(model, SegmentModel):
         raise InputError(f"{args.model}: a {model.kind} model, not a segment model "
                          f"(fstchunk segment train)")
-    jsonl = is_jsonl(args.input)
+    fmt = detect_format(args.input, args.format)
+    jsonl = fmt.name == "jsonl"
     flags = dict(model.restrictions if args.restrict is None
                  else restriction_flags(args.restrict))
     if not jsonl:                     # a tag column holds non-overlapping contiguous chunks
@@ -157,7 +167,7 @@ def run_decode(args: argparse.Namespace) -> int:
         # (sentence, segments) in input order, a block at a time; tee in lockstep
         # holds one pair, so nothing but the blocks in flight is kept
         pairs = ((s, segs) for block, out in map_blocks(
-            _decode_block, job, iter_segments(args.input, gold=False), ex)
+            _decode_block, job, iter_segments(args.input, gold=False, fmt=fmt), ex)
             for s, segs in zip(block, out))
         a, b = tee(pairs)
         sents, pred = (s for s, _ in a), (segs for _, segs in b)

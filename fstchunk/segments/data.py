@@ -13,6 +13,13 @@ non-contiguous, and a sentence's segments may overlap, nest or cross.
   exists only for non-overlapping contiguous segments (a prediction that needs more
   is refused, naming the sentence).
 
+The format is read off the content, never the name (:func:`detect_format`): JSONL iff
+the first non-blank line, after a UTF-8 byte-order mark and white space, starts with
+``{``; CRLF line ends and blank lines are allowed in both.  Errors that a wrong format
+would cause (a line that is not a JSON object or has no ``tokens``; a JSON object on a
+CoNLL token line; a ragged CoNLL column) name ``file:line`` and how the format was
+decided (:class:`FileFormat`), so that ``--format`` can overrule it.
+
 Pitfalls: positions are 0-based in files and in :class:`Segment`; the segment
 space's member indices (:mod:`.space`) are 1..n with 0 and n+1 the boundaries.
 Every reading error names ``file:line`` and the field.
@@ -26,7 +33,10 @@ from typing import Any, Iterable, Iterator, NamedTuple, Sequence
 
 from .. import encodings as enc
 from ..conll import iter_conll, iter_lines
-from ..errors import InputError
+from ..errors import CoNLLError, InputError, SchemeError
+
+#: the values of ``--format``: read off the content, or given
+FORMATS = ("auto", "jsonl", "conll")
 
 
 class Segment(NamedTuple):
@@ -75,50 +85,94 @@ class SegSentence:
         return len(self.tokens)
 
 
-def read_jsonl(path: str, gold: bool = True) -> list[SegSentence]:
+class FileFormat(NamedTuple):
+    """A file's format (``jsonl`` or ``conll``) and how it was decided; ``str()`` is
+    the clause errors append: "read as JSONL (line 1 ... starts with '{')"."""
+    name: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"read as {'JSONL' if self.name == 'jsonl' else 'CoNLL'} ({self.reason})"
+
+
+def detect_format(path: str, given: str = "auto") -> FileFormat:
+    """The format of ``path``: ``given`` unless it is ``auto``; else JSONL iff its first
+    non-blank line (after a UTF-8 byte-order mark, CRLF and white space) starts with
+    ``{``, otherwise CoNLL.  InputError for a file with no non-blank line or an
+    unknown ``given``; CoNLLError for bytes that are not UTF-8 before that line."""
+    if given not in FORMATS:
+        raise InputError(f"unknown format {given!r}; use one of {', '.join(FORMATS)}")
+    if given != "auto":
+        return FileFormat(given, f"--format {given}")
+    for k, line in iter_lines(path):
+        text = line.strip()
+        if text:
+            first = "its first line" if k == 1 else f"line {k}, its first non-blank line,"
+            if text.startswith("{"):
+                return FileFormat("jsonl", f"{first} starts with '{{'; "
+                                           f"--format conll to read it as CoNLL")
+            return FileFormat("conll", f"{first} does not start with '{{'; "
+                                       f"--format jsonl to read it as JSONL")
+    raise InputError(f"{path}: an empty file (no non-blank line: neither JSONL nor CoNLL)")
+
+
+def _suffix(fmt: FileFormat | None) -> str:
+    return f"; {fmt}" if fmt else ""
+
+
+def read_jsonl(path: str, gold: bool = True, fmt: FileFormat | None = None
+               ) -> list[SegSentence]:
     """Sentences of a JSONL file; ``gold=False`` accepts lines without ``segments``."""
-    return list(iter_jsonl(path, gold))
+    return list(iter_jsonl(path, gold, fmt))
 
 
-def iter_jsonl(path: str, gold: bool = True) -> Iterator[SegSentence]:
-    """:func:`read_jsonl`, lazily (InputError at the end if there was no sentence)."""
+def iter_jsonl(path: str, gold: bool = True, fmt: FileFormat | None = None
+               ) -> Iterator[SegSentence]:
+    """:func:`read_jsonl`, lazily (InputError at the end if there was no sentence).
+    A UTF-8 byte-order mark, CRLF line ends and blank lines are allowed; ``fmt`` (how
+    the format was decided) is named in the errors a wrong format causes."""
+    why = _suffix(fmt)
     count = 0
-    with open(path, encoding="utf-8") as fh:
-        for k, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{k}"
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InputError(f"{where}: not a JSON object ({e.msg})") from None
-            if not isinstance(rec, dict):
-                raise InputError(f"{where}: not a JSON object")
-            toks = rec.get("tokens")
-            if (not isinstance(toks, list) or not toks
-                    or not all(isinstance(t, str) and t for t in toks)):
-                raise InputError(f"{where}: field 'tokens' must be a non-empty list of "
-                                 f"non-empty strings")
-            segs = None
-            if "segments" in rec or gold:
-                raw = rec.get("segments")
-                if not isinstance(raw, list):
-                    raise InputError(f"{where}: field 'segments' must be a list")
-                segs = []
-                for j, s in enumerate(raw):
-                    if not isinstance(s, dict):
-                        raise InputError(f"{where}: segment {j + 1} is not an object")
-                    segs.append(make_segment(s.get("type"), s.get("positions"), len(toks),
-                                             f"{where}: segment {j + 1}"))
-                if len(set(segs)) != len(segs):
-                    raise InputError(f"{where}: a segment is listed twice")
-            pos = rec.get("pos")
-            if pos is not None and (not isinstance(pos, list) or len(pos) != len(toks)):
-                raise InputError(f"{where}: field 'pos' must list one tag per token")
-            count += 1
-            yield SegSentence(list(toks), segs, where, pos, rec, [k])
+    for k, line in iter_lines(path):
+        if not line.strip():
+            continue
+        where = f"{path}:{k}"
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise InputError(f"{where}: not a JSON object ({e.msg} at column {e.colno})"
+                             f"{why}") from None
+        except RecursionError:
+            raise InputError(f"{where}: JSON nested too deeply{why}") from None
+        if not isinstance(rec, dict):
+            raise InputError(f"{where}: not a JSON object but a JSON "
+                             f"{type(rec).__name__}{why}")
+        toks = rec.get("tokens")
+        if (not isinstance(toks, list) or not toks
+                or not all(isinstance(t, str) and t for t in toks)):
+            none = " (the object has no such field)" if "tokens" not in rec else ""
+            raise InputError(f"{where}: field 'tokens' must be a non-empty list of "
+                             f"non-empty strings{none}{why}")
+        segs = None
+        if "segments" in rec or gold:
+            raw = rec.get("segments")
+            if not isinstance(raw, list):
+                raise InputError(f"{where}: field 'segments' must be a list")
+            segs = []
+            for j, s in enumerate(raw):
+                if not isinstance(s, dict):
+                    raise InputError(f"{where}: segment {j + 1} is not an object")
+                segs.append(make_segment(s.get("type"), s.get("positions"), len(toks),
+                                         f"{where}: segment {j + 1}"))
+            if len(set(segs)) != len(segs):
+                raise InputError(f"{where}: a segment is listed twice")
+        pos = rec.get("pos")
+        if pos is not None and (not isinstance(pos, list) or len(pos) != len(toks)):
+            raise InputError(f"{where}: field 'pos' must list one tag per token")
+        count += 1
+        yield SegSentence(list(toks), segs, where, pos, rec, [k])
     if not count:
-        raise InputError(f"{path}: no sentences")
+        raise InputError(f"{path}: no sentences{why}")
 
 
 def write_jsonl(sentences: Iterable[SegSentence], predicted: Iterable[Iterable[Segment]],
@@ -135,31 +189,76 @@ def _order(s: Segment) -> tuple:
 
 
 def read_conll_segments(path: str, scheme: str = "IOB2", tag_column: int = -1,
-                        pos_column: int | None = 1, gold: bool = True) -> list[SegSentence]:
+                        pos_column: int | None = 1, gold: bool = True,
+                        fmt: FileFormat | None = None) -> list[SegSentence]:
     """Sentences of a CoNLL file (word first; POS in ``pos_column`` when the lines have
     three columns or more), segments = the chunks of the tag column (contiguous,
     non-overlapping; conlleval's reading for IOB2, else ``scheme``'s lenient one);
     ``gold=False``: no segments read."""
-    return list(iter_conll_segments(path, scheme, tag_column, pos_column, gold))
+    return list(iter_conll_segments(path, scheme, tag_column, pos_column, gold, fmt))
 
 
 def iter_conll_segments(path: str, scheme: str = "IOB2", tag_column: int = -1,
-                        pos_column: int | None = 1, gold: bool = True
-                        ) -> Iterator[SegSentence]:
-    """:func:`read_conll_segments`, lazily (InputError at the end if there was none)."""
+                        pos_column: int | None = 1, gold: bool = True,
+                        fmt: FileFormat | None = None) -> Iterator[SegSentence]:
+    """:func:`read_conll_segments`, lazily (InputError at the end if there was none).
+    A token line that is a JSON object is refused (a JSONL file read as CoNLL), and
+    the errors a wrong format causes name ``fmt``, how the format was decided."""
+    why = _suffix(fmt)
     count = 0
-    for s in iter_conll(path, min_columns=1):
-        segs = None
-        if gold:
-            tags = s.column(tag_column)
-            chunks = (enc.conlleval_chunks(tags) if enc.canonical_scheme(scheme) == "IOB2"
-                      else enc.tags_to_chunks(tags, scheme, strict=False))
-            segs = [Segment(t, tuple(range(a, b))) for t, a, b in chunks]
+    sentences = iter_conll(path, min_columns=1)
+    while True:
+        try:
+            s = next(sentences, None)
+        except CoNLLError as e:
+            raise CoNLLError(f"{e}{why}") from None
+        if s is None:
+            break
+        for row, line in zip(s.rows, s.lines):
+            if row[0].startswith("{") and _json_object(" ".join(row)):
+                raise InputError(f"{path}:{line}: a JSON object on a CoNLL token line{why}")
+        segs = _gold_segments(s, scheme, tag_column, why) if gold else None
         pos = s.column(pos_column) if pos_column is not None and len(s.rows[0]) > 2 else None
         count += 1
         yield SegSentence(s.column(0), segs, s.where(0), pos, {}, list(s.lines))
     if not count:
-        raise InputError(f"{path}: no sentences")
+        raise InputError(f"{path}: no sentences{why}")
+
+
+#: the chunk-tag prefixes of every scheme: what a gold tag column may hold besides O
+TAG_PREFIXES = frozenset(p for name in enc.SCHEMES for p in enc.scheme_prefixes(name))
+
+
+def _gold_segments(s, scheme: str, tag_column: int, why: str) -> list[Segment]:
+    """The chunks of ``s``'s tag column as segments (conlleval's reading for IOB2, else
+    ``scheme``'s lenient one).  A column that holds no chunk tags (a word-only file, a
+    POS column) is refused at the first non-tag, naming its line."""
+    width = len(s.rows[0])
+    column = "the last column" if tag_column == -1 else f"column {tag_column}"
+    if width < 2 or not -width <= tag_column < width:
+        raise InputError(f"{s.where(0)}: no tag column ({column}) to read gold segments "
+                         f"from: the line has {width} column{'s' * (width != 1)}{why}")
+    tags = s.column(tag_column)
+    for i, tag in enumerate(tags):
+        if tag != enc.OUTSIDE and enc.split_tag(tag)[0] not in TAG_PREFIXES:
+            raise InputError(f"{s.where(i)}: {tag!r} in the tag column ({column}) is not a "
+                             f"chunk tag (O, or PREFIX-TYPE with a prefix of "
+                             f"{', '.join(sorted(TAG_PREFIXES))}){why}")
+    try:
+        chunks = (enc.conlleval_chunks(tags) if enc.canonical_scheme(scheme) == "IOB2"
+                  else enc.tags_to_chunks(tags, scheme, strict=False))
+    except SchemeError as e:
+        raise SchemeError(f"{s.where(e.position or 0)}: {e}{why}", e.position) from None
+    return [Segment(t, tuple(range(a, b))) for t, a, b in chunks]
+
+
+def _json_object(text: str) -> bool:
+    """Whether ``text`` parses as a non-empty JSON object (``{}`` may be a word)."""
+    try:
+        value = json.loads(text)
+        return isinstance(value, dict) and bool(value)
+    except (json.JSONDecodeError, RecursionError):
+        return False
 
 
 def segments_to_tags(segments: Iterable[Segment], n: int, where: str) -> list[str]:
@@ -188,22 +287,24 @@ def iter_types(sentences: Iterable[SegSentence]) -> Iterator[str]:
 
 
 def is_jsonl(path: str) -> bool:
-    """Whether ``path`` is JSONL (its first non-blank character is ``{``), else CoNLL."""
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                return line.lstrip().startswith("{")
-    raise InputError(f"{path}: an empty file")
+    """Whether :func:`detect_format` reads ``path`` as JSONL (else CoNLL)."""
+    return detect_format(path).name == "jsonl"
 
 
-def read_segments(path: str, gold: bool = True) -> list[SegSentence]:
-    """Sentences of a JSONL or CoNLL file (CoNLL: segments from the last column)."""
-    return list(iter_segments(path, gold))
+def read_segments(path: str, gold: bool = True, fmt: str | FileFormat = "auto"
+                  ) -> list[SegSentence]:
+    """Sentences of a JSONL or CoNLL file (CoNLL: segments from the last column);
+    ``fmt``: one of :data:`FORMATS` (auto: :func:`detect_format`) or a decided one."""
+    return list(iter_segments(path, gold, fmt))
 
 
-def iter_segments(path: str, gold: bool = True) -> Iterator[SegSentence]:
+def iter_segments(path: str, gold: bool = True, fmt: str | FileFormat = "auto"
+                  ) -> Iterator[SegSentence]:
     """:func:`read_segments`, lazily: what a streaming decoder reads."""
-    return iter_jsonl(path, gold) if is_jsonl(path) else iter_conll_segments(path, gold=gold)
+    if not isinstance(fmt, FileFormat):
+        fmt = detect_format(path, fmt)
+    return (iter_jsonl(path, gold, fmt) if fmt.name == "jsonl"
+            else iter_conll_segments(path, gold=gold, fmt=fmt))
 
 
 def paired(gold: Sequence[SegSentence], pred: Sequence[SegSentence], gold_path: str,

@@ -78,6 +78,9 @@ class SegmentReport:
                 "types": {t: c.to_json(self.beta) for t, c in sorted(self.by_type.items())}}
 
     def text(self) -> str:
+        """One row per subset with P, R, F_β and the counts each is made of: P =
+        correct / predicted, R = found / gold (the two numerators differ in the
+        overlapping/non-contiguous row)."""
         rows = [("overall", self.overall), ("overlapping/non-contiguous", self.hard),
                 *sorted(self.by_type.items())]
         width = max(len(name) for name, _ in rows)
@@ -85,8 +88,8 @@ class SegmentReport:
                f"matches"]
         for name, c in rows:
             out.append(f"{name:<{width}}  P {c.precision:6.2f}  R {c.recall:6.2f}  "
-                       f"F {c.f(self.beta):6.2f}  (tp {c.tp}, predicted {c.pred}, "
-                       f"gold {c.gold})")
+                       f"F {c.f(self.beta):6.2f}  (predicted: {c.tp_pred} of {c.pred} "
+                       f"correct; gold: {c.tp} of {c.gold} found)")
         return "\n".join(out)
 
 

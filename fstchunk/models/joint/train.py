@@ -27,10 +27,10 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 import scipy.optimize
-from tqdm import tqdm
 
 from ...errors import InputError
 from ...parallel import map_sentences, usable_cores
+from ...progress import progress as progress_bar
 from .dp import inside_outside, viterbi
 from .structure import Parts, Structure, structure_parts, structure_score
 
@@ -90,8 +90,8 @@ def fit_perceptron(model: Trainable, data: Sequence[Any], algorithm: str, iterat
     w = model.w.copy()
     u = np.zeros_like(w)                # Σ_t t·Δ_t, for the average w − u/t
     t = 1
-    bar = tqdm(range(iterations), desc=f"joint {algorithm}", disable=not progress)
-    for it in bar:
+    bar = progress_bar(iterations, f"joint {algorithm}", enabled=progress)
+    for it in range(iterations):
         mistakes = 0
         for x in data:
             y, _ = viterbi(model.parts(x, w))
@@ -110,10 +110,12 @@ def fit_perceptron(model: Trainable, data: Sequence[Any], algorithm: str, iterat
                 w[idx] += step * val
                 u[idx] += t * step * val
             t += 1
-        bar.set_postfix(errors=mistakes)
+        bar.set_postfix(errors=mistakes, refresh=False)
+        bar.update(1)
         if callback is not None:
             model.w = w - u / t
             callback(it + 1, model)
+    bar.close()
     model.w = w - u / t
     return model
 
@@ -151,11 +153,17 @@ def _nll_shard(job, indices) -> tuple[float, np.ndarray]:
 def fit_crf(model: Trainable, data: Sequence[Any], iterations: int, l2: float,
             progress: bool = False) -> Trainable:
     """Conditional likelihood + l2·‖w‖² by L-BFGS-B, at most ``iterations`` steps."""
-    bar = tqdm(total=iterations, desc="joint crf", disable=not progress)
+    bar = progress_bar(iterations, "joint crf", enabled=progress, every=10)
+    state = {"value": float("nan")}
+
+    def fun(w: np.ndarray) -> tuple[float, np.ndarray]:
+        state["value"], grad = objective(model, w, data, l2)
+        return state["value"], grad
 
     def cb(_):
+        bar.set_postfix(nll=f"{state['value']:.6g}", refresh=False)
         bar.update(1)
-    res = scipy.optimize.minimize(lambda w: objective(model, w, data, l2), model.w, jac=True,
+    res = scipy.optimize.minimize(fun, model.w, jac=True,
                                   method="L-BFGS-B", options={"maxiter": iterations},
                                   callback=cb)
     bar.close()

@@ -34,9 +34,9 @@ import random
 from typing import Sequence
 
 import numpy as np
-from tqdm import tqdm
 
 from ...errors import InputError
+from ...progress import progress as progress_bar
 from ...segments.data import SegSentence, iter_types
 from ...segments.scoring import score_segments
 from ...segments.space import kbest, restrict
@@ -207,8 +207,9 @@ def train(sentences: Sequence[SegSentence], epochs: int = 10,
     for e in range(1, epochs + 1):
         rng.shuffle(order)
         updates = violated = 0
-        bar = tqdm(total=len(order), desc=f"epoch {e}/{epochs}", unit="sent",
-                   disable=not progress, postfix=shown or None)
+        bar = progress_bar(len(order), f"epoch {e}/{epochs}", "sent", enabled=progress,
+                           every=0)                 # a log: one line per epoch
+        bar.set_postfix(shown, refresh=False)
         try:
             for i in order:
                 v = learner.step(sentences[i])
