@@ -441,9 +441,9 @@ def test_bad_inputs():
         em.long(), tr, mask))
     raises("emissions must be a torch.Tensor", lambda: crf.marginals(em.numpy(), tr, mask))
     raises(re.escape("mask has shape (2, 2)"), lambda: crf.marginals(em, tr, mask[:, :2]))
-    raises("mask row 1 has no token", lambda: crf.marginals(
+    raises("mask of sentence 1 has no token", lambda: crf.marginals(
         em, tr, torch.tensor([[True, True, True], [False, False, False]])))
-    raises("mask row 0 is not a prefix: position 2", lambda: crf.marginals(
+    raises("mask of sentence 0 has a hole: position 1 is False", lambda: crf.marginals(
         em, tr, torch.tensor([[True, False, True], [True, True, False]])))
     raises("dtype torch.float32", lambda: crf.marginals(em, tr.float(), mask))
     bad = em.clone()

@@ -8,8 +8,9 @@ import sys
 from .. import encodings as enc
 from .. import fsa
 from ..conll import iter_conll
-from ..errors import InputError, SchemeError
+from ..errors import FstchunkError, InputError, SchemeError
 from ..grammars import budget, registry
+from ..tagspace import TagSpace
 from .common import HelpFormatter, positive_float, positive_int, split_list
 
 
@@ -59,15 +60,18 @@ def options(args: argparse.Namespace) -> registry.Options:
     types = split_list(args.types, "--types") if args.types else None
     if args.tags:
         tags = split_list(args.tags, "--tags")
-        for t in tags:
-            try:
-                enc.tags_to_chunks([t], scheme, strict=False)
-            except SchemeError as e:
-                raise SchemeError(f"--tags: {str(e).split(': ', 1)[-1]}") from None
-        types = enc.chunk_types(tags)
+        try:                        # tags of the scheme that express it
+            types = TagSpace.of(tuple(tags), scheme).types
+        except FstchunkError as e:
+            raise SchemeError(f"--tags: {e}") from None
     elif args.from_data:
         seen: set[str] = set()
         for s in iter_conll(args.from_data, min_columns=1):
+            for i, t in enumerate(s.column(-1)):
+                try:
+                    enc.tag_type(t)
+                except SchemeError as e:
+                    raise SchemeError(f"{s.where(i)}: {e}", i) from None
             seen.update(s.column(-1))
         if not seen:
             raise InputError(f"{args.from_data}: no sentences to read chunk types from")

@@ -66,8 +66,7 @@ class ChunkCRF:
         try:
             self.space = TagSpace.of(tuple(tags), enc.canonical_scheme(scheme))
         except FstchunkError as e:
-            raise InputError(f"ChunkCRF: cannot use tags {list(tags)!r} in scheme "
-                             f"{scheme!r}: {e}") from None
+            raise InputError(f"ChunkCRF(scheme={scheme!r}): {e}") from None
         sp = self.space
         self.tags, self.scheme = sp.tags, sp.scheme
         L = len(sp.tags)
