@@ -143,19 +143,15 @@ def split_tag(tag: str) -> tuple[str, str]:
 
 
 def type_problem(ctype: str) -> str | None:
-    """Why ``ctype`` cannot be a chunk type, or None if it can.  Any other string is a
-    type, hyphens included (``ORG-X``); refused: the empty type of a tag ``'B-'``
-    (``''`` stands for untyped ``'B'``), white space (CoNLL columns split on it) and
-    ',' (it separates the items of ``--types``, ``--tags`` and ``--gold``)."""
-    if not isinstance(ctype, str):
-        return "is not a string"
+    """Why ``ctype`` cannot be a chunk type, or None if it can: hyphens are fine
+    (``ORG-X``); refused are the empty type of ``'B-'`` (``''`` means untyped ``'B'``),
+    white space (CoNLL columns split on it) and ',' (it separates list items)."""
     if not ctype:
         return "is empty"
     if any(ch.isspace() for ch in ctype):
         return "contains white space"
-    if "," in ctype:
-        return "contains ',' (which separates the items of --types, --tags and --gold)"
-    return None
+    return ("contains ',' (which separates the items of --types, --tags and --gold)"
+            if "," in ctype else None)
 
 
 def tag_type(tag: str, pos: int = -1) -> str:

@@ -26,7 +26,7 @@ from typing import Any, Iterable, Iterator, NamedTuple, Sequence
 
 from .. import encodings as enc
 from ..conll import iter_conll, iter_lines
-from ..errors import InputError
+from ..errors import InputError, SchemeError
 
 
 class Segment(NamedTuple):
@@ -148,12 +148,19 @@ def iter_conll_segments(path: str, scheme: str = "IOB2", tag_column: int = -1,
                         ) -> Iterator[SegSentence]:
     """:func:`read_conll_segments`, lazily (InputError at the end if there was none)."""
     count = 0
+    iob2 = enc.canonical_scheme(scheme) == "IOB2"
     for s in iter_conll(path, min_columns=1):
         segs = None
         if gold:
             tags = s.column(tag_column)
-            chunks = (enc.conlleval_chunks(tags) if enc.canonical_scheme(scheme) == "IOB2"
-                      else enc.tags_to_chunks(tags, scheme, strict=False))
+            try:                        # a type that cannot be one, at its own line
+                for i, t in enumerate(tags):
+                    enc.tag_type(t, i)
+                chunks = (enc.conlleval_chunks(tags) if iob2
+                          else enc.tags_to_chunks(tags, scheme, strict=False))
+            except SchemeError as e:
+                raise SchemeError(f"{s.where(e.position)}: {str(e).partition(': ')[2]}",
+                                  e.position) from None
             segs = [Segment(t, tuple(range(a, b))) for t, a, b in chunks]
         pos = s.column(pos_column) if pos_column is not None and len(s.rows[0]) > 2 else None
         count += 1

@@ -115,8 +115,8 @@ def _check_mask(mk: torch.Tensor) -> None:
     row = mk[b].tolist()
     on = [i for i, v in enumerate(row) if v]
     if not on:
-        raise InputError(f"mask of sentence {b} has no token (all False); every sentence "
-                         f"needs at least one; {LEFT_ALIGNED}")
+        raise InputError(f"mask of sentence {b} has no token (all False; every sentence "
+                         f"needs at least one); {LEFT_ALIGNED}")
     first, last = on[0], on[-1]
     holes = [i for i in range(first, last + 1) if not row[i]]
     if not holes and last == len(row) - 1:       # one run of True, at the end
