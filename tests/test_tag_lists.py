@@ -332,6 +332,8 @@ def test_grammar_types_with_hyphens_and_tags_that_must_express_the_scheme(capsys
                          "--scheme", "IOBES")
     assert code == 0, err
     assert "tag set: I-PER, ORG-X" in out
+    assert err == ("fstchunk grammar: warning: --types I-PER: read as chunk types (tags "
+                   "B-I-PER, ...); for a tag list use --tags\n")
     code, out, err = run(capsys, "grammar", "info", "validity", "--tags",
                          "O,B-ORG-X,I-ORG-X,E-ORG-X,S-ORG-X", "--scheme", "IOBES")
     assert code == 0 and "tag set: ORG-X" in out, err

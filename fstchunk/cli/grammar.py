@@ -11,7 +11,7 @@ from ..conll import iter_conll
 from ..errors import FstchunkError, InputError, SchemeError
 from ..grammars import budget, registry
 from ..tagspace import TagSpace
-from .common import HelpFormatter, positive_float, positive_int, split_list
+from .common import HelpFormatter, positive_float, positive_int, split_list, warn
 
 
 def add_parser(sub) -> None:
@@ -58,6 +58,11 @@ def options(args: argparse.Namespace) -> registry.Options:
     """The grammar options of the command line, the tag set checked against the scheme."""
     scheme = enc.canonical_scheme(args.scheme)
     types = split_list(args.types, "--types") if args.types else None
+    tag_like = [t for t in types or () if enc.split_tag(t)[0] in enc.scheme_prefixes(scheme)]
+    if tag_like:              # a type may hold hyphens (I-PER), but tags were likely meant
+        warn("grammar", f"--types {','.join(tag_like)}: read as chunk types (tags "
+                        f"{enc.make_tag(enc.scheme_prefixes(scheme)[0], tag_like[0])}, ...); "
+                        f"for a tag list use --tags")
     if args.tags:
         tags = split_list(args.tags, "--tags")
         try:                        # tags of the scheme that express it
