@@ -39,6 +39,7 @@ from tqdm import tqdm
 from fstchunk.conll import data_path, read_conll
 from fstchunk.encodings import conlleval_chunks
 from fstchunk.evaluate import evaluate
+from fstchunk.tagspace import TagSet
 from fstchunk.torch import CRFLayer
 
 CORPORA = {"ned": (("conll2002", "ned.train"), ("conll2002", "ned.testa"),
@@ -217,7 +218,8 @@ def main() -> None:
     sets = [[(s.column(0), s.column(-1)) for s in read_conll(data_path(*p))][:args.limit]
             for p in CORPORA[args.corpus]]
     train, dev, test = sets
-    tags = sorted({t for _, ts in train for t in ts})
+    # every IOB2 tag of the training types (a slice may have B-PRT but no I-PRT)
+    tags = list(TagSet.from_tags({t for _, ts in train for t in ts}, "IOB2").tags)
     words = Vocab(w.lower() for s, _ in train for w in s)
     chars = Vocab(c for s, _ in train for w in s for c in w)
     model = Tagger(words, chars, tags, hidden=args.hidden)

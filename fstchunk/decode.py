@@ -97,10 +97,10 @@ def decode_meu(lattice: Lattice, beta: float = 1.0, method: str = "exact",
 
     Exact MEU decides among all chunkings over the lattice's chunk types, not only
     among the sequences the model can produce, so its tags are valid in the
-    lattice's scheme but may use a tag the lattice's tag list lacks (two adjacent
-    chunks in IOB1 need a B- tag; an all-O answer needs O); :func:`expected_f`
-    scores any such sequence.  β = 0 (F_0 = precision) gives the empty hypothesis,
-    whose F is 0/0 := 1.
+    lattice's scheme but may be a sequence the model cannot produce (two adjacent
+    chunks in IOB1 need a B- tag the scores may rule out; an all-O answer needs O,
+    which a tag list may lack); :func:`expected_f` scores any such sequence.
+    β = 0 (F_0 = precision) gives the empty hypothesis, whose F is 0/0 := 1.
     """
     _check_beta(beta)
     if memory_budget is not None and not memory_budget > 0:

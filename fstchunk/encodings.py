@@ -134,9 +134,38 @@ def make_tag(prefix: str, ctype: str) -> str:
 
 
 def split_tag(tag: str) -> tuple[str, str]:
-    """``'B-NP'`` -> ``('B', 'NP')``; ``'B'`` -> ``('B', '')``; ``'O'`` -> ``('O', '')``."""
+    """``'B-NP'`` -> ``('B', 'NP')``; ``'B'`` -> ``('B', '')``; ``'O'`` -> ``('O', '')``.
+
+    Split at the *first* hyphen, as conlleval.pl's ``/^([^-]*)-(.*)$/`` does:
+    ``'B-ORG-X'`` -> ``('B', 'ORG-X')``, ``'I-I-PER'`` -> ``('I', 'I-PER')``."""
     prefix, sep, ctype = tag.partition("-")
     return prefix, ctype
+
+
+def type_problem(ctype: str) -> str | None:
+    """Why ``ctype`` cannot be a chunk type, or None if it can: hyphens are fine
+    (``ORG-X``); refused are the empty type of ``'B-'`` (``''`` means untyped ``'B'``),
+    white space (CoNLL columns split on it) and ',' (it separates list items)."""
+    if not ctype:
+        return "is empty"
+    if any(ch.isspace() for ch in ctype):
+        return "contains white space"
+    return ("contains ',' (which separates the items of --types, --tags and --gold)"
+            if "," in ctype else None)
+
+
+def tag_type(tag: str, pos: int = -1) -> str:
+    """The chunk type of ``tag`` (``''`` for ``O`` and untyped tags), checked by
+    :func:`type_problem`; SchemeError naming the tag (and ``pos`` if >= 0)."""
+    at = f"position {pos}: " if pos >= 0 else ""
+    if not isinstance(tag, str):
+        raise SchemeError(f"{at}tag {tag!r} is not a string", pos if pos >= 0 else None)
+    prefix, sep, ctype = tag.partition("-")
+    problem = type_problem(ctype) if sep else None
+    if problem:
+        raise SchemeError(f"{at}tag {tag!r}: its chunk type {ctype!r} {problem}",
+                          pos if pos >= 0 else None)
+    return ctype
 
 
 def scheme_tags(scheme: str, types: Sequence[str] = ("",)) -> tuple[str, ...]:
@@ -157,6 +186,7 @@ def _parse(tag: str, s: SchemeSpec, pos: int) -> tuple[str, str]:
     if tag == OUTSIDE:
         return OUTSIDE, ""
     prefix, ctype = split_tag(tag)
+    tag_type(tag, pos)
     ren = dict(s.rename)
     canon = {v: k for k, v in s.rename}.get(prefix, prefix)
     if canon not in s.prefixes or ren.get(canon, canon) != prefix:
@@ -388,6 +418,7 @@ def convert(tags: Sequence[str], source: str, target: str, strict: bool = True) 
 
 
 def chunk_types(tags: Iterable[str]) -> tuple[str, ...]:
-    """Sorted chunk types used by ``tags`` (``()`` when all are untyped or O)."""
-    types = {split_tag(t)[1] for t in tags if t != OUTSIDE}
+    """Sorted chunk types used by ``tags`` (``()`` when all are untyped or O); a type
+    that :func:`type_problem` refuses raises SchemeError naming its tag."""
+    types = {tag_type(t) for t in tags if t != OUTSIDE}
     return tuple(sorted(t for t in types if t))

@@ -187,8 +187,8 @@ class Lattice:
         """The chunks of a fixed sequence compared against the lattice (a hypothesis or
         a reference): the lattice's length, valid in its scheme, chunk types among
         its types — but any tag of the scheme, since a decision need not be a
-        sequence the model can produce (MEU may join two chunks with a B- tag the
-        lattice's tag list lacks)."""
+        sequence the model can produce (MEU may answer O where the lattice's tag
+        list has no O; it lacks no other tag: :func:`.tagspace.check_expresses`)."""
         if len(seq) != self.n:
             raise InputError(f"{what} has {len(seq)} tags but the lattice has {self.n} tokens")
         seq = list(seq)

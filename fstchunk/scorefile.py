@@ -30,9 +30,11 @@ from typing import Sequence
 
 import numpy as np
 
-from .errors import ModelFileError
+from . import encodings as enc
+from .errors import FstchunkError, ModelFileError
 from .outputs import atomic_write
 from .lattice import Lattice
+from .tagspace import TagSpace
 
 _EMISSIONS = re.compile(r"emissions_(\d+)$")
 
@@ -41,7 +43,10 @@ def save_scores(path: str | os.PathLike, tags: Sequence[str], emissions: Sequenc
                 transitions: np.ndarray, start: np.ndarray | None = None,
                 end: np.ndarray | None = None, scheme: str = "IOB2") -> None:
     """Write a score file (see the module doc); ``emissions[k]`` scores sentence ``k``.
-    Written atomically to exactly ``path`` (``np.savez`` alone would append ``.npz``)."""
+    Written atomically to exactly ``path`` (``np.savez`` alone would append ``.npz``).
+    A tag list that cannot express ``scheme`` is refused before anything is written
+    (:func:`fstchunk.tagspace.check_expresses`)."""
+    TagSpace.of(tuple(tags), enc.canonical_scheme(scheme))
     arrays = {"tags": np.array(list(tags), dtype=str), "scheme": np.array(scheme),
               "transitions": np.asarray(transitions, float)}
     if start is not None:
@@ -80,6 +85,10 @@ def load_lattices(path: str | os.PathLike) -> list[Lattice]:
                              f"{data['tags'].dtype} and shape {data['tags'].shape}")
     tags = [str(t) for t in data["tags"].tolist()]
     scheme = str(data["scheme"]) if "scheme" in data else "IOB2"
+    try:                       # once for the file, not per sentence
+        TagSpace.of(tuple(tags), enc.canonical_scheme(scheme))
+    except FstchunkError as e:
+        raise ModelFileError(f"{name}: arrays 'tags' and 'scheme': {e}") from None
     indices = sorted(int(m.group(1)) for m in map(_EMISSIONS.match, data) if m)
     if not indices:
         raise ModelFileError(f"{name}: no emissions_0 array: the file scores no sentence")

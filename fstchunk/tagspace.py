@@ -20,6 +20,12 @@ The scheme's rules are defined once, as pure functions, in
 space (:meth:`TagSpace.of` caches).  Lattices, the engine, the CRF and the
 grammars read these arrays instead of rebuilding them.
 
+A tag list must **express its scheme** (:func:`check_expresses`): for every chunk
+type it uses, every tag the scheme defines for that type (``O`` may be absent).
+``O, B-NP, I-NP`` in IOBES is refused, naming ``E-NP, S-NP``: without them the only
+valid sequence is all ``O``.  Every lattice, torch CRF, score file and model file
+meets a scheme here, so this is the one place that refuses such a list.
+
 Pitfall: a tag space's column order (``tags``) is the order of score arrays and
 marginals; it is *not* the label order of the symbol table.  Use :meth:`index`
 and :meth:`label` to move between them.  :class:`TagSet` is the tag space of
@@ -54,28 +60,82 @@ def symbol_table(types: tuple[str, ...]) -> pynini.SymbolTable:
 
 
 def normalize_types(types: Sequence[str] | str | None) -> tuple[str, ...]:
-    """``"NP,VP"`` or ``["VP", "NP"]`` -> ``("NP", "VP")``; empty/None -> ``("",)``."""
+    """``"NP,VP"`` or ``["VP", "NP"]`` -> ``("NP", "VP")``; empty/None -> ``("",)``.
+    Hyphens are part of a type (``ORG-X``: tags ``B-ORG-X`` split at the first hyphen,
+    :func:`~fstchunk.encodings.split_tag`); InputError for a type that
+    :func:`~fstchunk.encodings.type_problem` refuses (white space, ',')."""
     if types is None:
         return ("",)
     if isinstance(types, str):
-        types = [t for t in types.split(",")]
-    types = [t.strip() for t in types if t is not None]
+        types = types.split(",")
+    out = set()
     for t in types:
-        if "-" in t or any(ch.isspace() for ch in t):
-            raise InputError(f"chunk type {t!r} must not contain '-' or white space")
-    types = sorted(set(t for t in types if t))
-    return tuple(types) if types else ("",)
+        if t is None:
+            continue
+        if not isinstance(t, str):
+            raise InputError(f"chunk type {t!r} is not a string")
+        t = t.strip()
+        problem = enc.type_problem(t) if t else None
+        if problem:
+            raise InputError(f"chunk type {t!r} {problem}")
+        if t:
+            out.add(t)
+    return tuple(sorted(out)) if out else ("",)
 
 
-def _check_tags(tags: Sequence[str], scheme: str) -> tuple[str, ...]:
+def check_tags(tags: Sequence[str], scheme: str) -> tuple[str, ...]:
+    """``tags`` as a tuple: not empty, no repeats, each a tag of ``scheme`` (any
+    subset: a linear chain over some labels, as a cascade's chunker has)."""
     tags = tuple(tags)
     if not tags:
         raise InputError("the tag list is empty")
     if len(set(tags)) != len(tags):
         raise InputError(f"the tag list repeats a tag: {tags}")
-    for t in tags:
-        enc.tags_to_chunks([t], scheme, strict=False)   # raises: the tag is not of the scheme
+    for i, t in enumerate(tags):
+        try:
+            enc.tags_to_chunks([t], scheme, strict=False)   # raises: not a tag of the scheme
+        except SchemeError as e:
+            head, sep, reason = str(e).partition(": ")
+            raise SchemeError(f"item {i} of the tag list: "
+                              f"{reason if head == 'position 0' else e}") from None
     return tags
+
+
+def tag_types(tags: Sequence[str]) -> tuple[str, ...]:
+    """The chunk types ``tags`` use, sorted; ``("",)`` when untyped or all ``O``.
+    SchemeError for a list that mixes untyped (``B``) and typed (``B-NP``) chunk tags."""
+    tags = list(tags)
+    untyped = [t for t in tags if t != enc.OUTSIDE and not enc.tag_type(t)]
+    typed = [t for t in tags if t != enc.OUTSIDE and enc.tag_type(t)]
+    if untyped and typed:
+        raise SchemeError(f"the tags mix untyped chunk tags ({', '.join(untyped[:3])}) with "
+                          f"typed ones ({', '.join(typed[:3])}): give every chunk tag a "
+                          f"type, or none")
+    return normalize_types(enc.chunk_types(tags))
+
+
+def missing_tags(tags: Sequence[str], scheme: str) -> tuple[str, ...]:
+    """The tags ``scheme`` defines for the chunk types ``tags`` use that ``tags`` lack
+    (``enc.scheme_tags(scheme, [type])`` minus ``O``, type by type); ``O`` itself may
+    be absent (a tagger that puts every token in a chunk)."""
+    have = set(tags)
+    if all(t == enc.OUTSIDE for t in have):
+        return ()
+    return tuple(t for t in enc.scheme_tags(scheme, tag_types(tags))
+                 if t != enc.OUTSIDE and t not in have)
+
+
+def check_expresses(tags: Sequence[str], scheme: str) -> None:
+    """SchemeError unless ``tags`` express ``scheme``: every tag of the scheme for each
+    chunk type they use is among them.  Without, say, ``E-NP`` and ``S-NP`` the only
+    valid IOBES sequences over ``O, B-NP, I-NP`` are all ``O``: a lattice over such a
+    list would silently decode nothing but ``O``."""
+    missing = missing_tags(tags, scheme)
+    if missing:
+        prefixes = ", ".join(enc.scheme_prefixes(scheme))
+        who = "untyped chunks need" if tag_types(tags) == ("",) else "every chunk type needs"
+        raise SchemeError(f"tags {', '.join(tags)} cannot express {scheme}: missing "
+                          f"{', '.join(missing)} ({who} all of {prefixes})")
 
 
 class TagSpace:
@@ -88,8 +148,9 @@ class TagSpace:
 
     def __init__(self, tags: Sequence[str], scheme: str):
         self.scheme = enc.canonical_scheme(scheme)
-        self.tags = _check_tags(tags, self.scheme)
-        self.types = normalize_types(enc.chunk_types(self.tags))
+        self.tags = check_tags(tags, self.scheme)
+        check_expresses(self.tags, self.scheme)
+        self.types = tag_types(self.tags)
         self.symbols = symbol_table(self.types)
         self._index = {t: i for i, t in enumerate(self.tags)}
         self.labels = tuple(self.symbols.find(t) for t in self.tags)
@@ -167,7 +228,7 @@ class TagSet(TagSpace):
     @classmethod
     def from_tags(cls, tags, scheme: str) -> "TagSet":
         """The tag set of ``scheme`` over the chunk types that ``tags`` use."""
-        return cls(scheme, enc.chunk_types(tags) or ("",))
+        return cls(scheme, tag_types(tags))
 
     def __repr__(self) -> str:
         return f"TagSet({self.scheme!r}, {list(self.types)!r})"

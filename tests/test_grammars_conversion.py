@@ -9,6 +9,7 @@ from fstchunk.tagspace import TagSet
 from oracles import all_chunkings
 
 TYPES = ("NP", "VP")
+HYPHENATED = ("I-PER", "ORG-X")      # B-I-PER is B + I-PER (the first hyphen splits)
 
 
 def relation_upto(fst, ts, n):
@@ -21,24 +22,27 @@ def relation_upto(fst, ts, n):
 
 
 @pytest.mark.parametrize("source", enc.SCHEMES)
-def test_conversion_machine_equals_convert(source):
-    """Over ALL inputs up to length 6: the machine's relation is exactly convert's graph."""
-    ts = TagSet(source, TYPES)
+@pytest.mark.parametrize("types, length", [(TYPES, 6), (HYPHENATED, 4)],
+                         ids=["plain", "hyphenated"])
+def test_conversion_machine_equals_convert(source, types, length):
+    """Over ALL inputs up to ``length``: the machine's relation is exactly convert's graph."""
+    ts = TagSet(source, types)
     valid = [tuple(enc.chunks_to_tags(c, n, source))
-             for n in range(1, 7) for c in all_chunkings(n, TYPES)]
+             for n in range(1, length + 1) for c in all_chunkings(n, types)]
     for target in enc.SCHEMES:
         if target == source:
             continue
-        m = conversion.conversion_transducer(source, target, TYPES)
+        m = conversion.conversion_transducer(source, target, types)
         want = {(v, tuple(enc.convert(v, source, target))) for v in valid}
-        assert relation_upto(m, ts, 6) == want, (source, target)
+        assert relation_upto(m, ts, length) == want, (source, target)
         assert fsa.is_functional(m) is True
 
 
 @pytest.mark.parametrize("scheme", enc.SCHEMES)
-def test_encoder_is_a_bijection_from_iobes(scheme):
-    e = conversion.encoder(scheme, TYPES)
-    ts = TagSet("IOBES", TYPES)
+@pytest.mark.parametrize("types", [TYPES, HYPHENATED], ids=["plain", "hyphenated"])
+def test_encoder_is_a_bijection_from_iobes(scheme, types):
+    e = conversion.encoder(scheme, types)
+    ts = TagSet("IOBES", types)
     rel = relation_upto(e, ts, 5)
     assert len({o for _, o in rel}) == len(rel)           # injective
     assert all(enc.convert(i, "IOBES", scheme) == list(o) for i, o in rel)

@@ -20,12 +20,13 @@ def labels(ts, tags):
     return [ts.label(t) for t in tags]
 
 
-def test_T_counts_true_positives():
+@pytest.mark.parametrize("types", [TYPES, ("I-PER", "ORG-X")], ids=["plain", "hyphenated"])
+def test_T_counts_true_positives(types):
     """[T](x, y) = tp(x, y) for ALL pairs of valid typed sequences up to length 3."""
-    ts = TagSet("IOBES", TYPES)
-    t = C.true_positive_transducer(TYPES, 3, weights="count")
+    ts = TagSet("IOBES", types)
+    t = C.true_positive_transducer(types, 3, weights="count")
     for n in range(1, 4):
-        for cx, cy in itertools.product(all_chunkings(n, TYPES), repeat=2):
+        for cx, cy in itertools.product(all_chunkings(n, types), repeat=2):
             x = fsa.string_fst(labels(ts, iobes(cx, n)), "log64")
             y = fsa.string_fst(labels(ts, iobes(cy, n)), "log64")
             w = fsa.total_weight(x @ t @ y)

@@ -10,7 +10,8 @@ from oracles import all_chunkings
 
 
 @pytest.mark.parametrize("scheme", enc.SCHEMES)
-@pytest.mark.parametrize("types", [("",), ("NP", "VP")], ids=["untyped", "typed"])
+@pytest.mark.parametrize("types", [("",), ("NP", "VP"), ("I-PER", "ORG-X")],
+                         ids=["untyped", "typed", "hyphenated"])
 def test_acceptor_accepts_exactly_the_valid_sequences(scheme, types):
     ts = TagSet(scheme, types)
     acc = validity.validity_acceptor(scheme, types)

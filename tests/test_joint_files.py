@@ -207,3 +207,19 @@ def test_fuzzed_fields_load_or_fail_with_one_error(tmp_path_factory, key, value,
         J.predict(model, J.layered(SENTS, collapse=True))
     except FstchunkError:
         pass
+
+
+def test_a_chunker_over_the_tags_seen_in_training_loads(tmp_path):
+    """A chunker's labels are the chunk tags its training data has, which need not
+    express IOB2 (here B-VP without I-VP; CoNLL-2000 has B-LST without I-LST): the
+    file keeps loading, and decodes as before.  A label outside IOB2 is refused."""
+    path = tmp_path / "c.npz"
+    model = saved(path, "chunker")
+    assert "B-VP" in model.pos_labels and "I-VP" not in model.pos_labels
+    loaded = J.JointModel.load(path)
+    data = J.layered(SENTS, collapse=True)
+    assert J.predict(loaded, data) == J.predict(model, data)
+    rewrite(path, field("pos_labels", ["B-NP", "I-NP", "E-VP", "O"]))
+    with pytest.raises(ModelFileError, match=r"field 'pos_labels': a chunker's labels are IOB2 "
+                                             r"chunk tags: item 2 of the tag list: tag 'E-VP'"):
+        J.JointModel.load(path)

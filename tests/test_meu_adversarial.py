@@ -26,7 +26,7 @@ from threadpoolctl import threadpool_limits
 from fstchunk import encodings as enc, fsa
 from fstchunk.decode import decode_meu, decode_meu_corpus
 from fstchunk.engine.meu import QUAD_TOL, exp_sum
-from fstchunk.errors import BudgetError, InputError
+from fstchunk.errors import BudgetError, InputError, SchemeError
 from fstchunk.evaluate import f_beta
 from fstchunk.expected import expected_f
 from fstchunk.lattice import Lattice
@@ -216,16 +216,19 @@ def test_corpus_meu_with_a_ratio_below_1e12_matches_the_reference():
     assert r == pytest.approx(rr, rel=1e-9)
 
 
-def test_meu_may_use_a_tag_the_lattice_lacks_and_expected_f_scores_it():
-    """A tag list that lacks some tags of its scheme (here IOB1 without B-NP): the
-    lattice has y ∈ {I-NP O, O I-NP}; the hypothesis of both one-token chunks
-    (U = 2/3 at β = 1, vs 1/2 for either y) is written I-NP B-NP.  The contract: MEU
-    decides among all chunkings over the lattice's types, written in its scheme
-    (valid, possibly with a tag the list lacks), and expected_f scores any such
-    hypothesis (it used to refuse the decoder's own answer)."""
-    tags = ("O", "I-NP")
-    e = np.zeros((2, 2))
-    t = np.array([[-50.0, 0.0], [0.0, -50.0]])     # O O and I I (one chunk) excluded
+def test_meu_may_use_a_tag_the_lattice_all_but_excludes_and_expected_f_scores_it():
+    """IOB1 with B-NP scored out (emission -50; a tag list without B-NP is refused,
+    since it cannot express IOB1): the lattice has y ∈ {I-NP O, O I-NP} up to e^-50;
+    the hypothesis of both one-token chunks (U = 2/3 at β = 1, vs 1/2 for either y)
+    is written I-NP B-NP.  The contract: MEU decides among all chunkings over the
+    lattice's types, written in its scheme (a sequence the model all but excludes),
+    and expected_f scores any such hypothesis (it used to refuse the decoder's own
+    answer)."""
+    with pytest.raises(SchemeError, match="tags O, I-NP cannot express IOB1: missing B-NP"):
+        Lattice.from_scores(("O", "I-NP"), np.zeros((2, 2)), np.zeros((2, 2)), scheme="IOB1")
+    tags = ("O", "B-NP", "I-NP")
+    e = np.array([[0.0, -50.0, 0.0], [0.0, -50.0, 0.0]])
+    t = np.array([[-50.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, -50.0]])  # O O, I I out
     lat = Lattice.from_scores(tags, e, t, scheme="IOB1")
     d = decode_meu(lat, 1.0)
     assert d.tags == ["I-NP", "B-NP"] and enc.is_valid(d.tags, "IOB1")

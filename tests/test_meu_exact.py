@@ -36,7 +36,7 @@ from fstchunk.conll import read_conll
 from fstchunk.decode import (Decoding, decode_map, decode_meu, decode_meu_corpus,
                              decode_posterior)
 from fstchunk.engine.chain import Layers
-from fstchunk.errors import InputError
+from fstchunk.errors import InputError, SchemeError
 from fstchunk.expected import expected_f
 from fstchunk.lattice import Lattice
 from fstchunk.models.crf import CRF
@@ -328,15 +328,10 @@ CHECK_MARGINALS = {"chunk": check_chunk_marginals, "token": check_token_marginal
 
 
 def no_sequence_lattice(name):
-    """Lattices with no valid sequence of positive weight: tag lists the scheme
-    forbids to complete (from_scores masks every path), and layers whose weights rule
+    """Lattices with no valid sequence of positive weight: layers whose weights rule
     every path out (the public Lattice constructor takes layers as they are;
-    from_scores refuses -inf scores)."""
-    if name == "IOB2 with only I-NP":
-        return Lattice.from_scores(("I-NP",), np.zeros((3, 1)), np.zeros((1, 1)))
-    if name == "IOBES without E or S":
-        return Lattice.from_scores(("B-NP", "I-NP"), np.zeros((2, 2)), np.zeros((2, 2)),
-                                   scheme="IOBES")
+    from_scores refuses -inf scores).  Tag lists the scheme forbids to complete are
+    refused before (:func:`test_tag_lists_that_cannot_complete_are_refused`)."""
     tags = enc.scheme_tags("IOB2", TYPES)
     lay = Lattice.from_scores(tags, *random_scores(np.random.default_rng(1), len(tags), 6)).layers
     if name == "a layer of -inf":
@@ -347,13 +342,22 @@ def no_sequence_lattice(name):
     return Lattice(tags, "IOB2", Layers(lay.weights, lay.labels, np.full_like(lay.final, -np.inf)))
 
 
-@pytest.mark.parametrize("name", ["IOB2 with only I-NP", "IOBES without E or S",
-                                  "a layer of -inf", "every end -inf"])
+@pytest.mark.parametrize("name", ["a layer of -inf", "every end -inf"])
 def test_no_valid_sequence_is_an_input_error(name):
     """The one true "no weight" case: InputError with that message (from the lattice's
     construction or from decode_meu), not another error."""
     with pytest.raises(InputError, match=NO_WEIGHT):
         decode_meu(no_sequence_lattice(name))
+
+
+@pytest.mark.parametrize("tags, scheme, missing", [
+    (("I-NP",), "IOB2", "B-NP"), (("B-NP", "I-NP"), "IOBES", "E-NP, S-NP")])
+def test_tag_lists_that_cannot_complete_are_refused(tags, scheme, missing):
+    """They once made lattices with no valid sequence (every path masked); now the
+    tag list is refused, naming what it lacks, before any lattice is built."""
+    L = len(tags)
+    with pytest.raises(SchemeError, match=f"cannot express {scheme}: missing {missing} "):
+        Lattice.from_scores(tags, np.zeros((3, L)), np.zeros((L, L)), scheme=scheme)
 
 
 # ------------------------------------------------------------------ properties

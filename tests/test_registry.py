@@ -116,7 +116,8 @@ def test_unknown_grammar_names_it(tmp_path):
     (dict(arc_type="tropical"), "arc type 'tropical'"),
     (dict(scheme="IOX"), "unknown chunk scheme 'IOX'"),
     (dict(target="XYZ"), "unknown chunk scheme 'XYZ'"),
-    (dict(types="B-NP"), "chunk type 'B-NP'"),
+    (dict(types="N P"), "chunk type 'N P' contains white space"),
+    (dict(types=("NP", "A,B")), "chunk type 'A,B' contains ','"),
 ])
 def test_bad_options_name_them(bad, match):
     with pytest.raises(FstchunkError, match=match):

@@ -70,8 +70,9 @@ def good(**over):
     (good(emissions_1=np.zeros((2, 4))), r"sentence 1 \(emissions_1\): emissions has 4 columns"),
     (good(emissions_0=np.zeros((0, 5))), r"sentence 0 .*empty sentence"),
     (good(transitions=np.zeros((5, 4))), r"sentence 0 .*transitions has shape"),
-    (good(scheme=np.array("IOX")), r"sentence 0 .*unknown chunk scheme 'IOX'"),
-    (good(tags=np.array(("O", "B-NP", "X-NP", "B-VP", "I-VP"))), r"sentence 0 .*X-NP"),
+    (good(scheme=np.array("IOX")), r"arrays 'tags' and 'scheme': unknown chunk scheme 'IOX'"),
+    (good(tags=np.array(("O", "B-NP", "X-NP", "B-VP", "I-VP"))),
+     r"arrays 'tags' and 'scheme': item 2 of the tag list: tag 'X-NP'"),
 ])
 def test_malformed_arrays_name_the_file(tmp_path, content, match):
     path = write(tmp_path / "bad.npz", **content)

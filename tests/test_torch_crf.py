@@ -441,9 +441,9 @@ def test_bad_inputs():
         em.long(), tr, mask))
     raises("emissions must be a torch.Tensor", lambda: crf.marginals(em.numpy(), tr, mask))
     raises(re.escape("mask has shape (2, 2)"), lambda: crf.marginals(em, tr, mask[:, :2]))
-    raises("mask row 1 has no token", lambda: crf.marginals(
+    raises("mask of sentence 1 has no token", lambda: crf.marginals(
         em, tr, torch.tensor([[True, True, True], [False, False, False]])))
-    raises("mask row 0 is not a prefix: position 2", lambda: crf.marginals(
+    raises("mask of sentence 0 has a hole: position 1 is False", lambda: crf.marginals(
         em, tr, torch.tensor([[True, False, True], [True, True, False]])))
     raises("dtype torch.float32", lambda: crf.marginals(em, tr.float(), mask))
     bad = em.clone()
@@ -474,13 +474,13 @@ def test_bad_inputs():
         em, tr, mask, gold=[["O"] * 3, ["O"] * 2], beta=-1))
     raises("not a IOB2 tag", lambda: ChunkCRF(["O", "E-NP"], "IOB2"))
     raises("unknown chunk scheme", lambda: ChunkCRF(["O", "B-NP"], "XYZ"))
-    pair = ChunkCRF(["B-A", "E-A"], "IOBES")          # no valid sequence of length 1
-    args = (torch.zeros(2, 2, 2, dtype=F64), torch.zeros(2, 2, dtype=F64),
-            torch.tensor([[True, True], [True, False]]))
-    raises("sentence 1: no valid IOBES sequence of length 1", lambda: pair.log_partition(*args))
-    raises("sentence 1: no valid IOBES sequence", lambda: pair.decode(*args))
-    raises("sentence 1: no valid IOBES sequence", lambda: pair.expected_f(
-        *args, gold=[["B-A", "E-A"], ["O"]]))
+    raises("cannot express IOBES: missing I-A, S-A", lambda: ChunkCRF(["B-A", "E-A"], "IOBES"))
+    full = ChunkCRF(enc.scheme_tags("IOBES", ("A",)), "IOBES")    # scores at NEG
+    args = (torch.zeros(2, 2, 5, dtype=F64), torch.full((5, 5), -1e30, dtype=F64),
+            torch.tensor([[True, False], [True, True]]))
+    raises("sentence 1: every valid IOBES sequence of length 2 scores below -5e[+]29",
+           lambda: full.log_partition(*args))
+    raises("sentence 1: every valid IOBES sequence", lambda: full.decode(*args))
 
 
 def test_no_torch_import_outside_the_torch_package():

@@ -8,9 +8,10 @@ import sys
 from .. import encodings as enc
 from .. import fsa
 from ..conll import iter_conll
-from ..errors import InputError, SchemeError
+from ..errors import FstchunkError, InputError, SchemeError
 from ..grammars import budget, registry
-from .common import HelpFormatter, positive_float, positive_int, split_list
+from ..tagspace import TagSpace
+from .common import HelpFormatter, positive_float, positive_int, split_list, warn
 
 
 def add_parser(sub) -> None:
@@ -57,17 +58,25 @@ def options(args: argparse.Namespace) -> registry.Options:
     """The grammar options of the command line, the tag set checked against the scheme."""
     scheme = enc.canonical_scheme(args.scheme)
     types = split_list(args.types, "--types") if args.types else None
+    tag_like = [t for t in types or () if enc.split_tag(t)[0] in enc.scheme_prefixes(scheme)]
+    if tag_like:              # a type may hold hyphens (I-PER), but tags were likely meant
+        warn("grammar", f"--types {','.join(tag_like)}: read as chunk types (tags "
+                        f"{enc.make_tag(enc.scheme_prefixes(scheme)[0], tag_like[0])}, ...); "
+                        f"for a tag list use --tags")
     if args.tags:
         tags = split_list(args.tags, "--tags")
-        for t in tags:
-            try:
-                enc.tags_to_chunks([t], scheme, strict=False)
-            except SchemeError as e:
-                raise SchemeError(f"--tags: {str(e).split(': ', 1)[-1]}") from None
-        types = enc.chunk_types(tags)
+        try:                        # tags of the scheme that express it
+            types = TagSpace.of(tuple(tags), scheme).types
+        except FstchunkError as e:
+            raise SchemeError(f"--tags: {e}") from None
     elif args.from_data:
         seen: set[str] = set()
         for s in iter_conll(args.from_data, min_columns=1):
+            for i, t in enumerate(s.column(-1)):
+                try:
+                    enc.tag_type(t)
+                except SchemeError as e:
+                    raise SchemeError(f"{s.where(i)}: {e}", i) from None
             seen.update(s.column(-1))
         if not seen:
             raise InputError(f"{args.from_data}: no sentences to read chunk types from")

@@ -50,7 +50,7 @@ from .. import encodings as enc
 from ..columns import Columns
 from ..errors import FstchunkError, InputError, ModelFileError
 from ..outputs import atomic_write
-from ..tagspace import TagSet, TagSpace
+from ..tagspace import TagSet, check_expresses, check_tags
 
 FORMAT = "fstchunk-model"
 VERSION = 2
@@ -246,10 +246,14 @@ class Fields:
         if not tags or not all(isinstance(t, str) for t in tags):
             raise self.error(field, "expected a non-empty list of tag strings")
         try:
-            TagSpace.of(tuple(tags), scheme)        # each a tag of the scheme, no repeats
-            want = TagSet.from_tags(tags, scheme).tags
+            check_tags(tags, scheme)                # each a tag of the scheme, no repeats
         except FstchunkError as e:
             raise self.error(field, f"not tags of {scheme}: {e}") from None
+        try:
+            check_expresses(tags, scheme)           # all of the scheme's tags of each type
+            want = TagSet.from_tags(tags, scheme).tags
+        except FstchunkError as e:
+            raise self.error(field, str(e)) from None
         if tuple(tags) != want:
             raise self.error(field, f"expected the {scheme} tags {', '.join(want)} in this "
                                     f"order, found {', '.join(tags)}")

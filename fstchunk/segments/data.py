@@ -244,11 +244,14 @@ def _gold_segments(s, scheme: str, tag_column: int, why: str) -> list[Segment]:
             raise InputError(f"{s.where(i)}: {tag!r} in the tag column ({column}) is not a "
                              f"chunk tag (O, or PREFIX-TYPE with a prefix of "
                              f"{', '.join(sorted(TAG_PREFIXES))}){why}")
-    try:
+    try:                                # a type that cannot be one, at its own line
+        for i, t in enumerate(tags):
+            enc.tag_type(t, i)
         chunks = (enc.conlleval_chunks(tags) if enc.canonical_scheme(scheme) == "IOB2"
                   else enc.tags_to_chunks(tags, scheme, strict=False))
     except SchemeError as e:
-        raise SchemeError(f"{s.where(e.position or 0)}: {e}{why}", e.position) from None
+        raise SchemeError(f"{s.where(e.position or 0)}: {str(e).partition(': ')[2] or e}"
+                          f"{why}", e.position) from None
     return [Segment(t, tuple(range(a, b))) for t, a, b in chunks]
 
 

@@ -2,8 +2,9 @@
 :class:`~fstchunk.errors.InputError` naming the problem (tensor, shape, row,
 position, sentence), raised before any computation.
 
-Pitfalls: the mask must be a prefix of each row (True on real tokens, then
-False on padding) with at least one token per row; scores are checked for
+Pitfalls: the mask must be left-aligned (True on each row's first n >= 1 tokens,
+then False on padding); a right-aligned mask (padding on the left) or one with a
+hole is refused saying which it is; scores are checked for
 NaN/inf on real tokens only (padding emissions are ignored, and replaced by 0
 before any arithmetic so that garbage there cannot poison a gradient); all
 tensors must share the emissions' dtype and device (no silent casts).
@@ -89,21 +90,46 @@ def check_batch(L: int, emissions, transitions, mask, start=None, end=None) -> B
             raise InputError(f"{name} is on {x.device} but emissions on {em.device}")
         if name != "mask" and x.dtype != em.dtype:
             raise InputError(f"{name} has dtype {x.dtype} but emissions {em.dtype}")
-    empty = ~mk[:, 0]
-    if bool(empty.any()):
-        raise InputError(f"mask row {int(empty.nonzero()[0, 0])} has no token "
-                         "(every sentence needs at least one; mask[:, 0] must be True)")
-    gap = mk[:, 1:] & ~mk[:, :-1]
-    if bool(gap.any()):
-        b, t = (int(i) for i in gap.nonzero()[0])
-        raise InputError(f"mask row {b} is not a prefix: position {t + 1} is True after a "
-                         "False (padding must come last)")
+    _check_mask(mk)
     _finite("emissions", em, mk.unsqueeze(-1))
     for name, x in (("transitions", tr), ("start", st), ("end", en)):
         _finite(name, x)
     lengths = mk.sum(1)
     em = torch.where(mk.unsqueeze(-1), em, torch.zeros((), dtype=em.dtype, device=em.device))
     return Batch(em, tr, mk, st, en, lengths, [int(v) for v in lengths.tolist()])
+
+
+LEFT_ALIGNED = ("fstchunk.torch expects left-aligned masks: True for the first n tokens, "
+                "then False")
+
+
+def _check_mask(mk: torch.Tensor) -> None:
+    """InputError for the first sentence whose mask is not left-aligned (True for its
+    first n >= 1 tokens, then False), saying which way it is malformed: no token,
+    right-aligned (padding on the left: ``[0, 0, 1, 1, 1]``), or a hole (a False
+    between True positions), with the positions."""
+    ok = mk[:, 0] & ~(mk[:, 1:] & ~mk[:, :-1]).any(1)         # a non-empty prefix
+    if bool(ok.all()):
+        return
+    b = int((~ok).nonzero()[0, 0])
+    row = mk[b].tolist()
+    on = [i for i, v in enumerate(row) if v]
+    if not on:
+        raise InputError(f"mask of sentence {b} has no token (all False; every sentence "
+                         f"needs at least one); {LEFT_ALIGNED}")
+    first, last = on[0], on[-1]
+    holes = [i for i in range(first, last + 1) if not row[i]]
+    if not holes and last == len(row) - 1:       # one run of True, at the end
+        raise InputError(f"mask of sentence {b} is right-aligned (padding on the left: "
+                         f"positions 0..{first - 1} False, {first}..{last} True); "
+                         f"{LEFT_ALIGNED}")
+    if not holes:                                # one run of True, in the middle
+        raise InputError(f"mask of sentence {b} has padding on both sides (positions "
+                         f"0..{first - 1} and {last + 1}..{len(row) - 1} False); "
+                         f"{LEFT_ALIGNED}")
+    lead = (f"starts with padding (positions 0..{first - 1} False) and " if first else "")
+    raise InputError(f"mask of sentence {b} {lead}has a hole: position {holes[0]} is "
+                     f"False between True positions {first} and {last}; {LEFT_ALIGNED}")
 
 
 @dataclass

@@ -66,8 +66,7 @@ class ChunkCRF:
         try:
             self.space = TagSpace.of(tuple(tags), enc.canonical_scheme(scheme))
         except FstchunkError as e:
-            raise InputError(f"ChunkCRF: cannot use tags {list(tags)!r} in scheme "
-                             f"{scheme!r}: {e}") from None
+            raise InputError(f"ChunkCRF(scheme={scheme!r}): {e}") from None
         sp = self.space
         self.tags, self.scheme = sp.tags, sp.scheme
         L = len(sp.tags)
@@ -117,13 +116,15 @@ class ChunkCRF:
         return out
 
     def _check_paths(self, score: torch.Tensor, bt: Batch) -> None:
-        """InputError for the first sentence whose total (log) score is NEG-ish:
-        no valid sequence of its length over these tags."""
+        """InputError for the first sentence whose total (log) score is NEG-ish.  Tags
+        that express their scheme have a valid sequence of every length (TagSpace), so
+        only scores near NEG, which forbids arcs, can get there."""
         none = score.detach() < NEG / 2
         if bool(none.any()):
             b = int(none.nonzero()[0, 0])
-            raise InputError(f"sentence {b}: no valid {self.scheme} sequence of length "
-                             f"{bt.lengths_list[b]} over the tags {', '.join(self.tags)}")
+            raise InputError(f"sentence {b}: every valid {self.scheme} sequence of length "
+                             f"{bt.lengths_list[b]} scores below {NEG / 2:g}; scores must "
+                             f"stay far above {NEG:g}, the score of a forbidden arc")
 
     def _backward(self, bt: Batch, c: torch.Tensor, c_end: torch.Tensor) -> torch.Tensor:
         """Scaled backward β̂ (B, n, L) in the forward's gauge (:mod:`.chain`)."""
