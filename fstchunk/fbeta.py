@@ -45,7 +45,7 @@ def check_beta(beta: Any, positive: bool = False) -> float:
         ok = False
     value = float(beta) if ok else math.nan
     if ok and (value == 0 and not positive or BETA_MIN <= value <= BETA_MAX):
-        return value
+        return value if value else 0.0                      # -0.0 too
     raise InputError(f"beta must be {beta_range(positive)}, got {beta!r}")
 
 

@@ -59,8 +59,8 @@ def decode_loss_augmented(lattice: Lattice, gold: Sequence[str], loss: str = "ha
     """The valid sequence maximising score(y) + Δ(y, ``gold``) (module doc), and that
     value.  ``beta`` (the standard β, finite, >= 0) is read by ``loss="f"`` only.
     InputError for an unknown loss or method, a bad β, or a gold of the wrong length,
-    with unknown tags or invalid in the lattice's scheme.  BudgetError before the work: the fast F DP
-    beyond ``memory_budget`` bytes (None: 1 GiB,
+    with unknown tags or invalid in the lattice's scheme.  BudgetError before the work:
+    the fast F DP beyond ``memory_budget`` bytes (None: 1 GiB,
     :data:`fstchunk.engine.lossaug.DEFAULT_MEMORY_BUDGET`), a machine beyond the
     state budget (:mod:`fstchunk.grammars.budget`)."""
     if loss not in LOSSES:

@@ -103,7 +103,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--loss", default="hamming", choices=mm.LOSSES,
                    help="max-margin's Δ: per-token Hamming loss, or f: 1 - F_β(y | gold)")
     p.add_argument("--beta", type=training_beta_option, default=1.0,
-                   help=f"the MEU objectives' and --loss f's F_β: {BETA_HELP}; > 0 here")
+                   help="the standard β of the MEU objectives' and --loss f's F_β = "
+                        "(1+β²)PR/(β²P+R) (β > 1 favours recall); > 0: at 0 (precision) the "
+                        "tagging without chunks would win")
     reg = p.add_mutually_exclusive_group()
     reg.add_argument("--l2", type=nonnegative_float, default=None,
                      help=f"λ of the penalty λ‖θ‖² (none: the objective's default: {l2})")

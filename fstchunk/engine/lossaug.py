@@ -116,9 +116,10 @@ def f_loss_viterbi(layers: Layers, space, gold_chunks, beta_sq: float,
     """argmax_y score(y) + 1 − F_β(y | gold) over the state paths of ``layers``
     (see module doc; ``beta_sq`` = β²).  ``space`` is the lattice's
     :class:`~fstchunk.tagspace.TagSpace` (boundary tables ``opens``/``closes``,
-    ``type_index``), ``gold_chunks`` the gold's (type, start, end).  Returns (tag indices, value); InputError if no path has
-    weight; BudgetError, before the work, if :func:`f_loss_memory` exceeds
-    ``memory_budget`` bytes (None: :data:`DEFAULT_MEMORY_BUDGET`)."""
+    ``type_index``), ``gold_chunks`` the gold's (type, start, end).  Returns (tag
+    indices, value); InputError if no path has weight; BudgetError, before the work,
+    if :func:`f_loss_memory` exceeds ``memory_budget`` bytes (None:
+    :data:`DEFAULT_MEMORY_BUDGET`)."""
     n = len(layers.weights)
     need = f_loss_memory(layers, len(gold_chunks))
     limit = DEFAULT_MEMORY_BUDGET if memory_budget is None else memory_budget

@@ -5,8 +5,9 @@ each entry names a builder of a grammar module (:mod:`~fstchunk.grammars.validit
 :mod:`~fstchunk.grammars.conversion`, :mod:`~fstchunk.grammars.counting`,
 :mod:`~fstchunk.grammars.models`, :mod:`~fstchunk.grammars.loss`) and the options it
 reads (scheme, chunk types, target scheme, length bound, θ, arc type; the loss
-machines: a gold tag sequence and the standard β of F_β, :mod:`fstchunk.fbeta`).  :func:`export_far` is the one FAR
-exporter of the package: the grammar modules only build machines.
+machines: a gold tag sequence and the standard β of F_β, :mod:`fstchunk.fbeta`).
+:func:`export_far` is the one FAR exporter of the package: the grammar modules only
+build machines.
 
 Pitfalls:
 

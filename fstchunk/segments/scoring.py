@@ -7,10 +7,10 @@ conlleval for contiguous chunks):
     P = tp / |pred|,  R = tp / |gold|,  F_β = (1 + β²)·P·R / (β²·P + R)
 
 (the standard β, as everywhere in fstchunk (:mod:`fstchunk.fbeta`); 0/0 := 0 for P and R
-of an empty side and for F where β²·P + R = 0, as conlleval reports).  :func:`score_segments` reports it
-overall, per type, and for the **hard** gold subset — gold segments that overlap
-another gold segment of the sentence (share a position, any type) or are
-non-contiguous — which tagging schemes cannot express.  Its recall is the share of
+of an empty side and for F where β²·P + R = 0, as conlleval reports).
+:func:`score_segments` reports it overall, per type, and for the **hard** gold subset —
+gold segments that overlap another gold segment of the sentence (share a position, any
+type) or are non-contiguous — which tagging schemes cannot express.  Its recall is the share of
 those gold segments predicted; its precision the share of correct predictions among
 the predictions that are hard within the predicted set (overlapping another
 prediction, or non-contiguous), as in McDonald et al.'s Table 2B: a tagger, which

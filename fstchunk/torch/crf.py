@@ -290,9 +290,10 @@ class ChunkCRF:
                    beta: float = 1.0) -> torch.Tensor:
         """E_y[F_β(y | gold)] (B,), standard β (:mod:`fstchunk.fbeta`): y ~ the CRF, gold
         fixed (the training direction), by the DP of :mod:`fstchunk.torch.expected`:
-        tilted nodes in real space (relative error ≤ 1e-11, O(n·K) per sentence), the exact count axis or
-        the log-space DP where those would lose precision; in float64 whatever the
-        input dtype (float32 probabilities underflow at e^-87), cast back."""
+        tilted nodes in real space (relative error ≤ 1e-11, O(n·K) per sentence), the
+        exact count axis or the log-space DP where those would lose precision; in
+        float64 whatever the input dtype (float32 probabilities underflow at e^-87),
+        cast back."""
         bt = self._check(emissions, transitions, mask, start, end)
         beta_sq = to_beta_sq(beta)
         b64 = bt.double()

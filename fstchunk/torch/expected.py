@@ -193,9 +193,9 @@ def node_axis(crf, bt: Batch, g: Gold, beta_sq: float, tol: float = NODE_TOL
     """τ (B, K) and the log weights (B, K) of :class:`_Nodes` for each sentence (padded
     with τ = 0 and weight NEG; weight NEG on slots 0 and 1).  The rule covers
     x = m + c, c = β²·m(g) (``beta_sq`` = β²), for m in the sentence's count window
-    (:func:`count_windows`; m ≥ 1, as tp = 0 when m = 0); outside it the sum's error times the window's tail
-    mass must stay below :data:`WINDOW_ERR`, else (and for batches shorter than
-    :data:`WINDOW_MIN_LENGTH`) the rule covers every m in [1, n]."""
+    (:func:`count_windows`; m ≥ 1, as tp = 0 when m = 0); outside it the sum's error
+    times the window's tail mass must stay below :data:`WINDOW_ERR`, else (and for
+    batches shorter than :data:`WINDOW_MIN_LENGTH`) the rule covers every m in [1, n]."""
     windows = (count_windows(crf, bt) if max(bt.lengths_list) >= WINDOW_MIN_LENGTH
                else None)
     mg = g.count.cpu().numpy().astype(float)
@@ -228,9 +228,9 @@ def node_axis(crf, bt: Batch, g: Gold, beta_sq: float, tol: float = NODE_TOL
 def expected_f(crf, bt: Batch, g: Gold, beta_sq: float, basis: str = "auto"
                ) -> torch.Tensor:
     """E_y[F_β(y | gold)] (B,) for a :class:`~fstchunk.torch.crf.ChunkCRF` and a
-    checked batch and gold (see module doc; ``beta_sq`` = β²).  ``basis``: "auto" runs the real-space DP
-    over the node axis (:func:`fstchunk.torch.tilted.expected_f_real`) and, where a
-    state underflows there, the log-space DP over whichever axis takes fewer
+    checked batch and gold (see module doc; ``beta_sq`` = β²).  ``basis``: "auto" runs
+    the real-space DP over the node axis (:func:`fstchunk.torch.tilted.expected_f_real`)
+    and, where a state underflows there, the log-space DP over whichever axis takes fewer
     slot-steps: "counts" (exact, m grows to n) or "nodes" (the quadrature, K + 2 slots
     throughout); "real", "counts" and "nodes" force one (tests; "real" returns None
     on an underflow)."""
