@@ -95,7 +95,8 @@ def main() -> None:
     ap.add_argument("--scheme", default="IOB2", choices=enc.SCHEMES,
                     help="scheme the CRF (and the peer) tag in; the data's IOB2 tags are "
                          "converted and predictions converted back before scoring")
-    ap.add_argument("--beta", type=float, default=1.0)
+    ap.add_argument("--beta", type=float, default=1.0,
+                    help="the standard β of F_β = (1+β²)PR/(β²P+R)")
     ap.add_argument("--max-iter", type=int, default=200)
     ap.add_argument("--meu-iter", type=int, default=10)
     ap.add_argument("--meu-init-l2", type=float, default=None,

@@ -5,8 +5,8 @@ LSTM whose outputs are the emissions of :class:`fstchunk.torch.CRFLayer` (IOB2 t
 transitions, start and end as parameters; only valid sequences have mass).
 
 1. ``--epochs`` epochs of NLL training (Adam), keeping the epoch of best dev F;
-2. ``--fine-tune`` epochs with the expected-corpus-F loss 1 − (β+1)ΣE[tp]/(ΣE[m] +
-   βΣm(gold)) of each batch (minimum risk, Jansche 2005; ``--fine-tune-objective
+2. ``--fine-tune`` epochs with the expected-corpus-F loss 1 − (1+β²)ΣE[tp]/(ΣE[m] +
+   β²Σm(gold)) of each batch (β = 1 here) (minimum risk, Jansche 2005; ``--fine-tune-objective
    expected-f``: the mean of the sentences' 1 − E[F]), from the NLL model for each
    rate of ``--fine-tune-lr``, keeping the best (rate, epoch) on dev (the NLL model
    stays if none beats it);

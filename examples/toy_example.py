@@ -1,8 +1,8 @@
 """The toy example of the Jansche slides (§11): table, MAP vs MEU, and a plot.
 
-Prints the slides' table of P, R, F_β against the gold OOB (β = 3 reproduces it),
-then for θ in (0, 1) which sequence MAP and MEU decoding pick, and plots the
-expected F_3 of each of the slides' six hypotheses against θ.
+Prints the slides' table of P, R, F_β against the gold OOB (the standard β = √3, the
+slides' β' = β² = 3, reproduces it), then for θ in (0, 1) which sequence MAP and MEU
+decoding pick, and plots the expected F_β of each of the slides' six hypotheses against θ.
 
     python examples/toy_example.py --png toy_expected_f.png
 """
@@ -17,7 +17,8 @@ from fstchunk import demo
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--png", default="toy_expected_f.png", help="where to write the plot")
-    ap.add_argument("--beta", type=float, default=demo.TOY_BETA)
+    ap.add_argument("--beta", type=float, default=demo.TOY_BETA,
+                    help="the standard β of F_β = (1+β²)PR/(β²P+R) (default √3: the slides' 3)")
     args = ap.parse_args()
 
     print(f"{'x':<4} {'P(x|OOB)':>9} {'R(x|OOB)':>9} {'F(x|OOB)':>9}")
@@ -40,7 +41,7 @@ def main() -> None:
     for x in demo.TOY_HYPOTHESES:
         ax.plot(thetas, [row["expected_f"][x] for row in sweep], label=x)
     ax.set_xlabel("θ")
-    ax.set_ylabel(f"expected F_{args.beta:g} under b(·|·; θ)")
+    ax.set_ylabel(f"expected F_β, β = {args.beta:.3g}, under b(·|·; θ)")
     ax.set_title("Toy bigram model (Jansche §11): expected F of each hypothesis")
     ax.legend(title="hypothesis x")
     fig.tight_layout()

@@ -5,9 +5,12 @@
 * :func:`decode_posterior` — the valid sequence maximising Σ_i Pr(y_i = x_i).
 * :func:`decode_meu` — argmax_x U(x), U(x) = E_y[F_β(x | y)] (Jansche §10, §21).
 
+Every ``beta`` here is the standard β, F_β = (1+β²)·tp / (m(x) + β²·m(y)) (the slides'
+β' = β², :mod:`fstchunk.fbeta`); the engine takes β² as ``beta_sq``.
+
 **Exact MEU in near-quadratic memory.**  For a hypothesis with exactly k >= 1 chunks,
 
-    U(x) = (β+1) Σ_{c ∈ chunks(x)} g_k(c),   g_k(c) = E[1{c ∈ y} / (k + β m(y))],
+    U(x) = (1+β²) Σ_{c ∈ chunks(x)} g_k(c),   g_k(c) = E[1{c ∈ y} / (k + β² m(y))],
 
 so the best k-chunk hypothesis is a maximum-weight set of k non-overlapping typed
 spans, and the answer is the best over k together with the empty hypothesis,
@@ -21,14 +24,15 @@ written in the lattice's scheme.  This answers the slides' open problem for
 first-order lattices.
 
 * :func:`decode_meu_corpus` — conlleval scores micro F over a corpus.  We maximise
-  the expected-count ratio (β+1) Σ_i E[tp_i] / (Σ_i m(x_i) + β Σ_i E[m(y_i)])
+  the expected-count ratio (1+β²) Σ_i E[tp_i] / (Σ_i m(x_i) + β² Σ_i E[m(y_i)])
   exactly by Dinkelbach's method: for λ, keep the chunks with
-  (β+1)·Pr(c) − λ > 0 under the non-overlap constraint (a per-sentence DP), set λ
+  (1+β²)·Pr(c) − λ > 0 under the non-overlap constraint (a per-sentence DP), set λ
   to the ratio reached, repeat until it stops rising.  Chunks of marginal below
   :data:`CORPUS_PRUNE` are not listed; they cannot be chosen once λ exceeds
-  (β+1)·CORPUS_PRUNE, which is checked (else the decision is redone unpruned).  The approximation is
-  E[ratio] ≈ ratio of expectations, accurate for corpora of many sentences; with
-  independent chunks the threshold is F*/(β+1) (Lipton et al. 2014 for β = 1).
+  (1+β²)·CORPUS_PRUNE, which is checked (else the decision is redone unpruned).  The
+  approximation is E[ratio] ≈ ratio of expectations, accurate for corpora of many
+  sentences; with independent chunks the threshold is F*/(1+β²) (Lipton et al. 2014 for
+  β = 1).
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ import pynini
 from . import encodings as enc
 from . import fsa
 from .errors import InputError
-from .evaluate import _check_beta
+from .fbeta import check_beta, to_beta_sq
 from .engine.chain import viterbi
 from .engine.intervals import SpanPairs, best_span_set
 from .engine.meu import exact_meu
@@ -102,7 +106,7 @@ def decode_meu(lattice: Lattice, beta: float = 1.0, method: str = "exact",
     which a tag list may lack); :func:`expected_f` scores any such sequence.
     β = 0 (F_0 = precision) gives the empty hypothesis, whose F is 0/0 := 1.
     """
-    _check_beta(beta)
+    beta_sq = to_beta_sq(beta)
     if memory_budget is not None and not memory_budget > 0:
         raise InputError(f"memory_budget must be a positive number of bytes, got {memory_budget!r}")
     if method == "kbest":
@@ -113,7 +117,7 @@ def decode_meu(lattice: Lattice, beta: float = 1.0, method: str = "exact",
     idx, _ = viterbi(lattice.layers)
     map_chunks = [(types.index(t), s, e) for t, s, e in
                   enc.tags_to_chunks([lattice.tags[i] for i in idx], lattice.scheme)]
-    res = exact_meu(lattice, beta, map_chunks, memory_budget=memory_budget)
+    res = exact_meu(lattice, beta_sq, map_chunks, memory_budget=memory_budget)
     chunks = [(types[t], s, e) for t, s, e in res.chunks]
     tags = enc.chunks_to_tags(chunks, lattice.n, lattice.scheme)
     return Decoding(tags, res.value, res.gap)
@@ -186,26 +190,26 @@ def decide_corpus(tables: Callable[[float], Sequence[CorpusTable]], beta: float 
     """Corpus MEU from ``tables(prune)``, the :func:`corpus_table` of every sentence
     (built in this process or on an executor's workers); asked again unpruned when a
     pruned chunk could have been chosen."""
-    _check_beta(beta)
+    beta_sq = to_beta_sq(beta)
     tabs = tables(CORPUS_PRUNE)
-    decided, lam, cut = _dinkelbach(tabs, beta, max_iter)
-    if cut > 0 and not lam > (beta + 1) * CORPUS_PRUNE:     # a pruned chunk could win
+    decided, lam, cut = _dinkelbach(tabs, beta_sq, max_iter)
+    if cut > 0 and not lam > (beta_sq + 1) * CORPUS_PRUNE:     # a pruned chunk could win
         tabs = tables(0.0)
-        decided, lam, cut = _dinkelbach(tabs, beta, max_iter)
+        decided, lam, cut = _dinkelbach(tabs, beta_sq, max_iter)
     out = [enc.chunks_to_tags([(t.types[c], s, e) for c, s, e in chunks], t.n, t.scheme)
            for t, chunks in zip(tabs, decided)]
     return out, lam
 
 
-def _dinkelbach(tabs: Sequence[CorpusTable], beta: float, max_iter: int):
+def _dinkelbach(tabs: Sequence[CorpusTable], beta_sq: float, max_iter: int):
     sps = [t.spans for t in tabs]
     probs = [t.prob for t in tabs]
     m_ref = sum(t.opens for t in tabs)                        # Σ E[m(y)], exact
     cut = sum(t.pruned for t in tabs)
 
     def ratio(tp: float, m_hyp: int) -> float:
-        den = m_hyp + beta * m_ref
-        return (beta + 1) * tp / den if den > 0 else 1.0
+        den = m_hyp + beta_sq * m_ref
+        return (beta_sq + 1) * tp / den if den > 0 else 1.0
 
     # start from the chunks of marginal > 1/2 (pairwise disjoint: two overlapping
     # chunks exclude each other, so their marginals sum to at most 1)
@@ -218,7 +222,7 @@ def _dinkelbach(tabs: Sequence[CorpusTable], beta: float, max_iter: int):
     for _ in range(max_iter):
         new, tp = [], 0.0
         for sp, p in zip(sps, probs):
-            got, q = _positive_set(sp, (beta + 1) * p - lam)
+            got, q = _positive_set(sp, (beta_sq + 1) * p - lam)
             new.append(got)
             tp += float(p[q].sum())
         r = ratio(tp, sum(map(len, new)))
@@ -254,7 +258,7 @@ def check_decoding(decoder: str, beta: float, k: int, memory_budget: int | None)
     if decoder not in DECODERS:
         raise InputError(f"unknown decoder {decoder!r}; use one of {', '.join(DECODERS)}")
     if decoder.startswith("meu"):
-        _check_beta(beta)
+        check_beta(beta)
     if decoder == "meu-kbest" and not (isinstance(k, int) and k >= 1):
         raise InputError(f"k must be a positive integer, got {k!r}")
     if memory_budget is not None:

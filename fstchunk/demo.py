@@ -5,9 +5,10 @@
    of P, R, F_β of six hypotheses against the gold OOB, and which hypothesis MAP
    and MEU decoding pick as θ runs over (0, 1).
 
-The slides' F column ("F_3") is F_β with β = 3 in the slides' own parametrisation
-F_β = (β+1)·tp / (m(x) + β·m(y)): BBB gets 4/6 = 0.67 and BOB 4/5 = 0.80 against
-OOB; β = 1 would give 0.50 and 0.67.  (In the b² convention this is b = √3.)
+The slides' F column ("F_3") is F with β' = 3 in the slides' own parametrisation
+F = (β'+1)·tp / (m(x) + β'·m(y)), i.e. the standard F_β = (1+β²)PR/(β²P+R) at
+β = √3 (:mod:`fstchunk.fbeta`): BBB gets 4/6 = 0.67 and BOB 4/5 = 0.80 against OOB;
+β = 1 would give 0.50 and 0.67.
 
 Pitfalls: the MEU pick may be a sequence of probability zero (BBB for small θ:
 b(B|B) = 0), which is right, not a bug; and near-ties in E[F] are printed as
@@ -17,6 +18,7 @@ ties (``BOB=OOB``), up to a relative 1e-12, not broken by dictionary order.
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Iterable
 
 import numpy as np
@@ -35,7 +37,8 @@ SLIDES_TAGS = ("O O O O B B I O O O O O O B O O O O O B O").split()
 
 TOY_GOLD = "OOB"
 TOY_HYPOTHESES = ("OOO", "OBO", "BOO", "BBB", "BOB", "OOB")   # the slides' table, in order
-TOY_BETA = 3.0
+#: the standard β of the slides' column (their β' = β² = 3)
+TOY_BETA = math.sqrt(3.0)
 
 
 def _ratio(a: int, b: int) -> str:
@@ -95,16 +98,16 @@ def run() -> int:
     for i, w in enumerate(SLIDES_WORDS):
         print(f"   {w:<{width}}  " + " ".join(f"{table[s][i]:<6}" for s in enc.SCHEMES))
 
-    print(f"\n2. The toy example (§11): gold {TOY_GOLD}; F_β with β = {TOY_BETA:g} reproduces "
-          "the slides' column (β = 1 would give BBB 0.50, BOB 0.67):")
-    print(f"   {'x':<4} {'P(x|OOB)':>9} {'R(x|OOB)':>9} {'F_3(x|OOB)':>11}")
+    print(f"\n2. The toy example (§11): gold {TOY_GOLD}; F_β with β = √3 (the slides' β' = "
+          "β² = 3) reproduces the slides' column (β = 1 would give BBB 0.50, BOB 0.67):")
+    print(f"   {'x':<4} {'P(x|OOB)':>9} {'R(x|OOB)':>9} {'F_√3(x|OOB)':>11}")
     for x, p, r, f in toy_table():
         print(f"   {x:<4} {p:>9} {r:>9} {f:>11.2f}")
 
     thetas = [round(t, 2) for t in np.arange(0.05, 0.96, 0.1)]
     print(f"\n   b(I|I)=b(I|O)=0, b(I|B)=θ², b(O|I)=b(O|O)=θ, b(O|B)=1−θ², b(B|·)=1−θ, "
           "b(B|B)=0.\n   As θ varies, MAP picks the most probable sequence, MEU the one of "
-          f"maximum expected F_{TOY_BETA:g}\n   (by composing T⊠M with the model; all 13 valid "
+          f"maximum expected F_√3\n   (by composing T⊠M with the model; all 13 valid "
           "length-3 sequences considered):")
     print(f"   {'θ':>5}  {'MAP':<7} {'Pr':>6}   {'MEU':<4} {'E[F]':>6}   E[F] of MAP")
     for row in toy_sweep(thetas):

@@ -2,12 +2,14 @@
 
 Definitions (Jansche slides §8), for hypothesis x and reference y:
 tp(x, y) = chunks (same type, same span) in both; m(x) = chunks of x;
-P = tp/m(x), R = tp/m(y), and
+P = tp/m(x), R = tp/m(y), and, with the standard β (van Rijsbergen; conlleval,
+scikit-learn's ``fbeta_score``, seqeval)
 
-    F_β(x | y) = (β+1)·tp / (m(x) + β·m(y))  =  (1+β)·P·R / (β·P + R).
+    F_β(x | y) = (1+β²)·tp / (m(x) + β²·m(y))  =  (1+β²)·P·R / (β²·P + R).
 
-Pitfall: this β weights recall *linearly*; the van Rijsbergen/conlleval form
-(1+b²)PR/(b²P+R) is the same measure with b² = β.  At β = 1 both are FB1.
+Pitfall: the slides write (β'+1)·tp / (m(x) + β'·m(y)), the same measure with β' = β²
+(:mod:`fstchunk.fbeta`); every ``beta`` here is the standard β.  β = 1 is FB1, β = 0
+precision.
 
 Corpus scores (:func:`evaluate`) follow conlleval.pl: micro-averaged over chunks,
 P = 0 when nothing was found, F = 0 when P + R = 0, token accuracy = share of
@@ -27,6 +29,7 @@ from typing import Iterable, Iterator, Sequence
 from . import encodings as enc
 from .conlleval import ChunkCounts, Reading, iter_rows, scheme_prefixes_warning
 from .errors import InputError
+from .fbeta import check_beta, f_rates, to_beta_sq
 
 Chunk = enc.Chunk
 
@@ -37,15 +40,14 @@ UNDECODED = "<error>"
 
 
 def f_beta(tp: float, m_hyp: float, m_ref: float, beta: float = 1.0) -> float:
-    """F_β = (β+1)·tp / (m_hyp + β·m_ref), with 0/0 := 1 (Jansche slides §2, §8)."""
-    _check_beta(beta)
-    den = m_hyp + beta * m_ref
-    return 1.0 if den == 0 else (beta + 1.0) * tp / den
+    """F_β = (1+β²)·tp / (m_hyp + β²·m_ref), with 0/0 := 1 (Jansche slides §2, §8,
+    whose β' is β²)."""
+    return _f_counts(tp, m_hyp, m_ref, to_beta_sq(beta))
 
 
-def _check_beta(beta: float) -> None:
-    if not (beta >= 0 and beta < float("inf")):
-        raise InputError(f"beta must be a finite number >= 0, got {beta!r}")
+def _f_counts(tp: float, m_hyp: float, m_ref: float, beta_sq: float) -> float:
+    den = m_hyp + beta_sq * m_ref
+    return 1.0 if den == 0 else (beta_sq + 1.0) * tp / den
 
 
 def sentence_f(hyp: Iterable[Chunk], ref: Iterable[Chunk], beta: float = 1.0) -> float:
@@ -78,8 +80,8 @@ class Scores:
 
     @property
     def f(self) -> float:
-        p, r, b = self.precision, self.recall, self.beta
-        return (1 + b) * p * r / (b * p + r) if p + r > 0 else 0.0
+        """(1+β²)·P·R / (β²·P + R), 0 when that is 0/0 (conlleval)."""
+        return f_rates(self.precision, self.recall, self.beta)
 
 
 @dataclass
@@ -141,7 +143,7 @@ def evaluate(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
     ``scheme=None`` reads tags exactly as conlleval.pl; a scheme reads them
     leniently in that scheme.  ``where`` names each sentence in error messages.
     """
-    _check_beta(beta)
+    beta = check_beta(beta)
     if len(gold) != len(pred):
         raise InputError(f"{len(gold)} gold sentences but {len(pred)} predicted")
     return _score(((g, p, where[k] if where else f"sentence {k}")
@@ -153,6 +155,7 @@ def _score(triples: Iterable[tuple[Sequence[str], Sequence[str], str]], scheme: 
     """The report of (gold, predicted, where) per sentence, read once, in order: only
     counts and one F per sentence are kept, so a file streams through."""
     overall = Scores(beta=beta)
+    beta_sq = to_beta_sq(beta)
     per_type: dict[str, Scores] = {}
     tokens = correct_tags = sentences = 0
     sent_f = []
@@ -169,7 +172,7 @@ def _score(triples: Iterable[tuple[Sequence[str], Sequence[str], str]], scheme: 
                 s = per_type.setdefault(t, Scores(beta=beta))
                 setattr(s, name, getattr(s, name) + n)
             setattr(overall, name, getattr(overall, name) + len(chunks))
-        sent_f.append(f_beta(len(tp), len(pc), len(gc), beta))
+        sent_f.append(_f_counts(len(tp), len(pc), len(gc), beta_sq))
     return Report(overall, per_type, tokens, correct_tags, sentences, beta, sent_f)
 
 
@@ -188,7 +191,7 @@ def evaluate_file(path, scheme: str | None = None, beta: float = 1.0,
     on one side only) are refused; ``warn(message)`` hears of a file that conlleval.pl
     reads otherwise than its scheme means (both sides IOBES) or of CRLF line ends.
     """
-    _check_beta(beta)
+    beta = check_beta(beta)
     reading = Reading()
     rows = iter_rows(path, delimiter, reading)
     if scheme is None:

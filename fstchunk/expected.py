@@ -1,11 +1,12 @@
 """Expected true positives, precision, recall and F_β (Jansche slides §9, §16-19).
 
 For a hypothesis x and reference y: tp(x, y) = shared chunks (same type and span),
-m(x) = chunks of x, P = tp/m(x), R = tp/m(y), F_β = (β+1)·tp / (m(x) + β·m(y)),
-with 0/0 := 1.  Two directions:
+m(x) = chunks of x, P = tp/m(x), R = tp/m(y), F_β = (1+β²)·tp / (m(x) + β²·m(y)),
+with 0/0 := 1; ``beta`` is the standard β (:mod:`fstchunk.fbeta`; the slides' β' = β²,
+which :func:`from_count_table` takes as ``beta_sq``).  Two directions:
 
 * **decoding** (``hypothesis=x``): x fixed, y ~ the lattice:
-  U(x) = E_y[F_β(x | y)] = (β+1) Σ_y tp(x, y) / (m(x) + β m(y)) · Pr(y);
+  U(x) = E_y[F_β(x | y)] = (1+β²) Σ_y tp(x, y) / (m(x) + β² m(y)) · Pr(y);
 * **training** (``reference=y*``): y* fixed (the gold), x ~ the lattice:
   E_x[F_β(x | y*)].
 
@@ -33,7 +34,7 @@ import pynini
 
 from .errors import InputError
 from . import fsa
-from .evaluate import _check_beta
+from .fbeta import to_beta_sq
 from .engine.expectation import tp_count_table
 from .grammars import budget, counting
 from .grammars.conversion import encoder
@@ -49,7 +50,7 @@ class ExpectedF:
     precision: float   # E[P]
     recall: float      # E[R]
     f: float           # E[F_β]
-    beta: float
+    beta: float        # the standard β
     direction: str     # "decoding" (hypothesis fixed) or "training" (reference fixed)
     count_dist: np.ndarray        # Pr(m_random = c)
     tp_by_count: np.ndarray       # E[tp · 1{m_random = c}]
@@ -60,7 +61,7 @@ def expected_f(lattice: Lattice, hypothesis: Sequence[str] | None = None,
                reference: Sequence[str] | None = None, beta: float = 1.0,
                method: str = "fst") -> ExpectedF:
     """E[tp], E[P], E[R], E[F_β] of a fixed hypothesis or reference (exactly one)."""
-    _check_beta(beta)
+    beta_sq = to_beta_sq(beta)
     if (hypothesis is None) == (reference is None):
         raise InputError("give exactly one of hypothesis= (decoding) or reference= (training)")
     direction = "decoding" if hypothesis is not None else "training"
@@ -76,12 +77,13 @@ def expected_f(lattice: Lattice, hypothesis: Sequence[str] | None = None,
         Z, T = tp_count_table(lattice, chunks)
     else:
         raise InputError(f"unknown method {method!r}; use 'fst' or 'fast'")
-    return from_count_table(Z, T, len(chunks), beta, direction, joint)
+    return from_count_table(Z, T, len(chunks), beta_sq, direction, joint)
 
 
-def from_count_table(Z: np.ndarray, T: np.ndarray, m_fixed: int, beta: float,
+def from_count_table(Z: np.ndarray, T: np.ndarray, m_fixed: int, beta_sq: float,
                      direction: str, joint: np.ndarray | None = None) -> ExpectedF:
-    """The expectations from Z[c] = Pr(m = c) and T[c] = E[tp · 1{m = c}]."""
+    """The expectations from Z[c] = Pr(m = c) and T[c] = E[tp · 1{m = c}]; ``beta_sq``
+    is β² (the slides' β'), E[F] = Σ_c (1+β²)·T[c] / (m_hyp + β²·m_ref)."""
     c = np.arange(len(Z), dtype=float)
     tp = float(T.sum())
     ratio_random = float(Z[0] + np.sum(T[1:] / c[1:]))      # E[tp / m_random], 0/0 := 1
@@ -94,13 +96,13 @@ def from_count_table(Z: np.ndarray, T: np.ndarray, m_fixed: int, beta: float,
         m_h, m_r = c, float(m_fixed)
         m_hyp, m_ref = float(c @ Z), float(m_fixed)
         precision, recall = ratio_random, ratio_fixed
-    # (β+1)/(m_h + β m_r), divided through by β when β > 1 so that no huge β overflows
-    den = m_h + beta * m_r + 0 * c if beta <= 1 else m_h / beta + m_r + 0 * c
-    num = beta + 1 if beta <= 1 else 1 + 1 / beta
+    # (1+β²)/(m_h + β² m_r), divided through by β² when β² > 1 so that no huge β overflows
+    den = m_h + beta_sq * m_r + 0 * c if beta_sq <= 1 else m_h / beta_sq + m_r + 0 * c
+    num = beta_sq + 1 if beta_sq <= 1 else 1 + 1 / beta_sq
     with np.errstate(divide="ignore", invalid="ignore"):
         f_terms = np.where(den > 0, T * (num / np.where(den > 0, den, 1)), Z)
-    return ExpectedF(tp, m_hyp, m_ref, precision, recall, float(f_terms.sum()), beta,
-                     direction, Z, T, joint)
+    return ExpectedF(tp, m_hyp, m_ref, precision, recall, float(f_terms.sum()),
+                     float(np.sqrt(beta_sq)), direction, Z, T, joint)
 
 
 def marker_extractor(lattice: Lattice, bound: int) -> pynini.Fst:

@@ -9,8 +9,9 @@ score, at any scale) and y* the gold, for two losses:
 
 * ``loss="hamming"`` — Δ_H(y, y*) = Σ_i 1{y_i ≠ y*_i}, on the tags of the lattice's
   scheme (Taskar et al. 2003, max-margin Markov networks; Tang et al.);
-* ``loss="f"`` — Δ_F(y, y*) = 1 − F_β(y | y*), F_β(y | y*) = (β+1)·tp / (m(y) +
-  β·m(y*)), 0/0 := 1 (Δ = 0 when neither has a chunk).  Not decomposable over
+* ``loss="f"`` — Δ_F(y, y*) = 1 − F_β(y | y*), F_β(y | y*) = (1+β²)·tp / (m(y) +
+  β²·m(y*)) with the standard β (the slides' β' = β², :mod:`fstchunk.fbeta`), 0/0 := 1
+  (Δ = 0 when neither has a chunk; at β = 0, Δ = 1 − precision).  Not decomposable over
   tokens, but against a fixed y* a function of (tp, m(y)) only, so exact over the
   states (position, tag, match, tp, m) — T⊠M specialised to y*.
 
@@ -43,6 +44,7 @@ from .decode import Decoding
 from .engine.lossaug import f_loss, f_loss_viterbi, hamming_viterbi
 from .errors import FstchunkError, InputError
 from .expected import composition_estimate
+from .fbeta import check_beta, to_beta_sq
 from .grammars import budget
 from .grammars.loss import hamming_loss_machine, f_loss_machine
 from .lattice import Lattice
@@ -55,19 +57,17 @@ def decode_loss_augmented(lattice: Lattice, gold: Sequence[str], loss: str = "ha
                           beta: float = 1.0, method: str = "fast",
                           memory_budget: float | None = None) -> Decoding:
     """The valid sequence maximising score(y) + Δ(y, ``gold``) (module doc), and that
-    value.  ``beta`` (> 0, finite) is read by ``loss="f"`` only.  InputError for an
-    unknown loss or method, a bad β, or a gold of the wrong length, with unknown tags
-    or invalid in the lattice's scheme.  BudgetError before the work: the fast F DP
-    beyond ``memory_budget`` bytes (None: 1 GiB,
+    value.  ``beta`` (the standard β, finite, >= 0) is read by ``loss="f"`` only.
+    InputError for an unknown loss or method, a bad β, or a gold of the wrong length,
+    with unknown tags or invalid in the lattice's scheme.  BudgetError before the work:
+    the fast F DP beyond ``memory_budget`` bytes (None: 1 GiB,
     :data:`fstchunk.engine.lossaug.DEFAULT_MEMORY_BUDGET`), a machine beyond the
     state budget (:mod:`fstchunk.grammars.budget`)."""
     if loss not in LOSSES:
         raise InputError(f"unknown loss {loss!r}; use one of {', '.join(LOSSES)}")
     if method not in METHODS:
         raise InputError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
-    if isinstance(beta, bool) or not isinstance(beta, (int, float, np.floating)) \
-            or not 0 < beta < float("inf"):
-        raise InputError(f"beta must be a finite number > 0, got {beta!r}")
+    beta = check_beta(beta)
     if memory_budget is not None and not (isinstance(memory_budget, (int, float))
                                           and memory_budget > 0):
         raise InputError(f"memory_budget must be a positive number of bytes, "
@@ -87,13 +87,13 @@ def decode_loss_augmented(lattice: Lattice, gold: Sequence[str], loss: str = "ha
         if loss == "hamming":
             idx, _ = hamming_viterbi(lat.layers, gold_idx)
         else:
-            idx, _ = f_loss_viterbi(lat.layers, lat.space, chunks, float(beta),
+            idx, _ = f_loss_viterbi(lat.layers, lat.space, chunks, to_beta_sq(beta),
                                     memory_budget)
         tags = [lattice.tags[i] for i in idx]
     else:
-        tags = _machine_path(lat, gold, chunks, loss, float(beta))
+        tags = _machine_path(lat, gold, chunks, loss, beta)
     return Decoding(tags, sequence_score(lattice, tags) + loss_value(tags, gold, lattice.scheme,
-                                                                     loss, float(beta)))
+                                                                     loss, beta))
 
 
 def sequence_score(lattice: Lattice, tags: Sequence[str]) -> float:
@@ -103,12 +103,13 @@ def sequence_score(lattice: Lattice, tags: Sequence[str]) -> float:
 
 def loss_value(tags: Sequence[str], gold: Sequence[str], scheme: str, loss: str = "hamming",
                beta: float = 1.0) -> float:
-    """Δ(tags, gold): Σ_i 1{tags_i ≠ gold_i}, or 1 − F_β(tags | gold) (0/0 := 1)."""
+    """Δ(tags, gold): Σ_i 1{tags_i ≠ gold_i}, or 1 − F_β(tags | gold) (standard β,
+    0/0 := 1)."""
     if loss == "hamming":
         return float(sum(a != b for a, b in zip(tags, gold)))
     hyp = set(enc.tags_to_chunks(list(tags), scheme))
     ref = set(enc.tags_to_chunks(list(gold), scheme))
-    return float(f_loss(len(hyp & ref), len(hyp), len(ref), beta))
+    return float(f_loss(len(hyp & ref), len(hyp), len(ref), to_beta_sq(beta)))
 
 
 def _unambiguous(lattice: Lattice) -> Lattice:

@@ -60,8 +60,10 @@ WINDOW = 4
 class Partitioned(Protocol):
     """A training set placed on an executor's workers."""
 
-    def statistics(self, theta: np.ndarray, name: str, beta: float, loss: str
-                   ) -> tuple[np.ndarray, np.ndarray]: ...
+    def statistics(self, theta: np.ndarray, name: str, beta_sq: float, loss: str
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """The summed statistics at θ; ``beta_sq`` = β² (:mod:`fstchunk.fbeta`)."""
+        ...
 
 
 def split(lengths: Sequence[int], parts: int) -> list[list[int]]:
@@ -75,12 +77,12 @@ def split(lengths: Sequence[int], parts: int) -> list[list[int]]:
     return runs
 
 
-def shard_statistics(shard: tuple, theta: np.ndarray, name: str, beta: float, loss: str
+def shard_statistics(shard: tuple, theta: np.ndarray, name: str, beta_sq: float, loss: str
                      ) -> tuple[np.ndarray, np.ndarray]:
     """One partition's statistics: ``shard`` is (scoring copy of the model, its data)."""
     model, data = shard
     with single_threaded_blas(), in_process():
-        return model.statistics(data, theta, name, beta, loss)
+        return model.statistics(data, theta, name, beta_sq, loss)
 
 
 def _add(results: list) -> tuple[np.ndarray, np.ndarray]:
@@ -149,9 +151,9 @@ class _LocalParts:
     def __init__(self, pool: ResidentPool):
         self.pool = pool
 
-    def statistics(self, theta, name, beta=1.0, loss="hamming"):
+    def statistics(self, theta, name, beta_sq=1.0, loss="hamming"):
         try:
-            return _add(self.pool.call(theta, name, beta, loss))
+            return _add(self.pool.call(theta, name, beta_sq, loss))
         except WorkerError as e:
             raise InputError(f"a training worker process was lost twice in one step: "
                              f"{e}") from None
@@ -264,20 +266,20 @@ class _DaskParts:
     def _place(self) -> None:
         self.futures = self.ex.client.scatter(self.shards, hash=False)
 
-    def statistics(self, theta, name, beta=1.0, loss="hamming"):
+    def statistics(self, theta, name, beta_sq=1.0, loss="hamming"):
         self.steps += 1
         for attempt in (1, 2):
             try:
-                return _add(self._run(theta, name, beta, loss))
+                return _add(self._run(theta, name, beta_sq, loss))
             except Exception as e:                 # noqa: BLE001 (sorted out below)
                 if attempt == 2 or not _lost_worker(e):
                     raise InputError(f"Dask step {self.steps} on {self.ex.address} failed: "
                                      f"{type(e).__name__}: {e}") from None
                 self._place()                      # the lost partitions, scattered again
 
-    def _run(self, theta, name, beta, loss) -> list:
+    def _run(self, theta, name, beta_sq, loss) -> list:
         client = self.ex.client
-        futs = [client.submit(shard_statistics, f, theta, name, beta, loss, pure=False)
+        futs = [client.submit(shard_statistics, f, theta, name, beta_sq, loss, pure=False)
                 for f in self.futures]
         return client.gather(futs)
 

@@ -57,6 +57,9 @@ value, gradient, minimised) and ``theta``; the trainer owns everything else:
   objective's statistics are summed over its partitions of the training set
   (L-BFGS objectives only; the same value to rounding);
 * ``callbacks``: callables called after every iteration with a :class:`Progress`;
+* ``beta``: the standard β of F_β (:mod:`fstchunk.fbeta`), > 0 (at β = 0 the tagging
+  without chunks has F_0 = 0/0 := 1 and would win); ``settings["beta_convention"]``
+  records it, so an older file's slides' β' = β² is converted on load;
 * ``settings``: objective, l2, beta, run, iterations (of this run), iteration (in
   all), converged, final_objective, train_seconds (optimiser and dev checks,
   summed over resumed runs).
@@ -96,6 +99,7 @@ from .conll import Sentence
 from .batch import decode_sentences
 from .errors import InputError, ModelFileError, TrainingInterrupted
 from .evaluate import evaluate
+from .fbeta import STANDARD, check_beta
 from .models import maxmargin as mm, perceptron as pc
 from .models.base import ChunkModel, TrainableModel
 from .models.objectives import DEFAULT_L2, OBJECTIVES
@@ -180,8 +184,7 @@ class Trainer:
             raise InputError(f"l2 must be a finite number >= 0, got {l2!r}")
         if margin and l2 == 0:
             raise InputError("max-margin training needs λ > 0 (C = 1/(2λN) finite)")
-        if not (_finite(beta) and beta > 0):
-            raise InputError(f"beta must be a finite number > 0, got {beta!r}")
+        beta = check_beta(beta, positive=True)    # F_0: no chunk at all has 0/0 := 1
         if loss not in mm.LOSSES:
             raise InputError(f"unknown loss {loss!r}; use one of {', '.join(mm.LOSSES)}")
         if loss != "hamming" and not margin:
@@ -248,6 +251,7 @@ class Trainer:
             **({"executor": self.executor} if self.executor is not None else {}))
         solver = Online(self, model, data, done) if online and not idle else None
         model.settings["run"] = self.run
+        model.settings["beta_convention"] = STANDARD      # β of F_β, fstchunk.fbeta
         t0 = time.perf_counter() - model.settings["train_seconds"]
         state: dict[str, Any] = {"value": math.nan, "dev_f": math.nan, "iteration": done}
 

@@ -25,7 +25,6 @@ import math
 import numpy as np
 
 from fstchunk import encodings as enc
-from fstchunk.evaluate import f_beta
 
 
 @functools.lru_cache(maxsize=None)
@@ -68,6 +67,13 @@ def brute_force(tags, scheme, types, n, emissions, transitions, start, end):
     return [(y, c, float(np.exp(s - logz))) for y, c, s in out], float(logz)
 
 
+def f_standard(tp, m_hyp, m_ref, beta):
+    """The oracle F_β with the standard β (scikit-learn's ``fbeta_score`` arithmetic on
+    counts, ``zero_division=1``): (1+β²)·tp / (m_hyp + β²·m_ref), 0/0 := 1."""
+    den = m_hyp + beta ** 2 * m_ref
+    return (1 + beta ** 2) * tp / den if den else 1.0
+
+
 def brute_expectations(seqs, fixed, beta, direction):
     mf = len(fixed)
     out = dict(tp=0.0, precision=0.0, recall=0.0, f=0.0, m=0.0)
@@ -78,7 +84,7 @@ def brute_expectations(seqs, fixed, beta, direction):
         out["m"] += p * len(c)
         out["precision"] += p * (tp / mh if mh else 1.0)
         out["recall"] += p * (tp / mr if mr else 1.0)
-        out["f"] += p * f_beta(tp, mh, mr, beta)
+        out["f"] += p * f_standard(tp, mh, mr, beta)
     return out
 
 
@@ -94,12 +100,13 @@ def _chunk_bits(seqs):
 
 
 def all_utilities(seqs, beta):
-    """E[F_β(x | ·)] for EVERY valid x, by enumeration (chunk sets as bit vectors)."""
+    """E[F_β(x | ·)] for EVERY valid x, by enumeration (chunk sets as bit vectors);
+    standard β: F_β = (1+β²)·tp / (m(x) + β²·m(y)), 0/0 := 1."""
     B, p = _chunk_bits(seqs)
     tp = B @ B.T                                     # tp[x, y]
     m = B.sum(axis=1)
-    den = m[:, None] + beta * m[None, :]
-    F = np.where(den > 0, (beta + 1) * tp / np.where(den > 0, den, 1), 1.0)
+    den = m[:, None] + beta ** 2 * m[None, :]
+    F = np.where(den > 0, (1 + beta ** 2) * tp / np.where(den > 0, den, 1), 1.0)
     return F @ p
 
 
@@ -107,8 +114,8 @@ def all_utilities_by_count(seqs, beta):
     """E[F_β(x | ·)] for EVERY valid x, in the order of ``seqs``, without the V x V
     matrix: by linearity of F in tp for fixed chunk counts,
 
-        U(x) = (β+1) Σ_{c ∈ x} Σ_m Pr(c ∈ y, m(y) = m) / (m(x) + β m)   (m(x) > 0),
-        U(∅) = Pr(m(y) = 0)                                              (0/0 := 1),
+        U(x) = (1+β²) Σ_{c ∈ x} Σ_m Pr(c ∈ y, m(y) = m) / (m(x) + β² m)   (m(x) > 0),
+        U(∅) = Pr(m(y) = 0), or 1 at β = 0                                (0/0 := 1),
 
     with Pr(c ∈ y, m(y) = m) summed over the enumerated sequences.  Agrees with
     :func:`all_utilities` (the definition) wherever that one fits in memory."""
@@ -120,11 +127,12 @@ def all_utilities_by_count(seqs, beta):
     joint = B.T @ by_count                               # Pr(c ∈ y, m(y) = j)
     tp_by_count = B @ joint                              # E[tp(x, y) 1{m(y) = j}]
     j = np.arange(C, dtype=float)
-    den = m[:, None] + beta * j[None, :]
+    den = m[:, None] + beta ** 2 * j[None, :]
     with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(den > 0, (beta + 1) * tp_by_count / np.where(den > 0, den, 1), 0.0)
+        terms = np.where(den > 0, (1 + beta ** 2) * tp_by_count / np.where(den > 0, den, 1),
+                         0.0)
     u = terms.sum(axis=1)
-    return np.where(m == 0, p[m == 0].sum(), u)
+    return np.where(m == 0, p[m == 0].sum() if beta else 1.0, u)
 
 
 def brute_chunk_marginals(seqs, types, n):

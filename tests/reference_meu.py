@@ -451,16 +451,18 @@ def _corpus_ratio(cms, decided, m_ref: float, beta: float) -> float:
 
 
 # ---- the entry points of the tests
+# The copy above reads ``beta`` as the slides' β' (F = (β'+1)·tp / (m(x) + β'·m(y))); the
+# entry points take the standard β of fstchunk.fbeta and pass it on as β' = β².
 def reference_decode_meu(lattice: Lattice, beta: float = 1.0) -> tuple[list[str], float]:
-    """The old exact MEU decision and its expected F_β: (tags, U(tags))."""
-    tags, u = decode_meu(lattice, beta=beta, method="exact")
+    """The old exact MEU decision and its expected F_β: (tags, U(tags)); standard β."""
+    tags, u = decode_meu(lattice, beta=beta ** 2, method="exact")
     return list(tags), float(u)
 
 
 def reference_decode_meu_corpus(lattices: Sequence[Lattice], beta: float = 1.0
                                 ) -> tuple[list[list[str]], float]:
-    """The old corpus decoder (Dinkelbach on the old chunk marginals)."""
-    return decode_meu_corpus(lattices, beta=beta)
+    """The old corpus decoder (Dinkelbach on the old chunk marginals); standard β."""
+    return decode_meu_corpus(lattices, beta=beta ** 2)
 
 
 def reference_decode_posterior(lattice: Lattice) -> tuple[list[str], float]:

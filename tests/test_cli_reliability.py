@@ -45,10 +45,15 @@ def one_error_line(err: str, *fragments: str) -> None:
 
 # ------------------------------------------------------------------ options
 @pytest.mark.parametrize("argv,fragment", [
-    (["eval", "x", "--beta", "nan"], "--beta: must be a finite number > 0, got 'nan'"),
-    (["eval", "x", "--beta", "inf"], "--beta: must be a finite number > 0"),
-    (["eval", "x", "--beta", "-1"], "--beta: must be a finite number > 0, got '-1'"),
-    (["decode", "--model", "m", "--input", "x", "--beta", "0"], "--beta"),
+    (["eval", "x", "--beta", "nan"], "--beta: must be a finite number >= 0 (0, or 1e-150 to "
+                                     "1e+150), got 'nan'"),
+    (["eval", "x", "--beta", "inf"], "--beta: must be a finite number >= 0"),
+    (["eval", "x", "--beta", "-1"], "--beta: must be a finite number >= 0 (0, or 1e-150 to "
+                                    "1e+150), got '-1'"),
+    (["eval", "x", "--beta", "1e-200"], "--beta: must be a finite number >= 0"),
+    (["decode", "--model", "m", "--input", "x", "--beta", "-0.5"], "--beta"),
+    (["train", "--train", "x", "-o", "m", "--beta", "0"], "--beta: must be a finite number > 0 "
+                                                          "(1e-150 to 1e+150), got '0'"),
     (["decode", "--model", "m", "--input", "x", "--k", "0"], "--k: must be an integer >= 1"),
     (["train", "--train", "x", "-o", "m", "--beta", "nan"], "--beta"),
     (["train", "--train", "x", "-o", "m", "--l2", "-1"], "--l2: must be a finite number >= 0"),

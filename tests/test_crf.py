@@ -60,9 +60,9 @@ def test_meu_gradients(corpus, beta):
     lats = [crf.lattice(s) for s in SENTS]
     refs = [[crf.tags[i] for i in g] for g in data.gold.sequences]
     rs = [expected_f(l, reference=r, beta=beta, method="fst") for l, r in zip(lats, refs)]
-    if corpus:
-        want = (beta + 1) * sum(r.tp for r in rs) / (sum(r.m_ref for r in rs) +
-                                                    beta * sum(r.m_hyp for r in rs))
+    if corpus:      # (1+β²)·Σ E[tp] / (Σ E[m(x)] + β²·Σ m(y)), x ~ the model, y the gold
+        want = (1 + beta ** 2) * sum(r.tp for r in rs) / (sum(r.m_hyp for r in rs) +
+                                                          beta ** 2 * sum(r.m_ref for r in rs))
     else:
         want = sum(r.f for r in rs) / len(rs)        # the mean per sentence (issue 16)
     assert value == pytest.approx(want, rel=1e-9)
@@ -90,7 +90,7 @@ def test_meu_corpus_value_on_real_sentences(corpus):
     value = -crf.objective("meu-corpus", data, 0.0, 2.0)(crf.theta)[0]
     rs = [expected_f(crf.lattice(s), reference=s.column(-1), beta=2.0, method="fast")
           for s in sents]
-    want = 3 * sum(r.tp for r in rs) / (sum(r.m_ref for r in rs) + 2 * sum(r.m_hyp for r in rs))
+    want = 5 * sum(r.tp for r in rs) / (sum(r.m_hyp for r in rs) + 4 * sum(r.m_ref for r in rs))
     assert value == pytest.approx(want, rel=1e-9)
 
 

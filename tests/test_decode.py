@@ -17,11 +17,12 @@ def random_case(rng, k):
 
 
 def test_exact_meu_is_the_maximum_over_all_valid_sequences():
-    """>= 500 random models: the exact decoder's E[F] equals the brute-force maximum."""
+    """>= 500 random models: the exact decoder's E[F] equals the brute-force maximum
+    (the standard β, F_0 = precision included)."""
     rng = np.random.default_rng(2024)
     for k in range(510):
         scheme, types, n, tags, scores = random_case(rng, k)
-        beta = float([0.5, 1.0, 2.0][k % 3])
+        beta = float([0.5, 1.0, 2.0, 0.0, 3.0][k % 5])
         lat = Lattice.from_scores(tags, *scores, scheme=scheme)
         seqs, _ = brute_force(tags, scheme, types, n, *scores)
         u = all_utilities(seqs, beta)
@@ -82,7 +83,7 @@ def test_posterior_decoder_maximises_summed_marginals():
 def test_meu_on_the_toy_model_prefers_bbb():
     from fstchunk.demo import toy_lattice
     lat = toy_lattice(0.35)
-    assert "".join(decode_meu(lat, beta=3.0).tags) == "BBB"
+    assert "".join(decode_meu(lat, beta=3 ** 0.5).tags) == "BBB"   # the slides' β' = 3
     assert "".join(decode_map(lat).tags) == "BOB"
 
 
@@ -112,11 +113,11 @@ def test_corpus_decoder_is_the_global_maximum_of_its_objective():
     from oracles import all_chunkings
     rng = np.random.default_rng(10)
     tags = enc.scheme_tags("IOB2", ["NP", "VP"])
-    for trial in range(5):
+    for trial in range(6):
         lens = rng.integers(1, 4, size=3)
         lats = [Lattice.from_scores(tags, *random_scores(rng, len(tags), int(n), 1.5))
                 for n in lens]
-        beta = [0.5, 1.0, 2.0][trial % 3]
+        beta = [0.5, 1.0, 2.0, 0.0, 3.0, 0.0][trial]          # the standard β
         out, ratio = decode_meu_corpus(lats, beta=beta)
         cms = [l.chunk_marginals() for l in lats]
         m_ref = sum(expected_f(l, hypothesis=["O"] * l.n, method="fast").m_ref for l in lats)
@@ -125,8 +126,8 @@ def test_corpus_decoder_is_the_global_maximum_of_its_objective():
         for combo in itertools.product(*(all_chunkings(int(n), ("NP", "VP")) for n in lens)):
             tp = sum(cm[ti[t], s, e] for cm, ch in zip(cms, combo) for t, s, e in ch)
             mh = sum(len(ch) for ch in combo)
-            den = mh + beta * m_ref
-            best = max(best, (beta + 1) * tp / den if den else 1.0)
+            den = mh + beta ** 2 * m_ref
+            best = max(best, (1 + beta ** 2) * tp / den if den else 1.0)
         assert ratio == pytest.approx(best, rel=1e-9)
 
 

@@ -22,7 +22,8 @@ def test_toy_sweep_against_direct_enumeration():
     assert sum(prob.values()) == pytest.approx(1.0)
     from fstchunk.evaluate import sentence_f
     ch = {x: enc.tags_to_chunks(list(x), "IOB2") for x in seqs}
-    ef = {x: sum(prob[y] * sentence_f(ch[x], ch[y], 3.0) for y in seqs) for x in seqs}
+    ef = {x: sum(prob[y] * sentence_f(ch[x], ch[y], 3 ** 0.5) for y in seqs)   # slides' 3
+          for x in seqs}
     row, = demo.toy_sweep([theta])
     for x in seqs:
         assert row["prob"][x] == pytest.approx(prob[x], abs=1e-12)

@@ -91,7 +91,7 @@ def test_quadrature_basis_reaches_the_brute_force_maximum(monkeypatch, scheme, s
         tags, scores, lat = _lattice(scheme, n, scale, n + int(10 * beta))
         seqs, _ = brute_force(tags, scheme, TYPES, n, *scores)
         U = all_utilities(seqs, beta)
-        r = M.exact_meu(lat, beta)
+        r = M.exact_meu(lat, beta ** 2)               # the engine takes β² (beta_sq)
         chosen = frozenset((TYPES[t], s, e) for t, s, e in r.chunks)
         got = U[[i for i, (_, c, _) in enumerate(seqs) if c == chosen][0]]
         assert r.gap < 1e-12

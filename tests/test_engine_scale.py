@@ -244,8 +244,11 @@ def test_ml_objective_equals_path_enumeration(scale):
 @pytest.mark.parametrize("scale", SCALES)
 @pytest.mark.parametrize("beta", [0.5, 2.0])
 def test_meu_corpus_objective_equals_path_enumeration(scale, beta):
+    """−(1+β²)·Σ E[tp] / (Σ E[m(x)] + β²·Σ m(y)), x ~ the model, y the gold (the
+    objective takes β² as ``beta_sq``)."""
     ch, gold, em, ys = _corpus(5, scale)
-    value, grad = meu_corpus(ch, gold, beta)
+    w = beta ** 2
+    value, grad = meu_corpus(ch, gold, w)
     tp = m_hyp = 0.0
     parts = []
     for e, y in zip(em, ys):
@@ -253,9 +256,9 @@ def test_meu_corpus_objective_equals_path_enumeration(scale, beta):
         tp, m_hyp = tp + Er[0, 0], m_hyp + Er[1, 0]
         parts.append((gE[:, 0], gT, gS, gN))
     m_gold = sum(len(_chunks(y)) for y in ys)
-    den = m_gold + beta * m_hyp
-    assert value == pytest.approx(-(beta + 1) * tp / den, rel=1e-10, abs=1e-12)
-    d = ((beta + 1) / den, -(beta + 1) * tp * beta / den ** 2)
+    den = m_hyp + w * m_gold
+    assert value == pytest.approx(-(1 + w) * tp / den, rel=1e-10, abs=1e-12)
+    d = ((1 + w) / den, -(1 + w) * tp / den ** 2)
     want = [np.concatenate([-(d[0] * p[0][0] + d[1] * p[0][1]) for p in parts])]
     for i in (1, 2, 3):
         want.append(sum(-(d[0] * p[i][0] + d[1] * p[i][1]) for p in parts))

@@ -137,11 +137,11 @@ def test_report_format_and_figures():
 
 def test_f_beta_convention():
     assert f_beta(0, 0, 0) == 1.0                    # 0/0 := 1
-    assert f_beta(1, 3, 1, beta=3) == pytest.approx(4 / 6)
-    # (β+1)PR/(βP+R) with P = tp/m(x), R = tp/m(y)
+    assert f_beta(1, 3, 1, beta=3 ** 0.5) == pytest.approx(4 / 6)   # the slides' β' = 3
+    # (1+β²)PR/(β²P+R) with P = tp/m(x), R = tp/m(y)
     tp, mx, my, b = 2, 5, 3, 0.5
     P, R = tp / mx, tp / my
-    assert f_beta(tp, mx, my, b) == pytest.approx((1 + b) * P * R / (b * P + R))
+    assert f_beta(tp, mx, my, b) == pytest.approx((1 + b * b) * P * R / (b * b * P + R))
     assert sentence_f([("", 0, 1)], [], beta=1) == 0.0
     with pytest.raises(InputError, match="beta"):
         f_beta(1, 1, 1, beta=float("nan"))
@@ -149,7 +149,7 @@ def test_f_beta_convention():
     assert rep.sentence_f == [1.0, 0.0]
     tp, mx, my = 1, 2, 1
     P, R = 100 * tp / mx, 100 * tp / my
-    assert rep.overall.f == pytest.approx(3 * P * R / (2 * P + R))
+    assert rep.overall.f == pytest.approx(5 * P * R / (4 * P + R))
 
 
 def test_length_mismatch_names_sentence():

@@ -20,11 +20,12 @@ def test_expectations_equal_brute_force(scheme, types, n, method):
         scores = random_scores(rng, len(tags), length)
         lat = Lattice.from_scores(tags, *scores, scheme=scheme)
         seqs, _ = brute_force(tags, scheme, types, length, *scores)
-        for beta in (0.5, 1.0, 2.0):
+        for beta in (0.0, 0.5, 1.0, 2.0):               # the standard β, F_0 = precision
             y, fixed, _ = seqs[rng.integers(len(seqs))]
             for direction in ("decoding", "training"):
                 kw = {"hypothesis": y} if direction == "decoding" else {"reference": y}
                 r = expected_f(lat, beta=beta, method=method, **kw)
+                assert r.beta == beta
                 b = brute_expectations(seqs, fixed, beta, direction)
                 for k in ("tp", "precision", "recall", "f"):
                     assert getattr(r, k) == pytest.approx(b[k], rel=1e-9, abs=1e-12), k
@@ -57,14 +58,15 @@ def test_fast_equals_fst_on_real_sentences(corpus):
                 assert getattr(a, k) == pytest.approx(getattr(b, k), rel=1e-9, abs=1e-12)
 
 
-def test_toy_example_table_uses_beta_3():
-    """Jansche §11: F of BBB and BOB against gold OOB are 0.67 and 0.80 only for β = 3."""
+def test_toy_example_table_uses_beta_sqrt_3():
+    """Jansche §11: F of BBB and BOB against gold OOB are 0.67 and 0.80 only for the
+    slides' β' = 3, the standard β = √3."""
     rows = {"OOO": 0.0, "OBO": 0.0, "BOO": 0.0, "BBB": 0.67, "BOB": 0.80, "OOB": 1.00}
     gold = enc.tags_to_chunks(list("OOB"), "IOB2")
     for x, f in rows.items():
         hyp = enc.tags_to_chunks(list(x), "IOB2")
         tp = len(set(hyp) & set(gold))
-        assert round(f_beta(tp, len(hyp), len(gold), beta=3.0), 2) == f
+        assert round(f_beta(tp, len(hyp), len(gold), beta=3 ** 0.5), 2) == f
     assert round(f_beta(1, 3, 1, beta=1.0), 2) != 0.67
 
 

@@ -23,18 +23,17 @@ from fstchunk import encodings as enc
 from fstchunk import fsa
 from fstchunk.conll import read_conll
 from fstchunk.errors import BudgetError, InputError
-from fstchunk.evaluate import f_beta
 from fstchunk.grammars.budget import use_state_budget
 from fstchunk.grammars.loss import f_loss_machine, hamming_loss_machine
 from fstchunk.grammars.models import score_lattice
 from fstchunk.lattice import Lattice
 from fstchunk.lossaug import decode_loss_augmented, loss_value
 from fstchunk.models.crf import CRF
-from oracles import brute_force, path_score_bound, random_scores
+from oracles import brute_force, f_standard, path_score_bound, random_scores
 
 EPS = float(np.finfo(float).eps)
 F32 = 2.0 ** -24
-BETAS = (0.5, 1.0, 2.0)
+BETAS = (0.0, 0.5, 1.0, 2.0)            # the standard β (0: Δ = 1 − precision)
 SCALES = (0.1, 1.0, 30.0, 300.0)
 #: (scheme, types) of the enumeration grid
 SPACES = [("IOB2", ("NP", "VP")), ("IOBES", ("NP", "VP")), ("IOE1", ("NP", "VP")),
@@ -53,7 +52,7 @@ def delta(y, gold, scheme, loss, beta):
         return float(sum(a != b for a, b in zip(y, gold)))
     h = set(enc.tags_to_chunks(list(y), scheme))
     r = set(enc.tags_to_chunks(list(gold), scheme))
-    return 1.0 - f_beta(len(h & r), len(h), len(r), beta)
+    return 1.0 - f_standard(len(h & r), len(h), len(r), beta)
 
 
 def raw_score(y, tags, em, tr, st, en):
@@ -94,8 +93,8 @@ class Case:
             return float(np.max(self.score + (self.Y != np.array(gold)[None, :]).sum(axis=1)))
         ref = frozenset(enc.tags_to_chunks(list(gold), self.scheme))
         tp = np.array([len(c & ref) for c in self.chunks], dtype=float)
-        den = self.m + beta * len(ref)
-        f = np.where(den > 0, (beta + 1) * tp / np.where(den > 0, den, 1.0), 1.0)
+        den = self.m + beta ** 2 * len(ref)
+        f = np.where(den > 0, (1 + beta ** 2) * tp / np.where(den > 0, den, 1.0), 1.0)
         return float(np.max(self.score + 1.0 - f))
 
     def value(self, tags, gold, loss, beta) -> float:
@@ -164,7 +163,7 @@ def test_machine_path_reaches_the_enumerated_maximum(loss):
         if c.n > 4:
             continue
         gold = c.golds[0]
-        for beta in ((0.5, 2.0) if loss == "f" else (1.0,)):
+        for beta in ((0.0, 0.5, 2.0) if loss == "f" else (1.0,)):
             d = decode_loss_augmented(c.lat, gold, loss, beta, method="fst")
             want = c.best(gold, loss, beta)
             tol = 1e-12 + 4 * (c.n + 2) * F32 * (c.bound + c.n)
@@ -286,7 +285,7 @@ def test_input_errors():
            (dict(gold=good, loss="hinge"), "unknown loss"),
            (dict(gold=good, method="viterbi"), "unknown method")]
     bad += [(dict(gold=good, loss="f", beta=b), "beta") for b in
-            (0, -1.0, float("inf"), float("nan"), True, "1")]
+            (-1.0, float("inf"), float("nan"), True, "1", 1e-200)]
     for kw, msg in bad:
         with pytest.raises(InputError, match=msg):
             decode_loss_augmented(lat, **kw)
@@ -318,12 +317,13 @@ def test_registered_loss_machines_weigh_like_the_builders(scheme, types):
     gold = c.golds[0]
     ham = registry.build("hamming-loss", scheme=scheme, types=types, gold=tuple(gold),
                          arc_type="standard")
-    f2 = registry.build("f-loss", scheme=scheme, types=types, gold=tuple(gold), beta=2.0,
-                        arc_type="standard")
+    fs = {b: registry.build("f-loss", scheme=scheme, types=types, gold=tuple(gold), beta=b,
+                            arc_type="standard") for b in (0.0, 2.0)}      # standard β
     for y in c.seqs:
         assert machine_weight(ham, y, space) == -delta(y, gold, scheme, "hamming", 1)
-        assert machine_weight(f2, y, space) == pytest.approx(
-            -delta(y, gold, scheme, "f", 2.0), abs=1e-6)
+        for b, f in fs.items():
+            assert machine_weight(f, y, space) == pytest.approx(
+                -delta(y, gold, scheme, "f", b), abs=1e-6)
     key = registry.far_key("f-loss", registry.Options(scheme=scheme, types=types,
                                                       gold=tuple(gold), beta=2.0))
     assert key == f"f-loss.{scheme}.gold_{'_'.join(gold)}.beta2"

@@ -7,7 +7,7 @@ xfail); the others pin tricky cases that were checked and hold:
   joint model's chunk layer, against enumeration of the lattice's own paths;
 * every scheme of ``fstchunk.encodings.SCHEMES``, typed and untyped;
 * the exact/quadrature switch (n = 12 / 13) against the old decoder;
-* β = 1e-3 and 1e3; tiny memory budgets.
+* β² = 1e-3 and 1e3 (the standard β = √1e-3, √1e3); tiny memory budgets.
 
 Brute force here enumerates the layers' state paths (no engine code, no
 ``Lattice.log_prob``), and U(x) = E_y[F_β(x | y)] with the library's F_β
@@ -36,6 +36,8 @@ from reference_meu import reference_decode_meu, reference_decode_meu_corpus
 
 GAP_MAX = 1e-12
 TOL = 1e-12
+#: standard β whose engine weights β² are 1e-3, 1 and 1e3
+BETA_EXTREMES = (1e-3 ** 0.5, 1.0, 1e3 ** 0.5)
 
 
 @pytest.fixture(autouse=True)
@@ -128,7 +130,7 @@ def machine_lattice(seed, scheme, types, n, scale=1.0):
 
 # =========================================================== FAILURES FOUND
 def test_beta_zero_empty_hypothesis_has_utility_one():
-    """β = 0 is legal (evaluate._check_beta) and F_0(∅ | y) = 0/0 := 1 for every y
+    """β = 0 is legal (fbeta.check_beta) and F_0(∅ | y) = 0/0 := 1 for every y
     (evaluate.f_beta), so U(∅) = 1 is the maximum.  The decoder takes U(∅) =
     Pr(m(y) = 0) (meu._search: ``best_val = pm[0]``; the old decoder too), so here
     it returns a 1-chunk hypothesis, U = 0.67 at n = 3 (gap 0.0) and U = 0.986 at
@@ -157,12 +159,12 @@ def test_beta_zero_no_runtime_warning():
         decode_meu(lat, 0.0)
 
 
-@pytest.mark.parametrize("beta", [1e6, 1e7])
+@pytest.mark.parametrize("beta", [1e3, 1e7 ** 0.5])
 def test_large_beta_gap_below_1e12(beta):
-    """Any finite β ≥ 0 is legal.  At β = 1e6 on a 13-token lattice the certificate
-    is 1.3e-11 (β = 1e7: 1e-9, and the score is off U(tags) by ~1e-12; β = 1e9:
-    2e-9 and overflow warnings).  Cause: :func:`meu.exp_sum` on [a, b] with large a
-    (a = k + β·m_lo): the double-exponential trapezoid grid is fixed in v, and
+    """Any finite β ≥ 0 is legal (the standard β; the engine's weight is β²).  At
+    β² = 1e6 on a 13-token lattice the certificate is 1.3e-11 (β² = 1e7: 1e-9, and the
+    score is off U(tags) by ~1e-12; β² = 1e9: 2e-9 and overflow warnings).  Cause:
+    :func:`meu.exp_sum` on [a, b] with large a (a = k + β²·m_lo): the double-exponential trapezoid grid is fixed in v, and
     t ≈ 1/a falls where t = exp(v − e^{−v}) is doubly compressed; no step h meets
     QUAD_TOL and the loop returns the last rule anyway (see the next test).  The
     rule for [1, b/a] rescaled (t/a, log W − log a) would be as accurate as for a = 1."""
@@ -187,14 +189,14 @@ def test_exp_sum_meets_its_tolerance_at_large_a(a, ratio):
 
 
 def test_large_beta_no_overflow_warning():
-    """β = 1e7, n = 20: 'overflow encountered in multiply' from meu._search's
-    ``cand = rho * (beta + 1) * (h + e)`` (ρ_0 = k0 / 1e-300 for k = 0)."""
+    """β² = 1e7, n = 20: 'overflow encountered in multiply' from meu._search's
+    ``cand = rho * (beta_sq + 1) * (h + e)`` (ρ_0 = k0 / 1e-300 for k = 0)."""
     tags = enc.scheme_tags("IOB2", ("NP",))
     n = 20
     lat = Lattice.from_scores(tags, np.zeros((n, 3)), np.zeros((3, 3)))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        decode_meu(lat, 1e7)
+        decode_meu(lat, 1e7 ** 0.5)
 
 
 def test_corpus_meu_with_a_ratio_below_1e12_matches_the_reference():
@@ -321,7 +323,7 @@ def test_machine_lattices_with_several_states_per_tag(scheme):
     against enumeration of the lattice's paths, β extremes, typed and untyped."""
     for k, (types, n) in enumerate([(("NP", "VP"), 3), (("",), 4), (("NP",), 1)]):
         lat = machine_lattice(100 + k, scheme, types, n)
-        for beta in (1e-3, 1.0, 1e3):
+        for beta in BETA_EXTREMES:
             check_against_brute_force(lat, beta, (scheme, types, n, beta))
         np.testing.assert_array_less(-1e-15, lat.chunk_marginals())
 
@@ -339,7 +341,7 @@ def test_joint_model_lattice_against_enumeration():
                         ((n, c, p), (n, c, p, p), (n, c), (n, c), (n, c, c))))
         parts.ctrans[:, 0, 0] = -np.inf
         lat = Lattice(tags, "IOB2", chain_layers(parts, index))
-        for beta in (1e-3, 1.0, 1e3):
+        for beta in BETA_EXTREMES:
             check_against_brute_force(lat, beta, (scale, beta))
 
 
@@ -351,7 +353,7 @@ def test_every_scheme_small_lattices_beta_extremes(scheme):
         for scale in (0.01, 30.0, 1e6):
             lat = Lattice.from_scores(tags, *random_scores(rng, len(tags), n, scale),
                                       scheme=scheme)
-            for beta in (1e-3, 1e3):
+            for beta in BETA_EXTREMES[::2]:
                 check_against_brute_force(lat, beta, (types, n, scale, beta))
 
 
@@ -366,7 +368,7 @@ def test_exact_quadrature_boundary_12_13(scheme):
                                     scheme=scheme),
                 machine_lattice(n, scheme, ("",), n)]
         for lat in lats:
-            for beta in (1e-3, 1.0, 1e3):
+            for beta in BETA_EXTREMES:
                 with warnings.catch_warnings():
                     warnings.simplefilter("error")
                     d = decode_meu(lat, beta)

@@ -431,9 +431,9 @@ def extended_precision_f(lat, tags, beta):
     chunks = enc.tags_to_chunks(tags, lat.scheme)
     Z, T = reference_tp_count_table(ld, chunks)
     c = np.arange(len(Z), dtype=np.longdouble)
-    den = len(chunks) + beta * c
-    return float(Z[0] + np.sum((beta + 1) * T[1:] / den[1:])) if not chunks else \
-        float(np.sum((beta + 1) * T / den))
+    den = len(chunks) + beta ** 2 * c                      # the standard β
+    return float(Z[0] + np.sum((1 + beta ** 2) * T[1:] / den[1:])) if not chunks else \
+        float(np.sum((1 + beta ** 2) * T / den))
 
 
 def test_fast_expected_f_holds_on_long_sentences():

@@ -13,20 +13,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fstchunk.errors import InputError
-from fstchunk.evaluate import f_beta
 from fstchunk.segments import meu
 from fstchunk.segments.data import (Segment, read_conll_segments, read_jsonl, segments_to_tags,
                                     write_jsonl)
 from fstchunk.segments.scoring import hard_segments, score_segments
+from oracles import f_standard
 
 
 def brute_expected_f(p, chosen, beta):
-    """E[F_β(chosen)] by enumerating every gold realisation."""
+    """E[F_β(chosen)] (standard β) by enumerating every gold realisation."""
     total = 0.0
     for z in itertools.product((0, 1), repeat=len(p)):
         w = np.prod([q if b else 1 - q for q, b in zip(p, z)])
         tp = sum(z[i] for i in chosen)
-        total += w * f_beta(tp, len(chosen), sum(z), beta)
+        total += w * f_standard(tp, len(chosen), sum(z), beta)
     return total
 
 
@@ -41,7 +41,7 @@ def brute_meu(p, beta):
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.sampled_from([0.0, 1.0, 0.5, 0.01, 0.99]) | st.floats(0, 1),
                 min_size=0, max_size=8),
-       st.sampled_from([0.5, 1.0, 2.0]))
+       st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0]))
 def test_meu_set_is_the_best_of_every_subset(p, beta):
     chosen, value = meu.meu_set(p, beta)
     assert value == pytest.approx(brute_meu(p, beta), abs=1e-12)
@@ -74,8 +74,11 @@ def test_probability_and_beta_errors():
     for bad in ([1.5], [np.nan], [[0.1]]):
         with pytest.raises(InputError, match="in \\[0, 1\\]"):
             meu.meu_set(bad)
-    with pytest.raises(InputError, match="beta"):
-        meu.meu_set([0.5], beta=0)
+    for bad in (-1.0, float("nan"), float("inf"), True, "2"):
+        with pytest.raises(InputError, match="beta must be a finite number >= 0"):
+            meu.meu_set([0.5], beta=bad)
+    # β = 0 (F_0 = precision, 0/0 := 1 for the empty set) is accepted, as everywhere
+    assert meu.meu_set([0.5, 0.9], beta=0) == ([], 1.0)
 
 
 def test_platt_fit_is_the_logistic_maximum_likelihood():
@@ -107,7 +110,7 @@ def test_scorer_equals_set_arithmetic():
     r = score_segments(gold, pred, beta=2.0)
     tp, h, g = 2, 4, 4            # duplicates count once
     assert (r.overall.tp, r.overall.pred, r.overall.gold) == (tp, h, g)
-    assert r.overall.f(2.0) == pytest.approx(100 * f_beta(tp, h, g, 2.0))
+    assert r.overall.f(2.0) == pytest.approx(100 * f_standard(tp, h, g, 2.0))
     assert (r.by_type["DNA"].tp, r.by_type["DNA"].pred, r.by_type["DNA"].gold) == (2, 3, 2)
     # hard gold: DNA(0,1) and protein(1) overlap; DNA(3,5) is non-contiguous
     assert hard_segments(gold[0]) == set(gold[0])

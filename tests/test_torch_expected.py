@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings, strategies as hst
 
 torch = pytest.importorskip("torch")
 
+from oracles import f_standard  # noqa: E402
 from fstchunk import encodings as enc  # noqa: E402
 from fstchunk.errors import FstchunkError  # noqa: E402
-from fstchunk.evaluate import f_beta  # noqa: E402
 from fstchunk.expected import expected_f as engine_expected_f  # noqa: E402
 from fstchunk.torch import ChunkCRF  # noqa: E402
 from fstchunk.torch import expected as texp  # noqa: E402
@@ -25,10 +25,11 @@ from test_torch_crf import (F64, enumerate_valid, lattice, make_batch,  # noqa: 
 
 
 def both(crf, args, gold, beta, basis="nodes"):
+    """The count-axis and ``basis`` DPs at the standard ``beta`` (they take β²)."""
     bt = crf._check(*args)
     g = check_gold(gold, bt, crf.scheme, crf.types, crf.type_index)
-    return (texp.expected_f(crf, bt, g, beta, basis="counts"),
-            texp.expected_f(crf, bt, g, beta, basis=basis))
+    return (texp.expected_f(crf, bt, g, beta ** 2, basis="counts"),
+            texp.expected_f(crf, bt, g, beta ** 2, basis=basis))
 
 
 @pytest.mark.parametrize("scheme,scale", [
@@ -67,7 +68,7 @@ def test_nodes_against_brute_force(n):
     for gold in ([seqs[rng.integers(len(seqs))][0]], [["O"] * n]):
         g = frozenset(enc.tags_to_chunks(gold[0], "IOB2"))
         for beta in (0.0, 1.0, 2.5):
-            want = sum(p * f_beta(len(cs & g), len(cs), len(g), beta) for _, cs, p in seqs)
+            want = sum(p * f_standard(len(cs & g), len(cs), len(g), beta) for _, cs, p in seqs)
             for basis in ("nodes", "real"):
                 got = both(crf, args, gold, beta, basis)[1][0].item()
                 assert got == pytest.approx(want, abs=1e-11), basis
@@ -562,9 +563,9 @@ def test_fuzz_real_space_path_against_the_exact_count_axis(scheme, ntypes, drop_
     em = args[0].clone().requires_grad_()
     bt = crf._check(em, *args[1:])
     g = check_gold(gold, bt, crf.scheme, crf.types, crf.type_index)
-    real = texp.expected_f(crf, bt, g, beta, basis="real")
+    real = texp.expected_f(crf, bt, g, beta ** 2, basis="real")
     if real is not None:
-        exact = texp.expected_f(crf, bt, g, beta, basis="counts")
+        exact = texp.expected_f(crf, bt, g, beta ** 2, basis="counts")
         np.testing.assert_allclose(real.detach().numpy(), exact.detach().numpy(), atol=1e-9)
         w = torch.tensor(rng.normal(size=len(lengths)))
         ga, gb = (torch.autograd.grad((f * w).sum(), em, retain_graph=True)[0]

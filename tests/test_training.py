@@ -120,7 +120,8 @@ def test_a_checkpoint_of_other_features_is_refused(tmp_path):
     ({"l2": -1e-9}, "l2 must be a finite number >= 0"),
     ({"l2": float("inf")}, "l2 must be a finite number >= 0"),
     ({"beta": -1.0}, "beta must be a finite number > 0"),
-    ({"beta": 0.0}, "beta must be a finite number > 0"),
+    ({"beta": 0.0}, r"beta must be a finite number > 0 \(1e-150 to 1e\+150\), got 0.0"),
+    ({"beta": 1e-200}, "beta must be a finite number > 0"),    # β² would be 0: F_0
     ({"beta": float("nan")}, "beta must be a finite number > 0"),
     ({"beta": float("inf")}, "beta must be a finite number > 0"),
     ({"max_iter": -1}, "max_iter must be an integer >= 1"),

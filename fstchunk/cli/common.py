@@ -2,7 +2,10 @@
 
 Option values are checked where argparse reads them (a non-finite β, a negative
 count, a malformed column spec end in argparse's one-line usage error, exit 2),
-so no command starts work on a value it would later choke on.
+so no command starts work on a value it would later choke on.  ``--beta`` is the
+standard β of F_β = (1+β²)PR/(β²P+R) everywhere (:mod:`fstchunk.fbeta`), read by
+:func:`beta_option` (>= 0, as the API) or, for training, :func:`training_beta_option`
+(> 0).
 
 Pitfall: ``HelpFormatter`` appends ``(default: X)`` to every option's help, so
 help strings here never state the default themselves.
@@ -21,6 +24,7 @@ from typing import Any, Callable, Iterable, Iterator
 from ..columns import Columns
 from ..conll import Sentence, iter_conll, read_conll
 from ..errors import InputError, OutputError
+from ..fbeta import beta_range, check_beta
 from ..gold import ON_INVALID, GoldReport, check_gold
 from ..scale import executor
 
@@ -42,8 +46,31 @@ def _number(text: str, low: float, strict: bool, integer: bool) -> float | int:
 
 
 def positive_float(text: str) -> float:
-    """argparse type: a finite number > 0 (β)."""
+    """argparse type: a finite number > 0."""
     return _number(text, 0.0, True, False)
+
+
+#: ``--beta``'s help, with what the option is for appended
+BETA_HELP = "the standard β of F_β = (1+β²)PR/(β²P+R) (β > 1 favours recall, 0: precision)"
+
+
+def beta_option(text: str) -> float:
+    """argparse type: ``--beta``, the standard β, accepted where the API accepts it
+    (:func:`fstchunk.fbeta.check_beta`: finite, 0 or within its range)."""
+    return _beta(text, False)
+
+
+def training_beta_option(text: str) -> float:
+    """argparse type: ``train --beta``, > 0 as :class:`fstchunk.training.Trainer` takes it."""
+    return _beta(text, True)
+
+
+def _beta(text: str, positive: bool) -> float:
+    try:
+        return check_beta(float(text), positive)
+    except (ValueError, InputError):
+        raise argparse.ArgumentTypeError(f"must be {beta_range(positive)}, "
+                                         f"got {text!r}") from None
 
 
 def nonnegative_float(text: str) -> float:

@@ -11,7 +11,7 @@ from ..conll import iter_conll
 from ..errors import FstchunkError, InputError, SchemeError
 from ..grammars import budget, registry
 from ..tagspace import TagSpace
-from .common import HelpFormatter, positive_float, positive_int, split_list, warn
+from .common import BETA_HELP, HelpFormatter, beta_option, positive_int, split_list, warn
 
 
 def add_parser(sub) -> None:
@@ -38,7 +38,7 @@ def add_parser(sub) -> None:
     p.add_argument("--gold", default=None, metavar="TAGS",
                    help="the gold tag sequence of hamming-loss and f-loss, e.g. B-NP,I-NP,O "
                         "(its chunk types are the tag set's unless --types/--tags/--from-data)")
-    p.add_argument("--beta", type=positive_float, default=1.0, help="β of f-loss")
+    p.add_argument("--beta", type=beta_option, default=1.0, help=f"f-loss: {BETA_HELP}")
     p.add_argument("--arc-type", default="log64", choices=("standard", "log", "log64"),
                    help="OpenFst arc type of the machines")
     add_state_budget(p)

@@ -20,8 +20,8 @@ from ..conll import Sentence, write_conll
 from ..errors import InputError
 from ..models import joint as J
 from ..outputs import atomic_write, check_output
-from .common import (HelpFormatter, add_on_invalid, columns_spec, nonnegative_float, positive_float,
-                     positive_int, read_gold, read_input)
+from .common import (BETA_HELP, HelpFormatter, add_on_invalid, beta_option, columns_spec,
+                     nonnegative_float, positive_int, read_gold, read_input)
 
 
 def add_parser(sub) -> None:
@@ -72,7 +72,8 @@ def add_parser(sub) -> None:
     q.add_argument("--decoder", choices=J.DECODERS, default="map",
                    help="chunk layer by Viterbi (map) or by exact MEU over the calibrated "
                         "joint model (meu)")
-    q.add_argument("--beta", type=positive_float, default=1.0, help="β of the MEU decoder")
+    q.add_argument("--beta", type=beta_option, default=1.0,
+                   help=f"the MEU decoder's F_β: {BETA_HELP}")
     q.add_argument("--json", action="store_true",
                    help='print {"pos_accuracy", "np_accuracy", "np_f1"} (percent) against '
                         "the input's gold POS and chunks")

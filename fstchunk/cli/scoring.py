@@ -11,15 +11,16 @@ from typing import Any, Iterator, NamedTuple
 
 from .. import encodings as enc
 from ..errors import FstchunkError, InputError
-from ..evaluate import evaluate_file
+from ..evaluate import evaluate_file, f_beta
 from ..expected import expected_f
 from ..grammars import budget
 from ..models import load_model
 from ..models.io import read_metadata
 from ..scorefile import load_lattices
 from ..batch import SENTENCE_ERRORS, block_lattices, map_blocks, sentence_error
-from .common import (Failures, HelpFormatter, add_executor, add_on_invalid, columns_spec, executor_of,
-                     iter_gold, model_layout, positive_float, read_gold, warn)
+from .common import (BETA_HELP, Failures, HelpFormatter, add_executor, add_on_invalid,
+                     beta_option, columns_spec, executor_of, iter_gold, model_layout,
+                     read_gold, warn)
 from .grammar import add_state_budget
 
 
@@ -30,8 +31,7 @@ def add_parsers(sub) -> None:
     p.add_argument("file", help="CoNLL file whose last two columns are gold and predicted tags")
     p.add_argument("--scheme", default=None,
                    help="read tags leniently in this scheme (none: exactly as conlleval.pl)")
-    p.add_argument("--beta", type=positive_float, default=1.0,
-                   help="β of F_β = (β+1)tp/(m(x)+β·m(y))")
+    p.add_argument("--beta", type=beta_option, default=1.0, help=BETA_HELP)
     p.add_argument("--delimiter", default=None,
                    help="column delimiter, a regular expression as conlleval.pl's -d (e.g. "
                         "'\\t'; a single character is literal); none: one space, as "
@@ -52,7 +52,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--direction", choices=("training", "decoding"), default="training",
                    help="training: the column is the gold, hypotheses ~ model; "
                         "decoding: the column is a hypothesis, references ~ model")
-    p.add_argument("--beta", type=positive_float, default=1.0, help="β of F_β")
+    p.add_argument("--beta", type=beta_option, default=1.0, help=BETA_HELP)
     p.add_argument("--method", choices=("fast", "fst"), default="fast",
                    help="the fast engine or composition with the machines")
     add_state_budget(p, "with --method fst: ")
@@ -180,8 +180,7 @@ def _run_expected(args: argparse.Namespace, ex) -> int:
                       f"{r['m_hyp']:8.4f} {r['m_ref']:8.4f} {r['precision']:7.4f} "
                       f"{r['recall']:7.4f} {r['f']:7.4f}\n")
     mean_f = sum_f / n if n else float("nan")
-    den = tot["m_hyp"] + args.beta * tot["m_ref"]
-    corpus_f = (args.beta + 1) * tot["tp"] / den if den else 1.0
+    corpus_f = f_beta(tot["tp"], tot["m_hyp"], tot["m_ref"], args.beta)
     summary = {"sentences": n, "failed": len(failed.where), "direction": args.direction,
                "beta": args.beta, "expected_tp": tot["tp"], "expected_m_hyp": tot["m_hyp"],
                "expected_m_ref": tot["m_ref"], "mean_sentence_expected_f": mean_f,

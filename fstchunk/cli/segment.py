@@ -34,8 +34,8 @@ from ..models.segment import DECODERS, SegmentModel, restriction_flags
 from ..models.segment.train import train
 from ..segments.scoring import score_segments
 from ..segments.space import RESTRICTIONS
-from .common import (HelpFormatter, add_executor, executor_of, nonnegative_int, positive_float,
-                     positive_int)
+from .common import (BETA_HELP, HelpFormatter, add_executor, beta_option, executor_of,
+                     nonnegative_int, positive_int)
 
 
 def add_parser(sub) -> None:
@@ -83,7 +83,8 @@ def add_parser(sub) -> None:
     q.add_argument("--decoder", choices=DECODERS, default="threshold",
                    help="threshold: segments of the top k scoring > 0 (the paper); meu: "
                         "the set of maximal expected F_β under the calibrated probabilities")
-    q.add_argument("--beta", type=positive_float, default=1.0, help="β of --decoder meu")
+    q.add_argument("--beta", type=beta_option, default=1.0,
+                   help=f"--decoder meu: {BETA_HELP}")
     q.add_argument("--restrict", default=None,
                    help=restrict_help + " (none: the model's; 'none' for no restriction)")
     q.add_argument("--format", choices=FORMATS, default="auto", help=format_help)
@@ -99,8 +100,7 @@ def add_parser(sub) -> None:
     q.add_argument("gold", help="JSONL or CoNLL file with the gold segments")
     q.add_argument("pred", help="JSONL or CoNLL file with the predicted segments (same "
                                 "sentences, same tokens)")
-    q.add_argument("--beta", type=positive_float, default=1.0,
-                   help="β of F_β = (β+1)PR/(βP+R)")
+    q.add_argument("--beta", type=beta_option, default=1.0, help=BETA_HELP)
     q.add_argument("--format", choices=FORMATS, default="auto", help=format_help)
     q.add_argument("--json", action="store_true", help="print the scores as JSON")
     q.set_defaults(func=run_eval)

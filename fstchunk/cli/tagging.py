@@ -46,7 +46,8 @@ from ..training import Trainer, file_digest
 from .common import (HelpFormatter, add_executor, add_on_invalid, columns_spec, delimiter_arg,
                      Failures, executor_of,
                      iter_input, memory_size, model_layout, no_sentences, nonnegative_float,
-                     nonnegative_int, positive_float, positive_int, read_gold, warn)
+                     nonnegative_int, positive_float, positive_int, read_gold, warn,
+                     BETA_HELP, beta_option, training_beta_option)
 
 
 def add_columns(p: argparse.ArgumentParser) -> None:
@@ -67,7 +68,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--decoder", choices=DECODERS, default="map",
                    help="map (Viterbi), posterior, meu (exact MEU for F_β), meu-kbest, "
                         "meu-corpus (expected corpus F)")
-    p.add_argument("--beta", type=positive_float, default=1.0, help="β of the MEU decoders")
+    p.add_argument("--beta", type=beta_option, default=1.0,
+                   help=f"the MEU decoders' F_β: {BETA_HELP}")
     p.add_argument("--k", type=positive_int, default=20, help="paths reranked by meu-kbest")
     p.add_argument("--output-scheme", default=None,
                    help="scheme of the predicted column (none: the scheme of the model's "
@@ -110,8 +112,10 @@ def add_parsers(sub) -> None:
                         "mistakes; MEU needs --calibrate)")
     p.add_argument("--loss", default="hamming", choices=mm.LOSSES,
                    help="max-margin's Δ: per-token Hamming loss, or f: 1 - F_β(y | gold)")
-    p.add_argument("--beta", type=positive_float, default=1.0,
-                   help="β of the MEU objectives and of --loss f")
+    p.add_argument("--beta", type=training_beta_option, default=1.0,
+                   help="the standard β of the MEU objectives' and --loss f's F_β = "
+                        "(1+β²)PR/(β²P+R) (β > 1 favours recall); > 0: at 0 (precision) the "
+                        "tagging without chunks would win")
     reg = p.add_mutually_exclusive_group()
     reg.add_argument("--l2", type=nonnegative_float, default=None,
                      help=f"λ of the penalty λ‖θ‖² (none: the objective's default: {l2})")

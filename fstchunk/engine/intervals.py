@@ -6,7 +6,7 @@ maximise a sum of span weights (Jansche §21):
 * exact MEU for a hypothesis with k chunks: weights g_k(t, s, e), exactly k spans
   -> :func:`counted_dp` (the best j-set for every j ≤ J in one table) and
   :func:`backtrace`;
-* corpus MEU (Dinkelbach step): weights (β+1)·Pr(t, s, e) − λ, any number of spans
+* corpus MEU (Dinkelbach step): weights (1+β²)·Pr(t, s, e) − λ, any number of spans
   -> :func:`best_span_set`.
 
 The recursion is D[j, i] = best weight of j spans within tokens [0, i) =

@@ -12,7 +12,8 @@ log space over the lattice's :class:`~.chain.Layers`:
 * :func:`hamming_viterbi` — Δ_H(y, y*) = Σ_i 1{y_i ≠ y*_i} decomposes over tokens:
   Viterbi with +1 added on every arc entering a state whose tag differs from y*_i.
 * :func:`f_loss_viterbi` — Δ_F(y, y*) = 1 − F_β(y | y*),
-  F_β(y | y*) = (β+1)·tp / (m(y) + β·m(y*)) with 0/0 := 1 (Jansche's slides, §2),
+  F_β(y | y*) = (1+w)·tp / (m(y) + w·m(y*)) with 0/0 := 1 (Jansche's slides, §2),
+  w = β² of the standard β (the slides' β', passed as ``beta_sq``; :mod:`fstchunk.fbeta`),
   is not decomposable, but against a fixed y* it depends only on (tp, m(y)).  The
   DP runs over states (lattice state, match, tp, m) — T⊠M specialised to y*
   (:func:`fstchunk.grammars.counting.specialised_pair_acceptor`), read on chunk
@@ -83,12 +84,13 @@ def hamming_viterbi_batch(ems: Sequence[np.ndarray], golds: Sequence[np.ndarray]
     return [states[b, :k] for b, k in enumerate(lengths)], best
 
 
-def f_loss(tp: np.ndarray | int, m: np.ndarray | int, m_gold: int, beta: float):
-    """Δ = 1 − (β+1)·tp / (m + β·m_gold), 0/0 := 1 (so Δ = 0 when both are empty)."""
+def f_loss(tp: np.ndarray | int, m: np.ndarray | int, m_gold: int, beta_sq: float):
+    """Δ = 1 − (1+w)·tp / (m + w·m_gold), w = ``beta_sq`` = β², 0/0 := 1 (so Δ = 0
+    when both are empty)."""
     tp, m = np.asarray(tp, dtype=float), np.asarray(m, dtype=float)
-    den = m + beta * m_gold
+    den = m + beta_sq * m_gold
     with np.errstate(divide="ignore", invalid="ignore"):
-        f = np.where(den > 0, (beta + 1) * tp / np.where(den > 0, den, 1.0), 1.0)
+        f = np.where(den > 0, (beta_sq + 1) * tp / np.where(den > 0, den, 1.0), 1.0)
     return 1.0 - f
 
 
@@ -109,14 +111,15 @@ def f_loss_memory(layers: Layers, m_gold: int) -> int:
     return back + temp
 
 
-def f_loss_viterbi(layers: Layers, space, gold_chunks, beta: float,
+def f_loss_viterbi(layers: Layers, space, gold_chunks, beta_sq: float,
                    memory_budget: float | None = None) -> tuple[list[int], float]:
     """argmax_y score(y) + 1 − F_β(y | gold) over the state paths of ``layers``
-    (see module doc).  ``space`` is the lattice's :class:`~fstchunk.tagspace.TagSpace`
-    (boundary tables ``opens``/``closes``, ``type_index``), ``gold_chunks`` the gold's
-    (type, start, end).  Returns (tag indices, value); InputError if no path has
-    weight; BudgetError, before the work, if :func:`f_loss_memory` exceeds
-    ``memory_budget`` bytes (None: :data:`DEFAULT_MEMORY_BUDGET`)."""
+    (see module doc; ``beta_sq`` = β²).  ``space`` is the lattice's
+    :class:`~fstchunk.tagspace.TagSpace` (boundary tables ``opens``/``closes``,
+    ``type_index``), ``gold_chunks`` the gold's (type, start, end).  Returns (tag
+    indices, value); InputError if no path has weight; BudgetError, before the work,
+    if :func:`f_loss_memory` exceeds ``memory_budget`` bytes (None:
+    :data:`DEFAULT_MEMORY_BUDGET`)."""
     n = len(layers.weights)
     need = f_loss_memory(layers, len(gold_chunks))
     limit = DEFAULT_MEMORY_BUDGET if memory_budget is None else memory_budget
@@ -174,7 +177,7 @@ def f_loss_viterbi(layers: Layers, space, gold_chunks, beta: float,
     closed[:, 1:] = tot[:, 1, :-1]
     flat = np.concatenate([tot[:, 0], closed])     # rows: (match 0, s), then (match 1, s)
     best = flat.max(axis=0)
-    obj = best + f_loss(np.arange(Ct)[:, None], np.arange(Cm)[None, :], G, beta)
+    obj = best + f_loss(np.arange(Ct)[:, None], np.arange(Cm)[None, :], G, beta_sq)
     a, b = np.unravel_index(int(np.argmax(obj)), obj.shape)
     value = float(obj[a, b])
     if value == -np.inf:

@@ -2,17 +2,19 @@
 
 For a hypothesis x with k ≥ 1 chunks (Jansche §10, §21),
 
-    U(x) = E_y[F_β(x|y)] = (β+1) Σ_{c ∈ x} g_k(c),   g_k(c) = E[1{c ∈ y} f_k(m(y))],
-    f_k(m) = 1/(k + β m),
+    U(x) = E_y[F_β(x|y)] = (w+1) Σ_{c ∈ x} g_k(c),   g_k(c) = E[1{c ∈ y} f_k(m(y))],
+    f_k(m) = 1/(k + w m),
 
-and U(∅) = Pr(m(y) = 0).  The best k-chunk hypothesis is a maximum-weight set of k
-non-overlapping spans under g_k (:func:`.intervals.counted_dp`).  Instead of tabulating
+and U(∅) = Pr(m(y) = 0), where w = β² (``beta_sq``) is the slides' weight β' of
+F_β = (1+β²)·tp / (m(x) + β²·m(y)) with the standard β (:mod:`fstchunk.fbeta`).  The
+best k-chunk hypothesis is a maximum-weight set of k non-overlapping spans under g_k
+(:func:`.intervals.counted_dp`).  Instead of tabulating
 Pr(c, m) for every span and count (O(n³) memory) and solving every k (O(n⁴) time):
 
 1. **g_k from a few tilted sweeps.**  1/x = Σ_j W_j e^{−t_j x} + δ(x) on the range of
-   x = k + βm that matters (Gauss–Laguerre for narrow ranges, else the trapezoid
+   x = k + wm that matters (Gauss–Laguerre for narrow ranges, else the trapezoid
    rule after the double-exponential substitution t = exp(v − e^{−v})), so
-   g̃_k(c) = Σ_j W_j e^{−t_j k} Q_{z_j}(c) with z_j = e^{−β t_j}, Q_z the tilted span
+   g̃_k(c) = Σ_j W_j e^{−t_j k} Q_{z_j}(c) with z_j = e^{−w t_j}, Q_z the tilted span
    marginals of :mod:`.spans` — positive terms only, no cancellation.  The range
    is first taken for the counts that hold all but 1e-9 of Pr(m) and the k that a
    lower bound on U(MAP) leaves; if the certificate then exceeds 1e-13, the
@@ -22,21 +24,21 @@ Pr(c, m) for every span and count (O(n³) memory) and solving every k (O(n⁴) t
 2. **Certified weights.**  Σ_{c∈x} g_k(c) − g̃_k(c) = E[tp·δ_k(m)] and tp ≤ min(k, m), so
    every k-set's error is at most e(k) = Σ_m Pr(m) min(k, m) |δ_k(m)|, computed
    exactly from the reference count distribution Pr(m).
-3. **Few k solved.**  Every k starts with the bound (β+1) E[min(k, m)/(k+βm)]; the
+3. **Few k solved.**  Every k starts with the bound (w+1) E[min(k, m)/(k+wm)]; the
    MAP hypothesis enters as a certified candidate.  Solving an anchor k₀ (one
    counted DP) bounds every other k too: on the count window [m_lo, m_hi] (outside
    it Pr(m) < 1e-18 and its share is added as ``tail``), f_k ≤ ρ_k f_{k₀} with
-   ρ_k = max_m (k₀+βm)/(k+βm), so the best k-set is at most
-   ρ_k (β+1)(h_{k₀}(k) + e_{k₀}(k)) + tail_k, h_{k₀}(j) the DP's best j-set under
+   ρ_k = max_m (k₀+wm)/(k+wm), so the best k-set is at most
+   ρ_k (w+1)(h_{k₀}(k) + e_{k₀}(k)) + tail_k, h_{k₀}(j) the DP's best j-set under
    g̃_{k₀}.  Anchors are taken at the largest remaining bound until no bound
    exceeds the best value found (on CoNLL-2000, one anchor for 94% of sentences).
 4. **Pruning** in the sweep leaves out chunks of marginal below 1e-17/n and chunk
    starts almost surely closed (:mod:`.spans`); removing a chunk c from any
-   hypothesis costs at most Pr(c) (F drops by ≤ (β+1)/(k−1+β) ≤ 1 when c ∈ y, by
+   hypothesis costs at most Pr(c) (F drops by ≤ (w+1)/(k−1+w) ≤ 1 when c ∈ y, by
    ≤ 1 when k = 1), and a hypothesis holds one chunk per start, so the sum over
    starts of the largest left-out marginal bounds the loss.
 
-The certificate returned is ``pruned + max(0, max_k bound_k − Ũ) + (β+1)·e(k̂)``: how
+The certificate returned is ``pruned + max(0, max_k bound_k − Ũ) + (w+1)·e(k̂)``: how
 far the answer's utility can be below the true maximum (0.0 when nothing was
 approximated or pruned).  Pitfall: every quantity is a probability on the
 stochastic chain (:func:`.chain.gauge`), so any score scale is safe.
@@ -76,7 +78,7 @@ LAGUERRE_SIZES = tuple(range(4, 25)) + (26, 28, 30, 32, 36, 40)
 @dataclass
 class MEUResult:
     """The chosen chunks (type index, start, end), their utility Ũ (exact with the
-    count basis, within (β+1)·e(k) ≤ the gap otherwise), the certificate ``gap``
+    count basis, within (w+1)·e(k) ≤ the gap otherwise), the certificate ``gap``
     (max utility − utility of the chunks ≤ gap), and work counters."""
     chunks: list
     value: float
@@ -142,14 +144,14 @@ def _de_solve(y: float) -> float:
 
 
 # ------------------------------------------------------------------ the decoder
-def _global_bound(pm: np.ndarray, beta: float, ms: np.ndarray) -> np.ndarray:
-    """(β+1) Σ_{m ∈ ms} Pr(m) min(k, m) / (k + βm) for k = 0..n (k = 0: 0)."""
+def _global_bound(pm: np.ndarray, beta_sq: float, ms: np.ndarray) -> np.ndarray:
+    """(w+1) Σ_{m ∈ ms} Pr(m) min(k, m) / (k + wm) for k = 0..n (k = 0: 0)."""
     n = len(pm) - 1
     k = np.arange(n + 1, dtype=float)[:, None]
     m = ms.astype(float)[None, :]
     with np.errstate(invalid="ignore", divide="ignore"):
-        terms = np.where(k > 0, pm[ms][None, :] * np.minimum(k, m) / (k + beta * m), 0.0)
-    return (beta + 1) * terms.sum(axis=1)
+        terms = np.where(k > 0, pm[ms][None, :] * np.minimum(k, m) / (k + beta_sq * m), 0.0)
+    return (beta_sq + 1) * terms.sum(axis=1)
 
 
 def _err_by_k(pm: np.ndarray, delta: np.ndarray) -> np.ndarray:
@@ -171,7 +173,7 @@ class _Basis:
         self.pruned, self.nodes, self.nbytes = pruned, nodes, nbytes
 
 
-def _count_basis(lattice, beta: float, budget: float):
+def _count_basis(lattice, beta_sq: float, budget: float):
     """Exact basis: Pr(c, m) for every chunk and count (short sentences); also
     Pr(m) = Σ_c Pr(c, m) / m for m ≥ 1 (every chunk of y counts once per chunk)."""
     n, T = lattice.n, len(lattice.space.types)
@@ -189,22 +191,22 @@ def _count_basis(lattice, beta: float, budget: float):
     pm = np.zeros(n + 1)
     pm[1:] = feats.sum(axis=0)[1:] / ms[1:]
     pm[0] = max(0.0, 1.0 - pm[1:].sum())
-    basis = _Basis(sw, lambda k: feats @ (1.0 / (k + beta * ms)),
+    basis = _Basis(sw, lambda k: feats @ (1.0 / (k + beta_sq * ms)),
                    lambda k: np.zeros(n + 1), 0.0, 0, float(pcm.nbytes + feats.nbytes))
     return pm, basis
 
 
-def _tilt_basis(lattice, beta: float, a: float, b: float, budget: float) -> _Basis:
+def _tilt_basis(lattice, beta_sq: float, a: float, b: float, budget: float) -> _Basis:
     """Quadrature basis: tilted span marginals at the nodes of :func:`exp_sum` on [a, b]."""
     n = lattice.n
     ms = np.arange(n + 1)
     t, lw = exp_sum(max(a, 1.0), max(b, a, 1.0))
-    tab = tilted_spans(lattice, np.exp(-beta * t), prune=1e-17 / n, budget=budget)
+    tab = tilted_spans(lattice, np.exp(-beta_sq * t), prune=1e-17 / n, budget=budget)
     sw = SpanPairs(tab.types, tab.starts, tab.ends, n)
     prob, ratio = tab.prob[sw.order], tab.ratio[sw.order]
 
     def delta(k):
-        x = k + beta * ms
+        x = k + beta_sq * ms
         return np.exp(lw[None, :] - np.outer(x, t)).sum(axis=1) - 1.0 / x
 
     nbytes = float(prob.nbytes + ratio.nbytes + 4 * 8 * len(prob))
@@ -228,7 +230,7 @@ def _window(pm: np.ndarray, tail: float) -> tuple[int, int]:
     return lo, max(lo, hi)
 
 
-def exact_meu(lattice, beta: float, map_chunks: list | None = None,
+def exact_meu(lattice, beta_sq: float, map_chunks: list | None = None,
               memory_budget: float | None = None) -> MEUResult:
     """argmax_x E[F_β(x|y)] over chunk sets x of the lattice (module doc), with the
     certificate.  ``map_chunks``: (type index, s, e) of a good hypothesis (e.g. MAP)
@@ -246,45 +248,45 @@ def exact_meu(lattice, beta: float, map_chunks: list | None = None,
         tags = [lattice.tags[i] for i in idx]
         map_chunks = [(types.index(t), s, e) for t, s, e in tags_to_chunks(tags, lattice.scheme)]
     map_chunks = [tuple(int(v) for v in c) for c in map_chunks]
-    if beta == 0:          # F_0 = precision: the empty hypothesis has F = 0/0 := 1
+    if beta_sq == 0:       # F_0 = precision: the empty hypothesis has F = 0/0 := 1
         return MEUResult([], 1.0, 0.0, 0, 0)
     if n <= EXACT_MAX_N:
-        pm, basis = _count_basis(lattice, beta, budget)
-        return _search(lattice, beta, pm, basis, map_chunks, budget)
+        pm, basis = _count_basis(lattice, beta_sq, budget)
+        return _search(lattice, beta_sq, pm, basis, map_chunks, budget)
     pm = count_distribution(lattice)
-    bound = _global_bound(pm, beta, ms)
+    bound = _global_bound(pm, beta_sq, ms)
     k_map = len(map_chunks)
     res = None
     for tail in (CORE_TAIL, WINDOW_TAIL):
         c_lo, c_hi = _window(pm, tail)
         # a lower bound on U(MAP) from its chunks' marginals picks the k worth solving:
-        # U(x) ≥ (β+1) Σ_c (Pr(c) − Pr(m > c_hi)) / (k + β c_hi)
+        # U(x) ≥ (w+1) Σ_c (Pr(c) − Pr(m > c_hi)) / (k + w c_hi)
         lb = float(pm[0])
         if k_map:
             p_hi = float(pm[c_hi + 1:].sum())
-            lb = max(lb, (beta + 1) * np.maximum(chunk_probs(lattice, map_chunks) - p_hi, 0)
-                     .sum() / (k_map + beta * c_hi))
+            lb = max(lb, (beta_sq + 1) * np.maximum(chunk_probs(lattice, map_chunks) - p_hi, 0)
+                     .sum() / (k_map + beta_sq * c_hi))
         alive = np.flatnonzero(bound[1:] > lb) + 1
         if len(alive) == 0:
             alive = np.array([max(k_map, 1)])
         # g_k(c) reads f_k(m) only at m ≥ 1 (c ∈ y): the range starts at m = 1 at least
-        basis = _tilt_basis(lattice, beta, alive[0] + beta * max(c_lo, 1),
-                            alive[-1] + beta * max(c_hi, 1), budget)
-        res = _search(lattice, beta, pm, basis, map_chunks, budget)
+        basis = _tilt_basis(lattice, beta_sq, alive[0] + beta_sq * max(c_lo, 1),
+                            alive[-1] + beta_sq * max(c_hi, 1), budget)
+        res = _search(lattice, beta_sq, pm, basis, map_chunks, budget)
         if res.gap <= GAP_RETRY:
             break
     return res
 
 
-def _search(lattice, beta: float, pm: np.ndarray, basis: _Basis, map_chunks: list,
+def _search(lattice, beta_sq: float, pm: np.ndarray, basis: _Basis, map_chunks: list,
             budget: float) -> MEUResult:
     """The anchor search of the module doc over one basis."""
     n = lattice.n
     ms = np.arange(n + 1)
     m_lo, m_hi = _window(pm, WINDOW_TAIL)
     outside = np.concatenate([ms[:m_lo], ms[m_hi + 1:]])
-    tail = _global_bound(pm, beta, outside) if len(outside) else np.zeros(n + 1)
-    bound = _global_bound(pm, beta, ms)
+    tail = _global_bound(pm, beta_sq, outside) if len(outside) else np.zeros(n + 1)
+    bound = _global_bound(pm, beta_sq, ms)
     bound[0] = -np.inf                                # the empty hypothesis is exact
     best_val, best_chunks, best_err = float(pm[0]), [], 0.0
     sw = basis.sw
@@ -292,8 +294,8 @@ def _search(lattice, beta: float, pm: np.ndarray, basis: _Basis, map_chunks: lis
         at = _lookup(sw, map_chunks)
         if at is not None:
             k = len(map_chunks)
-            val = (beta + 1) * float(basis.weights(k)[at].sum())
-            err = (beta + 1) * float(_err_by_k(pm, basis.delta(k))[k])
+            val = (beta_sq + 1) * float(basis.weights(k)[at].sum())
+            err = (beta_sq + 1) * float(_err_by_k(pm, basis.delta(k))[k])
             if val - err > best_val:
                 best_val, best_chunks, best_err = val, list(map_chunks), err
     if not (bound > best_val).any():
@@ -326,19 +328,19 @@ def _search(lattice, beta: float, pm: np.ndarray, basis: _Basis, map_chunks: lis
         e = _err_by_k(pm, delta(k0))[: J + 1]
         kj = np.maximum(kk[: J + 1], 1.0)               # k = 0 (the empty set) is exact
         with np.errstate(invalid="ignore"):
-            rho = np.where(kj >= k0, (k0 + beta * m_hi) / (kj + beta * m_hi),
-                           (k0 + beta * m_lo) / (kj + beta * m_lo))
-            cand = rho * (beta + 1) * (h + e) + tail[: J + 1]
+            rho = np.where(kj >= k0, (k0 + beta_sq * m_hi) / (kj + beta_sq * m_hi),
+                           (k0 + beta_sq * m_lo) / (kj + beta_sq * m_lo))
+            cand = rho * (beta_sq + 1) * (h + e) + tail[: J + 1]
         cand = np.where(np.isfinite(h), cand, -np.inf)
-        cand[k0] = (beta + 1) * (h[k0] + e[k0]) if np.isfinite(h[k0]) else -np.inf
+        cand[k0] = (beta_sq + 1) * (h[k0] + e[k0]) if np.isfinite(h[k0]) else -np.inf
         upd = ~anchored[: J + 1]
         bound[: J + 1] = np.where(upd, np.minimum(bound[: J + 1], cand), bound[: J + 1])
         anchored[k0] = True
         anchors += 1
         if np.isfinite(h[k0]):
-            val = (beta + 1) * h[k0]
+            val = (beta_sq + 1) * h[k0]
             if val > best_val:
-                best_val, best_err = val, (beta + 1) * e[k0]
+                best_val, best_err = val, (beta_sq + 1) * e[k0]
                 best_chunks = backtrace(sw, wpair, D, k0, g)
     top = float(np.max(bound))
     gap = pruned + max(0.0, top - best_val) + best_err

@@ -5,8 +5,8 @@ every chunk c = (type, s, e) and every tilt z_r in (0, 1], the chunk's marginal
 with each chunk start of y weighted by z (the lattice composed with the chunk
 counter M, read at z instead of by count: the generating function of m(y) on the
 paths through c).  z = 1 is the plain chunk marginal Pr(c ∈ y).  Exact MEU
-(:mod:`.meu`) reads 1/(k + βm) as a sum of exponentials in m, so that
-g_k(c) = E[1{c} / (k + β m(y))] is a positive combination of tilted marginals;
+(:mod:`.meu`) reads 1/(k + β²m) as a sum of exponentials in m, so that
+g_k(c) = E[1{c} / (k + β² m(y))] is a positive combination of tilted marginals;
 corpus MEU and :meth:`fstchunk.lattice.Lattice.chunk_marginals` read z = 1.
 
 The sweep follows all open chunks together, one layer at a time (the forward

@@ -12,7 +12,8 @@ machines (they are not in :mod:`.registry`, whose options hold no sequence).
   on the tags of the lattice's scheme, as Tang et al.): states 0..n, one per
   position; from i to i+1 an arc for every tag, weight −1 unless it is y*_i.
 * :func:`f_loss_machine` — Δ_F(y, y*) = 1 − F_β(y | y*), F_β(y | y*) =
-  (β+1)·tp / (m(y) + β·m(y*)), 0/0 := 1: T⊠M specialised to y*
+  (1+β²)·tp / (m(y) + β²·m(y*)) with the standard β (the slides' β' = β²,
+  :mod:`fstchunk.fbeta`), 0/0 := 1: T⊠M specialised to y*
   (:func:`.counting.specialised_pair_acceptor`: states (i, tp, match, m), paths
   ending in <tp=a><m=b>), through the scheme's encoder
   (:func:`.conversion.encoder`, IOBES -> scheme), composed with a scorer that
@@ -32,6 +33,7 @@ import pynini
 from .. import encodings as enc
 from .. import fsa
 from ..errors import InputError
+from ..fbeta import to_beta_sq
 from ..tagspace import TagSet, TagSpace
 from . import budget, counting
 from .conversion import encoder
@@ -88,10 +90,9 @@ def f_loss_estimate(n: int, gold_spans: Sequence[tuple[int, int]], scheme: str,
 def f_loss_machine(gold_tags: Sequence[str], space: TagSpace, beta: float = 1.0,
                    arc_type: str = "standard") -> pynini.Fst:
     """Acceptor over the scheme's tag labels weighting each y of length n by
-    −(1 − F_β(y | gold)) (see module doc); β > 0.  BudgetError before building when
-    :func:`f_loss_estimate` exceeds the state budget."""
-    if isinstance(beta, bool) or not (isinstance(beta, (int, float)) and 0 < beta < float("inf")):
-        raise InputError(f"beta must be a finite number > 0, got {beta!r}")
+    −(1 − F_β(y | gold)) (see module doc); ``beta`` the standard β, finite, >= 0.
+    BudgetError before building when :func:`f_loss_estimate` exceeds the state budget."""
+    beta_sq = to_beta_sq(beta)
     _gold_labels(gold_tags, space)
     fsa.check_arc_type(arc_type)
     n, scheme, types = len(gold_tags), space.scheme, space.types
@@ -108,15 +109,16 @@ def f_loss_machine(gold_tags: Sequence[str], space: TagSpace, beta: float = 1.0,
         a = pynini.compose(a.arcsort("olabel"), e.arcsort()).project("output")
         a.rmepsilon()
     out = pynini.compose(a.arcsort("olabel"),
-                         _scorer(TagSet(scheme, types).labels, n, len(chunks), beta).arcsort())
+                         _scorer(TagSet(scheme, types).labels, n, len(chunks), beta_sq).arcsort())
     out = out.project("output").rmepsilon().connect()
     if arc_type != "standard":
         out = fsa.to_arc_type(out, arc_type)
     return fsa.attach(out, space.symbols)
 
 
-def _scorer(labels: Sequence[int], n: int, m_gold: int, beta: float) -> pynini.Fst:
-    """Tags copied; <tp=a> <m=b> deleted with weight −(1 − F_β(a, b)), a <= m_gold."""
+def _scorer(labels: Sequence[int], n: int, m_gold: int, beta_sq: float) -> pynini.Fst:
+    """Tags copied; <tp=a> <m=b> deleted with weight −(1 − F_β(a, b)), a <= m_gold,
+    F_β = (1+w)·a / (b + w·m_gold), w = ``beta_sq`` = β²."""
     f = pynini.Fst("standard")
     one = pynini.Weight.one("tropical")
     s0, fin = f.add_state(), f.add_state()
@@ -128,8 +130,8 @@ def _scorer(labels: Sequence[int], n: int, m_gold: int, beta: float) -> pynini.F
         mid = f.add_state()
         f.add_arc(s0, pynini.Arc(counting.tp_marker(a), 0, one, mid))
         for b in range(a, n + 1):
-            den = b + beta * m_gold
-            loss = 0.0 if den == 0 else 1.0 - (beta + 1) * a / den
+            den = b + beta_sq * m_gold
+            loss = 0.0 if den == 0 else 1.0 - (beta_sq + 1) * a / den
             f.add_arc(mid, pynini.Arc(counting.m_marker(b), 0,
                                       pynini.Weight("tropical", -loss), fin))
     return f

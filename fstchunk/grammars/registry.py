@@ -5,8 +5,9 @@ each entry names a builder of a grammar module (:mod:`~fstchunk.grammars.validit
 :mod:`~fstchunk.grammars.conversion`, :mod:`~fstchunk.grammars.counting`,
 :mod:`~fstchunk.grammars.models`, :mod:`~fstchunk.grammars.loss`) and the options it
 reads (scheme, chunk types, target scheme, length bound, θ, arc type; the loss
-machines: a gold tag sequence and β).  :func:`export_far` is the one FAR
-exporter of the package: the grammar modules only build machines.
+machines: a gold tag sequence and the standard β of F_β, :mod:`fstchunk.fbeta`).
+:func:`export_far` is the one FAR exporter of the package: the grammar modules only
+build machines.
 
 Pitfalls:
 
@@ -51,6 +52,7 @@ import pynini
 from .. import encodings as enc
 from .. import fsa, outputs
 from ..errors import InputError, OutputError
+from ..fbeta import check_beta
 from ..tagspace import TagSet, normalize_types
 from . import budget, conversion, counting, loss, models, validity
 
@@ -77,9 +79,7 @@ class Options:
         if isinstance(self.gold, str) or not all(isinstance(t, str) for t in self.gold):
             raise InputError(f"gold must be a sequence of tags, got {self.gold!r}")
         object.__setattr__(self, "gold", tuple(self.gold))
-        if isinstance(self.beta, bool) or not (isinstance(self.beta, (int, float))
-                                               and 0 < self.beta < float("inf")):
-            raise InputError(f"beta must be a finite number > 0, got {self.beta!r}")
+        object.__setattr__(self, "beta", check_beta(self.beta))    # the standard β
 
 
 @dataclass(frozen=True)

@@ -93,8 +93,9 @@ class TrainableModel(ChunkModel, Protocol):
 
     def objective(self, name: str, data: Any, l2: float, beta: float) -> Objective:
         """θ -> (value, gradient) of objective ``name`` (negated where it is a
-        utility, so always minimised) plus the penalty l2·‖θ‖².  A model that can
-        train data-parallel also takes ``executor=`` (:mod:`fstchunk.scale`)."""
+        utility, so always minimised) plus the penalty l2·‖θ‖²; ``beta`` is the standard
+        β of F_β (:mod:`fstchunk.fbeta`).  A model that can train data-parallel also takes
+        ``executor=`` (:mod:`fstchunk.scale`)."""
         ...
 
 

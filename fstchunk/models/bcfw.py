@@ -53,6 +53,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import InputError, ModelFileError
+from ..fbeta import to_beta_sq
 from ..outputs import atomic_path
 from ..tagspace import TagSpace
 from .blocks import ChainBlocks, ChainModel, Data
@@ -81,13 +82,14 @@ class BCFW(ChainBlocks):
 
     def __init__(self, model: ChainModel, data: Data, l2: float, loss: str = "hamming",
                  beta: float = 1.0, state: DualState | None = None, method: str = "pairwise"):
-        check_loss(loss, beta)
+        beta_sq = to_beta_sq(beta)               # the standard β of the F loss
+        check_loss(loss, beta_sq)
         if not (isinstance(l2, (int, float)) and 0 < l2 < math.inf):
             raise InputError(f"max-margin training needs λ > 0 (C = 1/(2λN) finite), got {l2!r}")
         if method not in METHODS:
             raise InputError(f"unknown BCFW method {method!r}; use one of {', '.join(METHODS)}")
         super().__init__(model, data)
-        self.loss, self.beta = loss, float(beta)
+        self.loss, self.beta_sq = loss, beta_sq
         self.method, self.l2, self.lam = method, float(l2), 2.0 * float(l2)
         self.c = 1.0 / (self.lam * self.N)                # w_y = c·ψ(y)
         self.chunks = data.gold.chunks if loss == "f" else [()] * self.N
@@ -122,7 +124,7 @@ class BCFW(ChainBlocks):
                                      f"distribution over its valid tag sequences")
             st.active[k] = ([y.astype(np.int16) for y in ys], al, np.array([  # Δ recomputed
                 loss_of(y, self.gold.sequences[k], self.chunks[k], self.tags, self.scheme,
-                        self.loss, self.beta) for y in ys]))
+                        self.loss, self.beta_sq) for y in ys]))
 
     def sync(self) -> None:
         """w = Σ_i w_i = c·Σ_i Σ_y α_i(y)·(φ(x_i, y_i) − φ(x_i, y)) in θ-space (dense W
@@ -167,7 +169,7 @@ class BCFW(ChainBlocks):
         em = self.emissions(k, self.W)
         s, ds = oracle if oracle is not None else most_violating(
             self.tags, self.scheme, em, self.trans, self.start, self.end, g, self.chunks[k],
-            self.loss, self.beta)
+            self.loss, self.beta_sq)
         ys, al, de = self.state.active[k]
         terms = np.array([sequence_score(em, self.trans, self.start, self.end, y) + d
                           for y, d in zip(ys, de)])
@@ -228,7 +230,7 @@ class BCFW(ChainBlocks):
         """(P(w), duality gap P(w) − D(α)) at the current point, exactly (module doc)."""
         chain = Chain(self.tags, self.scheme, np.asarray(self.X @ self.W), self.trans,
                       self.start, self.end)
-        h, _ = hinge(chain, self.gold, self.beta, self.loss)
+        h, _ = hinge(chain, self.gold, self.beta_sq, self.loss)
         sq = float(self.theta @ self.theta)
         primal = self.l2 * sq + h
         return primal, max(self.lam * sq + h - self.ell, 0.0)

@@ -56,6 +56,7 @@ from ..engine.temperature import HeldOut, fit_temperature, stack_layers
 from ..columns import Columns
 from ..conll import Sentence
 from ..errors import InputError, SchemeError
+from ..fbeta import to_beta_sq
 from ..lattice import Lattice
 from ..tagspace import TagSet
 from ..training import Trainer
@@ -248,7 +249,9 @@ class CRF:
         hinge with loss ``loss`` and a subgradient
         (:func:`fstchunk.models.maxmargin.hinge`; trained by BCFW, not by this function).
         With an ``executor`` (:mod:`fstchunk.scale`) the statistics are summed over its
-        partitions of ``data``; the value is the same to rounding."""
+        partitions of ``data``; the value is the same to rounding.  ``beta``: the
+        standard β of F_β (:mod:`fstchunk.fbeta`)."""
+        beta_sq = to_beta_sq(beta)
         if name == PERCEPTRON:
             raise InputError("the perceptron has no objective function of θ: it is trained "
                              "by passes (fit(data, 'perceptron'))")
@@ -258,15 +261,15 @@ class CRF:
         parts = executor.partitioned(self, data) if executor is not None else None
 
         def value_and_grad(theta: np.ndarray) -> tuple[float, np.ndarray]:
-            values, G = (parts.statistics(theta, name, beta, loss) if parts is not None
-                         else self.statistics(data, theta, name, beta, loss))
-            value, w = combine(name, values, len(data.gold), beta)
+            values, G = (parts.statistics(theta, name, beta_sq, loss) if parts is not None
+                         else self.statistics(data, theta, name, beta_sq, loss))
+            value, w = combine(name, values, len(data.gold), beta_sq)
             return value + l2 * float(theta @ theta), w @ G + 2 * l2 * theta
 
         return value_and_grad
 
-    def statistics(self, data: TrainingData, theta: np.ndarray, name: str, beta: float = 1.0,
-                   loss: str = "hamming") -> tuple[np.ndarray, np.ndarray]:
+    def statistics(self, data: TrainingData, theta: np.ndarray, name: str,
+                   beta_sq: float = 1.0, loss: str = "hamming") -> tuple[np.ndarray, np.ndarray]:
         """The :class:`~fstchunk.models.objectives.Statistics` of objective ``name`` on
         ``data`` at θ: values (J,) and their gradients in θ-space (J', |θ|).  Sums
         over the sentences, so the statistics of a partition of ``data`` add up to
@@ -274,8 +277,8 @@ class CRF:
         AT = data.design(self.pairs, self.L)
         chain = Chain(self.tags, self.scheme, (AT.T @ theta[:self.P]).reshape(-1, self.L),
                       *self.unpack(theta))
-        st = (hinge_statistics(chain, data.gold, beta, loss) if name == MAX_MARGIN
-              else STATISTICS[name](chain, data.gold, beta))
+        st = (hinge_statistics(chain, data.gold, beta_sq, loss) if name == MAX_MARGIN
+              else STATISTICS[name](chain, data.gold, beta_sq))
         return st.values, np.stack([self._chain_rule(data, g) for g in st.grads])
 
     def scoring_copy(self) -> "CRF":

@@ -28,7 +28,9 @@ names, dtypes and shapes, written at save time.  Edits that stay valid (tags
 reordered, another POS column or template) would decode silently wrong, so on
 load a field whose digest differs is refused: "field(s) tags do not match the
 checksum written with the model (the file was edited)".  ``settings`` is
-bookkeeping and may be edited.  :func:`read_metadata` reads (and checks) the
+bookkeeping and may be edited; a ``beta`` in it is read as the standard β
+(:func:`fstchunk.fbeta.upgrade_settings`: a file without ``beta_convention`` stored the
+slides' β' = β²).  :func:`read_metadata` reads (and checks) the
 metadata record only, which is how :func:`fstchunk.models.load_model` learns the
 kind before loading.
 
@@ -49,6 +51,7 @@ import numpy as np
 from .. import encodings as enc
 from ..columns import Columns
 from ..errors import FstchunkError, InputError, ModelFileError
+from ..fbeta import upgrade_settings
 from ..outputs import atomic_write
 from ..tagspace import TagSet, check_expresses, check_tags
 
@@ -178,6 +181,8 @@ def _read(path, kind: str | None, arrays: bool) -> tuple[dict, dict[str, np.ndar
     if kind is not None and meta.get("kind") != kind:
         raise ModelFileError(f"{name}: a {meta.get('kind')!r} model, not a {kind!r} model")
     _verify(name, meta, out if arrays else None)
+    if isinstance(meta.get("settings"), dict):      # β of older files read as standard
+        meta["settings"] = upgrade_settings(meta["settings"])
     return meta, out
 
 

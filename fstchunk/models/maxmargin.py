@@ -10,7 +10,8 @@ same model files, MAP decoding unchanged):
 a mean per sentence like the other objectives (:mod:`.objectives`); multiplied by
 1/(2λ) it is the usual ½‖θ‖² + C Σ_i H_i with **C = 1/(2λN)** (:func:`c_to_l2`).
 Δ is the Hamming loss Σ_t 1{y_t ≠ y_i,t} (``loss="hamming"``) or 1 − F_β(y | y_i)
-(``loss="f"``); the max is exact loss-augmented Viterbi
+(``loss="f"``; the functions here take β² of the standard β as ``beta_sq``, the slides'
+β', :mod:`fstchunk.fbeta`); the max is exact loss-augmented Viterbi
 (:func:`fstchunk.engine.lossaug.hamming_viterbi`, :func:`~fstchunk.engine.lossaug.f_loss_viterbi`)
 on the CRF's score arrays with the scheme's validity masks.  :func:`hinge` gives
 the mean hinge and a subgradient, (1/N) Σ_i φ(x_i, ŷ_i) − φ(x_i, y_i), on the score
@@ -60,12 +61,13 @@ def l2_to_c(l2: float, n_sentences: int) -> float:
     return 1.0 / (2.0 * l2 * n_sentences)
 
 
-def check_loss(loss: str, beta: float) -> None:
-    """InputError for a loss not in :data:`LOSSES` or a β that is not finite and > 0."""
+def check_loss(loss: str, beta_sq: float) -> None:
+    """InputError for a loss not in :data:`LOSSES` or a β² that is not finite and >= 0."""
     if loss not in LOSSES:
         raise InputError(f"unknown loss {loss!r}; use one of {', '.join(LOSSES)}")
-    if isinstance(beta, bool) or not (isinstance(beta, (int, float)) and 0 < beta < math.inf):
-        raise InputError(f"beta must be a finite number > 0, got {beta!r}")
+    if isinstance(beta_sq, bool) or not (isinstance(beta_sq, (int, float))
+                                         and 0 <= beta_sq < math.inf):
+        raise InputError(f"beta_sq (β²) must be a finite number >= 0, got {beta_sq!r}")
 
 
 def sequence_score(em: np.ndarray, trans: np.ndarray, start: np.ndarray, end: np.ndarray,
@@ -76,26 +78,26 @@ def sequence_score(em: np.ndarray, trans: np.ndarray, start: np.ndarray, end: np
 
 
 def loss_of(y: np.ndarray, gold: np.ndarray, gold_chunks: Sequence, tags: Sequence[str],
-            scheme: str, loss: str, beta: float) -> float:
+            scheme: str, loss: str, beta_sq: float) -> float:
     """Δ(y, gold): Hamming count, or 1 − F_β(y | gold) (0/0 := 1)."""
     if loss == "hamming":
         return float(np.sum(y != gold))
     hyp = set(enc.tags_to_chunks([tags[t] for t in y], scheme))
-    return float(f_loss(len(hyp & set(gold_chunks)), len(hyp), len(gold_chunks), beta))
+    return float(f_loss(len(hyp & set(gold_chunks)), len(hyp), len(gold_chunks), beta_sq))
 
 
 def most_violating(tags: Sequence[str], scheme: str, em: np.ndarray, trans: np.ndarray,
                    start: np.ndarray, end: np.ndarray, gold: np.ndarray, gold_chunks: Sequence,
-                   loss: str, beta: float) -> tuple[np.ndarray, float]:
+                   loss: str, beta_sq: float) -> tuple[np.ndarray, float]:
     """ŷ = argmax_{valid y} Δ(y, gold) + score(y) on unmasked score arrays (the
     lattice masks them) and Δ(ŷ, gold)."""
     lat = Lattice.from_scores(tags, em, trans, start, end, scheme=scheme)
     if loss == "hamming":
         idx, _ = hamming_viterbi(lat.layers, gold)
     else:
-        idx, _ = f_loss_viterbi(lat.layers, lat.space, gold_chunks, beta)
+        idx, _ = f_loss_viterbi(lat.layers, lat.space, gold_chunks, beta_sq)
     y = np.asarray(idx, dtype=np.int64)
-    return y, loss_of(y, gold, gold_chunks, lat.tags, lat.scheme, loss, beta)
+    return y, loss_of(y, gold, gold_chunks, lat.tags, lat.scheme, loss, beta_sq)
 
 
 def hamming_oracles(tags: Sequence[str], scheme: str, ems: Sequence[np.ndarray],
@@ -109,18 +111,18 @@ def hamming_oracles(tags: Sequence[str], scheme: str, ems: Sequence[np.ndarray],
     return [(y, float(np.sum(y != g))) for y, g in zip(ys, golds)]
 
 
-def hinge_statistics(chain: Chain, gold: Gold, beta: float = 1.0, loss: str = "hamming"
+def hinge_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0, loss: str = "hamming"
                      ) -> Statistics:
     """Σ_i H_i and its subgradient Σ_i φ(x_i, ŷ_i) − φ(x_i, y_i) on the score arrays
     (the additive statistics of :func:`hinge`).  The oracles run over processes
     (:func:`fstchunk.parallel.map_sentences`) in shards of 32 sentences."""
-    check_loss(loss, beta)
+    check_loss(loss, beta_sq)
     L = len(chain.tags)
     gE = np.zeros_like(chain.emissions)
     gT, gS, gEnd = np.zeros((L, L)), np.zeros(L), np.zeros(L)
     total = 0.0
     chunks = gold.chunks if loss == "f" else [()] * len(gold)
-    job = (chain, gold.offsets, gold.sequences, chunks, loss, beta)
+    job = (chain, gold.offsets, gold.sequences, chunks, loss, beta_sq)
     order = np.argsort(np.diff(gold.offsets), kind="stable")   # similar lengths per shard
     shards = np.array_split(order, max(1, len(gold) // 32))
     found: list = [None] * len(gold)
@@ -144,22 +146,22 @@ def hinge_statistics(chain: Chain, gold: Gold, beta: float = 1.0, loss: str = "h
     return Statistics(np.array([total]), (ChainGrad(gE, gT, gS, gEnd),))
 
 
-def hinge(chain: Chain, gold: Gold, beta: float = 1.0, loss: str = "hamming"
+def hinge(chain: Chain, gold: Gold, beta_sq: float = 1.0, loss: str = "hamming"
           ) -> tuple[float, ChainGrad]:
     """(1/N) Σ_i H_i and the subgradient (1/N) Σ_i φ(x_i, ŷ_i) − φ(x_i, y_i) on the
     score arrays (see module doc; an objective of :mod:`.objectives`' form)."""
-    st = hinge_statistics(chain, gold, beta, loss)
+    st = hinge_statistics(chain, gold, beta_sq, loss)
     s = 1.0 / max(len(gold), 1)
     return float(st.values[0]) * s, ChainGrad(*(x * s for x in st.grads[0]))
 
 
 def _oracle_shard(job, ids) -> list[tuple[np.ndarray, float]]:
-    """(ŷ, Δ) of the sentences ``ids``; ``job``: (chain, offsets, gold, chunks, loss, β)."""
-    chain, offsets, sequences, chunks, loss, beta = job
+    """(ŷ, Δ) of the sentences ``ids``; ``job``: (chain, offsets, gold, chunks, loss, β²)."""
+    chain, offsets, sequences, chunks, loss, beta_sq = job
     if loss == "hamming":
         return hamming_oracles(chain.tags, chain.scheme, [chain.emissions[offsets[k]:offsets[
             k + 1]] for k in ids], [sequences[k] for k in ids], chain.trans, chain.start,
             chain.end)
     return [most_violating(chain.tags, chain.scheme, chain.emissions[offsets[k]:offsets[k + 1]],
                            chain.trans, chain.start, chain.end, sequences[k], chunks[k],
-                           loss, beta) for k in ids]
+                           loss, beta_sq) for k in ids]

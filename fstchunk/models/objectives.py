@@ -16,16 +16,19 @@ penalty λ‖θ‖² means about the same strength for every objective (issue 16
   of one length (Lafferty et al. 2001): :func:`fstchunk.engine.batched.transfer`,
   scaled (BLAS products) where that is exact, the gauged chain otherwise, so
   value and gradient are right for scores of any finite magnitude (issue 17).
-* ``meu``: −(1/S) Σ_i E_{x~Pr(·|x_i)}[F_β(x | y_i)] (Jansche §12, §20), in [−1, 0].
+* ``meu``: −(1/S) Σ_i E_{x~Pr(·|x_i)}[F_β(x | y_i)] (Jansche §12, §20), in [−1, 0],
+  F_β = (1+w)·tp / (m(x) + w·m(y)) with w = β² of the standard β (the slides' β',
+  passed here as ``beta_sq``; :mod:`fstchunk.fbeta`).
   F_β is linear in tp for a fixed hypothesis count c, so
-  E[F] = Σ_c (β+1)·T[c] / (c + β·m(y)) (0/0 := 1, i.e. Z[0] when there are no
+  E[F] = Σ_c (1+w)·T[c] / (c + w·m(y)) (0/0 := 1, i.e. Z[0] when there are no
   chunks at all) from the reference-count table (Z, T) of
   :func:`fstchunk.engine.expectation.tp_count_table_grad`, whose reverse mode
   gives the gradient.  Sentences are spread over processes by
   :func:`fstchunk.parallel.map_sentences`; ~15x an ML evaluation.
-* ``meu-corpus``: −(β+1) Σ_i E[tp_i] / (Σ_i m(y_i) + β Σ_i E[m(x_i)]), the
-  expected-count form of conlleval's corpus F: already one corpus-level number
-  in [−1, 0], left as it is.  First-order expectations only
+* ``meu-corpus``: −(1+w) Σ_i E[tp_i] / (Σ_i E[m(x_i)] + w Σ_i m(y_i)), the
+  expected-count form of conlleval's corpus F_β (hypothesis count x, gold count y, as
+  in ``meu``; before issue 32 the two counts were swapped, i.e. F_{1/β} for β ≠ 1):
+  already one corpus-level number in [−1, 0], left as it is.  First-order expectations only
   (:func:`fstchunk.engine.expectation.corpus_expectations`, batched like ML),
   ∇E[r] = E[r·φ] − E[r]·E[φ] (Li & Eisner 2009) for r = tp, m, then the quotient
   rule.
@@ -179,8 +182,8 @@ class Statistics(NamedTuple):
     grads: tuple[ChainGrad, ...]
 
 
-def ml_statistics(chain: Chain, gold: Gold, beta: float = 1.0) -> Statistics:
-    """Σ_i −log Pr(y_i | x_i) and its gradient (``beta`` unused).
+def ml_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Statistics:
+    """Σ_i −log Pr(y_i | x_i) and its gradient (``beta_sq`` unused).
 
     Forward-backward per length batch by :func:`fstchunk.engine.batched.transfer`:
     products of (batch, L) by (L, L) with one normaliser per token where the
@@ -214,10 +217,10 @@ def ml_statistics(chain: Chain, gold: Gold, beta: float = 1.0) -> Statistics:
     return Statistics(np.array([nll]), (ChainGrad(gE, gT, gS, gEnd),))
 
 
-def meu_statistics(chain: Chain, gold: Gold, beta: float = 1.0) -> Statistics:
-    """Σ_i E[F_β(x | y_i)] and its gradient, sentences over processes."""
+def meu_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Statistics:
+    """Σ_i E[F_β(x | y_i)] (``beta_sq`` = β²) and its gradient, sentences over processes."""
     L = len(chain.tags)
-    job = (chain, gold.offsets, gold.chunks, beta)
+    job = (chain, gold.offsets, gold.chunks, beta_sq)
     shards = np.array_split(np.arange(len(gold)), max(1, min(len(gold), 64)))
     parts = map_sentences(_meu_shard, shards, context=job, chunksize=1)
     gE = np.zeros_like(chain.emissions)
@@ -235,8 +238,8 @@ def meu_statistics(chain: Chain, gold: Gold, beta: float = 1.0) -> Statistics:
 
 def _meu_shard(job, ids):
     """E[F] and its gradient pieces for the sentences ``ids``; ``job`` is the context
-    :func:`meu` hands to the workers: (chain, offsets, gold chunks, β)."""
-    chain, offsets, chunks, beta = job
+    :func:`meu` hands to the workers: (chain, offsets, gold chunks, β²)."""
+    chain, offsets, chunks, beta_sq = job
     L = len(chain.tags)
     gT, gS, gEnd = np.zeros((L, L)), np.zeros(L), np.zeros(L)
     rows, value = [], 0.0
@@ -244,12 +247,12 @@ def _meu_shard(job, ids):
         lat = chain.lattice(offsets[k], offsets[k + 1])
         ch = chunks[k]
         c = np.arange(lat.n + 1, dtype=float)
-        den = c + beta * len(ch)
-        # dE[F]/dZ[c] = 1 where c + β·m(y) = 0 (0/0 := 1), dE[F]/dT[c] = (β+1)/den
+        den = c + beta_sq * len(ch)
+        # dE[F]/dZ[c] = 1 where c + w·m(y) = 0 (0/0 := 1), dE[F]/dT[c] = (1+w)/den
         adj = (np.where(den > 0, 0.0, 1.0),
-               np.where(den > 0, (beta + 1) / np.where(den > 0, den, 1), 0.0))
+               np.where(den > 0, (beta_sq + 1) / np.where(den > 0, den, 1), 0.0))
         gw, gfin, (Z, T) = tp_count_table_grad(lat, ch, *adj)
-        value += from_count_table(Z, T, len(ch), beta, "training").f
+        value += from_count_table(Z, T, len(ch), beta_sq, "training").f
         em_grad = np.zeros((lat.n, L))
         for i, gwi in enumerate(gw):
             em_grad[i] = gwi.sum(axis=0)
@@ -262,7 +265,7 @@ def _meu_shard(job, ids):
     return list(ids), rows, value, gT, gS, gEnd
 
 
-def meu_corpus_statistics(chain: Chain, gold: Gold, beta: float = 1.0) -> Statistics:
+def meu_corpus_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Statistics:
     """(Σ E[tp], Σ E[m(x)], Σ m(y)) with the gradients of the first two."""
     E = chain.emissions
     L = len(chain.tags)
@@ -290,29 +293,29 @@ STATISTICS: dict[str, Callable[[Chain, Gold, float], Statistics]] = {
     "ml": ml_statistics, "meu": meu_statistics, "meu-corpus": meu_corpus_statistics}
 
 
-def combine(name: str, values: np.ndarray, sentences: int, beta: float = 1.0
+def combine(name: str, values: np.ndarray, sentences: int, beta_sq: float = 1.0
             ) -> tuple[float, np.ndarray]:
     """The objective's value from the corpus's summed statistics, and the weights w of
     its gradient Σ_j w_j·∇values_j: ``ml`` (and the ``max-margin`` hinge) Σ/S; ``meu``
-    −Σ/S; ``meu-corpus`` −(β+1)·tp / (m(y) + β·E[m]), by the quotient rule (1.0 flat
-    when there is no chunk anywhere: F = 1)."""
+    −Σ/S; ``meu-corpus`` −(1+β²)·E[tp] / (E[m(x)] + β²·m(y)) (``beta_sq`` = β²), by the
+    quotient rule (1.0 flat when there is no chunk anywhere: F = 1)."""
     s = 1.0 / max(sentences, 1)
     if name in ("ml", "max-margin"):                 # means of per-sentence losses
         return float(values[0]) * s, np.array([s])
     if name == "meu":
         return -float(values[0]) * s, np.array([-s])
     tp, m_hyp, m_gold = (float(v) for v in values)
-    den = m_gold + beta * m_hyp
+    den = m_hyp + beta_sq * m_gold
     if den <= 0:                                     # no chunks anywhere: F = 1, flat
         return -1.0, np.zeros(2)
-    return -(beta + 1) * tp / den, np.array([-(beta + 1) / den,
-                                             (beta + 1) * tp * beta / den ** 2])
+    return -(beta_sq + 1) * tp / den, np.array([-(beta_sq + 1) / den,
+                                                (beta_sq + 1) * tp / den ** 2])
 
 
 def _combined(name: str) -> Callable[[Chain, Gold, float], tuple[float, ChainGrad]]:
-    def objective(chain: Chain, gold: Gold, beta: float = 1.0) -> tuple[float, ChainGrad]:
-        st = STATISTICS[name](chain, gold, beta)
-        value, w = combine(name, st.values, len(gold), beta)
+    def objective(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> tuple[float, ChainGrad]:
+        st = STATISTICS[name](chain, gold, beta_sq)
+        value, w = combine(name, st.values, len(gold), beta_sq)
         return value, ChainGrad(*(sum(wj * g[i] for wj, g in zip(w, st.grads))
                                   for i in range(4)))
     objective.__name__ = name.replace("-", "_")
@@ -322,7 +325,7 @@ def _combined(name: str) -> Callable[[Chain, Gold, float], tuple[float, ChainGra
 
 ml, meu, meu_corpus = _combined("ml"), _combined("meu"), _combined("meu-corpus")
 
-#: objective name -> f(chain, gold, β) -> (value to minimise, gradient)
+#: objective name -> f(chain, gold, β²) -> (value to minimise, gradient)
 OBJECTIVES: dict[str, Callable[[Chain, Gold, float], tuple[float, ChainGrad]]] = {
     "ml": ml, "meu": meu, "meu-corpus": meu_corpus}
 

@@ -5,15 +5,16 @@ probability p_i of being in the gold set, the decisions independent, and no gold
 segment outside the candidates.  With Z_i ~ Bernoulli(p_i), the gold count is
 M = Σ_i Z_i (Poisson-binomial) and a predicted set S of size k has
 
-    U(S) = E[F_β(S)] = E[(1+β)·Σ_{i∈S} Z_i / (k + β·M)]        (0/0 := 1: U(∅) = Pr(M = 0))
+    U(S) = E[F_β(S)] = E[(1+w)·Σ_{i∈S} Z_i / (k + w·M)]        (0/0 := 1: U(∅) = Pr(M = 0))
 
-(F_β with β weighting recall linearly, as in :mod:`fstchunk.evaluate`).  For
-independent decisions the best set of each size k is the k most probable candidates
+with w = β² of the standard β (F_β = (1+β²)PR/(β²P+R) as in :mod:`fstchunk.evaluate`;
+the slides' β' = w, :mod:`fstchunk.fbeta`); at β = 0, U(∅) = 1 (k + w·M = 0 always).
+For independent decisions the best set of each size k is the k most probable candidates
 (Jansche 2007, "A maximum expected utility framework for binary sequence labeling";
 Ye, Chai, Lee & Chieu 2012, "Optimizing F-measures: a tale of two approaches",
 Theorem 3), so the MEU set is found exactly by sorting and one U per k:
 
-    U(k) = (1+β) Σ_{i ≤ k} p_i · Σ_m Pr(M_{−i} = m) / (k + β(m + 1)),
+    U(k) = (1+w) Σ_{i ≤ k} p_i · Σ_m Pr(M_{−i} = m) / (k + w(m + 1)),
 
 M_{−i} the count of the other candidates.  Pr(M_{−i} = ·) is the convolution of the
 Poisson-binomial distributions of the candidates before and after i (prefix and
@@ -32,12 +33,12 @@ model is the assumption this decoder is exact under, not a property of the data.
 
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import numpy as np
 
 from ..errors import InputError
+from ..fbeta import to_beta_sq
 
 
 def _check_probs(p: Sequence[float]) -> np.ndarray:
@@ -45,12 +46,6 @@ def _check_probs(p: Sequence[float]) -> np.ndarray:
     if p.ndim != 1 or np.any(~np.isfinite(p)) or np.any((p < 0) | (p > 1)):
         raise InputError("segment probabilities must be a list of numbers in [0, 1]")
     return p
-
-
-def _check_beta(beta: float) -> float:
-    if isinstance(beta, bool) or not (isinstance(beta, (int, float)) and 0 < beta < math.inf):
-        raise InputError(f"beta must be a finite number > 0, got {beta!r}")
-    return float(beta)
 
 
 def poisson_binomial(p: np.ndarray) -> np.ndarray:
@@ -82,19 +77,19 @@ def leave_one_out(p: np.ndarray) -> np.ndarray:
 
 def expected_f_by_size(p: Sequence[float], beta: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """(order, U) with ``order`` the candidates by decreasing p (stable) and U[k] the
-    expected F_β of the k most probable, k = 0..N."""
-    p, beta = _check_probs(p), _check_beta(beta)
+    expected F_β of the k most probable, k = 0..N (standard β)."""
+    p, beta_sq = _check_probs(p), to_beta_sq(beta)
     order = np.argsort(-p, kind="stable")
     q = p[order]
     N = len(q)
     U = np.zeros(N + 1)
-    U[0] = float(np.prod(1 - q))
+    U[0] = float(np.prod(1 - q)) if beta_sq > 0 else 1.0      # β = 0: F_0(∅) = 0/0 := 1
     if N:
         loo = leave_one_out(q)                               # (N, N): rows i, counts m
         k = np.arange(1, N + 1)[:, None]
         m = np.arange(N)[None, :]
-        G = loo @ (1.0 / (k + beta * (m + 1))).T            # G[i, k−1]
-        U[1:] = (1 + beta) * np.cumsum(q[:, None] * G, axis=0)[np.arange(N), np.arange(N)]
+        G = loo @ (1.0 / (k + beta_sq * (m + 1))).T         # G[i, k−1]
+        U[1:] = (1 + beta_sq) * np.cumsum(q[:, None] * G, axis=0)[np.arange(N), np.arange(N)]
     return order, U
 
 
@@ -108,17 +103,17 @@ def meu_set(p: Sequence[float], beta: float = 1.0) -> tuple[list[int], float]:
 
 def expected_f(p: Sequence[float], chosen: Sequence[int], beta: float = 1.0) -> float:
     """E[F_β] of predicting the candidates ``chosen`` (any set; Poisson-binomial over
-    the chosen and the others separately: O(N²))."""
-    p, beta = _check_probs(p), _check_beta(beta)
+    the chosen and the others separately: O(N²)); standard β."""
+    p, beta_sq = _check_probs(p), to_beta_sq(beta)
     inside = np.zeros(len(p), bool)
     inside[list(chosen)] = True
     k = int(inside.sum())
     a, b = poisson_binomial(p[inside]), poisson_binomial(p[~inside])
     tp = np.arange(len(a))[:, None]
     m = tp + np.arange(len(b))[None, :]
-    den = k + beta * m
+    den = k + beta_sq * m
     with np.errstate(divide="ignore", invalid="ignore"):
-        f = np.where(den > 0, (1 + beta) * tp / np.where(den > 0, den, 1.0), 1.0)
+        f = np.where(den > 0, (1 + beta_sq) * tp / np.where(den > 0, den, 1.0), 1.0)
     return float(a @ f @ b)
 
 

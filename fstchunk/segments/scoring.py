@@ -4,14 +4,13 @@ A predicted segment is a true positive iff a gold segment of the same sentence h
 same type and the same position set (McDonald et al. 2005, §4: exact match, as
 conlleval for contiguous chunks):
 
-    P = tp / |pred|,  R = tp / |gold|,  F_β = (1 + β)·P·R / (β·P + R)
+    P = tp / |pred|,  R = tp / |gold|,  F_β = (1 + β²)·P·R / (β²·P + R)
 
-(β weighting recall linearly, as everywhere in fstchunk (:mod:`fstchunk.evaluate`): the
-conlleval form with b² = β; 0/0 := 0 for P and R of an empty side and for F of
-P = R = 0, as conlleval reports).  :func:`score_segments` reports it
-overall, per type, and for the **hard** gold subset — gold segments that overlap
-another gold segment of the sentence (share a position, any type) or are
-non-contiguous — which tagging schemes cannot express.  Its recall is the share of
+(the standard β, as everywhere in fstchunk (:mod:`fstchunk.fbeta`); 0/0 := 0 for P and R
+of an empty side and for F where β²·P + R = 0, as conlleval reports).
+:func:`score_segments` reports it overall, per type, and for the **hard** gold subset —
+gold segments that overlap another gold segment of the sentence (share a position, any
+type) or are non-contiguous — which tagging schemes cannot express.  Its recall is the share of
 those gold segments predicted; its precision the share of correct predictions among
 the predictions that are hard within the predicted set (overlapping another
 prediction, or non-contiguous), as in McDonald et al.'s Table 2B: a tagger, which
@@ -27,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from ..errors import InputError
+from ..fbeta import check_beta, f_rates
 from .data import Segment
 
 
@@ -54,8 +54,8 @@ class Counts:
         return 100.0 * self.tp / self.gold if self.gold else 0.0
 
     def f(self, beta: float = 1.0) -> float:
-        p, r = self.precision, self.recall
-        return (1 + beta) * p * r / (beta * p + r) if p + r > 0 else 0.0
+        """F_β = (1+β²)·P·R / (β²·P + R), standard β."""
+        return f_rates(self.precision, self.recall, check_beta(beta))
 
     def to_json(self, beta: float = 1.0) -> dict:
         return {"tp": self.tp, "tp_predicted": self.tp_pred, "predicted": self.pred,
@@ -108,9 +108,7 @@ def score_segments(gold: Sequence[Iterable[Segment]], pred: Sequence[Iterable[Se
     """P/R/F_β of ``pred`` against ``gold`` (one set per sentence, paired by order)."""
     if len(gold) != len(pred):
         raise InputError(f"{len(gold)} gold sentences but {len(pred)} predicted ones")
-    if not (isinstance(beta, (int, float)) and 0 < beta < float("inf")):
-        raise InputError(f"beta must be a finite number > 0, got {beta!r}")
-    rep = SegmentReport(sentences=len(gold), beta=float(beta))
+    rep = SegmentReport(sentences=len(gold), beta=check_beta(beta))
     for g, h in zip(gold, pred):
         g, h = set(g), set(h)
         rep.overall.add(len(g & h), len(h), len(g))

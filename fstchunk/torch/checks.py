@@ -215,13 +215,3 @@ def encode_gold(idx: torch.Tensor, batch: Batch, tables: dict) -> Gold:
     kind = tables["type_index"][idx]                                      # (B, n)
     match = start.unsqueeze(-1) & (tables["type_index"].view(1, 1, -1) == kind.unsqueeze(-1))
     return Gold(last, match, start.sum(1).to(batch.emissions.dtype), spans=(start, last, kind))
-
-
-def check_beta(beta) -> float:
-    try:
-        ok = float(beta) >= 0 and float(beta) < float("inf")
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise InputError(f"beta must be a finite number >= 0, got {beta!r}")
-    return float(beta)

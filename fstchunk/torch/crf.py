@@ -52,7 +52,8 @@ from ..tagspace import TagSpace
 from . import chain as _chain
 from . import expected as _expected
 from . import tilted as _tilted
-from .checks import Batch, Gold, check_batch, check_beta, check_gold, encode_gold
+from ..fbeta import check_beta, to_beta_sq
+from .checks import Batch, Gold, check_batch, check_gold, encode_gold
 from .semiring import NEG, logmatmul
 
 
@@ -288,35 +289,36 @@ class ChunkCRF:
     def expected_f(self, emissions, transitions, mask, start=None, end=None,
                    gold: Sequence[Sequence[str]] | None = None,
                    beta: float = 1.0) -> torch.Tensor:
-        """E_y[F_β(y | gold)] (B,): y ~ the CRF, gold fixed (the training
-        direction), by the DP of :mod:`fstchunk.torch.expected`: tilted nodes in real
-        space (relative error ≤ 1e-11, O(n·K) per sentence), the exact count axis or
-        the log-space DP where those would lose precision; in float64 whatever the
-        input dtype (float32 probabilities underflow at e^-87), cast back."""
+        """E_y[F_β(y | gold)] (B,), standard β (:mod:`fstchunk.fbeta`): y ~ the CRF, gold
+        fixed (the training direction), by the DP of :mod:`fstchunk.torch.expected`:
+        tilted nodes in real space (relative error ≤ 1e-11, O(n·K) per sentence), the
+        exact count axis or the log-space DP where those would lose precision; in
+        float64 whatever the input dtype (float32 probabilities underflow at e^-87),
+        cast back."""
         bt = self._check(emissions, transitions, mask, start, end)
-        beta = check_beta(beta)
+        beta_sq = to_beta_sq(beta)
         b64 = bt.double()
-        return _expected.expected_f(self, b64, self._gold(gold, b64), beta).to(
+        return _expected.expected_f(self, b64, self._gold(gold, b64), beta_sq).to(
             bt.emissions.dtype)
 
     def expected_corpus_f(self, emissions, transitions, mask, start=None, end=None,
                           gold: Sequence[Sequence[str]] | None = None,
                           beta: float = 1.0) -> torch.Tensor:
-        """(β+1)·Σ E[tp_i] / (Σ E[m(y_i)] + β·Σ m(g_i)), a scalar (0/0 := 1), exact: Σ E[tp]
-        and Σ E[m] by one real-space forward in the expectation semiring
+        """(1+β²)·Σ E[tp_i] / (Σ E[m(y_i)] + β²·Σ m(g_i)), a scalar (0/0 := 1; standard
+        β), exact: Σ E[tp] and Σ E[m] by one real-space forward in the expectation semiring
         (:func:`fstchunk.torch.tilted.corpus_counts_real`), or, where a state would
         underflow there, as sums of gold-chunk and opening-arc marginals from one
         log-space forward-backward (:func:`fstchunk.torch.expected.corpus_counts`); in
         float64 whatever the input dtype (a float32 Σ E[m] of e^-100 would read as 0 and
         turn F = 0 into 0/0 := 1), cast back."""
         bt = self._check(emissions, transitions, mask, start, end)
-        beta = check_beta(beta)
+        beta_sq = to_beta_sq(beta)
         b64 = bt.double()
         g = self._gold(gold, b64)
         tp, m = _tilted.corpus_counts_real(self, b64, g) or _expected.corpus_counts(self, b64, g)
-        den = m + beta * g.count.sum()
+        den = m + beta_sq * g.count.sum()
         one = torch.ones((), dtype=m.dtype, device=m.device)
-        f = torch.where(den > 0, (beta + 1) * tp / torch.where(den > 0, den, one), one)
+        f = torch.where(den > 0, (beta_sq + 1) * tp / torch.where(den > 0, den, one), one)
         return f.to(bt.emissions.dtype)
 
     # ------------------------------------------------------------------ decoding
@@ -325,8 +327,8 @@ class ChunkCRF:
         """Tag lists, one per sentence (its own length).
 
         ``method="map"``: the most probable valid sequence, by constrained Viterbi
-        in torch.  ``method="meu"``: the chunking of maximal expected F_β, exact,
-        computed by the project's numpy engine (:func:`fstchunk.decode.decode_meu`
+        in torch.  ``method="meu"``: the chunking of maximal expected F_β (standard β),
+        exact, computed by the project's numpy engine (:func:`fstchunk.decode.decode_meu`
         on :meth:`fstchunk.lattice.Lattice.from_scores` of each sentence's detached
         float64 scores) — decoding needs no gradient.  MEU may use a tag of the
         scheme that ``tags`` lacks (see :func:`~fstchunk.decode.decode_meu`)."""

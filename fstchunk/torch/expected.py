@@ -3,9 +3,10 @@
 For y ~ the CRF and the gold chunking g fixed (the training direction of
 :func:`fstchunk.expected.expected_f`, ``reference=g``):
 
-    E_y[F_β(y | g)] = Σ_y Pr(y) · (β+1)·tp(y, g) / (m(y) + β·m(g)),   0/0 := 1
+    E_y[F_β(y | g)] = Σ_y Pr(y) · (1+w)·tp(y, g) / (m(y) + w·m(g)),   0/0 := 1
 
-(Jansche's slides, "expected F"; β weights recall linearly).  For a fixed m(y)
+(Jansche's slides, "expected F"), w = β² of the standard β (the slides' β', passed here
+as ``beta_sq``; :mod:`fstchunk.fbeta`).  For a fixed m(y)
 F is linear in tp, so the DP needs only Z[c] = Pr(m(y) = c) and
 T[c] = E[tp · 1{m(y) = c}]: a forward recursion in the **expectation semiring**
 (pairs (a, b) = (Σ w, Σ w·tp), b' = b·w + a·w·[a tp is completed]) over states
@@ -26,10 +27,10 @@ one of two **slot axes**:
 
 * the **count axis** (exact): slot m holds the sequences with m chunks so far, an
   opening moves a slot up, the axis grows by one slot per token (O(B·n²·L²) time);
-* the **node axis**: 1/(m + β·m(g)) = Σ_j W_j e^{−t_j (m + β·m(g))} + δ, the exponential
+* the **node axis**: 1/(m + w·m(g)) = Σ_j W_j e^{−t_j (m + w·m(g))} + δ, the exponential
   sum of :func:`fstchunk.engine.meu.exp_sum` (relative error δ ≤ :data:`NODE_TOL`), so
-  that slot j tilts every opening by z_j = e^{−t_j} and E[F] = (β+1) Σ_j W_j
-  e^{−t_j β m(g)} T(z_j)/Z(1) (+ Pr(m = 0) when β·m(g) = 0, the slot z = 0); K + 2
+  that slot j tilts every opening by z_j = e^{−t_j} and E[F] = (1+w) Σ_j W_j
+  e^{−t_j w m(g)} T(z_j)/Z(1) (+ Pr(m = 0) when w·m(g) = 0, the slot z = 0); K + 2
   slots throughout (O(B·n·K·L²)).  The rule covers the counts m that matter: from
   :data:`WINDOW_MIN_LENGTH` tokens on, a window from Chernoff bounds on the count's
   moment generating function (:func:`count_windows`; E[e^{sm}] from the real-space
@@ -99,19 +100,19 @@ class _Counts:
     def keep(self, x: torch.Tensor) -> torch.Tensor:
         return self._pad(x, front=False)
 
-    def f(self, Zs, Ts, logz, g: Gold, beta: float) -> torch.Tensor:
+    def f(self, Zs, Ts, logz, g: Gold, beta_sq: float) -> torch.Tensor:
         pm, tm = torch.exp(Zs - logz), torch.exp(Ts - logz)
         m = torch.arange(Zs.shape[1], dtype=Zs.dtype, device=Zs.device)
-        den = m + beta * g.count.unsqueeze(-1)
+        den = m + beta_sq * g.count.unsqueeze(-1)
         pos = den > 0
-        return torch.where(pos, tm * (beta + 1) / torch.where(pos, den, torch.ones_like(den)),
+        return torch.where(pos, tm * (beta_sq + 1) / torch.where(pos, den, torch.ones_like(den)),
                            pm).sum(-1)
 
 
 class _Nodes:
     """The tilted axis: slot k holds Σ_y w(y)·z_k^{m(y)} (an opening arc adds
     log z_k = τ_k); slot 0 is z = 1, slot 1 z = 0 (no chunk), the rest the nodes of
-    1/x ≈ Σ_j W_j e^{−t_j x} on x = m + β·m(g) ∈ [1 + β·m(g), n + β·m(g)]
+    1/x ≈ Σ_j W_j e^{−t_j x} on x = m + w·m(g) ∈ [1 + w·m(g), n + w·m(g)], w = β²
     (:func:`fstchunk.engine.meu.exp_sum`), z_j = e^{−t_j}; the axis never grows."""
 
     def __init__(self, like: torch.Tensor, tau: torch.Tensor, logw: torch.Tensor):
@@ -127,10 +128,11 @@ class _Nodes:
     def keep(self, x: torch.Tensor) -> torch.Tensor:
         return x
 
-    def f(self, Zs, Ts, logz, g: Gold, beta: float) -> torch.Tensor:
+    def f(self, Zs, Ts, logz, g: Gold, beta_sq: float) -> torch.Tensor:
         quad = torch.exp(self.logw + Ts - logz).sum(-1)
         none = torch.exp(Zs[:, 1] - logz.squeeze(-1))           # Pr(m(y) = 0)
-        return torch.where(beta * g.count > 0, (beta + 1) * quad, (beta + 1) * quad + none)
+        return torch.where(beta_sq * g.count > 0, (beta_sq + 1) * quad,
+                           (beta_sq + 1) * quad + none)
 
 
 def count_windows(crf, bt: Batch) -> tuple[np.ndarray, ...] | None:
@@ -186,26 +188,26 @@ def _widen(x: np.ndarray, width: int, fill: float) -> np.ndarray:
     return out
 
 
-def node_axis(crf, bt: Batch, g: Gold, beta: float, tol: float = NODE_TOL
+def node_axis(crf, bt: Batch, g: Gold, beta_sq: float, tol: float = NODE_TOL
               ) -> tuple[torch.Tensor, torch.Tensor]:
     """τ (B, K) and the log weights (B, K) of :class:`_Nodes` for each sentence (padded
     with τ = 0 and weight NEG; weight NEG on slots 0 and 1).  The rule covers
-    x = m + c, c = β·m(g), for m in the sentence's count window (:func:`count_windows`;
-    m ≥ 1, as tp = 0 when m = 0); outside it the sum's error times the window's tail
-    mass must stay below :data:`WINDOW_ERR`, else (and for batches shorter than
-    :data:`WINDOW_MIN_LENGTH`) the rule covers every m in [1, n]."""
+    x = m + c, c = β²·m(g) (``beta_sq`` = β²), for m in the sentence's count window
+    (:func:`count_windows`; m ≥ 1, as tp = 0 when m = 0); outside it the sum's error
+    times the window's tail mass must stay below :data:`WINDOW_ERR`, else (and for
+    batches shorter than :data:`WINDOW_MIN_LENGTH`) the rule covers every m in [1, n]."""
     windows = (count_windows(crf, bt) if max(bt.lengths_list) >= WINDOW_MIN_LENGTH
                else None)
     mg = g.count.cpu().numpy().astype(float)
     n = np.array(bt.lengths_list, dtype=float)
-    c = beta * mg
+    c = beta_sq * mg
     t, lw = _rules(1.0 + c, n + c, tol)
     if windows is not None:
         lo, hi, p_lo, p_hi = windows
         tw, lww = _rules(np.maximum(lo, 1) + c, np.maximum(hi, 1) + c, tol)
         # outside the window: 1/x and the sum are both at most the sum at x = 1 + c
         worst = np.maximum(np.exp(lww - tw * (1 + c)[:, None]).sum(1), 1.0 / (1 + c))
-        ok = (beta + 1) * mg * worst * (p_lo + p_hi) <= WINDOW_ERR
+        ok = (beta_sq + 1) * mg * worst * (p_lo + p_hi) <= WINDOW_ERR
         if tw.shape[1] < t.shape[1]:
             t, lw = t.copy(), lw.copy()
         else:
@@ -223,11 +225,12 @@ def node_axis(crf, bt: Batch, g: Gold, beta: float, tol: float = NODE_TOL
                                                                         device=dev)
 
 
-def expected_f(crf, bt: Batch, g: Gold, beta: float, basis: str = "auto") -> torch.Tensor:
+def expected_f(crf, bt: Batch, g: Gold, beta_sq: float, basis: str = "auto"
+               ) -> torch.Tensor:
     """E_y[F_β(y | gold)] (B,) for a :class:`~fstchunk.torch.crf.ChunkCRF` and a
-    checked batch and gold (see module doc).  ``basis``: "auto" runs the real-space DP
-    over the node axis (:func:`fstchunk.torch.tilted.expected_f_real`) and, where a
-    state underflows there, the log-space DP over whichever axis takes fewer
+    checked batch and gold (see module doc; ``beta_sq`` = β²).  ``basis``: "auto" runs
+    the real-space DP over the node axis (:func:`fstchunk.torch.tilted.expected_f_real`)
+    and, where a state underflows there, the log-space DP over whichever axis takes fewer
     slot-steps: "counts" (exact, m grows to n) or "nodes" (the quadrature, K + 2 slots
     throughout); "real", "counts" and "nodes" force one (tests; "real" returns None
     on an underflow)."""
@@ -237,9 +240,9 @@ def expected_f(crf, bt: Batch, g: Gold, beta: float, basis: str = "auto") -> tor
         raise ValueError(f"basis must be auto, real, counts or nodes, not {basis!r}")
     tau = logw = None
     if basis != "counts":
-        tau, logw = node_axis(crf, bt, g, beta)
+        tau, logw = node_axis(crf, bt, g, beta_sq)
         if basis in ("auto", "real"):
-            out = _tilted.expected_f_real(crf, bt, g, beta, tau, logw)
+            out = _tilted.expected_f_real(crf, bt, g, beta_sq, tau, logw)
             if out is not None or basis == "real":
                 return out
         if basis == "auto" and tau.shape[1] * n >= n * (n + 3) / 2:
@@ -288,7 +291,7 @@ def expected_f(crf, bt: Batch, g: Gold, beta: float, basis: str = "auto") -> tor
     Ts = lse(laddexp(X[:, 1, 0], X[:, 1, 1], X[:, 0, 1].masked_fill(~ev, NEG)) + endv, -1)
     logz = (lse(Zs, -1) if tau is None else Zs[:, 0]).unsqueeze(-1)
     crf._check_paths(logz.squeeze(-1), bt)
-    return ax.f(Zs, Ts, logz, g, beta)
+    return ax.f(Zs, Ts, logz, g, beta_sq)
 
 
 def corpus_counts(crf, bt: Batch, g: Gold) -> tuple[torch.Tensor, torch.Tensor]:

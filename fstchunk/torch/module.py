@@ -7,8 +7,10 @@ sentences unless ``reduction="sum"``:
 
 * ``"nll"``: log Z − score(gold), the negated log-likelihood (Lafferty et al. 2001);
 * ``"expected-f"``: 1 − E[F_β(y | gold)] per sentence (minimum risk, Jansche 2005);
-* ``"expected-corpus-f"``: 1 − (β+1)·Σ E[tp] / (Σ E[m] + β·Σ m(gold)), the batch's
+* ``"expected-corpus-f"``: 1 − (1+β²)·Σ E[tp] / (Σ E[m] + β²·Σ m(gold)), the batch's
   expected corpus F (one number for the batch; ``reduction`` does not apply).
+
+``beta`` is the standard β of F_β = (1+β²)PR/(β²P+R) (:mod:`fstchunk.fbeta`).
 
 :func:`first_subword_pool` maps sub-word scores (the output of a token-classification
 model over word pieces) to word scores: each word takes its first piece's scores, as

@@ -110,11 +110,12 @@ def log_mgf(crf, bt: Batch, s: torch.Tensor) -> torch.Tensor | None:
         return (logz[:, 1:] - logz[:, :1]).T
 
 
-def expected_f_real(crf, bt: Batch, g: Gold, beta: float, tau: torch.Tensor,
+def expected_f_real(crf, bt: Batch, g: Gold, beta_sq: float, tau: torch.Tensor,
                     logw: torch.Tensor) -> torch.Tensor | None:
     """E_y[F_β(y | gold)] (B,) by :func:`real_dp` over the node axis (τ, log weights
     (B, K) of :func:`~fstchunk.torch.expected.node_axis`; its slot 1, z = 0, is left out
-    and Pr(m(y) = 0) taken from :func:`empty_prob`); None on an underflow."""
+    and Pr(m(y) = 0) taken from :func:`empty_prob`); ``beta_sq`` = β² of the standard β
+    (:mod:`fstchunk.fbeta`); None on an underflow."""
     keep = [0] + list(range(2, tau.shape[1]))
     tau, logw = tau[:, keep], logw[:, keep]
     out = real_dp(crf, bt, g, tau, t0=1)          # node 0 (z = 1) only normalises
@@ -122,8 +123,8 @@ def expected_f_real(crf, bt: Batch, g: Gold, beta: float, tau: torch.Tensor,
         return None
     Z, T, _, scale = out
     rel = (scale - scale[:, :1]).detach()            # log of node k's scale over z = 1's
-    f = (beta + 1) * (torch.exp(logw.double() + rel) * T).sum(-1) / Z[:, 0]
-    zero = beta * g.count.double() == 0              # F = 1 for the empty y (0/0 := 1)
+    f = (beta_sq + 1) * (torch.exp(logw.double() + rel) * T).sum(-1) / Z[:, 0]
+    zero = beta_sq * g.count.double() == 0              # F = 1 for the empty y (0/0 := 1)
     if bool(zero.any()):
         f = torch.where(zero, f + empty_prob(crf, bt), f)
     return f.to(bt.emissions.dtype)

@@ -33,6 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...errors import InputError
+from ...fbeta import check_beta
 from ...segments.data import SegSentence, Segment
 from ...segments.meu import calibrated, meu_set, platt_fit
 from ...segments.space import RESTRICTIONS, kbest, parse_restrictions, restrict
@@ -140,7 +141,7 @@ class SegmentModel:
         """Per sentence the predicted segments, filtered by ``restrictions`` (default: the
         model's), best first.  ``decoder="threshold"``: the top k with score >
         ``threshold`` (default: the model's); ``"meu"``: the set of maximal expected
-        F_β among the top k under the calibrated probabilities (:meth:`calibrate`,
+        F_β (standard β) among the top k under the calibrated probabilities (:meth:`calibrate`,
         :func:`.meu.meu_set`), the restrictions then taken best first by probability."""
         if decoder not in DECODERS:
             raise InputError(f"unknown segment decoder {decoder!r}; use one of "
@@ -148,6 +149,7 @@ class SegmentModel:
         flags = self.restrictions if restrictions is None else restriction_flags(restrictions)
         thr = self.threshold if threshold is None else float(threshold)
         if decoder == "meu":
+            check_beta(beta)
             a, b = self.platt()
         out = []
         for s in sentences:
