@@ -203,7 +203,7 @@ def _check_rows(text: str, report: dict, beta: float) -> int:
         c = {k: int(m[k]) for k in ("correct", "pred", "found", "gold")}
         p = 100.0 * c["correct"] / c["pred"] if c["pred"] else 0.0
         r = 100.0 * c["found"] / c["gold"] if c["gold"] else 0.0
-        f = (1 + beta) * p * r / (beta * p + r) if p + r > 0 else 0.0
+        f = (1 + beta ** 2) * p * r / (beta ** 2 * p + r) if p + r > 0 else 0.0
         assert (f"{p:6.2f}".strip(), f"{r:6.2f}".strip(), f"{f:6.2f}".strip()) == \
             (m["p"], m["r"], m["f"]), row
         j = json_rows[m["name"]]
