@@ -273,7 +273,8 @@ def test_expected_command_budget(capsys, tmp_path):
     save_scores(npz, ("O", "B-NP", "I-NP"), [rng.normal(size=(12, 3))], rng.normal(size=(3, 3)))
     argv = ["expected", str(conll), "--scores", str(npz), "--method", "fst"]
     code, _, err = run(capsys, *argv, "--state-budget", "100")
-    assert code == 2 and len(err.strip().splitlines()) == 1
-    assert "(sentence 0)" in err and 'use method="fast"' in err and "--method fast" in err
+    assert code == 1 and len(err.strip().splitlines()) == 2     # the sentence, the summary
+    assert "sentence 1 (12 tokens) not scored" in err
+    assert 'use method="fast"' in err and "--method fast" in err
     code, out, _ = run(capsys, *argv)
     assert code == 0 and "training direction" in out
