@@ -8,8 +8,10 @@ part everyone relies on: ``kind`` (the tag stored in its model file, the key of
 are ``lattice.tags``; the joint model's ``tags`` is a method of its own),
 ``lattices(sentences)``, ``fit(...) -> self``, ``save(path)`` and
 ``load(path)``; the CRF and the HMM also have ``columns`` (the
-:class:`~fstchunk.columns.Columns` they read, stored in their files), which the
-joint model does not.  :class:`TrainableModel` adds what
+:class:`~fstchunk.columns.Columns` they read, stored in their files), the joint
+model reads fixed columns (``reads``): :func:`reading_columns` gives either.
+Models trained by this version also carry ``layout`` (their training layout,
+:class:`~fstchunk.layout.Layout`, or None) and ``data_scheme``.  :class:`TrainableModel` adds what
 :class:`fstchunk.training.Trainer` needs to run L-BFGS over a differentiable
 objective: a parameter vector θ, prepared training data, and the objective as
 a function of θ.
@@ -119,6 +121,14 @@ def gold_tags(sentence: Sentence, data_scheme: str, scheme: str,
         head, sep, reason = str(e).partition(": ")
         reason = reason if sep and head.startswith("position ") else str(e)
         raise SchemeError(f"{sentence.where(e.position)}: {reason}", e.position) from None
+
+
+def reading_columns(model: Any) -> Columns | None:
+    """Where ``model`` reads the words and POS tags of the sentences it is given: the
+    CRF's and the HMM's ``columns``, the joint model's ``reads``; None for a model that
+    reads no CoNLL columns."""
+    cols = getattr(model, "columns", None)
+    return cols if isinstance(cols, Columns) else getattr(model, "reads", None)
 
 
 def training_columns(sentences: Sequence[Sentence], columns: Columns | None,
