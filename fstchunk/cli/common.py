@@ -4,6 +4,11 @@ Option values are checked where argparse reads them (a non-finite β, a negative
 count, a malformed column spec end in argparse's one-line usage error, exit 2),
 so no command starts work on a value it would later choke on.
 
+Inputs read with a saved model go through :func:`layout_input` first (its training
+layout, :mod:`fstchunk.layout`): the first sentences are checked before any work.
+Options added with ``action=Given`` remember that they were given (:func:`given`),
+which ``train --init`` needs to tell a default from a contradiction.
+
 Pitfall: ``HelpFormatter`` appends ``(default: X)`` to every option's help, so
 help strings here never state the default themselves.
 """
