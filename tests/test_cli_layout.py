@@ -312,3 +312,42 @@ def test_init_follows_the_init_models_data_scheme_and_template(capsys, files, mo
                        "--features", "tmpt1", "--max-iter", "1", "--quiet", "-o",
                        files["dir"] / "wt2.npz")
     assert code == 0 and err == "", err
+
+
+# ------------------------------------------------------------------ segment model
+def test_segment_model_records_and_checks_its_layout(capsys, files):
+    """The segment reader takes the word first and POS second (of three columns or more):
+    a file whose second column holds chunk tags is refused; the model's own layout and a
+    four-column file with POS second decode."""
+    m = files["dir"] / "seg.npz"
+    code, _, err = run(capsys, "segment", "train", "--train", files["wpt", "train"],
+                       "--epochs", "1", "--hash-bits", "10", "--quiet", "-o", m)
+    assert code == 0, err
+    model = load_model(m)
+    assert model.layout.held == ("word", "pos") and model.data_scheme == "IOB2"
+    bad = files["dir"] / "wcn.test"                    # word, chunk, NER
+    write_conll([[[r[0], r[2], r[3]] for r in s.rows] for s in read_conll(files["w4", "test"])],
+                bad)
+    code, out, err = run(capsys, "segment", "decode", "--model", m, "--input", bad)
+    assert code == 2 and out == ""
+    one_line(err, "fstchunk segment decode: error:", f"{bad}:1: column 2 holds ",
+             "(chunk tags), but the model read POS tags there in training")
+    code, a, err = run(capsys, "segment", "decode", "--model", m, "--input",
+                       files["wpt", "test"])
+    assert code == 0 and err == ""
+    code, b, err = run(capsys, "segment", "decode", "--model", m, "--input", files["w4", "test"])
+    assert code == 0 and err == ""
+
+
+def test_old_segment_model_decodes_as_before_with_one_warning(capsys, tmp_path):
+    with open(os.path.join(V2, "expected.json"), encoding="utf-8") as fh:
+        ref = json.load(fh)
+    inp = tmp_path / "in.txt"
+    write_conll(ref["train"], inp)
+    model = load_model(os.path.join(V2, "segment.npz"))
+    assert model.layout is None and model.data_scheme is None
+    code, out, err = run(capsys, "segment", "decode", "--model", os.path.join(V2, "segment.npz"),
+                         "--input", inp)
+    assert code == 0
+    one_line(err, "records no training layout", "cannot be checked")
+    assert tags_of(out) == [t for s in ref["expect"]["segment-threshold"] for t in s]

@@ -265,6 +265,10 @@ def run_train(args: argparse.Namespace) -> int:
     if crf is not None:                          # the init model's layout, before reading
         layout_input(iter_input(args.train), crf, args.init, args.columns, "train",
                      need_tag=True, fix="train --init reads files in the init model's layout")
+    else:                                        # --columns against the file, before reading
+        first = next(iter_input(args.train), None)
+        if first is not None:
+            cols.resolve(len(first.rows[0]), first.where(0))
     train = read_gold(args.train, data_scheme, cols.tag, args.on_invalid, "train")
     if args.model_type == "hmm":
         model = HMM(scheme=args.scheme, columns=cols).fit(train, data_scheme=data_scheme)
