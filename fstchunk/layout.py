@@ -7,13 +7,15 @@ the vocabulary of each feature column it read (:class:`Vocabulary`: the POS tags
 the words).  Models store it in their files (:mod:`fstchunk.models.io`).
 
 Before a model reads a file (decode, expected, calibrate, ``--dev``), the CLI checks
-the first :data:`HEAD_TOKENS` tokens against the record (:meth:`Layout.check`):
+the first :data:`HEAD_TOKENS` tokens against the record
+(:meth:`Layout.mismatch`; :func:`fstchunk.cli.common.layout_input`):
 
 * the file has the training width (its tag column included) or one column less (no
   tag column: :meth:`Layout.source`), else it says nothing about where the model's
   columns are;
 * each feature column looks like that column in training (:func:`looks_like`,
-  thresholds measured on the corpora below): a POS column holding chunk tags
+  thresholds measured on real corpora, see the comments below and
+  ``benchmarks/bench_layout.py``): a POS column holding chunk tags
   (a word/tag file under a word/POS/tag model: issue 32, item 2) or words, or a
   word column holding tags, is caught.
 
@@ -31,7 +33,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -113,6 +115,9 @@ class Vocabulary:
     @classmethod
     def from_array(cls, blob: np.ndarray, types: Any) -> "Vocabulary":
         """What :meth:`to_array` wrote; InputError for bytes that are not such a list."""
+        if not (isinstance(blob, np.ndarray) and blob.dtype == np.uint8 and blob.ndim == 1):
+            raise InputError(f"expected a 1-d uint8 array, found {getattr(blob, 'dtype', '?')} "
+                             f"of shape {getattr(blob, 'shape', '?')}")
         try:
             text = bytes(blob).decode("utf-8")
         except UnicodeDecodeError as e:
@@ -142,7 +147,7 @@ def looks_like(role: str, values: Sequence[str], vocab: Vocabulary) -> bool:
 
 
 def _shown(values: Sequence[str], k: int = 3) -> str:
-    return ", ".join(repr(v) for v in values[:k]) + ", ..."
+    return ", ".join(repr(v) for v in values[:k]) + (", ..." if len(values) > k else "")
 
 
 def holds(values: Sequence[str], vocab: dict[str, Vocabulary]) -> str:
@@ -293,9 +298,9 @@ class Layout:
             text += f" or {self.width - 1} without the tag column"
         return text
 
-    def mismatch(self, head: Sequence[Sentence], columns: Columns
+    def mismatch(self, first: Sequence[Sentence], columns: Columns
                  ) -> tuple[str, str] | None:
-        """(role, why) when the ``head`` of an input, read through its (absolute)
+        """(role, why) when the ``first`` sentences of an input, read through its (absolute)
         ``columns``, does not look like the training file's feature column ``role``
         (word or pos): the column, what it holds, what the model read there in
         training.  None if every feature column looks right."""
@@ -303,7 +308,7 @@ class Layout:
             col = getattr(columns, role)
             if role not in self.vocab or col is None:
                 continue
-            values = [r[col] for s in head for r in s.rows][:HEAD_TOKENS]
+            values = [r[col] for s in first for r in s.rows][:HEAD_TOKENS]
             if looks_like(role, values, self.vocab[role]):
                 continue
             top = [v for v, _ in Counter(values).most_common()]
@@ -313,7 +318,7 @@ class Layout:
         return None
 
 
-def head(sentences: Iterable[Sentence]) -> tuple[list[Sentence], Any]:
+def head(sentences: Iterable[Sentence]) -> tuple[list[Sentence], Iterator[Sentence]]:
     """(the first sentences, up to :data:`HEAD_TOKENS` tokens; an iterator over the
     rest): what :meth:`Layout.mismatch` reads without holding a whole stream."""
     it = iter(sentences)

@@ -139,6 +139,16 @@ def test_the_issue_case_word_tag_file_under_a_word_pos_tag_model(capsys, files, 
     one_line(err, f"{files['wt', 'test']}:1: column 2 holds 'I-NP', 'B-NP', 'O', ... (chunk "
                   f"tags), but the model read POS tags there in training ('NN', 'IN', ",
              "give --columns to say where the POS column is")
+    # a POS-free model trained on the word/POS/tag file (held: word,_,tag) reads words
+    # only: the word/tag file decodes (two columns: its layout without the tag column)
+    nopos = files["dir"] / "nopos.npz"
+    code, _, err = run(capsys, "train", "--train", files["wpt", "train"], "--features",
+                       "tmpt1-nopos", "--max-iter", "3", "--quiet", "-o", nopos)
+    assert code == 0 and load_model(nopos).layout.held == ("word", "_", "tag")
+    for data in ("wt", "wpt"):
+        code, out, err = run(capsys, "decode", "--model", nopos, "--input", files[data, "test"])
+        assert code == 0 and err == "", err
+        assert tags_of(out) == library_tags(nopos, files["wpt", "test"])
 
 
 def test_expected_checks_the_layout_too(capsys, files, models):

@@ -52,7 +52,9 @@ def test_vocabulary_is_most_frequent_first_capped_and_round_trips(monkeypatch):
                                (np.frombuffer(b"a b", np.uint8), 1, "white space"),
                                (np.frombuffer(b"\xff", np.uint8), 1, "not UTF-8"),
                                (np.frombuffer(b"a\nb", np.uint8), 1, "types must be"),
-                               (np.frombuffer(b"a", np.uint8), True, "types must be")]:
+                               (np.frombuffer(b"a", np.uint8), True, "types must be"),
+                               (np.array(26027071470), 1, "1-d uint8 array"),   # not bytes(n)
+                               (np.array([97], np.int64), 1, "1-d uint8 array")]:
         with pytest.raises(InputError, match=match):
             Vocabulary.from_array(blob, types)
 

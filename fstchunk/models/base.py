@@ -8,8 +8,9 @@ part everyone relies on: ``kind`` (the tag stored in its model file, the key of
 are ``lattice.tags``; the joint model's ``tags`` is a method of its own),
 ``lattices(sentences)``, ``fit(...) -> self``, ``save(path)`` and
 ``load(path)``; the CRF and the HMM also have ``columns`` (the
-:class:`~fstchunk.columns.Columns` they read, stored in their files), the joint
-model reads fixed columns (``reads``): :func:`reading_columns` gives either.
+:class:`~fstchunk.columns.Columns` they read, stored in their files), and every model
+that reads CoNLL columns says which it reads in ``reads`` (the CRF's POS only if its
+template reads it; the joint model's fixed word 0, POS 1): :func:`reading_columns`.
 Models trained by this version also carry ``layout`` (their training layout,
 :class:`~fstchunk.layout.Layout`, or None) and ``data_scheme``.  :class:`TrainableModel` adds what
 :class:`fstchunk.training.Trainer` needs to run L-BFGS over a differentiable
@@ -124,11 +125,11 @@ def gold_tags(sentence: Sentence, data_scheme: str, scheme: str,
 
 
 def reading_columns(model: Any) -> Columns | None:
-    """Where ``model`` reads the words and POS tags of the sentences it is given: the
-    CRF's and the HMM's ``columns``, the joint model's ``reads``; None for a model that
-    reads no CoNLL columns."""
-    cols = getattr(model, "columns", None)
-    return cols if isinstance(cols, Columns) else getattr(model, "reads", None)
+    """Where ``model`` reads the words and POS tags of the sentences it is given (its
+    ``reads``: POS None when it reads none); None for a model that reads no CoNLL
+    columns (the segment model)."""
+    cols = getattr(model, "reads", None)
+    return cols if isinstance(cols, Columns) else None
 
 
 def training_columns(sentences: Sequence[Sentence], columns: Columns | None,

@@ -105,6 +105,13 @@ class CRF:
         self._w_cache: tuple[int, np.ndarray] | None = None
 
     @property
+    def reads(self) -> Columns:
+        """The columns the features read: :attr:`columns`, without POS for a ``-nopos``
+        template."""
+        c = self.columns
+        return Columns(c.word, c.pos if reads_pos(self.fmap.template) else None, c.tag)
+
+    @property
     def data_scheme(self) -> str | None:
         """The scheme of the training file's tag column (None if not recorded)."""
         return self.layout.data_scheme if self.layout is not None else None

@@ -80,6 +80,11 @@ class HMM:
         self._set_parameters((), [UNKNOWN], [UNKNOWN], np.zeros(0), np.zeros((0, 0)),
                              np.zeros(0), np.zeros((0, 1)), np.zeros((0, 1)))
 
+    @property
+    def reads(self) -> Columns:
+        """The columns the HMM reads (:attr:`columns`)."""
+        return self.columns
+
     def _set_parameters(self, tags, vocab, pos_vocab, log_start, log_trans, log_end,
                         log_word, log_pos) -> None:
         self.tags = tuple(tags)
