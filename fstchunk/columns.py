@@ -22,9 +22,15 @@ Pitfalls:
   same column: the features would read the gold tag (dev F 100, real F near 0).
   :meth:`Columns.resolve` refuses any feature column equal to the tag column and
   suggests ``--columns word,tag``;
-* a spec names the file's columns from the left; columns to the right of the
-  last name are not read (``word,pos,tag`` on a four-column file takes the tag
-  from the third);
+* a spec of names (``word,pos,tag``) must account for every column of the file,
+  ``_`` for one not read: :meth:`Columns.resolve` refuses ``word,pos,tag`` on a
+  four-column file (it would take the tag from the third, e.g. the chunk column of
+  a CoNLL-2003 file, and ignore the NER column) and suggests ``word,pos,_,tag``.
+  :attr:`Columns.named` is how many columns such a spec names.  An explicit
+  spec (``word=0,pos=1,tag=3``) says where each column it names is and claims
+  nothing about the others, so it is not checked for completeness: it is how one
+  picks columns out of a wide file on purpose; the default columns (no spec)
+  neither, the CLI warns when they leave columns unread;
 * with ``need_tag=False`` (decoding) a tag column that is out of range, or that
   falls on a feature column (the default ``tag=-1`` on a word/POS file), is
   taken as absent: the resolved ``tag`` is ``None``.
@@ -32,7 +38,7 @@ Pitfalls:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InputError, LayoutError
@@ -51,6 +57,9 @@ class Columns:
     word: int = 0
     pos: int | None = 1
     tag: int | None = -1
+    #: how many columns a spec of names (``word,_,pos,tag``: 4) names; None for explicit
+    #: indices, the default and resolved columns.  Not part of equality.
+    named: int | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not _is_index(self.word):
@@ -98,17 +107,18 @@ class Columns:
             raise InputError(f"columns {spec!r}: no word column; name it, e.g. word,pos,tag "
                              f"or word,tag")
         try:
-            return cls(found["word"], found.get("pos"), found.get("tag"))
+            return cls(found["word"], found.get("pos"), found.get("tag"),
+                       None if explicit else len(items))
         except InputError as e:
             raise InputError(f"columns {spec!r}: {str(e).removeprefix('columns: ')}") from None
 
     def spec(self) -> str:
         """The spec :meth:`parse` reads back to these columns (names in order when
-        every index is >= 0, ``name=index`` pairs otherwise)."""
+        every index is >= 0, as many as :attr:`named`; ``name=index`` pairs otherwise)."""
         named = {n: getattr(self, n) for n in NAMES if getattr(self, n) is not None}
         if any(v < 0 for v in named.values()):
             return ",".join(f"{n}={v}" for n, v in named.items())
-        row = [IGNORED] * (max(named.values()) + 1)
+        row = [IGNORED] * max(max(named.values()) + 1, self.named or 0)
         for n, v in named.items():
             row[v] = n
         return ",".join(row)
@@ -122,6 +132,11 @@ class Columns:
         columns; one InputError naming ``where`` (file:line) when a column is out of
         range or a feature column (word, POS) is the tag column.  With ``need_tag=False``
         a missing tag column resolves to ``tag=None``."""
+        if self.named is not None and self.named < ncols:
+            raise InputError(f"--columns {self.spec()} names {self.named} of the {ncols} "
+                             f"columns of {where}; name each, with {IGNORED} for one not "
+                             f"read: e.g. {self.completed(ncols)}")
+
         def absolute(name: str, v: int) -> int:
             a = v + ncols if v < 0 else v
             if not 0 <= a < ncols:
@@ -156,6 +171,20 @@ class Columns:
             raise LayoutError(f"{where}: word and pos are the same column ({word + 1} of "
                              f"{ncols}) under --columns {self.spec()}")
         return Columns(word, pos, tag)
+
+    def completed(self, ncols: int) -> str:
+        """A spec of ``ncols`` names with these columns, ``_`` for the others; a tag
+        named last stays last (``word,pos,tag`` -> ``word,pos,_,tag``)."""
+        row = [IGNORED] * ncols
+        last = self.named - 1 if self.named else None
+        for n in NAMES:
+            v = getattr(self, n)
+            if v is None:
+                continue
+            a = ncols - 1 if n == "tag" and v == last else (v + ncols if v < 0 else v)
+            if 0 <= a < ncols and row[a] == IGNORED:
+                row[a] = n
+        return ",".join(row)
 
     def require(self, width: int, where: str, reader: str) -> None:
         """InputError naming ``where`` unless a line of ``width`` columns has the word

@@ -7,6 +7,11 @@ standard β of F_β = (1+β²)PR/(β²P+R) everywhere (:mod:`fstchunk.fbeta`), r
 :func:`beta_option` (>= 0, as the API) or, for training, :func:`training_beta_option`
 (> 0).
 
+Inputs read with a saved model go through :func:`layout_input` first (its training
+layout, :mod:`fstchunk.layout`): the first sentences are checked before any work.
+Options added with ``action=Given`` remember that they were given (:func:`given`),
+which ``train --init`` needs to tell a default from a contradiction.
+
 Pitfall: ``HelpFormatter`` appends ``(default: X)`` to every option's help, so
 help strings here never state the default themselves.
 """
@@ -19,13 +24,16 @@ import os
 import re
 import sys
 from contextlib import contextmanager
-from typing import Any, Callable, Iterable, Iterator
+from itertools import chain
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from ..columns import Columns
 from ..conll import Sentence, iter_conll, read_conll
 from ..errors import InputError, OutputError
 from ..fbeta import beta_range, check_beta
 from ..gold import ON_INVALID, GoldReport, check_gold
+from ..layout import Arrangement, Layout, head
+from ..models.base import reading_columns
 from ..scale import executor
 
 
@@ -113,6 +121,23 @@ def add_on_invalid(p: argparse.ArgumentParser) -> None:
                    help="gold tag sequences that are invalid in their scheme: repair (read "
                         "them as conlleval does, I-X after O or another type starts a chunk), "
                         "skip the sentence, or stop with an error at the tag's line")
+
+
+class Given(argparse.Action):
+    """``store``, noting that the option was given (:func:`given`): how a command tells
+    an option left at its default (which may follow an ``--init`` model) from one the
+    user gave (which must not contradict it).  ``--help`` still shows the default."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, "given_options", getattr(namespace, "given_options", set())
+                | {self.dest})
+
+
+def given(args: argparse.Namespace, dest: str) -> bool:
+    """Whether the option stored in ``dest`` was given on the command line (options
+    added with ``action=Given``)."""
+    return dest in getattr(args, "given_options", set())
 
 
 def warn(command: str, message: str) -> None:
@@ -242,7 +267,7 @@ class Failures:
         seen = self.causes.setdefault(self.cause(error), [])
         seen.append(where)
         if len(seen) <= self.SHOWN:
-            more = (f" (further sentences with this cause are counted, not shown)"
+            more = (" (further sentences with this cause are counted, not shown)"
                     if len(seen) == self.SHOWN else "")
             print(f"fstchunk {self.command}: error: {where}: sentence {index + 1} "
                   f"({tokens} tokens) not {self.done}, {outcome}: {self.reason(error)}{more}",
@@ -299,26 +324,123 @@ def columns_spec(text: str) -> Columns:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def model_layout(sents: Iterable[Sentence], given: Columns | None, model: object
-                 ) -> Iterator[Sentence]:
-    """The sentences with the columns ``given`` names (``--columns`` of a decode or
-    expected input) moved to where ``model`` reads them (its stored ``columns``);
-    unchanged when no ``--columns`` was given or the model stores none.  Lazy."""
-    want = getattr(model, "columns", None)
-    if given is None or want is None:
-        yield from sents
+class Checked(NamedTuple):
+    """An input checked against a model's training layout (:func:`layout_input`): its
+    sentences (the head already read, the rest lazily), where its word, POS (and tag)
+    columns are (``source``, absolute), and the :class:`~fstchunk.layout.Arrangement`
+    that moves them to where the model reads them (None: read as they are)."""
+    sentences: Iterator[Sentence]
+    source: Columns | None
+    arrangement: Arrangement | None
+
+
+def layout_input(sents: Iterable[Sentence], model: Any, model_path: str,
+                 given: Columns | None, command: str, need_tag: bool = False,
+                 fix: str | None = None) -> Checked:
+    """Check an input against ``model``'s training layout before any work
+    (:mod:`fstchunk.layout`), reading only its first sentences.
+
+    Without ``--columns`` (``given`` None) the input must have the training width, or
+    one column less (no tag column; not with ``need_tag``), and its feature columns
+    must look like training's: otherwise one InputError naming file:line, the column,
+    what it holds and what the model read there.  With ``--columns`` the input is read
+    as they say, and a layout unlike training's is one warning.  A model file without
+    a layout record (written before it) gets one warning that nothing can be checked,
+    and is read as today.  ``fix`` ends an error (default: give ``--columns``, with an
+    example; a command without ``--columns`` says what it needs instead)."""
+    first, rest = head(sents)
+    stream = chain(first, rest)
+    target = reading_columns(model)
+    if not first or target is None:
+        return Checked(stream, None, None)
+    s0 = first[0]
+    width, where = len(s0.rows[0]), s0.where(0)
+    layout = getattr(model, "layout", None)
+    if given is not None:
+        source = given.resolve(width, where, need_tag=need_tag)
+        if layout is not None:
+            _warn_layout(layout, first, source, given, width, where, command, need_tag)
+        else:
+            warn_unrecorded(model_path, s0.source, source, command)
+    elif layout is None:
+        source = target.resolve(width, where, need_tag=need_tag) if need_tag else target
+        warn_unrecorded(model_path, s0.source, source, command)
+    else:
+        source = _training_source(layout, width, where, need_tag, fix or (
+            f"give --columns to say which column holds what (e.g. {layout.suggest(width)})"))
+        bad = layout.mismatch(first, source)
+        if bad:
+            role, why = bad
+            name = "POS" if role == "pos" else role
+            raise InputError(f"{where}: {why}; "
+                             f"{fix or f'give --columns to say where the {name} column is'}")
+    if target.pos is not None and source.pos is None:
+        raise InputError(f"{where}: the model reads a POS column, but --columns "
+                         f"{given.spec() if given else '(none)'} names none")
+    absolute = target.resolve(width, where, need_tag=False) if min(
+        v for v in (target.word, target.pos) if v is not None) < 0 else target
+    move = Arrangement(source, absolute)
+    return Checked(stream, source, None if move.identity else move)
+
+
+def warn_unrecorded(model_path: str, path: str, source: Columns, command: str) -> None:
+    """The one warning for a model file without a layout record: ``path`` is read at
+    ``source`` unchecked."""
+    reads = f"the words from column {source.word + 1}" + (
+        f" and POS tags from column {source.pos + 1}" if source.pos is not None else "")
+    warn(command, f"{model_path} records no training layout (a model file written before "
+                  f"fstchunk recorded it): the columns of {path} cannot be checked; reading "
+                  f"{reads}")
+
+
+def _training_source(layout: Layout, width: int, where: str, need_tag: bool, fix: str
+                     ) -> Columns:
+    """Where the training columns are in an input of ``width`` columns, or one
+    InputError naming ``where`` and the training layout."""
+    source = layout.source(width) if not need_tag or width == layout.width else None
+    if source is None:
+        have = f"{width} column{'s' if width != 1 else ''}"
+        need = (f"gold tags are read in the model's training layout, {layout.width} columns "
+                f"({layout.spec()})" if need_tag else
+                f"the model was trained on files of {layout.describe()}")
+        raise InputError(f"{where}: the line has {have}, but {need}; {fix}")
+    return source
+
+
+def _warn_layout(layout: Layout, first: list[Sentence], source: Columns, given: Columns,
+                 width: int, where: str, command: str, need_tag: bool) -> None:
+    """The one warning for an input read through ``--columns`` whose layout differs from
+    the model's training layout (other columns, or values unlike training's)."""
+    problems = []
+    train = layout.source(width)
+    same = train is not None and (train.word, train.pos) == (source.word, source.pos) and (
+        not need_tag or train.tag == source.tag)
+    if not same:
+        problems.append(f"the model was trained on files of {layout.describe()}")
+    bad = layout.mismatch(first, source)
+    if bad:
+        problems.append(bad[1])
+    if problems:
+        warn(command, f"{where}: {'; '.join(problems)}; reading the columns as --columns "
+                      f"{given.spec()} says")
+
+
+def warn_unread(given: Columns | None, cols: Columns, sents: list[Sentence],
+                command: str) -> None:
+    """The warning for training on a file of more than three columns without
+    ``--columns``: the default (word first, POS second, tag last) leaves some unread."""
+    if given is not None or not sents or len(sents[0].rows[0]) <= 3:
         return
-    for s in sents:
-        c = given.resolve(len(s.rows[0]), s.where(0), need_tag=False)
-        if want.pos is not None and c.pos is None:
-            raise InputError(f"{s.where(0)}: the model reads a POS column, but --columns "
-                             f"{given.spec()} names none")
-        width = max(v for v in (want.word, want.pos) if v is not None) + 1
-        rows = []
-        for r in s.rows:
-            row = ["_"] * width
-            row[want.word] = r[c.word]
-            if want.pos is not None:
-                row[want.pos] = r[c.pos]
-            rows.append(row)
-        yield Sentence(rows, list(s.lines), s.source)
+    width = len(sents[0].rows[0])
+    read = {c for c in (cols.word, cols.pos, cols.tag) if c is not None}
+    unread = ", ".join(str(i + 1) for i in range(width) if i not in read)
+    warn(command, f"{sents[0].where(0)}: the file has {width} columns and no --columns is "
+                  f"given: reading the word from column {cols.word + 1}"
+                  + (f", POS from column {cols.pos + 1}" if cols.pos is not None else "")
+                  + f" and the tag from column {cols.tag + 1}; column(s) {unread} not read "
+                  f"(say so with --columns, e.g. {cols.completed(width)})")
+
+
+def arranged(sents: Iterable[Sentence], move: Arrangement | None) -> Iterator[Sentence]:
+    """The sentences with their columns moved by ``move`` (as they are for None). Lazy."""
+    return iter(sents) if move is None else map(move, sents)

@@ -2,8 +2,10 @@
 (Shimizu & Haas 2006).
 
 The joint model reads words, POS and chunk tags; ``--columns`` says where they
-are, and the model remembers it (``settings["columns"]``), so ``decode`` and
-``calibrate`` read their files the same way.  MEU decoding needs probabilities:
+are, and the model remembers it (``settings["columns"]``) and its training layout
+(:mod:`fstchunk.layout`), so ``decode`` and ``calibrate`` read their files the same
+way, after checking them against that layout
+(:func:`~fstchunk.cli.common.layout_input`).  MEU decoding needs probabilities:
 a perceptron or MMVP model must be calibrated first (``joint calibrate``, or
 ``joint train --calibrate HELDOUT``), which fits a temperature on held-out
 sentences; an uncalibrated one asked for MEU is refused.
@@ -18,10 +20,12 @@ import sys
 from ..columns import Columns
 from ..conll import Sentence, write_conll
 from ..errors import InputError
+from ..layout import Layout
 from ..models import joint as J
 from ..outputs import atomic_write, check_output
 from .common import (BETA_HELP, HelpFormatter, add_on_invalid, beta_option, columns_spec,
-                     nonnegative_float, positive_int, read_gold, read_input)
+                     iter_input, layout_input, no_sentences, nonnegative_float, positive_int,
+                     read_gold, read_input, warn_unread, warn_unrecorded)
 
 
 def add_parser(sub) -> None:
@@ -89,8 +93,17 @@ def _columns(p: argparse.ArgumentParser) -> None:
                         "model's own columns otherwise")
 
 
-def _model_columns(model: J.JointModel, given: Columns | None) -> Columns:
-    return given or Columns.from_json(model.settings.get("columns", Columns().to_json()))
+def _model_columns(model: J.JointModel, given: Columns | None, path: str, model_path: str,
+                   command: str, gold: bool) -> Columns:
+    """Where the input ``path`` holds the model's columns: checked against its training
+    layout (its first sentences); a model without one reads ``--columns`` or its
+    ``settings["columns"]``, as before."""
+    if given is None and model.layout is None:
+        cols = Columns.from_json(model.settings.get("columns", Columns().to_json()))
+        warn_unrecorded(model_path, path, cols, command)
+        return cols
+    checked = layout_input(iter_input(path), model, model_path, given, command, need_tag=gold)
+    return checked.source or given or Columns()
 
 
 def _layout(sents: list[Sentence], cols: Columns, gold: bool) -> list[Sentence]:
@@ -117,13 +130,22 @@ def _gold(path: str, cols: Columns, on_invalid: str, command: str, n: int | None
 def run_train(args: argparse.Namespace) -> int:
     check_output(args.output)
     cols = args.columns or Columns()
+    first = next(iter_input(args.train), None)
+    if first is None:
+        raise no_sentences(args.train)
+    width = len(first.rows[0])
+    resolved = cols.resolve(width, first.where(0))
+    warn_unread(args.columns, resolved, [first], "joint train")
     sents = _gold(args.train, cols, args.on_invalid, "joint train", args.sentences)
-    heldout = (_gold(args.calibrate, cols, args.on_invalid, "joint train")
-               if args.calibrate else None)
     data = J.layered(sents, args.collapse_pos, args.np_only)
     model, encoded = J.model_for(data, args.kind, {"collapse_pos": args.collapse_pos,
                                                    "np_only": args.np_only,
                                                    "columns": cols.to_json()})
+    pos = "feature" if args.kind == "chunker" else "gold"
+    model.layout = Layout.of(sents, Columns(0, 1, 2), "IOB2", pos).moved(resolved, width)
+    heldout = (_gold(args.calibrate, _model_columns(model, args.columns, args.calibrate,
+                                                    args.output, "joint train", True),
+                     args.on_invalid, "joint train") if args.calibrate else None)
     model.fit(encoded, args.algorithm, args.iterations, l2=args.l2, progress=not args.quiet)
     if heldout is not None:
         _calibrate(model, heldout, args.calibrate)
@@ -142,8 +164,8 @@ def _calibrate(model: J.JointModel, sents: list[Sentence], source: str) -> None:
 def run_calibrate(args: argparse.Namespace) -> int:
     check_output(args.output)
     model = J.JointModel.load(args.model)
-    sents = _gold(args.input, _model_columns(model, args.columns), args.on_invalid,
-                  "joint calibrate")
+    cols = _model_columns(model, args.columns, args.input, args.model, "joint calibrate", True)
+    sents = _gold(args.input, cols, args.on_invalid, "joint calibrate")
     _calibrate(model, sents, args.input)
     model.save(args.output)
     print(f"wrote {args.output}")
@@ -154,7 +176,8 @@ def run_decode(args: argparse.Namespace) -> int:
     if args.output:
         check_output(args.output)
     model = J.JointModel.load(args.model)
-    cols = _model_columns(model, args.columns)
+    cols = _model_columns(model, args.columns, args.input, args.model, "joint decode",
+                          bool(args.json))
     raw = read_input(args.input)
     if args.json:
         sents = _gold(args.input, cols, args.on_invalid, "joint decode")

@@ -19,8 +19,8 @@ from ..models.io import read_metadata
 from ..scorefile import load_lattices
 from ..batch import SENTENCE_ERRORS, block_lattices, map_blocks, sentence_error
 from .common import (BETA_HELP, Failures, HelpFormatter, add_executor, add_on_invalid,
-                     beta_option, columns_spec, executor_of, iter_gold, model_layout,
-                     read_gold, warn)
+                     arranged, beta_option, columns_spec, executor_of, iter_gold,
+                     layout_input, read_gold, warn)
 from .grammar import add_state_budget
 
 
@@ -58,8 +58,9 @@ def add_parsers(sub) -> None:
     add_state_budget(p, "with --method fst: ")
     p.add_argument("--json", action="store_true", help="print the table as JSON")
     p.add_argument("--columns", type=columns_spec, default=None, metavar="SPEC",
-                   help="where the model's word and POS columns are in FILE (e.g. word,_,pos,tag); "
-                        "none: where the model was trained to read them")
+                   help="where the model's word and POS columns are in FILE, each column named "
+                        "(e.g. word,_,pos,tag); none: where the model was trained to read "
+                        "them, checked against its training layout")
     add_on_invalid(p)
     add_executor(p, "the file's sentences (with --model; blocks of about 2000 tokens, "
                     "the rows keep the input's order)")
@@ -84,10 +85,12 @@ def _scored(args: argparse.Namespace, ex) -> Iterator[tuple]:
         require = getattr(model, "require_probabilities", None)   # perceptron/MMVP scores
         if require is not None:
             require()
-        job = _Job(model, args.columns, args.column, args.scheme, args.direction, args.beta,
-                   args.method, args.state_budget)
         gold = iter_gold(args.file, args.scheme, args.column, args.on_invalid, "expected")
-        return ((s, row) for block, rows in map_blocks(_expected_block, job, gold, ex)
+        checked = layout_input(gold, model, args.model, args.columns, "expected")
+        job = _Job(model, checked.arrangement, args.column, args.scheme, args.direction,
+                   args.beta, args.method, args.state_budget)
+        return ((s, row) for block, rows in map_blocks(_expected_block, job,
+                                                       checked.sentences, ex)
                 for s, row in zip(block, rows))
     try:
         read_metadata(args.scores)
@@ -107,7 +110,7 @@ def _scored(args: argparse.Namespace, ex) -> Iterator[tuple]:
 
 class _Job(NamedTuple):
     model: Any
-    columns: Any
+    arrangement: Any             # the input's columns moved to the model's (None: as they are)
     column: int
     scheme: str
     direction: str
@@ -121,8 +124,7 @@ def _expected_block(job: _Job, block: list) -> list:
     sentence whose lattice cannot be built is an error of its own, a LayoutError
     (the file's columns) stops the command."""
     with budget.use_state_budget(job.state_budget):
-        lats = block_lattices(job.model.lattices,
-                              list(model_layout(block, job.columns, job.model)))
+        lats = block_lattices(job.model.lattices, list(arranged(block, job.arrangement)))
         return [lat if isinstance(lat, BaseException) else _row(job, s, lat)
                 for s, lat in zip(block, lats)]
 

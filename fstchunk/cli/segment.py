@@ -34,8 +34,9 @@ from ..models.segment import DECODERS, SegmentModel, restriction_flags
 from ..models.segment.train import train
 from ..segments.scoring import score_segments
 from ..segments.space import RESTRICTIONS
+from ..layout import head
 from .common import (BETA_HELP, HelpFormatter, add_executor, beta_option, executor_of,
-                     nonnegative_int, positive_int)
+                     nonnegative_int, positive_int, warn)
 
 
 def add_parser(sub) -> None:
@@ -137,6 +138,7 @@ def run_train(args: argparse.Namespace) -> int:
                   average=not args.no_average, seed=args.seed, dev=dev,
                   progress=not args.quiet, restrictions=flags, select=args.select)
     model.settings.update(train=args.train, dev=args.dev)
+    model.layout = model.layout_of(sents)
     if args.select == "dev":
         print(f"kept epoch {model.settings['selected_epoch']} of {args.epochs} (best dev F)")
     if dev is not None:
@@ -161,6 +163,7 @@ def run_decode(args: argparse.Namespace) -> int:
     if not jsonl:                     # a tag column holds non-overlapping contiguous chunks
         flags.update(no_overlap=True, contiguous=True)
     model.decode([], restrictions=flags, decoder=args.decoder, beta=args.beta)  # refusals first
+    _check_layout(model, args.model, args.input)
     job = (model, flags, args.decoder, args.beta)
 
     def write(fh, ex) -> None:
@@ -183,6 +186,22 @@ def run_decode(args: argparse.Namespace) -> int:
         else:
             write(sys.stdout, ex)
     return 0
+
+
+def _check_layout(model: SegmentModel, model_path: str, path: str) -> None:
+    """The input's first sentences against the model's training layout: one error if
+    their words or POS tags do not look like training's (:mod:`fstchunk.layout`), one
+    warning for a model file without the record."""
+    if model.layout is None:
+        warn("segment decode", f"{model_path} records no training layout (a model file "
+                               f"written before fstchunk recorded it): the columns of {path} "
+                               f"cannot be checked")
+        return
+    first, _ = head(iter_segments(path, gold=False))
+    bad = model.layout_mismatch(first)
+    if bad:
+        raise InputError(f"{bad}; the segment reader takes the word from the first column "
+                         f"of a CoNLL file and POS tags from the second (of three or more)")
 
 
 def _decode_block(job: tuple, block: list) -> list:

@@ -19,6 +19,15 @@ line naming its ``file:line`` and length; its lines are echoed with the tag
 :data:`~fstchunk.evaluate.UNDECODED` (``<error>``, which ``fstchunk eval`` refuses),
 decoding goes on, the file is still completed, and the command ends with a
 one-line summary and exit status 1.
+
+Layouts (:mod:`fstchunk.layout`): a model records its training layout; ``decode``
+and ``calibrate`` check their input's first sentences against it before any work
+(:func:`~fstchunk.cli.common.layout_input`), and so does ``train`` for ``--dev``,
+``--calibrate`` and the training file of an ``--init`` model.  ``train --init``
+refuses an explicit ``--scheme``, ``--features``, ``--columns`` or ``--min-count``
+that contradicts the init model (options left at their defaults follow it;
+``--data-scheme`` describes the file, so it may differ, and follows the init
+model's when not given).
 """
 
 from __future__ import annotations
@@ -28,8 +37,9 @@ import sys
 from itertools import chain
 from typing import IO, Iterator
 
+from .. import encodings as enc
 from ..columns import Columns
-from ..conll import Sentence, file_delimiter, is_separator, iter_lines, split_line
+from ..conll import file_delimiter, is_separator, iter_lines, split_line
 from ..batch import Decoded, iter_decode_sentences
 from ..decode import DECODERS
 from ..errors import BudgetError, InputError
@@ -43,19 +53,21 @@ from ..models.hmm import HMM
 from ..models.objectives import DEFAULT_L2, OBJECTIVES
 from ..outputs import atomic_write, check_output
 from ..training import Trainer, file_digest
-from .common import (HelpFormatter, add_executor, add_on_invalid, columns_spec, delimiter_arg,
-                     Failures, executor_of,
-                     iter_input, memory_size, model_layout, no_sentences, nonnegative_float,
-                     nonnegative_int, positive_float, positive_int, read_gold, warn,
-                     BETA_HELP, beta_option, training_beta_option)
+from .common import (BETA_HELP, Failures, Given, HelpFormatter, add_executor, add_on_invalid,
+                     arranged, beta_option, columns_spec, delimiter_arg, executor_of, given,
+                     iter_input, layout_input, memory_size, no_sentences, nonnegative_float,
+                     nonnegative_int, positive_float, positive_int, read_gold,
+                     training_beta_option, warn, warn_unread)
 
 
 def add_columns(p: argparse.ArgumentParser) -> None:
     p.add_argument("--columns", default=None, type=columns_spec, metavar="SPEC",
-                   help="the file's columns in order, named word, pos, tag or _ (ignored): "
-                        "e.g. word,pos,tag or word,tag (no POS: the POS-free variant of the "
-                        "feature template); none: word,pos,...,tag for a new model (word "
-                        "first, POS second, tag last), the model's own columns otherwise")
+                   action=Given,
+                   help="the file's columns in order, each named word, pos, tag or _ (not "
+                        "read): e.g. word,pos,tag, word,tag (no POS: the POS-free variant of "
+                        "the feature template) or word,pos,_,tag; none: word,pos,...,tag for "
+                        "a new model (word first, POS second, tag last), the model's own "
+                        "columns otherwise, checked against its training layout")
 
 
 def add_parsers(sub) -> None:
@@ -100,8 +112,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--dev", default=None,
                    help="CoNLL file (same columns) for the dev F in the progress bar")
     add_columns(p)
-    p.add_argument("--features", default="tmpt3", choices=tuple(TEMPLATES),
-                   help="feature template (Tang et al. tmpt1-4, ner; -nopos: no POS column)")
+    p.add_argument("--features", default="tmpt3", choices=tuple(TEMPLATES), action=Given,
+                   help="feature template (Tang et al. tmpt1-4, ner; -nopos: no POS column; "
+                        "with --init: the init model's)")
     p.add_argument("--objective", default="ml",
                    choices=(*OBJECTIVES, mm.MAX_MARGIN, PERCEPTRON),
                    help="ml (log-likelihood), meu (expected sentence F_β), meu-corpus "
@@ -126,14 +139,20 @@ def add_parsers(sub) -> None:
                    help="stopping tolerance: max-margin's duality gap (absolute; none: "
                         f"{mm.DEFAULT_GAP_TOL:g}), else L-BFGS-B's gradient tolerance "
                         "(none: 1e-9)")
-    p.add_argument("--init", default=None, help="start from this saved CRF (e.g. the ML one)")
+    p.add_argument("--init", default=None,
+                   help="start from this saved CRF (e.g. the ML one): its scheme, features, "
+                        "columns and min-count, which explicit options must not contradict")
     p.add_argument("-o", "--output", required=True, help="model file to write (.npz)")
     p.add_argument("--model-type", default="crf", choices=("crf", "hmm"),
                    help="linear-chain CRF or counting HMM")
-    p.add_argument("--scheme", default="IOB2", help="scheme the model tags in")
-    p.add_argument("--data-scheme", default="IOB2", help="scheme of the files' tag column")
-    p.add_argument("--min-count", type=positive_int, default=1,
-                   help="drop feature strings seen fewer times")
+    p.add_argument("--scheme", default="IOB2", action=Given,
+                   help="scheme the model tags in (with --init: the init model's)")
+    p.add_argument("--data-scheme", default="IOB2", action=Given,
+                   help="scheme of the files' tag column (with --init: the init model's "
+                        "training data scheme where it records one)")
+    p.add_argument("--min-count", type=positive_int, default=1, action=Given,
+                   help="drop feature strings seen fewer times (with --init: the init "
+                        "model's)")
     p.add_argument("--max-iter", type=positive_int, default=150,
                    help="L-BFGS iterations (max-margin, perceptron: passes over the "
                         "training set)")
@@ -171,10 +190,12 @@ def run_decode(args: argparse.Namespace) -> int:
         check_output(args.output)
     model = load_model(args.model)
     scheme = args.output_scheme or output_scheme(model)
+    checked = layout_input(iter_input(args.input, args.delimiter), model, args.model,
+                           args.columns, "decode")
     with executor_of(args) as ex:
         results = iter_decode_sentences(
-            model, model_layout(iter_input(args.input, args.delimiter), args.columns, model),
-            args.decoder, args.beta, args.k, scheme, memory_budget=args.memory_budget,
+            model, arranged(checked.sentences, checked.arrangement), args.decoder,
+            args.beta, args.k, scheme, memory_budget=args.memory_budget,
             executor=ex)
         failed = Failures("decode", "decoded")
         if args.output:
@@ -268,28 +289,45 @@ def _with_hint(error: BaseException) -> BaseException:
 
 def run_train(args: argparse.Namespace) -> int:
     check_output(args.output)
+    if args.model_type == "hmm" and (args.objective != "ml" or args.init or args.resume
+                                     or args.calibrate):
+        raise InputError("--model-type hmm is estimated by counting: --objective, --init, "
+                         "--resume and --calibrate apply to the CRF only")
     crf = CRF.load(args.init) if args.init else None
+    data_scheme = args.data_scheme
+    if crf is not None:
+        _refuse_init_conflicts(args, crf)
+        if not given(args, "data_scheme") and crf.data_scheme is not None:
+            data_scheme = crf.data_scheme
     cols = args.columns or (crf.columns if crf is not None else Columns())
-    train = read_gold(args.train, args.data_scheme, cols.tag, args.on_invalid, "train")
-    dev = (read_gold(args.dev, args.data_scheme, cols.tag, args.on_invalid, "train")
-           if args.dev else None)
+    if crf is not None:                          # the init model's layout, before reading
+        layout_input(iter_input(args.train), crf, args.init, args.columns, "train",
+                     need_tag=True, fix="train --init reads files in the init model's layout")
+    else:                                        # --columns against the file, before reading
+        first = next(iter_input(args.train), None)
+        if first is not None:
+            cols.resolve(len(first.rows[0]), first.where(0))
+    train = read_gold(args.train, data_scheme, cols.tag, args.on_invalid, "train")
     if args.model_type == "hmm":
-        if args.objective != "ml" or args.init or args.resume or args.calibrate:
-            raise InputError("--model-type hmm is estimated by counting: --objective, --init, "
-                             "--resume and --calibrate apply to the CRF only")
-        model = HMM(scheme=args.scheme, columns=cols).fit(train, data_scheme=args.data_scheme)
+        model = HMM(scheme=args.scheme, columns=cols).fit(train, data_scheme=data_scheme)
+        warn_unread(args.columns, model.columns, train, "train")
         model.save(args.output)
         print(f"wrote {args.output}")
         return 0
     if crf is not None:
-        data = crf.training_data(train)
+        data = crf.training_data(train, data_scheme)
+        layout = crf.layout_of(train, data_scheme)
+        crf.layout = layout if crf.layout is None else crf.layout.union(layout)
     else:
         template = resolve_template(args.features, cols)
         if template != args.features:
             warn("train", f"--columns {cols.spec()} has no POS column: --features "
                           f"{args.features} runs as {template}")
-        crf, data = CRF.prepare(train, template, args.scheme, args.data_scheme,
+        crf, data = CRF.prepare(train, template, args.scheme, data_scheme,
                                 min_count=args.min_count, columns=cols)
+        warn_unread(args.columns, crf.columns, train, "train")
+    dev = _heldout(crf, args.dev, args, data_scheme) if args.dev else None
+    heldout = _heldout(crf, args.calibrate, args, data_scheme) if args.calibrate else None
     crf.settings.update(train=args.train, dev=args.dev, features=crf.fmap.template,
                         init=args.init)
     identity = {"scheme": crf.scheme, "template": crf.fmap.template,
@@ -306,15 +344,56 @@ def run_train(args: argparse.Namespace) -> int:
                 checkpoint=args.output + ".ckpt", checkpoint_every=args.checkpoint_every,
                 resume=args.resume, output=args.output, progress=not args.quiet, log=print,
                 identity=identity, loss=args.loss, executor=ex).fit(crf, data)
-    if args.calibrate:
-        _calibrate(crf, args.calibrate, args.data_scheme, args.on_invalid, "train")
+    if heldout is not None:
+        _calibrate(crf, heldout, args.calibrate, data_scheme)
         crf.save(args.output)
     print(f"wrote {args.output}")
     return 0
 
 
-def _calibrate(crf: CRF, path: str, data_scheme: str, on_invalid: str, command: str) -> None:
-    held = read_gold(path, data_scheme, crf.columns.tag, on_invalid, command)
+def _refuse_init_conflicts(args: argparse.Namespace, crf: CRF) -> None:
+    """One InputError for the first explicit option that contradicts the ``--init``
+    model (naming both values), before any data is read."""
+    def refuse(option: str, value: object, what: str, theirs: object) -> None:
+        raise InputError(f"{option} {value} contradicts the --init model's {what} {theirs} "
+                         f"({args.init}); drop {option} or give a matching one")
+    if given(args, "scheme") and enc.canonical_scheme(args.scheme) != crf.scheme:
+        refuse("--scheme", args.scheme, "scheme", crf.scheme)
+    if given(args, "features") and resolve_template(args.features, crf.columns) \
+            != crf.fmap.template:
+        refuse("--features", args.features, "feature template", crf.fmap.template)
+    if given(args, "min_count"):
+        theirs = crf.settings.get("min_count")
+        if theirs is None:
+            raise InputError(f"--min-count {args.min_count} cannot be checked against the "
+                             f"--init model ({args.init} does not record its min-count) and "
+                             f"would not apply: the feature map is the init model's; drop "
+                             f"--min-count")
+        if theirs != args.min_count:
+            refuse("--min-count", args.min_count, "min-count", theirs)
+    if given(args, "columns"):
+        first = next(iter_input(args.train), None)
+        if first is None:
+            raise no_sentences(args.train)
+        width = len(first.rows[0])
+        mine = args.columns.resolve(width, first.where(0))
+        theirs = crf.columns.resolve(width, first.where(0)) if crf.layout is None else \
+            crf.layout.source(width)
+        if theirs is None or (mine.word, mine.pos, mine.tag) != (theirs.word, theirs.pos,
+                                                                 theirs.tag):
+            refuse("--columns", args.columns.spec(), "columns",
+                   crf.layout.spec() if crf.layout is not None else crf.columns.spec())
+
+
+def _heldout(crf: CRF, path: str, args: argparse.Namespace, data_scheme: str):
+    """The gold sentences of a ``--dev`` or ``--calibrate`` file, in the training layout
+    (checked against it; ``--columns`` turns a mismatch into a warning)."""
+    layout_input(iter_input(path), crf, args.output, args.columns, "train", need_tag=True,
+                 fix="--dev and --calibrate files need the training file's columns")
+    return read_gold(path, data_scheme, crf.columns.tag, args.on_invalid, "train")
+
+
+def _calibrate(crf: CRF, held: list, path: str, data_scheme: str) -> None:
     t = crf.calibrate(held, source=path, data_scheme=data_scheme)
     print(f"temperature {t:.6g} (maximum likelihood on {len(held)} sentences of {path})")
 
@@ -326,7 +405,11 @@ def run_calibrate(args: argparse.Namespace) -> int:
         hint = " (a joint model: fstchunk joint calibrate)" if model.kind == "joint" else ""
         raise InputError(f"{args.model}: a {model.kind} model; calibrate fits a CRF's "
                          f"temperature{hint}")
-    _calibrate(model, args.input, args.data_scheme, args.on_invalid, "calibrate")
+    layout_input(iter_input(args.input), model, args.model, None, "calibrate", need_tag=True,
+                 fix="give calibrate a held-out file in that layout")
+    held = read_gold(args.input, args.data_scheme, model.columns.tag, args.on_invalid,
+                     "calibrate")
+    _calibrate(model, held, args.input, args.data_scheme)
     model.save(args.output)
     print(f"wrote {args.output}")
     return 0

@@ -8,8 +8,11 @@ part everyone relies on: ``kind`` (the tag stored in its model file, the key of
 are ``lattice.tags``; the joint model's ``tags`` is a method of its own),
 ``lattices(sentences)``, ``fit(...) -> self``, ``save(path)`` and
 ``load(path)``; the CRF and the HMM also have ``columns`` (the
-:class:`~fstchunk.columns.Columns` they read, stored in their files), which the
-joint model does not.  :class:`TrainableModel` adds what
+:class:`~fstchunk.columns.Columns` they read, stored in their files), and every model
+that reads CoNLL columns says which it reads in ``reads`` (the CRF's POS only if its
+template reads it; the joint model's fixed word 0, POS 1): :func:`reading_columns`.
+Models trained by this version also carry ``layout`` (their training layout,
+:class:`~fstchunk.layout.Layout`, or None) and ``data_scheme``.  :class:`TrainableModel` adds what
 :class:`fstchunk.training.Trainer` needs to run L-BFGS over a differentiable
 objective: a parameter vector θ, prepared training data, and the objective as
 a function of θ.
@@ -120,6 +123,14 @@ def gold_tags(sentence: Sentence, data_scheme: str, scheme: str,
         head, sep, reason = str(e).partition(": ")
         reason = reason if sep and head.startswith("position ") else str(e)
         raise SchemeError(f"{sentence.where(e.position)}: {reason}", e.position) from None
+
+
+def reading_columns(model: Any) -> Columns | None:
+    """Where ``model`` reads the words and POS tags of the sentences it is given (its
+    ``reads``: POS None when it reads none); None for a model that reads no CoNLL
+    columns (the segment model)."""
+    cols = getattr(model, "reads", None)
+    return cols if isinstance(cols, Columns) else None
 
 
 def training_columns(sentences: Sequence[Sentence], columns: Columns | None,

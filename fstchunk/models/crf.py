@@ -27,6 +27,10 @@ and POS tags from them, :meth:`CRF.training_data` the gold tags too.  Trained on
 columns without POS, a template that reads POS becomes its ``-nopos`` variant
 (:func:`~fstchunk.models.features.resolve_template`) and the model records that
 name.  ``l2=None`` is the objective's own default λ (the trainer resolves it).
+It also records its training layout (:attr:`CRF.layout`, :mod:`fstchunk.layout`:
+the training file's columns, what each held, the data scheme, the word and POS
+vocabularies), which the CLI checks inputs against; :attr:`CRF.data_scheme` is
+its data scheme (None for files written before the record).
 
 Pitfalls:
 
@@ -58,6 +62,7 @@ from ..conll import Sentence
 from ..errors import InputError, SchemeError
 from ..fbeta import to_beta_sq
 from ..lattice import Lattice
+from ..layout import Layout
 from ..tagspace import TagSet
 from ..training import Trainer
 from .design import FeatureCount, TrainingData
@@ -79,7 +84,7 @@ class CRF:
 
     def __init__(self, fmap: FeatureMap, tags: Sequence[str], scheme: str, pairs: np.ndarray,
                  theta: np.ndarray | None = None, settings: dict | None = None,
-                 columns: Columns | None = None):
+                 columns: Columns | None = None, layout: Layout | None = None):
         self.fmap, self.tags, self.scheme = fmap, tuple(tags), enc.canonical_scheme(scheme)
         #: the reading columns (word, POS, gold tag); the feature map reads the same
         self.columns = columns if columns is not None else Columns(fmap.word_col,
@@ -96,7 +101,27 @@ class CRF:
             raise InputError(f"{self.theta.size} parameters do not fit {self.P} state "
                              f"weights and {self.L} tags")
         self.settings = dict(settings or {})
+        #: the training layout (None: a file written before it was recorded)
+        self.layout = layout
         self._w_cache: tuple[int, np.ndarray] | None = None
+
+    @property
+    def reads(self) -> Columns:
+        """The columns the features read: :attr:`columns`, without POS for a ``-nopos``
+        template."""
+        c = self.columns
+        return Columns(c.word, c.pos if reads_pos(self.fmap.template) else None, c.tag)
+
+    @property
+    def data_scheme(self) -> str | None:
+        """The scheme of the training file's tag column (None if not recorded)."""
+        return self.layout.data_scheme if self.layout is not None else None
+
+    def layout_of(self, sentences: Sequence[Sentence], data_scheme: str) -> Layout:
+        """The layout of training ``sentences`` read through :attr:`columns`."""
+        cols = training_columns(sentences, self.columns, "the CRF")
+        return Layout.of(sentences, cols, enc.canonical_scheme(data_scheme),
+                         "feature" if reads_pos(self.fmap.template) else "unread")
 
     # --------------------------------------------------------------- parameters
     def unpack(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -218,7 +243,9 @@ class CRF:
         tags = TagSet.from_tags({t for g in gold for t in g}, scheme).tags
         data = _training_data(fmap, tags, scheme, sentences, gold)
         pairs = cls.observed_pairs(data.X, data.gold.sequences, len(tags))
-        return cls(fmap, tags, scheme, pairs, columns=cols), data
+        crf = cls(fmap, tags, scheme, pairs, settings={"min_count": min_count}, columns=cols)
+        crf.layout = crf.layout_of(sentences, data_scheme)
+        return crf, data
 
     def training_data(self, train: Sequence[Sentence] | TrainingData,
                       data_scheme: str = "IOB2") -> TrainingData:
@@ -313,7 +340,7 @@ class CRF:
         arrays = dict(self.fmap.to_arrays(), theta=self.theta, pairs=self.pairs)
         save_model(path, "crf", arrays, {
             "tags": list(self.tags), "scheme": self.scheme, "template": self.fmap.template,
-            "columns": self.columns.to_json(), "settings": self.settings})
+            "columns": self.columns.to_json(), "settings": self.settings}, self.layout)
 
     @classmethod
     def load(cls, path) -> "CRF":
@@ -351,7 +378,7 @@ class CRF:
             raise f.error("pairs", "repeats a (feature, tag) pair")
         theta = f.array("theta", "float", (len(pairs) + L * L + 2 * L,), finite=True)
         fmap = FeatureMap(template, names, cols.word, cols.pos)
-        return cls(fmap, tags, scheme, pairs, theta, f.settings(), cols)
+        return cls(fmap, tags, scheme, pairs, theta, f.settings(), cols, f.layout(cols))
 
 
 def _training_data(fmap: FeatureMap, tags: tuple[str, ...], scheme: str,

@@ -18,6 +18,10 @@ column (``Columns.parse("word,tag")``) the HMM emits the words only.
 
     HMM(scheme="IOB2", columns=Columns.parse("word,tag")).fit(sentences)
 
+Like the CRF it records its training layout (:attr:`HMM.layout`,
+:mod:`fstchunk.layout`) and its data scheme (:attr:`HMM.data_scheme`; None when
+loaded from a file written before the record).
+
 Pitfalls: the HMM has no iterative training (``fit`` counts once; it is no
 :class:`~fstchunk.models.base.TrainableModel`); the model file stores the
 hyper-parameters in ``settings`` and the columns in ``columns`` (files of
@@ -38,6 +42,7 @@ from ..columns import Columns
 from ..conll import Sentence
 from ..errors import FstchunkError, InputError
 from ..lattice import Lattice
+from ..layout import Layout
 from ..tagspace import TagSet
 from .base import check_training_set, gold_tags, training_columns
 from .features import word_shape
@@ -70,8 +75,15 @@ class HMM:
         #: the reading columns (word, POS or None, gold tag); resolved by :meth:`fit`
         self.columns = columns if columns is not None else Columns(word_col, pos_col, tag_col)
         self.settings: dict = {"delta": delta, "min_count": min_count}
+        #: the training layout (None until fitted, or loaded from an older file)
+        self.layout: Layout | None = None
         self._set_parameters((), [UNKNOWN], [UNKNOWN], np.zeros(0), np.zeros((0, 0)),
                              np.zeros(0), np.zeros((0, 1)), np.zeros((0, 1)))
+
+    @property
+    def reads(self) -> Columns:
+        """The columns the HMM reads (:attr:`columns`)."""
+        return self.columns
 
     def _set_parameters(self, tags, vocab, pos_vocab, log_start, log_trans, log_end,
                         log_word, log_pos) -> None:
@@ -88,12 +100,13 @@ class HMM:
     def fit(self, sentences: Sequence[Sentence], data_scheme: str | None = None) -> "HMM":
         """Relative frequencies (add-δ) of the sentences' tags, words and POS, read from
         :attr:`columns` (tags in ``data_scheme``, default the constructor's); ``self``."""
-        if data_scheme is not None:
-            self.data_scheme = enc.canonical_scheme(data_scheme)
+        if data_scheme is not None or self.data_scheme is None:
+            self.data_scheme = enc.canonical_scheme(data_scheme or "IOB2")
         cols = training_columns(sentences, self.columns, "the HMM")
         gold = [gold_tags(s, self.data_scheme, self.scheme, cols.tag) for s in sentences]
         check_training_set(sentences, gold, "the HMM")
         self.columns = cols
+        self.layout = Layout.of(sentences, cols, self.data_scheme)
         delta, min_count = self.settings["delta"], self.settings["min_count"]
         seqs = [(s.column(cols.word), self._pos(s), g) for s, g in zip(sentences, gold)]
         tags = TagSet.from_tags({t for _, _, ts in seqs for t in ts}, self.scheme).tags
@@ -167,7 +180,7 @@ class HMM:
             "log_start": self.log_start, "log_trans": self.log_trans, "log_end": self.log_end,
             "log_word": self.log_word, "log_pos": self.log_pos},
             {"tags": list(self.tags), "scheme": self.scheme, "columns": self.columns.to_json(),
-             "settings": self.settings})
+             "settings": self.settings}, self.layout)
 
     @classmethod
     def load(cls, path) -> "HMM":
@@ -196,4 +209,6 @@ class HMM:
                 raise f.error(field, "log-probabilities must be <= 0")
         m._set_parameters(tags, vocab, pos_vocab, *logs)
         m.settings = dict(settings)
+        m.layout = f.layout(cols)
+        m.data_scheme = m.layout.data_scheme if m.layout is not None else None
         return m

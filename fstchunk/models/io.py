@@ -21,6 +21,13 @@ then reads its fields through :class:`Fields`, which validates every one (type,
 tags of the scheme, array dtype, shape, range, finiteness) and names the file and
 the field: ``model.npz: field 'pairs': ...``.
 
+Layout: models trained by this version record their training layout
+(:class:`~fstchunk.layout.Layout`: columns, what each held, the data scheme, the
+vocabularies) as the metadata field ``layout`` and the arrays ``layout_word`` and
+``layout_pos`` (:meth:`Fields.layout`; the field is in the checksum).  Files
+written before have none: ``Fields.layout()`` is None, and the CLI warns that their
+inputs' layout cannot be checked.  Older readers ignore the new field and arrays.
+
 Versions: version 1 files (fstchunk 0.1) have no checksum and still load.
 Version 2 files carry ``checksum``: a digest of every metadata field but
 ``format``, ``version``, ``settings`` and the checksum itself, and of the arrays'
@@ -52,6 +59,7 @@ from .. import encodings as enc
 from ..columns import Columns
 from ..errors import FstchunkError, InputError, ModelFileError
 from ..fbeta import upgrade_settings
+from ..layout import Layout
 from ..outputs import atomic_write
 from ..tagspace import TagSet, check_expresses, check_tags
 
@@ -64,10 +72,15 @@ _NPY_MAGIC = b"\x93NUMPY"
 
 
 # ---------------------------------------------------------------------- writing
-def save_model(path, kind: str, arrays: dict[str, np.ndarray], metadata: dict) -> None:
-    """Write ``arrays`` and ``metadata`` (plus format, version, kind and checksum) to
-    ``path``, atomically (a temporary file in the same folder, renamed)."""
+def save_model(path, kind: str, arrays: dict[str, np.ndarray], metadata: dict,
+               layout: Layout | None = None) -> None:
+    """Write ``arrays`` and ``metadata`` (plus format, version, kind, checksum and the
+    training ``layout`` if known) to ``path``, atomically (a temporary file in the same
+    folder, renamed)."""
     path = os.fspath(path)
+    if layout is not None:
+        arrays = {**arrays, **layout.arrays()}
+        metadata = {**metadata, "layout": layout.to_json()}
     out = {k: np.asarray(v) for k, v in arrays.items()}
     for k, v in out.items():
         if v.dtype == object:
@@ -295,6 +308,25 @@ class Fields:
             return Columns(legacy.get("word_col", 0), legacy.get("pos_col", 1), -1)
         except FstchunkError as e:
             raise self.error("word_col/pos_col", str(e)) from None
+
+    def layout(self, columns: Columns | None = None) -> Layout | None:
+        """The training layout (field ``layout``, arrays ``layout_word``/``layout_pos``),
+        None in files written before it; its word and POS columns must be ``columns``'
+        (the model's reading columns) where it records them."""
+        if "layout" not in self.meta:
+            return None
+        try:
+            layout = Layout.from_json(self.meta["layout"], self.arrays)
+            if layout.data_scheme is not None:
+                enc.canonical_scheme(layout.data_scheme)
+        except FstchunkError as e:
+            raise self.error("layout", str(e)) from None
+        lc = layout.columns
+        if columns is not None and (lc.word != columns.word or
+                                    lc.pos not in (None, columns.pos)):
+            raise self.error("layout", f"columns {layout.spec()} differ from the model's "
+                                       f"reading columns {columns.spec()}")
+        return layout
 
     def strings(self, field: str) -> list[str]:
         """A 1-d string array as a list of distinct strings."""

@@ -32,6 +32,10 @@ Pitfalls:
   caller passes ``require_probabilities=False`` (MAP decoding through the generic
   decoders: Viterbi does not change with T).  :meth:`~JointModel.decode` and
   :meth:`~JointModel.fst` never refuse.
+* The model reads word column 0 and POS column 1 of the sentences it is given
+  (:attr:`JointModel.reads`); the CLI moves a file's columns there.  Its training
+  layout (:attr:`JointModel.layout`, :mod:`fstchunk.layout`) is recorded by the
+  trainer that saw the file (``fstchunk joint train``), None otherwise.
 * The model file (kind ``joint``) stores labels, templates, vocabularies in id
   order, settings and ``w``; :mod:`.files` checks every field on load and names the
   file and field of one that does not fit (:class:`~fstchunk.errors.ModelFileError`).
@@ -44,10 +48,12 @@ from typing import Callable, Sequence
 import numpy as np
 import pynini
 
+from ...columns import Columns
 from ...conll import Sentence
 from ...engine.chain import Layers, token_marginals
 from ...errors import InputError
 from ...lattice import Lattice
+from ...layout import Layout
 from ..io import save_model
 from . import train
 from .calibration import HeldOut, fit_temperature
@@ -68,6 +74,15 @@ class JointModel(PartScorer):
 
     #: the file this model was loaded from or last saved to (for messages)
     path: str | None = None
+    #: where :meth:`lattices` reads the words and POS tags (:func:`~.corpus.layered`)
+    reads = Columns(0, 1, None)
+    #: the training layout (None: not recorded)
+    layout: Layout | None = None
+
+    @property
+    def data_scheme(self) -> str | None:
+        """The scheme of the training file's chunk column (None if not recorded)."""
+        return self.layout.data_scheme if self.layout is not None else None
 
     @property
     def variant(self) -> str:
@@ -232,7 +247,7 @@ class JointModel(PartScorer):
                 "templates": {k: [list(map(list, t)) for t in v] for k, v in self.templates.items()},
                 "vocabs": [sorted(v, key=v.get) for v in self.vocabs],
                 "reading": reading(self.settings), "settings": self.settings}
-        save_model(path, self.kind, {"w": self.w}, meta)
+        save_model(path, self.kind, {"w": self.w}, meta, self.layout)
         self.path = str(path)
 
     @classmethod
@@ -246,6 +261,7 @@ class JointModel(PartScorer):
             raise fields.error("w", f"expected {model.size} weights for these labels, "
                                     f"templates and vocabularies, found {w.shape[0]}")
         model.w = w
+        model.layout = fields.layout()
         model.path = str(path)
         return model
 

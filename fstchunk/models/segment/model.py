@@ -14,7 +14,12 @@ Model files (:mod:`fstchunk.models.io`, kind ``segment``): the array ``W`` (D ×
 the metadata fields ``types``, ``features`` (the feature function's version,
 :data:`.features.FEATURES`), ``D``, ``max_gap``, ``k`` (None: k = n),
 ``restrictions``, ``threshold``, ``pos`` (whether the features read POS tags) and
-``settings`` (training bookkeeping); every field is validated on load.
+``settings`` (training bookkeeping); every field is validated on load.  A model
+trained by ``fstchunk segment train`` also records its training layout
+(:attr:`SegmentModel.layout`, :mod:`fstchunk.layout`) over the columns its reader
+gives whatever the file's format (word, and POS where the sentences have it), and the
+data scheme of a CoNLL training file (IOB2; None for JSONL);
+:meth:`SegmentModel.layout_mismatch` checks an input's first sentences against it.
 
 Pitfalls: ``types`` keep their training order (the columns of W); ``k`` too small
 drops segments that would score > 0; a sentence may hold segments of types the model
@@ -32,8 +37,11 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from ...columns import Columns
+from ...conll import Sentence
 from ...errors import InputError
 from ...fbeta import check_beta
+from ...layout import Layout
 from ...segments.data import SegSentence, Segment
 from ...segments.meu import calibrated, meu_set, platt_fit
 from ...segments.space import RESTRICTIONS, kbest, parse_restrictions, restrict
@@ -102,6 +110,33 @@ class SegmentModel:
         self.W = W
         self.settings: dict = dict(settings or {})
         self.pos = bool(pos)
+        #: the training layout (None: not recorded)
+        self.layout: Layout | None = None
+
+    @property
+    def data_scheme(self) -> str | None:
+        """The scheme of a CoNLL training file's tag column (None: JSONL, or unknown)."""
+        return self.layout.data_scheme if self.layout is not None else None
+
+    @staticmethod
+    def layout_of(sentences: Sequence[SegSentence]) -> Layout:
+        """The layout of training ``sentences``: word and POS (where every sentence has
+        them) vocabularies; data scheme IOB2 for CoNLL sentences (JSONL ones keep
+        their record)."""
+        cols = _reading(sentences)
+        pos = all(s.pos is not None for s in sentences)
+        return Layout.of(cols, Columns(0, 1 if pos else None, None),
+                         "IOB2" if sentences and not sentences[0].record else None)
+
+    def layout_mismatch(self, sentences: Sequence[SegSentence]) -> str | None:
+        """Why the first ``sentences`` of an input do not look like training's word or
+        POS values (:meth:`fstchunk.layout.Layout.mismatch`, naming where they start),
+        None if they do or no layout is recorded."""
+        if self.layout is None or not sentences:
+            return None
+        pos = all(s.pos is not None for s in sentences)
+        bad = self.layout.mismatch(_reading(sentences), Columns(0, 1 if pos else None, None))
+        return None if bad is None else f"{sentences[0].source}: {bad[1]}"
 
     # ---------------------------------------------------------------- scores
     def features(self, sentence: SegSentence) -> SentenceFeatures:
@@ -214,7 +249,7 @@ class SegmentModel:
         save_model(path, self.kind, {"W": self.W}, {
             "types": self.types, "features": FEATURES, "D": self.D, "max_gap": self.max_gap,
             "k": self.k, "restrictions": self.restrictions, "threshold": self.threshold,
-            "pos": self.pos, "settings": self.settings})
+            "pos": self.pos, "settings": self.settings}, self.layout)
 
     @classmethod
     def load(cls, path) -> "SegmentModel":
@@ -246,4 +281,13 @@ class SegmentModel:
         threshold = f.get("threshold", (float, int))
         pos = f.get("pos", bool)
         W = f.array("W", "float", (D, len(types)), finite=True)
-        return cls(types, D, max_gap, k, flags, float(threshold), W, f.settings(), pos)
+        m = cls(types, D, max_gap, k, flags, float(threshold), W, f.settings(), pos)
+        m.layout = f.layout()
+        return m
+
+
+def _reading(sentences: Sequence[SegSentence]) -> list[Sentence]:
+    """What the segment model reads of each sentence as CoNLL rows: word (and POS)."""
+    return [Sentence([[t] if s.pos is None else [t, p]
+                      for t, p in zip(s.tokens, s.pos or s.tokens)], list(s.lines), s.source)
+            for s in sentences]
