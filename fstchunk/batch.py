@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from . import encodings as enc
+from .blas import limited_iter, one_blas_thread
 from .decode import CORPUS_PRUNE, CorpusTable, check_decoding, corpus_table, decide_corpus, decode_one
 from .errors import FstchunkError, InputError
 from .lattice import Lattice
@@ -149,10 +150,12 @@ def iter_decode_sentences(model, sentences: Iterable, decoder: str = "map", beta
     _lattice_reader(model, decoder)
     job = _Job(model, decoder, beta, k, output_scheme, memory_budget)
     if decoder == "meu-corpus":
-        return _iter_corpus(job, sentences, executor)
-    if executor is None:
-        return _iter_each(job, sentences)
-    return _iter_blocks(job, sentences, executor)
+        it = _iter_corpus(job, sentences, executor)
+    elif executor is None:
+        it = _iter_each(job, sentences)
+    else:
+        it = _iter_blocks(job, sentences, executor)
+    return limited_iter(it)        # one BLAS thread while computing, not between items
 
 
 def _iter_each(job: _Job, sentences: Iterable, start: int = 0) -> Iterator[Decoded]:
@@ -235,6 +238,7 @@ def _iter_corpus(job: _Job, sentences: Iterable, executor: Any) -> Iterator[Deco
                                              job.output_scheme), None, s)
 
 
+@one_blas_thread
 def decode_sentences(model, sentences, decoder: str = "map", beta: float = 1.0, k: int = 20,
                      output_scheme: str = "IOB2", memory_budget: int | None = None,
                      executor: Any = None) -> list[list[str]]:

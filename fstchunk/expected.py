@@ -32,6 +32,7 @@ import numpy as np
 import pynini
 
 from .errors import InputError
+from .blas import one_blas_thread
 from . import fsa
 from .evaluate import _check_beta
 from .engine.expectation import tp_count_table
@@ -56,6 +57,7 @@ class ExpectedF:
     joint: np.ndarray | None = None   # Pr(tp = a, m_random = b), method="fst" only
 
 
+@one_blas_thread
 def expected_f(lattice: Lattice, hypothesis: Sequence[str] | None = None,
                reference: Sequence[str] | None = None, beta: float = 1.0,
                method: str = "fst") -> ExpectedF:

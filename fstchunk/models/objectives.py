@@ -63,6 +63,7 @@ from typing import Callable, NamedTuple, Sequence
 import numpy as np
 
 from .. import encodings as enc
+from ..blas import one_blas_thread
 from ..engine.batched import ALL, scaled_weights, transfer
 from ..engine.expectation import corpus_expectations, tp_count_table_grad
 from ..expected import from_count_table
@@ -179,6 +180,7 @@ class Statistics(NamedTuple):
     grads: tuple[ChainGrad, ...]
 
 
+@one_blas_thread
 def ml_statistics(chain: Chain, gold: Gold, beta: float = 1.0) -> Statistics:
     """Σ_i −log Pr(y_i | x_i) and its gradient (``beta`` unused).
 
@@ -214,6 +216,7 @@ def ml_statistics(chain: Chain, gold: Gold, beta: float = 1.0) -> Statistics:
     return Statistics(np.array([nll]), (ChainGrad(gE, gT, gS, gEnd),))
 
 
+@one_blas_thread
 def meu_statistics(chain: Chain, gold: Gold, beta: float = 1.0) -> Statistics:
     """Σ_i E[F_β(x | y_i)] and its gradient, sentences over processes."""
     L = len(chain.tags)
@@ -262,6 +265,7 @@ def _meu_shard(job, ids):
     return list(ids), rows, value, gT, gS, gEnd
 
 
+@one_blas_thread
 def meu_corpus_statistics(chain: Chain, gold: Gold, beta: float = 1.0) -> Statistics:
     """(Σ E[tp], Σ E[m(x)], Σ m(y)) with the gradients of the first two."""
     E = chain.emissions
