@@ -40,11 +40,12 @@ import pynini
 
 from . import encodings as enc
 from . import fsa
-from .errors import InputError
+from .blas import one_blas_thread
+from .errors import BudgetError, InputError
 from .evaluate import _check_beta
 from .engine.chain import viterbi
 from .engine.intervals import SpanPairs, best_span_set
-from .engine.meu import exact_meu
+from .engine.meu import exact_meu, utility_bounds
 from .engine.spans import tilted_spans
 from .expected import expected_f
 from .lattice import Lattice
@@ -61,6 +62,7 @@ class Decoding(NamedTuple):
 
 
 # ------------------------------------------------------------------------- MAP
+@one_blas_thread
 def decode_map(lattice: Lattice, method: str = "viterbi") -> Decoding:
     """The most probable valid sequence and its log probability."""
     if method == "viterbi":
@@ -75,6 +77,7 @@ def decode_map(lattice: Lattice, method: str = "viterbi") -> Decoding:
     return Decoding(tags, lattice.log_prob(tags))
 
 
+@one_blas_thread
 def decode_posterior(lattice: Lattice) -> Decoding:
     """The valid sequence maximising the sum of token marginals."""
     marg = lattice.marginals()
@@ -85,6 +88,7 @@ def decode_posterior(lattice: Lattice) -> Decoding:
 
 
 # ------------------------------------------------------------------------- MEU
+@one_blas_thread
 def decode_meu(lattice: Lattice, beta: float = 1.0, method: str = "exact",
                k: int = 20, memory_budget: float | None = None) -> Decoding:
     """The hypothesis of maximum expected F_β against the lattice, that E[F_β]
@@ -106,7 +110,7 @@ def decode_meu(lattice: Lattice, beta: float = 1.0, method: str = "exact",
     if memory_budget is not None and not memory_budget > 0:
         raise InputError(f"memory_budget must be a positive number of bytes, got {memory_budget!r}")
     if method == "kbest":
-        return _meu_kbest(lattice, beta, k)
+        return _meu_kbest(lattice, beta, k, memory_budget)
     if method != "exact":
         raise InputError(f"unknown method {method!r}; use 'exact' or 'kbest'")
     types = lattice.space.types
@@ -119,13 +123,38 @@ def decode_meu(lattice: Lattice, beta: float = 1.0, method: str = "exact",
     return Decoding(tags, res.value, res.gap)
 
 
-def _meu_kbest(lattice: Lattice, beta: float, k: int) -> Decoding:
+#: rounding allowed for when k-best MEU skips a hypothesis by its certified interval
+#: (:func:`fstchunk.engine.meu.utility_bounds`): far above the rounding of either
+#: evaluation, far below the utility differences between distinct paths
+RERANK_SLACK = 1e-9
+
+
+def _meu_kbest(lattice: Lattice, beta: float, k: int,
+               memory_budget: float | None = None) -> Decoding:
+    """The ``k`` best paths (OpenFst's n-shortest, in its order), the one of highest
+    exact U = E[F_β] (the first on a tie).  The exact U (:func:`expected_f`,
+    O(n·S²·width) each) is computed only for the paths whose certified interval
+    Ũ ± b from one tilted sweep (:func:`fstchunk.engine.meu.utility_bounds`), widened
+    by :data:`RERANK_SLACK`, reaches the best lower end: the others cannot be the
+    maximum, so the choice and its score are those of evaluating every path.  When
+    the sweep exceeds ``memory_budget`` every path is evaluated exactly."""
     if not (isinstance(k, int) and k >= 1):
         raise InputError(f"k must be a positive integer, got {k!r}")
     paths = _shortest(lattice, k)
+    hyps = [[lattice.space.symbols.find(x) for x in labels] for labels, _, _ in fsa.paths(paths)]
+    types = lattice.space.types
+    sets = [[(types.index(t), s, e) for t, s, e in enc.tags_to_chunks(h, lattice.scheme)]
+            for h in hyps]
+    try:
+        approx, bound = utility_bounds(lattice, beta, sets, memory_budget)
+    except BudgetError:
+        approx, bound = np.full(len(hyps), np.nan), np.full(len(hyps), np.inf)
+    lower = approx - bound - RERANK_SLACK
+    best_lower = float(np.max(lower[np.isfinite(lower)])) if np.isfinite(lower).any() else -np.inf
     best = None
-    for labels, _, _ in fsa.paths(paths):
-        tags = [lattice.space.symbols.find(x) for x in labels]
+    for tags, a, b in zip(hyps, approx, bound):
+        if np.isfinite(a) and a + b + RERANK_SLACK < best_lower:     # cannot be the best
+            continue
         u = expected_f(lattice, hypothesis=tags, beta=beta, method="fast").f
         if best is None or u > best.score:
             best = Decoding(tags, u, float("inf"))
@@ -162,6 +191,7 @@ class CorpusTable(NamedTuple):
     scheme: str
 
 
+@one_blas_thread
 def corpus_table(lattice: Lattice, prune: float = CORPUS_PRUNE) -> CorpusTable:
     """The chunk table of one lattice (one sweep, O(n · width) memory): the part of
     corpus MEU that reads the lattice, so it can run wherever the lattice is."""
@@ -171,6 +201,7 @@ def corpus_table(lattice: Lattice, prune: float = CORPUS_PRUNE) -> CorpusTable:
                        tuple(lattice.space.types), lattice.scheme)
 
 
+@one_blas_thread
 def decode_meu_corpus(lattices: Sequence[Lattice], beta: float = 1.0,
                       max_iter: int = 50) -> tuple[list[list[str]], float]:
     """Jointly decode a corpus for the expected corpus F_β (Dinkelbach, see module doc).
@@ -181,6 +212,7 @@ def decode_meu_corpus(lattices: Sequence[Lattice], beta: float = 1.0,
                          beta, max_iter)
 
 
+@one_blas_thread
 def decide_corpus(tables: Callable[[float], Sequence[CorpusTable]], beta: float = 1.0,
                   max_iter: int = 50) -> tuple[list[list[str]], float]:
     """Corpus MEU from ``tables(prune)``, the :func:`corpus_table` of every sentence
@@ -264,6 +296,7 @@ def check_decoding(decoder: str, beta: float, k: int, memory_budget: int | None)
                              f"got {memory_budget!r}")
 
 
+@one_blas_thread
 def decode_one(lattice: Lattice, decoder: str, beta: float, k: int,
                memory_budget: int | None) -> list[str]:
     """The tags of one lattice under a per-sentence decoder (not ``meu-corpus``)."""
@@ -275,6 +308,7 @@ def decode_one(lattice: Lattice, decoder: str, beta: float, k: int,
     return decode_meu(lattice, beta=beta, method=method, k=k, memory_budget=memory_budget).tags
 
 
+@one_blas_thread
 def decode_lattices(lattices: Sequence[Lattice], decoder: str = "map", beta: float = 1.0,
                     k: int = 20, memory_budget: int | None = None) -> list[list[str]]:
     """The tags each decoder of :data:`DECODERS` picks for each lattice (in the
