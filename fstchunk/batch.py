@@ -10,7 +10,9 @@ at a time, and come back in input order (:func:`map_blocks`); the model is place
 on the workers once.  The same per-block code runs in both cases, so the output
 is byte-identical.
 
-``meu-corpus`` is one decision over the whole corpus (:func:`fstchunk.decode.decide_corpus`):
+``meu-corpus`` is one decision over the whole corpus (:func:`fstchunk.decode.decide_corpus`,
+maximising F_β of the corpus's expected counts, a ratio of expectations, not the
+expected corpus F_β):
 each block's lattices are reduced to their chunk tables where they are built (on the
 workers), and only the tables (O(n · width) per sentence) and the sentences come
 back to the driver, which decides.  So its driver memory grows with the corpus,

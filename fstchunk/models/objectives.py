@@ -22,7 +22,11 @@ penalty λ‖θ‖² means about the same strength for every objective (issue 16
   chunks at all) from the reference-count table (Z, T) of
   :func:`fstchunk.engine.expectation.tp_count_table_grad`, whose reverse mode
   gives the gradient.  Sentences are spread over processes by
-  :func:`fstchunk.parallel.map_sentences`; ~15x an ML evaluation.
+  :func:`fstchunk.parallel.map_sentences`; ~15x an ML evaluation.  Per sentence of n
+  tokens, L tags and W ≤ n + 1 likely chunk counts (the spread of m(x), a few
+  hundred at n = 2000 on CoNLL-2000): O(n·L²·W) time, O(√n·L·W + n·L²) memory
+  (checkpoints of the count tables; benchmarks/RESULTS.md, "MEU objective and k-best
+  costs by length").
 * ``meu-corpus``: −(β+1) Σ_i E[tp_i] / (Σ_i m(y_i) + β Σ_i E[m(x_i)]), the
   expected-count form of conlleval's corpus F: already one corpus-level number
   in [−1, 0], left as it is.  First-order expectations only
