@@ -153,6 +153,7 @@ def main() -> None:
     if args.api:
         _api(args.model, args.api, args.repeats, args.limits)
         return
+    load0 = os.getloadavg()[0]
     trees = {"after": str(HERE.parents[1])}
     if args.before:
         trees = {"before": args.before, **trees}
@@ -185,6 +186,8 @@ def main() -> None:
     for k in range(1, cores + 1):
         lrows.append(f"| {k} | {lim[f'expected@{k}'][0]:.2f} | {lim[f'meu@{k}'][0]:.2f} |")
     orows = ["| what | cost per call |", "|---|---|", *overhead()]
+    load = "load average (1 min) {:.1f} at the start, {:.1f} at the end (a shared machine)".format(
+        load0, os.getloadavg()[0])
     body = "\n".join([
         f"One sentence of {n} tokens (CoNLL-2000 dev joined), a CRF trained on train.txt "
         f"({Path(args.model).name}); BLAS threads left at their default "
@@ -193,7 +196,7 @@ def main() -> None:
         "Python process; CLI: the command's wall time minus that of the same command on "
         "a one-token file (start-up and model loading). Medians of "
         f"{args.repeats} runs. `before`: commit 2857aae (no limit in the library; the CLI "
-        "limited its whole run); `after`: this checkout.", "", *rows, "",
+        "limited its whole run); `after`: this checkout; " + load + ".", "", *rows, "",
         "The limit's value, chosen by measurement (this checkout, the same two API "
         "calls with `fstchunk.blas.LIMIT` = k):", "", *lrows, "",
         "The limit's own cost:", "", *orows])

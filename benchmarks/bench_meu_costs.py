@@ -105,6 +105,7 @@ def main() -> None:
         task, n = args.one.split(":")
         _one(task, int(n), args.model)
         return
+    load0 = os.getloadavg()[0]
     trees = {"after": str(HERE.parents[1])}
     if args.before:
         trees["before"] = args.before
@@ -136,6 +137,8 @@ def main() -> None:
                     same = (f" | tags {'same' if a['tags'] == b['tags'] else 'DIFFERENT'}, "
                             f"score Δ {abs(a['score'] - b['score']):.0e} |")
             rows.append(f"| {res['after', task, n]['n']} | {task} | " + " | ".join(cells) + same)
+    load = "load average (1 min) {:.1f} at the start, {:.1f} at the end (a shared machine)".format(
+        load0, os.getloadavg()[0])
     body = "\n".join([
         "One sentence per row: the first n tokens of CoNLL-2000 dev joined, under a CRF "
         f"trained on train.txt ({Path(args.model).name}, 23 IOB2 tags). Seconds: the call "
@@ -143,7 +146,8 @@ def main() -> None:
         "(in brackets, above a process that only builds the lattice). `objective`: the "
         "per-sentence `meu` objective and its gradient; `meu`: exact MEU decoding; "
         "`kbest`: `decode_meu(method=\"kbest\", k=20)`, the lattice machine built in the "
-        "call. One BLAS thread. `before`: the code of commit 2857aae.", "", *rows])
+        "call. One BLAS thread. `before`: the code of commit 2857aae; " + load + ".", "",
+        *rows])
     print(body)
     if not args.no_write:
         write_section("MEU objective and k-best costs by length (issue 32, item 9)", body)

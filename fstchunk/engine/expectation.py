@@ -163,8 +163,8 @@ def tp_count_table_grad(lattice, fixed_chunks, Zbar, Tbar):
     function (Z, T) -> (Zbar, Tbar).  Reverse mode over the same recursion; the
     per-layer scales cancel in Z and T, so they are treated as constants.
 
-    Cost: time O(n·S²·width) (forward, reverse, and for long sentences one more
-    forward); memory O(min(n, ⌈√n⌉·2)·S·width) for the tables — every layer's when
+    Cost: time O(n·S²·width) (forward, reverse, and for long sentences the forward
+    of all but the last stretch once more); memory O(min(n, ⌈√n⌉·2)·S·width) for the tables — every layer's when
     that is at most :data:`TAPE_BYTES`, else checkpoints every ⌈√n⌉ layers and one
     stretch of layers recomputed at a time — plus the O(n·S²) gradient itself.
     Adjoints are carried on the forward's count windows: a count flushed to 0 in the
@@ -174,12 +174,14 @@ def tp_count_table_grad(lattice, fixed_chunks, Zbar, Tbar):
     n = len(rules)
     S = max([1] + [w.shape[1] for w, _, _ in rules])
     every = n if 4 * 8 * n * S * C <= TAPE_BYTES else max(1, int(np.ceil(np.sqrt(n))))
-    checkpoints = {}
+    checkpoints, stretch = {}, []
     x = _start(C)
     for j, (w, _, terms) in enumerate(rules):
-        if j % every == 0:
-            checkpoints[j] = x
-        x, _, _ = _step(x, w, terms, C)
+        if j % every == 0:                # a checkpoint; the stretch before it is let go
+            checkpoints[j], stretch = x, []
+        y, scale, wd2 = _step(x, w, terms, C)
+        stretch.append((x, scale, wd2, y.lo))
+        x = y
     Zn, Tn, fin, total = _close(x, lattice, C)
     if callable(Zbar):                   # adjoints that depend on the table itself
         Zbar, Tbar = Zbar(Zn, Tn)
@@ -195,12 +197,13 @@ def tp_count_table_grad(lattice, fixed_chunks, Zbar, Tbar):
                   + P[:, 1, :] @ tb) * fin
     grads: list = [None] * n
     for j0 in sorted(checkpoints, reverse=True):
-        stretch, x = [], checkpoints[j0]          # the stretch's inputs, recomputed
-        for j in range(j0, min(j0 + every, n)):
-            w, _, terms = rules[j]
-            y, scale, wd2 = _step(x, w, terms, C)
-            stretch.append((x, scale, wd2, y.lo))
-            x = y
+        if j0 < max(checkpoints):                 # the stretch's inputs, recomputed
+            stretch, x = [], checkpoints[j0]
+            for j in range(j0, min(j0 + every, n)):
+                w, _, terms = rules[j]
+                y, scale, wd2 = _step(x, w, terms, C)
+                stretch.append((x, scale, wd2, y.lo))
+                x = y
         for j in range(min(j0 + every, n) - 1, j0 - 1, -1):
             (P, E, lo), scale, wd2, lo_out = stretch[j - j0]
             w, _, terms = rules[j]
