@@ -16,7 +16,7 @@ BLAS's default thread count, time:
   FILE --decoder meu``, wall time minus that of the same command on a one-token file
   (start-up, imports, reading the model).
 
-Each figure is the median of ``--repeats`` runs.  Then, in this checkout: the two API
+Each figure is the median of ``--repeats`` runs, the API and CLI runs interleaved.  Then, in this checkout: the two API
 calls with the limit set to 1, 2, … up to the usable cores (``fstchunk.blas.LIMIT``),
 and the limit's own cost per call, against threadpoolctl's ``threadpool_limits``.
 """
@@ -164,19 +164,28 @@ def main() -> None:
     out_file = os.path.join(tmp, "out.txt")
     rows = ["| code | call | API s | CLI s | API / CLI | value (API = CLI?) |",
             "|---|---|---|---|---|---|"]
+    cmds = {"expected": (["expected", "--model", args.model, "--json"],
+                         ["expected_f", "fstchunk expected"]),
+            "meu": (["decode", "--model", args.model, "--decoder", "meu", "-o", out_file,
+                     "--input"], ["decode_meu", "fstchunk decode --decoder meu"])}
     for name, tree in trees.items():
-        a = api(tree, args.model, doc, args.repeats)
-        cmds = {"expected": (["expected", "--model", args.model, "--json"], ["expected_f", "fstchunk expected"]),
-                "meu": (["decode", "--model", args.model, "--decoder", "meu", "-o", out_file, "--input"],
-                        ["decode_meu", "fstchunk decode --decoder meu"])}
-        for call, (argv, labels) in cmds.items():
-            full = cli(tree, argv + [doc], args.repeats)
-            base = cli(tree, argv + [tiny], args.repeats)
-            t_api, value = a[f"{call}@-"]
+        # interleaved (API, CLI, CLI on one token) runs, so that a drift of the machine's
+        # load moves all three alike
+        times: dict = {c: ([], [], []) for c in cmds}
+        values: dict = {}
+        for _ in range(args.repeats):
+            a = api(tree, args.model, doc, 1)
+            for call, (argv, _) in cmds.items():
+                t_api, values[call] = a[f"{call}@-"]
+                times[call][0].append(t_api)
+                times[call][1].append(cli(tree, argv + [doc], 1))
+                times[call][2].append(cli(tree, argv + [tiny], 1))
+        for call, (_, labels) in cmds.items():
+            t_api, full, base = (statistics.median(x) for x in times[call])
             t_cli = full - base
             rows.append(f"| {name} | `{labels[0]}` / `{labels[1]}` | {t_api:.2f} | "
                         f"{t_cli:.2f} ({full:.2f} − {base:.2f}) | {t_api / t_cli:.2f} | "
-                        f"{value:.12f} |")
+                        f"{values[call]:.12f} |")
             print(rows[-1], flush=True)
     cores = len(os.sched_getaffinity(0))
     limits = ",".join(str(k) for k in range(1, cores + 1))
@@ -195,7 +204,7 @@ def main() -> None:
         f"`uname -m` = {os.uname().machine}). API: `model.lattices` and the call, in a "
         "Python process; CLI: the command's wall time minus that of the same command on "
         "a one-token file (start-up and model loading). Medians of "
-        f"{args.repeats} runs. `before`: commit 2857aae (no limit in the library; the CLI "
+        f"{args.repeats} interleaved runs. `before`: commit 2857aae (no limit in the library; the CLI "
         "limited its whole run); `after`: this checkout; " + load + ".", "", *rows, "",
         "The limit's value, chosen by measurement (this checkout, the same two API "
         "calls with `fstchunk.blas.LIMIT` = k):", "", *lrows, "",
