@@ -9,9 +9,11 @@ kin, the training objectives, the batch decoders) run their body under
 :data:`ONE_THREAD` through the decorator :func:`one_blas_thread`; generators are
 stepped under it by :func:`limited_iter`, so that the limit never reaches the
 caller's code between two items.  Parallelism comes from processes over sentences
-(:mod:`fstchunk.parallel`), never from BLAS threads.  Measured in
-benchmarks/RESULTS.md ("Library threads"): one thread is also the fastest count
-for every hot path measured there.
+(:mod:`fstchunk.parallel`, ``--workers``), never from BLAS threads.  Why one
+(benchmarks/RESULTS.md, "Library threads: API against CLI"): with the default
+thread count ``expected_f`` on a 2000-token sentence took 5–27x the CLI's time on a
+2-core machine (the more, the busier it was; 10–25x on the issue's many-core one),
+while a limit of two threads instead of one moved it by under ±20% either way.
 
 Mechanism: a process-wide depth counter under a lock.  The outermost entry saves
 each BLAS library's thread count and sets it to 1; the last exit restores the
