@@ -16,9 +16,10 @@ exactly from its lattice by forward sampling on the lattice's stochastic chain
 their corpus F averaged, with its standard error — plainly, and with the control variate
 F − ℓ, ℓ the linearisation of F at the exact (Σ E[tp], Σ E[m(y)]) (E[ℓ] = R exactly, so
 F − ℓ + R has the mean E[F] and only the curvature's share of the noise); the
-differences E[F(D)] − R(D) and between decisions are paired (the same sampled corpora).  The sampler is checked
-against the exact expectations: the sampled mean of Σ tp and of Σ m(y) against
-Σ E[tp] and Σ E[m(y)] (z-scores).  F_β is ``fstchunk.evaluate.f_beta`` (β = 1).
+differences E[F(D)] − R(D) and between decisions are paired (the same sampled
+corpora).  The sampler is checked against the exact expectations: the sampled mean
+of Σ tp and of Σ m(y) against Σ E[tp] and Σ E[m(y)] (z-scores).  F_β is
+``fstchunk.evaluate.f_beta`` (β = 1).
 """
 
 from __future__ import annotations
@@ -145,8 +146,9 @@ def main() -> None:
         lats = model.lattices(sents)
         maps = [decode_map(lat).tags for lat in lats]
         meus = [decode_meu(lat, beta=BETA).tags for lat in lats]
-        for label, k in ((f"dev.txt ({'all' if args.sentences is None else 'first'})", len(lats)), (f"its first {args.subset} sentences",
-                                                          args.subset)):
+        whole = f"dev.txt ({'all' if args.sentences is None else 'first'})"
+        for label, k in ((whole, len(lats)), (f"its first {args.subset} sentences",
+                                              args.subset)):
             with Timer() as t:
                 corpus, lam = decode_meu_corpus(lats[:k], beta=BETA)
             decisions = {"MAP": maps[:k], "per-sentence MEU": meus[:k], "corpus MEU": corpus}

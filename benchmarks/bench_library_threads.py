@@ -16,9 +16,10 @@ BLAS's default thread count, time:
   FILE --decoder meu``, wall time minus that of the same command on a one-token file
   (start-up, imports, reading the model).
 
-Each figure is the median of ``--repeats`` runs, the API and CLI runs interleaved.  Then, in this checkout: the two API
-calls with the limit set to 1, 2, … up to the usable cores (``fstchunk.blas.LIMIT``),
-and the limit's own cost per call, against threadpoolctl's ``threadpool_limits``.
+Each figure is the median of ``--repeats`` runs, the API and CLI runs interleaved.
+Then, in this checkout: the two API calls with the limit set to 1, 2, … up to the
+usable cores (``fstchunk.blas.LIMIT``), and the limit's own cost per call, against
+threadpoolctl's ``threadpool_limits``.
 """
 
 from __future__ import annotations
@@ -204,8 +205,9 @@ def main() -> None:
         f"`uname -m` = {os.uname().machine}). API: `model.lattices` and the call, in a "
         "Python process; CLI: the command's wall time minus that of the same command on "
         "a one-token file (start-up and model loading). Medians of "
-        f"{args.repeats} interleaved runs. `before`: commit 2857aae (no limit in the library; the CLI "
-        "limited its whole run); `after`: this checkout; " + load + ".", "", *rows, "",
+        f"{args.repeats} interleaved runs. `before`: commit 2857aae (no limit in the "
+        "library; the CLI limited its whole run); `after`: this checkout; " + load + ".", "",
+        *rows, "",
         "The limit's value, chosen by measurement (this checkout, the same two API "
         "calls with `fstchunk.blas.LIMIT` = k):", "", *lrows, "",
         "The limit's own cost:", "", *orows])

@@ -164,9 +164,10 @@ def tp_count_table_grad(lattice, fixed_chunks, Zbar, Tbar):
     per-layer scales cancel in Z and T, so they are treated as constants.
 
     Cost: time O(n·S²·width) (forward, reverse, and for long sentences the forward
-    of all but the last stretch once more); memory O(min(n, ⌈√n⌉·2)·S·width) for the tables — every layer's when
-    that is at most :data:`TAPE_BYTES`, else checkpoints every ⌈√n⌉ layers and one
-    stretch of layers recomputed at a time — plus the O(n·S²) gradient itself.
+    of all but the last stretch once more); memory O(min(n, 2⌈√n⌉)·S·width) for the
+    tables — every layer's when that is at most :data:`TAPE_BYTES`, else checkpoints
+    every ⌈√n⌉ layers and one stretch of layers recomputed at a time — plus the
+    O(n·S²) gradient itself.
     Adjoints are carried on the forward's count windows: a count flushed to 0 in the
     forward passes no gradient back (it changes the result by < TINY)."""
     C = lattice.n + 1
