@@ -10,7 +10,9 @@ at a time, and come back in input order (:func:`map_blocks`); the model is place
 on the workers once.  The same per-block code runs in both cases, so the output
 is byte-identical.
 
-``meu-corpus`` is one decision over the whole corpus (:func:`fstchunk.decode.decide_corpus`):
+``meu-corpus`` is one decision over the whole corpus (:func:`fstchunk.decode.decide_corpus`,
+maximising F_β of the corpus's expected counts, a ratio of expectations, not the
+expected corpus F_β):
 each block's lattices are reduced to their chunk tables where they are built (on the
 workers), and only the tables (O(n · width) per sentence) and the sentences come
 back to the driver, which decides.  So its driver memory grows with the corpus,
@@ -27,6 +29,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from . import encodings as enc
+from .blas import limited_iter, one_blas_thread
 from .decode import CORPUS_PRUNE, CorpusTable, check_decoding, corpus_table, decide_corpus, decode_one
 from .errors import FstchunkError, InputError, LayoutError
 from .lattice import Lattice
@@ -159,10 +162,12 @@ def iter_decode_sentences(model, sentences: Iterable, decoder: str = "map", beta
     lattice_reader(model, decoder)
     job = _Job(model, decoder, beta, k, output_scheme, memory_budget)
     if decoder == "meu-corpus":
-        return _iter_corpus(job, sentences, executor)
-    if executor is None:
-        return _iter_each(job, sentences)
-    return _iter_blocks(job, sentences, executor)
+        it = _iter_corpus(job, sentences, executor)
+    elif executor is None:
+        it = _iter_each(job, sentences)
+    else:
+        it = _iter_blocks(job, sentences, executor)
+    return limited_iter(it)        # one BLAS thread while computing, not between items
 
 
 def _iter_each(job: _Job, sentences: Iterable, start: int = 0) -> Iterator[Decoded]:
@@ -245,6 +250,7 @@ def _iter_corpus(job: _Job, sentences: Iterable, executor: Any) -> Iterator[Deco
                                              job.output_scheme), None, s)
 
 
+@one_blas_thread
 def decode_sentences(model, sentences, decoder: str = "map", beta: float = 1.0, k: int = 20,
                      output_scheme: str = "IOB2", memory_budget: int | None = None,
                      executor: Any = None) -> list[list[str]]:

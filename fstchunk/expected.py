@@ -33,6 +33,7 @@ import numpy as np
 import pynini
 
 from .errors import InputError
+from .blas import one_blas_thread
 from . import fsa
 from .fbeta import to_beta_sq
 from .engine.expectation import tp_count_table
@@ -57,6 +58,7 @@ class ExpectedF:
     joint: np.ndarray | None = None   # Pr(tp = a, m_random = b), method="fst" only
 
 
+@one_blas_thread
 def expected_f(lattice: Lattice, hypothesis: Sequence[str] | None = None,
                reference: Sequence[str] | None = None, beta: float = 1.0,
                method: str = "fst") -> ExpectedF:

@@ -34,6 +34,7 @@ import pynini
 from . import encodings as enc
 from .errors import InputError
 from . import fsa
+from .blas import one_blas_thread
 from .engine.spans import dense_marginals
 from .grammars.models import score_lattice
 from .grammars.validity import validity_acceptor
@@ -138,22 +139,26 @@ class Lattice:
         states; what the counting and expectation recursions run on."""
         return gauge(self.layers)
 
+    @one_blas_thread
     def log_partition(self) -> float:
         """log Z = log Σ_{valid y} exp(score(y))."""
         return forward(self.layers)[1]
 
+    @one_blas_thread
     def marginals(self) -> np.ndarray:
         """Token marginals Pr(y_i = tag), shape (n, len(tags)): forward-backward on the
         stochastic chain (:attr:`chain`), where the log forward is the log state
         distribution itself, so no α + β − log Z of size n·(score scale) is formed."""
         return token_marginals(self.chain, len(self.tags))
 
+    @one_blas_thread
     def chunk_marginals(self) -> np.ndarray:
         """Pr((type, s, e) ∈ chunks(y)), shape (len(types), n, n+1), indexed [type, s, e]
         with types in ``self.space.types`` order and e exclusive (one sweep over open
         chunks, O(T·n²) memory: :func:`fstchunk.engine.spans.dense_marginals`)."""
         return dense_marginals(self)
 
+    @one_blas_thread
     def log_prob(self, seq: Sequence[str]) -> float:
         """log Pr(seq); -inf for a valid sequence the model excludes.
 

@@ -40,6 +40,7 @@ import pynini
 
 from . import encodings as enc
 from . import fsa
+from .blas import one_blas_thread
 from .decode import Decoding
 from .engine.lossaug import f_loss, f_loss_viterbi, hamming_viterbi
 from .errors import FstchunkError, InputError
@@ -53,6 +54,7 @@ LOSSES = ("hamming", "f")
 METHODS = ("fast", "fst")
 
 
+@one_blas_thread
 def decode_loss_augmented(lattice: Lattice, gold: Sequence[str], loss: str = "hamming",
                           beta: float = 1.0, method: str = "fast",
                           memory_budget: float | None = None) -> Decoding:

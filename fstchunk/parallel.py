@@ -13,7 +13,8 @@ Pitfalls:
   multithreaded BLAS spends more time waking threads than multiplying, and with
   several worker processes it oversubscribes the cores: exact MEU decoding ran
   16x slower that way.  So work is parallelised over sentences, and each
-  process pins its BLAS to one thread (threadpoolctl).
+  process pins its BLAS to one thread (threadpoolctl; the public calls limit
+  themselves too: :mod:`fstchunk.blas`).
 * an exception in a worker is re-raised in the caller (same type and message);
   a worker that dies without answering (killed, out of memory) raises
   :class:`WorkerError` naming its exit code.  Nothing is silently dropped.
@@ -39,6 +40,8 @@ from multiprocessing.connection import wait as mp_wait
 from typing import Any, Callable, Sequence
 
 from threadpoolctl import threadpool_limits
+
+from .blas import ONE_THREAD, OneThread
 
 
 class WorkerError(RuntimeError):
@@ -66,10 +69,10 @@ def in_process():
         _IN_PROCESS.reset(token)
 
 
-@contextmanager
-def single_threaded_blas():
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
+def single_threaded_blas() -> OneThread:
+    """``with single_threaded_blas():`` one BLAS thread inside, the caller's count
+    restored after (:data:`fstchunk.blas.ONE_THREAD`: re-entrant, ~1 µs when nested)."""
+    return ONE_THREAD
 
 
 def _worker(func: Callable, context: Any, items: list, blocks: list, tasks, conn) -> None:

@@ -75,3 +75,31 @@ def conlleval_pl():
         if os.environ.get("FSTCHUNK_NO_CONLLEVAL") == "1":
             pytest.skip(msg)
         pytest.fail(msg)
+
+
+@pytest.fixture(scope="session")
+def crf_document(corpus):
+    """crf_document(n) -> (lattice, gold tags) of the first n tokens of CoNLL-2000 dev
+    joined into one document, under a CRF fitted briefly on 200 training sentences
+    (real long-sentence lattices for the cost rewrites' equivalence tests)."""
+    import numpy as np
+
+    from fstchunk.conll import Sentence, read_conll
+    from fstchunk.models.crf import CRF
+
+    train = read_conll(corpus("conll2000", "train.txt"))[:200]
+    dev = read_conll(corpus("conll2000", "dev.txt"))
+    crf, data = CRF.prepare(train, "tmpt1")
+    crf.theta = np.zeros_like(crf.theta)
+    crf.fit(data, "ml", l2=1e-4, max_iter=15)
+
+    def get(n):
+        rows, lines = [], []
+        for s in dev:
+            rows.extend(s.rows)
+            lines.extend(s.lines)
+            if len(rows) >= n:
+                break
+        doc = Sentence(rows[:n], lines[:n], dev[0].source)
+        return crf.lattices([doc])[0], doc.column(-1)
+    return get

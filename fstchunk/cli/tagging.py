@@ -78,8 +78,13 @@ def add_parsers(sub) -> None:
     p.add_argument("--input", required=True,
                    help="CoNLL file with the columns the model reads (its --columns)")
     p.add_argument("--decoder", choices=DECODERS, default="map",
-                   help="map (Viterbi), posterior, meu (exact MEU for F_β), meu-kbest, "
-                        "meu-corpus (expected corpus F)")
+                   help="map (Viterbi), posterior, meu (exact MEU for F_β), meu-kbest "
+                        "(the --k best paths of the lattice machine reranked by E[F_β]: one "
+                        "tilted sweep bounds them all, and only those it cannot rule out "
+                        "are scored exactly, O(n·L²·W) each for n tokens, L tags and W ≤ "
+                        "n + 1 likely chunk counts), meu-corpus (one joint decision "
+                        "maximising F_β of the corpus's expected counts: a ratio of "
+                        "expectations, not the expected corpus F)")
     p.add_argument("--beta", type=beta_option, default=1.0,
                    help=f"the MEU decoders' F_β: {BETA_HELP}")
     p.add_argument("--k", type=positive_int, default=20, help="paths reranked by meu-kbest")
@@ -94,7 +99,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--memory-budget", type=memory_size, default=None, metavar="SIZE",
                    help="memory one sentence may take in the meu and meu-kbest decoders, in "
                         "bytes or with a K, M or G suffix (e.g. 2G); a sentence estimated "
-                        f"above it is not decoded (tagged {UNDECODED}); none: the library "
+                        f"above it is not decoded (tagged {UNDECODED}; meu-kbest scores "
+                        "every path exactly instead of bounding them); none: the library "
                         "default")
     p.add_argument("-o", "--output", default=None,
                    help="output file, written atomically (none: standard output, flushed "
@@ -117,8 +123,11 @@ def add_parsers(sub) -> None:
                         "with --init: the init model's)")
     p.add_argument("--objective", default="ml",
                    choices=(*OBJECTIVES, mm.MAX_MARGIN, PERCEPTRON),
-                   help="ml (log-likelihood), meu (expected sentence F_β), meu-corpus "
-                        "(expected corpus F_β), max-margin (structured hinge with loss "
+                   help="ml (log-likelihood), meu (expected sentence F_β; per sentence "
+                        "O(n·L²·W) time and O(√n·L·W + n·L²) memory for n tokens, L tags "
+                        "and W ≤ n + 1 likely chunk counts), meu-corpus (F_β of the "
+                        "expected corpus counts, a ratio of expectations), max-margin "
+                        "(structured hinge with loss "
                         "--loss, solved by block-coordinate Frank-Wolfe to a duality gap "
                         "<= --tol); each is a mean per sentence; perceptron: the averaged "
                         "perceptron (no λ; --max-iter passes, stops after a pass without "

@@ -214,10 +214,16 @@ def _tilt_basis(lattice, beta_sq: float, a: float, b: float, budget: float) -> _
                   nbytes)
 
 
-def _lookup(sw: SpanPairs, chunks) -> np.ndarray | None:
-    """Positions of ``chunks`` in the sorted span list (None if one is not kept)."""
-    at = {c: i for i, c in enumerate(zip(sw.types.tolist(), sw.starts.tolist(),
-                                          sw.ends.tolist()))}
+def _span_index(sw: SpanPairs) -> dict:
+    """(type, start, end) -> position in the sorted span list."""
+    return {c: i for i, c in enumerate(zip(sw.types.tolist(), sw.starts.tolist(),
+                                            sw.ends.tolist()))}
+
+
+def _lookup(sw: SpanPairs, chunks, at: dict | None = None) -> np.ndarray | None:
+    """Positions of ``chunks`` in the sorted span list (None if one is not kept);
+    ``at``: :func:`_span_index` of ``sw``, when it serves many lookups."""
+    at = _span_index(sw) if at is None else at
     idx = [at.get(tuple(int(v) for v in c)) for c in chunks]
     return None if any(i is None for i in idx) else np.array(idx, dtype=int)
 
@@ -276,6 +282,46 @@ def exact_meu(lattice, beta_sq: float, map_chunks: list | None = None,
         if res.gap <= GAP_RETRY:
             break
     return res
+
+
+def utility_bounds(lattice, beta_sq: float, hypotheses: list,
+                   memory_budget: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """For chunk sets x (each a list of (type index, s, e)): Ũ(x) and a bound b(x) with
+    |U(x) − Ũ(x)| ≤ b(x), U(x) = E[F_β(x|y)] (``beta_sq`` = β²), from one tilted sweep for all of them:
+    Ũ(x) = (1+β²) Σ_{c ∈ x} g̃_k(c), b(x) = (1+β²)·e(k) for k = |x| chunks (module doc,
+    1 and 2); U(∅) = Pr(m(y) = 0) (1 when β = 0), b = 0.  Where a chunk of x was
+    pruned from the sweep, Ũ is nan and b is inf (evaluate x exactly).  A reranker
+    (k-best MEU) needs the exact U only for the few x whose intervals reach the best
+    lower end.  Cost: the counting forward (O(n²·S²)) and one sweep at the nodes
+    for k ∈ [min |x|, max |x|] (:func:`.spans.tilted_spans`, O(spans · nodes) memory;
+    BudgetError beyond ``memory_budget``); O(|x|) per hypothesis."""
+    budget = DEFAULT_MEMORY_BUDGET if memory_budget is None else memory_budget
+    n = lattice.n
+    pm = count_distribution(lattice)
+    values = np.full(len(hypotheses), np.nan)
+    bounds = np.full(len(hypotheses), np.inf)
+    ks = sorted({len(x) for x in hypotheses if x})
+    basis = None
+    if ks:
+        c_lo, c_hi = _window(pm, WINDOW_TAIL)
+        basis = _tilt_basis(lattice, beta_sq, ks[0] + beta_sq * max(c_lo, 1),
+                            ks[-1] + beta_sq * max(c_hi, 1), budget)
+    by_k: dict = {}                       # k -> (g̃_k of every kept span, (1+β²)·e(k))
+    index = _span_index(basis.sw) if basis is not None else {}
+    for i, x in enumerate(hypotheses):
+        if not x:
+            values[i], bounds[i] = (1.0 if beta_sq == 0 else float(pm[0])), 0.0
+            continue
+        at = _lookup(basis.sw, x, index)
+        if at is None:
+            continue
+        k = len(x)
+        if k not in by_k:
+            by_k[k] = (basis.weights(k),
+                       (beta_sq + 1) * float(_err_by_k(pm, basis.delta(k))[min(k, n)]))
+        g, err = by_k[k]
+        values[i], bounds[i] = (beta_sq + 1) * float(g[at].sum()), err
+    return values, bounds
 
 
 def _search(lattice, beta_sq: float, pm: np.ndarray, basis: _Basis, map_chunks: list,

@@ -148,7 +148,7 @@ def tilted_spans(lattice, z=(1.0,), prune: float = 0.0,
     lg = np.zeros((R, 0))                       # log scale of each column
     out_t, out_s, out_e, out_lq, out_ratio = [], [], [], [], []
     cut = np.zeros(n)                           # largest marginal not listed, per start
-    pruned, kept_bytes = 0.0, 0
+    pruned, kept_bytes, kept = 0.0, 0, 0
     onehots: dict = {}
     with np.errstate(divide="ignore", invalid="ignore"):
         for e in range(1, n + 1):
@@ -190,9 +190,10 @@ def tilted_spans(lattice, z=(1.0,), prune: float = 0.0,
                 out_lq.append(lq[:, 0])
                 out_ratio.append(np.exp(lq[:, 1:] - lq[:, :1]))
                 kept_bytes += len(t_idx) * (R + 3) * 8
-                _check(budget, 3 * kept_bytes + 3 * G.nbytes + fixed, n,
-                       f"for its span table ({sum(len(a) for a in out_t)} chunks kept by "
-                       f"token {e})")
+                kept += len(t_idx)
+                if budget is not None and 3 * kept_bytes + 3 * G.nbytes + fixed > budget:
+                    _check(budget, 3 * kept_bytes + 3 * G.nbytes + fixed, n,
+                           f"for its span table ({kept} chunks kept by token {e})")
             if e == n:
                 break
             # advance the open chunks through the continue arcs into token e

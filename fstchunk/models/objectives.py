@@ -24,7 +24,11 @@ penalty λ‖θ‖² means about the same strength for every objective (issue 16
   chunks at all) from the reference-count table (Z, T) of
   :func:`fstchunk.engine.expectation.tp_count_table_grad`, whose reverse mode
   gives the gradient.  Sentences are spread over processes by
-  :func:`fstchunk.parallel.map_sentences`; ~15x an ML evaluation.
+  :func:`fstchunk.parallel.map_sentences`; ~15x an ML evaluation.  Per sentence of n
+  tokens, L tags and W ≤ n + 1 likely chunk counts (the spread of m(x), a few
+  hundred at n = 2000 on CoNLL-2000): O(n·L²·W) time, O(√n·L·W + n·L²) memory
+  (checkpoints of the count tables; benchmarks/RESULTS.md, "MEU objective and k-best
+  costs by length").
 * ``meu-corpus``: −(1+w) Σ_i E[tp_i] / (Σ_i E[m(x_i)] + w Σ_i m(y_i)), the
   expected-count form of conlleval's corpus F_β (hypothesis count x, gold count y, as
   in ``meu``; before issue 32 the two counts were swapped, i.e. F_{1/β} for β ≠ 1):
@@ -66,6 +70,7 @@ from typing import Callable, NamedTuple, Sequence
 import numpy as np
 
 from .. import encodings as enc
+from ..blas import one_blas_thread
 from ..engine.batched import ALL, scaled_weights, transfer
 from ..engine.expectation import corpus_expectations, tp_count_table_grad
 from ..expected import from_count_table
@@ -182,6 +187,7 @@ class Statistics(NamedTuple):
     grads: tuple[ChainGrad, ...]
 
 
+@one_blas_thread
 def ml_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Statistics:
     """Σ_i −log Pr(y_i | x_i) and its gradient (``beta_sq`` unused).
 
@@ -217,6 +223,7 @@ def ml_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Statistics:
     return Statistics(np.array([nll]), (ChainGrad(gE, gT, gS, gEnd),))
 
 
+@one_blas_thread
 def meu_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Statistics:
     """Σ_i E[F_β(x | y_i)] (``beta_sq`` = β²) and its gradient, sentences over processes."""
     L = len(chain.tags)
@@ -265,6 +272,7 @@ def _meu_shard(job, ids):
     return list(ids), rows, value, gT, gS, gEnd
 
 
+@one_blas_thread
 def meu_corpus_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Statistics:
     """(Σ E[tp], Σ E[m(x)], Σ m(y)) with the gradients of the first two."""
     E = chain.emissions
