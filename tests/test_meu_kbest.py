@@ -96,7 +96,7 @@ def test_utility_bounds_contain_the_enumerated_utility(scheme, scale, beta):
         seqs, _ = brute_force(tags, scheme, types, n, *scores)
         hyps = [y for y, _, _ in seqs]
         want = all_utilities(seqs, beta)
-        approx, bound = utility_bounds(lat, beta, chunk_sets(lat, hyps))
+        approx, bound = utility_bounds(lat, beta ** 2, chunk_sets(lat, hyps))   # β² inside
         ok = np.isfinite(approx)
         assert ok.any()
         assert np.all(np.abs(approx[ok] - want[ok]) <= bound[ok] + 1e-13)
