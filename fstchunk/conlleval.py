@@ -202,14 +202,14 @@ class ChunkCounts:
         g, p = enc.split_conlleval(gold), enc.split_conlleval(pred)
         lg, lp = self._last_g, self._last_p
         if self._in_correct:
-            eg, ep = enc.conlleval_ends(lg, g), enc.conlleval_ends(lp, p)
+            eg, ep = enc.chunk_ends(lg, g), enc.chunk_ends(lp, p)
             if eg and ep and lg[1] == lp[1]:
                 self._in_correct = False
                 self.correct += 1
                 self._type(lg[1])[0] += 1
             elif eg != ep or g[1] != p[1]:
                 self._in_correct = False
-        sg, sp = enc.conlleval_starts(lg, g), enc.conlleval_starts(lp, p)
+        sg, sp = enc.chunk_starts(lg, g), enc.chunk_starts(lp, p)
         if sg and sp and g[1] == p[1]:
             self._in_correct = True
         if sg:

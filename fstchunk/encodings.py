@@ -308,8 +308,8 @@ def _read_chunks(parsed: list[tuple[str, str]], iobes_family: bool) -> list[Chun
     for i, cur in enumerate(parsed + [(OUTSIDE, "")]):
         if iobes_family:
             cur = (_IOBES_CANON.get(cur[0], cur[0]), cur[1])
-        starts = i < len(parsed) and _start_of_chunk(prev, cur, iobes_family)
-        if start is not None and (starts or _end_of_chunk(prev, cur, iobes_family)):
+        starts = i < len(parsed) and chunk_starts(prev, cur, iobes_family)
+        if start is not None and (starts or chunk_ends(prev, cur, iobes_family)):
             chunks.append((prev[1], start, i))     # ('[' starts one before another ends)
             start = None
         if starts:
@@ -330,18 +330,9 @@ def split_conlleval(tag: str) -> tuple[str, str]:
     return prefix, "" if ctype == "0" else ctype
 
 
-def conlleval_ends(prev: tuple[str, str], cur: tuple[str, str]) -> bool:
-    """conlleval.pl's endOfChunk: a chunk ends between (prefix, type) ``prev`` and ``cur``."""
-    return _end_of_chunk(prev, cur, False)
-
-
-def conlleval_starts(prev: tuple[str, str], cur: tuple[str, str]) -> bool:
-    """conlleval.pl's startOfChunk: a chunk starts at ``cur`` after ``prev``."""
-    return _start_of_chunk(prev, cur, False)
-
-
-def _end_of_chunk(prev, cur, iobes_family: bool) -> bool:
-    """conlleval.pl endOfChunk (plus S and the IOBES-family rules)."""
+def chunk_ends(prev, cur, iobes_family: bool = False) -> bool:
+    """conlleval.pl's endOfChunk between (prefix, type) pairs (plus, for the IOBES family,
+    S and its rules)."""
     (pt, ptype), (t, ctype) = prev, cur
     end = (pt, t) in {("B", "B"), ("B", "O"), ("I", "B"), ("I", "O"),
                       ("E", "E"), ("E", "I"), ("E", "O")}
@@ -354,8 +345,9 @@ def _end_of_chunk(prev, cur, iobes_family: bool) -> bool:
     return end
 
 
-def _start_of_chunk(prev, cur, iobes_family: bool) -> bool:
-    """conlleval.pl startOfChunk (plus S and the IOBES-family rules)."""
+def chunk_starts(prev, cur, iobes_family: bool = False) -> bool:
+    """conlleval.pl's startOfChunk between (prefix, type) pairs (plus, for the IOBES
+    family, S and its rules)."""
     (pt, ptype), (t, ctype) = prev, cur
     start = (pt, t) in {("B", "B"), ("I", "B"), ("O", "B"), ("O", "I"),
                         ("E", "E"), ("E", "I"), ("O", "E")}

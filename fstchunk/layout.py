@@ -8,7 +8,7 @@ the words).  Models store it in their files (:mod:`fstchunk.models.io`).
 
 Before a model reads a file (decode, expected, calibrate, ``--dev``), the CLI checks
 the first :data:`HEAD_TOKENS` tokens against the record
-(:meth:`Layout.mismatch`; :func:`fstchunk.cli.common.layout_input`):
+(:meth:`Layout.mismatch`; :func:`fstchunk.cli.inputs.layout_input`):
 
 * the file has the training width (its tag column included) or one column less (no
   tag column: :meth:`Layout.source`), else it says nothing about where the model's

@@ -253,11 +253,11 @@ def test_resume_without_a_checkpoint_is_refused(capsys, tmp_path, train_file):
 
 
 def test_ctrl_c_in_other_commands_is_one_line(capsys, monkeypatch, train_file, hmm_model):
-    import fstchunk.cli.tagging as tagging
+    import fstchunk.cli.decoding as decoding
 
     def boom(*a, **k):
         raise KeyboardInterrupt
-    monkeypatch.setattr(tagging, "iter_decode_sentences", boom)
+    monkeypatch.setattr(decoding, "iter_decode_sentences", boom)
     code, out, err = run(capsys, "decode", "--model", hmm_model, "--input", train_file)
     assert code == 130
     one_error_line(err, "fstchunk decode: interrupted")

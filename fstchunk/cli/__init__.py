@@ -27,8 +27,9 @@ from .. import __version__
 from ..demo import run as run_demo
 from ..errors import FstchunkError, TrainingInterrupted
 from ..parallel import single_threaded_blas
-from . import grammar, joint, scoring, segment, tagging
-from .common import HelpFormatter, refuse_overwriting_inputs
+from . import decoding, grammar, joint, scoring, segment, tagging
+from .common import HelpFormatter
+from .inputs import refuse_overwriting_inputs
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the slides' toy example and the encodings, on built-in data")
     p.set_defaults(func=lambda args: run_demo())
     scoring.add_parsers(sub)
+    decoding.add_parser(sub)
     tagging.add_parsers(sub)
     joint.add_parser(sub)
     grammar.add_parser(sub)

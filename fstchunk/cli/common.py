@@ -1,4 +1,5 @@
-"""What every ``fstchunk`` subcommand shares: option types, option groups, gold reading.
+"""What every ``fstchunk`` subcommand shares: option types, option groups, warnings and
+the report of sentences that failed (inputs: :mod:`fstchunk.cli.inputs`).
 
 Option values are checked where argparse reads them (a non-finite β, a negative
 count, a malformed column spec end in argparse's one-line usage error, exit 2),
@@ -7,8 +8,6 @@ standard β of F_β = (1+β²)PR/(β²P+R) everywhere (:mod:`fstchunk.fbeta`), r
 :func:`beta_option` (>= 0, as the API) or, for training, :func:`training_beta_option`
 (> 0).
 
-Inputs read with a saved model go through :func:`layout_input` first (its training
-layout, :mod:`fstchunk.layout`): the first sentences are checked before any work.
 Options added with ``action=Given`` remember that they were given (:func:`given`),
 which ``train --init`` needs to tell a default from a contradiction.
 
@@ -20,20 +19,14 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import re
 import sys
 from contextlib import contextmanager
-from itertools import chain
-from typing import Any, Callable, Iterable, Iterator, NamedTuple
+from typing import Any, Iterator
 
-from ..columns import Columns
-from ..conll import Sentence, iter_conll, read_conll
-from ..errors import InputError, OutputError
+from ..errors import InputError
 from ..fbeta import beta_range, check_beta
-from ..gold import ON_INVALID, GoldReport, check_gold
-from ..layout import Arrangement, Layout, head
-from ..models.base import reading_columns
+from ..gold import ON_INVALID
 from ..scale import executor
 
 
@@ -144,28 +137,6 @@ def warn(command: str, message: str) -> None:
     print(f"fstchunk {command}: warning: {message}", file=sys.stderr)
 
 
-def read_gold(path: str, scheme: str, column: int | None, on_invalid: str, command: str,
-              select: Callable[[list[Sentence]], list[Sentence]] | None = None
-              ) -> list[Sentence]:
-    """Sentences of a CoNLL file with a gold tag column, invalid sequences handled by
-    ``on_invalid`` (:func:`fstchunk.gold.check_gold`; a warning names the repairs);
-    an empty file is an error naming it."""
-    if column is None:
-        raise InputError(f"{path}: --columns names no tag column, and {command} reads gold "
-                         f"tags (e.g. --columns word,pos,tag)")
-    sents = read_conll(path, min_columns=1)
-    if select is not None:
-        sents = select(sents)
-    if not sents:
-        raise no_sentences(path)
-    report = check_gold(sents, scheme, column, on_invalid)
-    if report.warning():
-        warn(command, f"{path}: {report.warning()}")
-    if not report.sentences:
-        raise InputError(f"{path}: every sentence was skipped as invalid (--on-invalid skip)")
-    return report.sentences
-
-
 def add_executor(p: argparse.ArgumentParser, work: str) -> None:
     """``--workers N`` or ``--scheduler ADDR`` (:mod:`fstchunk.scale`); ``work`` says
     what is split."""
@@ -186,53 +157,6 @@ def executor_of(args: argparse.Namespace) -> Iterator[Any]:
     finally:
         if ex is not None:
             ex.close()
-
-
-def iter_input(path: str, delimiter: str | None = None) -> Iterator[Sentence]:
-    """Sentences to tag or score, read lazily (bounded memory on any file size)."""
-    return iter_conll(path, delimiter=delimiter, min_columns=1)
-
-
-def delimiter_arg(text: str) -> str:
-    """argparse type: a column delimiter as conlleval.pl's ``-d`` is written: ``'\\t'``
-    (backslash t) or a tab, ``' '``, or another string taken literally."""
-    if text in ("\\t", "\t", "tab", "TAB"):
-        return "\t"
-    if text == "":
-        raise argparse.ArgumentTypeError("empty; give e.g. ' ' or '\\t'")
-    return text
-
-
-def no_sentences(path: str) -> InputError:
-    return InputError(f"{path}: no sentences (an empty file, or only blank and "
-                      f"-DOCSTART- lines)")
-
-
-def iter_gold(path: str, scheme: str, column: int, on_invalid: str, command: str
-              ) -> Iterator[Sentence]:
-    """:func:`read_gold`, lazily: each sentence checked as it is read; the warning
-    naming the repairs comes after the last sentence."""
-    report, kept = GoldReport([]), 0
-    for s in iter_conll(path, min_columns=1):
-        one = check_gold([s], scheme, column, on_invalid)
-        report.repaired += one.repaired
-        report.skipped += one.skipped
-        kept += len(one.sentences)
-        yield from one.sentences
-    if not kept and not report.skipped:
-        raise no_sentences(path)
-    if report.warning():
-        warn(command, f"{path}: {report.warning()}")
-    if not kept:
-        raise InputError(f"{path}: every sentence was skipped as invalid (--on-invalid skip)")
-
-
-def read_input(path: str) -> list[Sentence]:
-    """Sentences to tag or score; an empty file is an error naming it."""
-    sents = read_conll(path, min_columns=1)
-    if not sents:
-        raise no_sentences(path)
-    return sents
 
 
 class Failures:
@@ -284,30 +208,6 @@ class Failures:
         return text
 
 
-#: the options that name files a command reads
-INPUT_OPTIONS = ("file", "train", "dev", "input", "model", "init", "calibrate", "scores",
-                 "from_data")
-
-
-def refuse_overwriting_inputs(args: argparse.Namespace, may_overwrite: Iterable[str] = ()
-                              ) -> None:
-    """OutputError, before any work, when ``-o`` names a file the command reads (the
-    same file by any path, links included), unless its option is in ``may_overwrite``
-    (``calibrate -o`` may replace ``--model``)."""
-    out = getattr(args, "output", None)
-    if not isinstance(out, str) or not os.path.exists(out):
-        return
-    for name in INPUT_OPTIONS:
-        path = getattr(args, name, None)
-        if name in may_overwrite or not isinstance(path, str) or not os.path.exists(path):
-            continue
-        if os.path.samefile(path, out):
-            option = name.replace("_", "-") if name != "file" else "FILE"
-            option = option if name == "file" else f"--{option}"
-            raise OutputError(f"-o {out} is the {option} file {path}: writing it would "
-                              f"destroy what the command reads; give another output path")
-
-
 def split_list(text: str, option: str) -> list[str]:
     """``"a,b"`` -> ``["a", "b"]``; empty items are an error naming the option."""
     items = [t.strip() for t in text.split(",")]
@@ -315,132 +215,3 @@ def split_list(text: str, option: str) -> list[str]:
         raise InputError(f"{option} {text!r}: give a comma-separated list without empty items")
     return items
 
-
-def columns_spec(text: str) -> Columns:
-    """argparse type: a ``--columns`` spec (:meth:`fstchunk.columns.Columns.parse`)."""
-    try:
-        return Columns.parse(text)
-    except InputError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-
-
-class Checked(NamedTuple):
-    """An input checked against a model's training layout (:func:`layout_input`): its
-    sentences (the head already read, the rest lazily), where its word, POS (and tag)
-    columns are (``source``, absolute), and the :class:`~fstchunk.layout.Arrangement`
-    that moves them to where the model reads them (None: read as they are)."""
-    sentences: Iterator[Sentence]
-    source: Columns | None
-    arrangement: Arrangement | None
-
-
-def layout_input(sents: Iterable[Sentence], model: Any, model_path: str,
-                 given: Columns | None, command: str, need_tag: bool = False,
-                 fix: str | None = None) -> Checked:
-    """Check an input against ``model``'s training layout before any work
-    (:mod:`fstchunk.layout`), reading only its first sentences.
-
-    Without ``--columns`` (``given`` None) the input must have the training width, or
-    one column less (no tag column; not with ``need_tag``), and its feature columns
-    must look like training's: otherwise one InputError naming file:line, the column,
-    what it holds and what the model read there.  With ``--columns`` the input is read
-    as they say, and a layout unlike training's is one warning.  A model file without
-    a layout record (written before it) gets one warning that nothing can be checked,
-    and is read as today.  ``fix`` ends an error (default: give ``--columns``, with an
-    example; a command without ``--columns`` says what it needs instead)."""
-    first, rest = head(sents)
-    stream = chain(first, rest)
-    target = reading_columns(model)
-    if not first or target is None:
-        return Checked(stream, None, None)
-    s0 = first[0]
-    width, where = len(s0.rows[0]), s0.where(0)
-    layout = getattr(model, "layout", None)
-    if given is not None:
-        source = given.resolve(width, where, need_tag=need_tag)
-        if layout is not None:
-            _warn_layout(layout, first, source, given, width, where, command, need_tag)
-        else:
-            warn_unrecorded(model_path, s0.source, source, command)
-    elif layout is None:
-        source = target.resolve(width, where, need_tag=need_tag) if need_tag else target
-        warn_unrecorded(model_path, s0.source, source, command)
-    else:
-        source = _training_source(layout, width, where, need_tag, fix or (
-            f"give --columns to say which column holds what (e.g. {layout.suggest(width)})"))
-        bad = layout.mismatch(first, source)
-        if bad:
-            role, why = bad
-            name = "POS" if role == "pos" else role
-            raise InputError(f"{where}: {why}; "
-                             f"{fix or f'give --columns to say where the {name} column is'}")
-    if target.pos is not None and source.pos is None:
-        raise InputError(f"{where}: the model reads a POS column, but --columns "
-                         f"{given.spec() if given else '(none)'} names none")
-    absolute = target.resolve(width, where, need_tag=False) if min(
-        v for v in (target.word, target.pos) if v is not None) < 0 else target
-    move = Arrangement(source, absolute)
-    return Checked(stream, source, None if move.identity else move)
-
-
-def warn_unrecorded(model_path: str, path: str, source: Columns, command: str) -> None:
-    """The one warning for a model file without a layout record: ``path`` is read at
-    ``source`` unchecked."""
-    reads = f"the words from column {source.word + 1}" + (
-        f" and POS tags from column {source.pos + 1}" if source.pos is not None else "")
-    warn(command, f"{model_path} records no training layout (a model file written before "
-                  f"fstchunk recorded it): the columns of {path} cannot be checked; reading "
-                  f"{reads}")
-
-
-def _training_source(layout: Layout, width: int, where: str, need_tag: bool, fix: str
-                     ) -> Columns:
-    """Where the training columns are in an input of ``width`` columns, or one
-    InputError naming ``where`` and the training layout."""
-    source = layout.source(width) if not need_tag or width == layout.width else None
-    if source is None:
-        have = f"{width} column{'s' if width != 1 else ''}"
-        need = (f"gold tags are read in the model's training layout, {layout.width} columns "
-                f"({layout.spec()})" if need_tag else
-                f"the model was trained on files of {layout.describe()}")
-        raise InputError(f"{where}: the line has {have}, but {need}; {fix}")
-    return source
-
-
-def _warn_layout(layout: Layout, first: list[Sentence], source: Columns, given: Columns,
-                 width: int, where: str, command: str, need_tag: bool) -> None:
-    """The one warning for an input read through ``--columns`` whose layout differs from
-    the model's training layout (other columns, or values unlike training's)."""
-    problems = []
-    train = layout.source(width)
-    same = train is not None and (train.word, train.pos) == (source.word, source.pos) and (
-        not need_tag or train.tag == source.tag)
-    if not same:
-        problems.append(f"the model was trained on files of {layout.describe()}")
-    bad = layout.mismatch(first, source)
-    if bad:
-        problems.append(bad[1])
-    if problems:
-        warn(command, f"{where}: {'; '.join(problems)}; reading the columns as --columns "
-                      f"{given.spec()} says")
-
-
-def warn_unread(given: Columns | None, cols: Columns, sents: list[Sentence],
-                command: str) -> None:
-    """The warning for training on a file of more than three columns without
-    ``--columns``: the default (word first, POS second, tag last) leaves some unread."""
-    if given is not None or not sents or len(sents[0].rows[0]) <= 3:
-        return
-    width = len(sents[0].rows[0])
-    read = {c for c in (cols.word, cols.pos, cols.tag) if c is not None}
-    unread = ", ".join(str(i + 1) for i in range(width) if i not in read)
-    warn(command, f"{sents[0].where(0)}: the file has {width} columns and no --columns is "
-                  f"given: reading the word from column {cols.word + 1}"
-                  + (f", POS from column {cols.pos + 1}" if cols.pos is not None else "")
-                  + f" and the tag from column {cols.tag + 1}; column(s) {unread} not read "
-                  f"(say so with --columns, e.g. {cols.completed(width)})")
-
-
-def arranged(sents: Iterable[Sentence], move: Arrangement | None) -> Iterator[Sentence]:
-    """The sentences with their columns moved by ``move`` (as they are for None). Lazy."""
-    return iter(sents) if move is None else map(move, sents)

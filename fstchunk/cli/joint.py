@@ -5,7 +5,7 @@ The joint model reads words, POS and chunk tags; ``--columns`` says where they
 are, and the model remembers it (``settings["columns"]``) and its training layout
 (:mod:`fstchunk.layout`), so ``decode`` and ``calibrate`` read their files the same
 way, after checking them against that layout
-(:func:`~fstchunk.cli.common.layout_input`).  MEU decoding needs probabilities:
+(:func:`~fstchunk.cli.inputs.layout_input`).  MEU decoding needs probabilities:
 a perceptron or MMVP model must be calibrated first (``joint calibrate``, or
 ``joint train --calibrate HELDOUT``), which fits a temperature on held-out
 sentences; an uncalibrated one asked for MEU is refused.
@@ -23,9 +23,10 @@ from ..errors import InputError
 from ..layout import Layout
 from ..models import joint as J
 from ..outputs import atomic_write, check_output
-from .common import (BETA_HELP, HelpFormatter, add_on_invalid, beta_option, columns_spec,
-                     iter_input, layout_input, no_sentences, nonnegative_float, positive_int,
-                     read_gold, read_input, warn_unread, warn_unrecorded)
+from .common import (BETA_HELP, HelpFormatter, add_on_invalid, beta_option,
+                     nonnegative_float, positive_int)
+from .inputs import (columns_spec, iter_input, layout_input, no_sentences, read_gold,
+                     read_input, warn_unread, warn_unrecorded)
 
 
 def add_parser(sub) -> None:

@@ -19,8 +19,8 @@ from ..models.io import read_metadata
 from ..scorefile import load_lattices
 from ..batch import SENTENCE_ERRORS, block_lattices, map_blocks, sentence_error
 from .common import (BETA_HELP, Failures, HelpFormatter, add_executor, add_on_invalid,
-                     arranged, beta_option, columns_spec, executor_of, iter_gold,
-                     layout_input, read_gold, warn)
+                     beta_option, executor_of, warn)
+from .inputs import arranged, columns_spec, iter_gold, layout_input, read_gold
 from .grammar import add_state_budget
 
 

@@ -1,28 +1,13 @@
-"""``fstchunk train`` (a CRF by ML, minimum risk or max margin, or a counting HMM),
+"""``fstchunk train`` (a CRF by ML, minimum risk or max margin, or a counting HMM) and
 ``fstchunk calibrate`` (a CRF's temperature on held-out sentences: a max-margin CRF
-needs it before any decoder but MAP reads its scores as probabilities) and ``fstchunk
-decode`` (tag a CoNLL file with a saved model).
+needs it before any decoder but MAP reads its scores as probabilities).
 
 Both check their destination (``-o``) before any work, and write it atomically
-(:mod:`fstchunk.outputs`).  ``decode`` writes every input line — ``-DOCSTART-``
-and blank lines included — with the predicted tag appended, in a form that
-conlleval.pl reads: the columns joined by one space (a tab in tab-delimited
-input), ``O`` as the tag of a ``-DOCSTART-`` line, and, by default, the tags in
-the scheme of the model's training data.
+(:mod:`fstchunk.outputs`).
 
-``decode`` streams: each sentence is written (and standard output flushed) as soon
-as it is decoded, in input order, into the temporary of ``-o`` or to standard
-output.  A sentence that cannot be decoded (an
-:class:`~fstchunk.errors.FstchunkError` such as a
-:class:`~fstchunk.errors.BudgetError`, or a :class:`MemoryError`) gets one error
-line naming its ``file:line`` and length; its lines are echoed with the tag
-:data:`~fstchunk.evaluate.UNDECODED` (``<error>``, which ``fstchunk eval`` refuses),
-decoding goes on, the file is still completed, and the command ends with a
-one-line summary and exit status 1.
-
-Layouts (:mod:`fstchunk.layout`): a model records its training layout; ``decode``
-and ``calibrate`` check their input's first sentences against it before any work
-(:func:`~fstchunk.cli.common.layout_input`), and so does ``train`` for ``--dev``,
+Layouts (:mod:`fstchunk.layout`): a model records its training layout; ``calibrate``
+checks its input's first sentences against it before any work
+(:func:`~fstchunk.cli.inputs.layout_input`), and so does ``train`` for ``--dev``,
 ``--calibrate`` and the training file of an ``--init`` model.  ``train --init``
 refuses an explicit ``--scheme``, ``--features``, ``--columns`` or ``--min-count``
 that contradicts the init model (options left at their defaults follow it;
@@ -33,17 +18,10 @@ model's when not given).
 from __future__ import annotations
 
 import argparse
-import sys
-from itertools import chain
-from typing import IO, Iterator
 
 from .. import encodings as enc
 from ..columns import Columns
-from ..conll import file_delimiter, is_separator, iter_lines, split_line
-from ..batch import Decoded, iter_decode_sentences
-from ..decode import DECODERS
-from ..errors import BudgetError, InputError
-from ..evaluate import UNDECODED
+from ..errors import InputError
 from ..models import load_model
 from ..models.crf import CRF
 from ..models.features import TEMPLATES, resolve_template
@@ -51,65 +29,15 @@ from ..models import maxmargin as mm
 from ..models.perceptron import PERCEPTRON
 from ..models.hmm import HMM
 from ..models.objectives import DEFAULT_L2, OBJECTIVES
-from ..outputs import atomic_write, check_output
+from ..outputs import check_output
 from ..training import Trainer, file_digest
-from .common import (BETA_HELP, Failures, Given, HelpFormatter, add_executor, add_on_invalid,
-                     arranged, beta_option, columns_spec, delimiter_arg, executor_of, given,
-                     iter_input, layout_input, memory_size, no_sentences, nonnegative_float,
-                     nonnegative_int, positive_float, positive_int, read_gold,
-                     training_beta_option, warn, warn_unread)
-
-
-def add_columns(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--columns", default=None, type=columns_spec, metavar="SPEC",
-                   action=Given,
-                   help="the file's columns in order, each named word, pos, tag or _ (not "
-                        "read): e.g. word,pos,tag, word,tag (no POS: the POS-free variant of "
-                        "the feature template) or word,pos,_,tag; none: word,pos,...,tag for "
-                        "a new model (word first, POS second, tag last), the model's own "
-                        "columns otherwise, checked against its training layout")
+from .common import (Given, HelpFormatter, add_executor, add_on_invalid, executor_of, given,
+                     nonnegative_float, nonnegative_int, positive_float, positive_int,
+                     training_beta_option, warn)
+from .inputs import add_columns, iter_input, layout_input, no_sentences, read_gold, warn_unread
 
 
 def add_parsers(sub) -> None:
-    p = sub.add_parser("decode", formatter_class=HelpFormatter,
-                       help="tag a CoNLL file with a saved model; writes its lines plus a "
-                            "predicted-tag column")
-    p.add_argument("--model", required=True, help="a saved model (fstchunk train)")
-    p.add_argument("--input", required=True,
-                   help="CoNLL file with the columns the model reads (its --columns)")
-    p.add_argument("--decoder", choices=DECODERS, default="map",
-                   help="map (Viterbi), posterior, meu (exact MEU for F_β), meu-kbest "
-                        "(the --k best paths of the lattice machine reranked by E[F_β]: one "
-                        "tilted sweep bounds them all, and only those it cannot rule out "
-                        "are scored exactly, O(n·L²·W) each for n tokens, L tags and W ≤ "
-                        "n + 1 likely chunk counts), meu-corpus (one joint decision "
-                        "maximising F_β of the corpus's expected counts: a ratio of "
-                        "expectations, not the expected corpus F)")
-    p.add_argument("--beta", type=beta_option, default=1.0,
-                   help=f"the MEU decoders' F_β: {BETA_HELP}")
-    p.add_argument("--k", type=positive_int, default=20, help="paths reranked by meu-kbest")
-    p.add_argument("--output-scheme", default=None,
-                   help="scheme of the predicted column (none: the scheme of the model's "
-                        "training data, its --data-scheme; IOB2 for models that do not "
-                        "record it)")
-    p.add_argument("--delimiter", type=delimiter_arg, default=None,
-                   help="column delimiter of the input and the output (conlleval.pl's -d "
-                        "forms: '\\t' or a tab, ' ', ...); none: runs of spaces and tabs, "
-                        "or tabs when the first line holds one")
-    p.add_argument("--memory-budget", type=memory_size, default=None, metavar="SIZE",
-                   help="memory one sentence may take in the meu and meu-kbest decoders, in "
-                        "bytes or with a K, M or G suffix (e.g. 2G); a sentence estimated "
-                        f"above it is not decoded (tagged {UNDECODED}; meu-kbest scores "
-                        "every path exactly instead of bounding them); none: the library "
-                        "default")
-    p.add_argument("-o", "--output", default=None,
-                   help="output file, written atomically (none: standard output, flushed "
-                        "after each sentence)")
-    add_columns(p)
-    add_executor(p, "the input's sentences (blocks of about 2000 tokens; the output keeps "
-                    "the input's order)")
-    p.set_defaults(func=run_decode)
-
     l2 = ", ".join([*(f"{k} {v:g}" for k, v in DEFAULT_L2.items()),
                     f"{mm.MAX_MARGIN} {mm.DEFAULT_L2:g}", f"{PERCEPTRON}: none"])
     p = sub.add_parser("train", formatter_class=HelpFormatter,
@@ -192,108 +120,6 @@ def add_parsers(sub) -> None:
                    help="calibrated model file to write (may be --model itself)")
     add_on_invalid(p)
     p.set_defaults(func=run_calibrate)
-
-
-def run_decode(args: argparse.Namespace) -> int:
-    if args.output:
-        check_output(args.output)
-    model = load_model(args.model)
-    scheme = args.output_scheme or output_scheme(model)
-    checked = layout_input(iter_input(args.input, args.delimiter), model, args.model,
-                           args.columns, "decode")
-    with executor_of(args) as ex:
-        results = iter_decode_sentences(
-            model, arranged(checked.sentences, checked.arrangement), args.decoder,
-            args.beta, args.k, scheme, memory_budget=args.memory_budget,
-            executor=ex)
-        failed = Failures("decode", "decoded")
-        if args.output:
-            with atomic_write(args.output) as fh:
-                total = _stream(args.input, results, fh, failed, args.delimiter)
-        else:
-            total = _stream(args.input, results, sys.stdout, failed, args.delimiter)
-    if not failed.where:
-        return 0
-    where = f"the rest are in {args.output}" if args.output else "the rest were written"
-    print(f"fstchunk decode: error: {failed.summary(total)}: their lines carry the tag "
-          f"{UNDECODED}, which fstchunk eval refuses; {where}", file=sys.stderr)
-    return 1
-
-
-def _stream(path: str, results: Iterator[Decoded], out: IO[str], failed: Failures,
-            delimiter: str | None = None) -> int:
-    """Write the input's lines, each token line's columns plus its predicted tag, a
-    sentence at a time as ``results`` yields it; the blank and ``-DOCSTART-`` lines
-    after a sentence go out with it, and ``out`` is flushed before the next sentence
-    is decoded.  One error line per sentence that failed.  Only the sentence in hand
-    is held, whatever the file's size.  Returns the number of sentences; those that
-    failed are told to ``failed``.
-
-    What is written, conlleval.pl reads (:mod:`fstchunk.conlleval`): a token line's
-    columns are joined by one space (by a tab when the input's first token line
-    holds one, by ``delimiter`` when given), so runs of white space and trailing
-    spaces do not make empty columns; a ``-DOCSTART-`` line gets the tag ``O`` too,
-    padded with ``O`` to the token lines' width; blank lines are empty."""
-    lines = iter_lines(path)
-    held: list = []                               # the first line of the next sentence
-    pending: list[str] = []                       # separators before the width is known
-    form: dict = {}                               # the input's delimiter and width
-
-    def separators() -> None:
-        for lineno, raw in lines:
-            if not is_separator(raw):
-                held.append((lineno, raw))
-                break
-            pending.append(raw.rstrip("\r\n"))
-        if held and not form:                     # the first token line: the layout
-            first = held[0][1].rstrip("\r\n")
-            join = delimiter if delimiter is not None else file_delimiter(first)
-            form.update(split=delimiter, join=join, width=len(split_line(first, delimiter)))
-        if form:
-            flush()
-
-    def flush() -> None:
-        for text in pending:
-            cols = split_line(text, form["split"])
-            if cols:                              # a -DOCSTART- line: O as its tag
-                width = form["width"]
-                cols = cols[:width] + ["O"] * (width - len(cols)) + ["O"]
-            out.write(form["join"].join(cols) + "\n")
-        pending.clear()
-        out.flush()
-    total = 0
-    separators()
-    for d in results:
-        s = d.sentence
-        if d.index != total or not held or held[0][0] != s.lines[0]:   # a bug, not the user's
-            raise AssertionError(f"decoded sentence {d.index} arrived for {total}")
-        total += 1
-        if d.error is not None:
-            failed.add(s.where(0), d.index, len(s), _with_hint(d.error),
-                       f"tagged {UNDECODED}")
-        tags = [UNDECODED] * len(s) if d.tags is None else d.tags
-        for tag, (lineno, raw) in zip(tags, chain([held.pop()], lines)):   # tags first:
-            # zip stops at the shorter without reading a line past the sentence
-            cols = split_line(raw.rstrip("\r\n"), form["split"])
-            out.write(form["join"].join(cols + [tag]) + "\n")
-        separators()
-    if total == 0:
-        raise no_sentences(path)
-    return total
-
-
-def output_scheme(model) -> str:
-    """The scheme ``decode`` writes by default: that of the model's training data
-    (``data_scheme``), else IOB2 (models that do not record it)."""
-    return getattr(model, "data_scheme", None) or "IOB2"
-
-
-def _with_hint(error: BaseException) -> BaseException:
-    """A BudgetError told with the option that raises the budget."""
-    if isinstance(error, BudgetError) and "--memory-budget" not in str(error):
-        return BudgetError(f"{error} (--memory-budget sets the budget)", error.estimate,
-                           error.budget)
-    return error
 
 
 def run_train(args: argparse.Namespace) -> int:

@@ -1,0 +1,186 @@
+"""``fstchunk decode``: tag a CoNLL file with a saved model.
+
+The destination (``-o``) is checked before any work and written atomically
+(:mod:`fstchunk.outputs`).  ``decode`` writes every input line — ``-DOCSTART-``
+and blank lines included — with the predicted tag appended, in a form that
+conlleval.pl reads: the columns joined by one space (a tab when the input's first
+token line holds one), ``O`` as the tag of a ``-DOCSTART-`` line, and, by default,
+the tags in the scheme of the model's training data.  The input's first sentences
+are checked against the model's training layout before any work
+(:func:`~fstchunk.cli.inputs.layout_input`).
+
+``decode`` streams: each sentence is written (and standard output flushed) as soon
+as it is decoded, in input order, into the temporary of ``-o`` or to standard
+output.  A sentence that cannot be decoded (an
+:class:`~fstchunk.errors.FstchunkError` such as a
+:class:`~fstchunk.errors.BudgetError`, or a :class:`MemoryError`) gets one error
+line naming its ``file:line`` and length (a cause that repeats is shown three times,
+then counted: :class:`~fstchunk.cli.common.Failures`); its lines are echoed with the
+tag :data:`~fstchunk.evaluate.UNDECODED` (``<error>``, which ``fstchunk eval``
+refuses), decoding goes on, the file is still completed, and the command ends with
+a one-line summary and exit status 1.  A fault of the whole input (a
+:class:`~fstchunk.errors.LayoutError`) stops it at once, writing nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from itertools import chain
+from typing import IO, Iterator
+
+from ..batch import Decoded, iter_decode_sentences
+from ..conll import file_delimiter, is_separator, iter_lines, split_line
+from ..decode import DECODERS
+from ..errors import BudgetError
+from ..evaluate import UNDECODED
+from ..models import load_model
+from ..outputs import atomic_write, check_output
+from .common import (BETA_HELP, Failures, HelpFormatter, add_executor, beta_option,
+                     executor_of, memory_size, positive_int)
+from .inputs import (add_columns, arranged, delimiter_arg, iter_input, layout_input,
+                     no_sentences)
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("decode", formatter_class=HelpFormatter,
+                       help="tag a CoNLL file with a saved model; writes its lines plus a "
+                            "predicted-tag column")
+    p.add_argument("--model", required=True, help="a saved model (fstchunk train)")
+    p.add_argument("--input", required=True,
+                   help="CoNLL file with the columns the model reads (its --columns)")
+    p.add_argument("--decoder", choices=DECODERS, default="map",
+                   help="map (Viterbi), posterior, meu (exact MEU for F_β), meu-kbest "
+                        "(the --k best paths of the lattice machine reranked by E[F_β]: one "
+                        "tilted sweep bounds them all, and only those it cannot rule out "
+                        "are scored exactly, O(n·L²·W) each for n tokens, L tags and W ≤ "
+                        "n + 1 likely chunk counts), meu-corpus (one joint decision "
+                        "maximising F_β of the corpus's expected counts: a ratio of "
+                        "expectations, not the expected corpus F)")
+    p.add_argument("--beta", type=beta_option, default=1.0,
+                   help=f"the MEU decoders' F_β: {BETA_HELP}")
+    p.add_argument("--k", type=positive_int, default=20, help="paths reranked by meu-kbest")
+    p.add_argument("--output-scheme", default=None,
+                   help="scheme of the predicted column (none: the scheme of the model's "
+                        "training data, its --data-scheme; IOB2 for models that do not "
+                        "record it)")
+    p.add_argument("--delimiter", type=delimiter_arg, default=None,
+                   help="column delimiter of the input and the output (conlleval.pl's -d "
+                        "forms: '\\t' or a tab, ' ', ...); none: runs of spaces and tabs, "
+                        "written as tabs when the first token line holds one, else as one "
+                        "space")
+    p.add_argument("--memory-budget", type=memory_size, default=None, metavar="SIZE",
+                   help="memory one sentence may take in the meu and meu-kbest decoders, in "
+                        "bytes or with a K, M or G suffix (e.g. 2G); a sentence estimated "
+                        f"above it is not decoded (tagged {UNDECODED}; meu-kbest scores "
+                        "every path exactly instead of bounding them); none: the library "
+                        "default")
+    p.add_argument("-o", "--output", default=None,
+                   help="output file, written atomically (none: standard output, flushed "
+                        "after each sentence)")
+    add_columns(p)
+    add_executor(p, "the input's sentences (blocks of about 2000 tokens; the output keeps "
+                    "the input's order)")
+    p.set_defaults(func=run_decode)
+
+
+def run_decode(args: argparse.Namespace) -> int:
+    if args.output:
+        check_output(args.output)
+    model = load_model(args.model)
+    scheme = args.output_scheme or output_scheme(model)
+    checked = layout_input(iter_input(args.input, args.delimiter), model, args.model,
+                           args.columns, "decode")
+    with executor_of(args) as ex:
+        results = iter_decode_sentences(
+            model, arranged(checked.sentences, checked.arrangement), args.decoder,
+            args.beta, args.k, scheme, memory_budget=args.memory_budget,
+            executor=ex)
+        failed = Failures("decode", "decoded")
+        if args.output:
+            with atomic_write(args.output) as fh:
+                total = _stream(args.input, results, fh, failed, args.delimiter)
+        else:
+            total = _stream(args.input, results, sys.stdout, failed, args.delimiter)
+    if not failed.where:
+        return 0
+    where = f"the rest are in {args.output}" if args.output else "the rest were written"
+    print(f"fstchunk decode: error: {failed.summary(total)}: their lines carry the tag "
+          f"{UNDECODED}, which fstchunk eval refuses; {where}", file=sys.stderr)
+    return 1
+
+
+def _stream(path: str, results: Iterator[Decoded], out: IO[str], failed: Failures,
+            delimiter: str | None = None) -> int:
+    """Write the input's lines, each token line's columns plus its predicted tag, a
+    sentence at a time as ``results`` yields it; the blank and ``-DOCSTART-`` lines
+    after a sentence go out with it, and ``out`` is flushed before the next sentence
+    is decoded.  One error line per sentence that failed.  Only the sentence in hand
+    is held, whatever the file's size.  Returns the number of sentences; those that
+    failed are told to ``failed``.
+
+    What is written, conlleval.pl reads (:mod:`fstchunk.conlleval`): a token line's
+    columns are joined by one space (by a tab when the input's first token line
+    holds one, by ``delimiter`` when given), so runs of white space and trailing
+    spaces do not make empty columns; a ``-DOCSTART-`` line gets the tag ``O`` too,
+    padded with ``O`` to the token lines' width; blank lines are empty."""
+    lines = iter_lines(path)
+    held: list = []                               # the first line of the next sentence
+    pending: list[str] = []                       # separators before the width is known
+    form: dict = {}                               # the input's delimiter and width
+
+    def separators() -> None:
+        for lineno, raw in lines:
+            if not is_separator(raw):
+                held.append((lineno, raw))
+                break
+            pending.append(raw.rstrip("\r\n"))
+        if held and not form:                     # the first token line: the layout
+            first = held[0][1].rstrip("\r\n")
+            join = delimiter if delimiter is not None else file_delimiter(first)
+            form.update(split=delimiter, join=join, width=len(split_line(first, delimiter)))
+        if form:
+            flush()
+
+    def flush() -> None:
+        for text in pending:
+            cols = split_line(text, form["split"])
+            if cols:                              # a -DOCSTART- line: O as its tag
+                width = form["width"]
+                cols = cols[:width] + ["O"] * (width - len(cols)) + ["O"]
+            out.write(form["join"].join(cols) + "\n")
+        pending.clear()
+        out.flush()
+    total = 0
+    separators()
+    for d in results:
+        s = d.sentence
+        if d.index != total or not held or held[0][0] != s.lines[0]:   # a bug, not the user's
+            raise AssertionError(f"decoded sentence {d.index} arrived for {total}")
+        total += 1
+        if d.error is not None:
+            failed.add(s.where(0), d.index, len(s), _with_hint(d.error),
+                       f"tagged {UNDECODED}")
+        tags = [UNDECODED] * len(s) if d.tags is None else d.tags
+        for tag, (lineno, raw) in zip(tags, chain([held.pop()], lines)):   # tags first:
+            # zip stops at the shorter without reading a line past the sentence
+            cols = split_line(raw.rstrip("\r\n"), form["split"])
+            out.write(form["join"].join(cols + [tag]) + "\n")
+        separators()
+    if total == 0:
+        raise no_sentences(path)
+    return total
+
+
+def output_scheme(model) -> str:
+    """The scheme ``decode`` writes by default: that of the model's training data
+    (``data_scheme``), else IOB2 (models that do not record it)."""
+    return getattr(model, "data_scheme", None) or "IOB2"
+
+
+def _with_hint(error: BaseException) -> BaseException:
+    """A BudgetError told with the option that raises the budget."""
+    if isinstance(error, BudgetError) and "--memory-budget" not in str(error):
+        return BudgetError(f"{error} (--memory-budget sets the budget)", error.estimate,
+                           error.budget)
+    return error
