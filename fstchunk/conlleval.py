@@ -31,8 +31,9 @@ Where fstchunk departs, it says so rather than differ silently:
   (:func:`fstchunk.evaluate.evaluate_file`).
 
 Pitfall: conlleval.pl does not know IOBES (``S-X S-X`` is one chunk for it, and
-``E-X B-X`` continues a chunk); :func:`scheme_prefixes_warning` names such files,
-and ``--scheme`` reads them in their scheme.
+``E-X B-X`` continues a chunk); :class:`SchemeTally` names such files (and refuses
+gold and predicted columns of two schemes that it would read apart), and
+``--scheme`` reads them in their scheme.
 """
 
 from __future__ import annotations
@@ -49,8 +50,6 @@ from .errors import CoNLLError, InputError
 BOUNDARY = "-X-"
 DOCSTART = "-DOCSTART-"
 
-#: prefixes that conlleval.pl does not read as their schemes mean them
-IOBES_PREFIXES = frozenset({"E", "S", "L", "U", "B2", "B3", "E2", "E3"})
 
 
 def delimiter_pattern(delimiter: str | None) -> re.Pattern | None:
@@ -161,24 +160,60 @@ def _hint(fields: list[str], width: int, first: tuple[int, bool]) -> str:
     return ""
 
 
-def scheme_prefixes_warning(gold: set[str], pred: set[str]) -> str | None:
-    """A refusal (``"refuse: ..."``) when gold and predicted tags come from schemes with
-    different prefixes (E-/S-/L-/U- ... on one side only), a warning when both use
-    prefixes conlleval.pl does not read as their scheme means, else None."""
-    g, p = gold & IOBES_PREFIXES, pred & IOBES_PREFIXES
-    if g != p:
-        def show(s: set[str]) -> str:
-            return ", ".join(sorted(s)) if s else "none of them"
-        return (f"refuse: the gold column uses the prefixes {show(g)} and the predicted "
-                f"column {show(p)} (of {', '.join(sorted(IOBES_PREFIXES))}): two schemes "
-                f"(e.g. IOB2 against IOBES), which conlleval.pl reads inconsistently; give "
-                f"--scheme to read both in one scheme (--scheme IOBES reads IOB and IOE tags "
-                f"too), or convert one column")
-    if g:
-        return (f"tags with the prefixes {', '.join(sorted(g))} are read as conlleval.pl "
-                f"reads them, which does not know IOBES (S-X S-X is one chunk, E-X B-X "
-                f"continues one); give --scheme (e.g. IOBES) to read them in their scheme")
-    return None
+#: the schemes conlleval.pl reads as they mean (its B/I/E rules); the IOBES family
+#: (S, L, U, B2, ..., and E-X B-X) it reads otherwise
+CONLLEVAL_SAFE = frozenset({"IOB1", "IOB2", "IOE1", "IOE2"})
+
+#: schemes with one inventory of prefixes (B/I or I/E), which conlleval.pl reads alike
+FAMILY = {"IOB1": "IOB", "IOB2": "IOB", "IOE1": "IOE", "IOE2": "IOE"}
+
+#: the share of a side's sentences that may be invalid in a scheme it is read in
+#: (annotation slips, a tagger's odd output) before the scheme is ruled out
+INVALID_SHARE = 0.01
+
+
+class SchemeTally:
+    """For the gold and the predicted column: in how many sentences each scheme's
+    validity is broken (:func:`fstchunk.encodings.is_valid`), to tell columns of two
+    schemes apart (:meth:`verdict`)."""
+
+    def __init__(self) -> None:
+        self.sentences = 0
+        self.invalid = ({s: 0 for s in enc.SCHEMES}, {s: 0 for s in enc.SCHEMES})
+
+    def add(self, gold: list[str], pred: list[str]) -> None:
+        self.sentences += 1
+        for side, tags in zip(self.invalid, (gold, pred)):
+            for scheme in enc.SCHEMES:
+                side[scheme] += not enc.is_valid(tags, scheme)
+
+    def schemes(self, side: int) -> set[str]:
+        """The schemes side 0 (gold) or 1 (predicted) reads as, slips allowed."""
+        limit = INVALID_SHARE * self.sentences
+        return {s for s, k in self.invalid[side].items() if k <= limit}
+
+    def verdict(self) -> str | None:
+        """A refusal (``"refuse: ..."``) when the two columns are of different schemes
+        with different prefixes (IOB2 against IOBES or IOE2; IOB1 against IOB2, one
+        inventory of prefixes, passes), a warning when both are of the IOBES family, which
+        conlleval.pl reads otherwise than the scheme means, else None."""
+        g, p = self.schemes(0), self.schemes(1)
+        if not g or not p:
+            return None                         # not a scheme's sequences: as conlleval
+        common = g & p
+        if common:
+            if common & CONLLEVAL_SAFE:
+                return None
+            return ("both columns are IOBES-family tags (" + ", ".join(sorted(common)) +
+                    "), read as conlleval.pl reads them, which does not know IOBES (S-X "
+                    "S-X is one chunk, E-X B-X continues one); give --scheme (e.g. IOBES) "
+                    "to read them in their scheme")
+        if {FAMILY.get(x, x) for x in g} & {FAMILY.get(x, x) for x in p}:
+            return None                         # IOB1 against IOB2: one family, read alike
+        return ("refuse: the gold column reads as " + " or ".join(sorted(g)) + " and the "
+                "predicted column as " + " or ".join(sorted(p)) + ": two schemes, which "
+                "conlleval.pl reads inconsistently; give --scheme to read both in one "
+                "scheme (--scheme IOBES reads IOB and IOE tags too), or convert one column")
 
 
 class ChunkCounts:

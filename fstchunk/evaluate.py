@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Sequence
 
 from . import encodings as enc
-from .conlleval import ChunkCounts, Reading, iter_rows, scheme_prefixes_warning
+from .conlleval import ChunkCounts, Reading, SchemeTally, iter_rows
 from .errors import InputError
 from .fbeta import check_beta, f_rates, to_beta_sq
 
@@ -187,37 +187,34 @@ def evaluate_file(path, scheme: str | None = None, beta: float = 1.0,
     Both columns must consist of chunk tags (``O``, ``P`` or ``P-TYPE`` with a
     prefix of some scheme; of ``scheme`` when given): a gold-only file (word, POS,
     tag) would otherwise score its POS column as 'gold' and find 0 phrases.  Without
-    ``scheme``, gold and predicted columns of different schemes (E-/S-/L-/U- prefixes
-    on one side only) are refused; ``warn(message)`` hears of a file that conlleval.pl
+    ``scheme``, gold and predicted columns of two schemes that conlleval.pl reads apart
+    (IOB2 against IOBES: :class:`fstchunk.conlleval.SchemeTally`) are refused; ``warn(message)`` hears of a file that conlleval.pl
     reads otherwise than its scheme means (both sides IOBES) or of CRLF line ends.
     """
     beta = check_beta(beta)
     reading = Reading()
     rows = iter_rows(path, delimiter, reading)
     if scheme is None:
-        report, prefixes = _stream_report(rows, path, beta)
+        report, tally = _stream_report(rows, path, beta)
     else:
         scheme = enc.canonical_scheme(scheme)
         report = _score(_sentences(rows, path, scheme), scheme, beta)
-        prefixes = None
+        tally = None
     if not report.tokens:
         raise InputError(f"{path}: no sentences to score")
-    if prefixes is not None:
-        said = scheme_prefixes_warning(*prefixes)
-        if said is not None and said.startswith("refuse: "):
-            raise InputError(f"{path}: {said.removeprefix('refuse: ')}")
-        if said is not None and warn is not None:
-            warn(f"{path}: {said}")
+    said = tally.verdict() if tally is not None else None
+    if said is not None and said.startswith("refuse: "):
+        raise InputError(f"{path}: {said.removeprefix('refuse: ')}")
+    if said is not None and warn is not None:
+        warn(f"{path}: {said}")
     if reading.crlf and warn is not None:
         warn(f"{path}: CRLF line ends (read without the carriage returns; conlleval.pl "
              f"would keep them in the predicted tag and refuse the blank lines)")
     return report
 
 
-def _tags(row, path, scheme: str | None, prefixes: tuple[set, set] | None = None
-          ) -> tuple[str, str]:
-    """(gold, predicted) of a token row, each checked to be a chunk tag; their prefixes
-    are added to ``prefixes`` (gold, predicted) when given."""
+def _tags(row, path, scheme: str | None) -> tuple[str, str]:
+    """(gold, predicted) of a token row, each checked to be a chunk tag."""
     width = len(row.fields)
     gold, pred = row.fields[-2], row.fields[-1]
     where = f"{path}:{row.line}"
@@ -231,17 +228,15 @@ def _tags(row, path, scheme: str | None, prefixes: tuple[set, set] | None = None
                              f"{tag!r}: a line without the predicted column? decode the "
                              f"file again (fstchunk decode writes O there), or add ' O' "
                              f"to it") from e
-    if prefixes is not None:
-        prefixes[0].add(enc.split_conlleval(gold)[0])
-        prefixes[1].add(enc.split_conlleval(pred)[0])
     return gold, pred
 
 
-def _stream_report(rows, path, beta: float) -> tuple[Report, tuple[set, set]]:
+def _stream_report(rows, path, beta: float) -> tuple[Report, SchemeTally]:
     """conlleval.pl's counts over the whole file (:class:`fstchunk.conlleval.ChunkCounts`),
-    plus the per-sentence F of each sentence (chunks read per sentence)."""
+    the per-sentence F of each sentence (chunks read per sentence), and the schemes
+    each column's sentences read as (:class:`fstchunk.conlleval.SchemeTally`)."""
     counter = ChunkCounts()
-    prefixes: tuple[set, set] = (set(), set())
+    tally = SchemeTally()
     sent_f: list[float] = []
     gold: list[str] = []
     pred: list[str] = []
@@ -252,6 +247,7 @@ def _stream_report(rows, path, beta: float) -> tuple[Report, tuple[set, set]]:
         if words:
             sent_f.append(sentence_f(enc.conlleval_chunks(pred), enc.conlleval_chunks(gold),
                                      beta))
+            tally.add(gold, pred)
         gold.clear()
         pred.clear()
         words = 0
@@ -260,17 +256,18 @@ def _stream_report(rows, path, beta: float) -> tuple[Report, tuple[set, set]]:
             counter.push("O", "O", token=False)
             end_sentence()
             continue
-        g, p = _tags(row, path, None, prefixes)
+        g, p = _tags(row, path, None)
         counter.push(g, p)
-        gold.append(g)
-        pred.append(p)
-        words += not row.docstart
+        if not row.docstart:
+            gold.append(g)
+            pred.append(p)
+            words += 1
     counter.close()
     end_sentence()
     per_type = {t: Scores(c, f, g, beta) for t, (c, g, f) in counter.per_type.items()}
     overall = Scores(counter.correct, counter.found, counter.gold, beta)
     return Report(overall, per_type, counter.tokens, counter.correct_tags, len(sent_f), beta,
-                  sent_f), prefixes
+                  sent_f), tally
 
 
 def _sentences(rows, path, scheme: str) -> Iterator[tuple[list[str], list[str], str]]:

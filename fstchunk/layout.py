@@ -108,8 +108,9 @@ class Vocabulary:
         return Vocabulary(values, max(self.types, other.types, len(values)))
 
     def to_array(self) -> np.ndarray:
-        """The values as one UTF-8 byte array, newline-separated (no pickle; CoNLL
-        values hold no white space)."""
+        """The values as one UTF-8 byte array, newline-separated (no pickle; a CoNLL
+        value holds no line break, though it may hold U+00A0, or spaces in a
+        tab-delimited file)."""
         return np.frombuffer("\n".join(self.values).encode("utf-8"), dtype=np.uint8)
 
     @classmethod
@@ -123,8 +124,8 @@ class Vocabulary:
         except UnicodeDecodeError as e:
             raise InputError(f"not UTF-8 ({e.reason})") from None
         values = tuple(text.split("\n")) if text else ()
-        if len(set(values)) != len(values) or any(not v or v.split() != [v] for v in values):
-            raise InputError("not a list of distinct values without white space")
+        if len(set(values)) != len(values) or not all(values):
+            raise InputError("not a list of distinct non-empty values")
         if not (isinstance(types, int) and not isinstance(types, bool)
                 and types >= len(values)):
             raise InputError(f"types must be an integer >= {len(values)}, found {types!r}")

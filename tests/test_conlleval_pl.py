@@ -14,6 +14,7 @@ import subprocess
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from fstchunk import encodings as enc
 from fstchunk.cli import main
 from fstchunk.evaluate import evaluate_file
 
@@ -25,15 +26,28 @@ def conlleval(script, path, *options):
 
 
 def mixed_schemes(text, sep):
-    """Whether gold and predicted tags use different IOBES-only prefixes (E, S, ...)."""
-    sides = (set(), set())
-    for line in text.splitlines():
-        fields = [f for f in line.split(sep) if f.strip(" ")]
-        if len(fields) >= 2 and fields[0] != "-X-":
-            for side, tag in zip(sides, fields[-2:]):
-                side.add(tag.split("-", 1)[0])
-    only = {"E", "S", "L", "U"}
-    return sides[0] & only != sides[1] & only
+    """Whether gold and predicted sentences are valid only in schemes of different
+    prefix inventories (the rule of eval's refusal, from its definition: a side reads
+    as the schemes in which at most 1% of its sentences are invalid; IOB1 and IOB2 are
+    one inventory, IOE1 and IOE2 another)."""
+    sents, cur = [], []
+    for line in text.splitlines() + [""]:
+        fields = [f for f in line.split(sep) if f.strip(" ")] if line.strip(" \t") else []
+        if not fields or fields[0] == "-X-":
+            if cur:
+                sents.append(cur)
+            cur = []
+        elif fields[0] != "-DOCSTART-":
+            cur.append(fields[-2:])
+    if not sents:
+        return False
+    sides = [{s for s in enc.SCHEMES
+              if sum(not enc.is_valid([t[k] for t in sent], s) for sent in sents)
+              <= 0.01 * len(sents)} for k in (0, 1)]
+    family = {"IOB1": "IOB", "IOB2": "IOB", "IOE1": "IOE", "IOE2": "IOE"}
+    g, p = sides
+    return bool(g and p and not g & p and not ({family.get(x, x) for x in g}
+                                               & {family.get(x, x) for x in p}))
 
 
 def fstchunk_eval(capsys, path, *options):
@@ -110,7 +124,8 @@ def test_eval_equals_conlleval_pl(case, conlleval_pl, tmp_path_factory, capsys):
 def test_iobes_on_both_sides_equals_conlleval_pl_with_a_warning(conlleval_pl, tmp_path,
                                                                  capsys):
     path = tmp_path / "iobes.txt"
-    path.write_text("a S-NP S-NP\nb S-NP S-NP\nc B-VP B-VP\nd E-VP E-VP\ne B-VP S-VP\n\n")
+    path.write_text("a S-NP S-NP\nb S-NP S-NP\nc B-VP B-VP\nd E-VP E-VP\ne S-VP B-VP\n"
+                    "f O E-VP\n\n")
     _, out_pl, _ = conlleval(conlleval_pl, path)
     code, out, err = fstchunk_eval(capsys, path)
     assert code == 0 and out == out_pl
@@ -258,3 +273,29 @@ def test_decode_of_conll2002_is_read_by_conlleval_pl(conlleval_pl, corpus, tmp_p
     docs = sum(line.startswith("-DOCSTART-") for line in testa.read_text().splitlines())
     tokens = sum(bool(line.strip()) for line in testa.read_text().splitlines())
     assert docs > 0 and got.startswith(f"processed {tokens} tokens")
+
+
+def test_decode_in_another_scheme_then_eval_is_refused_not_misscored(corpus, tmp_path,
+                                                                     capsys, conlleval_pl):
+    """The issue's case on real data: decode --output-scheme IOBES against IOB2 gold
+    is refused (naming --scheme), --scheme IOBES scores it as the IOB2 output scores."""
+    from fstchunk.conll import read_conll, write_conll
+    from fstchunk.models.hmm import HMM
+    model = tmp_path / "hmm.npz"
+    HMM().fit(read_conll(corpus("conll2000", "train.txt"))[:1000]).save(model)
+    inp = tmp_path / "in.txt"
+    write_conll(read_conll(corpus("conll2000", "test.txt"))[:300], inp)
+    iob2, iobes = tmp_path / "iob2.txt", tmp_path / "iobes.txt"
+    assert main(["decode", "--model", str(model), "--input", str(inp), "-o", str(iob2)]) == 0
+    assert main(["decode", "--model", str(model), "--input", str(inp), "-o", str(iobes),
+                 "--output-scheme", "IOBES"]) == 0
+    capsys.readouterr()
+    code, want, _ = fstchunk_eval(capsys, iob2)
+    assert code == 0 and want == conlleval(conlleval_pl, iob2)[1]
+    code, out, err = fstchunk_eval(capsys, iobes)
+    assert code == 2 and out == "" and "--scheme" in err and "IOBES" in err
+    code, out, _ = fstchunk_eval(capsys, iobes, "--scheme", "IOBES")
+    assert code == 0
+    overall = [line for line in out.splitlines() if line.startswith("accuracy")][0]
+    f = lambda text: text.split("FB1:")[1].split()[0]           # noqa: E731
+    assert f(overall) == f(want.splitlines()[1])

@@ -48,8 +48,10 @@ def test_vocabulary_is_most_frequent_first_capped_and_round_trips(monkeypatch):
     assert capped.values == ("b", "a") and capped.types == 3
     assert Vocabulary.from_array(capped.to_array(), capped.types) == capped
     assert Vocabulary.from_array(Vocabulary.of([]).to_array(), 0).values == ()
+    spaced = Vocabulary.of(["10\u00a0000", "New York"])         # U+00A0; a tab file's token
+    assert Vocabulary.from_array(spaced.to_array(), 2) == spaced
     for blob, types, match in [(np.frombuffer(b"a\na", np.uint8), 2, "distinct"),
-                               (np.frombuffer(b"a b", np.uint8), 1, "white space"),
+                               (np.frombuffer(b"a\n\nb", np.uint8), 3, "non-empty"),
                                (np.frombuffer(b"\xff", np.uint8), 1, "not UTF-8"),
                                (np.frombuffer(b"a\nb", np.uint8), 1, "types must be"),
                                (np.frombuffer(b"a", np.uint8), True, "types must be"),
@@ -313,5 +315,5 @@ def test_layout_edits_are_caught(tmp_path):
     arrays["layout_pos"] = np.frombuffer(b"NN\nNN\n" + b"X" * (n - 6), np.uint8)
     np.savez(p, **arrays)
     with pytest.raises(ModelFileError, match=r"m.npz: field 'layout': layout_pos: not a list "
-                                             r"of distinct values"):
+                                             r"of distinct non-empty values"):
         CRF.load(p)
