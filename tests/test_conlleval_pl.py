@@ -299,3 +299,42 @@ def test_decode_in_another_scheme_then_eval_is_refused_not_misscored(corpus, tmp
     overall = [line for line in out.splitlines() if line.startswith("accuracy")][0]
     f = lambda text: text.split("FB1:")[1].split()[0]           # noqa: E731
     assert f(overall) == f(want.splitlines()[1])
+
+
+@pytest.mark.parametrize("kind", ["hmm", "crf"])
+@pytest.mark.parametrize("scheme", ["IOB2", "IOBES", "BILOU", "IOE2", "IOB1"])
+def test_decode_writes_the_scheme_of_the_training_data(tmp_path, capsys, kind, scheme):
+    """A model trained with --data-scheme X writes X unless told otherwise, and eval
+    scores its output as it scores the same prediction written in IOB2."""
+    from fstchunk.conll import read_conll, write_conll
+    from oracles import TINY_CONLL
+    src = tmp_path / "tiny.txt"
+    src.write_text(TINY_CONLL)
+    sents = read_conll(src)
+    for s in sents:
+        tags = enc.convert(s.column(-1), "IOB2", scheme)
+        s.rows = [r[:-1] + [t] for r, t in zip(s.rows, tags)]
+    data, model = tmp_path / "data.txt", tmp_path / "m.npz"
+    write_conll(sents, data)
+    argv = ["train", "--train", str(data), "--data-scheme", scheme, "-o", str(model)]
+    argv += ["--model-type", "hmm"] if kind == "hmm" else ["--max-iter", "20", "--quiet"]
+    assert main(argv) == 0, capsys.readouterr().err
+    out, iob2 = tmp_path / "out.txt", tmp_path / "iob2.txt"
+    assert main(["decode", "--model", str(model), "--input", str(data), "-o", str(out)]) == 0
+    capsys.readouterr()
+    pred = [line.split()[-1] for line in out.read_text().splitlines() if line]
+    gold = [line.split()[-2] for line in out.read_text().splitlines() if line]
+    assert pred and all(enc.is_valid(s.column(-1), scheme) for s in read_conll(out))
+    assert main(["decode", "--model", str(model), "--input", str(data), "-o", str(iob2),
+                 "--output-scheme", "IOB2"]) == 0
+    rows = [line.split() for line in iob2.read_text().splitlines() if line]
+    assert [r[-1] for r in rows] == [t for s in read_conll(out)
+                                      for t in enc.convert(s.column(-1), scheme, "IOB2")]
+    assert gold == [t for s in sents for t in s.column(-1)]
+    from fstchunk.evaluate import evaluate
+    want = evaluate([enc.convert(s.column(-1), scheme, "IOB2") for s in sents],
+                    [s.column(-1) for s in read_conll(iob2)]).overall
+    code, got, _ = fstchunk_eval(capsys, out, "--scheme", scheme)
+    assert code == 0 and got.startswith(f"processed {len(pred)} tokens with {want.gold} "
+                                        f"phrases; found: {want.found} phrases; correct: "
+                                        f"{want.correct}.")
