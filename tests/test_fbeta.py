@@ -38,7 +38,7 @@ from fstchunk.grammars.registry import Options
 from fstchunk.models.crf import CRF
 from fstchunk.segments.meu import meu_set
 from fstchunk.segments.scoring import score_segments
-from fstchunk.training import Trainer
+from fstchunk.learn import Trainer
 from oracles import TINY_CONLL, random_scores
 from test_training import IDENTITY, SENTS
 

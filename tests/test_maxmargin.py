@@ -18,7 +18,7 @@ from fstchunk.lossaug import loss_value
 from fstchunk.models import bcfw, maxmargin as mm
 from fstchunk.models.crf import CRF
 from fstchunk.models.objectives import ChainGrad, Gold
-from fstchunk.training import Progress, Trainer
+from fstchunk.learn import Progress, Trainer
 
 from oracles import TINY_CONLL
 
@@ -38,7 +38,7 @@ def test_hinge_subgradient_matches_finite_differences(loss):
     crf, data = _problem()
     rng = np.random.default_rng(1)
     theta = rng.normal(scale=0.7, size=crf.theta.shape)
-    fun = crf.objective(mm.MAX_MARGIN, data, 0.03, beta=1.5, loss=loss)
+    fun = crf.objective("max-margin", data, 0.03, beta=1.5, loss=loss)
     value, grad = fun(theta)
     assert value > 0
     eps = 1e-6
@@ -56,7 +56,7 @@ def test_hinge_subgradient_matches_finite_differences(loss):
 def test_hinge_is_the_mean_of_brute_force_maxima():
     crf, data = _problem()
     theta = np.random.default_rng(2).normal(scale=0.5, size=crf.theta.shape)
-    value, _ = crf.objective(mm.MAX_MARGIN, data, 0.0, loss="f", beta=2.0)(theta)
+    value, _ = crf.objective("max-margin", data, 0.0, loss="f", beta=2.0)(theta)
     crf.theta = theta
     want = 0.0
     for s, lat in zip(SENTS, crf.lattices(SENTS)):
@@ -140,7 +140,7 @@ def test_bcfw_gap_reaches_the_tolerance_at_the_qp_optimum(loss, beta):
     assert primal - gap <= optimum + 1e-7
     assert primal >= optimum - 1e-7
     assert primal == pytest.approx(optimum, abs=tol + 1e-7)
-    fun = crf.objective(mm.MAX_MARGIN, data, l2, beta=beta, loss=loss)
+    fun = crf.objective("max-margin", data, l2, beta=beta, loss=loss)
     assert fun(solver.theta)[0] == pytest.approx(primal, rel=1e-12)
 
 
@@ -193,7 +193,7 @@ def test_c_and_lambda():
 def test_trainer_records_the_certificate_in_the_settings(tmp_path):
     crf, data = _problem()
     seen: list[Progress] = []
-    Trainer(objective=mm.MAX_MARGIN, l2=0.05, loss="f", tol=1e-4, max_iter=300,
+    Trainer(objective="max-margin", l2=0.05, loss="f", tol=1e-4, max_iter=300,
             progress=False, callbacks=[seen.append], dev=SENTS, dev_every=0,
             output=str(tmp_path / "m.npz")).fit(crf, data)
     s = CRF.load(tmp_path / "m.npz").settings
@@ -215,7 +215,7 @@ def _interrupt_at(k):
 
 
 def test_ctrl_c_and_resume_give_the_uninterrupted_run(tmp_path):
-    opts = dict(objective=mm.MAX_MARGIN, l2=0.05, tol=0.0, max_iter=12, progress=False)
+    opts = dict(objective="max-margin", l2=0.05, tol=0.0, max_iter=12, progress=False)
     whole, data = _problem()
     Trainer(**opts).fit(whole, data)
     ckpt = str(tmp_path / "m.npz.ckpt")
@@ -239,7 +239,7 @@ def test_ctrl_c_and_resume_give_the_uninterrupted_run(tmp_path):
                                            ({"objective": "ml"}, "objective")])
 def test_resume_refuses_other_settings(tmp_path, change, field):
     ckpt = str(tmp_path / "m.ckpt")
-    opts = dict(objective=mm.MAX_MARGIN, l2=0.05, tol=0.0, max_iter=9, progress=False,
+    opts = dict(objective="max-margin", l2=0.05, tol=0.0, max_iter=9, progress=False,
                 checkpoint=ckpt)
     crf, data = _problem()
     with pytest.raises(TrainingInterrupted):
@@ -252,7 +252,7 @@ def test_resume_refuses_other_settings(tmp_path, change, field):
 
 def test_resume_refuses_a_dual_state_of_another_checkpoint(tmp_path):
     ckpt = str(tmp_path / "m.ckpt")
-    opts = dict(objective=mm.MAX_MARGIN, l2=0.05, tol=0.0, max_iter=9, progress=False,
+    opts = dict(objective="max-margin", l2=0.05, tol=0.0, max_iter=9, progress=False,
                 checkpoint=ckpt)
     crf, data = _problem()
     with pytest.raises(TrainingInterrupted):
@@ -274,7 +274,7 @@ def test_resume_refuses_a_dual_state_of_another_checkpoint(tmp_path):
 ])
 def test_bad_settings_are_refused(kwargs, message):
     with pytest.raises(InputError, match=message):
-        Trainer(objective=mm.MAX_MARGIN, **kwargs)
+        Trainer(objective="max-margin", **kwargs)
 
 
 def test_loss_f_with_another_objective_and_a_trained_start_are_refused():
@@ -283,7 +283,7 @@ def test_loss_f_with_another_objective_and_a_trained_start_are_refused():
     crf, data = _problem()
     crf.theta[:] = 0.1
     with pytest.raises(InputError, match="θ = 0"):
-        Trainer(objective=mm.MAX_MARGIN, progress=False).fit(crf, data)
+        Trainer(objective="max-margin", progress=False).fit(crf, data)
 
 
 def test_cli_train_max_margin_decode_eval(capsys, tmp_path):
@@ -315,7 +315,7 @@ def test_ctrl_c_inside_a_pass_saves_a_consistent_dual_point(tmp_path, monkeypatc
     """A Ctrl-C between block updates: the checkpoint holds w(α) of the active sets
     (complete passes counted), and the resumed run reaches the tolerance."""
     ckpt = str(tmp_path / "m.ckpt")
-    opts = dict(objective=mm.MAX_MARGIN, l2=0.05, tol=1e-4, max_iter=300, progress=False,
+    opts = dict(objective="max-margin", l2=0.05, tol=1e-4, max_iter=300, progress=False,
                 checkpoint=ckpt)
     calls = {"n": 0}
     real = bcfw.most_violating

@@ -1,5 +1,5 @@
 """The objectives' scale (issue 16): ``ml`` and ``meu`` are means per sentence,
-``meu-corpus`` a corpus F; one default λ per objective (DEFAULT_L2) that keeps
+``meu-corpus`` a corpus F; one default λ per objective (the registry's) that keeps
 minimum-risk training from collapsing."""
 
 import math
@@ -9,8 +9,9 @@ import pytest
 
 from fstchunk.conll import Sentence, read_conll
 from fstchunk.models.crf import CRF
-from fstchunk.models.objectives import DEFAULT_L2, OBJECTIVES
-from fstchunk.training import Trainer, dev_f
+from fstchunk.learn.objectives import ML, MEU, MEU_CORPUS
+from fstchunk.learn import Trainer
+from fstchunk.models.base import chunk_dev_f as dev_f
 
 SENTS = [Sentence([["The", "DT", "B-NP"], ["dog", "NN", "I-NP"], ["barks", "VBZ", "B-VP"]]),
          Sentence([["A", "DT", "B-NP"], ["cat", "NN", "I-NP"], ["sleeps", "VBZ", "B-VP"],
@@ -38,7 +39,7 @@ def test_per_sentence_objectives_are_the_mean_of_the_sentences(name):
         assert -1.0 <= whole <= 0.0
 
 
-@pytest.mark.parametrize("name", sorted(OBJECTIVES))
+@pytest.mark.parametrize("name", [o.name for o in (ML, MEU, MEU_CORPUS)])
 def test_value_and_gradient_do_not_grow_with_the_corpus(name):
     crf = _model()
     once = crf.objective(name, crf.training_data(SENTS), 0.0)(crf.theta)
@@ -58,8 +59,8 @@ def test_one_lambda_means_the_same_on_a_repeated_corpus():
 
 
 def test_default_lambdas():
-    assert set(DEFAULT_L2) == set(OBJECTIVES)
-    assert all(math.isfinite(v) and 0 < v <= 1e-5 for v in DEFAULT_L2.values())
+    assert all(math.isfinite(o.default_l2) and 0 < o.default_l2 <= 1e-5
+               for o in (ML, MEU, MEU_CORPUS))
 
 
 def _start_from(ml):

@@ -21,7 +21,7 @@ from fstchunk.lattice import Lattice
 from fstchunk.models import perceptron as pc
 from fstchunk.models.crf import CRF
 from fstchunk.models.objectives import ChainGrad, Gold
-from fstchunk.training import Progress, Trainer
+from fstchunk.learn import Progress, Trainer
 from oracles import TINY_CONLL
 
 
@@ -74,7 +74,7 @@ def test_trainer_stops_at_a_pass_without_mistakes_and_records_it(tmp_path):
     sents = read_conll(str(train))
     crf, data = CRF.prepare(sents, "tmpt1")
     seen: list[Progress] = []
-    Trainer(objective=pc.PERCEPTRON, max_iter=50, progress=False, callbacks=[seen.append],
+    Trainer(objective="perceptron", max_iter=50, progress=False, callbacks=[seen.append],
             dev=sents, dev_every=0, output=str(tmp_path / "p.npz")).fit(crf, data)
     s = CRF.load(tmp_path / "p.npz").settings
     assert s["solver"] == "averaged-perceptron" and s["converged"]
@@ -84,7 +84,7 @@ def test_trainer_stops_at_a_pass_without_mistakes_and_records_it(tmp_path):
 
 def test_ctrl_c_and_resume_give_the_uninterrupted_run(corpus, tmp_path):
     _, crf, data = _data(corpus, 30)
-    Trainer(objective=pc.PERCEPTRON, max_iter=4, progress=False).fit(crf, data)
+    Trainer(objective="perceptron", max_iter=4, progress=False).fit(crf, data)
     ckpt = str(tmp_path / "p.ckpt")
 
     def stop(p: Progress):
@@ -93,10 +93,10 @@ def test_ctrl_c_and_resume_give_the_uninterrupted_run(corpus, tmp_path):
 
     _, part, pdata = _data(corpus, 30)
     with pytest.raises(TrainingInterrupted, match="stopped at iteration 2"):
-        Trainer(objective=pc.PERCEPTRON, max_iter=4, progress=False, checkpoint=ckpt,
+        Trainer(objective="perceptron", max_iter=4, progress=False, checkpoint=ckpt,
                 callbacks=[stop]).fit(part, pdata)
     _, resumed, rdata = _data(corpus, 30)
-    Trainer(objective=pc.PERCEPTRON, max_iter=4, progress=False, checkpoint=ckpt,
+    Trainer(objective="perceptron", max_iter=4, progress=False, checkpoint=ckpt,
             resume=True).fit(resumed, rdata)
     np.testing.assert_allclose(resumed.theta, crf.theta, rtol=0, atol=1e-12)
     assert resumed.settings["iteration"] == 4
@@ -104,7 +104,7 @@ def test_ctrl_c_and_resume_give_the_uninterrupted_run(corpus, tmp_path):
 
 def test_ctrl_c_inside_a_pass_keeps_the_last_complete_pass(corpus, tmp_path, monkeypatch):
     _, crf, data = _data(corpus, 30)
-    Trainer(objective=pc.PERCEPTRON, max_iter=3, progress=False).fit(crf, data)
+    Trainer(objective="perceptron", max_iter=3, progress=False).fit(crf, data)
     calls = {"n": 0}
     real = pc.AveragedPerceptron.oracles
 
@@ -118,11 +118,11 @@ def test_ctrl_c_inside_a_pass_keeps_the_last_complete_pass(corpus, tmp_path, mon
     ckpt = str(tmp_path / "p.ckpt")
     _, part, pdata = _data(corpus, 30)
     with pytest.raises(TrainingInterrupted, match="stopped at iteration 1"):
-        Trainer(objective=pc.PERCEPTRON, max_iter=3, progress=False,
+        Trainer(objective="perceptron", max_iter=3, progress=False,
                 checkpoint=ckpt).fit(part, pdata)
     monkeypatch.setattr(pc.AveragedPerceptron, "oracles", real)
     _, resumed, rdata = _data(corpus, 30)
-    Trainer(objective=pc.PERCEPTRON, max_iter=3, progress=False, checkpoint=ckpt,
+    Trainer(objective="perceptron", max_iter=3, progress=False, checkpoint=ckpt,
             resume=True).fit(resumed, rdata)
     np.testing.assert_allclose(resumed.theta, crf.theta, rtol=0, atol=1e-12)
 
@@ -131,7 +131,7 @@ def test_resume_refuses_a_state_of_another_run(corpus, tmp_path):
     ckpt = str(tmp_path / "p.ckpt")
     _, a, adata = _data(corpus, 30)
     with pytest.raises(TrainingInterrupted):
-        Trainer(objective=pc.PERCEPTRON, max_iter=3, progress=False, checkpoint=ckpt,
+        Trainer(objective="perceptron", max_iter=3, progress=False, checkpoint=ckpt,
                 callbacks=[lambda p: (_ for _ in ()).throw(KeyboardInterrupt)]).fit(a, adata)
     other = pc.AveragedPerceptron(*_data(corpus, 30)[1:])
     other.run_pass()
@@ -139,24 +139,24 @@ def test_resume_refuses_a_state_of_another_run(corpus, tmp_path):
     other.save_state(ckpt + pc.STATE_SUFFIX)        # 2 passes against the checkpoint's 1
     _, b, bdata = _data(corpus, 30)
     with pytest.raises(Exception, match="perceptron.npz: the solver state"):
-        Trainer(objective=pc.PERCEPTRON, max_iter=3, progress=False, checkpoint=ckpt,
+        Trainer(objective="perceptron", max_iter=3, progress=False, checkpoint=ckpt,
                 resume=True).fit(b, bdata)
 
 
 def test_refusals(corpus):
     with pytest.raises(InputError, match="perceptron has no λ"):
-        Trainer(objective=pc.PERCEPTRON, l2=0.1)
+        Trainer(objective="perceptron", l2=0.1)
     _, crf, data = _data(corpus, 10)
     with pytest.raises(InputError, match="no objective function"):
-        crf.objective(pc.PERCEPTRON, data, 0.0)
+        crf.objective("perceptron", data, 0.0)
     crf.theta[:] = 0.1
     with pytest.raises(InputError, match="θ = 0"):
-        Trainer(objective=pc.PERCEPTRON, progress=False).fit(crf, data)
+        Trainer(objective="perceptron", progress=False).fit(crf, data)
 
 
 def test_meu_needs_calibration_map_does_not(corpus):
     sents, crf, data = _data(corpus, 60)
-    Trainer(objective=pc.PERCEPTRON, max_iter=3, progress=False).fit(crf, data)
+    Trainer(objective="perceptron", max_iter=3, progress=False).fit(crf, data)
     held = read_conll(corpus("conll2000", "dev.txt"))[:30]
     assert len(decode_sentences(crf, held, "map")) == 30
     with pytest.raises(InputError, match="trained by perceptron; its scores are margins"):

@@ -140,7 +140,7 @@ def test_unreachable_scheduler_fails_fast_naming_it():
 
 def test_online_objectives_refuse_an_executor(problem):
     _, crf, data, _ = problem
-    from fstchunk.training import Trainer
+    from fstchunk.learn import Trainer
     with pytest.raises(InputError, match="trains by passes"):
         Trainer(objective="max-margin", executor=scale.LocalExecutor(2))
 

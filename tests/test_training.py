@@ -1,4 +1,4 @@
-"""fstchunk.training.Trainer: the one L-BFGS loop, on a tiny in-memory corpus."""
+"""fstchunk.learn.Trainer: the one training loop, on a tiny in-memory corpus."""
 
 import hashlib
 import pathlib
@@ -6,13 +6,15 @@ import pathlib
 import numpy as np
 import pytest
 
-from fstchunk import training
 from fstchunk.columns import Columns
 from fstchunk.conll import Sentence
 from fstchunk.errors import InputError, ModelFileError, OutputError, TrainingInterrupted
+from fstchunk.learn import Progress, Trainer, file_digest
+from fstchunk.learn.objectives import ML, MEU, MEU_CORPUS
+from fstchunk.models.base import chunk_dev_f as dev_f
 from fstchunk.models.crf import CRF
-from fstchunk.models.objectives import DEFAULT_L2
-from fstchunk.training import Progress, Trainer, dev_f, file_digest
+
+DEFAULT_L2 = {o.name: o.default_l2 for o in (ML, MEU, MEU_CORPUS)}
 
 SENTS = [Sentence([["The", "DT", "B-NP"], ["dog", "NN", "I-NP"], ["barks", "VBZ", "B-VP"]]),
          Sentence([["A", "DT", "B-NP"], ["cat", "NN", "I-NP"], ["sleeps", "VBZ", "B-VP"],
@@ -38,7 +40,7 @@ def test_callbacks_dev_f_and_bookkeeping():
     assert all(np.isfinite(p.objective) and p.model is crf for p in seen)
     assert seen[-1].objective == pytest.approx(crf.settings["final_objective"])
     assert crf.settings["dev_f"] == pytest.approx(dev_f(crf, SENTS))
-    assert messages == [f"dev F (MAP) = {crf.settings['dev_f']:.2f}"]
+    assert messages == [f"dev F = {crf.settings['dev_f']:.2f}"]
     assert crf.settings["iteration"] == n and crf.settings["train_seconds"] > 0
     assert crf.settings["objective"] == "ml" and crf.settings["l2"] == 0.1
 
@@ -245,7 +247,7 @@ def test_ctrl_c_during_the_final_dev_f_keeps_the_trained_weights(tmp_path, monke
     def ctrl_c(model, sentences):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(training, "dev_f", ctrl_c)
+    monkeypatch.setattr(CRF, "dev_f", ctrl_c)
     with pytest.raises(TrainingInterrupted, match="stopped at iteration 5; checkpoint") as e:
         Trainer(l2=0.1, max_iter=5, tol=0, dev=SENTS, dev_every=0, checkpoint=ckpt,
                 checkpoint_every=0, output=str(tmp_path / "m.npz"),

@@ -23,14 +23,13 @@ from .. import encodings as enc
 from ..columns import Columns
 from ..errors import InputError
 from ..models import load_model
-from ..models.crf import CRF
+from ..models.crf import CRF, CRF_OBJECTIVES
 from ..models.features import TEMPLATES, resolve_template
 from ..models import maxmargin as mm
-from ..models.perceptron import PERCEPTRON
 from ..models.hmm import HMM
-from ..models.objectives import DEFAULT_L2, OBJECTIVES
 from ..outputs import check_output
-from ..training import Trainer, file_digest
+from ..learn import objectives as lo
+from ..learn.loop import SELECT, Trainer, file_digest
 from .common import (Given, HelpFormatter, add_executor, add_on_invalid, executor_of, given,
                      nonnegative_float, nonnegative_int, positive_float, positive_int,
                      training_beta_option, warn)
@@ -38,28 +37,24 @@ from .inputs import add_columns, iter_input, layout_input, no_sentences, read_go
 
 
 def add_parsers(sub) -> None:
-    l2 = ", ".join([*(f"{k} {v:g}" for k, v in DEFAULT_L2.items()),
-                    f"{mm.MAX_MARGIN} {mm.DEFAULT_L2:g}", f"{PERCEPTRON}: none"])
+    l2 = ", ".join(f"{o.name} {o.default_l2:g}" if o.default_l2 is not None else
+                   f"{o.name}: none" for o in CRF_OBJECTIVES)
     p = sub.add_parser("train", formatter_class=HelpFormatter,
                        help="train a CRF (ML, minimum-risk or max-margin) or a counting HMM")
     p.add_argument("--train", required=True, help="CoNLL training file")
     p.add_argument("--dev", default=None,
-                   help="CoNLL file (same columns) for the dev F in the progress bar")
+                   help="CoNLL file (same columns) for the dev F in the progress line and "
+                        "--select dev")
     add_columns(p)
     p.add_argument("--features", default="tmpt3", choices=tuple(TEMPLATES), action=Given,
                    help="feature template (Tang et al. tmpt1-4, ner; -nopos: no POS column; "
                         "with --init: the init model's)")
-    p.add_argument("--objective", default="ml",
-                   choices=(*OBJECTIVES, mm.MAX_MARGIN, PERCEPTRON),
-                   help="ml (log-likelihood), meu (expected sentence F_β; per sentence "
-                        "O(n·L²·W) time and O(√n·L·W + n·L²) memory for n tokens, L tags "
-                        "and W ≤ n + 1 likely chunk counts), meu-corpus (F_β of the "
-                        "expected corpus counts, a ratio of expectations), max-margin "
-                        "(structured hinge with loss "
-                        "--loss, solved by block-coordinate Frank-Wolfe to a duality gap "
-                        "<= --tol); each is a mean per sentence; perceptron: the averaged "
-                        "perceptron (no λ; --max-iter passes, stops after a pass without "
-                        "mistakes; MEU needs --calibrate)")
+    p.add_argument("--objective", default=lo.ML.name, choices=lo.names(CRF_OBJECTIVES),
+                   help="what training minimises, a mean per sentence plus λ‖θ‖² where it "
+                        "has a λ: " + lo.help_text(CRF_OBJECTIVES) + "; meu costs "
+                        "O(n·L²·W) time and O(√n·L·W + n·L²) memory per sentence of n "
+                        "tokens, L tags and W ≤ n + 1 likely chunk counts; the margin "
+                        "objectives' scores are not probabilities (MEU needs --calibrate)")
     p.add_argument("--loss", default="hamming", choices=mm.LOSSES,
                    help="max-margin's Δ: per-token Hamming loss, or f: 1 - F_β(y | gold)")
     p.add_argument("--beta", type=training_beta_option, default=1.0,
@@ -74,8 +69,8 @@ def add_parsers(sub) -> None:
                           "for N training sentences (none: from --l2)")
     p.add_argument("--tol", type=nonnegative_float, default=None,
                    help="stopping tolerance: max-margin's duality gap (absolute; none: "
-                        f"{mm.DEFAULT_GAP_TOL:g}), else L-BFGS-B's gradient tolerance "
-                        "(none: 1e-9)")
+                        f"{lo.MAX_MARGIN.default_tol:g}), else L-BFGS-B's gradient "
+                        f"tolerance (none: {lo.ML.default_tol:g})")
     p.add_argument("--init", default=None,
                    help="start from this saved CRF (e.g. the ML one): its scheme, features, "
                         "columns and min-count, which explicit options must not contradict")
@@ -95,6 +90,9 @@ def add_parsers(sub) -> None:
                         "training set)")
     p.add_argument("--dev-every", type=nonnegative_int, default=10,
                    help="dev F every K iterations (0: only at the end)")
+    p.add_argument("--select", choices=SELECT, default="last",
+                   help="the model kept: the last iterate, or (with --dev) the one of the "
+                        "best dev F among those measured (every --dev-every and the last)")
     p.add_argument("--checkpoint-every", type=nonnegative_int, default=10,
                    help="save OUTPUT.ckpt every K iterations (0: never)")
     p.add_argument("--resume", action="store_true",
@@ -124,8 +122,8 @@ def add_parsers(sub) -> None:
 
 def run_train(args: argparse.Namespace) -> int:
     check_output(args.output)
-    if args.model_type == "hmm" and (args.objective != "ml" or args.init or args.resume
-                                     or args.calibrate):
+    if args.model_type == "hmm" and (lo.objective(args.objective) is not lo.ML or args.init
+                                     or args.resume or args.calibrate):
         raise InputError("--model-type hmm is estimated by counting: --objective, --init, "
                          "--resume and --calibrate apply to the CRF only")
     crf = CRF.load(args.init) if args.init else None
@@ -170,12 +168,14 @@ def run_train(args: argparse.Namespace) -> int:
                 "init": args.init}
     l2 = args.l2
     if args.C is not None:
-        if args.objective != mm.MAX_MARGIN:
-            raise InputError(f"--C applies to --objective {mm.MAX_MARGIN} only; use --l2")
+        if not lo.objective(args.objective).needs_l2:
+            margins = " or ".join(f"--objective {o.name}" for o in CRF_OBJECTIVES
+                                  if o.needs_l2)
+            raise InputError(f"--C applies to {margins} only; use --l2")
         l2 = mm.c_to_l2(args.C, len(data.gold))
     with executor_of(args) as ex:
         Trainer(objective=args.objective, l2=l2, beta=args.beta, max_iter=args.max_iter,
-                tol=args.tol, dev=dev, dev_every=args.dev_every,
+                tol=args.tol, dev=dev, dev_every=args.dev_every, select=args.select,
                 checkpoint=args.output + ".ckpt", checkpoint_every=args.checkpoint_every,
                 resume=args.resume, output=args.output, progress=not args.quiet, log=print,
                 identity=identity, loss=args.loss, executor=ex).fit(crf, data)

@@ -38,7 +38,7 @@ file).
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar, Protocol, Sequence, runtime_checkable
+from typing import Any, ClassVar, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -46,10 +46,10 @@ from .. import encodings as enc
 from ..columns import Columns
 from ..conll import Sentence
 from ..errors import InputError, SchemeError
+from ..batch import decode_sentences
+from ..evaluate import evaluate
 from ..lattice import Lattice
 
-#: the objective of a trainable model as a function of θ: (value, gradient), minimised
-Objective = Callable[[np.ndarray], "tuple[float, np.ndarray]"]
 
 
 @runtime_checkable
@@ -84,8 +84,11 @@ class ChunkModel(Protocol):
 
 @runtime_checkable
 class TrainableModel(ChunkModel, Protocol):
-    """A model trained by gradient-based optimisation of θ (the CRF)."""
+    """A model :class:`fstchunk.learn.loop.Trainer` trains (its ``Learnable``): the
+    objectives it trains, θ, prepared training data, a solver per objective, a dev F."""
 
+    #: the objectives it trains (:mod:`fstchunk.learn.objectives`)
+    objectives: tuple
     #: the parameter vector; the trainer reads the start and writes each iterate
     theta: np.ndarray
 
@@ -94,12 +97,26 @@ class TrainableModel(ChunkModel, Protocol):
         sentences, or data this method returned before (passed through)."""
         ...
 
-    def objective(self, name: str, data: Any, l2: float, beta: float) -> Objective:
-        """θ -> (value, gradient) of objective ``name`` (negated where it is a
-        utility, so always minimised) plus the penalty l2·‖θ‖²; ``beta`` is the standard
-        β of F_β (:mod:`fstchunk.fbeta`).  A model that can train data-parallel also takes
-        ``executor=`` (:mod:`fstchunk.scale`)."""
+    def solver(self, objective: Any, data: Any, *, l2: float, beta: float, loss: str,
+               tol: float | None, executor: Any) -> Any:
+        """The :class:`fstchunk.learn.solvers.Solver` of ``objective`` on ``data``."""
         ...
+
+    def dev_f(self, dev: Sequence[Any]) -> float:
+        """F (percent) of the current θ on held-out ``dev`` sentences."""
+        ...
+
+
+def chunk_dev_f(model: Any, sentences: Sequence[Sentence]) -> float:
+    """conlleval F (percent) of MAP decoding against the gold tags read in the model's
+    data scheme: the model's tag column (``model.columns.tag``) if it has one, else
+    the last column."""
+    cols = getattr(model, "columns", None)
+    tag = getattr(cols, "tag", None)
+    col = -1 if tag is None else tag
+    scheme = getattr(model, "data_scheme", None) or "IOB2"
+    preds = decode_sentences(model, sentences, "map", 1.0, output_scheme=scheme)
+    return evaluate([s.column(col) for s in sentences], preds, scheme=scheme).overall.f
 
 
 def gold_tags(sentence: Sentence, data_scheme: str, scheme: str,

@@ -54,10 +54,12 @@ import numpy as np
 
 from ..errors import InputError, ModelFileError
 from ..fbeta import to_beta_sq
+from ..learn.solvers import Outcome, check_resumed
 from ..outputs import atomic_path
 from ..tagspace import TagSpace
 from .blocks import ChainBlocks, ChainModel, Data
-from .maxmargin import Chain, check_loss, hinge, loss_of, most_violating, sequence_score
+from .maxmargin import (Chain, check_loss, hinge, l2_to_c, loss_of, most_violating,
+                        sequence_score)
 
 #: the dual state's file next to a checkpoint: CHECKPOINT + DUAL_SUFFIX
 DUAL_SUFFIX = ".dual.npz"
@@ -237,16 +239,69 @@ class BCFW(ChainBlocks):
 
 
 # ---------------------------------------------------------------------- files
-def save_state(path: str, state: DualState) -> None:
+def save_state(path: str, state: DualState, gaps: Sequence[float] = ()) -> None:
     """Write the dual state to ``path`` (an .npz, atomically): per active sequence its
-    sentence, weight and loss, the sequences' tags concatenated."""
+    sentence, weight and loss, the sequences' tags concatenated, and the duality gap
+    of each pass so far."""
     sent = [k for k, (ys, _, _) in enumerate(state.active) for _ in ys]
     with atomic_path(path, "checkpoint") as tmp, open(tmp, "wb") as fh:
         np.savez(fh, sentence=np.array(sent, dtype=np.int64),
                  alpha=np.concatenate([al for _, al, _ in state.active]),
                  delta=np.concatenate([de for _, _, de in state.active]),
                  tags=np.concatenate([y for ys, _, _ in state.active for y in ys]),
-                 passes=np.array(state.passes))
+                 passes=np.array(state.passes), gaps=np.asarray(gaps, dtype=float))
+
+
+def load_gaps(path: str) -> list[float]:
+    """The duality gaps of the passes saved with a dual state (none in older files)."""
+    with np.load(path, allow_pickle=False) as f:
+        return [float(g) for g in f["gaps"]] if "gaps" in f.files else []
+
+
+class BCFWSolver:
+    """Max-margin training by :class:`BCFW` as a :class:`fstchunk.learn.solvers.Solver`:
+    a step is a pass; it stops when the duality gap is <= ``tol``; its state (the dual
+    point and the gaps so far) sits beside the checkpoint."""
+
+    unit, suffix, state_name = "pass", DUAL_SUFFIX, "max-margin dual state"
+
+    def __init__(self, model: ChainModel, data: Data, l2: float, loss: str, beta: float,
+                 tol: float):
+        self.model, self.data = model, data
+        self.l2, self.loss, self.beta, self.tol = l2, loss, beta, tol
+        self.bcfw: BCFW | None = None
+        self.gaps: list[float] = []
+
+    def restore(self, path: str, theta: np.ndarray, done: int) -> None:
+        state = load_state(path, [len(g) for g in self.data.gold.sequences])
+        self.bcfw = BCFW(self.model, self.data, self.l2, self.loss, self.beta, state=state)
+        check_resumed(path, self.bcfw.theta, theta, state.passes, done)
+        self.gaps = load_gaps(path)
+
+    def run(self, theta: np.ndarray, done: int, max_steps: int, on_step) -> Outcome:
+        if self.bcfw is None:
+            self.bcfw = BCFW(self.model, self.data, self.l2, self.loss, self.beta)
+        s = self.bcfw
+        primal, gap = s.certificate()
+        nit = 0
+        while gap > self.tol and done + nit < max_steps:
+            estimate = s.run_pass()
+            primal, gap = s.certificate()
+            self.gaps.append(gap)
+            nit += 1
+            on_step(s.theta, primal, {"gap": f"{gap:.3g}", "estimate": f"{estimate:.3g}"})
+        return Outcome(nit, gap <= self.tol, primal, {
+            "solver": "bcfw", "steps": s.method, "loss": self.loss,
+            "C": l2_to_c(self.l2, s.N), "passes": done + nit, "duality_gap": gap,
+            "duality_gaps": list(self.gaps), "gap_tol": self.tol})
+
+    def save_state(self, path: str) -> None:
+        save_state(path, self.bcfw.state, self.gaps)
+
+    def interrupted(self) -> tuple[np.ndarray, int]:
+        """BCFW's w of its active sets (every block step is one assignment)."""
+        self.bcfw.sync()
+        return self.bcfw.theta, self.bcfw.state.passes
 
 
 def load_state(path: str, lengths: Sequence[int]) -> DualState:

@@ -63,18 +63,21 @@ from ..errors import InputError, SchemeError
 from ..fbeta import to_beta_sq
 from ..lattice import Lattice
 from ..layout import Layout
+from ..learn import objectives as lo
+from ..learn.loop import Trainer
+from ..learn.solvers import LBFGS, Solver
 from ..tagspace import TagSet
-from ..training import Trainer
+from .bcfw import BCFWSolver
 from .design import FeatureCount, TrainingData
-from .base import Objective, check_training_set, gold_tags, training_columns
+from .base import check_training_set, chunk_dev_f, gold_tags, training_columns
 from .features import TEMPLATES, FeatureMap, feature_kinds, reads_pos, resolve_template
 from .io import Fields, load_model_file, save_model
-from .maxmargin import MAX_MARGIN, hinge_statistics, sequence_score
-from .perceptron import PERCEPTRON
+from .maxmargin import hinge_statistics, sequence_score
+from .objectives import STATISTICS, Chain, ChainGrad, Gold
+from .perceptron import PerceptronSolver
 
-#: objectives whose scores are margins, not log-probabilities (MEU needs calibration)
-MARGIN_SCORES = (MAX_MARGIN, PERCEPTRON)
-from .objectives import OBJECTIVES, STATISTICS, Chain, ChainGrad, Gold, combine
+#: the objectives a CRF trains (:mod:`fstchunk.learn.objectives`)
+CRF_OBJECTIVES = (lo.ML, lo.MEU, lo.MEU_CORPUS, lo.MAX_MARGIN, lo.PERCEPTRON)
 
 
 class CRF:
@@ -180,9 +183,9 @@ class CRF:
     def probabilistic(self) -> bool:
         """Whether exp(score/T) is read as p(y|x): a likelihood- or risk-trained CRF, or a
         max-margin or perceptron one once calibrated (its scores have the scale of margins)."""
-        objective = self.settings.get("objective",
-                                      self.settings.get("run", {}).get("objective"))
-        return objective not in MARGIN_SCORES or "temperature" in self.settings
+        name = self.settings.get("objective", self.settings.get("run", {}).get("objective"))
+        trained = lo.OBJECTIVES.get(name)
+        return trained is None or trained.probabilistic or "temperature" in self.settings
 
     def require_probabilities(self) -> None:
         """InputError saying how to calibrate, unless :attr:`probabilistic`."""
@@ -268,32 +271,50 @@ class CRF:
         return np.stack([M.row, M.col], axis=1).astype(np.int64)
 
     # --------------------------------------------------------------- objectives
-    def objective(self, name: str, data: TrainingData, l2: float, beta: float = 1.0,
-                  loss: str = "hamming", executor: Any = None) -> Objective:
-        """θ -> (value, gradient) of objective ``name`` of
-        :data:`~fstchunk.models.objectives.OBJECTIVES` (minimised: the negated
-        log-likelihood or expected F) plus l2·‖θ‖²; ``max-margin``: the mean structured
-        hinge with loss ``loss`` and a subgradient
-        (:func:`fstchunk.models.maxmargin.hinge`; trained by BCFW, not by this function).
-        With an ``executor`` (:mod:`fstchunk.scale`) the statistics are summed over its
-        partitions of ``data``; the value is the same to rounding.  ``beta``: the
-        standard β of F_β (:mod:`fstchunk.fbeta`)."""
+    #: the objectives a CRF trains
+    objectives = CRF_OBJECTIVES
+
+    def objective(self, name: str | lo.Objective, data: TrainingData, l2: float,
+                  beta: float = 1.0, loss: str = "hamming", executor: Any = None):
+        """θ -> (value, gradient) of a smooth objective or the max-margin hinge
+        (:mod:`fstchunk.learn.objectives`; minimised: the negated log-likelihood or
+        expected F) plus l2·‖θ‖²; ``max-margin``: the mean structured hinge with loss
+        ``loss`` and a subgradient (:func:`fstchunk.models.maxmargin.hinge`; trained by
+        BCFW, not by this function).  With an ``executor`` (:mod:`fstchunk.scale`) the
+        statistics are summed over its partitions of ``data``; the value is the same to
+        rounding.  ``beta``: the standard β of F_β (:mod:`fstchunk.fbeta`)."""
+        o = lo.objective(name, CRF_OBJECTIVES)
         beta_sq = to_beta_sq(beta)
-        if name == PERCEPTRON:
-            raise InputError("the perceptron has no objective function of θ: it is trained "
-                             "by passes (fit(data, 'perceptron'))")
-        if name not in OBJECTIVES and name != MAX_MARGIN:
-            raise InputError(f"unknown objective {name!r}; use one of "
-                             f"{', '.join([*OBJECTIVES, MAX_MARGIN])}")
+        if o.combination is None:
+            raise InputError(f"--objective {o.name} has no objective function of θ: it is "
+                             f"trained by passes of its solver")
         parts = executor.partitioned(self, data) if executor is not None else None
 
         def value_and_grad(theta: np.ndarray) -> tuple[float, np.ndarray]:
-            values, G = (parts.statistics(theta, name, beta_sq, loss) if parts is not None
-                         else self.statistics(data, theta, name, beta_sq, loss))
-            value, w = combine(name, values, len(data.gold), beta_sq)
+            values, G = (parts.statistics(theta, o.name, beta_sq, loss) if parts is not None
+                         else self.statistics(data, theta, o.name, beta_sq, loss))
+            value, w = o.combine(values, len(data.gold), beta_sq)
             return value + l2 * float(theta @ theta), w @ G + 2 * l2 * theta
 
         return value_and_grad
+
+    def solver(self, objective: lo.Objective, data: TrainingData, *, l2: float,
+               beta: float, loss: str, tol: float | None, executor: Any) -> Solver:
+        """The solver of ``objective`` (:class:`fstchunk.learn.loop.Trainer` runs it):
+        L-BFGS for the smooth objectives, BCFW for max-margin, passes of the averaged
+        perceptron."""
+        tol = objective.default_tol if tol is None else tol
+        if objective.smooth:
+            return LBFGS(self.objective(objective, data, l2, beta, loss, executor), tol)
+        if objective is lo.MAX_MARGIN:
+            return BCFWSolver(self, data, l2, loss, beta, tol)
+        if objective is lo.PERCEPTRON:
+            return PerceptronSolver(self, data)
+        raise InputError(f"a CRF does not train --objective {objective.name}")
+
+    def dev_f(self, dev: Sequence[Sentence]) -> float:
+        """conlleval F (percent) of MAP decoding on ``dev`` (:func:`.base.chunk_dev_f`)."""
+        return chunk_dev_f(self, dev)
 
     def statistics(self, data: TrainingData, theta: np.ndarray, name: str,
                    beta_sq: float = 1.0, loss: str = "hamming") -> tuple[np.ndarray, np.ndarray]:
@@ -301,11 +322,12 @@ class CRF:
         ``data`` at θ: values (J,) and their gradients in θ-space (J', |θ|).  Sums
         over the sentences, so the statistics of a partition of ``data`` add up to
         these (the data-parallel path of :mod:`fstchunk.scale`)."""
+        o = lo.objective(name, CRF_OBJECTIVES)
         AT = data.design(self.pairs, self.L)
         chain = Chain(self.tags, self.scheme, (AT.T @ theta[:self.P]).reshape(-1, self.L),
                       *self.unpack(theta))
-        st = (hinge_statistics(chain, data.gold, beta_sq, loss) if name == MAX_MARGIN
-              else STATISTICS[name](chain, data.gold, beta_sq))
+        st = (hinge_statistics(chain, data.gold, beta_sq, loss) if o is lo.MAX_MARGIN
+              else STATISTICS[o](chain, data.gold, beta_sq))
         return st.values, np.stack([self._chain_rule(data, g) for g in st.grads])
 
     def scoring_copy(self) -> "CRF":
@@ -327,7 +349,7 @@ class CRF:
     def fit(self, train: Sequence[Sentence] | TrainingData, objective: str = "ml",
             l2: float | None = None, beta: float = 1.0, max_iter: int = 100,
             **options: Any) -> "CRF":
-        """Optimise θ from its current value by :class:`fstchunk.training.Trainer`
+        """Optimise θ from its current value by :class:`fstchunk.learn.loop.Trainer`
         (``l2=None``: the objective's default λ; ``options``: the trainer's other
         arguments; no progress bar unless asked); ``self``."""
         options.setdefault("progress", False)

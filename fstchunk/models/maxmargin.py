@@ -36,19 +36,15 @@ from .. import encodings as enc
 from ..engine.lossaug import f_loss, f_loss_viterbi, hamming_viterbi, hamming_viterbi_batch
 from ..errors import InputError
 from ..lattice import Lattice
+from ..learn import objectives as lo
 from ..parallel import map_sentences
 from ..tagspace import TagSpace
 from .objectives import Chain, ChainGrad, Gold, Statistics
 
-#: the objective's name (``fstchunk train --objective max-margin``)
-MAX_MARGIN = "max-margin"
-#: the losses Δ of the hinge
-LOSSES = ("hamming", "f")
-#: default λ, chosen a priori (not tuned): Tang et al.'s C = 1 on the 8936 CoNLL-2000
-#: training sentences, λ = 1/(2·C·N) = 5.6e-5, rounded
-DEFAULT_L2 = 5e-5
-#: default tolerance on the duality gap (absolute, on the per-sentence scale)
-DEFAULT_GAP_TOL = 1e-3
+#: the losses Δ of the hinge (``--loss``); they, the objective, its default λ (5e-5: Tang
+#: et al.'s C = 1 on the 8936 CoNLL-2000 sentences) and gap tolerance (1e-3) are
+#: :data:`fstchunk.learn.objectives.MAX_MARGIN`'s
+LOSSES = lo.MAX_MARGIN.losses
 
 
 def c_to_l2(C: float, n_sentences: int) -> float:

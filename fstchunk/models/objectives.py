@@ -37,7 +37,8 @@ penalty λ‖θ‖² means about the same strength for every objective (issue 16
   ∇E[r] = E[r·φ] − E[r]·E[φ] (Li & Eisner 2009) for r = tp, m, then the quotient
   rule.
 
-:data:`DEFAULT_L2` holds each objective's default λ on this scale.  Before the
+Each objective's default λ on this scale is in the registry
+(:mod:`fstchunk.learn.objectives`).  Before the
 normalisation (fstchunk ≤ issue 15) ``ml`` and ``meu`` were sums over sentences,
 so their old λ divided by S is the new one: the dev-tuned ML λ = 0.01 over the
 8936 CoNLL-2000 training sentences is 1.1e-6 here, the dev-tuned per-sentence
@@ -75,6 +76,7 @@ from ..engine.batched import ALL, scaled_weights, transfer
 from ..engine.expectation import corpus_expectations, tp_count_table_grad
 from ..expected import from_count_table
 from ..lattice import Lattice
+from ..learn.objectives import ML, MEU, MEU_CORPUS, Objective
 from ..tagspace import TagSpace
 from ..parallel import map_sentences
 
@@ -181,8 +183,9 @@ class ChainGrad(NamedTuple):
 class Statistics(NamedTuple):
     """Additive statistics of an objective over a set of sentences: sums over them of
     ``values`` (J,) and of the gradients ``grads`` of the first len(grads) of them.
-    Statistics of disjoint sets add up; :func:`combine` turns a corpus's into the
-    objective's value and the weights of its gradient (the data-parallel form, issue 20)."""
+    Statistics of disjoint sets add up; :meth:`fstchunk.learn.objectives.Objective.combine`
+    turns a corpus's into the objective's value and the weights of its gradient (the
+    data-parallel form, issue 20)."""
     values: np.ndarray
     grads: tuple[ChainGrad, ...]
 
@@ -296,48 +299,22 @@ def meu_corpus_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Sta
                       tuple(ChainGrad(gE[j], gT[j], gS[j], gEnd[j]) for j in (0, 1)))
 
 
-#: objective name -> its statistics over a set of sentences
-STATISTICS: dict[str, Callable[[Chain, Gold, float], Statistics]] = {
-    "ml": ml_statistics, "meu": meu_statistics, "meu-corpus": meu_corpus_statistics}
+#: objective -> its statistics over a set of sentences (the chain models' part of the
+#: registry :mod:`fstchunk.learn.objectives`; the max-margin hinge's is in :mod:`.maxmargin`)
+STATISTICS: dict[Objective, Callable[[Chain, Gold, float], Statistics]] = {
+    ML: ml_statistics, MEU: meu_statistics, MEU_CORPUS: meu_corpus_statistics}
 
 
-def combine(name: str, values: np.ndarray, sentences: int, beta_sq: float = 1.0
-            ) -> tuple[float, np.ndarray]:
-    """The objective's value from the corpus's summed statistics, and the weights w of
-    its gradient Σ_j w_j·∇values_j: ``ml`` (and the ``max-margin`` hinge) Σ/S; ``meu``
-    −Σ/S; ``meu-corpus`` −(1+β²)·E[tp] / (E[m(x)] + β²·m(y)) (``beta_sq`` = β²), by the
-    quotient rule (1.0 flat when there is no chunk anywhere: F = 1)."""
-    s = 1.0 / max(sentences, 1)
-    if name in ("ml", "max-margin"):                 # means of per-sentence losses
-        return float(values[0]) * s, np.array([s])
-    if name == "meu":
-        return -float(values[0]) * s, np.array([-s])
-    tp, m_hyp, m_gold = (float(v) for v in values)
-    den = m_hyp + beta_sq * m_gold
-    if den <= 0:                                     # no chunks anywhere: F = 1, flat
-        return -1.0, np.zeros(2)
-    return -(beta_sq + 1) * tp / den, np.array([-(beta_sq + 1) / den,
-                                                (beta_sq + 1) * tp / den ** 2])
-
-
-def _combined(name: str) -> Callable[[Chain, Gold, float], tuple[float, ChainGrad]]:
+def _combined(o: Objective) -> Callable[[Chain, Gold, float], tuple[float, ChainGrad]]:
     def objective(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> tuple[float, ChainGrad]:
-        st = STATISTICS[name](chain, gold, beta_sq)
-        value, w = combine(name, st.values, len(gold), beta_sq)
+        st = STATISTICS[o](chain, gold, beta_sq)
+        value, w = o.combine(st.values, len(gold), beta_sq)
         return value, ChainGrad(*(sum(wj * g[i] for wj, g in zip(w, st.grads))
                                   for i in range(4)))
-    objective.__name__ = name.replace("-", "_")
-    objective.__doc__ = f"The {name} objective of the module doc and its gradient."
+    objective.__name__ = o.name.replace("-", "_")
+    objective.__doc__ = f"The {o.name} objective of the module doc and its gradient."
     return objective
 
 
-ml, meu, meu_corpus = _combined("ml"), _combined("meu"), _combined("meu-corpus")
-
-#: objective name -> f(chain, gold, β²) -> (value to minimise, gradient)
-OBJECTIVES: dict[str, Callable[[Chain, Gold, float], tuple[float, ChainGrad]]] = {
-    "ml": ml, "meu": meu, "meu-corpus": meu_corpus}
-
-#: objective name -> default λ of the penalty λ‖θ‖² on the per-sentence scale above
-#: (from the dev-tuned values of benchmarks/RESULTS.md, see the module doc; checked
-#: on CoNLL-2000 dev in its "Default λ (issue 16)" section)
-DEFAULT_L2: dict[str, float] = {"ml": 1e-6, "meu": 1e-6, "meu-corpus": 1e-6}
+#: the objectives as functions f(chain, gold, β²) -> (value to minimise, gradient)
+ml, meu, meu_corpus = _combined(ML), _combined(MEU), _combined(MEU_CORPUS)

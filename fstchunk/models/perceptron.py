@@ -30,11 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError, ModelFileError
+from ..learn.solvers import Outcome, check_resumed
 from ..outputs import atomic_path
 from .blocks import ChainBlocks, ChainModel, Data
 
-#: the objective's name (``fstchunk train --objective perceptron``)
-PERCEPTRON = "perceptron"
 #: the solver state's file next to a checkpoint: CHECKPOINT + STATE_SUFFIX
 STATE_SUFFIX = ".perceptron.npz"
 
@@ -141,3 +140,40 @@ class AveragedPerceptron(ChainBlocks):
         self.rest, self.rest_u = w[P:].copy(), u[P:].copy()
         self.c, self.passes = c, passes
         self._snap()
+
+
+class PerceptronSolver:
+    """The averaged perceptron as a :class:`fstchunk.learn.solvers.Solver`: a step is a
+    pass; it stops after a pass without a mistake; its state (θ, u, c, passes of the
+    last complete pass) sits beside the checkpoint."""
+
+    unit, suffix, state_name = "pass", STATE_SUFFIX, "perceptron state"
+
+    def __init__(self, model: ChainModel, data: Data):
+        self.model, self.data = model, data
+        self.perceptron: AveragedPerceptron | None = None
+
+    def restore(self, path: str, theta: np.ndarray, done: int) -> None:
+        self.perceptron = AveragedPerceptron(self.model, self.data, path)
+        check_resumed(path, self.perceptron.theta, theta, self.perceptron.snapshot[3], done)
+
+    def run(self, theta: np.ndarray, done: int, max_steps: int, on_step) -> Outcome:
+        if self.perceptron is None:
+            self.perceptron = AveragedPerceptron(self.model, self.data)
+        s = self.perceptron
+        nit, converged, rate, mistakes = 0, False, float("nan"), 0
+        while not converged and done + nit < max_steps:
+            report = s.run_pass()
+            nit += 1
+            converged, rate = report.converged, report.mistakes / report.sentences
+            mistakes = report.mistakes
+            on_step(s.theta, rate, {"mistakes": str(report.mistakes)})
+        return Outcome(nit, converged, rate, {"solver": "averaged-perceptron",
+                                              "passes": done + nit, "mistakes": mistakes})
+
+    def save_state(self, path: str) -> None:
+        self.perceptron.save_state(path)
+
+    def interrupted(self) -> tuple[np.ndarray, int]:
+        """The average after the last complete pass (a pass cut short is redone)."""
+        return self.perceptron.theta, self.perceptron.snapshot[3]

@@ -1,0 +1,20 @@
+"""Learning: the one training loop, the solver protocol, the objectives' registry.
+
+* :mod:`.objectives`: every training objective as an :class:`~.objectives.Objective`
+  (default λ, whether its scores are probabilities, its solver, how its additive
+  statistics combine), and the one L2 convention;
+* :mod:`.solvers`: the :class:`~.solvers.Solver` protocol and :class:`~.solvers.LBFGS`
+  (the online solvers live beside their models);
+* :mod:`.loop`: :class:`~.loop.Trainer`, the loop every model family trains through
+  (progress, dev F and best-on-dev selection, checkpoints, resume, Ctrl-C, callbacks).
+
+Models (:mod:`fstchunk.models`) sit above this package: they import it, it imports no
+model.
+"""
+
+from .loop import Progress, Trainer, file_digest
+from .objectives import OBJECTIVES, Objective, objective
+from .solvers import LBFGS, Outcome, Solver
+
+__all__ = ["LBFGS", "OBJECTIVES", "Objective", "Outcome", "Progress", "Solver", "Trainer",
+           "file_digest", "objective"]

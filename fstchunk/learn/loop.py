@@ -1,0 +1,350 @@
+"""The one training loop of every model family: :class:`Trainer`.
+
+The estimator is apart from the trainer (as sklearn-crfsuite's from CRFsuite): a
+model (:class:`Learnable`) offers its training data, its parameters θ, a
+:class:`~fstchunk.learn.solvers.Solver` for an objective of
+:mod:`fstchunk.learn.objectives`, its dev F, and its files; the trainer owns
+everything else:
+
+* the objective and its λ (the registry's default when none is given; one L2
+  convention, :mod:`fstchunk.learn.objectives`), ``max_iter`` steps in all (counting
+  those before a resume);
+* progress: a bar on a terminal, a line each N steps in a log (:mod:`fstchunk.progress`);
+* the destinations (``output``, ``checkpoint``) checked before any work;
+* the dev F every ``dev_every`` steps and at the end (``settings["dev_f"]``);
+  ``select="dev"`` keeps the θ of the best dev F (ties: the earlier;
+  ``settings["selected_iteration"]``), ``"last"`` the last θ;
+* checkpoints: the model saved to ``checkpoint`` every ``checkpoint_every`` steps, with
+  ``settings["iteration"]``, ``settings["train_seconds"]`` and ``settings["run"]`` —
+  what a resume must match (objective, λ, β, the loss, and the caller's ``identity``:
+  the CLI passes scheme, features, columns, the training file's :func:`file_digest`),
+  the solver's state beside it (``CHECKPOINT`` + its suffix) and, with
+  ``select="dev"``, the best θ so far (``CHECKPOINT.best.npz``).  ``resume=True``
+  continues from them, refusing a missing checkpoint and one of another run (naming
+  each differing field); at or past ``max_iter`` it takes no step and writes the
+  checkpoint's θ.  The checkpoint files go once the final model is written;
+* Ctrl-C (KeyboardInterrupt; the CLI turns SIGTERM into one) from the first step until
+  the final model is written saves what the solver keeps
+  (:meth:`~fstchunk.learn.solvers.Solver.interrupted`) to the checkpoint and raises
+  :class:`~fstchunk.errors.TrainingInterrupted` naming it (the CLI exits 130);
+* ``executor`` (:mod:`fstchunk.scale`): the smooth objectives' statistics summed over
+  its partitions of the training set (the model's solver uses it);
+* ``callbacks``: called after every step with a :class:`Progress`; one may raise to
+  stop (the checkpoint then stays for ``resume``).
+
+    Trainer("ml", dev=dev_sentences).fit(crf, train_sentences)
+
+Pitfall: the ``identity`` fields must be plain JSON values (strings, finite numbers,
+bools, None), which a checkpoint gives back unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol, Sequence
+
+import numpy as np
+
+from ..errors import InputError, ModelFileError, TrainingInterrupted
+from ..fbeta import STANDARD, check_beta
+from ..outputs import atomic_path, check_output
+from ..progress import progress
+from .objectives import Objective, objective as find_objective, with_loss
+from .solvers import Solver
+
+#: the file of the best θ so far beside a checkpoint (``select="dev"``)
+BEST_SUFFIX = ".best.npz"
+#: how the trainer keeps θ: the last one, or the one of the best dev F
+SELECT = ("last", "dev")
+
+
+class Learnable(Protocol):
+    """What the trainer needs of a model (:mod:`fstchunk.models.base`)."""
+
+    #: the objectives the model trains
+    objectives: tuple[Objective, ...]
+    theta: np.ndarray
+    settings: dict
+
+    def training_data(self, train: Any) -> Any: ...
+
+    def solver(self, objective: Objective, data: Any, *, l2: float, beta: float, loss: str,
+               tol: float | None, executor: Any) -> Solver: ...
+
+    def dev_f(self, dev: Sequence[Any]) -> float: ...
+
+    def save(self, path) -> None: ...
+
+    @classmethod
+    def load(cls, path) -> "Learnable": ...
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What a callback learns after each step."""
+    iteration: int          # steps done in all (a resumed run counts on)
+    objective: float        # the objective at ``theta`` (a pass's figure for online solvers)
+    theta: np.ndarray
+    dev_f: float            # the latest dev F (nan before the first, or without dev)
+    seconds: float          # training seconds so far
+    model: Any
+
+
+def file_digest(path) -> str:
+    """sha256 (hex) of the file at ``path``: the training file's identity in a
+    checkpoint.  InputError naming the file if it cannot be read."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read ({e.strerror or e})") from None
+    return h.hexdigest()
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _plain(value: Any) -> bool:
+    """A value a checkpoint's JSON gives back unchanged (an identity field)."""
+    return value is None or isinstance(value, (str, bool, int)) or (
+        isinstance(value, float) and math.isfinite(value))
+
+
+class Trainer:
+    """The training loop over a :class:`Learnable` model; see the module doc."""
+
+    def __init__(self, objective: str | Objective = "ml", l2: float | None = None,
+                 beta: float = 1.0, max_iter: int = 100, tol: float | None = None,
+                 dev: Sequence[Any] | None = None, dev_every: int = 10, select: str = "last",
+                 checkpoint: str | None = None, checkpoint_every: int = 10,
+                 resume: bool = False, output: str | None = None, progress: bool = True,
+                 callbacks: Sequence[Callable[[Progress], Any]] = (),
+                 log: Callable[[str], Any] | None = None, identity: dict | None = None,
+                 loss: str = "hamming", executor: Any = None):
+        self.objective = find_objective(objective)
+        self.l2_given = l2
+        self.beta = check_beta(beta, positive=True)   # F_0: no chunk at all has 0/0 := 1
+        o = self.objective
+        if o.uses_loss and loss not in o.losses:
+            raise InputError(f"unknown loss {loss!r}; use one of {', '.join(o.losses)}")
+        if not o.uses_loss and loss != "hamming":
+            raise InputError(f"--loss {loss} applies to {with_loss()} only")
+        if tol is not None and not (isinstance(tol, (int, float)) and math.isfinite(tol)
+                                    and tol >= 0):
+            raise InputError(f"tol must be a finite number >= 0, got {tol!r}")
+        if not (_count(max_iter) and max_iter >= 1):
+            raise InputError(f"max_iter must be an integer >= 1, got {max_iter!r}")
+        for name, value in (("dev_every", dev_every), ("checkpoint_every", checkpoint_every)):
+            if not (_count(value) and value >= 0):
+                raise InputError(f"{name} must be an integer >= 0, got {value!r}")
+        if select not in SELECT:
+            raise InputError(f"select must be one of {', '.join(SELECT)}, got {select!r}")
+        if select == "dev" and not dev:
+            raise InputError("select='dev' (--select dev) needs dev sentences (--dev)")
+        if resume and not checkpoint:
+            raise InputError("--resume: no checkpoint file given")
+        if identity is not None and not isinstance(identity, dict):
+            raise InputError(f"identity must be a dict, got {type(identity).__name__}")
+        for key, value in (identity or {}).items():
+            if not _plain(value):
+                raise InputError(f"identity field {key!r}: {value!r} is not a string, "
+                                 f"finite number, bool or None (a checkpoint stores it)")
+        if executor is not None and not self.objective.smooth:
+            raise InputError(f"--objective {self.objective.name} trains by passes in one "
+                             f"process; --workers/--scheduler apply to the objectives "
+                             f"L-BFGS minimises")
+        self.l2 = self.objective.l2(l2)
+        self.loss, self.tol = loss, tol
+        self.max_iter = int(max_iter)
+        self.dev, self.dev_every, self.select = list(dev or []), int(dev_every), select
+        self.checkpoint, self.checkpoint_every = checkpoint, int(checkpoint_every)
+        self.resume, self.output = resume, output
+        self.progress = progress
+        self.callbacks = list(callbacks)
+        self.log = log or (lambda message: None)
+        self.identity = dict(identity or {})
+        self.executor = executor
+
+    @property
+    def run(self) -> dict:
+        """What a checkpoint of this run records and a resume must match."""
+        o = self.objective
+        run = {"objective": o.name, "l2": self.l2, "beta": self.beta, **self.identity}
+        if o.uses_loss:
+            run["loss"] = self.loss
+        if self.select != "last":
+            run["select"] = self.select
+        return json.loads(json.dumps(run))        # as the model file will give it back
+
+    # ------------------------------------------------------------------ the run
+    def fit(self, model: Learnable, train: Any) -> Learnable:
+        """Train ``model`` in place on ``train`` (what its ``training_data`` takes, or
+        that data itself); returns the model.  OutputError before any work if
+        ``output`` or ``checkpoint`` cannot be written; TrainingInterrupted on Ctrl-C."""
+        o = find_objective(self.objective, tuple(model.objectives))
+        if self.output:
+            self.output = check_output(self.output, "model")
+        if self.checkpoint:
+            self.checkpoint = check_output(self.checkpoint, "checkpoint")
+        data = model.training_data(train)
+        for key in ("temperature", "calibration_nll", "calibration_nll_t1", "calibrated_on"):
+            model.settings.pop(key, None)        # fitted to the old θ: calibrate again
+        solver = model.solver(o, data, l2=self.l2, beta=self.beta, loss=self.loss,
+                              tol=self.tol, executor=self.executor)
+        done, best = self._restore(model, solver)
+        idle = done >= self.max_iter               # a resume with nothing left to do
+        model.settings.update(run=self.run, beta_convention=STANDARD)
+        t0 = time.perf_counter() - model.settings["train_seconds"]
+        state: dict[str, Any] = {"value": math.nan, "dev_f": math.nan, "iteration": done,
+                                 "best": best}
+
+        def save_checkpoint(k: int) -> None:
+            model.settings.update(iteration=k, train_seconds=time.perf_counter() - t0)
+            if solver.suffix:
+                solver.save_state(self.checkpoint + solver.suffix)
+            if self.select == "dev" and state["best"] is not None:
+                f, at, theta = state["best"]
+                with atomic_path(self.checkpoint + BEST_SUFFIX, "checkpoint") as tmp, \
+                        open(tmp, "wb") as fh:
+                    np.savez(fh, theta=theta, dev_f=np.float64(f), iteration=np.int64(at))
+            model.save(self.checkpoint)
+
+        def on_step(theta: np.ndarray, value: float, shown: dict) -> None:
+            state["iteration"] = k = state["iteration"] + 1
+            state["value"] = value
+            model.theta = theta.copy()
+            if self.dev and self.dev_every and k % self.dev_every == 0:
+                self._dev(model, state, k)
+            bar.set_postfix(objective=f"{value:.6g}", **shown,
+                            dev_f=f"{state['dev_f']:.2f}", refresh=False)
+            bar.update(1)
+            if self.checkpoint and self.checkpoint_every and k % self.checkpoint_every == 0:
+                save_checkpoint(k)
+            info = Progress(k, value, model.theta, state["dev_f"],
+                            time.perf_counter() - t0, model)
+            for callback in self.callbacks:
+                callback(info)
+
+        online = not o.smooth
+        every = 1 if online else (self.dev_every if self.dev and self.dev_every else
+                                  self.checkpoint_every if self.checkpoint and
+                                  self.checkpoint_every else 10)
+        try:        # Ctrl-C anywhere up to the final model written: keep the latest iterate
+            with progress(self.max_iter, f"train {o.name}", solver.unit, initial=done,
+                          enabled=self.progress and not idle, every=every) as bar:
+                if idle:
+                    self.log(f"--max-iter {self.max_iter}: the checkpoint is at iteration "
+                             f"{done} already; no step taken, the model is the "
+                             f"checkpoint's (checkpoint kept)")
+                    out = None
+                else:
+                    out = solver.run(model.theta.copy(), done, self.max_iter, on_step)
+                    model.theta = solver.interrupted()[0].copy()
+            nit = 0 if out is None else out.steps
+            model.settings.update(objective=o.name, l2=self.l2, beta=self.beta,
+                                  iterations=nit, iteration=done + nit,
+                                  converged=bool(out and out.converged),
+                                  train_seconds=time.perf_counter() - t0)
+            if out is not None:
+                model.settings.update(out.settings, final_objective=out.value)
+            state["iteration"] = done + nit
+            if self.dev:
+                self._dev(model, state, done + nit)
+                self._keep(model, state)
+                model.settings["dev_f"] = state["dev_f"]
+                self.log(f"dev F = {model.settings['dev_f']:.2f}")
+            if self.output:
+                model.save(self.output)
+        except KeyboardInterrupt:
+            k = state["iteration"]
+            if not idle:                    # what the solver can resume from
+                theta, k = solver.interrupted()
+                model.theta = theta.copy()
+            if not self.checkpoint:
+                raise TrainingInterrupted(f"stopped at iteration {k}; no checkpoint "
+                                          f"written (no checkpoint file set)") from None
+            save_checkpoint(k)
+            raise TrainingInterrupted(f"stopped at iteration {k}; checkpoint "
+                                      f"{self.checkpoint} (continue with --resume)",
+                                      checkpoint=self.checkpoint) from None
+        if self.checkpoint and not idle:
+            for path in (self.checkpoint, self.checkpoint + BEST_SUFFIX,
+                         *([self.checkpoint + solver.suffix] if solver.suffix else [])):
+                if os.path.exists(path):
+                    os.remove(path)
+        return model
+
+    def _dev(self, model: Learnable, state: dict, k: int) -> None:
+        """The dev F of the current θ; the best so far kept for ``select="dev"``."""
+        state["dev_f"] = f = float(model.dev_f(self.dev))
+        best = state["best"]
+        if self.select == "dev" and (best is None or f > best[0]):
+            state["best"] = (f, k, model.theta.copy())
+
+    def _keep(self, model: Learnable, state: dict) -> None:
+        """``select="dev"``: the θ of the best dev F (the last θ when it is the best)."""
+        if self.select != "dev" or state["best"] is None:
+            return
+        f, at, theta = state["best"]
+        model.settings["selected_iteration"] = at
+        if at != state["iteration"]:
+            model.theta = theta.copy()
+            state["dev_f"] = f
+
+    def _restore(self, model: Learnable, solver: Solver) -> tuple[int, tuple | None]:
+        """θ, the solver's state and the bookkeeping from the checkpoint when resuming:
+        (steps done, the best (dev F, step, θ) so far).  InputError if there is no
+        checkpoint or it is of another run."""
+        if not self.resume:
+            model.settings["train_seconds"] = 0.0
+            return 0, None
+        if not os.path.isfile(self.checkpoint):
+            raise InputError(f"--resume: no checkpoint at {self.checkpoint}")
+        saved = type(model).load(self.checkpoint)
+        if np.shape(saved.theta) != np.shape(model.theta):
+            raise ModelFileError(f"{self.checkpoint}: checkpoint does not fit this training "
+                                 f"set's features")
+        recorded = saved.settings.get("run")
+        recorded = recorded if isinstance(recorded, dict) else {}
+        now = self.run
+        differ = [f"{key}: {_shown(recorded, key)} vs {_shown(now, key)}"
+                  for key in list(now) + [k for k in recorded if k not in now]
+                  if recorded.get(key, _MISSING) != now.get(key, _MISSING)]
+        if differ:
+            raise InputError(f"--resume: checkpoint {self.checkpoint} is of another run "
+                             f"(checkpoint vs now): {'; '.join(differ)}")
+        done = int(saved.settings.get("iteration", 0))
+        model.theta = saved.theta.copy()
+        model.settings["train_seconds"] = float(saved.settings.get("train_seconds", 0.0))
+        if not solver.suffix:
+            solver.restore("", model.theta, done)
+        elif done < self.max_iter:
+            path = self.checkpoint + solver.suffix
+            if not os.path.isfile(path):
+                raise InputError(f"--resume: no {solver.state_name} at {path} (it is "
+                                 f"written next to the checkpoint)")
+            solver.restore(path, model.theta, done)
+        best = None
+        if self.select == "dev" and os.path.isfile(self.checkpoint + BEST_SUFFIX):
+            with np.load(self.checkpoint + BEST_SUFFIX) as z:
+                best = (float(z["dev_f"]), int(z["iteration"]), z["theta"].copy())
+            if best[2].shape != np.shape(model.theta):
+                raise ModelFileError(f"{self.checkpoint + BEST_SUFFIX}: does not fit this "
+                                     f"training set's features")
+        self.log(f"resuming from {self.checkpoint} at iteration {done}")
+        return done, best
+
+
+_MISSING = object()
+
+
+def _shown(record: dict, key: str) -> str:
+    return repr(record[key]) if key in record else "(not recorded)"
