@@ -2,9 +2,9 @@
 
 Every registered family (validity, encoder, convert, T, M, TM, toy, hamming-loss,
 f-loss) is built through :func:`fstchunk.grammars.registry.build` over 1, 10, 50 and
-100 chunk types ``T0, T1, ...``, each case in its own process (wall time of the build,
-the machine's states and arcs, the peak resident memory of the process), plus the command a user
-runs, ``fstchunk grammar info validity|convert --types T0,...`` (wall time of the whole
+100 chunk types ``T0, T1, ...``, each case in its own process (wall time of the
+build, the machine's states and arcs, the peak resident memory of the process), plus
+the command a user runs, ``fstchunk grammar info validity|convert --types T0,...`` (wall time of the whole
 process, interpreter start included).  A case is killed after ``--timeout`` seconds or
 at ``--memory`` GB of address space, and reported so.
 
@@ -13,7 +13,7 @@ an older commit unpacked in DIR) and writes both columns side by side:
 
     git archive 2857aae | tar -x -C /tmp/grammar-before
     FSTCHUNK_DATA=../shared/data python benchmarks/bench_grammars.py \\
-        --before /tmp/grammar-before --timeout 120
+        --before /tmp/grammar-before --before-label "commit 2857aae" --timeout 120
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import resource
 import subprocess
 import sys
@@ -79,7 +80,7 @@ def run(argv: list[str], code: str, timeout: float, memory: float) -> tuple[dict
     t = time.perf_counter()
     try:
         done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout,
-                              preexec_fn=limit_memory(memory))
+                              preexec_fn=limit_memory(memory), cwd=code)   # -m: cwd first
     except subprocess.TimeoutExpired:
         return None, f"> {timeout:g} s (killed)"
     wall = time.perf_counter() - t
@@ -108,6 +109,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--types", default="1,10,50,100", help="numbers of chunk types")
     ap.add_argument("--before", default=None, help="another checkout to time as 'before'")
+    ap.add_argument("--before-label", default=None,
+                    help="what --before holds, for the section (e.g. 'commit 2857aae')")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per case")
     ap.add_argument("--memory", type=float, default=4.0, help="GB of address space per case")
     ap.add_argument("--child", nargs=2, type=int, help=argparse.SUPPRESS)
@@ -123,15 +126,16 @@ def main() -> None:
     for i, (label, name, _) in enumerate(CASES):
         for k in (ks[:1] if name == "toy" else ks):
             row = [label, str(k)]
-            size = ""
+            sizes = []
             for tag, code in codes:
                 got, note = run(me + ["--child", str(i), str(k)], code, args.timeout,
                                 args.memory)
                 row.append(cell(got, note))
                 if got is not None:
-                    size = f"{got['states']:,} / {got['arcs']:,}"
-                print(f"{label:32} k={k:<4} {tag:6} {row[-1]:>24}  {size}", flush=True)
-            rows.append(row + [size])
+                    sizes.append(f"{got['states']:,} / {got['arcs']:,}")
+                print(f"{label:32} k={k:<4} {tag:6} {row[-1]:>24}  {sizes[-1:]}", flush=True)
+            # the same machine before and after: one size, else both
+            rows.append(row + [" vs ".join(dict.fromkeys(sizes))])
     for label, name in COMMANDS:
         for k in ks:
             row = [f"`fstchunk {label}`", str(k)]
@@ -145,8 +149,10 @@ def main() -> None:
     head = ["machine", "types"] + [t for t, _ in codes] + ["states / arcs"]
     table = "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] +
                       ["| " + " | ".join(r) + " |" for r in rows])
-    before = (f"'before' is the checkout at `{args.before}`; " if args.before else "")
-    body = (f"{before}'after' this one. Seconds of `registry.build` in a fresh process "
+    label = args.before_label or f"the checkout at `{args.before}`"
+    before = f"'before' is {label}; " if args.before else ""
+    body = (f"`uname -m`: {platform.machine()}, `nproc`: {os.cpu_count()}.\n\n"
+            f"{before}'after' this one. Seconds of `registry.build` in a fresh process "
             f"(the `fstchunk grammar info` rows: the whole command, interpreter start and "
             f"the functional check included); each case killed after {args.timeout:g} s "
             f"or at {args.memory:g} GB of address space.\n\n{table}")
