@@ -13,7 +13,7 @@ from fstchunk.errors import BudgetError, InputError
 from fstchunk.expected import composition_estimate, marker_extractor
 from fstchunk.grammars import budget as B
 from fstchunk.grammars import counting as C
-from fstchunk.grammars import registry
+from fstchunk.grammars import loss, registry
 from fstchunk.grammars.conversion import encoder
 from fstchunk.tagspace import TagSet
 
@@ -77,7 +77,7 @@ def test_scheme_machines(types):
         real = self_composition(e)
         est = B.letter_self_composition(B.encoder_machine(k))
         assert close_above(est.states, real.num_states()) and close_above(est.arcs, arcs(real))
-        for target in ("IOE1", "IOBES3", "IOB2"):
+        for target in enc.SCHEMES:                    # every pair: each is milliseconds
             if target != scheme:
                 c = registry.build("convert", scheme=scheme, target=target, types=types)
                 est = B.conversion_machine(k)
@@ -278,3 +278,50 @@ def test_expected_command_budget(capsys, tmp_path):
     assert 'use method="fast"' in err and "--method fast" in err
     code, out, _ = run(capsys, *argv)
     assert code == 0 and "training direction" in out
+
+
+# ------------------------------------------------------------------ sizes read fast
+def layers_by_loop(n, fixed_spans):
+    """The pair acceptor's layers token by token (the definition, O(n·chunks))."""
+    ends = sorted(e for _, e in fixed_spans)
+    out, done = [], 0
+    for i in range(n + 1):
+        while done < len(ends) and ends[done] <= i:
+            done += 1
+        open_ = any(s < i < e for s, e in fixed_spans) if i < n else False
+        total = 0
+        for match in ((0, 1) if open_ else (0,)):
+            u = i - match + 1
+            d = min(done, u - 1)
+            if d >= 0:
+                total += (d + 1) * u - d * (d + 1) // 2
+        out.append(total)
+    return out
+
+
+def test_pair_acceptor_layers_vectorised_as_the_loop():
+    rng = np.random.default_rng(7)
+    for n in list(range(1, 12)) + [40, 97]:
+        for density in (0.0, 0.3, 1.0):
+            spans = [(s, e) for _, s, e in random_chunks(rng, n, ("NP",), density)]
+            assert B.pair_acceptor_layers(n, spans) == layers_by_loop(n, spans)
+    t0 = time.perf_counter()
+    long = B.pair_acceptor_layers(10 ** 6, [(i, i + 2) for i in range(0, 10 ** 6 - 1, 3)])
+    assert time.perf_counter() - t0 < 2.0 and len(long) == 10 ** 6 + 1
+
+
+@pytest.mark.parametrize("scheme", ["IOB2", "IOBES", "IOE1"])
+def test_f_loss_floor_is_a_lower_bound(scheme):
+    """The size from the gold's length alone: the pair acceptor of a gold without chunks
+    (exact) plus the scorer, at most the estimate of any gold of that length."""
+    rng = np.random.default_rng(3)
+    for types in TYPE_SETS[:2]:
+        for n in (1, 5, 12):
+            floor = loss.f_loss_floor(n, len(types))
+            assert floor.at_least and "at least" in floor.describe()
+            bare = B.pair_acceptor(n, [], len(types)) + B.Estimate(n + 2, (n + 1) ** 2)
+            assert (floor.states, floor.arcs) == (bare.states, bare.arcs)
+            for density in (0.0, 0.5, 1.0):
+                spans = [(s, e) for _, s, e in random_chunks(rng, n, types, density)]
+                est = loss.f_loss_estimate(n, spans, scheme, types)
+                assert est.states >= floor.states and est.arcs >= floor.arcs

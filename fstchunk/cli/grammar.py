@@ -33,7 +33,9 @@ def add_parser(sub) -> None:
                    help="read the chunk types off the last column of a CoNLL file")
     p.add_argument("--target", default="IOBES", help="target scheme of 'convert'")
     p.add_argument("--max-length", type=positive_int, default=4,
-                   help="length bound for the machines that need one (T, M, TM)")
+                   help="length bound for the machines that need one (T, M, TM: the count "
+                        f"bound; toy: tokens), at most {registry.MAX_LENGTH:,} and as the "
+                        "state budget allows")
     p.add_argument("--theta", type=float, default=0.5, help="θ of the toy bigram model")
     p.add_argument("--gold", default=None, metavar="TAGS",
                    help="the gold tag sequence of hamming-loss and f-loss, e.g. B-NP,I-NP,O "

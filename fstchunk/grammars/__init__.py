@@ -1,5 +1,7 @@
 """Grammar sources of fstchunk: one module per machine family.
 
+* :mod:`.local` — strictly 2-local machines built state by state from a scheme's
+  prefix rules (the validity acceptors, encoders and conversions below are such);
 * :mod:`.validity` — validity acceptors of every scheme;
 * :mod:`.conversion` — the IOBES encoders and the conversion transducers;
 * :mod:`.counting` — the true-positive counter T, the chunk counter M and T⊠M;
@@ -14,5 +16,6 @@ machine out, with the shared symbol table of :mod:`fstchunk.tagspace` attached.
 
 Pitfall: the family modules must not import :mod:`.registry` (it imports them),
 nor anything above the machines (lattice, expected, models): the package layers
-are encodings -> tagspace/fsa -> grammars -> lattices and models.
+are encodings -> tagspace/fsa -> grammars -> lattices and models.  Inside the package:
+local -> budget -> (validity, conversion, counting, models, loss) -> registry.
 """

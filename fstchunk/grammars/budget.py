@@ -3,10 +3,13 @@
 Every builder whose machine can grow past a few thousand states has a size formula
 here, in states and arcs, from the numbers that fix it (chunk bound K, number of
 chunk types k, sentence length n, the fixed sequence's chunk spans, the lattice's
-layers); none builds anything but the small, cached scheme encoder.  Callers
-(:mod:`.registry` for ``fstchunk grammar``, :func:`fstchunk.expected.joint_by_composition`
-for ``expected_f(method="fst")``) call :func:`check` *before* building, so a machine
-that would exhaust memory is one :class:`~fstchunk.errors.BudgetError` instead.
+layers); none builds anything but the small, cached scheme encoder (itself checked
+first), and none costs more than O(n + chunks).  Callers (:mod:`.registry` for
+``fstchunk grammar``, :func:`fstchunk.expected.joint_by_composition` for
+``expected_f(method="fst")``) call :func:`check` *before* building, and so do the
+builders of validity, encoders, conversions, T, M, T⊠M, the toy model and the loss
+machines themselves, so a machine that would exhaust memory (or take minutes) is one
+:class:`~fstchunk.errors.BudgetError` instead, whichever way it is asked for.
 
 The budget counts states, with ``ARCS_PER_STATE`` arcs weighing as much as one state
 (:attr:`Estimate.size`): OpenFst spends ~80 bytes on a state of a VectorFst plus ~25-40
@@ -38,10 +41,14 @@ Sizes (g = 4k + 1 IOBES tags; exact unless said otherwise):
 
 Pitfalls:
 
+* this module imports only :mod:`.local` (for the encoder's shape), so that the family
+  modules can import it and check their own sizes.
 * the budget is process-wide (a module global, not per thread); forked workers
   inherit it.  :func:`use_state_budget` restores the previous setting on exit.
 * an estimate is an upper bound or close to one (tested against ``num_states()`` and
-  the arc counts on small machines, within 10x); a refused job may have fitted.
+  the arc counts on small machines, within 10x); a refused job may have fitted.  An
+  estimate marked ``at_least`` is a lower bound, used to refuse before the exact size
+  costs O(n) to work out (the F-loss machine of a long gold); the message says so.
 * ``Lattice.fst`` is not guarded: it is linear in n·tags for score arrays, and in
   the size of the given machine for ``Lattice.from_fst``.  Grammars registered by
   other code without an ``estimate`` are built unchecked.
@@ -55,8 +62,10 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, Sequence
 
+import numpy as np
+
 from ..errors import BudgetError, InputError
-from . import conversion
+from . import local
 
 DEFAULT_STATE_BUDGET = 4_000_000
 ENV_VAR = "FSTCHUNK_STATE_BUDGET"
@@ -110,9 +119,11 @@ def use_state_budget(n: int | None) -> Iterator[int]:
 
 @dataclass(frozen=True)
 class Estimate:
-    """Estimated size of a machine: states and arcs (upper bounds or close)."""
+    """Estimated size of a machine: states and arcs (upper bounds or close); with
+    ``at_least``, a lower bound (what is refused before the exact size is worked out)."""
     states: int
     arcs: int = 0
+    at_least: bool = False
 
     @property
     def size(self) -> int:
@@ -120,12 +131,14 @@ class Estimate:
         return self.states + -(-self.arcs // ARCS_PER_STATE)
 
     def __add__(self, other: "Estimate") -> "Estimate":
-        return Estimate(self.states + other.states, self.arcs + other.arcs)
+        return Estimate(self.states + other.states, self.arcs + other.arcs,
+                        self.at_least or other.at_least)
 
     def describe(self) -> str:
+        about = "at least" if self.at_least else "about"
         if self.size == self.states:
-            return f"about {self.states:,} states"
-        return (f"about {self.size:,} states ({self.states:,} states and {self.arcs:,} arcs, "
+            return f"{about} {self.states:,} states"
+        return (f"{about} {self.size:,} states ({self.states:,} states and {self.arcs:,} arcs, "
                 f"{ARCS_PER_STATE} arcs counted as one state)")
 
 
@@ -150,12 +163,25 @@ def check(what: str, estimate: Estimate | int, remedy: str = "") -> Estimate:
 
 
 def largest_fitting(values: Sequence[int], estimate: Callable[[int], Estimate]) -> int | None:
-    """The largest of ``values`` whose ``estimate`` fits the budget (None if none does)."""
-    good = [v for v in values if fits(estimate(v))]
-    return max(good) if good else None
+    """The largest of the increasing ``values`` whose ``estimate`` fits the budget (None if
+    none does), by bisection: ``estimate`` must grow with the value (every size here
+    does), so a range of 10⁵ lengths costs 17 estimates."""
+    lo, hi = 0, len(values)                 # values[:lo] fit, values[hi:] do not
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if fits(estimate(values[mid])):
+            lo = mid + 1
+        else:
+            hi = mid
+    return values[lo - 1] if lo else None
 
 
 # ---------------------------------------------------------------------- machines
+def types_phrase(types: Sequence[str]) -> str:
+    """"untyped tags" or "12 chunk types", for the messages."""
+    return "untyped tags" if tuple(types) == ("",) else f"{len(types):,} chunk type(s)"
+
+
 def iobes_tags(n_types: int) -> int:
     """g = 4k + 1: O plus B, I, E, S of each type (untyped: k = 1)."""
     return 4 * max(1, n_types) + 1
@@ -233,21 +259,25 @@ def score_lattice(n: int, n_labels: int) -> Estimate:
 
 # ---------------------------------------------------------------------- composition path
 def pair_acceptor_layers(n: int, fixed_spans: Sequence[tuple[int, int]]) -> list[int]:
-    """States of the specialised pair acceptor after i = 0..n tokens (see module doc)."""
-    ends = sorted(e for _, e in fixed_spans)
-    out, done = [], 0
-    for i in range(n + 1):
-        while done < len(ends) and ends[done] <= i:
-            done += 1
-        open_ = any(s < i < e for s, e in fixed_spans) if i < n else False
-        total = 0
-        for match in ((0, 1) if open_ else (0,)):
-            u = i - match + 1                       # cm values for ct = 0
-            d = min(done, u - 1)
-            if d >= 0:
-                total += (d + 1) * u - d * (d + 1) // 2
-        out.append(total)
-    return out
+    """States of the specialised pair acceptor after i = 0..n tokens (see module doc):
+    with d_i = min(chunks ended by i, u - 1) and u = i - match + 1 cm values,
+    Σ_match (d_i + 1)·u − d_i(d_i + 1)/2, match = 1 only inside a fixed chunk.
+    Vectorised: O(n + chunks), so a long sentence is sized in milliseconds."""
+    i = np.arange(n + 1, dtype=np.int64)
+    spans = np.array(fixed_spans, np.int64).reshape(-1, 2)
+    done = np.searchsorted(np.sort(spans[:, 1]), i, side="right")
+    long = spans[spans[:, 1] > spans[:, 0] + 1]
+    inside = (np.bincount(long[:, 0] + 1, minlength=n + 2)     # s < i < e: a fixed
+              - np.bincount(long[:, 1], minlength=n + 2))        # chunk is open at i
+    open_ = np.cumsum(inside)[:n + 1] > 0
+    open_[n] = False
+    total = np.zeros(n + 1, np.int64)
+    for match in (0, 1):
+        u = i - match + 1                             # cm values for ct = 0
+        d = np.minimum(done, u - 1)
+        term = np.where(d >= 0, (d + 1) * u - d * (d + 1) // 2, 0)
+        total += term if match == 0 else np.where(open_, term, 0)
+    return total.tolist()
 
 
 def pair_acceptor(n: int, fixed_spans: Sequence[tuple[int, int]], n_types: int) -> Estimate:
@@ -271,8 +301,11 @@ class EncoderShape:
 @functools.lru_cache(maxsize=None)
 def encoder_shape(scheme: str, types: tuple[str, ...]) -> EncoderShape:
     """The :class:`EncoderShape` of E_scheme (IOBES -> ``scheme``).  Builds the encoder
-    (a few states per type, cached); not for IOBES, which needs none."""
-    e = conversion.encoder(scheme, types, "standard")
+    (a few states per type, cached) once it fits the budget (BudgetError otherwise);
+    not for IOBES, which needs none."""
+    check(f"the encoder IOBES -> {scheme} over {types_phrase(types)}",
+          encoder_machine(len(types)))
+    e = local.machine(("IOBES", scheme), types)
     into: dict[int, set[int]] = {}
     for s in e.states():
         for a in e.arcs(s):
@@ -323,5 +356,5 @@ __all__ = ["ARCS_PER_STATE", "DEFAULT_STATE_BUDGET", "ENV_VAR", "EncoderShape", 
            "counter_self_composition", "encoder_machine", "encoder_shape", "fits",
            "largest_fitting", "letter_self_composition", "pair_acceptor",
            "pair_acceptor_layers", "pair_machine", "score_lattice", "self_composition",
-           "set_state_budget", "state_budget", "tp_transducer", "use_state_budget",
-           "validity_machine"]
+           "set_state_budget", "state_budget", "tp_transducer", "types_phrase",
+           "use_state_budget", "validity_machine"]

@@ -21,25 +21,65 @@ machines (they are not in :mod:`.registry`, whose options hold no sequence).
 
 Sizes are checked against the state budget (:mod:`.budget`) before anything is
 built: the Hamming machine has n+1 states and n·|tags| arcs; the F machine is the
-pair acceptor ∘ the encoder (:func:`f_loss_estimate`), O(n²·m(y*)) states.
+pair acceptor ∘ the encoder (:func:`f_loss_estimate`), O(n²·m(y*)) states, and at
+least :func:`f_loss_floor` whatever the gold's chunks.  The tags may be a tag space
+or a :class:`SchemeTags` (every tag of a scheme, O(k) to make; what the registry uses).
 """
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from typing import Sequence
 
 import pynini
 
 from .. import encodings as enc
 from .. import fsa
-from ..errors import InputError
+from ..errors import InputError, SchemeError
 from ..fbeta import to_beta_sq
-from ..tagspace import TagSet, TagSpace
+from ..tagspace import TagSpace, normalize_types, symbol_table
 from . import budget, counting
 from .conversion import encoder
 
 
-def _gold_labels(gold_tags: Sequence[str], space: TagSpace) -> list[int]:
+@dataclass(frozen=True)
+class SchemeTags:
+    """Every tag of a scheme over chunk types and its label: all that the loss machines
+    read of a tag space, made in O(k) by :meth:`of` (a :class:`~fstchunk.tagspace.TagSet`
+    also compiles its O(k²) validity and boundary tables, minutes for 10⁴ types)."""
+    scheme: str
+    types: tuple[str, ...]
+    tags: tuple[str, ...]
+    labels: tuple[int, ...]
+    symbols: pynini.SymbolTable
+
+    @classmethod
+    def of(cls, scheme: str, types=None) -> "SchemeTags":
+        scheme, types = enc.canonical_scheme(scheme), normalize_types(types)
+        table = symbol_table(types)
+        tags = enc.scheme_tags(scheme, types)
+        return cls(scheme, types, tags, tuple(table.find(t) for t in tags), table)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_label", dict(zip(self.tags, self.labels)))
+
+    def __len__(self) -> int:
+        return len(self.tags)
+
+    def __contains__(self, tag) -> bool:
+        return isinstance(tag, str) and tag in self._label
+
+    def label(self, tag: str) -> int:
+        """The label of ``tag``; SchemeError naming it if it is not a tag here."""
+        try:
+            return self._label[tag]
+        except (KeyError, TypeError):
+            raise SchemeError(f"tag {tag!r} is not a tag of {self.scheme} over "
+                              f"{','.join(self.types) or '(untyped)'}") from None
+
+
+def _gold_labels(gold_tags: Sequence[str], space: TagSpace | SchemeTags) -> list[int]:
     if isinstance(gold_tags, str) or len(gold_tags) < 1:
         raise InputError("the gold must be a non-empty sequence of tags")
     enc.validate(list(gold_tags), space.scheme)
@@ -51,7 +91,7 @@ def hamming_estimate(n: int, n_tags: int) -> budget.Estimate:
     return budget.Estimate(n + 1, n * n_tags)
 
 
-def hamming_loss_machine(gold_tags: Sequence[str], space: TagSpace,
+def hamming_loss_machine(gold_tags: Sequence[str], space: TagSpace | SchemeTags,
                          arc_type: str = "standard") -> pynini.Fst:
     """Acceptor over ``space``'s tag labels: position i -> i+1 on every tag of the
     space, weight −1 on the tags other than ``gold_tags[i]``, 0 on it; so a sequence
@@ -71,6 +111,16 @@ def hamming_loss_machine(gold_tags: Sequence[str], space: TagSpace,
     return fsa.attach(f, space.symbols)
 
 
+def f_loss_floor(n: int, n_types: int) -> budget.Estimate:
+    """A lower bound of :func:`f_loss_estimate` whatever the gold's chunks, from its
+    length alone (the chunks cost O(n) to read): the pair acceptor of a gold without
+    chunks, Σ_{i<=n} (i + 1) states (more chunks only add states), and the scorer."""
+    layers = (n + 1) * (n + 2) // 2
+    g = budget.iobes_tags(n_types)
+    a = budget.Estimate(layers + n + 2, g * (layers - (n + 1)) + (n + 1) + n + 1)
+    return dataclasses.replace(a + budget.Estimate(n + 2, (n + 1) ** 2), at_least=True)
+
+
 def f_loss_estimate(n: int, gold_spans: Sequence[tuple[int, int]], scheme: str,
                     types: tuple[str, ...]) -> budget.Estimate:
     """The largest machine :func:`f_loss_machine` builds: the pair acceptor A, or A ∘
@@ -79,6 +129,9 @@ def f_loss_estimate(n: int, gold_spans: Sequence[tuple[int, int]], scheme: str,
     a = budget.pair_acceptor(n, gold_spans, len(types))
     if scheme == "IOBES":
         return a + budget.Estimate(n + 2, (n + 1) ** 2)
+    e_size = budget.encoder_machine(len(types))
+    if not budget.fits(e_size):                 # too large to build for its shape
+        return e_size + a + budget.Estimate(n + 2, (n + 1) ** 2)
     layers = budget.pair_acceptor_layers(n, gold_spans)
     e = budget.encoder_shape(scheme, types)
     marks = 2 * (n + 2)
@@ -87,7 +140,7 @@ def f_loss_estimate(n: int, gold_spans: Sequence[tuple[int, int]], scheme: str,
     return max(a, ae, key=lambda x: x.size) + budget.Estimate(n + 2, (n + 1) ** 2)
 
 
-def f_loss_machine(gold_tags: Sequence[str], space: TagSpace, beta: float = 1.0,
+def f_loss_machine(gold_tags: Sequence[str], space: TagSpace | SchemeTags, beta: float = 1.0,
                    arc_type: str = "standard") -> pynini.Fst:
     """Acceptor over the scheme's tag labels weighting each y of length n by
     −(1 − F_β(y | gold)) (see module doc); ``beta`` the standard β, finite, >= 0.
@@ -109,7 +162,8 @@ def f_loss_machine(gold_tags: Sequence[str], space: TagSpace, beta: float = 1.0,
         a = pynini.compose(a.arcsort("olabel"), e.arcsort()).project("output")
         a.rmepsilon()
     out = pynini.compose(a.arcsort("olabel"),
-                         _scorer(TagSet(scheme, types).labels, n, len(chunks), beta_sq).arcsort())
+                         _scorer([space.symbols.find(t) for t in enc.scheme_tags(scheme, types)],
+                                 n, len(chunks), beta_sq).arcsort())
     out = out.project("output").rmepsilon().connect()
     if arc_type != "standard":
         out = fsa.to_arc_type(out, arc_type)

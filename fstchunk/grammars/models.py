@@ -26,6 +26,7 @@ import pynini
 from .. import fsa
 from ..errors import InputError
 from ..tagspace import TagSet
+from . import budget
 
 
 def score_lattice(labels: Sequence[int], emissions: np.ndarray, transitions: np.ndarray,
@@ -88,7 +89,12 @@ def toy_bigram_scores(theta: float, n: int) -> tuple[tuple[str, ...], np.ndarray
 
 
 def toy_bigram(theta: float, n: int, arc_type: str = "log64") -> pynini.Fst:
-    """The toy bigram model of the slides as a machine over untyped IOB2 tags."""
+    """The toy bigram model of the slides as a machine over untyped IOB2 tags;
+    BudgetError before building when its 3n + 1 states do not fit."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise InputError(f"the toy model needs a length n >= 1, got {n!r}")
+    budget.check(f"the toy bigram model of {n:,} tokens", budget.score_lattice(n, 3),
+                 "use a smaller --max-length")
     tags, emis, trans, start = toy_bigram_scores(theta, n)
     ts = TagSet("IOB2")
     f = score_lattice([ts.label(t) for t in tags], emis, trans, start, None, arc_type)

@@ -33,8 +33,9 @@ Pitfalls:
   :class:`~fstchunk.errors.BudgetError` naming the largest ``--max-length`` that
   fits.  ``grammar info`` also decides "functional" by composing the machine's
   inverse with it (``fsa.is_functional``), which for T, M, T⊠M is quadratic in
-  their size: :func:`check_budget` with ``info=True`` counts it.  A grammar
-  registered without an ``estimate`` is built unchecked.
+  their size: :func:`check_budget` with ``info=True`` counts it.  No estimate compiles
+  a tag space (O(k²)): the loss machines are built over :class:`.loss.SchemeTags`.
+  A grammar registered without an ``estimate`` is built unchecked.
 """
 
 from __future__ import annotations
@@ -53,8 +54,12 @@ from .. import encodings as enc
 from .. import fsa, outputs
 from ..errors import InputError, OutputError
 from ..fbeta import check_beta
-from ..tagspace import TagSet, normalize_types
+from ..tagspace import normalize_types
 from . import budget, conversion, counting, loss, models, validity
+
+
+#: The largest ``max_length``: the count markers <tp=a>, <m=b> stop there.
+MAX_LENGTH = counting.MAX_COUNT - 1
 
 
 @dataclass(frozen=True)
@@ -74,8 +79,10 @@ class Options:
         object.__setattr__(self, "target", enc.canonical_scheme(self.target))
         object.__setattr__(self, "types", normalize_types(self.types))
         fsa.check_arc_type(self.arc_type)
-        if not (isinstance(self.max_length, int) and 1 <= self.max_length <= 64):
-            raise InputError(f"max_length must be an integer in 1..64, got {self.max_length!r}")
+        if isinstance(self.max_length, bool) or not (
+                isinstance(self.max_length, int) and 1 <= self.max_length <= MAX_LENGTH):
+            raise InputError(f"max_length must be an integer in 1..{MAX_LENGTH:,} (the state "
+                             f"budget refuses what is too large), got {self.max_length!r}")
         if isinstance(self.gold, str) or not all(isinstance(t, str) for t in self.gold):
             raise InputError(f"gold must be a sequence of tags, got {self.gold!r}")
         object.__setattr__(self, "gold", tuple(self.gold))
@@ -125,13 +132,14 @@ def _toy(o: Options) -> pynini.Fst:
     return models.toy_bigram(o.theta, o.max_length, o.arc_type)
 
 
-def _loss_space(name: str, o: Options) -> TagSet:
-    """The tag set a loss machine is over; the gold checked against it."""
+def _loss_space(name: str, o: Options) -> loss.SchemeTags:
+    """The tags a loss machine is over (O(k): no tag space compiled), the gold given
+    and each of its tags one of them."""
     if not o.gold:
         raise InputError(f"grammar {name!r} is the loss against a gold tag sequence: give "
                          f"one (--gold B-NP,I-NP,O)")
-    space = TagSet(o.scheme, o.types)
-    unknown = [t for t in o.gold if t not in space.tags]
+    space = loss.SchemeTags.of(o.scheme, o.types)
+    unknown = [t for t in o.gold if t not in space]
     if unknown:
         raise InputError(f"grammar {name!r}: gold tag {unknown[0]!r} is not a tag of "
                          f"{o.scheme} over the chunk types {', '.join(o.types)}")
@@ -148,6 +156,9 @@ def _f_loss(o: Options) -> pynini.Fst:
 
 def _f_loss_estimate(o: Options) -> budget.Estimate:
     _loss_space("f-loss", o)
+    floor = loss.f_loss_floor(len(o.gold), _k(o))
+    if not budget.fits(floor):                  # refused before reading the chunks
+        return floor
     chunks = enc.tags_to_chunks(list(o.gold), o.scheme)
     return loss.f_loss_estimate(len(o.gold), [(s, e) for _, s, e in chunks], o.scheme, o.types)
 
@@ -171,8 +182,8 @@ GRAMMARS: dict[str, Grammar] = {g.name: g for g in (
     Grammar("validity", "acceptor of the valid tag sequences of --scheme "
             "(star-free: Γ+ minus forbidden starts, bigrams and ends)", _validity,
             estimate=lambda o: budget.validity_machine(_k(o))),
-    Grammar("encoder", "IOBES -> --scheme: the cdrewrite cascade every conversion is "
-            "built from", _encoder, ("scheme", "types"), *_letters(budget.encoder_machine)),
+    Grammar("encoder", "IOBES -> --scheme, E_scheme: the same chunks in --scheme's tags",
+            _encoder, ("scheme", "types"), *_letters(budget.encoder_machine)),
     Grammar("convert", "functional transducer rewriting --scheme sequences into "
             "--target (E_scheme^-1 o E_target)", _convert, ("scheme", "target", "types"),
             *_letters(budget.conversion_machine)),
@@ -190,7 +201,8 @@ GRAMMARS: dict[str, Grammar] = {g.name: g for g in (
     Grammar("hamming-loss", "Δ_H against --gold: weight −Σ_i 1{y_i ≠ gold_i} on every y "
             "(lattice ∘ it, shortest path: the most violating y of M3N training)", _hamming,
             ("scheme", "types", "gold"),
-            estimate=lambda o: loss.hamming_estimate(len(o.gold), len(TagSet(o.scheme, o.types)))),
+            estimate=lambda o: loss.hamming_estimate(len(o.gold),
+                                                     len(_loss_space("hamming-loss", o)))),
     Grammar("f-loss", "Δ_F against --gold: weight −(1 − F_β(y | gold)) on every y of its "
             "length, from T⊠M specialised to the gold", _f_loss,
             ("scheme", "types", "gold", "beta"), estimate=_f_loss_estimate),
@@ -248,7 +260,7 @@ def check_budget(jobs: list[tuple[str, Options]], info: bool = False) -> None:
     est = total()
     if budget.fits(est):
         return
-    names = [far_key(name, o) for name, o in jobs]
+    names = [_shown_key(name, o) for name, o in jobs]
     what = (f"grammar {names[0]}" if len(jobs) == 1 else
             f"grammar export of {len(jobs)} machines ({', '.join(names[:3])}"
             f"{', ...' if len(names) > 3 else ''})")
@@ -261,6 +273,13 @@ def check_budget(jobs: list[tuple[str, Options]], info: bool = False) -> None:
         fit = budget.largest_fitting(range(1, length), total)
         remedy = f"use --max-length {fit} or less" if fit is not None else ""
     budget.check(what, est, remedy)
+
+
+def _shown_key(name: str, o: Options) -> str:
+    """:func:`far_key` for a message: a gold of more than 6 tags as its first 4 and length."""
+    head = "gold_" + "_".join(o.gold[:4])
+    return far_key(name, o) if len(o.gold) <= 6 else far_key(
+        name, replace(o, gold=o.gold[:4])).replace(head, f"{head}_...({len(o.gold):,} tags)")
 
 
 def far_key(name: str, o: Options) -> str:
