@@ -41,8 +41,10 @@ from fstchunk.conll import read_conll
 from fstchunk.batch import decode_sentences
 from fstchunk.evaluate import evaluate, read_chunks
 from fstchunk.models.crf import CRF
-from fstchunk.models.maxmargin import DEFAULT_L2 as MM_L2, l2_to_c
-from fstchunk.models.objectives import DEFAULT_L2
+from fstchunk.learn.objectives import MAX_MARGIN, ML
+from fstchunk.models.maxmargin import l2_to_c
+
+MM_L2 = MAX_MARGIN.default_l2
 from fstchunk.parallel import single_threaded_blas
 
 SCHEMES = ("IOB1", "IOB2", "IOE1", "IOE2", "IOBES", "IOBES2", "IOBES3")
@@ -439,7 +441,7 @@ def main() -> None:
     ap.add_argument("--grid", type=grid, default=[1e-5, MM_L2, 2e-4])
     ap.add_argument("--passes", type=int, default=40)
     ap.add_argument("--tol", type=float, default=1e-3)
-    ap.add_argument("--ml-l2", type=float, default=DEFAULT_L2["ml"])
+    ap.add_argument("--ml-l2", type=float, default=ML.default_l2)
     ap.add_argument("--ml-iter", type=int, default=150)
     ap.add_argument("--loss-sentences", type=int, default=400)
     ap.add_argument("--loss-passes", type=int, default=8)

@@ -30,7 +30,7 @@ from common import Timer, data_path, peak_rss_mb, write_section
 from fstchunk.batch import decode_sentences
 from fstchunk.conll import read_conll
 from fstchunk.models.crf import CRF
-from fstchunk.models.objectives import DEFAULT_L2
+from fstchunk.learn.objectives import ML
 from fstchunk.parallel import single_threaded_blas
 from fstchunk.scale import DaskExecutor, LocalExecutor, shard_statistics
 
@@ -58,7 +58,7 @@ def main() -> None:
     tr, _, te, template = CORPORA[args.corpus]
     train = read_conll(data_path(*tr))[:args.limit]
     test = read_conll(data_path(*te))[:args.limit]
-    l2 = DEFAULT_L2["ml"]
+    l2 = ML.default_l2
     crf, data = CRF.prepare(train, template, "IOB2")
     out = [f"Corpus: {args.corpus}, features {template}, IOB2 tags, λ = {l2} (the dev-chosen "
            f"default); {len(train)} training sentences, |θ| = {len(crf.theta)}; "

@@ -28,7 +28,7 @@ from fstchunk.batch import decode_sentences
 from fstchunk.conll import read_conll
 from fstchunk import encodings as enc
 from fstchunk.models.crf import CRF
-from fstchunk.models.objectives import DEFAULT_L2
+from fstchunk.learn.objectives import OBJECTIVES
 from fstchunk.evaluate import evaluate
 from fstchunk.models.features import token_features
 from fstchunk.parallel import single_threaded_blas
@@ -87,11 +87,11 @@ def main() -> None:
     ap.add_argument("--corpus", default="conll2000", choices=CORPORA)
     ap.add_argument("--l2", type=float, default=None,
                     help="λ of ML on the objectives' per-sentence scale (default: "
-                         "DEFAULT_L2['ml'])")
+                         "the registry's default for ml)")
     ap.add_argument("--meu-objective", default="meu", choices=("meu", "meu-corpus"))
     ap.add_argument("--meu-l2", type=float, default=None,
                     help="λ of the MEU objective (per-sentence scale, like ML's); default "
-                         "DEFAULT_L2 of the objective")
+                         "the registry's default λ of the objective")
     ap.add_argument("--scheme", default="IOB2", choices=enc.SCHEMES,
                     help="scheme the CRF (and the peer) tag in; the data's IOB2 tags are "
                          "converted and predictions converted back before scoring")
@@ -110,9 +110,9 @@ def main() -> None:
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
     if args.l2 is None:
-        args.l2 = DEFAULT_L2["ml"]
+        args.l2 = OBJECTIVES["ml"].default_l2
     if args.meu_l2 is None:
-        args.meu_l2 = DEFAULT_L2[args.meu_objective]
+        args.meu_l2 = OBJECTIVES[args.meu_objective].default_l2
     for name in ("l2", "meu_l2", "meu_init_l2"):
         value = getattr(args, name)
         if value is not None and not (np.isfinite(value) and value >= 0):

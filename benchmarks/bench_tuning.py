@@ -18,7 +18,7 @@ The chosen values are what bench_training.py is then run with for the test figur
         [--save-dir DIR]
 
 With ``--defaults``, no grid: the check of issue 16 instead.  An ML CRF with every
-default (λ = ``DEFAULT_L2["ml"]``, ``--max-iter`` iterations), then a minimum-risk CRF
+default (λ = the registry's default of ``ml``, ``--max-iter`` iterations), then a minimum-risk CRF
 from it (``--meu-objective``, λ = its default, ``--meu-iter`` iterations), and, to show
 what the default prevents, the same from the same start with ``--collapse-l2`` (1.0:
 the old CLI default, on either scale a penalty of order 1 flattens the model). Dev F of
@@ -42,8 +42,10 @@ from bench_training import CORPORA, f_of
 from common import Timer, data_path, write_section
 from fstchunk import encodings as enc
 from fstchunk.conll import read_conll
-from fstchunk.models.objectives import DEFAULT_L2
-from fstchunk.training import Trainer
+from fstchunk.learn import Trainer
+from fstchunk.learn.objectives import ML, MEU, MEU_CORPUS
+
+DEFAULT_L2 = {o.name: o.default_l2 for o in (ML, MEU, MEU_CORPUS)}
 from fstchunk.models.crf import CRF
 from fstchunk.encodings import SCHEMES
 from fstchunk.parallel import single_threaded_blas
@@ -220,7 +222,7 @@ def defaults_check(args) -> None:
     out = [f"Corpus: {args.corpus}, features {template}, CRF tags in {args.scheme} "
            f"({len(ml.tags)} tags), β = {args.beta}; {len(train)} training sentences, "
            f"{len(dev)} development sentences ({dv[-1]}). Test set not read. Objectives on "
-           f"the per-sentence scale (fstchunk/models/objectives.py); defaults DEFAULT_L2 = "
+           f"the per-sentence scale (fstchunk/learn/objectives.py); default λ = "
            f"{DEFAULT_L2}; Trainer defaults otherwise (tol 1e-9).\n",
            "| training | λ | iterations | train s | dev F (MAP) | dev F (MEU) |",
            "|---|---|---|---|---|---|", *rows,

@@ -1,12 +1,14 @@
 """Data-parallel training past one core and one machine: local processes or Dask.
 
-Every CRF objective is built from additive statistics over sentences
+Every smooth objective is built from additive statistics over sentences
 (:class:`fstchunk.models.objectives.Statistics`: Σ −log p for ``ml``, Σ E[F] for
 ``meu``, (Σ E[tp], Σ E[m], Σ m(gold)) for ``meu-corpus``, Σ hinge for
-``max-margin``), so the training set splits into partitions, each worker returns
-its partition's statistics and their θ-gradients, and the driver adds them and
-applies :func:`~fstchunk.models.objectives.combine` (the ratio's quotient rule for
-the corpus F).  There is no second implementation of any objective: one partition
+``max-margin``), so the training set splits into partitions (the model's
+:meth:`Partitionable.partitions`), each worker returns its partition's statistics and
+their θ-gradients, and the driver adds them and applies
+:meth:`fstchunk.learn.objectives.Objective.combine` (the ratio's quotient rule for the
+corpus F).  The executors know no model: any model with ``partitions`` and
+``statistics`` trains data-parallel.  There is no second implementation of any objective: one partition
 in this process is exactly the single-process path.
 
 Two backends behind one interface (:class:`Executor`: ``partitioned(model, data)``
@@ -57,12 +59,19 @@ from .parallel import (ResidentPool, WorkerError, in_process, map_sentences,
 WINDOW = 4
 
 
-class Partitioned(Protocol):
-    """A training set placed on an executor's workers."""
+class Partitionable(Protocol):
+    """What a model offers the executors to train data-parallel: its training set cut
+    into shards (each a scoring copy of the model and its part of the data, built once
+    by the driver and placed on a worker) and a shard's additive statistics at θ."""
 
-    def statistics(self, theta: np.ndarray, name: str, beta_sq: float, loss: str
-                   ) -> tuple[np.ndarray, np.ndarray]:
-        """The summed statistics at θ; ``beta_sq`` = β² (:mod:`fstchunk.fbeta`)."""
+    def partitions(self, data: Any, parts: int) -> list:
+        """``data`` in ``parts`` shards of about equal work (:func:`split`)."""
+        ...
+
+    def statistics(self, data: Any, theta: np.ndarray, name: str, beta_sq: float,
+                   loss: str) -> tuple[np.ndarray, np.ndarray]:
+        """The summed statistics of objective ``name`` over ``data`` at θ: values (J,)
+        and their gradients in θ-space (J', |θ|); ``beta_sq`` = β²."""
         ...
 
 
@@ -79,7 +88,8 @@ def split(lengths: Sequence[int], parts: int) -> list[list[int]]:
 
 def shard_statistics(shard: tuple, theta: np.ndarray, name: str, beta_sq: float, loss: str
                      ) -> tuple[np.ndarray, np.ndarray]:
-    """One partition's statistics: ``shard`` is (scoring copy of the model, its data)."""
+    """One partition's statistics: ``shard`` is (scoring copy of the model, its data), as
+    :meth:`Partitionable.partitions` made it."""
     model, data = shard
     with single_threaded_blas(), in_process():
         return model.statistics(data, theta, name, beta_sq, loss)
@@ -100,11 +110,11 @@ class LocalExecutor:
         self.workers = workers or usable_cores()
         self._pools: list[ResidentPool] = []
 
-    def partitioned(self, model: Any, data: Any, parts: int | None = None) -> "_LocalParts":
-        ids = split([len(g) for g in data.gold.sequences], parts or self.workers)
-        shards = [(model.scoring_copy(), data.subset(r)) for r in ids]
-        for copy, part in shards:          # built here once, so that every fork has it
-            part.design(copy.pairs, copy.L)
+    def partitioned(self, model: Partitionable, data: Any,
+                    parts: int | None = None) -> "_LocalParts":
+        """``model``'s shards of ``data``, one resident process each (built here once, so
+        that every fork has them)."""
+        shards = model.partitions(data, parts or self.workers)
         parts = _LocalParts(ResidentPool(shard_statistics, shards))
         self._pools.append(parts.pool)
         return parts
@@ -198,9 +208,10 @@ class DaskExecutor:
     def workers(self) -> int:
         return max(1, len(self.client.scheduler_info()["workers"]))
 
-    def partitioned(self, model: Any, data: Any, parts: int | None = None) -> "_DaskParts":
-        ids = split([len(g) for g in data.gold.sequences], parts or self.workers)
-        return _DaskParts(self, [(model.scoring_copy(), data.subset(r)) for r in ids])
+    def partitioned(self, model: Partitionable, data: Any,
+                    parts: int | None = None) -> "_DaskParts":
+        """``model``'s shards of ``data``, scattered once to the workers."""
+        return _DaskParts(self, model.partitions(data, parts or self.workers))
 
     def map_ordered(self, func: Callable[[Any, Any], Any], context: Any,
                     items: Iterable) -> Iterator[Any]:

@@ -62,7 +62,7 @@ def beta_option(text: str) -> float:
 
 
 def training_beta_option(text: str) -> float:
-    """argparse type: ``train --beta``, > 0 as :class:`fstchunk.training.Trainer` takes it."""
+    """argparse type: ``train --beta``, > 0 as :class:`fstchunk.learn.loop.Trainer` takes it."""
     return _beta(text, True)
 
 

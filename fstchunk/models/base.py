@@ -13,7 +13,7 @@ that reads CoNLL columns says which it reads in ``reads`` (the CRF's POS only if
 template reads it; the joint model's fixed word 0, POS 1): :func:`reading_columns`.
 Models trained by this version also carry ``layout`` (their training layout,
 :class:`~fstchunk.layout.Layout`, or None) and ``data_scheme``.  :class:`TrainableModel` adds what
-:class:`fstchunk.training.Trainer` needs to run L-BFGS over a differentiable
+:class:`fstchunk.learn.loop.Trainer` needs to run a solver over a differentiable
 objective: a parameter vector θ, prepared training data, and the objective as
 a function of θ.
 

@@ -14,7 +14,7 @@ The estimator is apart from the training loop (sklearn-crfsuite style):
 (:mod:`fstchunk.models.objectives`) or the ``max-margin`` hinge
 (:mod:`fstchunk.models.maxmargin`, trained by its BCFW solver) as a function of θ, with the chain rule
 ∇W = Xᵀ·∇E and the penalty λ‖θ‖², and :meth:`CRF.fit` hands both to
-:class:`fstchunk.training.Trainer`, the one L-BFGS loop.
+:class:`fstchunk.learn.loop.Trainer`, the one training loop.
 
     crf, data = CRF.prepare(sentences, "tmpt3", scheme="IOB2",
                             columns=Columns.parse("word,pos,tag"))
@@ -66,6 +66,7 @@ from ..layout import Layout
 from ..learn import objectives as lo
 from ..learn.loop import Trainer
 from ..learn.solvers import LBFGS, Solver
+from ..scale import split
 from ..tagspace import TagSet
 from .bcfw import BCFWSolver
 from .design import FeatureCount, TrainingData
@@ -329,6 +330,16 @@ class CRF:
         st = (hinge_statistics(chain, data.gold, beta_sq, loss) if o is lo.MAX_MARGIN
               else STATISTICS[o](chain, data.gold, beta_sq))
         return st.values, np.stack([self._chain_rule(data, g) for g in st.grads])
+
+    def partitions(self, data: TrainingData, parts: int) -> list[tuple["CRF", TrainingData]]:
+        """``data`` in ``parts`` runs of sentences of about equal token counts, each with a
+        :meth:`scoring_copy` and its pair design matrix built (the shards of
+        :mod:`fstchunk.scale`)."""
+        shards = [(self.scoring_copy(), data.subset(r))
+                  for r in split([len(g) for g in data.gold.sequences], parts)]
+        for copy, part in shards:
+            part.design(copy.pairs, copy.L)
+        return shards
 
     def scoring_copy(self) -> "CRF":
         """This CRF without its feature dictionary (a :class:`FeatureCount` in its

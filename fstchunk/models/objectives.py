@@ -52,7 +52,7 @@ All are checked by finite differences and against the machines in tests/test_crf
 Pitfalls:
 
 * dividing by S shrinks the gradient S-fold: an absolute gradient tolerance
-  (L-BFGS-B's ``gtol``, :class:`fstchunk.training.Trainer`'s ``tol``) must be
+  (L-BFGS-B's ``gtol``, :class:`fstchunk.learn.loop.Trainer`'s ``tol``) must be
   S-fold smaller than on the old sum scale (L-BFGS is otherwise invariant to the
   scale, so the iterates are the same as before with λ/S);
 * ``Chain`` holds *unmasked* scores; :meth:`Chain.masked` sets the scheme's
