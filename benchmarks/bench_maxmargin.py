@@ -111,13 +111,14 @@ class Bench:
             train = self.train[:a.loss_sentences]
         print(f"training {os.path.basename(path)} on {len(train)} sentences", flush=True)
         with single_threaded_blas():
-            crf, data = CRF.prepare(train, template, scheme)
+            crf = CRF(template, scheme)
+            data = crf._prepare(train)
             if kind == "m3n":
-                crf.fit(data, "max-margin", l2=l2, max_iter=a.passes, tol=a.tol)
+                crf.fit(data, objective="max-margin", l2=l2, max_iter=a.passes, tol=a.tol)
             elif kind == "ml":
-                crf.fit(data, "ml", l2=l2, max_iter=a.ml_iter)
+                crf.fit(data, objective="ml", l2=l2, max_iter=a.ml_iter)
             else:
-                crf.fit(data, "max-margin", l2=l2, max_iter=a.loss_passes, tol=a.tol,
+                crf.fit(data, objective="max-margin", l2=l2, max_iter=a.loss_passes, tol=a.tol,
                         loss="f" if kind == "m3n-f" else "hamming")
         crf.settings["train_sentences"] = len(train)
         crf.save(path)
@@ -339,8 +340,9 @@ def section_speed(b: Bench) -> None:
     done: dict = {}
     a = b.args
     with single_threaded_blas():
-        crf, data = CRF.prepare(b.train, "tmpt3", "IOB2")
-        fun = crf.objective("ml", data, a.ml_l2)
+        crf = CRF("tmpt3", "IOB2")
+        data = crf._prepare(b.train)
+        fun = crf.objective_function("ml", data, a.ml_l2)
         fun(crf.theta)
         with Timer() as t_ml:
             fun(crf.theta + 1e-3)
@@ -350,12 +352,12 @@ def section_speed(b: Bench) -> None:
         with Timer() as t_cert:
             solver.certificate()
         for kind in () if a.components_only else ("ml", "m3n"):   # one after the other
-            fresh = CRF(crf.fmap, crf.tags, crf.scheme, crf.pairs)
+            fresh = crf.copy(np.zeros_like(crf.theta))
             with Timer() as t:
                 if kind == "m3n":
-                    fresh.fit(data, "max-margin", l2=a.l2, max_iter=a.passes, tol=a.tol)
+                    fresh.fit(data, objective="max-margin", l2=a.l2, max_iter=a.passes, tol=a.tol)
                 else:
-                    fresh.fit(data, "ml", l2=a.ml_l2, max_iter=a.ml_iter)
+                    fresh.fit(data, objective="ml", l2=a.ml_l2, max_iter=a.ml_iter)
             done[kind] = (t.seconds, describe(fresh), peak_rss_mb(),
                           f_of(b.counts(fresh, b.test).sum(0)))
     if a.components_only:

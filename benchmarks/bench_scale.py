@@ -59,7 +59,8 @@ def main() -> None:
     train = read_conll(data_path(*tr))[:args.limit]
     test = read_conll(data_path(*te))[:args.limit]
     l2 = ML.default_l2
-    crf, data = CRF.prepare(train, template, "IOB2")
+    crf = CRF(template, "IOB2")
+    data = crf._prepare(train)
     out = [f"Corpus: {args.corpus}, features {template}, IOB2 tags, λ = {l2} (the dev-chosen "
            f"default); {len(train)} training sentences, |θ| = {len(crf.theta)}; "
            f"{args.max_iter} L-BFGS iterations at most for every trainer."]
@@ -74,7 +75,7 @@ def main() -> None:
         ex = make()
         try:
             with single_threaded_blas():
-                s = median_seconds(crf.objective("ml", data, l2, executor=ex), theta,
+                s = median_seconds(crf.objective_function("ml", data, l2, executor=ex), theta,
                                    args.repeats)
         finally:
             if ex is not None:
@@ -102,11 +103,11 @@ def main() -> None:
             "|---|---|---|---|---|"]
     rows, trained = [], []
     for name, make in executors.items():
-        model = CRF(crf.fmap, crf.tags, crf.scheme, crf.pairs, columns=crf.columns)
+        model = crf.copy(np.zeros_like(crf.theta))
         ex = make()
         try:
             with Timer() as t, single_threaded_blas():
-                model.fit(data, "ml", l2=l2, max_iter=args.max_iter, executor=ex)
+                model.fit(data, objective="ml", l2=l2, max_iter=args.max_iter, executor=ex)
         finally:
             if ex is not None:
                 ex.close()

@@ -134,20 +134,21 @@ def main() -> None:
            + f"; chosen a priori or on dev, never on test), β = {args.beta}; "
            f"{len(train)} training sentences."]
     with Timer() as t:
-        crf, data = CRF.prepare(train, template, args.scheme)
+        crf = CRF(template, args.scheme)
+        data = crf._prepare(train)
     out.append(f"\nFeature extraction: {t.seconds:.1f} s; {len(crf.fmap)} feature strings, "
                f"{crf.P} (attribute, tag) weights, {len(crf.tags)} tags.\n")
     out.append("| evaluation over the whole training set | seconds |")
     out.append("|---|---|")
     theta = np.random.default_rng(0).normal(scale=0.01, size=crf.theta.shape)
     with single_threaded_blas():
-        ml_first, ml_s = timed(crf.objective("ml", data, args.l2), theta)
+        ml_first, ml_s = timed(crf.objective_function("ml", data, args.l2), theta)
         out.append(f"| ML objective + gradient | {ml_s:.2f} (first call {ml_first:.2f}) |")
-        first, mc = timed(crf.objective("meu-corpus", data, args.meu_l2, args.beta), theta)
+        first, mc = timed(crf.objective_function("meu-corpus", data, args.meu_l2, args.beta), theta)
         out.append(f"| MEU-corpus objective + gradient (batched, 1 process) | {mc:.2f} "
                    f"({mc / ml_s:.1f}x ML; first call {first:.2f}) |")
         with Timer() as t:
-            crf.objective("meu", data, args.meu_l2, args.beta)(theta)
+            crf.objective_function("meu", data, args.meu_l2, args.beta)(theta)
         out.append(f"| per-sentence MEU objective + gradient (2 processes, one call) "
                    f"| {t.seconds:.2f} |")
     print("\n".join(out), flush=True)
@@ -164,20 +165,19 @@ def main() -> None:
         ml_time = ml.settings.get("train_seconds", float("nan"))
     else:
         with Timer() as t, single_threaded_blas():
-            crf.fit(data, "ml", l2=args.l2, max_iter=args.max_iter)
+            crf.fit(data, objective="ml", l2=args.l2, max_iter=args.max_iter)
         ml, ml_time = crf, t.seconds
     start = ml
     if args.meu_model:
         meu = loaded(args.meu_model, "--meu-model")
     else:
         if args.meu_init_l2 is not None:
-            start = CRF(crf.fmap, crf.tags, crf.scheme, crf.pairs)
+            start = crf.copy(np.zeros_like(crf.theta))
             with single_threaded_blas():
-                start.fit(data, "ml", l2=args.meu_init_l2, max_iter=args.max_iter)
-        meu = CRF(start.fmap, start.tags, start.scheme, start.pairs, start.theta.copy(),
-                  dict(start.settings))
+                start.fit(data, objective="ml", l2=args.meu_init_l2, max_iter=args.max_iter)
+        meu = start.copy()
         with Timer() as t, single_threaded_blas():
-            meu.fit(data, args.meu_objective, l2=args.meu_l2, beta=args.beta,
+            meu.fit(data, objective=args.meu_objective, l2=args.meu_l2, beta=args.beta,
                     max_iter=args.meu_iter)
         meu.settings["train_seconds"] = t.seconds
     if args.save_dir:

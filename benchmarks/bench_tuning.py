@@ -38,6 +38,8 @@ import math
 import os
 import sys
 
+import numpy as np
+
 from bench_training import CORPORA, f_of
 from common import Timer, data_path, write_section
 from fstchunk import encodings as enc
@@ -113,7 +115,8 @@ def main() -> None:
     tr, dv, _, template = CORPORA[args.corpus]
     train = read_conll(data_path(*tr))[:args.limit]
     dev = read_conll(data_path(*dv))[:args.limit]
-    fresh, train_data = CRF.prepare(train, template, args.scheme)
+    fresh = CRF(template, args.scheme)
+    train_data = fresh._prepare(train)
     if args.save_dir:
         os.makedirs(args.save_dir, exist_ok=True)
 
@@ -134,8 +137,8 @@ def main() -> None:
     data = {"template": template, "train_sentences": len(train), "scheme": args.scheme}
     for lam in args.ml_grid:
         def make(lam=lam):
-            m = CRF(fresh.fmap, fresh.tags, fresh.scheme, fresh.pairs)
-            return m.fit(train_data, "ml", l2=lam, max_iter=args.max_iter)
+            m = fresh.copy(np.zeros_like(fresh.theta))
+            return m.fit(train_data, objective="ml", l2=lam, max_iter=args.max_iter)
         m = trained(path(f"ml_l{lam:g}.npz"), make,
                     dict(data, objective="ml", l2=lam, max_iter=args.max_iter))
         fm, fe = dev_f(m)
@@ -149,9 +152,8 @@ def main() -> None:
     for _, start_lam, ml in starts:
         for lam in args.meu_grid:
             def make(lam=lam, ml=ml):
-                m = CRF(ml.fmap, ml.tags, ml.scheme, ml.pairs, ml.theta.copy(),
-                        dict(ml.settings))
-                return m.fit(train_data, args.meu_objective, l2=lam, beta=args.beta,
+                m = ml.copy()
+                return m.fit(train_data, objective=args.meu_objective, l2=lam, beta=args.beta,
                              max_iter=args.meu_iter)
             m = trained(path(f"{args.meu_objective}_l{lam:g}_from_ml_l{start_lam:g}.npz"),
                         make, dict(data, objective=args.meu_objective, l2=lam,
@@ -190,7 +192,8 @@ def defaults_check(args) -> None:
     tr, dv, _, template = CORPORA[args.corpus]
     train = read_conll(data_path(*tr))[:args.limit]
     dev = read_conll(data_path(*dv))[:args.limit]
-    ml, data = CRF.prepare(train, template, args.scheme)
+    ml = CRF(template, args.scheme)
+    data = ml._prepare(train)
     rows = []
 
     def run(model, objective, l2, iters, label):
@@ -206,8 +209,7 @@ def defaults_check(args) -> None:
         return fm, fe
 
     def start():
-        return CRF(ml.fmap, ml.tags, ml.scheme, ml.pairs, ml.theta.copy(), dict(ml.settings),
-                   columns=ml.columns)
+        return ml.copy()
 
     ml_f = run(ml, "ml", None, args.max_iter, "ML (default λ)")
     meu_f = run(start(), args.meu_objective, None, args.meu_iter,

@@ -89,9 +89,10 @@ def crf_document(corpus):
 
     train = read_conll(corpus("conll2000", "train.txt"))[:200]
     dev = read_conll(corpus("conll2000", "dev.txt"))
-    crf, data = CRF.prepare(train, "tmpt1")
+    crf = CRF("tmpt1")
+    data = crf._prepare(train)
     crf.theta = np.zeros_like(crf.theta)
-    crf.fit(data, "ml", l2=1e-4, max_iter=15)
+    crf.fit(data, objective="ml", l2=1e-4, max_iter=15)
 
     def get(n):
         rows, lines = [], []

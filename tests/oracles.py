@@ -189,3 +189,9 @@ sleeps VBZ B-VP
 Dogs NNS B-NP
 run VBP B-VP
 """
+
+
+def prepared(crf, sentences):
+    """(crf, its training data): the CRF's feature map, tags and pairs fitted on
+    ``sentences`` without training (θ = 0)."""
+    return crf, crf._prepare(sentences)

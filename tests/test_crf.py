@@ -10,6 +10,7 @@ from fstchunk.evaluate import evaluate
 from fstchunk.models import crf as crf_module
 from fstchunk.models.crf import CRF, TrainingData
 from fstchunk.models.hmm import HMM
+from oracles import prepared
 
 SENTS = [Sentence([["The", "DT", "B-NP"], ["dog", "NN", "I-NP"], ["barks", "VBZ", "B-VP"]]),
          Sentence([["A", "DT", "B-NP"], ["cat", "NN", "I-NP"], ["sleeps", "VBZ", "B-VP"],
@@ -19,7 +20,8 @@ SENTS = [Sentence([["The", "DT", "B-NP"], ["dog", "NN", "I-NP"], ["barks", "VBZ"
 
 
 def small_model(scheme="IOB2", seed=0):
-    crf, data = CRF.prepare(SENTS, "tmpt3", scheme=scheme)
+    crf = CRF("tmpt3", scheme)
+    data = crf._prepare(SENTS)
     crf.theta = np.random.default_rng(seed).normal(scale=0.5, size=crf.theta.shape)
     return crf, data
 
@@ -39,10 +41,10 @@ def finite_difference_check(fun, theta, rng, k=25, h=1e-6):
 def test_ml_gradient_and_value(scheme):
     crf, data = small_model(scheme)
     rng = np.random.default_rng(1)
-    finite_difference_check(crf.objective("ml", data, 0.1), crf.theta, rng)
+    finite_difference_check(crf.objective_function("ml", data, 0.1), crf.theta, rng)
     # the value is -(1/S) Σ log Pr(gold) + λ‖θ‖² (a mean per sentence, issue 16),
     # Pr from the Lattice over valid sequences
-    nll, _ = crf.objective("ml", data, 0.0)(crf.theta)
+    nll, _ = crf.objective_function("ml", data, 0.0)(crf.theta)
     want = 0.0
     for s, g in zip(SENTS, data.gold.sequences):
         want -= crf.lattice(s).log_prob([crf.tags[i] for i in g])
@@ -54,7 +56,7 @@ def test_ml_gradient_and_value(scheme):
 def test_meu_gradients(corpus, beta):
     crf, data = small_model("IOB2", seed=3)
     rng = np.random.default_rng(2)
-    fun = crf.objective("meu-corpus" if corpus else "meu", data, 0.05, beta)
+    fun = crf.objective_function("meu-corpus" if corpus else "meu", data, 0.05, beta)
     finite_difference_check(fun, crf.theta, rng)
     value = -fun(crf.theta)[0] + 0.05 * float(crf.theta @ crf.theta)
     lats = [crf.lattice(s) for s in SENTS]
@@ -73,7 +75,7 @@ def test_meu_corpus_gradient_every_scheme(scheme):
     """The batched corpus objective (matched-chunk masses in the expectation
     semiring) in schemes whose chunk boundaries depend on both neighbours."""
     crf, data = small_model(scheme, seed=5)
-    fun = crf.objective("meu-corpus", data, 0.0, 1.0)
+    fun = crf.objective_function("meu-corpus", data, 0.0, 1.0)
     finite_difference_check(fun, crf.theta, np.random.default_rng(4))
     lats = [crf.lattice(s) for s in SENTS]
     rs = [expected_f(l, reference=[crf.tags[i] for i in g], method="fst")
@@ -85,9 +87,10 @@ def test_meu_corpus_gradient_every_scheme(scheme):
 def test_meu_corpus_value_on_real_sentences(corpus):
     """Against the fast per-sentence expectations on 40 CoNLL-2000 sentences."""
     sents = read_conll(corpus("conll2000", "train.txt"))[:40]
-    crf, data = CRF.prepare(sents, "tmpt1")
+    crf = CRF("tmpt1")
+    data = crf._prepare(sents)
     crf.theta = np.random.default_rng(0).normal(scale=0.3, size=crf.theta.shape)
-    value = -crf.objective("meu-corpus", data, 0.0, 2.0)(crf.theta)[0]
+    value = -crf.objective_function("meu-corpus", data, 0.0, 2.0)(crf.theta)[0]
     rs = [expected_f(crf.lattice(s), reference=s.column(-1), beta=2.0, method="fast")
           for s in sents]
     want = 5 * sum(r.tp for r in rs) / (sum(r.m_hyp for r in rs) + 4 * sum(r.m_ref for r in rs))
@@ -97,12 +100,12 @@ def test_meu_corpus_value_on_real_sentences(corpus):
 def test_training_improves_objectives_and_round_trips(tmp_path):
     crf, data = small_model()
     crf.theta[:] = 0
-    assert crf.fit(data, "ml", l2=0.01, max_iter=50) is crf
+    assert crf.fit(data, objective="ml", l2=0.01, max_iter=50) is crf
     lat = crf.lattice(SENTS[1])
     assert lat.log_prob(["B-NP", "I-NP", "B-VP", "O"]) > np.log(0.5)
-    meu = crf.objective("meu", data, 0.01, 1.0)
+    meu = crf.objective_function("meu", data, 0.01, 1.0)
     before = meu(crf.theta)[0]
-    crf.fit(SENTS, "meu", l2=0.01, max_iter=20)          # sentences or prepared data
+    crf.fit(SENTS, objective="meu", l2=0.01, max_iter=20)          # sentences or prepared data
     assert meu(crf.theta)[0] <= before + 1e-12
     assert crf.settings["final_objective"] == pytest.approx(meu(crf.theta)[0])
     p = tmp_path / "crf.npz"
@@ -125,21 +128,23 @@ def test_bad_files_and_arguments(tmp_path):
     with pytest.raises(ModelFileError, match="a 'hmm' model, not a 'crf' model"):
         CRF.load(tmp_path / "hmm.npz")
     with pytest.raises(InputError, match="unknown objective"):
-        crf.fit(data, "mle")
+        crf.fit(data, objective="mle")
+    with pytest.raises(InputError, match="dev must be sentences"):
+        crf.fit(data, "ml")
     with pytest.raises(InputError, match="unknown objective"):
-        crf.objective("mle", data, 0.0)
+        crf.objective_function("mle", data, 0.0)
     with pytest.raises(InputError, match="l2 must be a finite number >= 0"):
-        crf.fit(data, "ml", l2=-1.0)
+        crf.fit(data, objective="ml", l2=-1.0)
     with pytest.raises(InputError, match="unknown feature template"):
-        CRF.prepare(SENTS, "tmpt9")
+        prepared(CRF("tmpt9"), SENTS)
     bad = [Sentence([["a", "DT", "I-NP"], ["b", "NN", "O"]], [3, 4], "bad.txt")]
     with pytest.raises(SchemeError, match="bad.txt:3: tag 'I-NP' cannot stand at the start"):
-        CRF.prepare(bad, "tmpt1")
+        prepared(CRF("tmpt1"), bad)
     unseen = [Sentence([["a", "DT", "B-NP"], ["b", "IN", "B-PP"]], [5, 6], "new.txt")]
     with pytest.raises(SchemeError, match="new.txt:6: tag 'B-PP' is not among the model's"):
         crf.training_data(unseen)
     with pytest.raises(InputError, match="parameters do not fit"):
-        CRF(crf.fmap, crf.tags, crf.scheme, crf.pairs, crf.theta[:-1])
+        crf.copy(crf.theta[:-1])
     np.savez(tmp_path / "short.npz", **{k: v for k, v in np.load(p).items()
                                           if k != "theta"}, theta=crf.theta[:-1])
     with pytest.raises(ModelFileError, match=r"short.npz: field\(s\) arrays .* do not match "
@@ -149,7 +154,8 @@ def test_bad_files_and_arguments(tmp_path):
 
 def test_prepare_and_training_data_agree():
     """A fresh model's data and the data of a loaded model are the same arrays."""
-    crf, data = CRF.prepare(SENTS, "tmpt1", scheme="IOBES")
+    crf = CRF("tmpt1", "IOBES")
+    data = crf._prepare(SENTS)
     again = crf.training_data(SENTS)
     assert isinstance(again, TrainingData) and crf.training_data(again) is again
     assert (again.X != data.X).nnz == 0
@@ -174,10 +180,11 @@ def test_word_tag_files_need_columns_and_never_leak_the_gold_tags(corpus):
     test = word_tag(read_conll(corpus("conll2000", "test.txt"))[:80])
     with pytest.raises(InputError, match=r"train.txt:1: the pos column would be the tag "
                                          r"column.*--columns word,tag"):
-        CRF.prepare(train, "tmpt3")
-    crf, data = CRF.prepare(train, "tmpt3", columns=Columns.parse("word,tag"))
+        prepared(CRF("tmpt3"), train)
+    crf = CRF("tmpt3", columns=Columns.parse("word,tag"))
+    data = crf._prepare(train)
     assert crf.fmap.template == "tmpt3-nopos" and crf.columns == Columns(0, None, 1)
-    crf.fit(data, "ml", l2=0.1, max_iter=40)
+    crf.fit(data, objective="ml", l2=0.1, max_iter=40)
     preds = decode_sentences(crf, test, "map", 1.0)
     f = evaluate([s.column(-1) for s in test], preds).overall.f
     assert 40 < f < 97, f
@@ -193,9 +200,11 @@ def test_columns_are_stored_and_used_for_gold_and_features(tmp_path):
     cols = Columns.parse("word,_,pos,tag")
     four = [Sentence([[r[0], "lemma", r[1], r[2]] for r in s.rows], list(range(1, len(s) + 1)),
                      "four.txt") for s in SENTS]
-    crf, data = CRF.prepare(four, "tmpt3", columns=cols)
+    crf = CRF("tmpt3", columns=cols)
+    data = crf._prepare(four)
     assert crf.columns == Columns(0, 2, 3) and crf.fmap.pos_col == 2
-    plain, plain_data = CRF.prepare(SENTS, "tmpt3")
+    plain = CRF("tmpt3")
+    plain_data = plain._prepare(SENTS)
     assert plain.columns == Columns(0, 1, 2)
     assert crf.fmap.names == plain.fmap.names and (data.X != plain_data.X).nnz == 0
     again = crf.training_data(four)
@@ -216,23 +225,24 @@ def test_degenerate_training_sets_are_refused():
     """Issue 16, item 6: no sentences, no chunk, a single tag: one InputError naming
     the file (a CRF once failed on an empty file with a bare numpy message)."""
     with pytest.raises(InputError, match="no training sentences"):
-        CRF.prepare([], "tmpt1")
+        prepared(CRF("tmpt1"), [])
     all_o = [Sentence([["a", "DT", "O"], ["b", "NN", "O"]], [1, 2], "o.txt")]
     with pytest.raises(InputError, match=r"o.txt: no chunk in 1 training sentence \(every "
                                          r"tag is O\)"):
-        CRF.prepare(all_o, "tmpt1")
+        prepared(CRF("tmpt1"), all_o)
     one = [Sentence([["a", "DT", "B-NP"], ["b", "NN", "B-NP"]], [1, 2], "one.txt")]
     with pytest.raises(InputError, match="one.txt: every training tag is 'B-NP'"):
-        CRF.prepare(one, "tmpt1")
+        prepared(CRF("tmpt1"), one)
     with pytest.raises(InputError, match="e.txt:.*a training sentence without tokens"):
-        CRF.prepare([Sentence([], [], "e.txt")], "tmpt1")
+        prepared(CRF("tmpt1"), [Sentence([], [], "e.txt")])
     mixed = [SENTS[0], Sentence([["a", "DT", "x", "B-NP"]], [7], "four.txt")]
     with pytest.raises(InputError, match="four.txt:7: the line has 4 columns, unlike "
                                          "<input>:"):
-        CRF.prepare(mixed, "tmpt1")
+        prepared(CRF("tmpt1"), mixed)
     with pytest.raises(InputError, match="min_count must be an integer >= 1"):
-        CRF.prepare(SENTS, "tmpt1", min_count=0)
-    crf, _ = CRF.prepare(SENTS, "tmpt1")
+        prepared(CRF("tmpt1", min_count=0), SENTS)
+    crf = CRF("tmpt1")
+    crf._prepare(SENTS)
     with pytest.raises(InputError, match="no training sentences"):
         crf.training_data([])
     with pytest.raises(InputError, match="o.txt: no chunk"):
@@ -246,11 +256,11 @@ def test_invalid_gold_is_reported_at_the_tags_own_line():
                     [10, 11, 12], "bad.txt")]
     with pytest.raises(SchemeError, match=r"^bad.txt:12: tag 'I-VP' cannot stand after "
                                           r"'I-NP' in IOB2$") as e:
-        CRF.prepare(bad, "tmpt1")
+        prepared(CRF("tmpt1"), bad)
     assert e.value.position == 2
     with pytest.raises(SchemeError, match=r"^bad.txt:11: tag 'X-NP' is not a IOB2 tag"):
-        CRF.prepare([Sentence([["a", "DT", "B-NP"], ["b", "NN", "X-NP"]], [10, 11],
-                              "bad.txt")], "tmpt1")
+        prepared(CRF("tmpt1"), [Sentence([["a", "DT", "B-NP"], ["b", "NN", "X-NP"]], [10, 11],
+                              "bad.txt")])
 
 
 def test_l2_none_is_passed_to_the_trainer(monkeypatch):
@@ -265,10 +275,11 @@ def test_l2_none_is_passed_to_the_trainer(monkeypatch):
             return model
 
     monkeypatch.setattr(crf_module, "Trainer", FakeTrainer)
-    crf, data = CRF.prepare(SENTS, "tmpt1")
-    assert crf.fit(data, "meu") is crf
+    crf = CRF("tmpt1")
+    data = crf._prepare(SENTS)
+    assert crf.fit(data, objective="meu") is crf
     assert seen["l2"] is None and seen["objective"] == "meu" and seen["progress"] is False
-    crf.fit(data, "ml", l2=0.5)
+    crf.fit(data, objective="ml", l2=0.5)
     assert seen["l2"] == 0.5
 
 

@@ -37,13 +37,15 @@ HELD = [Sentence([["The", "DT", "B-NP"], ["cat", "NN", "I-NP"], ["runs", "VBZ", 
 
 
 def _margin_model() -> CRF:
-    crf, data = CRF.prepare(TRAIN, "tmpt1")
-    return crf.fit(data, "max-margin", l2=0.02, max_iter=200, tol=1e-6)
+    crf = CRF("tmpt1")
+    data = crf._prepare(TRAIN)
+    return crf.fit(data, objective="max-margin", l2=0.02, max_iter=200, tol=1e-6)
 
 
 def _brute(crf: CRF, theta: np.ndarray, sents) -> list[tuple[np.ndarray, float]]:
     """Per sentence: the scores θ·φ(x, y) of every valid y, and the gold's."""
-    probe = CRF(crf.fmap, crf.tags, crf.scheme, crf.pairs, theta, {})
+    probe = crf.copy(theta)
+    probe.settings = {}
     out = []
     for s, lat in zip(sents, probe.lattices(sents)):
         em, tr, st, en = lat.scores
@@ -82,8 +84,8 @@ def test_the_temperature_is_the_brute_force_maximum_likelihood():
 def test_scaling_the_scores_scales_the_temperature():
     crf = _margin_model()
     T = crf.calibrate(HELD)
-    big = CRF(crf.fmap, crf.tags, crf.scheme, crf.pairs, 1000.0 * crf.theta,
-              {"objective": "max-margin"})
+    big = crf.copy(1000.0 * crf.theta)
+    big.settings = {"objective": "max-margin"}
     assert big.calibrate(HELD) == pytest.approx(1000.0 * T, rel=1e-6)
     for a, b in zip(crf.lattices(HELD), big.lattices(HELD)):
         np.testing.assert_allclose(a.marginals(), b.marginals(), atol=1e-8)
@@ -106,18 +108,20 @@ def test_an_uncalibrated_max_margin_model_decodes_map_only(tmp_path):
     again = load_model(path)
     assert again.temperature == crf.temperature and again.probabilistic
     # training θ again makes T stale: it is dropped, and a max-margin θ is refused again
-    crf2, data = CRF.prepare(TRAIN, "tmpt1")
+    crf2 = CRF("tmpt1")
+    data = crf2._prepare(TRAIN)
     crf2.settings["temperature"] = 3.0
-    crf2.fit(data, "max-margin", l2=0.05, max_iter=3)
+    crf2.fit(data, objective="max-margin", l2=0.05, max_iter=3)
     assert "temperature" not in crf2.settings and not crf2.probabilistic
-    ml = CRF(crf.fmap, crf.tags, crf.scheme, crf.pairs, crf.theta.copy(), dict(crf.settings))
-    ml.fit(TRAIN, "ml", l2=0.01, max_iter=5)
+    ml = crf.copy()
+    ml.fit(TRAIN, objective="ml", l2=0.01, max_iter=5)
     assert "temperature" not in ml.settings and ml.probabilistic
 
 
 def test_an_ml_crf_is_probabilistic_and_may_be_calibrated():
-    crf, data = CRF.prepare(TRAIN, "tmpt1")
-    crf.fit(data, "ml", l2=0.01, max_iter=30)
+    crf = CRF("tmpt1")
+    data = crf._prepare(TRAIN)
+    crf.fit(data, objective="ml", l2=0.01, max_iter=30)
     assert crf.probabilistic and crf.temperature == 1.0
     decode_sentences(crf, HELD, "meu")
     assert crf.calibrate(HELD) > 0

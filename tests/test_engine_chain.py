@@ -79,8 +79,9 @@ def test_scaled_batched_twin_equals_log_space_lattices(seed, scheme, n, scale):
     ms = np.where(ts.start_ok, st_, -np.inf)
     me = np.where(ts.end_ok, en, -np.inf)
     tmax, smax, emax = mt.max(), ms.max(), me.max()
-    phi, rmax, a, c, c_end, bt = chain.scaled_forward_backward(
+    (phi, rmax, a, c, c_end, bt), ok = chain.scaled_recursions(
         em, np.exp(mt - tmax), np.exp(ms - smax), np.exp(me - emax))
+    assert ok
     logz = np.log(c).sum(1) + np.log(c_end) + rmax.sum(1) + smax + emax + (n - 1) * tmax
     for b in range(B):
         lat = Lattice.from_scores(ts.tags, em[b], tr, st_, en, scheme=scheme)

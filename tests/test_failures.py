@@ -26,7 +26,8 @@ def models(tmp_path_factory):
     (d / "tiny.txt").write_text(TINY_CONLL)
     sents = read_conll(d / "tiny.txt")
     HMM().fit(sents).save(d / "hmm.npz")
-    crf, data = CRF.prepare(sents, "tmpt3")
+    crf = CRF("tmpt3")
+    data = crf._prepare(sents)
     crf.fit(data, objective="ml", l2=0.1, max_iter=5)
     crf.save(d / "crf.npz")
     return {"hmm": d / "hmm.npz", "crf": d / "crf.npz"}

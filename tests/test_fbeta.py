@@ -281,15 +281,16 @@ def test_expected_cli_corpus_f_uses_the_standard_beta(capsys, tmp_path):
 def test_meu_corpus_objective_is_the_standard_corpus_f():
     """−(1+β²)·Σ E[tp] / (Σ E[m(x)] + β²·Σ m(y)), x ~ the model, y the gold (the counts
     were swapped before: F_{1/β})."""
-    crf, data = CRF.prepare(SENTS, "tmpt1")
+    crf = CRF("tmpt1")
+    data = crf._prepare(SENTS)
     crf.theta = np.random.default_rng(3).normal(scale=0.5, size=crf.theta.shape)
     for beta in (0.5, 2.0):
-        got = -crf.objective("meu-corpus", data, 0.0, beta)(crf.theta)[0]
+        got = -crf.objective_function("meu-corpus", data, 0.0, beta)(crf.theta)[0]
         rs = [expected_f(crf.lattice(s), reference=s.column(-1), beta=beta) for s in SENTS]
         tp, m_x, m_y = (sum(getattr(r, k) for r in rs) for k in ("tp", "m_hyp", "m_ref"))
         assert got == pytest.approx((1 + beta ** 2) * tp / (m_x + beta ** 2 * m_y), rel=1e-10)
         # and the per-sentence objective is the mean E[F_β] of the same direction
-        got = -crf.objective("meu", data, 0.0, beta)(crf.theta)[0]
+        got = -crf.objective_function("meu", data, 0.0, beta)(crf.theta)[0]
         assert got == pytest.approx(np.mean([r.f for r in rs]), rel=1e-10)
 
 
@@ -300,14 +301,16 @@ def test_a_model_file_with_the_slides_beta_keeps_its_meaning():
     s = old.settings
     assert (s["beta"], s["beta_slides"], s["beta_convention"]) == (2.0, 4.0, "standard")
     assert s["run"]["beta"] == 2.0 and "beta_slides" not in s["run"]
-    _, data = CRF.prepare(SENTS, "tmpt1")
-    value = old.objective("meu", data, s["l2"], s["beta"])(old.theta)[0]
+    _ = CRF("tmpt1")
+    data = _._prepare(SENTS)
+    value = old.objective_function("meu", data, s["l2"], s["beta"])(old.theta)[0]
     assert value == pytest.approx(s["final_objective"], rel=1e-9)
 
 
 def test_a_new_model_file_records_the_standard_beta(tmp_path):
-    crf, data = CRF.prepare(SENTS, "tmpt1")
-    crf.fit(data, "meu", l2=0.1, beta=2.0, max_iter=2, progress=False)
+    crf = CRF("tmpt1")
+    data = crf._prepare(SENTS)
+    crf.fit(data, objective="meu", l2=0.1, beta=2.0, max_iter=2, progress=False)
     path = tmp_path / "m.npz"
     crf.save(path)
     s = CRF.load(path).settings
@@ -322,7 +325,8 @@ def test_resuming_a_checkpoint_with_the_slides_beta(tmp_path):
     kw = dict(objective="meu", l2=0.1, max_iter=4, progress=False, identity=IDENTITY,
               checkpoint=ckpt, resume=True)
     shutil.copy(os.path.join(FIXTURES, "meu_beta4.npz.ckpt"), ckpt)
-    crf, data = CRF.prepare(SENTS, "tmpt1")
+    crf = CRF("tmpt1")
+    data = crf._prepare(SENTS)
     with pytest.raises(InputError, match=r"is of another run .*beta: 2\.0 vs 4\.0"):
         Trainer(beta=4.0, **kw).fit(crf, data)
     messages = []

@@ -244,7 +244,8 @@ TRAIN = sentences([[("The", "DT", "B-NP"), ("dog", "NN", "I-NP"), ("barks", "VBZ
 def test_crf_records_its_layout_and_data_scheme(tmp_path, columns, template):
     cols = Columns.parse(columns) if columns else None
     sents = project(TRAIN, (0, 2)) if columns else TRAIN
-    crf, _ = CRF.prepare(sents, template, "IOBES", "IOB2", columns=cols)
+    crf = CRF(template, "IOBES", data_scheme="IOB2", columns=cols)
+    crf._prepare(sents)
     want = ("word", "tag") if columns else ("word", "pos" if template == "tmpt1" else "_",
                                             "tag")
     assert crf.layout.held == want and crf.data_scheme == "IOB2"
@@ -301,7 +302,8 @@ def test_joint_file_without_a_layout_decodes_as_before(v2):
 
 def test_layout_edits_are_caught(tmp_path):
     """The layout field is in the checksum; its arrays' contents are validated."""
-    crf, _ = CRF.prepare(TRAIN, "tmpt1")
+    crf = CRF("tmpt1")
+    crf._prepare(TRAIN)
     p = tmp_path / "m.npz"
     crf.save(p)
     with np.load(p) as z:

@@ -199,9 +199,10 @@ def test_loss_machines_weigh_every_sequence_by_minus_delta(scheme, types):
 def conll_model(train_path, test_path):
     """A small ML CRF (200 CoNLL-2000 training sentences, tmpt1, 20 L-BFGS steps: ~2 s)
     and 20 test sentences of at most 25 tokens."""
-    crf, data = CRF.prepare(read_conll(train_path)[:200], "tmpt1")
+    crf = CRF("tmpt1")
+    data = crf._prepare(read_conll(train_path)[:200])
     with threadpool_limits(limits=1, user_api="blas"):
-        crf.fit(data, "ml", l2=0.05, max_iter=20)
+        crf.fit(data, objective="ml", l2=0.05, max_iter=20)
     test = [s for s in read_conll(test_path) if len(s) <= 25][:20]
     return crf, test
 

@@ -17,10 +17,11 @@ from fstchunk.errors import InputError, TrainingInterrupted
 from fstchunk.lossaug import loss_value
 from fstchunk.models import bcfw, maxmargin as mm
 from fstchunk.models.crf import CRF
+from fstchunk.models.crf_loss import chain_rule
 from fstchunk.models.objectives import ChainGrad, Gold
 from fstchunk.learn import Progress, Trainer
 
-from oracles import TINY_CONLL
+from oracles import TINY_CONLL, prepared
 
 SENTS = [Sentence([["The", "DT", "B-NP"], ["dog", "NN", "I-NP"], ["barks", "VBZ", "B-VP"]]),
          Sentence([["A", "DT", "B-NP"], ["cat", "NN", "I-NP"], ["sleeps", "VBZ", "B-VP"],
@@ -30,7 +31,7 @@ SENTS = [Sentence([["The", "DT", "B-NP"], ["dog", "NN", "I-NP"], ["barks", "VBZ"
 
 
 def _problem(min_count=1):
-    return CRF.prepare(SENTS, "tmpt1", min_count=min_count)
+    return prepared(CRF("tmpt1", min_count=min_count), SENTS)
 
 
 @pytest.mark.parametrize("loss", mm.LOSSES)
@@ -38,7 +39,7 @@ def test_hinge_subgradient_matches_finite_differences(loss):
     crf, data = _problem()
     rng = np.random.default_rng(1)
     theta = rng.normal(scale=0.7, size=crf.theta.shape)
-    fun = crf.objective("max-margin", data, 0.03, beta=1.5, loss=loss)
+    fun = crf.objective_function("max-margin", data, 0.03, beta=1.5, loss=loss)
     value, grad = fun(theta)
     assert value > 0
     eps = 1e-6
@@ -56,7 +57,7 @@ def test_hinge_subgradient_matches_finite_differences(loss):
 def test_hinge_is_the_mean_of_brute_force_maxima():
     crf, data = _problem()
     theta = np.random.default_rng(2).normal(scale=0.5, size=crf.theta.shape)
-    value, _ = crf.objective("max-margin", data, 0.0, loss="f", beta=2.0)(theta)
+    value, _ = crf.objective_function("max-margin", data, 0.0, loss="f", beta=2.0)(theta)
     crf.theta = theta
     want = 0.0
     for s, lat in zip(SENTS, crf.lattices(SENTS)):
@@ -98,7 +99,7 @@ def _qp_optimum(crf, data, l2, loss, beta):
             np.add.at(T, (y[:-1], y[1:]), 1)
             S, En = np.zeros(L), np.zeros(L)
             S[y[0]], En[y[-1]] = 1, 1
-            return crf._chain_rule(sub, ChainGrad(E, T, S, En))
+            return chain_rule(crf, sub, ChainGrad(E, T, S, En))
 
         pg = phi(g_tags)
         for y in _valid(crf, len(s)):
@@ -140,7 +141,7 @@ def test_bcfw_gap_reaches_the_tolerance_at_the_qp_optimum(loss, beta):
     assert primal - gap <= optimum + 1e-7
     assert primal >= optimum - 1e-7
     assert primal == pytest.approx(optimum, abs=tol + 1e-7)
-    fun = crf.objective("max-margin", data, l2, beta=beta, loss=loss)
+    fun = crf.objective_function("max-margin", data, l2, beta=beta, loss=loss)
     assert fun(solver.theta)[0] == pytest.approx(primal, rel=1e-12)
 
 

@@ -451,9 +451,10 @@ def conll_model(train_path, test_path):
     """A small ML CRF (400 CoNLL-2000 training sentences, tmpt1, 40 L-BFGS steps:
     a few seconds) and the CoNLL-2000 test sentences."""
     train = read_conll(train_path)[:400]
-    crf, data = CRF.prepare(train, "tmpt1")
+    crf = CRF("tmpt1")
+    data = crf._prepare(train)
     with threadpool_limits(limits=1, user_api="blas"):
-        crf.fit(data, "ml", l2=0.05, max_iter=40)
+        crf.fit(data, objective="ml", l2=0.05, max_iter=40)
     return crf, read_conll(test_path)
 
 

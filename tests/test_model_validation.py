@@ -31,7 +31,8 @@ SENTS = [Sentence([["The", "DT", "B-NP"], ["dog", "NN", "I-NP"], ["barks", "VBZ"
 
 
 def crf_file(path, template="tmpt3"):
-    crf, data = CRF.prepare(SENTS, template)
+    crf = CRF(template)
+    crf._prepare(SENTS)
     crf.theta = np.random.default_rng(0).normal(size=crf.theta.shape)
     crf.save(path)
     return crf

@@ -18,8 +18,9 @@ SENTS = [Sentence([["The", "DT", "B-NP"], ["dog", "NN", "I-NP"], ["barks", "VBZ"
 
 
 def crf_model():
-    crf, data = CRF.prepare(SENTS, "tmpt1")
-    return crf.fit(data, "ml", l2=0.1, max_iter=5)
+    crf = CRF("tmpt1")
+    data = crf._prepare(SENTS)
+    return crf.fit(data, objective="ml", l2=0.1, max_iter=5)
 
 
 def joint_model():

@@ -21,7 +21,8 @@ SENTS = [Sentence([["The", "DT", "B-NP"], ["dog", "NN", "I-NP"], ["barks", "VBZ"
 
 
 def _model():
-    crf, _ = CRF.prepare(SENTS, "tmpt1")
+    crf = CRF("tmpt1")
+    crf._prepare(SENTS)
     crf.theta = np.random.default_rng(0).normal(scale=0.5, size=crf.theta.shape)
     return crf
 
@@ -29,9 +30,9 @@ def _model():
 @pytest.mark.parametrize("name", ["ml", "meu"])
 def test_per_sentence_objectives_are_the_mean_of_the_sentences(name):
     crf = _model()
-    whole, grad = crf.objective(name, crf.training_data(SENTS), 0.0)(crf.theta)
+    whole, grad = crf.objective_function(name, crf.training_data(SENTS), 0.0)(crf.theta)
     halves = [SENTS[:2], SENTS[2:]]     # (a training set of one tag is refused)
-    parts = [crf.objective(name, crf.training_data(h), 0.0)(crf.theta) for h in halves]
+    parts = [crf.objective_function(name, crf.training_data(h), 0.0)(crf.theta) for h in halves]
     assert whole == pytest.approx((2 * parts[0][0] + 2 * parts[1][0]) / 4, rel=1e-10)
     np.testing.assert_allclose(grad, (2 * parts[0][1] + 2 * parts[1][1]) / 4, atol=1e-10)
     assert not np.isclose(parts[0][0], parts[1][0])
@@ -42,16 +43,18 @@ def test_per_sentence_objectives_are_the_mean_of_the_sentences(name):
 @pytest.mark.parametrize("name", [o.name for o in (ML, MEU, MEU_CORPUS)])
 def test_value_and_gradient_do_not_grow_with_the_corpus(name):
     crf = _model()
-    once = crf.objective(name, crf.training_data(SENTS), 0.0)(crf.theta)
-    thrice = crf.objective(name, crf.training_data(SENTS * 3), 0.0)(crf.theta)
+    once = crf.objective_function(name, crf.training_data(SENTS), 0.0)(crf.theta)
+    thrice = crf.objective_function(name, crf.training_data(SENTS * 3), 0.0)(crf.theta)
     assert thrice[0] == pytest.approx(once[0], rel=1e-10)
     np.testing.assert_allclose(thrice[1], once[1], atol=1e-10)
 
 
 def test_one_lambda_means_the_same_on_a_repeated_corpus():
     """Same λ, corpus repeated 3x: the same optimum (a sum would weaken λ 3-fold)."""
-    a, da = CRF.prepare(SENTS, "tmpt1")
-    b, _ = CRF.prepare(SENTS, "tmpt1")
+    a = CRF("tmpt1")
+    da = a._prepare(SENTS)
+    b = CRF("tmpt1")
+    _ = b._prepare(SENTS)
     opts = dict(l2=0.01, max_iter=200, progress=False)
     Trainer(**opts).fit(a, da)
     Trainer(**opts).fit(b, b.training_data(SENTS * 3))
@@ -64,8 +67,7 @@ def test_default_lambdas():
 
 
 def _start_from(ml):
-    return CRF(ml.fmap, ml.tags, ml.scheme, ml.pairs, ml.theta.copy(), dict(ml.settings),
-               columns=ml.columns)
+    return ml.copy()
 
 
 def test_minimum_risk_from_ml_with_defaults_does_not_fall_below_it(corpus):
@@ -74,7 +76,8 @@ def test_minimum_risk_from_ml_with_defaults_does_not_fall_below_it(corpus):
     λ = 1 (the old CLI default) collapses it (every token its own chunk)."""
     train = read_conll(corpus("conll2000", "train.txt"))[:300]
     dev = read_conll(corpus("conll2000", "dev.txt"))[:150]
-    ml, data = CRF.prepare(train, "tmpt3")
+    ml = CRF("tmpt3")
+    data = ml._prepare(train)
     Trainer(max_iter=40, progress=False).fit(ml, data)
     f_ml = dev_f(ml, dev)
     assert f_ml > 85

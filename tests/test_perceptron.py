@@ -20,14 +20,15 @@ from fstchunk.errors import InputError, TrainingInterrupted
 from fstchunk.lattice import Lattice
 from fstchunk.models import perceptron as pc
 from fstchunk.models.crf import CRF
+from fstchunk.models.crf_loss import chain_rule
 from fstchunk.models.objectives import ChainGrad, Gold
 from fstchunk.learn import Progress, Trainer
-from oracles import TINY_CONLL
+from oracles import TINY_CONLL, prepared
 
 
 def _data(corpus, n=40):
     sents = read_conll(corpus("conll2000", "train.txt"))[:n]
-    return sents, *CRF.prepare(sents, "tmpt1")
+    return sents, *prepared(CRF("tmpt1"), sents)
 
 
 def _phi(crf, data, k, y):
@@ -39,7 +40,7 @@ def _phi(crf, data, k, y):
     E[np.arange(n), y] = 1
     np.add.at(T, (y[:-1], y[1:]), 1)
     S[y[0]], En[y[-1]] = 1, 1
-    return crf._chain_rule(sub, ChainGrad(E, T, S, En))
+    return chain_rule(crf, sub, ChainGrad(E, T, S, En))
 
 
 def reference(crf, data, passes):
@@ -72,7 +73,8 @@ def test_trainer_stops_at_a_pass_without_mistakes_and_records_it(tmp_path):
     train = tmp_path / "t.txt"
     train.write_text(TINY_CONLL)
     sents = read_conll(str(train))
-    crf, data = CRF.prepare(sents, "tmpt1")
+    crf = CRF("tmpt1")
+    data = crf._prepare(sents)
     seen: list[Progress] = []
     Trainer(objective="perceptron", max_iter=50, progress=False, callbacks=[seen.append],
             dev=sents, dev_every=0, output=str(tmp_path / "p.npz")).fit(crf, data)
@@ -148,7 +150,7 @@ def test_refusals(corpus):
         Trainer(objective="perceptron", l2=0.1)
     _, crf, data = _data(corpus, 10)
     with pytest.raises(InputError, match="no objective function"):
-        crf.objective("perceptron", data, 0.0)
+        crf.objective_function("perceptron", data, 0.0)
     crf.theta[:] = 0.1
     with pytest.raises(InputError, match="θ = 0"):
         Trainer(objective="perceptron", progress=False).fit(crf, data)

@@ -30,7 +30,8 @@ OBJECTIVES = ("ml", "meu", "meu-corpus", "max-margin")
 @pytest.fixture(scope="module")
 def problem(corpus):
     sents = read_conll(corpus("conll2000", "train.txt"))[:90]
-    crf, data = CRF.prepare(sents, "tmpt1")
+    crf = CRF("tmpt1")
+    data = crf._prepare(sents)
     theta = np.random.default_rng(0).normal(scale=0.2, size=crf.theta.shape)
     return sents, crf, data, theta
 
@@ -60,10 +61,10 @@ def _close(a, b):
 @pytest.mark.parametrize("name", OBJECTIVES)
 def test_partitions_give_the_single_process_objective(problem, dask, name):
     _, crf, data, theta = problem
-    want = crf.objective(name, data, 1e-3, beta=1.5)(theta)
+    want = crf.objective_function(name, data, 1e-3, beta=1.5)(theta)
     for ex in (scale.LocalExecutor(2), dask):
         for parts in (1, 2, 3):
-            got = crf.objective(name, data, 1e-3, beta=1.5, executor=Fixed(ex, parts))(theta)
+            got = crf.objective_function(name, data, 1e-3, beta=1.5, executor=Fixed(ex, parts))(theta)
             _close(got, want)
 
 
@@ -79,8 +80,9 @@ def test_training_gives_the_same_theta(problem, dask):
     sents, _, _, _ = problem
     thetas = []
     for ex in (None, scale.LocalExecutor(2), dask):
-        crf, data = CRF.prepare(sents, "tmpt1")
-        crf.fit(data, "ml", l2=1e-3, max_iter=8, executor=ex)
+        crf = CRF("tmpt1")
+        data = crf._prepare(sents)
+        crf.fit(data, objective="ml", l2=1e-3, max_iter=8, executor=ex)
         thetas.append(crf.theta)
     for th in thetas[1:]:
         np.testing.assert_allclose(th, thetas[0], rtol=0, atol=1e-8)
@@ -98,17 +100,17 @@ def test_a_killed_local_worker_is_recomputed(problem, tmp_path, monkeypatch):
         return real(*args)
 
     monkeypatch.setattr(scale, "shard_statistics", dies_once)
-    got = crf.objective("ml", data, 1e-3, executor=scale.LocalExecutor(2))(theta)
+    got = crf.objective_function("ml", data, 1e-3, executor=scale.LocalExecutor(2))(theta)
     assert flag.exists()
     monkeypatch.setattr(scale, "shard_statistics", real)
-    _close(got, crf.objective("ml", data, 1e-3)(theta))
+    _close(got, crf.objective_function("ml", data, 1e-3)(theta))
 
 
 def test_a_killed_dask_worker_is_survived(problem, dask):
     _, crf, data, theta = problem
-    want = crf.objective("ml", data, 1e-3)(theta)
+    want = crf.objective_function("ml", data, 1e-3)(theta)
     parts = dask.partitioned(crf, data, 2)
-    fun = crf.objective("ml", data, 1e-3, executor=Fixed(_Placed(parts), None))
+    fun = crf.objective_function("ml", data, 1e-3, executor=Fixed(_Placed(parts), None))
     _close(fun(theta), want)
     pids = dask.client.run(os.getpid)
     os.kill(next(iter(pids.values())), signal.SIGKILL)       # holds a partition
@@ -138,11 +140,21 @@ def test_unreachable_scheduler_fails_fast_naming_it():
     assert scale.executor(1, None) is None and scale.executor() is None
 
 
-def test_online_objectives_refuse_an_executor(problem):
+def test_online_learners_refuse_an_executor(problem):
+    """The perceptron runs in one process; max-margin's certificate (every oracle of a
+    pass) is spread over the executor's partitions, with the value of one process."""
     _, crf, data, _ = problem
     from fstchunk.learn import Trainer
     with pytest.raises(InputError, match="trains by passes"):
-        Trainer(objective="max-margin", executor=scale.LocalExecutor(2))
+        Trainer(objective="perceptron", executor=scale.LocalExecutor(2))
+    ex = scale.LocalExecutor(2)
+    try:
+        theta = np.random.default_rng(3).normal(size=crf.theta.shape) * 0.1
+        here, _ = crf.objective_function("max-margin", data, 0.0)(theta)
+        spread, _ = crf.objective_function("max-margin", data, 0.0, executor=ex)(theta)
+        assert spread == pytest.approx(here, rel=1e-12)
+    finally:
+        ex.close()
 
 
 def test_cli_train_with_workers_and_scheduler(tmp_path, corpus, capsys):

@@ -33,8 +33,9 @@ distributed = pytest.importorskip("distributed")
 def setup(corpus, tmp_path_factory):
     """A small CRF trained on 80 sentences, its file, and 120 dev sentences as input."""
     d = tmp_path_factory.mktemp("scale_decode")
-    crf, data = CRF.prepare(read_conll(corpus("conll2000", "train.txt"))[:80], "tmpt1")
-    crf.fit(data, "ml", l2=1e-3, max_iter=15)
+    crf = CRF("tmpt1")
+    data = crf._prepare(read_conll(corpus("conll2000", "train.txt"))[:80])
+    crf.fit(data, objective="ml", l2=1e-3, max_iter=15)
     model = d / "crf.npz"
     crf.save(model)
     inp = d / "in.txt"

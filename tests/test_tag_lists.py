@@ -33,6 +33,7 @@ from fstchunk.scorefile import load_lattices, save_scores
 from fstchunk.segments.data import read_conll_segments
 from fstchunk.tagspace import TagSet, TagSpace, normalize_types
 from oracles import (all_chunkings, brute_chunk_marginals, brute_expectations, brute_force,
+                     prepared,
                      brute_token_marginals)
 from test_model_validation import SENTS, edit
 
@@ -190,7 +191,7 @@ def test_expected_with_a_partial_score_file_is_refused(tmp_path, capsys, scheme,
     ("crf", "IOBES", ("E-NP", "S-NP")), ("crf", "BILOU", ("U-VP",)),
     ("hmm", "IOB2", ("I-VP",)), ("hmm", "IOBES2", ("B3-NP",))])
 def test_a_model_file_with_a_partial_tag_list_is_refused(tmp_path, capsys, kind, scheme, drop):
-    model = (CRF.prepare(SENTS, "tmpt1", scheme=scheme)[0] if kind == "crf"
+    model = (prepared(CRF("tmpt1", scheme), SENTS)[0] if kind == "crf"
              else HMM(min_count=1, scheme=scheme).fit(SENTS))
     p = tmp_path / "m.npz"
     model.save(p)
@@ -276,7 +277,7 @@ def test_unusable_types_are_refused_at_their_line(tmp_path, capsys, tag, problem
         with pytest.raises(SchemeError, match=re.escape(f"{f}:5: tag {tag!r}: {problem}")):
             read_conll_segments(str(f), scheme)
     model = tmp_path / "m.npz"
-    CRF.prepare(SENTS, "tmpt1")[0].save(model)
+    prepared(CRF("tmpt1"), SENTS)[0].save(model)
     for argv in (["train", "--train", f, "-o", tmp_path / "o.npz", "--quiet"],
                  ["train", "--train", f, "-o", tmp_path / "o.npz", "--quiet",
                   "--scheme", "IOBES", "--on-invalid", "error"],

@@ -28,7 +28,8 @@ class Stop(Exception):
 
 
 def test_callbacks_dev_f_and_bookkeeping():
-    crf, data = CRF.prepare(SENTS, "tmpt1")
+    crf = CRF("tmpt1")
+    data = crf._prepare(SENTS)
     seen: list[Progress] = []
     messages: list[str] = []
     out = Trainer(objective="ml", l2=0.1, max_iter=8, dev=SENTS, dev_every=2,
@@ -46,7 +47,8 @@ def test_callbacks_dev_f_and_bookkeeping():
 
 
 def test_checkpoints_every_n_and_removed_at_the_end(tmp_path):
-    crf, data = CRF.prepare(SENTS, "tmpt1")
+    crf = CRF("tmpt1")
+    data = crf._prepare(SENTS)
     ckpt, output = tmp_path / "m.npz.ckpt", tmp_path / "m.npz"
     found = {}
 
@@ -66,12 +68,14 @@ def test_resume_continues_and_reaches_the_uninterrupted_optimum(tmp_path):
     counts on from there and ends where the uninterrupted run does (ML with λ > 0 is
     strictly convex)."""
     opts = dict(objective="ml", l2=0.1, max_iter=300, tol=1e-10, progress=False)
-    whole, data = CRF.prepare(SENTS, "tmpt1")
+    whole = CRF("tmpt1")
+    data = whole._prepare(SENTS)
     Trainer(**opts).fit(whole, data)
     assert whole.settings["converged"]
 
     ckpt = str(tmp_path / "m.npz.ckpt")
-    crf, data = CRF.prepare(SENTS, "tmpt1")
+    crf = CRF("tmpt1")
+    data = crf._prepare(SENTS)
 
     def interrupt(p: Progress):
         if p.iteration == 5:
@@ -81,7 +85,8 @@ def test_resume_continues_and_reaches_the_uninterrupted_optimum(tmp_path):
         Trainer(checkpoint=ckpt, checkpoint_every=3, callbacks=[interrupt], **opts).fit(crf, data)
     assert CRF.load(ckpt).settings["iteration"] == 3
 
-    fresh, data = CRF.prepare(SENTS, "tmpt1")
+    fresh = CRF("tmpt1")
+    data = fresh._prepare(SENTS)
     seen, messages = [], []
     Trainer(checkpoint=ckpt, resume=True, callbacks=[seen.append], log=messages.append,
             **opts).fit(fresh, data)
@@ -96,7 +101,8 @@ def test_resume_continues_and_reaches_the_uninterrupted_optimum(tmp_path):
 
 
 def test_resume_without_a_checkpoint_is_refused(tmp_path):
-    crf, data = CRF.prepare(SENTS, "tmpt1")
+    crf = CRF("tmpt1")
+    data = crf._prepare(SENTS)
     theta = crf.theta.copy()
     missing = str(tmp_path / "none.ckpt")
     with pytest.raises(InputError, match=f"--resume: no checkpoint at {missing}$"):
@@ -108,10 +114,12 @@ def test_resume_without_a_checkpoint_is_refused(tmp_path):
 
 
 def test_a_checkpoint_of_other_features_is_refused(tmp_path):
-    other, _ = CRF.prepare(SENTS[:1], "tmpt1")
+    other = CRF("tmpt1")
+    _ = other._prepare(SENTS[:1])
     ckpt = tmp_path / "m.ckpt"
     other.save(ckpt)
-    crf, data = CRF.prepare(SENTS, "tmpt1")
+    crf = CRF("tmpt1")
+    data = crf._prepare(SENTS)
     with pytest.raises(ModelFileError, match="m.ckpt: checkpoint does not fit"):
         Trainer(checkpoint=str(ckpt), resume=True, progress=False).fit(crf, data)
 
@@ -159,7 +167,8 @@ IDENTITY = {"scheme": "IOB2", "template": "tmpt1", "columns": "word,pos,tag",
 def _interrupted_run(tmp_path, at=4, **opts):
     """A run stopped by Ctrl-C (a callback raising KeyboardInterrupt) at ``at``."""
     ckpt = str(tmp_path / "m.npz.ckpt")
-    crf, data = CRF.prepare(SENTS, "tmpt1")
+    crf = CRF("tmpt1")
+    data = crf._prepare(SENTS)
 
     def ctrl_c(p: Progress):
         if p.iteration == at:
@@ -181,14 +190,16 @@ def test_ctrl_c_saves_the_latest_iterate_and_resumes(tmp_path):
     assert saved.settings["iteration"] == 4
     np.testing.assert_array_equal(saved.theta, crf.theta)
     assert saved.settings["run"] == {"objective": "ml", "l2": 0.1, "beta": 1.0, **IDENTITY}
-    fresh, data = CRF.prepare(SENTS, "tmpt1")
+    fresh = CRF("tmpt1")
+    data = fresh._prepare(SENTS)
     messages, seen = [], []
     Trainer(resume=True, log=messages.append, callbacks=[seen.append], **kw).fit(fresh, data)
     assert messages[0] == f"resuming from {ckpt} at iteration 4" and seen[0].iteration == 5
 
 
 def test_ctrl_c_without_a_checkpoint_says_so(tmp_path):
-    crf, data = CRF.prepare(SENTS, "tmpt1")
+    crf = CRF("tmpt1")
+    data = crf._prepare(SENTS)
 
     def ctrl_c(p: Progress):
         raise KeyboardInterrupt
@@ -210,7 +221,8 @@ def test_ctrl_c_without_a_checkpoint_says_so(tmp_path):
 def test_resume_refuses_a_checkpoint_of_another_run(tmp_path, change, fields):
     _, ckpt, kw, _ = _interrupted_run(tmp_path)
     kw.update(change)
-    fresh, data = CRF.prepare(SENTS, "tmpt1")
+    fresh = CRF("tmpt1")
+    data = fresh._prepare(SENTS)
     with pytest.raises(InputError, match=f"checkpoint {ckpt} is of another run") as e:
         Trainer(resume=True, **kw).fit(fresh, data)
     for field in fields:
@@ -219,7 +231,8 @@ def test_resume_refuses_a_checkpoint_of_another_run(tmp_path, change, fields):
 
 
 def test_destinations_are_checked_before_training(tmp_path):
-    crf, data = CRF.prepare(SENTS, "tmpt1")
+    crf = CRF("tmpt1")
+    data = crf._prepare(SENTS)
     called = []
     for bad in ({"output": str(tmp_path / "no" / "m.npz")}, {"output": str(tmp_path)},
                 {"checkpoint": str(tmp_path / "no" / "m.ckpt")}):
@@ -233,7 +246,8 @@ def test_dev_f_reads_the_models_tag_column():
     them, not against the last column."""
     layout = Columns.parse("word=0,pos=2,tag=1")
     sents = [Sentence([[w, t, p] for w, p, t in s.rows]) for s in SENTS]
-    crf, data = CRF.prepare(sents, "tmpt1", columns=layout)
+    crf = CRF("tmpt1", columns=layout)
+    data = crf._prepare(sents)
     Trainer(l2=0.01, max_iter=50, progress=False).fit(crf, data)
     assert dev_f(crf, sents) == pytest.approx(100.0)
 
@@ -241,7 +255,8 @@ def test_dev_f_reads_the_models_tag_column():
 def test_ctrl_c_during_the_final_dev_f_keeps_the_trained_weights(tmp_path, monkeypatch):
     """After the optimiser, the final dev F can take a while: a Ctrl-C there must save
     the trained θ to the checkpoint too, not lose the run in a bare KeyboardInterrupt."""
-    crf, data = CRF.prepare(SENTS, "tmpt1")
+    crf = CRF("tmpt1")
+    data = crf._prepare(SENTS)
     ckpt = str(tmp_path / "m.npz.ckpt")
 
     def ctrl_c(model, sentences):
@@ -277,7 +292,8 @@ def test_resume_with_max_iter_at_or_below_the_checkpoint_takes_no_step(
     ckpt, output = str(tmp_path / "m.npz.ckpt"), tmp_path / "m.npz"
     opts = dict(objective=objective, l2=l2, tol=0.0, progress=False, checkpoint=ckpt,
                 checkpoint_every=1)
-    crf, data = CRF.prepare(SENTS, "tmpt1")
+    crf = CRF("tmpt1")
+    data = crf._prepare(SENTS)
 
     def interrupt(p: Progress):
         if p.iteration == stop:
@@ -288,7 +304,7 @@ def test_resume_with_max_iter_at_or_below_the_checkpoint_takes_no_step(
     saved = CRF.load(ckpt)
     assert saved.settings["iteration"] == stop
     calls = []
-    real = CRF.objective
+    real = CRF.objective_function
 
     def counted(self, *args, **kwargs):
         fun = real(self, *args, **kwargs)
@@ -301,11 +317,12 @@ def test_resume_with_max_iter_at_or_below_the_checkpoint_takes_no_step(
     def no_solver(*args, **kwargs):
         raise AssertionError("a solver was made")
 
-    monkeypatch.setattr(CRF, "objective", counted)
+    monkeypatch.setattr(CRF, "objective_function", counted)
     monkeypatch.setattr(bcfw.BCFW, "__init__", no_solver)
     monkeypatch.setattr(pc.AveragedPerceptron, "__init__", no_solver)
     for max_iter in sorted({stop, max(stop - 1, 1), 1}, reverse=True):
-        fresh, data = CRF.prepare(SENTS, "tmpt1")
+        fresh = CRF("tmpt1")
+        data = fresh._prepare(SENTS)
         seen, messages = [], []
         Trainer(max_iter=max_iter, resume=True, output=str(output), dev=SENTS,
                 callbacks=[seen.append], log=messages.append, **opts).fit(fresh, data)
@@ -323,7 +340,8 @@ def test_resume_with_max_iter_at_or_below_the_checkpoint_takes_no_step(
         assert pathlib.Path(ckpt).exists()
         assert np.array_equal(CRF.load(ckpt).theta, saved.theta)
     monkeypatch.undo()                  # and a larger --max-iter continues from it
-    fresh, data = CRF.prepare(SENTS, "tmpt1")
+    fresh = CRF("tmpt1")
+    data = fresh._prepare(SENTS)
     seen = []
     Trainer(max_iter=stop + 1, resume=True, callbacks=[seen.append], **opts).fit(fresh, data)
     assert [p.iteration for p in seen] == [stop + 1]
@@ -344,7 +362,8 @@ def test_cli_resume_past_max_iter_says_so(tmp_path, capsys):
         if p.iteration == 3:
             raise KeyboardInterrupt
 
-    crf, data = CRF.prepare(SENTS, "tmpt1")
+    crf = CRF("tmpt1")
+    data = crf._prepare(SENTS)
     ident = {"scheme": crf.scheme, "template": "tmpt1", "columns": Columns().spec(),
              "train_sha256": file_digest(train), "init": None}
     with pytest.raises(TrainingInterrupted):

@@ -27,6 +27,7 @@ from typing import Any, Iterator
 from ..errors import InputError
 from ..fbeta import beta_range, check_beta
 from ..gold import ON_INVALID
+from ..parallel import usable_cores
 from ..scale import executor
 
 
@@ -137,21 +138,29 @@ def warn(command: str, message: str) -> None:
     print(f"fstchunk {command}: warning: {message}", file=sys.stderr)
 
 
-def add_executor(p: argparse.ArgumentParser, work: str) -> None:
+def add_executor(p: argparse.ArgumentParser, work: str, auto: str | None = None) -> None:
     """``--workers N`` or ``--scheduler ADDR`` (:mod:`fstchunk.scale`); ``work`` says
-    what is split."""
+    what is split; ``auto`` says when no option spreads it over every usable core."""
     par = p.add_mutually_exclusive_group()
+    default = (f"none: this process, or every usable core {auto}" if auto else
+               "none or 1: this process")
     par.add_argument("--workers", type=positive_int, default=None,
-                     help=f"split {work} over N local processes (none or 1: this process)")
+                     help=f"split {work} over N local processes ({default}; 1: this "
+                          f"process)")
     par.add_argument("--scheduler", default=None,
                      help="a Dask cluster instead: tcp://HOST:PORT, or local:N to start N "
                           "worker processes here (needs fstchunk[dask])")
 
 
 @contextmanager
-def executor_of(args: argparse.Namespace) -> Iterator[Any]:
-    """The executor of ``--workers``/``--scheduler`` (None: this process), closed after."""
-    ex = executor(args.workers, args.scheduler)
+def executor_of(args: argparse.Namespace, auto: bool = False) -> Iterator[Any]:
+    """The executor of ``--workers``/``--scheduler`` (None: this process), closed after;
+    with neither given and ``auto``, local processes on every usable core (if more
+    than one)."""
+    workers = args.workers
+    if auto and workers is None and args.scheduler is None and usable_cores() > 1:
+        workers = usable_cores()
+    ex = executor(workers, args.scheduler)
     try:
         yield ex
     finally:

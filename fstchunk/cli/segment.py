@@ -163,7 +163,7 @@ def run_decode(args: argparse.Namespace) -> int:
     if not jsonl:                     # a tag column holds non-overlapping contiguous chunks
         flags.update(no_overlap=True, contiguous=True)
     model.decode([], restrictions=flags, decoder=args.decoder, beta=args.beta)  # refusals first
-    _check_layout(model, args.model, args.input)
+    _check_layout(model, args.model, args.input, fmt)
     job = (model, flags, args.decoder, args.beta)
 
     def write(fh, ex) -> None:
@@ -188,7 +188,7 @@ def run_decode(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_layout(model: SegmentModel, model_path: str, path: str) -> None:
+def _check_layout(model: SegmentModel, model_path: str, path: str, fmt) -> None:
     """The input's first sentences against the model's training layout: one error if
     their words or POS tags do not look like training's (:mod:`fstchunk.layout`), one
     warning for a model file without the record."""
@@ -197,7 +197,7 @@ def _check_layout(model: SegmentModel, model_path: str, path: str) -> None:
                                f"written before fstchunk recorded it): the columns of {path} "
                                f"cannot be checked")
         return
-    first, _ = head(iter_segments(path, gold=False))
+    first, _ = head(iter_segments(path, gold=False, fmt=fmt))
     bad = model.layout_mismatch(first)
     if bad:
         raise InputError(f"{bad}; the segment reader takes the word from the first column "

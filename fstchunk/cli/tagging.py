@@ -29,7 +29,7 @@ from ..models import maxmargin as mm
 from ..models.hmm import HMM
 from ..outputs import check_output
 from ..learn import objectives as lo
-from ..learn.loop import SELECT, Trainer, file_digest
+from ..learn.loop import SELECT, file_digest
 from .common import (Given, HelpFormatter, add_executor, add_on_invalid, executor_of, given,
                      nonnegative_float, nonnegative_int, positive_float, positive_int,
                      training_beta_option, warn)
@@ -97,7 +97,8 @@ def add_parsers(sub) -> None:
                    help="save OUTPUT.ckpt every K iterations (0: never)")
     p.add_argument("--resume", action="store_true",
                    help="continue from OUTPUT.ckpt (refused if its settings differ)")
-    add_executor(p, "the training set (each objective evaluation)")
+    add_executor(p, "the training set (each objective evaluation)",
+                 "for " + ", ".join(o.name for o in CRF_OBJECTIVES if o.spread_by_default))
     p.add_argument("--calibrate", metavar="HELDOUT", default=None,
                    help="after training, fit the temperature T of p(y|x) ∝ exp(score/T) on "
                         "these held-out CoNLL sentences (same columns; not the training "
@@ -156,8 +157,9 @@ def run_train(args: argparse.Namespace) -> int:
         if template != args.features:
             warn("train", f"--columns {cols.spec()} has no POS column: --features "
                           f"{args.features} runs as {template}")
-        crf, data = CRF.prepare(train, template, args.scheme, data_scheme,
-                                min_count=args.min_count, columns=cols)
+        crf = CRF(template, args.scheme, data_scheme=data_scheme, min_count=args.min_count,
+                  columns=cols)
+        data = crf._prepare(train)
         warn_unread(args.columns, crf.columns, train, "train")
     dev = _heldout(crf, args.dev, args, data_scheme) if args.dev else None
     heldout = _heldout(crf, args.calibrate, args, data_scheme) if args.calibrate else None
@@ -173,12 +175,13 @@ def run_train(args: argparse.Namespace) -> int:
                                   if o.needs_l2)
             raise InputError(f"--C applies to {margins} only; use --l2")
         l2 = mm.c_to_l2(args.C, len(data.gold))
-    with executor_of(args) as ex:
-        Trainer(objective=args.objective, l2=l2, beta=args.beta, max_iter=args.max_iter,
-                tol=args.tol, dev=dev, dev_every=args.dev_every, select=args.select,
-                checkpoint=args.output + ".ckpt", checkpoint_every=args.checkpoint_every,
-                resume=args.resume, output=args.output, progress=not args.quiet, log=print,
-                identity=identity, loss=args.loss, executor=ex).fit(crf, data)
+    crf.set_params(objective=args.objective, l2=l2, beta=args.beta, loss=args.loss,
+                   max_iter=args.max_iter, tol=args.tol, select=args.select)
+    with executor_of(args, auto=lo.objective(args.objective).spread_by_default) as ex:
+        crf.fit(data, dev=dev, dev_every=args.dev_every, checkpoint=args.output + ".ckpt",
+                checkpoint_every=args.checkpoint_every, resume=args.resume,
+                output=args.output, progress=not args.quiet, log=print, identity=identity,
+                executor=ex)
     if heldout is not None:
         _calibrate(crf, heldout, args.calibrate, data_scheme)
         crf.save(args.output)

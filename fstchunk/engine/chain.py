@@ -7,9 +7,10 @@ and the final weights.  Lattices from score arrays have one state per tag;
 lattices from machines and the joint model's chunk layer have more.
 
 Per-sentence entry points work in log space (any score magnitude);
-:func:`scaled_forward_backward` runs a batch of equal-length sentences of a
+:func:`scaled_recursions` runs a batch of equal-length sentences of a
 linear-chain model in probability space with one normaliser per token (matrix
-products instead of log-sum-exp: the training objectives' hot loop).
+products instead of log-sum-exp: the training objectives' hot loop, through
+:func:`fstchunk.engine.batched.transfer`).
 
 Pitfall: -inf marks a missing arc; rows or columns that are all -inf are states
 with no path, and their posteriors are 0, not NaN.
@@ -171,7 +172,14 @@ def viterbi(lay: Layers) -> tuple[list[int], float]:
     return [int(lay.labels[i][s]) for i, s in enumerate(states)], float(best)
 
 
-def scaled_forward_backward(em: np.ndarray, Mt: np.ndarray, Ms: np.ndarray, Me: np.ndarray):
+#: The smallest unnormalised forward or backward weight of a live state that
+#: :func:`scaled_recursions` accepts.  At or above it, an underflowing
+#: product (below 2^-1074 each, L of them per entry) changes an entry, and through
+#: it any marginal or expectation, by less than ~L²·1e-323 / 1e-290 ≈ 1e-30.
+SCALED_FLOOR = 1e-290
+
+
+def scaled_recursions(em: np.ndarray, Mt: np.ndarray, Ms: np.ndarray, Me: np.ndarray):
     """Forward-backward in probability space for a batch (B, n, L) of emission
     scores of a dense linear chain with weights Mt (L, L), Ms, Me (L,) in [0, 1]
     (exp of the transition, start and end scores minus their max; a 0 is a
@@ -182,37 +190,14 @@ def scaled_forward_backward(em: np.ndarray, Mt: np.ndarray, Ms: np.ndarray, Me: 
 
     φ_i = exp(em_i − rmax_i): the recursion of :func:`forward` / :func:`backward`
     with w_i(p, q) = trans(p, q) + em_i(q), as matrix products (BLAS) instead of
-    log-sum-exp: the training objectives' loop.  Returns φ, rmax, â, c, c_end, b̂
-    (b̂_i = β_i·C_i / Z, C_i = c_0⋯c_i): â·b̂ are the marginals and
-    log Z = Σ log c + log c_end (+ the exp-shifts).
-
-    Range: exact (relative rounding only) while every live state (on a path of
-    positive weight) keeps x_i(q) and the unnormalised backward weight
-    Mt·(φ_{i+1}∘b̂_{i+1})(q) at or above :data:`SCALED_FLOOR` at every token,
-    i.e. within about 667 nats of its token's total.  Peaked scores beyond that
-    underflow, and this raises InputError instead of returning a wrong number;
-    :func:`fstchunk.engine.batched.transfer` (the objectives' entry point) then
-    takes the exact gauged path."""
-    out, ok = scaled_recursions(em, Mt, Ms, Me)
-    if not ok:
-        raise InputError("the scores span too wide a range for the scaled (probability-space) "
-                         "forward-backward: a live state fell below 1e-290 of its token's "
-                         "total; use fstchunk.engine.batched.transfer (exact at any scale)")
-    return out
-
-
-#: The smallest unnormalised forward or backward weight of a live state that
-#: :func:`scaled_forward_backward` accepts.  At or above it, an underflowing
-#: product (below 2^-1074 each, L of them per entry) changes an entry, and through
-#: it any marginal or expectation, by less than ~L²·1e-323 / 1e-290 ≈ 1e-30.
-SCALED_FLOOR = 1e-290
-
-
-def scaled_recursions(em: np.ndarray, Mt: np.ndarray, Ms: np.ndarray, Me: np.ndarray):
-    """The loops of :func:`scaled_forward_backward`: ((φ, rmax, â, c, c_end, b̂), ok),
-    ok = every live state stayed at or above :data:`SCALED_FLOOR` (else the
-    numbers may be wrong and must not be used).  φ is 0 at states no path
-    reaches, so that their backward weights stay finite."""
+    log-sum-exp.  Returns ((φ, rmax, â, c, c_end, b̂), ok), b̂_i = β_i·C_i / Z
+    (C_i = c_0⋯c_i): â·b̂ are the marginals and log Z = Σ log c + log c_end (+ the
+    exp-shifts).  ``ok``: every live state (on a path of positive weight) kept x_i(q)
+    and its unnormalised backward weight at or above :data:`SCALED_FLOOR` at every
+    token, i.e. within about 667 nats of its token's total; else the numbers may be
+    wrong and must not be used (:func:`fstchunk.engine.batched.transfer` then takes
+    the exact gauged path).  φ is 0 at states no path reaches, so that their
+    backward weights stay finite."""
     if max(Mt.max(), Ms.max(), Me.max()) > 1 or min(Mt.min(), Ms.min(), Me.min()) < 0:
         raise InputError("scaled weights must lie in [0, 1] (exp of the scores minus their max)")
     B, n, L = em.shape

@@ -209,10 +209,6 @@ GRAMMARS: dict[str, Grammar] = {g.name: g for g in (
 )}
 
 
-def register(grammar: Grammar) -> None:
-    GRAMMARS[grammar.name] = grammar
-
-
 def grammar(name: str) -> Grammar:
     """The registered grammar ``name``; :class:`InputError` naming the known ones if none."""
     if name not in GRAMMARS:

@@ -157,10 +157,10 @@ class Trainer:
             if not _plain(value):
                 raise InputError(f"identity field {key!r}: {value!r} is not a string, "
                                  f"finite number, bool or None (a checkpoint stores it)")
-        if executor is not None and not self.objective.smooth:
+        if executor is not None and not self.objective.spreads:
             raise InputError(f"--objective {self.objective.name} trains by passes in one "
                              f"process; --workers/--scheduler apply to the objectives "
-                             f"L-BFGS minimises")
+                             f"with a value (statistics summed over sentences)")
         self.l2 = self.objective.l2(l2)
         self.loss, self.tol = loss, tol
         self.max_iter = int(max_iter)

@@ -67,6 +67,17 @@ class Objective:
     default_tol: float | None = None
     #: the losses Δ of its margin (``--loss``), the first the default
     losses: tuple[str, ...] = ()
+    #: whether the CLI spreads it over all usable cores when no ``--workers`` is given
+    #: (an evaluation costs many times an ML one: meu's count tables, max-margin's
+    #: oracles; ML's own statistics gain little from processes on a few cores)
+    spread_by_default: bool = False
+
+    @property
+    def spreads(self) -> bool:
+        """Whether an executor (:mod:`fstchunk.scale`) spreads its work: the additive
+        statistics of the objectives with a value (the smooth ones, and max-margin's
+        hinge, BCFW's certificate); the online learners run in one process."""
+        return self.combination is not None
 
     @property
     def smooth(self) -> bool:
@@ -119,7 +130,8 @@ LBFGS_TOL = 1e-9
 ML = Objective("ml", "conditional log-likelihood (the mean per sentence)", "lbfgs", 1e-6,
                True, MEAN, default_tol=LBFGS_TOL)
 MEU = Objective("meu", "expected sentence F_β, E[F_β(x | y)] per sentence", "lbfgs", 1e-6,
-                True, NEGATED_MEAN, uses_beta=True, default_tol=LBFGS_TOL)
+                True, NEGATED_MEAN, uses_beta=True, default_tol=LBFGS_TOL,
+                spread_by_default=True)
 MEU_CORPUS = Objective("meu-corpus", "F_β of the corpus's expected counts", "lbfgs", 1e-6,
                        True, CORPUS_RATIO, uses_beta=True, default_tol=LBFGS_TOL)
 #: λ chosen a priori (not tuned): Tang et al.'s C = 1 on the 8936 CoNLL-2000 training
@@ -127,7 +139,7 @@ MEU_CORPUS = Objective("meu-corpus", "F_β of the corpus's expected counts", "lb
 MAX_MARGIN = Objective("max-margin", "structured hinge (loss --loss), solved by "
                        "block-coordinate Frank-Wolfe to a duality gap <= --tol", "bcfw",
                        5e-5, False, MEAN, uses_beta=True, uses_loss=True, needs_l2=True,
-                       default_tol=1e-3, losses=("hamming", "f"))
+                       default_tol=1e-3, losses=("hamming", "f"), spread_by_default=True)
 PERCEPTRON = Objective("perceptron", "the averaged perceptron (passes; stops after a pass "
                        "without mistakes)", "perceptron", None, False)
 MMVP = Objective("mmvp", "the averaged perceptron with the max-margin step (Shimizu & Haas, "

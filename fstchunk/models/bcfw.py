@@ -48,12 +48,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from ..errors import InputError, ModelFileError
 from ..fbeta import to_beta_sq
+from ..learn import objectives as lo
 from ..learn.solvers import Outcome, check_resumed
 from ..outputs import atomic_path
 from ..tagspace import TagSpace
@@ -83,7 +84,8 @@ class BCFW(ChainBlocks):
     the oracle's."""
 
     def __init__(self, model: ChainModel, data: Data, l2: float, loss: str = "hamming",
-                 beta: float = 1.0, state: DualState | None = None, method: str = "pairwise"):
+                 beta: float = 1.0, state: DualState | None = None, method: str = "pairwise",
+                 executor: Any = None):
         beta_sq = to_beta_sq(beta)               # the standard β of the F loss
         check_loss(loss, beta_sq)
         if not (isinstance(l2, (int, float)) and 0 < l2 < math.inf):
@@ -105,6 +107,9 @@ class BCFW(ChainBlocks):
         self._check_state(state)
         self.state = state
         self.sync()
+        #: the executor's partitions (:mod:`fstchunk.scale`) that compute the certificate's
+        #: hinge (every oracle of a pass) on its workers; None: in this process
+        self.parts = executor.partitioned(model, data) if executor is not None else None
 
     # ------------------------------------------------------------------ w and θ
     def _check_state(self, st: DualState) -> None:
@@ -219,8 +224,8 @@ class BCFW(ChainBlocks):
         a resumed run takes the same orders); w resynchronised.  Returns Σ g_k."""
         order = np.random.default_rng(self.state.passes).permutation(self.N)
         total, B = 0.0, self.oracle_batch()
-        for lo in range(0, self.N, B):
-            ids = [int(k) for k in order[lo:lo + B]]
+        for first in range(0, self.N, B):
+            ids = [int(k) for k in order[first:first + B]]
             found = [None] * len(ids) if B == 1 else self.oracles(
                 ids, self.W, self.trans, self.start, self.end)
             total += sum(self.step(k, o) for k, o in zip(ids, found))
@@ -230,9 +235,14 @@ class BCFW(ChainBlocks):
 
     def certificate(self) -> tuple[float, float]:
         """(P(w), duality gap P(w) − D(α)) at the current point, exactly (module doc)."""
-        chain = Chain(self.tags, self.scheme, np.asarray(self.X @ self.W), self.trans,
-                      self.start, self.end)
-        h, _ = hinge(chain, self.gold, self.beta_sq, self.loss)
+        if self.parts is not None:
+            values, _ = self.parts.statistics(self.theta, lo.MAX_MARGIN.name, self.beta_sq,
+                                              self.loss)
+            h = float(values[0]) / max(self.N, 1)
+        else:
+            chain = Chain(self.tags, self.scheme, np.asarray(self.X @ self.W), self.trans,
+                          self.start, self.end)
+            h, _ = hinge(chain, self.gold, self.beta_sq, self.loss)
         sq = float(self.theta @ self.theta)
         primal = self.l2 * sq + h
         return primal, max(self.lam * sq + h - self.ell, 0.0)
@@ -266,21 +276,23 @@ class BCFWSolver:
     unit, suffix, state_name = "pass", DUAL_SUFFIX, "max-margin dual state"
 
     def __init__(self, model: ChainModel, data: Data, l2: float, loss: str, beta: float,
-                 tol: float):
-        self.model, self.data = model, data
+                 tol: float, executor: Any = None):
+        self.model, self.data, self.executor = model, data, executor
         self.l2, self.loss, self.beta, self.tol = l2, loss, beta, tol
         self.bcfw: BCFW | None = None
         self.gaps: list[float] = []
 
     def restore(self, path: str, theta: np.ndarray, done: int) -> None:
         state = load_state(path, [len(g) for g in self.data.gold.sequences])
-        self.bcfw = BCFW(self.model, self.data, self.l2, self.loss, self.beta, state=state)
+        self.bcfw = BCFW(self.model, self.data, self.l2, self.loss, self.beta, state=state,
+                         executor=self.executor)
         check_resumed(path, self.bcfw.theta, theta, state.passes, done)
         self.gaps = load_gaps(path)
 
     def run(self, theta: np.ndarray, done: int, max_steps: int, on_step) -> Outcome:
         if self.bcfw is None:
-            self.bcfw = BCFW(self.model, self.data, self.l2, self.loss, self.beta)
+            self.bcfw = BCFW(self.model, self.data, self.l2, self.loss, self.beta,
+                             executor=self.executor)
         s = self.bcfw
         primal, gap = s.certificate()
         nit = 0

@@ -8,18 +8,17 @@
 (attribute, label) pairs seen in training (as in CRFsuite), so the parameter
 vector θ = (state weights, trans, start, end) stays small.
 
-The estimator is apart from the training loop (sklearn-crfsuite style):
-:meth:`CRF.prepare` builds a fresh model and its :class:`TrainingData`,
-:meth:`CRF.objective` is objective ``ml``, ``meu`` or ``meu-corpus``
-(:mod:`fstchunk.models.objectives`) or the ``max-margin`` hinge
-(:mod:`fstchunk.models.maxmargin`, trained by its BCFW solver) as a function of θ, with the chain rule
-∇W = Xᵀ·∇E and the penalty λ‖θ‖², and :meth:`CRF.fit` hands both to
-:class:`fstchunk.learn.loop.Trainer`, the one training loop.
+An estimator in scikit-learn's convention, apart from the training loop (as
+sklearn-crfsuite's is from CRFsuite): the constructor takes the hyper-parameters
+(features, schemes, columns, ``min_count``, the objective of
+:mod:`fstchunk.learn.objectives` and its λ, β, loss, ``max_iter``, ``tol``,
+``select``); :meth:`CRF.fit` learns the feature map, tags and pairs and then θ through
+:class:`fstchunk.learn.loop.Trainer`, the one training loop; the objectives as
+functions of θ are :mod:`fstchunk.models.crf_loss`.
 
-    crf, data = CRF.prepare(sentences, "tmpt3", scheme="IOB2",
-                            columns=Columns.parse("word,pos,tag"))
-    crf.fit(data, objective="ml", l2=0.01)          # or Trainer(...).fit(crf, data)
+    crf = CRF("tmpt3", "IOB2", columns="word,pos,tag", l2=1e-6).fit(train, dev=dev)
     crf.lattices(test_sentences)
+    CRF.load("m.npz").fit(more, objective="meu")    # trains on from its θ (--init)
 
 The model remembers the columns it was trained on (:attr:`CRF.columns`, resolved
 to absolute indices, stored in its file): :meth:`CRF.lattices` reads the words
@@ -56,39 +55,87 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import encodings as enc
-from ..engine.temperature import HeldOut, fit_temperature, stack_layers
 from ..columns import Columns
 from ..conll import Sentence
-from ..errors import InputError, SchemeError
-from ..fbeta import to_beta_sq
+from ..errors import InputError
 from ..lattice import Lattice
 from ..layout import Layout
 from ..learn import objectives as lo
 from ..learn.loop import Trainer
 from ..learn.solvers import LBFGS, Solver
-from ..scale import split
 from ..tagspace import TagSet
 from .bcfw import BCFWSolver
-from .design import FeatureCount, TrainingData
+from . import crf_loss
+from .design import FeatureCount, TrainingData, observed_pairs, training_data
 from .base import check_training_set, chunk_dev_f, gold_tags, training_columns
 from .features import TEMPLATES, FeatureMap, feature_kinds, reads_pos, resolve_template
 from .io import Fields, load_model_file, save_model
-from .maxmargin import hinge_statistics, sequence_score
-from .objectives import STATISTICS, Chain, ChainGrad, Gold
+from .calibrated import Calibrated
+from .objectives import Chain
 from .perceptron import PerceptronSolver
 
 #: the objectives a CRF trains (:mod:`fstchunk.learn.objectives`)
 CRF_OBJECTIVES = (lo.ML, lo.MEU, lo.MEU_CORPUS, lo.MAX_MARGIN, lo.PERCEPTRON)
 
 
-class CRF:
-    """Linear-chain CRF; see the module doc."""
+#: the hyper-parameters of a CRF (its constructor's arguments, :meth:`CRF.get_params`)
+HYPERPARAMETERS = ("features", "scheme", "data_scheme", "columns", "min_count", "objective",
+                   "l2", "beta", "loss", "max_iter", "tol", "select")
+
+
+class CRF(Calibrated):
+    """Linear-chain CRF; see the module doc.  The constructor takes the hyper-parameters
+    only (scikit-learn's convention); :meth:`fit` learns the feature map, the tags, the
+    (attribute, tag) pairs and θ, which :meth:`load` reads back from a model file."""
 
     kind: ClassVar[str] = "crf"
+    #: the objectives a CRF trains
+    objectives = CRF_OBJECTIVES
 
-    def __init__(self, fmap: FeatureMap, tags: Sequence[str], scheme: str, pairs: np.ndarray,
-                 theta: np.ndarray | None = None, settings: dict | None = None,
-                 columns: Columns | None = None, layout: Layout | None = None):
+    def __init__(self, features: str = "tmpt3", scheme: str = "IOB2", *,
+                 data_scheme: str = "IOB2", columns: Columns | str | None = None,
+                 min_count: int = 1, objective: str = "ml", l2: float | None = None,
+                 beta: float = 1.0, loss: str = "hamming", max_iter: int = 100,
+                 tol: float | None = None, select: str = "last"):
+        self.features, self.scheme, self.data_scheme_ = features, scheme, data_scheme
+        self.columns, self.min_count = columns, min_count
+        self.objective_, self.l2, self.beta, self.loss = objective, l2, beta, loss
+        self.max_iter, self.tol, self.select = max_iter, tol, select
+        self.fmap: FeatureMap | FeatureCount | None = None      # fitted state, below
+        self.settings: dict = {}
+        #: the training layout (None: not fitted, or a file written before it was recorded)
+        self.layout: Layout | None = None
+
+    # --------------------------------------------------------------- hyper-parameters
+    def get_params(self, deep: bool = True) -> dict:
+        """The hyper-parameters (:data:`HYPERPARAMETERS`), as the constructor took them."""
+        return {"features": self.features, "scheme": self.scheme,
+                "data_scheme": self.data_scheme_, "columns": self.columns,
+                "min_count": self.min_count, "objective": self.objective_, "l2": self.l2,
+                "beta": self.beta, "loss": self.loss, "max_iter": self.max_iter,
+                "tol": self.tol, "select": self.select}
+
+    def set_params(self, **params: Any) -> "CRF":
+        """Set hyper-parameters by name; InputError naming an unknown one."""
+        for name, value in params.items():
+            if name not in HYPERPARAMETERS:
+                raise InputError(f"unknown CRF parameter {name!r}; the parameters are "
+                                 f"{', '.join(HYPERPARAMETERS)}")
+            attr = {"data_scheme": "data_scheme_", "objective": "objective_"}.get(name, name)
+            setattr(self, attr, value)
+        return self
+
+    @property
+    def fitted(self) -> bool:
+        """Whether the feature map, tags and θ are there (by :meth:`fit` or :meth:`load`)."""
+        return self.fmap is not None
+
+    def _set_state(self, fmap: FeatureMap | FeatureCount, tags: Sequence[str], scheme: str,
+                   pairs: np.ndarray, theta: np.ndarray | None = None,
+                   settings: dict | None = None, columns: Columns | None = None,
+                   layout: Layout | None = None) -> "CRF":
+        """The fitted state: feature map, tags, (attribute, tag) pairs, θ, settings, the
+        resolved reading columns and the training layout."""
         self.fmap, self.tags, self.scheme = fmap, tuple(tags), enc.canonical_scheme(scheme)
         #: the reading columns (word, POS, gold tag); the feature map reads the same
         self.columns = columns if columns is not None else Columns(fmap.word_col,
@@ -96,6 +143,7 @@ class CRF:
         if (self.columns.word, self.columns.pos) != (fmap.word_col, fmap.pos_col):
             raise InputError(f"columns {self.columns.spec()} differ from the feature map's "
                              f"(word {fmap.word_col}, pos {fmap.pos_col})")
+        self.features = getattr(fmap, "template", self.features)
         self.L = len(self.tags)
         self.pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)   # (feature, label)
         self.P = len(self.pairs)
@@ -105,9 +153,28 @@ class CRF:
             raise InputError(f"{self.theta.size} parameters do not fit {self.P} state "
                              f"weights and {self.L} tags")
         self.settings = dict(settings or {})
-        #: the training layout (None: a file written before it was recorded)
+        self.min_count = self.settings.get("min_count", self.min_count)
         self.layout = layout
+        if layout is not None:
+            self.data_scheme_ = layout.data_scheme
         self._w_cache: tuple[int, np.ndarray] | None = None
+        return self
+
+    @classmethod
+    def _fitted(cls, fmap: FeatureMap | FeatureCount, tags: Sequence[str], scheme: str,
+                pairs: np.ndarray, theta: np.ndarray | None = None,
+                settings: dict | None = None, columns: Columns | None = None,
+                layout: Layout | None = None) -> "CRF":
+        """A CRF of this fitted state (:meth:`load`, :meth:`scoring_copy`)."""
+        return cls(getattr(fmap, "template", "tmpt3"), scheme)._set_state(
+            fmap, tags, scheme, pairs, theta, settings, columns, layout)
+
+    def copy(self, theta: np.ndarray | None = None) -> "CRF":
+        """A fitted copy (its own settings), with ``theta`` if given."""
+        other = type(self)(**self.get_params())
+        return other._set_state(self.fmap, self.tags, self.scheme, self.pairs,
+                                self.theta.copy() if theta is None else theta,
+                                dict(self.settings), self.columns, self.layout)
 
     @property
     def reads(self) -> Columns:
@@ -118,8 +185,11 @@ class CRF:
 
     @property
     def data_scheme(self) -> str | None:
-        """The scheme of the training file's tag column (None if not recorded)."""
-        return self.layout.data_scheme if self.layout is not None else None
+        """The scheme of the training file's tag column (None when a model file does not
+        record it; before :meth:`fit`, the hyper-parameter)."""
+        if self.layout is not None:
+            return self.layout.data_scheme
+        return None if self.fitted else self.data_scheme_
 
     def layout_of(self, sentences: Sequence[Sentence], data_scheme: str) -> Layout:
         """The layout of training ``sentences`` read through :attr:`columns`."""
@@ -174,130 +244,54 @@ class CRF:
             k += len(s)
         return out
 
-    # --------------------------------------------------------------- probabilities
-    @property
-    def temperature(self) -> float:
-        """T of p(y|x) ∝ exp(score(x, y)/T): the calibrated one, else 1."""
-        return float(self.settings.get("temperature", 1.0))
-
-    @property
-    def probabilistic(self) -> bool:
-        """Whether exp(score/T) is read as p(y|x): a likelihood- or risk-trained CRF, or a
-        max-margin or perceptron one once calibrated (its scores have the scale of margins)."""
-        name = self.settings.get("objective", self.settings.get("run", {}).get("objective"))
-        trained = lo.OBJECTIVES.get(name)
-        return trained is None or trained.probabilistic or "temperature" in self.settings
-
-    def require_probabilities(self) -> None:
-        """InputError saying how to calibrate, unless :attr:`probabilistic`."""
-        if not self.probabilistic:
-            objective = self.settings.get("objective",
-                                          self.settings.get("run", {}).get("objective"))
-            raise InputError(f"this CRF was trained by {objective}; its scores are margins, "
-                             "not probabilities. Calibrate it on held-out sentences first: "
-                             "fstchunk calibrate --model MODEL --input HELDOUT -o MODEL (or "
-                             "fstchunk train --calibrate HELDOUT); MAP decoding needs no "
-                             "calibration")
-
-    def calibrate(self, sentences: Sequence[Sentence], source: str | None = None,
-                  data_scheme: str = "IOB2") -> float:
-        """Fit T by maximum likelihood of the gold tags of held-out ``sentences`` (not
-        the training set; :mod:`fstchunk.engine.temperature`), store it in the settings
-        (``temperature``, ``calibration_nll`` and ``calibration_nll_t1``: mean NLL per
-        sentence at T and at T = 1, ``calibrated_on``) and return it."""
-        data = self.training_data(sentences, data_scheme)
-        ch = self.chain(self.theta, data.X)
-        off, L = data.gold.offsets, len(self.tags)
-
-        def build(idx: list[int]):
-            lats = [ch.lattice(off[i], off[i + 1]).layers for i in idx]
-            gold = [sequence_score(ch.emissions[off[i]:off[i + 1]], ch.trans, ch.start,
-                                   ch.end, data.gold.sequences[i]) for i in idx]
-            return stack_layers(lats), np.array(gold)
-
-        try:
-            fit = fit_temperature(HeldOut(build, np.diff(off), L))
-        except InputError as e:
-            raise InputError(f"{source}: {e}" if source else str(e)) from None
-        self.settings.update(temperature=fit.temperature, calibration_nll=fit.nll,
-                             calibration_nll_t1=fit.nll_untempered,
-                             calibrated_on={"source": source or "<unnamed>",
-                                            "sentences": fit.sentences})
-        return fit.temperature
-
     # --------------------------------------------------------------- training data
-    @classmethod
-    def prepare(cls, sentences: Sequence[Sentence], template: str = "tmpt3",
-                scheme: str = "IOB2", data_scheme: str = "IOB2", min_count: int = 1,
-                columns: Columns | None = None) -> tuple["CRF", TrainingData]:
-        """A fresh CRF for ``sentences`` (feature map fitted with ``min_count``, the
-        tags seen, the observed (attribute, tag) pairs, θ = 0) and its training data.
-        ``columns`` (default ``Columns()``: word, POS, ..., tag) are resolved against
-        the sentences' lines and stored; without a POS column, ``template`` becomes its
+    def _prepare(self, sentences: Sequence[Sentence]) -> TrainingData:
+        """Fit the feature map (``min_count``), the tags seen, the observed (attribute,
+        tag) pairs and θ = 0 on ``sentences``, and return their training data.  The
+        columns (default ``Columns()``: word, POS, ..., tag) are resolved against the
+        sentences' lines and kept; without a POS column, the template becomes its
         ``-nopos`` variant."""
+        min_count = self.min_count
         if not (isinstance(min_count, int) and not isinstance(min_count, bool)
                 and min_count >= 1):
             raise InputError(f"min_count must be an integer >= 1, got {min_count!r}")
-        cols = training_columns(sentences, columns, "a CRF")
-        template = resolve_template(template, cols)
-        scheme = enc.canonical_scheme(scheme)
+        given = Columns.parse(self.columns) if isinstance(self.columns, str) else self.columns
+        cols = training_columns(sentences, given, "a CRF")
+        template = resolve_template(self.features, cols)
+        scheme = enc.canonical_scheme(self.scheme)
+        data_scheme = enc.canonical_scheme(self.data_scheme_)
         gold = [gold_tags(s, data_scheme, scheme, cols.tag) for s in sentences]
         check_training_set(sentences, gold, "a CRF")
         fmap = FeatureMap.fit(sentences, template, min_count, cols.word, cols.pos)
         tags = TagSet.from_tags({t for g in gold for t in g}, scheme).tags
-        data = _training_data(fmap, tags, scheme, sentences, gold)
-        pairs = cls.observed_pairs(data.X, data.gold.sequences, len(tags))
-        crf = cls(fmap, tags, scheme, pairs, settings={"min_count": min_count}, columns=cols)
-        crf.layout = crf.layout_of(sentences, data_scheme)
-        return crf, data
+        data = training_data(fmap, tags, scheme, sentences, gold)
+        pairs = observed_pairs(data.X, data.gold.sequences, len(tags))
+        self._set_state(fmap, tags, scheme, pairs, settings={"min_count": min_count},
+                        columns=cols)
+        self.layout = self.layout_of(sentences, data_scheme)
+        return data
 
     def training_data(self, train: Sequence[Sentence] | TrainingData,
-                      data_scheme: str = "IOB2") -> TrainingData:
+                      data_scheme: str | None = None) -> TrainingData:
         """The training data of ``train`` (sentences whose tag column, that of
-        :attr:`columns`, holds tags in ``data_scheme``) under this model's feature map
-        and tags; prepared data pass through unchanged."""
+        :attr:`columns`, holds tags in ``data_scheme``, default the model's data scheme,
+        else IOB2) under this model's feature map and tags; prepared data pass through
+        unchanged."""
         if isinstance(train, TrainingData):
             return train
+        data_scheme = data_scheme or self.data_scheme or "IOB2"
         cols = training_columns(train, self.columns, "the CRF")
         gold = [gold_tags(s, data_scheme, self.scheme, cols.tag) for s in train]
         check_training_set(train, gold, "the CRF")
-        return _training_data(self.fmap, self.tags, self.scheme, train, gold)
-
-    @staticmethod
-    def observed_pairs(X: sp.csr_matrix, gold: Sequence[np.ndarray], L: int) -> np.ndarray:
-        """The (feature, tag) pairs that occur in the training data, (P, 2)."""
-        y = np.concatenate(gold)
-        Y = sp.csr_matrix((np.ones(len(y)), (np.arange(len(y)), y)), shape=(len(y), L))
-        M = (X.T @ Y).tocoo()
-        return np.stack([M.row, M.col], axis=1).astype(np.int64)
+        return training_data(self.fmap, self.tags, self.scheme, train, gold)
 
     # --------------------------------------------------------------- objectives
-    #: the objectives a CRF trains
-    objectives = CRF_OBJECTIVES
-
-    def objective(self, name: str | lo.Objective, data: TrainingData, l2: float,
-                  beta: float = 1.0, loss: str = "hamming", executor: Any = None):
-        """θ -> (value, gradient) of a smooth objective or the max-margin hinge
-        (:mod:`fstchunk.learn.objectives`; minimised: the negated log-likelihood or
-        expected F) plus l2·‖θ‖²; ``max-margin``: the mean structured hinge with loss
-        ``loss`` and a subgradient (:func:`fstchunk.models.maxmargin.hinge`; trained by
-        BCFW, not by this function).  With an ``executor`` (:mod:`fstchunk.scale`) the
-        statistics are summed over its partitions of ``data``; the value is the same to
-        rounding.  ``beta``: the standard β of F_β (:mod:`fstchunk.fbeta`)."""
-        o = lo.objective(name, CRF_OBJECTIVES)
-        beta_sq = to_beta_sq(beta)
-        if o.combination is None:
-            raise InputError(f"--objective {o.name} has no objective function of θ: it is "
-                             f"trained by passes of its solver")
-        parts = executor.partitioned(self, data) if executor is not None else None
-
-        def value_and_grad(theta: np.ndarray) -> tuple[float, np.ndarray]:
-            values, G = (parts.statistics(theta, o.name, beta_sq, loss) if parts is not None
-                         else self.statistics(data, theta, o.name, beta_sq, loss))
-            value, w = o.combine(values, len(data.gold), beta_sq)
-            return value + l2 * float(theta @ theta), w @ G + 2 * l2 * theta
-
-        return value_and_grad
+    def objective_function(self, name: str | lo.Objective, data: TrainingData, l2: float,
+                           beta: float = 1.0, loss: str = "hamming", executor: Any = None):
+        """θ -> (value, gradient) of objective ``name`` on ``data`` plus l2·‖θ‖²
+        (:func:`.crf_loss.value_and_grad`)."""
+        return crf_loss.value_and_grad(self, data, lo.objective(name, CRF_OBJECTIVES), l2,
+                                       beta, loss, executor)
 
     def solver(self, objective: lo.Objective, data: TrainingData, *, l2: float,
                beta: float, loss: str, tol: float | None, executor: Any) -> Solver:
@@ -306,9 +300,10 @@ class CRF:
         perceptron."""
         tol = objective.default_tol if tol is None else tol
         if objective.smooth:
-            return LBFGS(self.objective(objective, data, l2, beta, loss, executor), tol)
+            return LBFGS(self.objective_function(objective, data, l2, beta, loss, executor),
+                         tol)
         if objective is lo.MAX_MARGIN:
-            return BCFWSolver(self, data, l2, loss, beta, tol)
+            return BCFWSolver(self, data, l2, loss, beta, tol, executor)
         if objective is lo.PERCEPTRON:
             return PerceptronSolver(self, data)
         raise InputError(f"a CRF does not train --objective {objective.name}")
@@ -319,53 +314,43 @@ class CRF:
 
     def statistics(self, data: TrainingData, theta: np.ndarray, name: str,
                    beta_sq: float = 1.0, loss: str = "hamming") -> tuple[np.ndarray, np.ndarray]:
-        """The :class:`~fstchunk.models.objectives.Statistics` of objective ``name`` on
-        ``data`` at θ: values (J,) and their gradients in θ-space (J', |θ|).  Sums
-        over the sentences, so the statistics of a partition of ``data`` add up to
-        these (the data-parallel path of :mod:`fstchunk.scale`)."""
-        o = lo.objective(name, CRF_OBJECTIVES)
-        AT = data.design(self.pairs, self.L)
-        chain = Chain(self.tags, self.scheme, (AT.T @ theta[:self.P]).reshape(-1, self.L),
-                      *self.unpack(theta))
-        st = (hinge_statistics(chain, data.gold, beta_sq, loss) if o is lo.MAX_MARGIN
-              else STATISTICS[o](chain, data.gold, beta_sq))
-        return st.values, np.stack([self._chain_rule(data, g) for g in st.grads])
+        """The additive statistics of objective ``name`` on ``data`` at θ
+        (:func:`.crf_loss.statistics`; what a worker of :mod:`fstchunk.scale` computes)."""
+        return crf_loss.statistics(self, data, theta, lo.objective(name, CRF_OBJECTIVES),
+                                   beta_sq, loss)
 
     def partitions(self, data: TrainingData, parts: int) -> list[tuple["CRF", TrainingData]]:
-        """``data`` in ``parts`` runs of sentences of about equal token counts, each with a
-        :meth:`scoring_copy` and its pair design matrix built (the shards of
-        :mod:`fstchunk.scale`)."""
-        shards = [(self.scoring_copy(), data.subset(r))
-                  for r in split([len(g) for g in data.gold.sequences], parts)]
-        for copy, part in shards:
-            part.design(copy.pairs, copy.L)
-        return shards
+        """The shards of ``data`` for :mod:`fstchunk.scale` (:func:`.crf_loss.partitions`)."""
+        return crf_loss.partitions(self, data, parts)
 
     def scoring_copy(self) -> "CRF":
         """This CRF without its feature dictionary (a :class:`FeatureCount` in its
         place): it scores prepared features (:meth:`statistics`) but reads no
         sentence; what a worker of :mod:`fstchunk.scale` receives."""
         fm = self.fmap
-        copy = CRF(FeatureCount(len(fm), fm.word_col, fm.pos_col), self.tags, self.scheme,
-                   self.pairs, columns=self.columns)
-        return copy
-
-    def _chain_rule(self, data: TrainingData, g: ChainGrad) -> np.ndarray:
-        """∇θ from the gradient with respect to the score arrays: Aᵀ·vec(∇E) for the
-        pairs (:mod:`fstchunk.models.design`), then the transitions, start and end."""
-        AT = data.design(self.pairs, self.L)
-        return np.concatenate([AT @ g.emissions.ravel(), g.trans.ravel(), g.start, g.end])
+        return CRF._fitted(FeatureCount(len(fm), fm.word_col, fm.pos_col), self.tags,
+                           self.scheme, self.pairs, columns=self.columns)
 
     # --------------------------------------------------------------- training
-    def fit(self, train: Sequence[Sentence] | TrainingData, objective: str = "ml",
-            l2: float | None = None, beta: float = 1.0, max_iter: int = 100,
+    def fit(self, train: Sequence[Sentence] | TrainingData, dev: Sequence[Sentence] | None = None,
             **options: Any) -> "CRF":
-        """Optimise θ from its current value by :class:`fstchunk.learn.loop.Trainer`
-        (``l2=None``: the objective's default λ; ``options``: the trainer's other
-        arguments; no progress bar unless asked); ``self``."""
+        """Learn from ``train`` (sentences, or :meth:`training_data` of a fitted model);
+        ``self``.  An unfitted CRF first learns its feature map, tags and pairs
+        (θ = 0); a fitted one (:meth:`load`, an earlier fit) trains on from its θ with
+        its features (``--init``).  θ is optimised by :class:`fstchunk.learn.loop.Trainer`
+        with the hyper-parameters (``l2=None``: the objective's default λ); ``options``
+        may set hyper-parameters too (as :meth:`set_params`), the rest go to the
+        trainer (``checkpoint``, ``resume``, ``callbacks``, ``executor``, ``progress``
+        (default off), ...).  ``dev``: sentences for the dev F and ``select="dev"``."""
+        if isinstance(dev, (str, bytes)):
+            raise InputError(f"dev must be sentences (read_conll of a file), got {dev!r}; "
+                             f"hyper-parameters go by name: fit(train, objective=...)")
+        self.set_params(**{k: options.pop(k) for k in list(options) if k in HYPERPARAMETERS})
+        data = self.training_data(train) if self.fitted else self._prepare(train)
         options.setdefault("progress", False)
-        return Trainer(objective=objective, l2=l2, beta=beta, max_iter=max_iter,
-                       **options).fit(self, train)
+        return Trainer(objective=self.objective_, l2=self.l2, beta=self.beta, loss=self.loss,
+                       max_iter=self.max_iter, tol=self.tol, select=self.select, dev=dev,
+                       **options).fit(self, data)
 
     # --------------------------------------------------------------- files
     def save(self, path) -> None:
@@ -411,18 +396,6 @@ class CRF:
             raise f.error("pairs", "repeats a (feature, tag) pair")
         theta = f.array("theta", "float", (len(pairs) + L * L + 2 * L,), finite=True)
         fmap = FeatureMap(template, names, cols.word, cols.pos)
-        return cls(fmap, tags, scheme, pairs, theta, f.settings(), cols, f.layout(cols))
+        return cls._fitted(fmap, tags, scheme, pairs, theta, f.settings(), cols,
+                           f.layout(cols))
 
-
-def _training_data(fmap: FeatureMap, tags: tuple[str, ...], scheme: str,
-                   sentences: Sequence[Sentence], gold: list[list[str]]) -> TrainingData:
-    """X of the sentences under ``fmap`` and their gold tags (in ``scheme``) as indices."""
-    ix = {t: i for i, t in enumerate(tags)}
-    seqs = []
-    for s, g in zip(sentences, gold):
-        bad = [i for i, t in enumerate(g) if t not in ix]
-        if bad:
-            raise SchemeError(f"{s.where(bad[0])}: tag {g[bad[0]]!r} is not among the "
-                              f"model's tags {', '.join(tags)}", bad[0])
-        seqs.append(np.array([ix[t] for t in g], dtype=np.int64))
-    return TrainingData(fmap.transform(sentences), Gold(seqs, tags, scheme))

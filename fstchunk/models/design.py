@@ -19,11 +19,12 @@ bit for bit.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
+from ..errors import SchemeError
 from .objectives import Gold
 
 
@@ -80,3 +81,26 @@ def pair_design(X: sp.csr_matrix, pairs: np.ndarray, L: int) -> sp.csr_matrix:
     cols = XT.indices[src].astype(np.int64) * L + np.repeat(lab, cnt)
     indptr = np.concatenate([[0], np.cumsum(cnt)])
     return sp.csr_matrix((XT.data[src], cols, indptr), shape=(len(pairs), N * L))
+
+
+def training_data(fmap: Any, tags: tuple[str, ...], scheme: str,
+                  sentences: Sequence[Any], gold: list[list[str]]) -> TrainingData:
+    """X of the sentences under ``fmap`` (a feature map's ``transform``) and their gold
+    tags (in ``scheme``) as indices; SchemeError at the line of a tag not in ``tags``."""
+    ix = {t: i for i, t in enumerate(tags)}
+    seqs = []
+    for s, g in zip(sentences, gold):
+        bad = [i for i, t in enumerate(g) if t not in ix]
+        if bad:
+            raise SchemeError(f"{s.where(bad[0])}: tag {g[bad[0]]!r} is not among the "
+                              f"model's tags {', '.join(tags)}", bad[0])
+        seqs.append(np.array([ix[t] for t in g], dtype=np.int64))
+    return TrainingData(fmap.transform(sentences), Gold(seqs, tags, scheme))
+
+
+def observed_pairs(X: sp.csr_matrix, gold: Sequence[np.ndarray], L: int) -> np.ndarray:
+    """The (feature, tag) pairs that occur in the training data, (P, 2)."""
+    y = np.concatenate(gold)
+    Y = sp.csr_matrix((np.ones(len(y)), (np.arange(len(y)), y)), shape=(len(y), L))
+    M = (X.T @ Y).tocoo()
+    return np.stack([M.row, M.col], axis=1).astype(np.int64)

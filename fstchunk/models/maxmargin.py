@@ -37,7 +37,6 @@ from ..engine.lossaug import f_loss, f_loss_viterbi, hamming_viterbi, hamming_vi
 from ..errors import InputError
 from ..lattice import Lattice
 from ..learn import objectives as lo
-from ..parallel import map_sentences
 from ..tagspace import TagSpace
 from .objectives import Chain, ChainGrad, Gold, Statistics
 
@@ -110,8 +109,9 @@ def hamming_oracles(tags: Sequence[str], scheme: str, ems: Sequence[np.ndarray],
 def hinge_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0, loss: str = "hamming"
                      ) -> Statistics:
     """Σ_i H_i and its subgradient Σ_i φ(x_i, ŷ_i) − φ(x_i, y_i) on the score arrays
-    (the additive statistics of :func:`hinge`).  The oracles run over processes
-    (:func:`fstchunk.parallel.map_sentences`) in shards of 32 sentences."""
+    (the additive statistics of :func:`hinge`; an executor of :mod:`fstchunk.scale`
+    spreads the sentences: its partitions).  The oracles run in shards of 32 sentences
+    of similar lengths."""
     check_loss(loss, beta_sq)
     L = len(chain.tags)
     gE = np.zeros_like(chain.emissions)
@@ -122,8 +122,7 @@ def hinge_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0, loss: str =
     order = np.argsort(np.diff(gold.offsets), kind="stable")   # similar lengths per shard
     shards = np.array_split(order, max(1, len(gold) // 32))
     found: list = [None] * len(gold)
-    for ids, part in zip(shards, map_sentences(_oracle_shard, shards, context=job,
-                                               chunksize=1)):
+    for ids, part in zip(shards, (_oracle_shard(job, ids) for ids in shards)):
         for k, r in zip(ids, part):
             found[k] = r
     for k, (g, (y, delta)) in enumerate(zip(gold.sequences, found)):

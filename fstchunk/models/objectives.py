@@ -23,8 +23,8 @@ penalty λ‖θ‖² means about the same strength for every objective (issue 16
   E[F] = Σ_c (1+w)·T[c] / (c + w·m(y)) (0/0 := 1, i.e. Z[0] when there are no
   chunks at all) from the reference-count table (Z, T) of
   :func:`fstchunk.engine.expectation.tp_count_table_grad`, whose reverse mode
-  gives the gradient.  Sentences are spread over processes by
-  :func:`fstchunk.parallel.map_sentences`; ~15x an ML evaluation.  Per sentence of n
+  gives the gradient.  An executor (:mod:`fstchunk.scale`, ``--workers``) spreads
+  the sentences, as for every objective; ~15x an ML evaluation.  Per sentence of n
   tokens, L tags and W ≤ n + 1 likely chunk counts (the spread of m(x), a few
   hundred at n = 2000 on CoNLL-2000): O(n·L²·W) time, O(√n·L·W + n·L²) memory
   (checkpoints of the count tables; benchmarks/RESULTS.md, "MEU objective and k-best
@@ -58,8 +58,8 @@ Pitfalls:
 * ``Chain`` holds *unmasked* scores; :meth:`Chain.masked` sets the scheme's
   invalid starts, transitions and ends to −∞ (a lattice from the raw arrays
   does that itself);
-* the workers of ``meu`` receive their context (scores, gold chunks) by fork
-  through :func:`~fstchunk.parallel.map_sentences`, never through globals.
+* nothing here forks: the statistics of a set of sentences are computed where they
+  are asked for, and :mod:`fstchunk.scale` asks each worker for its partition's.
 """
 
 from __future__ import annotations
@@ -78,7 +78,6 @@ from ..expected import from_count_table
 from ..lattice import Lattice
 from ..learn.objectives import ML, MEU, MEU_CORPUS, Objective
 from ..tagspace import TagSpace
-from ..parallel import map_sentences
 
 
 #: The most B·n·L² entries of one length batch: the gauged forward-backward
@@ -228,11 +227,11 @@ def ml_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Statistics:
 
 @one_blas_thread
 def meu_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Statistics:
-    """Σ_i E[F_β(x | y_i)] (``beta_sq`` = β²) and its gradient, sentences over processes."""
+    """Σ_i E[F_β(x | y_i)] (``beta_sq`` = β²) and its gradient, sentence by sentence (an
+    executor of :mod:`fstchunk.scale` spreads the sentences: its partitions)."""
     L = len(chain.tags)
     job = (chain, gold.offsets, gold.chunks, beta_sq)
-    shards = np.array_split(np.arange(len(gold)), max(1, min(len(gold), 64)))
-    parts = map_sentences(_meu_shard, shards, context=job, chunksize=1)
+    parts = [_meu_shard(job, np.arange(len(gold)))]
     gE = np.zeros_like(chain.emissions)
     gT, gS, gEnd = np.zeros((L, L)), np.zeros(L), np.zeros(L)
     value = 0.0
@@ -247,8 +246,8 @@ def meu_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Statistics
 
 
 def _meu_shard(job, ids):
-    """E[F] and its gradient pieces for the sentences ``ids``; ``job`` is the context
-    :func:`meu` hands to the workers: (chain, offsets, gold chunks, β²)."""
+    """E[F] and its gradient pieces for the sentences ``ids``; ``job`` is
+    (chain, offsets, gold chunks, β²)."""
     chain, offsets, chunks, beta_sq = job
     L = len(chain.tags)
     gT, gS, gEnd = np.zeros((L, L)), np.zeros(L), np.zeros(L)

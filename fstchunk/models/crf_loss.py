@@ -1,0 +1,88 @@
+"""The CRF's objectives over a training set as functions of θ: the loss apart from its
+solvers (as scikit-learn's ``linear_model/_linear_loss.py`` is).
+
+For θ = (state weights at the (attribute, tag) pairs, transitions, start, end) and a
+prepared training set (:class:`~fstchunk.models.design.TrainingData`):
+
+* :func:`statistics` — the objective's **additive statistics** over the sentences
+  (:mod:`fstchunk.models.objectives` for ``ml``, ``meu``, ``meu-corpus``,
+  :func:`fstchunk.models.maxmargin.hinge_statistics` for ``max-margin``) and their
+  gradients in θ-space by the chain rule through the pair design matrix:
+  vec(E) = A·θ_pairs, ∇θ_pairs = Aᵀ·vec(∇E) (:mod:`fstchunk.models.design`);
+* :func:`partitions` — the training set in runs of about equal token counts, each with
+  a scoring copy of the CRF, the unit :mod:`fstchunk.scale`'s executors place on a
+  worker; the statistics of the runs add up to those of the whole;
+* :func:`value_and_grad` — P(θ) = combine(Σ statistics) + λ‖θ‖² and its gradient
+  (:meth:`fstchunk.learn.objectives.Objective.combine`: the mean per sentence, or the
+  corpus F's ratio), summed here or over an executor's partitions.
+
+Pitfall: a partitioned value equals the single-process one to rounding (~1e-12
+relative), not bit for bit: the sums run in another order.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import InputError
+from ..fbeta import to_beta_sq
+from ..learn import objectives as lo
+from ..scale import split
+from .design import TrainingData
+from .maxmargin import hinge_statistics
+from .objectives import STATISTICS, Chain, ChainGrad
+
+
+def statistics(crf: Any, data: TrainingData, theta: np.ndarray, objective: lo.Objective,
+               beta_sq: float = 1.0, loss: str = "hamming") -> tuple[np.ndarray, np.ndarray]:
+    """The statistics of ``objective`` on ``data`` at θ: values (J,) and their gradients
+    in θ-space (J', |θ|), sums over the sentences (``beta_sq`` = β² of F_β)."""
+    AT = data.design(crf.pairs, crf.L)
+    chain = Chain(crf.tags, crf.scheme, (AT.T @ theta[:crf.P]).reshape(-1, crf.L),
+                  *crf.unpack(theta))
+    st = (hinge_statistics(chain, data.gold, beta_sq, loss) if objective is lo.MAX_MARGIN
+          else STATISTICS[objective](chain, data.gold, beta_sq))
+    return st.values, np.stack([chain_rule(crf, data, g) for g in st.grads])
+
+
+def chain_rule(crf: Any, data: TrainingData, g: ChainGrad) -> np.ndarray:
+    """∇θ from the gradient with respect to the score arrays: Aᵀ·vec(∇E) for the pairs,
+    then the transitions, start and end."""
+    AT = data.design(crf.pairs, crf.L)
+    return np.concatenate([AT @ g.emissions.ravel(), g.trans.ravel(), g.start, g.end])
+
+
+def partitions(crf: Any, data: TrainingData, parts: int) -> list[tuple[Any, TrainingData]]:
+    """``data`` in ``parts`` runs of sentences of about equal token counts, each with a
+    scoring copy of ``crf`` and its pair design matrix built (built once by the driver,
+    so that every forked worker has it)."""
+    shards = [(crf.scoring_copy(), data.subset(r))
+              for r in split([len(g) for g in data.gold.sequences], parts)]
+    for copy, part in shards:
+        part.design(copy.pairs, copy.L)
+    return shards
+
+
+def value_and_grad(crf: Any, data: TrainingData, objective: lo.Objective, l2: float,
+                   beta: float = 1.0, loss: str = "hamming", executor: Any = None
+                   ) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
+    """θ -> (P(θ), ∇P(θ)) of an objective with a value (minimised: the negated
+    log-likelihood or expected F, the max-margin hinge with loss ``loss`` and a
+    subgradient) plus l2·‖θ‖²; ``beta``: the standard β of F_β.  With an ``executor``
+    the statistics are summed over its partitions of ``data``."""
+    beta_sq = to_beta_sq(beta)
+    if objective.combination is None:
+        raise InputError(f"--objective {objective.name} has no objective function of θ: it "
+                         f"is trained by passes of its solver")
+    parts = executor.partitioned(crf, data) if executor is not None else None
+
+    def fun(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        values, G = (parts.statistics(theta, objective.name, beta_sq, loss)
+                     if parts is not None
+                     else statistics(crf, data, theta, objective, beta_sq, loss))
+        value, w = objective.combine(values, len(data.gold), beta_sq)
+        return value + l2 * float(theta @ theta), w @ G + 2 * l2 * theta
+
+    return fun
