@@ -64,6 +64,9 @@ POS_MIN_SEEN = 0.5
 #   WORD_MIN_ANY at all.
 WORD_MIN_SEEN = 0.5
 WORD_MIN_ANY = 0.1
+#   below WORD_MIN_TOKENS tokens a share says little (one new word of two is 50%), so a
+#   word column fails there only when every value is a chunk tag (a word/tag swap)
+WORD_MIN_TOKENS = 20
 #   a tag set: at most TAGSET_MAX distinct values in at least TAGSET_TOKENS tokens.
 #   Penn has 45 POS tags (43 in CoNLL-2000 test, at most 40 in any 1000 tokens), the
 #   Dutch set 12, the chunk and NER sets 19 and 9; words show at least 92 distinct
@@ -144,6 +147,8 @@ def looks_like(role: str, values: Sequence[str], vocab: Vocabulary) -> bool:
     seen = vocab.seen(values)
     if role == "pos":
         return seen >= POS_MIN_SEEN
+    if len(values) < WORD_MIN_TOKENS:        # too few for a share: only chunk tags fail
+        return not all(CHUNK_TAG.fullmatch(v) for v in values)
     return seen >= WORD_MIN_SEEN or (seen >= WORD_MIN_ANY and not tag_like(values))
 
 

@@ -319,3 +319,13 @@ def test_layout_edits_are_caught(tmp_path):
     with pytest.raises(ModelFileError, match=r"m.npz: field 'layout': layout_pos: not a list "
                                              r"of distinct non-empty values"):
         CRF.load(p)
+
+
+def test_a_handful_of_new_words_is_not_a_layout_fault():
+    """Below WORD_MIN_TOKENS tokens a share of seen words says nothing (one new word of
+    two is 50%): the word column passes unless every value is a chunk tag."""
+    vocab = Vocabulary.of(["the", "cat", "sat"])
+    assert L.looks_like("word", ["{", "x"], vocab)
+    assert not L.looks_like("word", ["B-NP", "I-NP", "O"], vocab)
+    many = [f"w{i}" for i in range(L.WORD_MIN_TOKENS)]
+    assert not L.looks_like("word", many, vocab)            # 20 unseen words: a share
