@@ -1,22 +1,97 @@
 """fstchunk: weighted finite-state machines for minimum-risk chunking.
 
+The everyday names are here, loaded when first used (so ``import fstchunk`` costs
+next to nothing, and ``fstchunk eval`` does not wait for scipy or pynini):
+
+* encodings: :data:`SCHEMES`, :func:`tags_to_chunks`, :func:`chunks_to_tags`,
+  :func:`convert`, :func:`is_valid`, :func:`conlleval_chunks`, :class:`TagSet`;
+* files and scores: :func:`read_conll`, :func:`iter_conll`, :func:`write_conll`,
+  :func:`evaluate` (tag sequences), :func:`evaluate_file` (conlleval.pl's reading);
+* distributions and expectations: :class:`Lattice`, :func:`expected_f`,
+  :class:`ExpectedF`;
+* decoders: :func:`decode_map`, :func:`decode_posterior`, :func:`decode_meu`,
+  :func:`decode_meu_corpus`, :func:`decode_loss_augmented`, :class:`Decoding`,
+  :func:`decode_sentences` (a model over sentences);
+* models and learning: :class:`CRF`, :class:`HMM`, :class:`JointModel`,
+  :class:`SegmentModel`, :func:`load_model`, :class:`Trainer`, :data:`OBJECTIVES`;
+* the subpackage :mod:`joint` (Shimizu & Haas).
+
 The tree follows the design: encodings (:mod:`fstchunk.encodings`) -> machines
 (:mod:`fstchunk.grammars`) -> models and lattices -> expectations and gradients ->
 decoders and trainers -> CLI (:mod:`fstchunk.cli`).
+
+    import fstchunk
+    crf = fstchunk.CRF("tmpt3").fit(fstchunk.read_conll("train.txt"))
+    fstchunk.decode_sentences(crf, fstchunk.read_conll("test.txt"), "meu")
 """
 
-from .encodings import (SCHEMES, chunks_to_tags, conlleval_chunks, convert, is_valid,
-                        tags_to_chunks)
-from .tagspace import TagSet
-from .lattice import Lattice
-from .expected import ExpectedF, expected_f
-from .decode import Decoding, decode_map, decode_meu, decode_meu_corpus, decode_posterior
-from .lossaug import decode_loss_augmented
-from .models import joint
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["SCHEMES", "Decoding", "decode_map", "decode_meu", "decode_meu_corpus",
-           "decode_posterior", "decode_loss_augmented", "ExpectedF", "Lattice", "TagSet",
-           "expected_f", "chunks_to_tags", "conlleval_chunks", "convert", "is_valid", "joint",
-           "tags_to_chunks"]
+#: public name -> (module, attribute); attribute None: the module itself
+_LAZY: dict[str, tuple[str, str | None]] = {
+    **{n: ("fstchunk.encodings", n) for n in (
+        "SCHEMES", "chunks_to_tags", "conlleval_chunks", "convert", "is_valid",
+        "tags_to_chunks")},
+    "TagSet": ("fstchunk.tagspace", "TagSet"),
+    **{n: ("fstchunk.conll", n) for n in ("read_conll", "iter_conll", "write_conll")},
+    **{n: ("fstchunk.evaluate", n) for n in ("evaluate", "evaluate_file")},
+    "Lattice": ("fstchunk.lattice", "Lattice"),
+    **{n: ("fstchunk.expected", n) for n in ("ExpectedF", "expected_f")},
+    **{n: ("fstchunk.decode", n) for n in (
+        "Decoding", "decode_map", "decode_meu", "decode_meu_corpus", "decode_posterior")},
+    "decode_loss_augmented": ("fstchunk.lossaug", "decode_loss_augmented"),
+    "decode_sentences": ("fstchunk.batch", "decode_sentences"),
+    "CRF": ("fstchunk.models.crf", "CRF"),
+    "HMM": ("fstchunk.models.hmm", "HMM"),
+    "JointModel": ("fstchunk.models.joint", "JointModel"),
+    "SegmentModel": ("fstchunk.models.segment", "SegmentModel"),
+    "load_model": ("fstchunk.models", "load_model"),
+    "Trainer": ("fstchunk.learn", "Trainer"),
+    "OBJECTIVES": ("fstchunk.learn.objectives", "OBJECTIVES"),
+    "joint": ("fstchunk.models.joint", None),
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name on first use (PEP 562)."""
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'fstchunk' has no attribute {name!r}") from None
+    loaded = importlib.import_module(module)
+    value = loaded if attr is None else getattr(loaded, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+if TYPE_CHECKING:                      # what type checkers and editors see
+    from .batch import decode_sentences
+    from .conll import iter_conll, read_conll, write_conll
+    from .decode import (Decoding, decode_map, decode_meu, decode_meu_corpus,
+                         decode_posterior)
+    from .encodings import (SCHEMES, chunks_to_tags, conlleval_chunks, convert, is_valid,
+                            tags_to_chunks)
+    from .evaluate import evaluate, evaluate_file
+    from .expected import ExpectedF, expected_f
+    from .lattice import Lattice
+    from .learn import Trainer
+    from .learn.objectives import OBJECTIVES
+    from .lossaug import decode_loss_augmented
+    from .models import load_model
+    from .models import joint
+    from .models.crf import CRF
+    from .models.hmm import HMM
+    from .models.joint import JointModel
+    from .models.segment import SegmentModel
+    from .tagspace import TagSet

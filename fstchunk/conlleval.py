@@ -76,11 +76,17 @@ def delimiter_pattern(delimiter: str | None) -> re.Pattern | None:
 
 _SPACE = re.compile(" ")
 _TAB = re.compile("\t")
+#: patterns that are one literal character (split by str.split)
+_LITERAL = {" ": " ", "\t": "\t", "\\t": "\t"}
 
 
 def perl_split(pattern: re.Pattern, line: str) -> list[str]:
-    """Perl's ``split(/pattern/, $line)``: trailing empty fields dropped."""
-    fields = pattern.split(line) if line else []
+    """Perl's ``split(/pattern/, $line)``: trailing empty fields dropped (a one-space or
+    one-tab pattern splits as :meth:`str.split` on it does, which is the same)."""
+    if not line:
+        return []
+    literal = _LITERAL.get(pattern.pattern)
+    fields = line.split(literal) if literal is not None else pattern.split(line)
     while fields and fields[-1] == "":
         fields.pop()
     return fields
@@ -180,12 +186,28 @@ class SchemeTally:
     def __init__(self) -> None:
         self.sentences = 0
         self.invalid = ({s: 0 for s in enc.SCHEMES}, {s: 0 for s in enc.SCHEMES})
+        self._ok: dict[str, dict[tuple[str, str], bool]] = {s: {} for s in enc.SCHEMES}
 
     def add(self, gold: list[str], pred: list[str]) -> None:
         self.sentences += 1
         for side, tags in zip(self.invalid, (gold, pred)):
+            pairs = set(zip(["<s>"] + tags, tags + ["</s>"]))
             for scheme in enc.SCHEMES:
-                side[scheme] += not enc.is_valid(tags, scheme)
+                ok = self._ok[scheme]
+                side[scheme] += not all(ok[b] if b in ok else self._allowed(scheme, b)
+                                        for b in pairs)
+
+    def _allowed(self, scheme: str, pair: tuple[str, str]) -> bool:
+        """Whether tag bigram ``pair`` (``<s>``/``</s>`` at the ends) is valid in
+        ``scheme``: :func:`fstchunk.encodings.allowed`, remembered; a tag that is not
+        the scheme's is not."""
+        prev, cur = (None if t in ("<s>", "</s>") else t for t in pair)
+        try:
+            ok = enc.allowed(scheme, prev, cur)
+        except ValueError:
+            ok = False
+        self._ok[scheme][pair] = ok
+        return ok
 
     def schemes(self, side: int) -> set[str]:
         """The schemes side 0 (gold) or 1 (predicted) reads as, slips allowed."""
@@ -229,12 +251,15 @@ class ChunkCounts:
         self.per_type: dict[str, list[int]] = {}       # type -> [correct, gold, found]
         self._last_g = self._last_p = (enc.OUTSIDE, "")
         self._in_correct = False
+        self._split: dict[str, tuple[str, str]] = {}       # tag -> (prefix, type)
 
     def _type(self, t: str) -> list[int]:
         return self.per_type.setdefault(t, [0, 0, 0])
 
     def push(self, gold: str, pred: str, token: bool = True) -> None:
-        g, p = enc.split_conlleval(gold), enc.split_conlleval(pred)
+        split = self._split
+        g = split.get(gold) or split.setdefault(gold, enc.split_conlleval(gold))
+        p = split.get(pred) or split.setdefault(pred, enc.split_conlleval(pred))
         lg, lp = self._last_g, self._last_p
         if self._in_correct:
             eg, ep = enc.chunk_ends(lg, g), enc.chunk_ends(lp, p)

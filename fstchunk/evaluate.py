@@ -233,35 +233,40 @@ def _tags(row, path, scheme: str | None) -> tuple[str, str]:
 
 def _stream_report(rows, path, beta: float) -> tuple[Report, SchemeTally]:
     """conlleval.pl's counts over the whole file (:class:`fstchunk.conlleval.ChunkCounts`),
-    the per-sentence F of each sentence (chunks read per sentence), and the schemes
-    each column's sentences read as (:class:`fstchunk.conlleval.SchemeTally`)."""
+    each sentence's F from the counts its boundary closes, and the schemes each column's
+    sentences read as (:class:`fstchunk.conlleval.SchemeTally`)."""
     counter = ChunkCounts()
     tally = SchemeTally()
     sent_f: list[float] = []
     gold: list[str] = []
     pred: list[str] = []
-    words = 0
+    before = (0, 0, 0)
 
     def end_sentence() -> None:
-        nonlocal words
-        if words:
-            sent_f.append(sentence_f(enc.conlleval_chunks(pred), enc.conlleval_chunks(gold),
-                                     beta))
+        nonlocal before
+        if gold:
+            now = (counter.correct, counter.found, counter.gold)
+            tp, found, wanted = (a - b for a, b in zip(now, before))
+            sent_f.append(f_beta(tp, found, wanted, beta))
             tally.add(gold, pred)
-        gold.clear()
-        pred.clear()
-        words = 0
+            before = now
+            gold.clear()
+            pred.clear()
+    checked: set[tuple[str, str]] = set()
     for row in rows:
         if row.boundary:
             counter.push("O", "O", token=False)
             end_sentence()
             continue
-        g, p = _tags(row, path, None)
+        key = (row.fields[-2], row.fields[-1])
+        if key not in checked:
+            _tags(row, path, None)
+            checked.add(key)
+        g, p = key
         counter.push(g, p)
         if not row.docstart:
             gold.append(g)
             pred.append(p)
-            words += 1
     counter.close()
     end_sentence()
     per_type = {t: Scores(c, f, g, beta) for t, (c, g, f) in counter.per_type.items()}

@@ -1,10 +1,13 @@
 """The ``fstchunk`` command line.
 
-Subcommands: ``demo``, ``eval``, ``expected``, ``decode``, ``train``, ``calibrate``, ``joint
-{train,calibrate,decode}``, ``grammar {list,info,print,draw,export}``, ``segment eval``; one module
-each for the grammar, scoring, tagging, joint and segment commands, the shared option
-types in :mod:`fstchunk.cli.common`.  A command parses nothing and computes
-little: it reads files and calls the library.
+Subcommands (:data:`COMMANDS`): ``demo``, ``eval``, ``expected``, ``decode``, ``train``,
+``calibrate``, ``joint {train,calibrate,decode}``, ``grammar
+{list,info,print,draw,export}``, ``segment {train,decode,eval}``; one module each for
+eval (``evaluation``), expected (``scoring``), decode (``decoding``), train and
+calibrate (``tagging``), joint, grammar and segment; the shared option types in
+:mod:`fstchunk.cli.common`, the inputs in :mod:`fstchunk.cli.inputs`.  A command parses
+nothing and computes little: it reads files and calls the library.  Only the module
+of the command that runs is imported (:func:`build_parser`).
 
 Errors: a :class:`~fstchunk.errors.FstchunkError` (bad input, option, model file
 or destination), an :class:`OSError` (a file that cannot be read or written) or a
@@ -12,46 +15,80 @@ or destination), an :class:`OSError` (a file that cannot be read or written) or 
 program with one line ``fstchunk COMMAND: error: ...`` on standard error, exit
 status 2; Ctrl-C ends it with one line (naming the checkpoint, when training),
 exit status 130, and SIGTERM (``kill``, a job scheduler's time limit) the same way
-with exit status 143: temporaries removed, a checkpoint written when training.  ``decode`` goes on past a sentence it cannot decode (one line
-naming its file:line, its lines tagged ``<error>``) and ends with exit status 1
-when any did.  Anything else is a bug and shows its traceback.
+with exit status 143: temporaries removed, a checkpoint written when training.
+``decode`` goes on past a sentence it cannot decode (one line naming its file:line, its
+lines tagged ``<error>``) and ends with exit status 1 when any did.  Anything else is a bug and shows its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import signal
 import sys
 
 from .. import __version__
-from ..demo import run as run_demo
 from ..errors import FstchunkError, TrainingInterrupted
-from ..parallel import single_threaded_blas
-from . import decoding, grammar, joint, scoring, segment, tagging
-from .common import HelpFormatter
-from .inputs import refuse_overwriting_inputs
+from .common import HelpFormatter, refuse_overwriting_inputs
+
+#: command -> (the module of .cli that defines it, its one-line help); a command's module
+#: is imported only when that command runs (or for ``--help``), so ``fstchunk eval``
+#: starts without the machinery of training and decoding
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("demo", "the slides' toy example and the encodings, on built-in data"),
+    "eval": ("evaluation", "conlleval.pl's report for a CoNLL file (last two columns: "
+                           "gold, predicted)"),
+    "expected": ("scoring", "expected tp, P, R and F_β of each sentence of a CoNLL file "
+                            "under a saved model (--model) or score arrays (--scores)"),
+    "decode": ("decoding", "tag a CoNLL file with a saved model; writes its lines plus a "
+                           "predicted-tag column"),
+    "train": ("tagging", "train a CRF (ML, minimum-risk or max-margin) or a counting HMM"),
+    "calibrate": ("tagging", "fit a CRF's temperature on held-out sentences (maximum "
+                             "likelihood), so that MEU decoding reads a max-margin model's "
+                             "scores as probabilities"),
+    "joint": ("joint", "joint POS tagging and chunking (Shimizu & Haas 2006)"),
+    "grammar": ("grammar", "list, inspect, print, draw and export the machines"),
+    "segment": ("segment", "flexible segmentation (overlapping, non-contiguous segments): "
+                           "train, decode, eval"),
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command (``command`` None), or of that one command in full
+    and the others by name and help only (what :func:`main` runs)."""
     ap = argparse.ArgumentParser(prog="fstchunk", formatter_class=HelpFormatter,
                                  description="fstchunk: weighted finite-state machines for "
                                              "minimum-risk chunking")
     ap.add_argument("--version", action="version", version=f"fstchunk {__version__}")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    p = sub.add_parser("demo", formatter_class=HelpFormatter,
-                       help="the slides' toy example and the encodings, on built-in data")
-    p.set_defaults(func=lambda args: run_demo())
-    scoring.add_parsers(sub)
-    decoding.add_parser(sub)
-    tagging.add_parsers(sub)
-    joint.add_parser(sub)
-    grammar.add_parser(sub)
-    segment.add_parser(sub)
+    wanted = {m for n, (m, _) in COMMANDS.items() if command is None or n == command}
+    for name, (module, text) in COMMANDS.items():
+        if name in sub.choices:
+            continue                                 # added with another of its module
+        if module not in wanted:
+            sub.add_parser(name, help=text, add_help=False)
+        elif module == "demo":
+            p = sub.add_parser(name, formatter_class=HelpFormatter, help=text)
+            p.set_defaults(func=_run_demo)
+        else:                                        # every command of the module
+            added = importlib.import_module(f".{module}", __name__)
+            getattr(added, "add_parsers", getattr(added, "add_parser", None))(sub)
     return ap
 
 
+def _run_demo(args: argparse.Namespace) -> int:
+    from ..demo import run
+    return run()
+
+
+def _command(argv: list[str]) -> str | None:
+    """The command named in ``argv`` (its first word that is one), if any."""
+    return next((a for a in argv if a in COMMANDS), None)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command(argv))
     args, extra = parser.parse_known_args(argv)
     if extra:
         # argparse binds an optional-length positional before the options; names
@@ -65,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     previous = _on_sigterm(terminated)
     try:
         refuse_overwriting_inputs(args, ("model",) if command.endswith("calibrate") else ())
+        if args.command == "eval":          # no numpy there: no BLAS to limit
+            return args.func(args)
+        from ..parallel import single_threaded_blas
         with single_threaded_blas():        # small matrices: see fstchunk.parallel
             return args.func(args)
     except BrokenPipeError:

@@ -19,16 +19,15 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 import sys
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
-from ..errors import InputError
+from ..errors import InputError, OutputError
 from ..fbeta import beta_range, check_beta
 from ..gold import ON_INVALID
-from ..parallel import usable_cores
-from ..scale import executor
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -157,6 +156,8 @@ def executor_of(args: argparse.Namespace, auto: bool = False) -> Iterator[Any]:
     """The executor of ``--workers``/``--scheduler`` (None: this process), closed after;
     with neither given and ``auto``, local processes on every usable core (if more
     than one)."""
+    from ..parallel import usable_cores          # process machinery: only where work is
+    from ..scale import executor                 # spread (eval starts without it)
     workers = args.workers
     if auto and workers is None and args.scheduler is None and usable_cores() > 1:
         workers = usable_cores()
@@ -224,3 +225,24 @@ def split_list(text: str, option: str) -> list[str]:
         raise InputError(f"{option} {text!r}: give a comma-separated list without empty items")
     return items
 
+
+#: the options that name files a command reads
+INPUT_OPTIONS = ("file", "train", "dev", "input", "model", "init", "calibrate", "scores",
+                 "from_data")
+def refuse_overwriting_inputs(args: argparse.Namespace, may_overwrite: Iterable[str] = ()
+                              ) -> None:
+    """OutputError, before any work, when ``-o`` names a file the command reads (the
+    same file by any path, links included), unless its option is in ``may_overwrite``
+    (``calibrate -o`` may replace ``--model``)."""
+    out = getattr(args, "output", None)
+    if not isinstance(out, str) or not os.path.exists(out):
+        return
+    for name in INPUT_OPTIONS:
+        path = getattr(args, name, None)
+        if name in may_overwrite or not isinstance(path, str) or not os.path.exists(path):
+            continue
+        if os.path.samefile(path, out):
+            option = name.replace("_", "-") if name != "file" else "FILE"
+            option = option if name == "file" else f"--{option}"
+            raise OutputError(f"-o {out} is the {option} file {path}: writing it would "
+                              f"destroy what the command reads; give another output path")

@@ -5,19 +5,17 @@ overwrite an input.
 Inputs read with a saved model go through :func:`layout_input` first (its training
 layout, :mod:`fstchunk.layout`): the first sentences are checked before any work,
 and :func:`arranged` moves the columns to where the model reads them.
-:func:`refuse_overwriting_inputs` refuses ``-o`` naming a file the command reads.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 from itertools import chain
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from ..columns import Columns
 from ..conll import Sentence, iter_conll, read_conll
-from ..errors import InputError, OutputError
+from ..errors import InputError
 from ..gold import GoldReport, check_gold
 from ..layout import Arrangement, Layout, head
 from ..models.base import reading_columns
@@ -91,28 +89,6 @@ def read_input(path: str) -> list[Sentence]:
     if not sents:
         raise no_sentences(path)
     return sents
-
-
-#: the options that name files a command reads
-INPUT_OPTIONS = ("file", "train", "dev", "input", "model", "init", "calibrate", "scores",
-                 "from_data")
-def refuse_overwriting_inputs(args: argparse.Namespace, may_overwrite: Iterable[str] = ()
-                              ) -> None:
-    """OutputError, before any work, when ``-o`` names a file the command reads (the
-    same file by any path, links included), unless its option is in ``may_overwrite``
-    (``calibrate -o`` may replace ``--model``)."""
-    out = getattr(args, "output", None)
-    if not isinstance(out, str) or not os.path.exists(out):
-        return
-    for name in INPUT_OPTIONS:
-        path = getattr(args, name, None)
-        if name in may_overwrite or not isinstance(path, str) or not os.path.exists(path):
-            continue
-        if os.path.samefile(path, out):
-            option = name.replace("_", "-") if name != "file" else "FILE"
-            option = option if name == "file" else f"--{option}"
-            raise OutputError(f"-o {out} is the {option} file {path}: writing it would "
-                              f"destroy what the command reads; give another output path")
 
 
 def columns_spec(text: str) -> Columns:

@@ -1,5 +1,5 @@
-"""``fstchunk eval`` (conlleval on a CoNLL file) and ``fstchunk expected`` (E[tp], E[P],
-E[R], E[F_β] of each sentence under a model or score arrays)."""
+"""``fstchunk expected``: E[tp], E[P], E[R], E[F_β] of each sentence under a model or
+score arrays."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, Iterator, NamedTuple
 
 from .. import encodings as enc
 from ..errors import FstchunkError, InputError
-from ..evaluate import evaluate_file, f_beta
+from ..evaluate import f_beta
 from ..expected import expected_f
 from ..grammars import budget
 from ..models import load_model
@@ -19,26 +19,12 @@ from ..models.io import read_metadata
 from ..scorefile import load_lattices
 from ..batch import SENTENCE_ERRORS, block_lattices, map_blocks, sentence_error
 from .common import (BETA_HELP, Failures, HelpFormatter, add_executor, add_on_invalid,
-                     beta_option, executor_of, warn)
+                     beta_option, executor_of)
 from .inputs import arranged, columns_spec, iter_gold, layout_input, read_gold
 from .grammar import add_state_budget
 
 
 def add_parsers(sub) -> None:
-    p = sub.add_parser("eval", formatter_class=HelpFormatter,
-                       help="conlleval-format report for a CoNLL file "
-                            "(last two columns: gold, predicted)")
-    p.add_argument("file", help="CoNLL file whose last two columns are gold and predicted tags")
-    p.add_argument("--scheme", default=None,
-                   help="read tags leniently in this scheme (none: exactly as conlleval.pl)")
-    p.add_argument("--beta", type=beta_option, default=1.0, help=BETA_HELP)
-    p.add_argument("--delimiter", default=None,
-                   help="column delimiter, a regular expression as conlleval.pl's -d (e.g. "
-                        "'\\t'; a single character is literal); none: one space, as "
-                        "conlleval.pl, or tabs when the first line holds one")
-    p.add_argument("--json", action="store_true", help="print the scores as JSON")
-    p.set_defaults(func=run_eval)
-
     p = sub.add_parser("expected", formatter_class=HelpFormatter,
                        help="expected tp, P, R and F_β of each sentence of a CoNLL file "
                             "under a saved model (--model) or score arrays (--scores)")
@@ -65,13 +51,6 @@ def add_parsers(sub) -> None:
     add_executor(p, "the file's sentences (with --model; blocks of about 2000 tokens, "
                     "the rows keep the input's order)")
     p.set_defaults(func=run_expected)
-
-
-def run_eval(args: argparse.Namespace) -> int:
-    rep = evaluate_file(args.file, scheme=args.scheme, beta=args.beta, delimiter=args.delimiter,
-                        warn=lambda message: warn("eval", message))
-    sys.stdout.write(rep.json() + "\n" if args.json else rep.conlleval())
-    return 0
 
 
 def _scored(args: argparse.Namespace, ex) -> Iterator[tuple]:

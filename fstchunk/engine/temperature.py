@@ -46,7 +46,6 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
-import scipy.optimize
 
 from ..errors import InputError
 from .chain import Layers, backward, forward
@@ -200,6 +199,7 @@ def fit_temperature(held: HeldOut) -> TemperatureFit:
     elif at(b)[1] == 0:
         u = b
     else:
+        import scipy.optimize            # loaded when a model is calibrated, not on import
         u = scipy.optimize.brentq(lambda v: at(v)[1], a, b, xtol=LOG_T_TOL)
     nll = at(u)[0]
     return TemperatureFit(math.exp(u), nll / m, at(0.0)[0] / m, m, calls[0], bound)

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 import numpy as np
-import scipy.optimize
 
 from ..errors import ModelFileError
 
@@ -95,6 +94,7 @@ class LBFGS:
             k[0] += 1
             self._last = (x.copy(), k[0])
             on_step(x, value[0], {})
+        import scipy.optimize            # loaded when a model trains, not on import
         res = scipy.optimize.minimize(
             tracked, theta, jac=True, method="L-BFGS-B", callback=step,
             options={"maxiter": max(max_steps - done, 1), "gtol": self.tol,

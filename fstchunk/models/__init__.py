@@ -12,32 +12,65 @@ naming the file and the field, never a traceback or a silently wrong model.  The
 CRF and the HMM expose the columns they read as ``model.columns``
 (:class:`~fstchunk.columns.Columns`).
 
-Pitfall: a new model class must be added to :data:`MODELS`, or its files cannot
-be read by ``fstchunk decode`` / ``expected``.
+Pitfall: a new model class must be added to :data:`MODELS` (its kind and where its
+class lives), or its files cannot be read by ``fstchunk decode`` / ``expected``; the
+classes are imported when first asked for, so reading an HMM file does not load
+scipy's sparse matrices.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ..errors import ModelFileError
-from .segment import SegmentModel
-from .base import ChunkModel, TrainableModel
-from .crf import CRF
-from .hmm import HMM
 from .io import read_metadata
-from .joint import JointModel
 
-MODELS: dict[str, type] = {"crf": CRF, "hmm": HMM, "joint": JointModel, "segment": SegmentModel}
+#: model kind -> (module, class): the registry; a class is imported when first needed
+_KINDS: dict[str, tuple[str, str]] = {
+    "crf": ("fstchunk.models.crf", "CRF"), "hmm": ("fstchunk.models.hmm", "HMM"),
+    "joint": ("fstchunk.models.joint", "JointModel"),
+    "segment": ("fstchunk.models.segment", "SegmentModel")}
+_NAMES = {cls: kind for kind, (_, cls) in _KINDS.items()}
+_PROTOCOLS = {"ChunkModel": "fstchunk.models.base", "TrainableModel": "fstchunk.models.base"}
 
-__all__ = ["CRF", "HMM", "JointModel", "MODELS", "ChunkModel", "TrainableModel", "load_model"]
+__all__ = ["CRF", "HMM", "JointModel", "MODELS", "SegmentModel", "ChunkModel",
+           "TrainableModel", "load_model", "model_class"]
 
 
-def load_model(path) -> ChunkModel:
+def model_class(kind: str) -> type:
+    """The class of model ``kind`` (:data:`MODELS`' keys)."""
+    module, name = _KINDS[kind]
+    return getattr(importlib.import_module(module), name)
+
+
+def __getattr__(name: str) -> Any:
+    """The model classes and :data:`MODELS` (kind -> class), loaded on first use."""
+    if name == "MODELS":
+        return {kind: model_class(kind) for kind in _KINDS}
+    if name in _NAMES:
+        return model_class(_NAMES[name])
+    if name in _PROTOCOLS:
+        return getattr(importlib.import_module(_PROTOCOLS[name]), name)
+    raise AttributeError(f"module 'fstchunk.models' has no attribute {name!r}")
+
+
+def load_model(path) -> Any:
     """The model saved at ``path``, of whichever kind its file says
     (:class:`~fstchunk.errors.ModelFileError` naming the file, and the field where
     one is at fault, otherwise)."""
     kind = read_metadata(path).get("kind")
-    cls = MODELS.get(kind) if isinstance(kind, str) else None
-    if cls is None:
+    if not isinstance(kind, str) or kind not in _KINDS:
         raise ModelFileError(f"{path}: unknown model kind {kind!r}; this fstchunk reads "
-                             f"{', '.join(MODELS)}")
-    return cls.load(path)
+                             f"{', '.join(_KINDS)}")
+    return model_class(kind).load(path)
+
+
+if TYPE_CHECKING:
+    from .base import ChunkModel, TrainableModel
+    from .crf import CRF
+    from .hmm import HMM
+    from .joint import JointModel
+    from .segment import SegmentModel
+
+    MODELS: dict[str, type]
