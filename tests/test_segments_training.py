@@ -152,7 +152,7 @@ def test_select_dev_keeps_the_best_epoch(monkeypatch, average):
         assert m.other_weights is None
 
 
-def test_dev_every_and_select_last(monkeypatch):
+def test_dev_every_and_select_last():
     """dev F every 2 epochs and at the end; the last θ is kept with select="last"."""
     m = SegmentModel(D=2 ** 12).fit(TOY, dev=TOY, max_iter=5, dev_every=2)
     hist = m.settings["history"]

@@ -8,12 +8,13 @@
 and SIGTERM writing OUTPUT.ckpt), a step being an epoch; a resume must match the
 training file (its digest), the restrictions, the max gap, the hash bits, the seed,
 averaging and the selection (with ``--select dev`` the dev file too).  With ``--dev``
-it then fits the probability calibration MEU decoding needs on the dev sentences.  ``decode`` writes the
-input again with its segments replaced: JSONL lines keep their keys with ``segments``
-replaced by the predicted list; a CoNLL input gets a predicted IOB2 column, which can
-hold only non-overlapping contiguous segments, so for CoNLL output the restrictions
-no-overlap and contiguous are always applied (on top of ``--restrict``).  ``eval``
-scores predicted against gold segment sets.
+it then fits the probability calibration MEU decoding needs on the dev sentences (and
+writes the model again).  ``decode`` writes the input again with its segments replaced:
+JSONL lines keep their keys with ``segments`` replaced by the predicted list; a CoNLL
+input gets a predicted IOB2 column, which can hold only non-overlapping contiguous
+segments, so for CoNLL output the restrictions no-overlap and contiguous are always
+applied (on top of ``--restrict``).  ``eval`` scores predicted against gold segment
+sets.
 
 Files are JSONL (GENIA's format: ``tokens`` and ``segments`` per line) or CoNLL (the
 segments are the chunks of the last column, conlleval's reading); the format is read
