@@ -13,7 +13,14 @@ Sections (``--section``, comma-separated):
   non-contiguous segment; seconds per training epoch, test-set decoding, peak memory;
 * ``np``: CoNLL-2000 with NP chunks only (the other chunks read as O): multilabel,
   multilabel restricted to non-overlapping contiguous segments, and the ML CRF (tmpt-3);
-* ``ned``: the same on CoNLL-2002 Dutch NER (the CRF with ``ner`` features).
+* ``ned``: the same on CoNLL-2002 Dutch NER (the CRF with ``ner`` features);
+* ``loop`` (issue 33): ``fstchunk segment train`` through the one training loop against
+  another checkout (``--before DIR``, e.g. ``git worktree add /tmp/before COMMIT``), in
+  fresh processes, paired (before, after, after without checkpoints, in turn, each
+  ``--repeats`` times): seconds per epoch (the command's wall time over the epochs:
+  reading, dev F every epoch, calibration and files included), peak memory, and
+  whether both give the same weights and dev F for the same seed and epochs; on a
+  GENIA slice (``--limit`` sentences, 300 dev) and CoNLL-2000 NP chunks (all).
 
 Tuning reads dev files only; each test figure is one run; F ± the bootstrap standard
 error over test sentences (``--resamples``).
@@ -24,7 +31,12 @@ error over test sentences (``--resamples``).
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
+import tempfile
+import time
+from pathlib import Path
 
 import numpy as np
 
@@ -32,8 +44,9 @@ from common import Timer, data_path, peak_rss_mb, write_section
 from fstchunk.columns import Columns
 from fstchunk.conll import Sentence
 from fstchunk.batch import decode_sentences
+from fstchunk.models import load_model
 from fstchunk.models.crf import CRF
-from fstchunk.models.segment.train import train
+from fstchunk.models.segment import SegmentModel
 from fstchunk.parallel import single_threaded_blas
 from fstchunk.segments.data import (SegSentence, Segment, read_conll_segments, read_jsonl,
                                     segments_to_tags)
@@ -95,8 +108,8 @@ HEAD = ["| model | paper F | P | R | F ± SE | hard P | hard R | hard F |",
 def multilabel(args, tr, dv, restrictions=None):
     """The multilabel model, averaged, the epoch (of at most --epochs) chosen by dev F."""
     with Timer() as t:
-        m = train(tr, epochs=args.epochs, dev=dv, progress=not args.quiet,
-                  restrictions=restrictions, select="dev")
+        m = SegmentModel(restrictions=restrictions).fit(
+            tr, dev=dv, max_iter=args.epochs, select="dev", progress=not args.quiet)
     m.calibrate(dv, source="dev")
     return m, t.seconds
 
@@ -136,7 +149,7 @@ def section_genia(args) -> None:
     with Timer() as t_dec:
         thr = m.decode(te)
     rows = [row("multilabel, threshold 0", gold, thr, idx),
-            row("multilabel, last weights (not averaged), threshold 0", gold,
+            row("multilabel, the last epoch's last weights (not averaged), threshold 0", gold,
                 m.decode(te, W=m.other_weights), idx),
             row("multilabel, no embedding", gold, m.decode(te, restrictions="no-embedding"), idx),
             row("multilabel, MEU (calibrated on dev)", gold, meu := m.decode(te, decoder="meu"),
@@ -220,6 +233,98 @@ def section_table1(args, corpus: str) -> None:
         write_section(f"Segments (issue 19): {name}", "\n".join(out))
 
 
+def _cli(checkout: str, argv: list[str], cwd: str) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds (user + system) and peak memory (MB) of ``python -m
+    fstchunk ARGV`` run from ``checkout``; exits naming the command if it fails."""
+    env = dict(os.environ, PYTHONPATH=checkout)
+    with open(Path(cwd) / "log.txt", "w") as log:
+        t = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "fstchunk", *argv], cwd=cwd, env=env,
+                                stdout=log, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - t
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        sys.exit(f"{checkout}: fstchunk {' '.join(argv)} failed:\n"
+                 f"{(Path(cwd) / 'log.txt').read_text()}")
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0
+
+
+def _loop_files(corpus: str, folder: Path, limit: int) -> tuple[str, str, int]:
+    """The training and dev files of ``corpus`` in ``folder`` and the training size."""
+    if corpus == "genia":
+        sizes = []
+        for name, n in (("train", limit), ("dev", 300)):
+            lines = [x for x in open(data_path("genia", f"{name}.jsonl"),
+                                     encoding="utf-8").read().split("\n") if x.strip()][:n]
+            (folder / f"{name}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+            sizes.append(len(lines))
+        return str(folder / "train.jsonl"), str(folder / "dev.jsonl"), sizes[0]
+    from fstchunk.conll import read_conll, write_conll
+    sizes = []
+    for name in ("train", "dev"):
+        sents = read_conll(data_path("conll2000", f"{name}.txt"))
+        write_conll([[[*r[:-1], r[-1] if r[-1].endswith("-NP") else "O"] for r in s.rows]
+                     for s in sents], folder / f"{name}.txt")
+        sizes.append(len(sents))
+    return str(folder / "train.txt"), str(folder / "dev.txt"), sizes[0]
+
+
+def section_loop(args) -> None:
+    if not args.before:
+        sys.exit("--section loop needs --before DIR (the checkout to compare with)")
+    root = str(Path(__file__).resolve().parents[1])
+    variants = [("before", args.before, []), ("after", root, []),
+                ("after, --checkpoint-every 0", root, ["--checkpoint-every", "0"])]
+    rows, notes = [], []
+    for corpus in ("genia", "np"):
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            train, dev, n = _loop_files(corpus, folder, args.limit or 2000)
+            times: dict[str, list[tuple[float, float]]] = {v[0]: [] for v in variants}
+            peaks: dict[str, float] = {}
+            for r in range(args.repeats):
+                for label, checkout, extra in variants:
+                    out = str(folder / f"{label[:5]}-{len(extra)}-{r}.npz")
+                    secs, cpu, peak = _cli(checkout, ["segment", "train", "--train", train, "--dev",
+                                                 dev, "--epochs", str(args.epochs), "--quiet",
+                                                 "-o", out, *extra], tmp)
+                    times[label].append((secs / args.epochs, cpu / args.epochs))
+                    peaks[label] = max(peaks.get(label, 0.0), peak)
+                    print(f"{corpus} {label} run {r + 1}: {secs:.1f} s, CPU {cpu:.1f} s",
+                          file=sys.stderr)
+            before, after = (load_model(str(folder / f"{x}-0-0.npz")) for x in ("befor", "after"))
+            same = bool(np.array_equal(before.W, after.W))
+            fs = [(h["dev_f_average"], h["dev_f_last"]) for h in before.settings["history"]]
+            same_f = fs == [(h["dev_f_average"], h["dev_f_last"])
+                            for h in after.settings["history"]]
+            name = {"genia": f"GENIA, first {n} training sentences",
+                    "np": "CoNLL-2000 NP chunks, all"}[corpus]
+            rows.append(f"| {name} | " + " | ".join(
+                " / ".join(f"{w:.1f} ({c:.1f})" for w, c in times[v[0]]) for v in variants)
+                + f" | {peaks['before']:.0f} / {peaks['after']:.0f} | "
+                f"{'yes' if same else 'NO'} | {'yes' if same_f else 'NO'} |")
+            notes.append(f"{name}: dev F (averaged / last weights) per epoch "
+                         + ", ".join(f"{a:.2f}/{b:.2f}" for a, b in fs) + ".")
+    label = args.before_label or f"the checkout at `{args.before}`"
+    out = [f"`fstchunk segment train --epochs {args.epochs} --dev DEV` (averaged, seed 0, "
+           f"2**20 hashed features per type; the after runs write OUTPUT.ckpt and the "
+           f"learner's state every epoch by default) in fresh processes, 'before' = "
+           f"{label}, 'after' = this checkout through `fstchunk.learn.Trainer`; runs in "
+           f"turn, {args.repeats} of each. Seconds per epoch = the command's wall time / "
+           f"epochs (reading, features, dev F each epoch, calibration and the model files "
+           f"included), each run, and in parentheses its CPU time (user + system) / epochs, "
+           f"less sensitive to other load on the machine; peak resident memory of the "
+           f"command (max over runs).\n",
+           "| data | before s/epoch | after s/epoch | after, no checkpoints s/epoch | peak MB "
+           "before / after | same weights | same dev F |", "|---|---|---|---|---|---|---|",
+           *rows, "", *notes]
+    print("\n".join(out))
+    if not args.no_write:
+        write_section("Segments (issue 33): segment train through the training loop",
+                      "\n".join(out))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--section", default="genia,np,ned")
@@ -228,6 +333,9 @@ def main() -> None:
     ap.add_argument("--resamples", type=int, default=1000)
     ap.add_argument("--limit", type=int, default=None, help="first N sentences of each set")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--before", default=None, help="--section loop: the checkout to compare")
+    ap.add_argument("--before-label", default=None, help="what --before holds (for the text)")
+    ap.add_argument("--repeats", type=int, default=2, help="--section loop: runs of each")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
     for s in args.section.split(","):
@@ -235,8 +343,10 @@ def main() -> None:
             section_genia(args)
         elif s in ("np", "ned"):
             section_table1(args, s)
+        elif s == "loop":
+            section_loop(args)
         else:
-            ap.error(f"unknown section {s!r}; use genia, np, ned")
+            ap.error(f"unknown section {s!r}; use genia, np, ned, loop")
 
 
 if __name__ == "__main__":

@@ -110,7 +110,7 @@ COMMANDS = {
                   "joint crf: ", lambda s: _every(s["crf_iterations"], 10)),
     "segment train": (["segment", "train", "--train", "{d}/train.txt", "--dev",
                        "{d}/dev.txt", "--epochs", "3"],
-                      "epoch ", lambda s: 3),
+                      "train multilabel: ", lambda s: 3),
 }
 
 
@@ -127,8 +127,9 @@ def test_a_log_gets_lines_and_a_terminal_a_bar(name, data, capsys, monkeypatch):
     assert lines and all(x.startswith(start) for x in lines), err
     assert len(lines) == expected(load_model(model).settings), err
     if name == "segment train":                     # the epoch's figures, dev F included
-        assert [x.split(":")[0] for x in lines] == ["epoch 1/3", "epoch 2/3", "epoch 3/3"]
-        assert all("30/30 sent" in x and "dev_F=" in x for x in lines)
+        assert [x.split(", ")[0] for x in lines] == [
+            f"train multilabel: {k}/3 epoch" for k in (1, 2, 3)]
+        assert all("updates=" in x and "dev_f=" in x for x in lines)
     monkeypatch.setattr(progress_module, "is_terminal", lambda stream: True)
     assert main(argv) == 0
     assert "\r" in capsys.readouterr().err

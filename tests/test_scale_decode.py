@@ -22,7 +22,7 @@ import fstchunk.batch as batch
 from fstchunk.cli import main
 from fstchunk.conll import read_conll
 from fstchunk.models.crf import CRF
-from fstchunk.models.segment.train import train as train_segments
+from fstchunk.models.segment import SegmentModel
 from fstchunk.segments.data import read_segments
 from fstchunk import scale
 
@@ -115,7 +115,7 @@ def test_cli_expected_is_identical(setup, dask, small_blocks, capsys):
 
 def test_cli_segment_decode_is_identical(corpus, dask, small_blocks, capsys, tmp_path):
     sents = read_segments(corpus("genia", "train.jsonl"))[:150]
-    model = train_segments(sents[:100], epochs=1, max_gap=1, D=2 ** 16, progress=False)
+    model = SegmentModel(D=2 ** 16, max_gap=1).fit(sents[:100], max_iter=1)
     path = tmp_path / "seg.npz"
     model.save(path)
     inp = tmp_path / "in.jsonl"

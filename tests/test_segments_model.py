@@ -24,7 +24,7 @@ from fstchunk.models.io import load_model_file, save_model
 from fstchunk.segments.data import Segment, SegSentence
 from fstchunk.models.segment.features import allowed_arcs, members, sentence_features, token_ids
 from fstchunk.models.segment.model import SegmentModel
-from fstchunk.models.segment.train import OnlineLearner, hildreth, train
+from fstchunk.models.segment.train import OnlineLearner, hildreth
 
 
 def brute_kbest(arc_scores, k, max_gap=None):
@@ -116,7 +116,7 @@ def test_allowed_arcs():
 
 def test_segment_score_equals_w_dot_features():
     rng = np.random.default_rng(1)
-    m = SegmentModel(["PER", "ENZ"], D=2 ** 12, max_gap=1, pos=True)
+    m = SegmentModel(D=2 ** 12, max_gap=1)._fitted(["PER", "ENZ"], pos=True)
     m.W = rng.normal(size=m.W.shape)
     s = sent("Bill and Hilary Clinton traveled today", pos="NNP CC NNP NNP VBD NN".split())
     a = m.arc_scores(s)
@@ -174,7 +174,7 @@ def f_score(model, sentences):
 
 @pytest.mark.parametrize("average", [True, False])
 def test_training_fits_overlapping_and_noncontiguous_segments(brute, average):
-    m = train(TRAIN, epochs=6, D=2 ** 14, average=average, progress=False, dev=TRAIN)
+    m = SegmentModel(D=2 ** 14, average=average).fit(TRAIN, dev=TRAIN, max_iter=6)
     assert m.types == ["PER", "ENZ"] and m.max_gap == 2
     assert f_score(m, TRAIN) == 100.0
     hist = m.settings["history"]
@@ -182,42 +182,14 @@ def test_training_fits_overlapping_and_noncontiguous_segments(brute, average):
     assert ("dev_f_average" in hist[-1]) == average
 
 
-def test_select_dev_keeps_the_best_epoch(brute, monkeypatch):
-    """select="dev": the kept weights are those of the epoch with the best dev F (the
-    earliest on ties), averaged or not; the other weights of that epoch stay beside."""
-    scores = iter([40.0, 70.0, 70.0, 50.0])            # averaged dev F of epochs 1..4
-    saved = {}
-    real = train_mod.OnlineLearner.averaged
-
-    def spy(self):
-        w = real(self)
-        saved[len(saved) + 1] = w.copy()
-        return w
-
-    monkeypatch.setattr(train_mod.OnlineLearner, "averaged", spy)
-    monkeypatch.setattr(train_mod, "dev_f", lambda model, dev, W=None: next(scores)
-                        if W is not None else 0.0)
-    m = train(TRAIN, epochs=4, D=2 ** 12, progress=False, dev=TRAIN, select="dev")
-    assert m.settings["selected_epoch"] == 2 and m.settings["select"] == "dev"
-    # averaged() calls: epoch 1 dev (1), kept (2); epoch 2 dev (3), kept (4); 3, 4: dev only
-    assert len(saved) == 6
-    np.testing.assert_array_equal(m.W, saved[4])
-    np.testing.assert_array_equal(saved[3], saved[4])
-    assert not np.array_equal(saved[4], saved[6])      # the last epoch's average differs
-    assert m.other_weights is not None and m.other_weights.shape == m.W.shape
-    last = train(TRAIN, epochs=2, D=2 ** 12, progress=False)
-    assert last.settings["selected_epoch"] == 2
-    with pytest.raises(InputError, match="select"):
-        train(TRAIN, epochs=2, progress=False, select="dev")      # no dev
-
-
 def test_update_satisfies_its_constraints(brute):
-    m = SegmentModel(["PER", "ENZ"], D=2 ** 14, max_gap=2)
+    m = SegmentModel(D=2 ** 14, max_gap=2)._fitted(["PER", "ENZ"])
     learner = OnlineLearner(m)
     s = TRAIN[0]
     top = m.candidates(s, k=len(s))                # before the update: all scores 0
     assert learner.step(s) > 0
-    a = m.arc_scores(s)
+    assert not m.W.any()                           # the learner has its own W
+    a = m.arc_scores(s, W=learner.W)
     for score, t, pos in top:
         idx = members(len(s), pos)
         new = sum(a[t, j, i] for j, i in zip(idx, idx[1:]))
@@ -229,12 +201,12 @@ def test_update_satisfies_its_constraints(brute):
 
 
 def test_averaging_trick_equals_mean_of_weights(brute):
-    m = SegmentModel(["PER", "ENZ"], D=2 ** 12, max_gap=2)
+    m = SegmentModel(D=2 ** 12, max_gap=2)._fitted(["PER", "ENZ"])
     learner = OnlineLearner(m)
     seen = []
     for s in TRAIN * 2:
         learner.step(s)
-        seen.append(m.W.copy())
+        seen.append(learner.W.copy())
     np.testing.assert_allclose(learner.averaged(), np.mean(seen, axis=0), atol=1e-12)
 
 
@@ -243,7 +215,7 @@ def test_training_with_restrictions_and_decoding_options(monkeypatch, which):
     if which == "brute":
         monkeypatch.setattr(model_mod, "kbest", brute_kbest)
         monkeypatch.setattr(train_mod, "kbest", brute_kbest)
-    m = train(TRAIN[1:4], epochs=4, D=2 ** 12, progress=False, restrictions="no-overlap")
+    m = SegmentModel(D=2 ** 12, restrictions="no-overlap").fit(TRAIN[1:4], max_iter=4)
     assert m.restrictions["no_overlap"] and not m.pos
     for segs in m.decode(TRAIN):
         used = [p for g in segs for p in g.positions]
@@ -258,26 +230,28 @@ def test_training_with_restrictions_and_decoding_options(monkeypatch, which):
 def test_pos_is_read_only_by_a_model_trained_with_it(brute):
     tagged = [sent(" ".join(s.tokens), [(g.type, g.positions) for g in s.segments],
                    pos=["X"] * len(s)) for s in TRAIN]
-    m = train(tagged, epochs=1, D=2 ** 10, progress=False)
+    m = SegmentModel(D=2 ** 10).fit(tagged, max_iter=1)
     assert m.pos
     with pytest.raises(InputError, match="reads POS tags"):
         m.decode(TRAIN[:1])
-    plain = train(TRAIN, epochs=1, D=2 ** 10, progress=False)
+    plain = SegmentModel(D=2 ** 10).fit(TRAIN, max_iter=1)
     assert plain.decode(tagged) == plain.decode(TRAIN)
 
 
 def test_training_input_errors():
     with pytest.raises(InputError, match="needs gold segments"):
-        train([SegSentence(["a"], None)], progress=False)
+        SegmentModel().fit([SegSentence(["a"], None)])
     with pytest.raises(InputError, match="no segment"):
-        train([sent("a b")], progress=False)
+        SegmentModel().fit([sent("a b")])
+    with pytest.raises(InputError, match="no training sentences"):
+        SegmentModel().fit([])
     with pytest.raises(InputError, match="max_gap"):
-        train(TRAIN, max_gap=-1, progress=False)
+        SegmentModel(max_gap=-1)
 
 
 # ---------------------------------------------------------------- files
 def test_save_load_round_trip(tmp_path, brute):
-    m = train(TRAIN, epochs=2, D=2 ** 10, progress=False, restrictions="no-embedding")
+    m = SegmentModel(D=2 ** 10, restrictions="no-embedding", seed=4).fit(TRAIN, max_iter=2)
     path = tmp_path / "seg.npz"
     m.save(path)
     back = load_model(path)
@@ -287,6 +261,7 @@ def test_save_load_round_trip(tmp_path, brute):
         (m.types, m.D, m.max_gap, m.k, m.threshold)
     assert back.restrictions == m.restrictions and back.restrictions["no_embedding"]
     assert back.settings["history"] == m.settings["history"]
+    assert (back.seed, back.average, back.max_sweeps) == (4, True, 1000)
     assert back.decode(TRAIN) == m.decode(TRAIN)
 
 
@@ -311,7 +286,7 @@ def _rewrite(src, dst, arrays=None, **meta):
     ({"threshold": None}, "threshold"),
 ])
 def test_corrupt_field_is_named(tmp_path, change, field):
-    m = SegmentModel(["PER", "ENZ"], D=2 ** 10)
+    m = SegmentModel(D=2 ** 10, max_gap=None)._fitted(["PER", "ENZ"])
     m.save(tmp_path / "ok.npz")
     _rewrite(tmp_path / "ok.npz", tmp_path / "bad.npz", **change)
     with pytest.raises(ModelFileError, match=f"field '{field}'"):

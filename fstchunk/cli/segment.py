@@ -1,13 +1,20 @@
 """``fstchunk segment train|decode|eval``: the flexible segment model (McDonald et al.
 2005; :mod:`fstchunk.segments`) from the command line.
 
-``train`` runs the online large-margin multilabel learner and, with ``--dev``, fits the
-probability calibration MEU decoding needs on the dev sentences.  ``decode`` writes the
-input again with its segments replaced: JSONL lines keep their keys with ``segments``
-replaced by the predicted list; a CoNLL input gets a predicted IOB2 column, which can
-hold only non-overlapping contiguous segments, so for CoNLL output the restrictions
-no-overlap and contiguous are always applied (on top of ``--restrict``).  ``eval``
-scores predicted against gold segment sets.
+``train`` runs the online large-margin multilabel learner through the one training loop
+(:meth:`fstchunk.models.segment.SegmentModel.fit`, :class:`fstchunk.learn.loop.Trainer`):
+``train``'s loop options (``--dev`` with ``--dev-every`` and ``--select``,
+``--checkpoint-every``, ``--resume``, ``--max-iter``, or ``--epochs`` as before, Ctrl-C
+and SIGTERM writing OUTPUT.ckpt), a step being an epoch; a resume must match the
+training file (its digest), the restrictions, the max gap, the hash bits, the seed,
+averaging and the selection (with ``--select dev`` the dev file too).  With ``--dev``
+it then fits the probability calibration MEU decoding needs on the dev sentences (and
+writes the model again).  ``decode`` writes the input again with its segments replaced:
+JSONL lines keep their keys with ``segments`` replaced by the predicted list; a CoNLL
+input gets a predicted IOB2 column, which can hold only non-overlapping contiguous
+segments, so for CoNLL output the restrictions no-overlap and contiguous are always
+applied (on top of ``--restrict``).  ``eval`` scores predicted against gold segment
+sets.
 
 Files are JSONL (GENIA's format: ``tokens`` and ``segments`` per line) or CoNLL (the
 segments are the chunks of the last column, conlleval's reading); the format is read
@@ -31,7 +38,7 @@ from ..batch import map_blocks
 from ..segments.data import (FORMATS, detect_format, iter_segments, paired, read_segments,
                              write_conll_predictions, write_jsonl)
 from ..models.segment import DECODERS, SegmentModel, restriction_flags
-from ..models.segment.train import train
+from ..learn.loop import SELECT, file_digest
 from ..segments.scoring import score_segments
 from ..segments.space import RESTRICTIONS
 from ..layout import head
@@ -58,10 +65,25 @@ def add_parser(sub) -> None:
                         "calibration of --decoder meu")
     q.add_argument("--restrict", default=None, help=restrict_help + "; in training too, and "
                    "the model's default in decoding")
-    q.add_argument("--epochs", type=positive_int, default=10, help="passes over --train")
-    q.add_argument("--select", choices=("last", "dev"), default="last",
-                   help="keep the last epoch's weights, or those of the epoch with the best "
-                        "--dev F (the epochs chosen on dev)")
+    iters = q.add_mutually_exclusive_group()
+    iters.add_argument("--max-iter", type=positive_int, default=10, dest="max_iter",
+                       metavar="EPOCHS",
+                       help="epochs (passes over --train) in all, counting those before a "
+                            "--resume")
+    iters.add_argument("--epochs", type=positive_int, default=argparse.SUPPRESS,
+                       dest="max_iter", metavar="EPOCHS", help="the same as --max-iter")
+    q.add_argument("--dev-every", type=nonnegative_int, default=1,
+                   help="dev F every K epochs (0: only at the end)")
+    q.add_argument("--select", choices=SELECT, default="last",
+                   help="the model kept: the last epoch's weights, or (with --dev) those of "
+                        "the best dev F among the epochs measured (every --dev-every and the "
+                        "last; ties: the earlier)")
+    q.add_argument("--checkpoint-every", type=nonnegative_int, default=1,
+                   help="save OUTPUT.ckpt (and the learner's state, OUTPUT.ckpt.hildreth.npz) "
+                        "every K epochs (0: never)")
+    q.add_argument("--resume", action="store_true",
+                   help="continue from OUTPUT.ckpt (refused if its settings differ: training "
+                        "file, restrictions, max gap, hash bits, seed, averaging, ...)")
     q.add_argument("--max-gap", default="auto",
                    help="most tokens a segment may skip between members: auto (the largest "
                         "in the training data), none (unbounded) or a number")
@@ -131,20 +153,25 @@ def _max_gap(text: str) -> int | None | str:
 def run_train(args: argparse.Namespace) -> int:
     check_output(args.output)
     flags = restriction_flags(args.restrict) if args.restrict else None
-    gap = _max_gap(args.max_gap)
+    model = SegmentModel(D=2 ** args.hash_bits, max_gap=_max_gap(args.max_gap),
+                         restrictions=flags, average=not args.no_average, seed=args.seed)
     sents = read_segments(args.train, fmt=args.format)
     dev = read_segments(args.dev, fmt=args.format) if args.dev else None
-    model = train(sents, epochs=args.epochs, max_gap=gap, D=2 ** args.hash_bits,
-                  average=not args.no_average, seed=args.seed, dev=dev,
-                  progress=not args.quiet, restrictions=flags, select=args.select)
-    model.settings.update(train=args.train, dev=args.dev)
-    model.layout = model.layout_of(sents)
+    identity = {"train_sha256": file_digest(args.train)}
+    if args.select == "dev" and args.dev:         # the best so far was measured on it
+        identity["dev_sha256"] = file_digest(args.dev)
+    model.fit(sents, dev=dev, max_iter=args.max_iter, dev_every=args.dev_every,
+              select=args.select, checkpoint=args.output + ".ckpt",
+              checkpoint_every=args.checkpoint_every, resume=args.resume,
+              output=args.output, progress=not args.quiet, log=print, identity=identity,
+              record={"train": args.train, "dev": args.dev})
     if args.select == "dev":
-        print(f"kept epoch {model.settings['selected_epoch']} of {args.epochs} (best dev F)")
-    if dev is not None:
+        print(f"kept epoch {model.settings['selected_epoch']} of "
+              f"{model.settings['iteration']} (best dev F)")
+    if dev is not None:                           # the trainer wrote the model; again with it
         a, b = model.calibrate(dev, source=args.dev)
         print(f"calibration on {args.dev}: p = σ({a:.4g}·score + {b:.4g})")
-    model.save(args.output)
+        model.save(args.output)
     print(f"wrote {args.output}")
     return 0
 
@@ -189,7 +216,8 @@ def run_decode(args: argparse.Namespace) -> int:
 
 
 def _check_layout(model: SegmentModel, model_path: str, path: str, fmt) -> None:
-    """The input's first sentences against the model's training layout: one error if
+    """The input's first sentences (read in ``fmt``, as decoding reads them) against the
+    model's training layout: one error if
     their words or POS tags do not look like training's (:mod:`fstchunk.layout`), one
     warning for a model file without the record."""
     if model.layout is None:

@@ -1,6 +1,7 @@
 """The segment model of McDonald, Crammer & Pereira 2005 (issue 19): a linear score per
 typed segment over the step features g(j, i), trained by the online large-margin
-multilabel learner (Fig. 4, Hildreth's QP updates, averaged weights).
+multilabel learner (Fig. 4, Hildreth's QP updates, averaged weights) through the one
+training loop.
 
 * :mod:`.features` — g(j, i): hashed step features (states start/end/next/skip
   conjoined with word, shape, affix, POS and window predicates, words in between,
@@ -8,8 +9,9 @@ multilabel learner (Fig. 4, Hildreth's QP updates, averaged weights).
 * :mod:`.model` — :class:`SegmentModel`: arc scores, k-best candidates
   (:func:`fstchunk.segments.kbest`), threshold and MEU decoding, Platt calibration,
   model files (kind ``segment``);
-* :mod:`.train` — ``train``, ``hildreth``, ``OnlineLearner`` (import them from the
-  module: the package does not re-export them, so ``.train`` stays the module).
+* :mod:`.train` — ``hildreth``, ``OnlineLearner`` and ``HildrethSolver``, the learner as a
+  solver of :class:`fstchunk.learn.loop.Trainer` (:meth:`SegmentModel.fit` runs it);
+* :mod:`.files` — the fields' checks and the model files.
 
 The segments themselves (files, the segment space and its machine, scoring, MEU over
 independent segments) are in :mod:`fstchunk.segments`, below every model.

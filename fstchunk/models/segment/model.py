@@ -10,11 +10,19 @@ segments.  A sentence's prediction (§3.1, "At test time"): the top k = n segmen
 score > threshold (0 by default; §4.3 tunes it), then the §3.2.1 restrictions
 (:func:`.space.restrict`, greedy best first).
 
-Model files (:mod:`fstchunk.models.io`, kind ``segment``): the array ``W`` (D × T) and
-the metadata fields ``types``, ``features`` (the feature function's version,
-:data:`.features.FEATURES`), ``D``, ``max_gap``, ``k`` (None: k = n),
-``restrictions``, ``threshold``, ``pos`` (whether the features read POS tags) and
-``settings`` (training bookkeeping); every field is validated on load.  A model
+An estimator (the scikit-learn convention): ``SegmentModel(D=..., max_gap="auto", k=...,
+restrictions=..., threshold=..., average=..., seed=..., max_sweeps=...)`` takes the
+hyper-parameters, :meth:`SegmentModel.fit` learns types, POS use, the max gap, the
+layout and θ = W through :class:`fstchunk.learn.loop.Trainer` (objective
+``multilabel``; the solver is :class:`.train.HildrethSolver`, one step an epoch), so
+dev F and ``select="dev"``, checkpoints, resume and Ctrl-C are the training loop's.
+
+Model files (:mod:`.files`, kind ``segment``): the array ``W`` (D × T) and the fields
+``types``, ``features`` (the feature function's version, :data:`.features.FEATURES`),
+``D``, ``max_gap``, ``k`` (None: k = n), ``restrictions``, ``threshold``, ``pos``
+(whether the features read POS tags) and ``settings`` (training bookkeeping: the
+history per epoch, the learner's seed, averaging, ...); every field is validated on
+load, and files written before the training loop load and decode as they did.  A model
 trained by ``fstchunk segment train`` also records its training layout
 (:attr:`SegmentModel.layout`, :mod:`fstchunk.layout`) over the columns its reader
 gives whatever the file's format (word, and POS where the sentences have it), and the
@@ -25,12 +33,14 @@ Pitfalls: ``types`` keep their training order (the columns of W); ``k`` too smal
 drops segments that would score > 0; a sentence may hold segments of types the model
 does not know (they are never predicted); a model trained without POS ignores the
 tags of a sentence that has them (the features must be those of training); W is dense
-float64 (D·T·8 bytes: 40 MB at D = 2**20 and 5 types), stored compressed;
+float64 (D·T·8 bytes: 40 MB at D = 2**20 and 5 types), stored compressed, and
+training holds about four such arrays (θ, the learner's W and U, the best θ on dev);
 :mod:`fstchunk.models` registers this class (kind ``segment``).
 """
 
 from __future__ import annotations
 
+import json
 import numbers
 from typing import Any, ClassVar, Sequence
 
@@ -42,76 +52,88 @@ from ...conll import Sentence
 from ...errors import InputError
 from ...fbeta import check_beta
 from ...layout import Layout
-from ...segments.data import SegSentence, Segment
+from ...learn import objectives as lo
+from ...learn.loop import Trainer
+from ...segments.data import SegSentence, Segment, iter_types
 from ...segments.meu import calibrated, meu_set, platt_fit
-from ...segments.space import RESTRICTIONS, kbest, parse_restrictions, restrict
-from ..io import Fields, load_model_file, save_model
+from ...segments.space import RESTRICTIONS, kbest, restrict
+from .files import FLAGS, check_int, read_model, restriction_flags, write_model
 from .features import FEATURES, SentenceFeatures, segment_vectors, sentence_features
+from .train import HildrethSolver, SegmentData, max_gap_of, segment_f
 
 #: the segment decoders: McDonald et al.'s threshold on the score, or exact MEU for F
 DECODERS = ("threshold", "meu")
 
-_FLAGS = tuple(r.replace("-", "_") for r in RESTRICTIONS)
-
-
-def _int(value: Any, name: str, low: int, none: bool = False) -> int | None:
-    if value is None and none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-        raise InputError(f"{name} must be {'None or ' if none else ''}an integer >= {low}, "
-                         f"got {value!r}")
-    return int(value)
-
-
-def restriction_flags(restrictions: str | dict | None) -> dict[str, bool]:
-    """The restriction keywords of :func:`.space.restrict` from a text
-    (``"no-overlap,no-embedding"``), a dict of flags, or None (none)."""
-    if restrictions is None or isinstance(restrictions, str):
-        return parse_restrictions(restrictions)
-    if isinstance(restrictions, dict):
-        bad = [k for k, v in restrictions.items() if k not in _FLAGS or not isinstance(v, bool)]
-        if bad:
-            raise InputError(f"restriction {bad[0]!r}: expected flags among {', '.join(_FLAGS)} "
-                             f"with true/false values")
-        return {f: bool(restrictions.get(f, False)) for f in _FLAGS}
-    raise InputError(f"restrictions must be a text, a dict of flags or None, got "
-                     f"{restrictions!r}")
-
 
 class SegmentModel:
-    """Weights W (D × T) over hashed step features conjoined with the segment types."""
+    """Weights W (D × T) over hashed step features conjoined with the segment types.
+
+    The constructor takes the hyper-parameters (the scikit-learn convention); :meth:`fit`
+    learns the rest from training sentences: ``types`` (in order of first appearance),
+    ``pos`` (whether every sentence has POS tags), ``max_gap`` ("auto" becomes the
+    largest gap of a training gold segment), ``layout`` and ``W`` (θ, :attr:`theta`).
+    ``average``, ``seed`` and ``max_sweeps`` are the learner's (:mod:`.train`)."""
 
     kind: ClassVar[str] = "segment"
+    #: the objectives a segment model trains (:mod:`fstchunk.learn.objectives`)
+    objectives = (lo.MULTILABEL,)
 
-    def __init__(self, types: Sequence[str], D: int = 2 ** 20, max_gap: int | None = None,
+    def __init__(self, D: int = 2 ** 20, max_gap: int | None | str = "auto",
                  k: int | None = None, restrictions: str | dict | None = None,
-                 threshold: float = 0.0, W: np.ndarray | None = None,
-                 settings: dict | None = None, pos: bool = False):
+                 threshold: float = 0.0, average: bool = True, seed: int = 0,
+                 max_sweeps: int = 1000):
+        self.D = check_int(D, "D", 1)
+        if max_gap != "auto":
+            max_gap = check_int(max_gap, "max_gap", 0, none=True)
+        self.max_gap: int | None | str = max_gap
+        self._max_gap_param = max_gap
+        self.k = check_int(k, "k", 1, none=True)
+        self.restrictions = restriction_flags(restrictions)
+        if isinstance(threshold, bool) or not (isinstance(threshold, numbers.Real)
+                                               and np.isfinite(threshold)):
+            raise InputError(f"threshold must be a finite number, got {threshold!r}")
+        self.threshold = float(threshold)
+        if not isinstance(average, bool):
+            raise InputError(f"average must be True or False, got {average!r}")
+        self.average = average
+        self.seed = check_int(seed, "seed", 0)
+        self.max_sweeps = check_int(max_sweeps, "max_sweeps", 1)
+        self.types: list[str] = []
+        self.type_index: dict[str, int] = {}
+        self.W: np.ndarray | None = None
+        self.pos = False
+        self.settings: dict = {}
+        #: the training layout (None: not recorded)
+        self.layout: Layout | None = None
+        #: the learner's last weights when training averaged (not saved)
+        self.other_weights: np.ndarray | None = None
+        self._learner: HildrethSolver | None = None     # while a Trainer runs its solver
+
+    def _fitted(self, types: Sequence[str], pos: bool = False, W: np.ndarray | None = None
+                ) -> "SegmentModel":
+        """Set the fitted state (internal: :meth:`fit` and :meth:`load` build it): the
+        types, whether POS is read, W (zeros by default); ``max_gap`` must be resolved."""
         types = list(types)
         if not types or not all(isinstance(t, str) and t for t in types) \
                 or len(set(types)) != len(types):
             raise InputError(f"types must be distinct non-empty strings, got {types!r}")
-        self.types = types
-        self.type_index = {t: i for i, t in enumerate(types)}
-        self.other_weights: np.ndarray | None = None     # train(): not saved
-        self.D = _int(D, "D", 1)
-        self.max_gap = _int(max_gap, "max_gap", 0, none=True)
-        self.k = _int(k, "k", 1, none=True)
-        self.restrictions = restriction_flags(restrictions)
-        if not (isinstance(threshold, numbers.Real) and np.isfinite(threshold)):
-            raise InputError(f"threshold must be a finite number, got {threshold!r}")
-        self.threshold = float(threshold)
+        if self.max_gap == "auto":
+            raise InputError("max_gap 'auto' is the largest gap of the training data: fit "
+                             "resolves it")
         if W is None:
             W = np.zeros((self.D, len(types)))
         W = np.ascontiguousarray(W, dtype=np.float64)
         if W.shape != (self.D, len(types)):
             raise InputError(f"W must have shape (D, T) = ({self.D}, {len(types)}), "
                              f"got {W.shape}")
-        self.W = W
-        self.settings: dict = dict(settings or {})
-        self.pos = bool(pos)
-        #: the training layout (None: not recorded)
-        self.layout: Layout | None = None
+        self.types, self.type_index = types, {t: i for i, t in enumerate(types)}
+        self.W, self.pos = W, bool(pos)
+        return self
+
+    def _check_fitted(self) -> None:
+        if self.W is None:
+            raise InputError("this segment model is not fitted (SegmentModel.fit, or "
+                             "load a model file)")
 
     @property
     def data_scheme(self) -> str | None:
@@ -142,6 +164,7 @@ class SegmentModel:
     def features(self, sentence: SegSentence) -> SentenceFeatures:
         """The allowed steps of ``sentence`` and their features (:mod:`.features`); its
         POS tags are read only by a model trained with them (and then required)."""
+        self._check_fitted()
         if self.pos and sentence.pos is None:
             raise InputError(f"{sentence.source}: the model reads POS tags, the sentence has "
                              f"none")
@@ -152,6 +175,7 @@ class SegmentModel:
                    W: np.ndarray | None = None) -> np.ndarray:
         """(T, n+2, n+2): ``[t, j, i]`` = W[:, t]·g(j, i) for allowed steps, −inf elsewhere
         (``W``: other weights of the same shape, e.g. the training average)."""
+        self._check_fitted()
         sf = self.features(sentence) if sf is None else sf
         W = self.W if W is None else W
         out = np.full((len(self.types), sf.n + 2, sf.n + 2), -np.inf)
@@ -167,7 +191,7 @@ class SegmentModel:
                    W: np.ndarray | None = None) -> list[tuple[float, int, tuple[int, ...]]]:
         """The k best segments ``(score, type index, 0-based positions)``, best first
         (k = :meth:`default_k` by default)."""
-        k = self.default_k(len(sentence)) if k is None else _int(k, "k", 1)
+        k = self.default_k(len(sentence)) if k is None else check_int(k, "k", 1)
         return kbest(self.arc_scores(sentence, sf, W), k, self.max_gap)
 
     def decode(self, sentences: Sequence[SegSentence], restrictions: str | dict | None = None,
@@ -243,46 +267,114 @@ class SegmentModel:
         sf = self.features(sentence) if sf is None else sf
         return segment_vectors(sf, [segment.positions], self.D)
 
+    # ---------------------------------------------------------------- training
+    @property
+    def theta(self) -> np.ndarray:
+        """θ: W flattened (a view; D·T entries, type by type within a feature)."""
+        self._check_fitted()
+        return self.W.ravel()
+
+    @theta.setter
+    def theta(self, value: np.ndarray) -> None:
+        self._check_fitted()
+        value = np.asarray(value, dtype=np.float64)
+        if value.size != self.W.size:
+            raise InputError(f"θ has {value.size} entries; this model has D × T = "
+                             f"{self.D} × {len(self.types)}")
+        self.W = np.ascontiguousarray(value.reshape(self.W.shape))
+
+    def training_data(self, train: Sequence[SegSentence] | SegmentData) -> SegmentData:
+        """The checked training sentences (:meth:`.train.SegmentData.of`); an unfitted model
+        learns its types, POS use, max gap and layout from them (W = 0), a fitted one
+        refuses sentences with types it does not know."""
+        data = train if isinstance(train, SegmentData) else SegmentData.of(train)
+        sents = data.sentences
+        types = list(iter_types(sents))
+        if self.W is None:
+            if self.max_gap == "auto":
+                self.max_gap = max_gap_of(sents)
+            self._fitted(types, pos=all(s.pos is not None for s in sents))
+            self.layout = self.layout_of(sents)
+        elif any(t not in self.type_index for t in types):
+            unknown = [t for t in types if t not in self.type_index]
+            raise InputError(f"{sents[0].source}: segment types {', '.join(unknown)} are not "
+                             f"among the model's ({', '.join(self.types)})")
+        return data
+
+    def solver(self, objective: lo.Objective, data: SegmentData, *, l2: float, beta: float,
+               loss: str, tol: float | None, executor: Any) -> HildrethSolver:
+        """The online multilabel learner (:class:`.train.HildrethSolver`) with this model's
+        ``seed``, ``average`` and ``max_sweeps``; it answers :meth:`dev_f` while it runs."""
+        if objective is not lo.MULTILABEL:
+            raise InputError(f"a segment model does not train --objective {objective.name}")
+        self._learner = HildrethSolver(self, data, self.seed, self.average, self.max_sweeps)
+        return self._learner
+
+    def dev_f(self, dev: Sequence[SegSentence]) -> float:
+        """F (percent) over exact (type, positions) matches on ``dev``; while a solver
+        trains this model, also the history's dev F (:meth:`.train.HildrethSolver.dev_f`)."""
+        return self._learner.dev_f(dev) if self._learner is not None else segment_f(self, dev)
+
+    def run_identity(self) -> dict:
+        """What a checkpoint of this model's training must match (Trainer ``identity``)."""
+        self._check_fitted()
+        return {"types": json.dumps(self.types), "pos": self.pos, "D": self.D,
+                "max_gap": self.max_gap, "k": self.k, "features": FEATURES,
+                "restrictions": ",".join(r for r, f in zip(RESTRICTIONS, FLAGS)
+                                         if self.restrictions[f]),
+                "seed": self.seed, "average": self.average, "max_sweeps": self.max_sweeps}
+
+    def fit(self, sentences: Sequence[SegSentence], dev: Sequence[SegSentence] | None = None,
+            max_iter: int = 10, identity: dict | None = None,
+            record: dict | None = None, **options: Any) -> "SegmentModel":
+        """Learn from ``sentences`` afresh (the fitted state of :meth:`training_data`, then
+        ``max_iter`` epochs of the online learner) through
+        :class:`fstchunk.learn.loop.Trainer`; ``options``: the trainer's other arguments
+        (``select``, ``checkpoint``, ``resume``, ``output``, ``callbacks``, ...; dev F
+        and checkpoints every epoch and no progress unless asked).  ``identity``: more
+        fields a resumed run must match (the CLI: the training file's digest);
+        ``record``: entries for ``settings`` (the files' names).  Sets ``settings``
+        ``select`` and ``selected_epoch`` (the epoch θ is from); ``self``."""
+        options.setdefault("progress", False)
+        options.setdefault("dev_every", 1)
+        options.setdefault("checkpoint_every", 1)
+        select = options.get("select", "last")
+        self.max_gap = self._max_gap_param
+        self.types, self.type_index, self.W, self.layout = [], {}, None, None
+        self.settings, self.other_weights = dict(record or {}), None
+        data = self.training_data(sentences)
+        trainer = Trainer(lo.MULTILABEL, max_iter=max_iter, dev=dev,
+                          identity={**self.run_identity(), **(identity or {})}, **options)
+        self.settings["select"] = select
+        try:
+            trainer.fit(self, data)
+        finally:
+            self._learner = None
+        self._note_selection()
+        return self
+
+    def _note_selection(self) -> None:
+        """A finished run's ``settings`` (the Trainer's ``iterations`` recorded) also name
+        the epoch θ is from: ``selected_epoch``, the best on dev or the last."""
+        s = self.settings
+        if "iterations" in s and "iteration" in s:
+            s["selected_epoch"] = s.get("selected_iteration", s["iteration"])
+
     # ---------------------------------------------------------------- files
     def save(self, path) -> None:
-        """Write the model file (:func:`fstchunk.models.io.save_model`)."""
-        save_model(path, self.kind, {"W": self.W}, {
-            "types": self.types, "features": FEATURES, "D": self.D, "max_gap": self.max_gap,
-            "k": self.k, "restrictions": self.restrictions, "threshold": self.threshold,
-            "pos": self.pos, "settings": self.settings}, self.layout)
+        """Write the model file (:func:`.files.write_model`)."""
+        self._check_fitted()
+        self._note_selection()
+        write_model(path, self)
 
     @classmethod
     def load(cls, path) -> "SegmentModel":
-        """The model saved at ``path``, every field validated (ModelFileError naming the
-        file and the field otherwise)."""
-        f = Fields(path, *load_model_file(path, cls.kind))
-        types = f.get("types", list)
-        if not types or not all(isinstance(t, str) and t for t in types) \
-                or len(set(types)) != len(types):
-            raise f.error("types", "expected a non-empty list of distinct type names")
-        feats = f.get("features", str)
-        if feats != FEATURES:
-            raise f.error("features", f"feature function {feats!r}; this fstchunk computes "
-                                      f"{FEATURES!r}")
-        D = f.get("D", int)
-        if D < 1:
-            raise f.error("D", f"expected an integer >= 1, found {D}")
-        max_gap = f.get("max_gap", (int, type(None)))
-        if max_gap is not None and max_gap < 0:
-            raise f.error("max_gap", f"expected none or an integer >= 0, found {max_gap}")
-        k = f.get("k", (int, type(None)))
-        if k is not None and k < 1:
-            raise f.error("k", f"expected none or an integer >= 1, found {k}")
-        flags = f.get("restrictions", dict)
-        try:
-            flags = restriction_flags(flags)
-        except InputError as e:
-            raise f.error("restrictions", str(e)) from None
-        threshold = f.get("threshold", (float, int))
-        pos = f.get("pos", bool)
-        W = f.array("W", "float", (D, len(types)), finite=True)
-        m = cls(types, D, max_gap, k, flags, float(threshold), W, f.settings(), pos)
-        m.layout = f.layout()
+        """The model saved at ``path``, every field validated (:func:`.files.read_model`;
+        ModelFileError naming the file and the field otherwise)."""
+        f = read_model(path, cls.kind)
+        m = cls(f.D, f.max_gap, f.k, f.restrictions, f.threshold, **f.learner)
+        m._fitted(f.types, f.pos, f.W)
+        m.settings, m.layout = f.settings, f.layout
         return m
 
 

@@ -1,8 +1,10 @@
 """The online large-margin multilabel learner of the segment model (McDonald, Crammer &
-Pereira 2005, §3.1 and Fig. 4; Crammer & Singer 2002).
+Pereira 2005, §3.1 and Fig. 4; Crammer & Singer 2002), as a solver of the one training
+loop (:class:`fstchunk.learn.loop.Trainer`, objective ``multilabel``).
 
-For each training sentence x in turn (a seeded shuffle per epoch), with the current w:
-take the k best segments bestk(x; w) (k = max(n, |act(x)|)) and solve
+For each training sentence x in turn (epoch e visits them in the order of e seeded
+shuffles, :meth:`HildrethSolver.order`), with the current w: take the k best segments
+bestk(x; w) (k = max(n, |act(x)|)) and solve
 
     min_Δ ½‖Δ‖²  s.t.  (w + Δ)·f(x, y) >= +1  for every gold y ∈ act(x),
                        (w + Δ)·f(x, y') <= −1  for every y' ∈ bestk(x; w) − act(x)
@@ -17,31 +19,42 @@ the type's column of W); its dual is solved by Hildreth's algorithm (Censor & Ze
 until the largest KKT violation is < 1e-8 (or ``max_sweeps``); Δ = Σ_c α_c a_c.  No
 constraint violated: no change (the update is conservative).
 
-Averaging (``average=True``, the default; Collins 2002): the model keeps the mean of
-w over all steps, computed with the usual trick — W and an accumulator U,
-U += (c − 1)·Δ at step c, mean = W − U / c — so an update costs O(touched entries).
+Averaging (``average=True``, the default; Collins 2002): θ is the mean of w over all
+visits, computed with the usual trick — W and an accumulator U, U += (c − 1)·Δ at
+visit c, mean = W − U / c — so an update costs O(touched entries).  The learner's W
+and U are solver state (:class:`HildrethSolver`, saved beside a checkpoint); the
+model's W is θ.
 
 Pitfalls: segments of different types share no feature (the type selects W's column),
-so their Gram entries are 0 and the QP splits into one per type (solved apart); gold segments that ``max_gap`` forbids still get their
-+1 constraint (their features are computed, but inference never finds them);
-``restrictions`` filter the top k during training too (§4.1, "Multilabel with
-restrictions"), so a near miss that the filter removes gives no constraint.
+so their Gram entries are 0 and the QP splits into one per type (solved apart); gold
+segments that ``max_gap`` forbids still get their +1 constraint (their features are
+computed, but inference never finds them); ``restrictions`` filter the top k during
+training too (§4.1, "Multilabel with restrictions"), so a near miss that the filter
+removes gives no constraint; the learner has no λ (averaging regularises it) and no
+stopping criterion: it runs every epoch asked for; a resumed run redoes an epoch cut
+short from the state after the last complete one, so its weights are bit-identical to
+an uninterrupted run's.
 """
 
 from __future__ import annotations
 
+import json
 import random
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
 
-from ...errors import InputError
-from ...progress import progress as progress_bar
+from ...errors import InputError, ModelFileError
+from ...learn.solvers import Outcome, check_resumed
+from ...outputs import atomic_path
 from ...segments.data import SegSentence, iter_types
 from ...segments.scoring import score_segments
 from ...segments.space import kbest, restrict
 from .features import segment_entries
-from .model import SegmentModel, restriction_flags
+
+#: the learner state's file next to a checkpoint: CHECKPOINT + STATE_SUFFIX
+STATE_SUFFIX = ".hildreth.npz"
 
 
 def hildreth(G: np.ndarray, r: np.ndarray, max_sweeps: int = 1000,
@@ -89,20 +102,52 @@ def _kkt(alpha: np.ndarray, resid: np.ndarray) -> float:
 
 
 class OnlineLearner:
-    """One pass of Fig. 4 at a time over a :class:`SegmentModel` (W updated in place),
-    with the averaging accumulator."""
+    """Fig. 4 one sentence at a time over a :class:`~.model.SegmentModel`'s features,
+    with its own weights W (D × T, updated in place) and the averaging accumulator U;
+    the model's W is not touched (the training loop sets it to the average).
 
-    def __init__(self, model: SegmentModel, restrictions: str | dict | None = None,
-                 max_sweeps: int = 1000):
+    A journal (:meth:`commit`, :meth:`rollback`) keeps the rows of W and U as they were
+    at the last commit, each at its first change: what a pass cut short returns to."""
+
+    def __init__(self, model: Any, max_sweeps: int = 1000, W: np.ndarray | None = None,
+                 U: np.ndarray | None = None, steps: int = 0):
         self.model = model
-        self.flags = restriction_flags(restrictions)
+        self.flags = model.restrictions
         self.max_sweeps = max_sweeps
-        self.U = np.zeros_like(model.W)
-        self.steps = 0
+        shape = (model.D, len(model.types))
+        self.W = np.zeros(shape) if W is None else W
+        self.U = np.zeros(shape) if U is None else U
+        self.steps = steps
+        self._logged = np.zeros(shape[0], dtype=bool)
+        #: (the step count at the last commit, the journal since: (rows, W, U) each)
+        self._undo: tuple[int, list] = (steps, [])
+
+    @property
+    def committed(self) -> int:
+        """The step count at the last :meth:`commit`."""
+        return self._undo[0]
+
+    def commit(self) -> None:
+        """Make the present W, U and step count what :meth:`rollback` returns to (one
+        assignment: a Ctrl-C leaves the commit done or not)."""
+        for rows, _, _ in self._undo[1]:
+            self._logged[rows] = False
+        self._undo = (self.steps, [])
+
+    def rollback(self) -> None:
+        """Return W, U and the step count to the last :meth:`commit`."""
+        for rows, w, u in reversed(self._undo[1]):
+            self.W[rows], self.U[rows] = w, u
+        self.steps = self._undo[0]
+        self.commit()
 
     def averaged(self) -> np.ndarray:
-        """The mean of W over the steps so far (W itself before any step)."""
-        return self.model.W - self.U / self.steps if self.steps else self.model.W.copy()
+        """The mean of W over the steps so far (W itself before any step): W − U/c,
+        computed in one new array."""
+        if not self.steps:
+            return self.W.copy()
+        out = np.divide(self.U, self.steps)
+        return np.subtract(self.W, out, out=out)
 
     def step(self, sentence: SegSentence) -> int:
         """Apply the update of one sentence; the number of violated constraints."""
@@ -114,7 +159,7 @@ class OnlineLearner:
         gold = [(m.type_index[g.type], g.positions) for g in sentence.segments
                 if g.type in m.type_index]
         k = max(m.default_k(len(sentence)), len(gold))
-        top = kbest(m.arc_scores(sentence, sf), k, m.max_gap)
+        top = kbest(m.arc_scores(sentence, sf, self.W), k, m.max_gap)
         if any(self.flags.values()):
             top = restrict(top, **self.flags)
         golds = set(gold)
@@ -129,7 +174,7 @@ class OnlineLearner:
         cols, inv = np.unique(col, return_inverse=True)
         M = np.zeros((C, len(cols)))
         M[row, inv.ravel()] = val
-        Wc = m.W[cols]                                              # U × T
+        Wc = self.W[cols]                                           # U × T
         score = np.einsum("cu,uc->c", M, Wc[:, tt])
         r = 1.0 - sign * score
         violated = int((r > 0).sum())
@@ -145,7 +190,11 @@ class OnlineLearner:
         onehot = np.zeros((C, T))
         onehot[np.arange(C), tt] = beta
         delta = M.T @ onehot                                        # U × T
-        m.W[cols] = Wc + delta
+        new = cols[~self._logged[cols]]
+        if len(new):                            # journal first: Ctrl-C may come anywhere
+            self._undo[1].append((new, self.W[new], self.U[new]))
+            self._logged[new] = True
+        self.W[cols] = Wc + delta
         self.U[cols] += (self.steps - 1) * delta
         return violated
 
@@ -157,85 +206,176 @@ def max_gap_of(sentences: Sequence[SegSentence]) -> int:
     return max(gaps, default=0)
 
 
-def dev_f(model: SegmentModel, dev: Sequence[SegSentence], W: np.ndarray | None = None) -> float:
-    """F over exact (type, positions) matches of ``model`` (weights ``W``) on ``dev``."""
+def segment_f(model: Any, dev: Sequence[SegSentence], W: np.ndarray | None = None) -> float:
+    """F (percent) over exact (type, positions) matches of ``model`` (weights ``W``,
+    default its own) on ``dev``."""
     pred = model.decode(dev, W=W)
     return score_segments([s.segments or [] for s in dev], pred).overall.f()
 
 
-def train(sentences: Sequence[SegSentence], epochs: int = 10,
-          max_gap: int | None | str = "auto", D: int = 2 ** 20, average: bool = True,
-          seed: int = 0, dev: Sequence[SegSentence] | None = None, progress: bool = True,
-          restrictions: str | dict | None = None, k: int | None = None,
-          max_sweeps: int = 1000, select: str = "last") -> SegmentModel:
-    """A :class:`SegmentModel` trained by Fig. 4 for ``epochs`` passes.
+@dataclass(frozen=True)
+class SegmentData:
+    """Training sentences, checked: each has gold segments (what the Trainer passes to
+    :class:`HildrethSolver`)."""
+    sentences: tuple[SegSentence, ...]
 
-    ``select="dev"`` keeps the weights of the epoch with the best dev F (ties: the
-    earlier), recorded as ``settings["selected_epoch"]``: the number of epochs chosen on
-    dev; ``"last"`` keeps the last epoch's.  The other weights of the kept epoch (the
-    last iterate when averaging, else nothing) stay on ``model.other_weights`` for a
-    comparison; they are not saved with the model.
+    @classmethod
+    def of(cls, sentences: Sequence[SegSentence]) -> "SegmentData":
+        """InputError naming the source for no sentence, one without gold segments, or
+        none holding a segment."""
+        sentences = tuple(sentences)
+        if not sentences:
+            raise InputError("no training sentences")
+        missing = [s for s in sentences if s.segments is None]
+        if missing:
+            raise InputError(f"{missing[0].source}: a training sentence needs gold segments")
+        if next(iter_types(sentences), None) is None:
+            raise InputError(f"{sentences[0].source}: the training sentences hold no segment")
+        return cls(sentences)
 
-    ``max_gap``: "auto" = the largest gap of a training gold segment, None = unlimited;
-    ``k``: the top-k size (None: n); ``average``: keep the averaged weights (both the
-    averaged and the last weights' dev F are recorded in ``settings["history"]``);
-    ``restrictions`` (e.g. "no-overlap") apply in training and are the model's default
-    in decoding."""
-    sentences = list(sentences)
-    if not sentences:
-        raise InputError("no training sentences")
-    missing = [s for s in sentences if s.segments is None]
-    if missing:
-        raise InputError(f"{missing[0].source}: a training sentence needs gold segments")
-    types = list(iter_types(sentences))
-    if not types:
-        raise InputError(f"{sentences[0].source}: the training sentences hold no segment")
-    epochs = int(epochs)
-    if epochs < 1:
-        raise InputError(f"epochs must be >= 1, got {epochs}")
-    if select not in ("last", "dev") or (select == "dev" and not dev):
-        raise InputError(f"select must be 'last' or 'dev' (with dev sentences), got {select!r}")
-    gap = max_gap_of(sentences) if max_gap == "auto" else max_gap
-    pos = all(s.pos is not None for s in sentences)          # read POS only if all have it
-    model = SegmentModel(types, D, gap, k, restrictions, pos=pos)
-    learner = OnlineLearner(model, restrictions, max_sweeps)
-    rng = random.Random(seed)
-    order = list(range(len(sentences)))
-    history: list[dict] = []
-    shown: dict = {}
-    best: tuple = (-1.0, 0, None, None)            # (dev F, epoch, weights, other weights)
-    for e in range(1, epochs + 1):
-        rng.shuffle(order)
-        updates = violated = 0
-        bar = progress_bar(len(order), f"epoch {e}/{epochs}", "sent", enabled=progress,
-                           every=0)                 # a log: one line per epoch
-        bar.set_postfix(shown, refresh=False)
-        try:
-            for i in order:
-                v = learner.step(sentences[i])
+
+class HildrethSolver:
+    """The online multilabel learner as a :class:`fstchunk.learn.solvers.Solver`: a step
+    is an epoch (a pass over the sentences in epoch e's order, :meth:`order`); θ is the
+    average of W over every visit (``average=True``), else the last W; its state (W, U,
+    visits, epochs and the history, after the last complete epoch: an epoch cut short
+    is rolled back) sits beside the checkpoint (:data:`STATE_SUFFIX`).  The history
+    records per epoch the updates, the violated constraints and, when the training loop
+    measures it, the dev F of θ and of the last W (:meth:`dev_f`)."""
+
+    unit, suffix, state_name = "epoch", STATE_SUFFIX, "segment learner state"
+
+    def __init__(self, model: Any, data: SegmentData, seed: int = 0, average: bool = True,
+                 max_sweeps: int = 1000):
+        self.model, self.data = model, data
+        self.seed, self.average, self.max_sweeps = seed, average, max_sweeps
+        self.learner: OnlineLearner | None = None
+        self.history: list[dict] = []
+        self._rng, self._order, self._shuffles = random.Random(seed), [], 0
+        self._dev: Sequence[SegSentence] | None = None
+        self._theta: tuple[int, np.ndarray] | None = None    # (committed visits, θ)
+
+    def order(self, epoch: int) -> list[int]:
+        """The sentences' order in epoch ``epoch`` (1-based): the list 0..N−1 shuffled
+        ``epoch`` times by ``random.Random(seed)``, whether or not the run was resumed."""
+        if self._shuffles > epoch or not self._order:
+            self._rng = random.Random(self.seed)
+            self._order, self._shuffles = list(range(len(self.data.sentences))), 0
+        while self._shuffles < epoch:
+            self._rng.shuffle(self._order)
+            self._shuffles += 1
+        return self._order
+
+    @property
+    def epochs(self) -> int:
+        """The complete epochs: the learner's committed visits over N."""
+        return 0 if self.learner is None else \
+            self.learner.committed // len(self.data.sentences)
+
+    @property
+    def theta(self) -> np.ndarray:
+        """θ of the learner's present W and U, flat: the average W − U/c, or the last W
+        (after a complete epoch, or :meth:`interrupted`: the last complete epoch's);
+        computed once per commit (read it, do not write it)."""
+        L = self.learner
+        if self._theta is not None and self._theta[0] == L.committed == L.steps:
+            return self._theta[1]
+        theta = (L.averaged() if self.average else L.W.copy()).ravel()
+        if L.steps == L.committed:
+            self._theta = (L.committed, theta)
+        return theta
+
+    def run(self, theta: np.ndarray, done: int, max_steps: int, on_step) -> Outcome:
+        if self.learner is None:
+            if np.any(theta != 0):
+                raise InputError("segment training starts from W = 0: it cannot start from "
+                                 "a trained model; resume from its checkpoint instead")
+            self.learner = OnlineLearner(self.model, self.max_sweeps)
+        L, sentences = self.learner, self.data.sentences
+        nit, value = 0, float("nan")
+        while done + nit < max_steps:
+            epoch = done + nit + 1
+            updates = violated = 0
+            for i in self.order(epoch):
+                v = L.step(sentences[i])
                 updates += v > 0
                 violated += v
-                bar.update(1)
-            rec = {"epoch": e, "updates": updates, "violated": violated}
-            if dev:
-                rec["dev_f_last"] = dev_f(model, dev)
-                if average:
-                    rec["dev_f_average"] = dev_f(model, dev, learner.averaged())
-                shown = {"dev_F": f"{rec.get('dev_f_average', rec['dev_f_last']):.2f}"}
-                if average:
-                    shown["last"] = f"{rec['dev_f_last']:.2f}"
-            shown["updates"] = updates
-            bar.set_postfix(shown)
-        finally:
-            bar.close()
-        history.append(rec)
-        f = rec.get("dev_f_average" if average else "dev_f_last", -1.0)
-        if select == "last" or f > best[0]:
-            kept = learner.averaged() if average else model.W.copy()
-            best = (f, e, kept, model.W.copy() if average else None)
-    model.W, model.other_weights = best[2], best[3]
-    model.settings.update(trainer="online-multilabel (Fig. 4, Hildreth)", epochs=epochs,
-                          seed=seed, average=average, sentences=len(sentences),
-                          max_sweeps=max_sweeps, history=history, select=select,
-                          selected_epoch=best[1])
-    return model
+            self.history.append({"epoch": epoch, "updates": updates, "violated": violated})
+            L.commit()                  # the epoch is complete (its record came first)
+            nit += 1
+            value = updates / len(sentences)
+            on_step(self.theta, value, {"updates": str(updates)})
+        self.model.other_weights = L.W if self.average else None
+        return Outcome(nit, False, value, {
+            "solver": "hildreth", "trainer": "online-multilabel (Fig. 4, Hildreth)",
+            "epochs": done + nit, "seed": self.seed, "average": self.average,
+            "sentences": len(sentences), "max_sweeps": self.max_sweeps,
+            "history": self.history})
+
+    def interrupted(self) -> tuple[np.ndarray, int]:
+        """θ after the last complete epoch (an epoch cut short is rolled back and redone
+        on resume)."""
+        if self.learner is None:                  # stopped before the first visit
+            self.learner = OnlineLearner(self.model, self.max_sweeps)
+        self.learner.rollback()
+        del self.history[self.epochs:]
+        return self.theta, self.epochs
+
+    # ------------------------------------------------------------------ dev F
+    def dev_f(self, dev: Sequence[SegSentence]) -> float:
+        """F (percent) on ``dev`` of the model's θ; when θ is the last complete epoch's,
+        recorded in that epoch's history as ``dev_f_average`` (averaging) or
+        ``dev_f_last``, with the last W's F beside the average's, once per epoch for
+        the first dev set measured (a repeat is read back, not decoded again)."""
+        m = self.model
+        rec = self.history[-1] if self.learner is not None and self.history and \
+            self.history[-1]["epoch"] == self.epochs else None
+        if rec is None or (self._dev is not None and dev is not self._dev) \
+                or not np.array_equal(m.W.ravel(), self.theta):
+            return segment_f(m, dev)
+        key = "dev_f_average" if self.average else "dev_f_last"
+        if key not in rec:
+            self._dev = dev
+            rec[key] = segment_f(m, dev)
+            if self.average:
+                rec["dev_f_last"] = segment_f(m, dev, self.learner.W)
+        return rec[key]
+
+    # ------------------------------------------------------------------ files
+    def save_state(self, path: str) -> None:
+        """The state after the last complete epoch to ``path`` (.npz, atomically): the
+        rows of W and U that are not zero, the visits, the epochs and the history (JSON).
+        Called at the end of an epoch or after :meth:`interrupted`."""
+        L = self.learner
+        W, U, c, epochs = L.W, L.U, L.steps, self.epochs
+        rows = np.flatnonzero(np.any(W != 0, axis=1) | np.any(U != 0, axis=1))
+        with atomic_path(path, "checkpoint") as tmp, open(tmp, "wb") as fh:
+            np.savez(fh, shape=np.array(W.shape, dtype=np.int64), rows=rows, W=W[rows],
+                     U=U[rows], visits=np.int64(c), epochs=np.int64(epochs),
+                     history=np.array(json.dumps(self.history)))
+
+    def restore(self, path: str, theta: np.ndarray, done: int) -> None:
+        """The state saved at ``path``; ModelFileError naming it if it cannot be read, is
+        of another training set, or its θ is not the checkpoint's after ``done`` epochs."""
+        m, N = self.model, len(self.data.sentences)
+        try:
+            with np.load(path, allow_pickle=False) as f:
+                shape, rows = tuple(int(x) for x in f["shape"]), f["rows"].astype(np.int64)
+                Wr, Ur = f["W"].astype(float), f["U"].astype(float)
+                c, epochs = int(f["visits"]), int(f["epochs"])
+                history = json.loads(str(f["history"]))
+        except (OSError, KeyError, ValueError, TypeError) as e:
+            raise ModelFileError(f"{path}: not a segment learner state ({e})") from None
+        D, T = m.D, len(m.types)
+        if not (shape == (D, T) and Wr.shape == Ur.shape == (len(rows), T)
+                and (len(rows) == 0 or (rows.min() >= 0 and rows.max() < D))
+                and np.all(np.isfinite(Wr)) and np.all(np.isfinite(Ur))
+                and epochs >= 0 and c == epochs * N and isinstance(history, list)
+                and len(history) == epochs):
+            raise ModelFileError(f"{path}: the segment learner state does not fit this "
+                                 f"training set ({N} sentences, D × T = {D} × {T})")
+        W, U = np.zeros((D, T)), np.zeros((D, T))
+        W[rows], U[rows] = Wr, Ur
+        self.learner = OnlineLearner(m, self.max_sweeps, W, U, c)
+        self.history[:] = history
+        check_resumed(path, self.theta, theta, epochs, done)
