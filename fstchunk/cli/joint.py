@@ -12,7 +12,8 @@ sentences; an uncalibrated one asked for MEU is refused.
 
 ``joint train`` runs the one training loop (:class:`fstchunk.learn.loop.Trainer`) with
 ``train``'s options: ``--dev`` (dev F in the progress line; ``--select dev``),
-``--dev-every``, ``--checkpoint-every`` (``OUTPUT.ckpt``, the perceptron's state in
+``--dev-every`` (by default every epoch of perceptron/mmvp, every 10 crf iterations),
+``--checkpoint-every`` (``OUTPUT.ckpt``, the perceptron's state in
 ``OUTPUT.ckpt.perceptron.npz``), ``--resume`` (refusing a checkpoint of other settings:
 algorithm, λ, kind, ``--collapse-pos``, ``--np-only``, columns, training file,
 ``--sentences``), ``--max-iter`` (``--iterations``, its old name), ``--workers`` /
@@ -78,9 +79,9 @@ def add_parser(sub) -> None:
                    help="the model kept: the last step's, or (with --dev) the one of the "
                         "best dev figure among those measured (every --dev-every and the "
                         "last)")
-    q.add_argument("--checkpoint-every", type=nonnegative_int, default=None,
-                   help="save OUTPUT.ckpt every K steps (0: never; none: every epoch of "
-                        "perceptron/mmvp, every 10 iterations of crf)")
+    q.add_argument("--checkpoint-every", type=nonnegative_int, default=10,
+                   help="save OUTPUT.ckpt every K steps (0: never; Ctrl-C and SIGTERM "
+                        "write it anyway)")
     q.add_argument("--resume", action="store_true",
                    help="continue from OUTPUT.ckpt (refused if its settings differ)")
     add_executor(q, "the training sentences (crf: each objective evaluation; none: the "
@@ -166,9 +167,9 @@ def _gold(path: str, cols: Columns, on_invalid: str, command: str, n: int | None
     return sents
 
 
-#: steps between dev figures and checkpoints when not given: L-BFGS iterations are many
-#: and short (every 10), epochs few and long (every one)
-SMOOTH_EVERY = 10
+#: steps between dev figures when not given: L-BFGS iterations are many and short (every
+#: 10), epochs few and long (every one)
+SMOOTH_DEV_EVERY = 10
 
 
 def run_train(args: argparse.Namespace) -> int:
@@ -201,17 +202,18 @@ def run_train(args: argparse.Namespace) -> int:
                                                     args.output, "joint train", True),
                            args.on_invalid, "joint train"), args.collapse_pos, args.np_only)
            if args.dev else None)
+    if args.dev and not dev:
+        raise no_sentences(args.dev)
     identity = {"kind": args.kind, "collapse_pos": args.collapse_pos,
                 "np_only": args.np_only, "columns": resolved.spec(),
                 "train_sha256": file_digest(args.train), "sentences": len(encoded)}
-    every = SMOOTH_EVERY if objective.smooth else 1
+    every = SMOOTH_DEV_EVERY if objective.smooth else 1
     with _executor(args, objective, len(encoded)) as ex:
         Trainer(objective=objective, l2=default_l2(objective, args.l2),
                 max_iter=args.max_iter, dev=dev,
                 dev_every=every if args.dev_every is None else args.dev_every,
                 select=args.select, checkpoint=args.output + ".ckpt",
-                checkpoint_every=every if args.checkpoint_every is None
-                else args.checkpoint_every, resume=args.resume,
+                checkpoint_every=args.checkpoint_every, resume=args.resume,
                 output=args.output, progress=not args.quiet, log=print,
                 identity=identity, executor=ex).fit(model, encoded)
     if heldout is not None:

@@ -300,6 +300,8 @@ class JointModel(PartScorer):
         and chunks): conlleval chunk F1 for the joint model and a chunker, POS accuracy
         for a tagger (which predicts no chunk) — what ``joint train --select dev``
         selects on."""
+        if not dev:
+            raise InputError("no dev sentences to score")
         pos, chunks = zip(*(self.map_tags(d) for d in dev))
         s = scores(dev, pos, chunks)
         return s["pos_accuracy"] if self.variant == "tagger" else s["np_f1"]
