@@ -93,14 +93,14 @@ def test_no_chunk_is_refused_naming_the_file():
         J.model_for(J.layered([sent([("a", "DT"), ("b", "NN")])]), "joint")
 
 
-@pytest.mark.parametrize("option,value", [("iterations", 0), ("iterations", -5),
-                                          ("iterations", 2.5), ("iterations", True),
+@pytest.mark.parametrize("option,value", [("max_iter", 0), ("max_iter", -5),
+                                          ("max_iter", 2.5), ("max_iter", True),
                                           ("l2", -1.0), ("l2", float("nan")),
                                           ("l2", float("inf")), ("l2", "0.5")])
 def test_bad_training_options(option, value):
     data = J.layered(GOOD)
     model, encoded = J.model_for(data, "joint")
-    kw = {"iterations": 2, "l2": 0.1, option: value}
+    kw = {"max_iter": 2, "l2": 0.1, option: value}
     with pytest.raises(InputError, match=f"^{option} must be"):
         model.fit(encoded, "crf", **kw)
     assert not model.w.any()                          # nothing was trained

@@ -9,6 +9,17 @@ way, after checking them against that layout
 a perceptron or MMVP model must be calibrated first (``joint calibrate``, or
 ``joint train --calibrate HELDOUT``), which fits a temperature on held-out
 sentences; an uncalibrated one asked for MEU is refused.
+
+``joint train`` runs the one training loop (:class:`fstchunk.learn.loop.Trainer`) with
+``train``'s options: ``--dev`` (dev F in the progress line; ``--select dev``),
+``--dev-every`` (by default every epoch of perceptron/mmvp, every 10 crf iterations),
+``--checkpoint-every`` (``OUTPUT.ckpt``, the perceptron's state in
+``OUTPUT.ckpt.perceptron.npz``), ``--resume`` (refusing a checkpoint of other settings:
+algorithm, λ, kind, ``--collapse-pos``, ``--np-only``, columns, training file,
+``--sentences``), ``--max-iter`` (``--iterations``, its old name), ``--workers`` /
+``--scheduler`` for ``crf`` (default: the usable cores, as before), Ctrl-C / SIGTERM
+(the checkpoint written and named; exit 130 / 143).  :data:`ALGORITHMS` maps
+``--algorithm`` to the registry's objectives: the one place they are named here.
 """
 
 from __future__ import annotations
@@ -16,15 +27,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import closing
 
 from ..columns import Columns
 from ..conll import Sentence, write_conll
 from ..errors import InputError
 from ..layout import Layout
+from ..learn.loop import SELECT, Trainer, file_digest
 from ..models import joint as J
+from ..models.joint.train import ALGORITHMS, DEFAULT_L2, default_l2
 from ..outputs import atomic_write, check_output
-from .common import (BETA_HELP, HelpFormatter, add_on_invalid, beta_option,
-                     nonnegative_float, positive_int)
+from ..parallel import usable_cores
+from ..scale import LocalExecutor
+from .common import (BETA_HELP, HelpFormatter, add_executor, add_on_invalid, beta_option,
+                     executor_of, nonnegative_float, nonnegative_int, positive_int)
 from .inputs import (columns_spec, iter_input, layout_input, no_sentences, read_gold,
                      read_input, warn_unread, warn_unrecorded)
 
@@ -42,11 +58,34 @@ def add_parser(sub) -> None:
                    help="use the first N sentences (none: all)")
     q.add_argument("--collapse-pos", action="store_true", help="POS collapsed by Table 3")
     q.add_argument("--np-only", action="store_true", help="keep NP chunks only (B/I/O)")
-    q.add_argument("--algorithm", choices=("perceptron", "mmvp", "crf"), default="mmvp",
-                   help="averaged perceptron, MMVP, or CRF (probabilistic)")
-    q.add_argument("--iterations", type=positive_int, default=10,
-                   help="perceptron epochs, or L-BFGS iterations for crf")
-    q.add_argument("--l2", type=nonnegative_float, default=0.5, help="λ of λ‖w‖² (crf)")
+    q.add_argument("--algorithm", choices=tuple(ALGORITHMS), default="mmvp",
+                   help="averaged perceptron, MMVP, or crf: conditional likelihood over the "
+                        "joint structure (probabilistic); no λ but for crf")
+    q.add_argument("--dev", default=None,
+                   help="held-out CoNLL file (same columns) for the dev figure in the "
+                        "progress line and --select dev: chunk F1 of Viterbi decoding (a "
+                        "tagger: POS accuracy)")
+    q.add_argument("--max-iter", "--iterations", dest="max_iter", type=positive_int,
+                   default=10, help="epochs of perceptron/mmvp, L-BFGS iterations of crf "
+                                    "(in all, counting those before a --resume)")
+    q.add_argument("--l2", type=nonnegative_float, default=None,
+                   help=f"crf only: λ of the mean NLL per sentence + λ‖w‖² (none: "
+                        f"{DEFAULT_L2[ALGORITHMS['crf']]:g}; a λ of the old summed NLL, "
+                        f"before this convention, divided by the training sentences)")
+    q.add_argument("--dev-every", type=nonnegative_int, default=None,
+                   help="dev figure every K steps (0: only at the end; none: every epoch "
+                        "of perceptron/mmvp, every 10 iterations of crf)")
+    q.add_argument("--select", choices=SELECT, default="last",
+                   help="the model kept: the last step's, or (with --dev) the one of the "
+                        "best dev figure among those measured (every --dev-every and the "
+                        "last)")
+    q.add_argument("--checkpoint-every", type=nonnegative_int, default=10,
+                   help="save OUTPUT.ckpt every K steps (0: never; Ctrl-C and SIGTERM "
+                        "write it anyway)")
+    q.add_argument("--resume", action="store_true",
+                   help="continue from OUTPUT.ckpt (refused if its settings differ)")
+    add_executor(q, "the training sentences (crf: each objective evaluation; none: the "
+                    "usable cores)")
     q.add_argument("--kind", choices=("joint", "tagger", "chunker"), default="joint",
                    help="joint model, POS tagger or chunker of a cascade")
     q.add_argument("--calibrate", metavar="HELDOUT", default=None,
@@ -128,8 +167,20 @@ def _gold(path: str, cols: Columns, on_invalid: str, command: str, n: int | None
     return sents
 
 
+#: steps between dev figures when not given: L-BFGS iterations are many and short (every
+#: 10), epochs few and long (every one)
+SMOOTH_DEV_EVERY = 10
+
+
 def run_train(args: argparse.Namespace) -> int:
     check_output(args.output)
+    objective = ALGORITHMS[args.algorithm]
+    if args.l2 is not None and objective.default_l2 is None:
+        raise InputError(f"--l2 applies to --algorithm crf only (--algorithm "
+                         f"{args.algorithm} has no λ: its averaging regularises)")
+    if not objective.smooth and (args.workers not in (None, 1) or args.scheduler):
+        raise InputError(f"--workers/--scheduler apply to --algorithm crf only (--algorithm "
+                         f"{args.algorithm} trains by epochs in one process)")
     cols = args.columns or Columns()
     first = next(iter_input(args.train), None)
     if first is None:
@@ -147,12 +198,44 @@ def run_train(args: argparse.Namespace) -> int:
     heldout = (_gold(args.calibrate, _model_columns(model, args.columns, args.calibrate,
                                                     args.output, "joint train", True),
                      args.on_invalid, "joint train") if args.calibrate else None)
-    model.fit(encoded, args.algorithm, args.iterations, l2=args.l2, progress=not args.quiet)
+    dev = (J.layered(_gold(args.dev, _model_columns(model, args.columns, args.dev,
+                                                    args.output, "joint train", True),
+                           args.on_invalid, "joint train"), args.collapse_pos, args.np_only)
+           if args.dev else None)
+    if args.dev and not dev:
+        raise no_sentences(args.dev)
+    identity = {"kind": args.kind, "collapse_pos": args.collapse_pos,
+                "np_only": args.np_only, "columns": resolved.spec(),
+                "train_sha256": file_digest(args.train), "sentences": len(encoded)}
+    every = SMOOTH_DEV_EVERY if objective.smooth else 1
+    with _executor(args, objective, len(encoded)) as ex:
+        Trainer(objective=objective, l2=default_l2(objective, args.l2),
+                max_iter=args.max_iter, dev=dev,
+                dev_every=every if args.dev_every is None else args.dev_every,
+                select=args.select, checkpoint=args.output + ".ckpt",
+                checkpoint_every=args.checkpoint_every, resume=args.resume,
+                output=args.output, progress=not args.quiet, log=print,
+                identity=identity, executor=ex).fit(model, encoded)
     if heldout is not None:
         _calibrate(model, heldout, args.calibrate)
-    model.save(args.output)
+        model.save(args.output)
     print(f"wrote {args.output}")
     return 0
+
+
+#: sentences per process below which the default spreads no further (a fork's cost)
+PER_WORKER = 50
+
+
+def _executor(args: argparse.Namespace, objective, sentences: int):
+    """``--workers``/``--scheduler``; for crf without them, local processes over the
+    usable cores (at most one per :data:`PER_WORKER` sentences), as the joint model's
+    NLL was always spread; none for the passes of perceptron/mmvp."""
+    if args.workers is None and args.scheduler is None and objective.smooth:
+        k = min(usable_cores(), sentences // PER_WORKER)
+        if k > 1:
+            return closing(LocalExecutor(k))
+    return executor_of(args)
 
 
 def _calibrate(model: J.JointModel, sents: list[Sentence], source: str) -> None:

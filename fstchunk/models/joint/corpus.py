@@ -4,7 +4,9 @@ Column 0 is the word, column 1 the POS tag, the last column the IOB2 chunk tag.
 Shimizu & Haas (2006) collapse the 45 Penn POS tags to the 5 classes of Table 3
 (:func:`collapse_pos`) and keep NP chunks only (:func:`np_only`); both mappings
 are optional and recorded in a model's settings (``collapse_pos``, ``np_only``)
-so that decoding reads a corpus the way training did.
+so that decoding reads a corpus the way training did.  :func:`scores` gives
+Table 7's columns (POS accuracy, chunk-tag accuracy, conlleval chunk F1) of
+predictions against gold layers.
 
 Gold chunk tags are read strictly: an invalid IOB2 sequence (``I-NP`` after ``O``)
 raises :class:`~fstchunk.errors.SchemeError` at the offending tag's own
@@ -29,7 +31,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ...conll import Sentence
-from ...errors import CoNLLError
+from ...errors import CoNLLError, InputError
+from ...evaluate import evaluate
 from ..base import gold_tags
 
 # Table 3: the 45 Penn tags collapsed to 5 classes.
@@ -86,3 +89,25 @@ def layered(sentences: Sequence[Sentence], collapse: bool = False,
             chunks = [np_only(t) for t in chunks]
         out.append(Layered(s, pos, chunks))
     return out
+
+
+def scores(gold: Sequence[Layered], pos: Sequence[Sequence[str]],
+           chunks: Sequence[Sequence[str]]) -> dict[str, float]:
+    """POS accuracy, chunk-tag accuracy and conlleval chunk F1, in percent, of
+    predictions against gold sentences (InputError for none, or lengths that differ)."""
+    if len(pos) != len(gold) or len(chunks) != len(gold):
+        raise InputError(f"scores: {len(gold)} gold sentences but {len(pos)} POS and "
+                         f"{len(chunks)} chunk predictions")
+    n = sum(len(g.pos) for g in gold)
+    if n == 0:
+        raise InputError("scores: no gold tokens to score (no sentences)")
+    for g, p, c in zip(gold, pos, chunks):
+        if g.chunks is None:
+            raise InputError(f"{g.sentence.where(0)}: no gold chunk column to score against")
+        if len(p) != len(g.pos) or len(c) != len(g.pos):
+            raise InputError(f"{g.sentence.where(0)}: {len(g.pos)} tokens but {len(p)} POS "
+                             f"and {len(c)} chunk predictions")
+    pos_ok = sum(a == b for g, p in zip(gold, pos) for a, b in zip(g.pos, p))
+    rep = evaluate([g.chunks for g in gold], chunks)
+    return {"pos_accuracy": 100.0 * pos_ok / n, "np_accuracy": rep.accuracy,
+            "np_f1": rep.overall.f}

@@ -1,5 +1,5 @@
 """Joint models from a corpus and back: Table 6's templates, model_for, predict,
-calibrate, scores.
+calibrate (and :func:`~.corpus.scores`, re-exported).
 
 :func:`model_for` builds a model of one variant and encodes its training data:
 ``joint`` (chunk types + O over the POS labels; the templates of Shimizu & Haas
@@ -7,7 +7,7 @@ calibrate, scores.
 chunk label O) or ``chunker`` (a cascade's chunker: the chunk tags as the label
 layer of a linear chain, with the POS column as observations).  :func:`predict`
 decodes (POS, chunk) tags, :func:`calibrate` fits the temperature of a model on
-held-out sentences (:mod:`.calibration`), :func:`scores` gives POS accuracy,
+held-out sentences (:mod:`.calibration`), :func:`~.corpus.scores` gives POS accuracy,
 chunk-tag accuracy and conlleval chunk F1 (Table 7's columns).
 
 Pitfalls:
@@ -30,9 +30,8 @@ from typing import Sequence
 from ... import encodings as enc
 from ...decode import decode_meu
 from ...errors import InputError
-from ...evaluate import evaluate
 from ..base import check_training_set
-from .corpus import Layered
+from .corpus import Layered, scores
 from .files import VARIANTS
 from .model import Encoded, JointModel, encode, input_columns
 
@@ -111,23 +110,17 @@ def predict(model: JointModel, data: Sequence[Layered], decoder: str = "map",
     decodes the joint model's chunk layer by exact MEU under p(y|x) ∝ exp(score/T)
     (POS from Viterbi); it needs a probabilistic model (:attr:`JointModel.probabilistic`:
     trained as a CRF, or calibrated), InputError saying how to calibrate otherwise."""
-    kind = model.variant
     if decoder not in DECODERS:
         raise InputError(f"unknown decoder {decoder!r} ({', '.join(DECODERS)})")
     if decoder == "meu":
-        if kind != "joint":
+        if model.variant != "joint":
             raise InputError("MEU decoding needs the joint model's chunk layer "
-                             f"(this is a {kind} model)")
+                             f"(this is a {model.variant} model)")
         model.require_probabilities()
     pos_out, chunk_out = [], []
     for d in data:
         x = encode(model, d, gold=False)
-        y, _ = model.decode(x)
-        labels, chunk = model.tags(y)
-        if kind == "tagger":
-            chunk = list(d.chunks) if d.chunks is not None else ["_"] * len(labels)
-        elif kind == "chunker":
-            labels, chunk = list(d.pos), labels
+        labels, chunk = model.map_tags(d, x)
         if decoder == "meu":
             chunk = decode_meu(model.chunk_lattice(x), beta=beta).tags
         pos_out.append(labels)
@@ -144,25 +137,3 @@ def calibrate(model: JointModel, data: Sequence[Layered], source: str | None = N
     if not data:
         raise InputError(f"{source or '<no file>'}: no held-out sentences to calibrate on")
     return model.calibrate([encode(model, d) for d in data], source)
-
-
-def scores(gold: Sequence[Layered], pos: Sequence[Sequence[str]],
-           chunks: Sequence[Sequence[str]]) -> dict[str, float]:
-    """POS accuracy, chunk-tag accuracy and conlleval chunk F1, in percent, of
-    predictions against gold sentences (InputError for none, or lengths that differ)."""
-    if len(pos) != len(gold) or len(chunks) != len(gold):
-        raise InputError(f"scores: {len(gold)} gold sentences but {len(pos)} POS and "
-                         f"{len(chunks)} chunk predictions")
-    n = sum(len(g.pos) for g in gold)
-    if n == 0:
-        raise InputError("scores: no gold tokens to score (no sentences)")
-    for g, p, c in zip(gold, pos, chunks):
-        if g.chunks is None:
-            raise InputError(f"{g.sentence.where(0)}: no gold chunk column to score against")
-        if len(p) != len(g.pos) or len(c) != len(g.pos):
-            raise InputError(f"{g.sentence.where(0)}: {len(g.pos)} tokens but {len(p)} POS "
-                             f"and {len(c)} chunk predictions")
-    pos_ok = sum(a == b for g, p in zip(gold, pos) for a, b in zip(g.pos, p))
-    rep = evaluate([g.chunks for g in gold], chunks)
-    return {"pos_accuracy": 100.0 * pos_ok / n, "np_accuracy": rep.accuracy,
-            "np_f1": rep.overall.f}

@@ -103,7 +103,8 @@ def _settings(f: Fields) -> dict[str, Any]:
     for key in ("collapse_pos", "np_only"):
         if key in s and not isinstance(s[key], bool):
             raise bad(key, f"expected true or false, found {s[key]!r:.40}")
-    if "algorithm" in s and s["algorithm"] not in ALGORITHMS:
+    if "algorithm" in s and (not isinstance(s["algorithm"], str)
+                             or s["algorithm"] not in ALGORITHMS):
         raise bad("algorithm", f"expected one of {', '.join(ALGORITHMS)}, found "
                                f"{s['algorithm']!r:.40}")
     if "temperature" in s:

@@ -1,11 +1,21 @@
-"""The joint model of Shimizu & Haas (2006) as one object: decoding, chunk layer, files.
+"""The joint model of Shimizu & Haas (2006) as one object: decoding, chunk layer, training, files.
 
 :class:`JointModel` is a :class:`~.scoring.PartScorer` (templates,
 vocabularies, one weight vector: a sentence's part scores) that hands the parts
 to Figure 1's DP (:mod:`.dp`: Viterbi, inside-outside), the machine twin
 (:mod:`.machine`) or the chunk layer's :class:`~fstchunk.lattice.Lattice`, and
-trains through :mod:`.train`.  It follows the model protocol: ``kind``,
-``scheme``, ``lattices``, ``fit`` (returns the model), ``save`` and ``load``.
+trains through :class:`fstchunk.learn.loop.Trainer` (its ``Learnable``:
+``objectives``, ``theta`` = ``w``, ``training_data``, ``solver``, ``dev_f``; the
+objectives, solvers and statistics in :mod:`.train`; ``statistics`` and
+``partitions`` for :mod:`fstchunk.scale`'s executors).  It follows the model
+protocol: ``kind``, ``scheme``, ``lattices``, ``fit`` (returns the model), ``save``
+and ``load``.
+
+Settings: the structure's (variant, Table 3's POS, NP only, columns) are fixed by
+:func:`~.data.model_for`, which builds the model from its training corpus; the
+training's (algorithm, ``max_iter``, λ, and every option of the trainer) are
+arguments of :meth:`JointModel.fit`, as :meth:`fstchunk.models.crf.CRF.fit`'s; both
+end in ``settings`` and the model file.
 :func:`encode` reads a :class:`~.corpus.Layered` sentence the one way that
 training, :func:`~.data.predict` and :meth:`JointModel.lattices` share.
 
@@ -22,7 +32,7 @@ Pitfalls:
   starts-a-segment): :meth:`JointModel.chunk_lattice` uses it to hand the chunk
   distribution to the exact MEU decoder; decoding itself follows Figure 1.
 * Probabilities: p(y|x) ∝ exp(score(x, y)/T), T = ``settings["temperature"]``
-  (1 when absent).  A ``crf`` model is probabilistic with T = 1; a perceptron or
+  (1 when absent).  A ``crf`` (ML) model is probabilistic with T = 1; a perceptron or
   MMVP model only once calibrated (:meth:`JointModel.calibrate`, :mod:`.calibration`).
   Every probabilistic use (:meth:`~JointModel.marginals`,
   :meth:`~JointModel.token_marginals`, :meth:`~JointModel.chunk_lattice`,
@@ -43,7 +53,7 @@ Pitfalls:
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pynini
@@ -54,15 +64,21 @@ from ...engine.chain import Layers, token_marginals
 from ...errors import InputError
 from ...lattice import Lattice
 from ...layout import Layout
+from ...learn import objectives as lo
+from ...learn.loop import Trainer
+from ...learn.solvers import Solver
+from ...scale import split
 from ..io import save_model
-from . import train
 from .calibration import HeldOut, fit_temperature
-from .corpus import Layered, layered
+from .corpus import Layered, layered, scores
 from .dp import chain_layers, inside_outside, viterbi
 from .files import read_model, reading
 from .machine import chunk_fst, joint_fst, pair_symbol
 from .scoring import Encoded, PartScorer
 from .structure import Parts, Structure, structure_parts
+from .train import (ALGORITHMS, JOINT_OBJECTIVES, algorithm_name, check_training, default_l2,
+                    nll_statistics, solver)
+from .train import algorithm as objective_of
 
 
 class JointModel(PartScorer):
@@ -96,10 +112,17 @@ class JointModel(PartScorer):
         return float(self.settings.get("temperature", 1.0))
 
     @property
+    def trained_by(self) -> lo.Objective | None:
+        """The objective the weights were trained by (``settings["algorithm"]``, which
+        every trained file records; None: untrained)."""
+        return ALGORITHMS.get(self.settings.get("algorithm"))
+
+    @property
     def probabilistic(self) -> bool:
-        """Whether exp(score/T) is a fitted distribution: trained as a CRF (T = 1)
+        """Whether exp(score/T) is a fitted distribution: trained by ML (``crf``, T = 1)
         or calibrated (:meth:`calibrate`)."""
-        return self.settings.get("algorithm") == "crf" or "temperature" in self.settings
+        trained = self.trained_by
+        return (trained is not None and trained.probabilistic) or "temperature" in self.settings
 
     def require_probabilities(self) -> None:
         """InputError saying how to calibrate, unless :attr:`probabilistic`."""
@@ -144,6 +167,18 @@ class JointModel(PartScorer):
     def decode(self, x: Encoded, w: np.ndarray | None = None) -> tuple[Structure, float]:
         """Figure 1's Viterbi: the best structure and its (untempered) score."""
         return viterbi(self.parts(x, w))
+
+    def map_tags(self, d: Layered, x: Encoded | None = None) -> tuple[list[str], list[str]]:
+        """(POS, chunk) tags of a sentence by Viterbi (``x``: its :func:`encode`, without
+        gold); a tagger predicts POS only (chunks copied from ``d``, ``_`` where it has
+        none), a chunker chunk tags only (POS copied from ``d``)."""
+        y, _ = self.decode(encode(self, d, gold=False) if x is None else x)
+        labels, chunk = self.tags(y)
+        if self.variant == "tagger":
+            chunk = list(d.chunks) if d.chunks is not None else ["_"] * len(labels)
+        elif self.variant == "chunker":
+            labels, chunk = list(d.pos), labels
+        return labels, chunk
 
     def marginals(self, x: Encoded) -> tuple[float, Parts]:
         """log Z_T and part marginals of p(y|x) ∝ exp(score/T) (inside-outside over
@@ -212,18 +247,86 @@ class JointModel(PartScorer):
         yp, yc = self.tags(y)
         return float(sum(a != b for a, b in zip(gp, yp)) + sum(a != b for a, b in zip(gc, yc)))
 
-    def fit(self, data: Sequence[Encoded], algorithm: str = "perceptron", iterations: int = 10,
-            l2: float = 0.5, progress: bool = False,
-            callback: Callable[[int, "JointModel"], None] | None = None) -> "JointModel":
-        """Train in place and return the model: averaged perceptron (Algorithm 4.1
-        with Collins' averaging), MMVP (Algorithm 4.3), both with the first-iteration
-        trick; or ``crf``: conditional likelihood + l2·‖w‖² by L-BFGS (``iterations``
-        = its maximum number of iterations).  See :mod:`.train`.  A calibration of
-        earlier weights is dropped (the scores change)."""
-        for key in ("temperature", "calibrated_on", "calibration_nll"):
+    #: the objectives it trains (``--algorithm``: :data:`.train.ALGORITHMS`)
+    objectives = JOINT_OBJECTIVES
+
+    @property
+    def theta(self) -> np.ndarray:
+        """θ of :class:`~fstchunk.learn.loop.Trainer`: the weight vector ``w``."""
+        return self.w
+
+    @theta.setter
+    def theta(self, value: np.ndarray) -> None:
+        value = np.asarray(value, dtype=float)
+        if value.shape != (self.size,):
+            raise InputError(f"weight vector has shape {value.shape}, expected {(self.size,)}")
+        self.w = value
+
+    def fit(self, train: Sequence[Encoded | Layered], algorithm: str | lo.Objective =
+            "perceptron", max_iter: int = 10, l2: float | None = None,
+            **options: Any) -> "JointModel":
+        """Train in place by :class:`fstchunk.learn.loop.Trainer` and return the model:
+        ``algorithm`` ``perceptron`` (Algorithm 4.1 with Collins' averaging) or ``mmvp``
+        (Algorithm 4.3), both with the first-iteration trick, ``max_iter`` epochs; or
+        ``crf``: the mean NLL per sentence + λ‖w‖² by L-BFGS, ``max_iter`` iterations
+        (``l2=None``: :data:`.train.DEFAULT_L2`).  ``options``: the trainer's others
+        (dev, select, checkpoint, resume, callbacks, executor, ...; no progress bar
+        unless asked).  A calibration of earlier weights is dropped (the scores
+        change).  See :mod:`.train`."""
+        o = objective_of(algorithm)
+        options.setdefault("progress", False)
+        return Trainer(objective=o, l2=default_l2(o, l2), max_iter=max_iter,
+                       **options).fit(self, train)
+
+    def training_data(self, train: Sequence[Encoded | Layered]) -> list[Encoded]:
+        """The encoded training sentences (:func:`encode` with gold; encoded ones pass
+        through); InputError for none, or one without gold POS and chunk tags."""
+        data = [x if isinstance(x, Encoded) else encode(self, x) for x in train]
+        check_training(data)
+        return data
+
+    def solver(self, objective: lo.Objective, data: Sequence[Encoded], *, l2: float,
+               beta: float, loss: str, tol: float | None, executor: Any) -> Solver:
+        """L-BFGS over the mean NLL for ML (``crf``; the statistics over ``executor``'s
+        partitions when given), the perceptron or MMVP's passes (:func:`.train.solver`);
+        records the ``algorithm`` and the training sentences in the settings."""
+        for key in ("crf_iterations", "iterations"):
             self.settings.pop(key, None)
-        train.fit(self, data, algorithm, iterations, l2, progress, callback)
-        return self
+        self.settings.update(algorithm=algorithm_name(objective), sentences=len(data))
+        return solver(self, objective, data, l2, tol, executor)
+
+    def dev_f(self, dev: Sequence[Layered]) -> float:
+        """Percent, of Viterbi decoding on held-out layered ``dev`` sentences (gold POS
+        and chunks): conlleval chunk F1 for the joint model and a chunker, POS accuracy
+        for a tagger (which predicts no chunk) — what ``joint train --select dev``
+        selects on."""
+        if not dev:
+            raise InputError("no dev sentences to score")
+        pos, chunks = zip(*(self.map_tags(d) for d in dev))
+        s = scores(dev, pos, chunks)
+        return s["pos_accuracy"] if self.variant == "tagger" else s["np_f1"]
+
+    def statistics(self, data: Sequence[Encoded], theta: np.ndarray, name: str,
+                   beta_sq: float = 1.0, loss: str = "hamming"
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """The additive statistics of a smooth objective (ML: Σ NLL and its gradient,
+        :func:`.train.nll_statistics`) over ``data`` at θ (:mod:`fstchunk.scale`)."""
+        if lo.objective(name, JOINT_OBJECTIVES) is not lo.ML:
+            raise InputError(f"--algorithm {name} is run by passes, not as a function of θ")
+        return nll_statistics(self, data, theta)
+
+    def partitions(self, data: Sequence[Encoded], parts: int
+                   ) -> list[tuple["JointModel", list[Encoded]]]:
+        """``data`` in ``parts`` runs of sentences of about equal token counts, each with a
+        :meth:`scoring_copy` (the shards of :mod:`fstchunk.scale`)."""
+        copy = self.scoring_copy()
+        return [(copy, [data[i] for i in r]) for r in split([x.n for x in data], parts)]
+
+    def scoring_copy(self) -> "JointModel":
+        """This model without its vocabularies' strings (their sizes only) and settings:
+        it scores encoded sentences but encodes none; what a worker receives."""
+        return JointModel(self.chunk_labels, self.pos_labels, self.templates,
+                          [_Size(len(v)) for v in self.vocabs])
 
     def _difference(self, x: Encoded, gold: Structure, y: Structure
                     ) -> tuple[np.ndarray, np.ndarray]:
@@ -234,11 +337,6 @@ class JointModel(PartScorer):
         val = np.bincount(inv, weights=np.concatenate([gv, -pv]), minlength=len(idx))
         keep = val != 0
         return idx[keep], val[keep]
-
-    def _objective(self, w: np.ndarray, data: Sequence[Encoded], l2: float
-                   ) -> tuple[float, np.ndarray]:
-        """The CRF objective and its gradient at ``w`` (:func:`.train.objective`)."""
-        return train.objective(self, w, data, l2)
 
     # -------------------------------------------------------------------- io
     def save(self, path) -> None:
@@ -264,6 +362,16 @@ class JointModel(PartScorer):
         model.layout = fields.layout()
         model.path = str(path)
         return model
+
+
+class _Size:
+    """A vocabulary's size without its strings (:meth:`JointModel.scoring_copy`)."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
 
 
 def input_columns(variant: str, d: Layered) -> dict[str, list[str]]:

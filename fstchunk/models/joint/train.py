@@ -1,24 +1,38 @@
-"""Training the joint model: averaged perceptron, MMVP, and CRF by L-BFGS.
+"""Training the joint model: its objectives, their solvers and statistics.
 
-Shimizu & Haas (2006) train with the averaged perceptron (their Algorithm 4.1,
-with Collins' averaging) and MMVP (Algorithm 4.3: the perceptron with the
-max-margin step δ = clip((loss − margin) / ‖Δf‖², 0, 1), C = 1), both with the
-first-iteration trick: lexicalised weights stay frozen in iteration 1.  Beyond
-the paper, ``crf`` minimises −Σ log Pr(gold | x) + l2·‖w‖², with the gradient
-E[f] − f(gold) + 2·l2·w from the part marginals of
-:func:`~.dp.inside_outside`.
+The joint model trains through the one training loop,
+:class:`fstchunk.learn.loop.Trainer` (progress, dev F and ``select="dev"``,
+checkpoints, resume, Ctrl-C), over three objectives of the registry
+(:mod:`fstchunk.learn.objectives`), named by ``joint train --algorithm``
+(:data:`ALGORITHMS`, also the ``algorithm`` setting of model files):
+
+* ``crf`` = :data:`~fstchunk.learn.objectives.ML` over the joint structure: the mean
+  per training sentence (S sentences) plus λ‖w‖² (the one L2 convention),
+
+      P(w) = (1/S) Σ_i [log Z(x_i) − w·f(x_i, y_i)] + λ‖w‖²,
+      ∇P   = (1/S) Σ_i [E[f(x_i, ·)] − f(x_i, y_i)] + 2λw,
+
+  E[f] from the part marginals of :func:`~.dp.inside_outside`; minimised by L-BFGS
+  over additive statistics (:func:`nll_statistics`, what :mod:`fstchunk.scale`'s
+  executors sum over partitions).  The joint model's default λ is its own
+  (:data:`DEFAULT_L2`, not the CRF's): the old summed default 0.5 over the 8936
+  CoNLL-2000 training sentences; a λ of the old summed scale divided by S is the same
+  penalty.
+* ``perceptron`` and ``mmvp``: Shimizu & Haas (2006), Algorithm 4.1 with Collins'
+  averaging, and Algorithm 4.3 (the perceptron with the max-margin step
+  δ = clip((loss − margin) / ‖Δf‖², 0, 1), C = 1), with the first-iteration trick
+  (lexicalised weights frozen in epoch 1); one step of :class:`PerceptronSolver` is an
+  epoch over the sentences in their order; no λ (averaging regularises).
 
 Pitfalls:
 
-* The perceptron's returned weights are the average w − u/t, not the last w;
-  ``callback(iteration, model)`` sees the average after each iteration.
-* The NLL is split over forked processes by
-  :func:`fstchunk.parallel.map_sentences`; each shard gets its context
-  (model, w, data) explicitly (no module globals), so it works under any
-  process start.
-* Training sentences need gold structures (``Encoded.gold``); no sentence,
-  ``iterations`` < 1 or ``l2`` negative or not finite raise
-  :class:`~fstchunk.errors.InputError` naming the option.
+* The perceptron's weights are the average w − u/t (u = Σ_t t·Δ_t, t the visits + 1),
+  not the last w; a resumed run needs the state file beside the checkpoint
+  (:data:`STATE_SUFFIX`: w, u, t and the epochs of the last complete epoch), so that it
+  continues exactly as an uninterrupted run would; an epoch cut short is redone.
+* An epoch without a mistake has converged (the training set is separated) and
+  training stops there (the registry's perceptron convention).
+* Training sentences need gold structures (``Encoded.gold``): InputError otherwise.
 """
 
 from __future__ import annotations
@@ -26,22 +40,31 @@ from __future__ import annotations
 from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
-import scipy.optimize
 
-from ...errors import InputError
-from ...parallel import map_sentences, usable_cores
-from ...progress import progress as progress_bar
+from ...errors import InputError, ModelFileError
+from ...learn import objectives as lo
+from ...learn.solvers import LBFGS, OnStep, Outcome, Solver, check_resumed
+from ...outputs import atomic_path
 from .dp import inside_outside, viterbi
 from .structure import Parts, Structure, structure_parts, structure_score
 
-ALGORITHMS = ("perceptron", "mmvp", "crf")
+#: the objectives the joint model trains
+JOINT_OBJECTIVES = (lo.ML, lo.PERCEPTRON, lo.MMVP)
+#: ``joint train --algorithm`` and the ``algorithm`` setting of model files: the joint
+#: model's names of its objectives (ML over the joint structure is ``crf``)
+ALGORITHMS: dict[str, lo.Objective] = {"perceptron": lo.PERCEPTRON, "mmvp": lo.MMVP,
+                                       "crf": lo.ML}
+#: the joint model's default λ (per sentence) where the registry's is the CRF's: 0.5 on
+#: the old summed scale over CoNLL-2000's 8936 training sentences (0.5/8936), rounded
+DEFAULT_L2: dict[lo.Objective, float] = {lo.ML: 5.6e-5}
+#: the perceptron state's file beside a checkpoint: CHECKPOINT + STATE_SUFFIX
+STATE_SUFFIX = ".perceptron.npz"
 
 
 class Trainable(Protocol):
     """What training needs of a model (:class:`~.model.JointModel` has it)."""
     w: np.ndarray
     lexical: np.ndarray
-    settings: dict
     c: int
     p: int
 
@@ -55,118 +78,192 @@ class Trainable(Protocol):
                     ) -> tuple[np.ndarray, np.ndarray]: ...
 
 
-def fit(model: Trainable, data: Sequence[Any], algorithm: str = "perceptron",
-        iterations: int = 10, l2: float = 0.5, progress: bool = False,
-        callback: Callable[[int, Any], None] | None = None) -> Trainable:
-    """Train ``model`` on encoded sentences in place and return it (see the module doc;
-    for ``crf`` ``iterations`` is the L-BFGS maximum)."""
-    if algorithm not in ALGORITHMS:
-        raise InputError(f"unknown algorithm {algorithm!r} ({', '.join(ALGORITHMS)})")
-    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) \
-            or iterations < 1:
-        raise InputError(f"iterations must be an integer >= 1, got {iterations!r}")
-    if isinstance(l2, bool) or not isinstance(l2, (int, float, np.floating, np.integer)) \
-            or not np.isfinite(l2) or l2 < 0:
-        raise InputError(f"l2 must be a finite number >= 0, got {l2!r}")
+def algorithm(name: str | lo.Objective) -> lo.Objective:
+    """The objective of an ``--algorithm`` name (``perceptron``, ``mmvp``, ``crf``), or of
+    :data:`JOINT_OBJECTIVES` by object or registry name; InputError naming the choices."""
+    if isinstance(name, str) and name in ALGORITHMS:
+        return ALGORITHMS[name]
+    try:
+        return lo.objective(name, JOINT_OBJECTIVES)
+    except InputError:
+        raise InputError(f"unknown algorithm {name!r} ({', '.join(ALGORITHMS)}; or the "
+                         f"objective {', '.join(lo.names(JOINT_OBJECTIVES))})") from None
+
+
+def algorithm_name(objective: lo.Objective) -> str:
+    """The ``--algorithm`` name of one of :data:`JOINT_OBJECTIVES`."""
+    return next(k for k, o in ALGORITHMS.items() if o is objective)
+
+
+def default_l2(objective: lo.Objective, given: float | None) -> float | None:
+    """λ to hand the trainer: ``given``, else the joint model's default
+    (:data:`DEFAULT_L2`), else None (the registry's default: none for the passes)."""
+    return given if given is not None else DEFAULT_L2.get(objective)
+
+
+def check_training(data: Sequence[Any]) -> None:
+    """InputError for no training sentences or one without a gold structure."""
     if len(data) == 0:
         raise InputError("no training sentences: training needs at least one sentence with "
                          "gold POS and chunk tags")
-    missing = [i for i, x in enumerate(data) if x.gold is None]
+    missing = [i for i, x in enumerate(data) if getattr(x, "gold", None) is None]
     if missing:
         raise InputError(f"training sentence {missing[0] + 1}: training sentences need "
                          f"gold POS and chunk tags")
-    model.settings.update(algorithm=algorithm, iterations=iterations, sentences=len(data))
-    if algorithm == "crf":
-        model.settings["l2"] = l2
-        return fit_crf(model, data, iterations, l2, progress)
-    return fit_perceptron(model, data, algorithm, iterations, progress, callback)
 
 
-def fit_perceptron(model: Trainable, data: Sequence[Any], algorithm: str, iterations: int,
-                   progress: bool = False,
-                   callback: Callable[[int, Any], None] | None = None) -> Trainable:
-    """The averaged perceptron (``perceptron``) or MMVP (``mmvp``) with the
-    first-iteration trick."""
-    w = model.w.copy()
-    u = np.zeros_like(w)                # Σ_t t·Δ_t, for the average w − u/t
-    t = 1
-    bar = progress_bar(iterations, f"joint {algorithm}", enabled=progress)
-    for it in range(iterations):
-        mistakes = 0
-        for x in data:
+# ---------------------------------------------------------------- ML (``crf``)
+def nll_statistics(model: Trainable, data: Sequence[Any], w: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Σ_i log Z(x_i) − w·f(x_i, y_i) over ``data`` (values (1,)) and its gradient
+    Σ_i E[f] − f(gold) (grads (1, |w|)): additive over sentences."""
+    val, grad = 0.0, np.zeros_like(w)
+    for x in data:
+        parts = model.parts(x, w)
+        logZ, marg = inside_outside(parts)
+        val += logZ - structure_score(parts, x.gold)
+        mi, mv = model.features(x, marg)          # unique indices: += adds each once
+        gi, gv = model.features(x, structure_parts(x.gold, model.c, model.p))
+        grad[mi] += mv
+        grad[gi] -= gv
+    return np.array([val]), grad[None, :]
+
+
+def smooth_objective(model: Any, objective: lo.Objective, data: Sequence[Any], l2: float,
+                     executor: Any = None) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
+    """w -> (value, gradient) of a smooth objective: the combined statistics
+    (:meth:`~fstchunk.learn.objectives.Objective.combine`, the mean per sentence) plus
+    λ‖w‖²; with an ``executor`` the statistics are summed over its partitions of
+    ``data`` (the same value to rounding)."""
+    parts = executor.partitioned(model, data) if executor is not None else None
+
+    def value_and_grad(w: np.ndarray) -> tuple[float, np.ndarray]:
+        values, G = (parts.statistics(w, objective.name) if parts is not None
+                     else model.statistics(data, w, objective.name))
+        value, weights = objective.combine(values, len(data))
+        return value + l2 * float(w @ w), weights @ G + 2.0 * l2 * w
+
+    return value_and_grad
+
+
+def solver(model: Any, objective: lo.Objective, data: Sequence[Any], l2: float,
+           tol: float | None, executor: Any) -> Solver:
+    """L-BFGS for ML, :class:`PerceptronSolver` for the perceptron and MMVP."""
+    if objective is lo.ML:
+        return LBFGS(smooth_objective(model, objective, data, l2, executor),
+                     objective.default_tol if tol is None else tol)
+    if objective is lo.PERCEPTRON or objective is lo.MMVP:
+        return PerceptronSolver(model, data, objective is lo.MMVP)
+    raise InputError(f"the joint model does not train --objective {objective.name}")
+
+
+# ------------------------------------------------------- perceptron and MMVP
+class AveragedPerceptron:
+    """Algorithm 4.1 (or 4.3 with ``mmvp``) from w₀: w, u = Σ t·Δ_t, t, epochs done;
+    the state after the last complete epoch in :attr:`snapshot`."""
+
+    def __init__(self, model: Trainable, data: Sequence[Any], mmvp: bool, w: np.ndarray):
+        self.model, self.data, self.mmvp = model, data, mmvp
+        self.w, self.u = np.array(w, dtype=float), np.zeros(len(w))
+        self.t, self.epochs = 1, 0
+        self._snap()
+
+    def _snap(self) -> None:
+        self.snapshot = (self.w.copy(), self.u.copy(), self.t, self.epochs)
+
+    @property
+    def average(self) -> np.ndarray:
+        """w − u/t after the last complete epoch."""
+        w, u, t, _ = self.snapshot
+        return w - u / t
+
+    def run_epoch(self) -> int:
+        """One epoch over the sentences in order; the number of mistakes."""
+        model, w, u = self.model, self.w, self.u
+        first, mistakes = self.epochs == 0, 0
+        for x in self.data:
             y, _ = viterbi(model.parts(x, w))
             if y != x.gold:
                 mistakes += 1
                 idx, val = model._difference(x, x.gold, y)
                 step = 1.0
-                if algorithm == "mmvp":      # δ of Algorithm 4.3 (C = 1)
+                if self.mmvp:                             # δ of Algorithm 4.3 (C = 1)
                     margin = float(w[idx] @ val)          # s(gold) − s(y)
                     norm = float(val @ val)
                     step = max(0.0, min((model.loss(x.gold, y) - margin) / norm, 1.0)) \
                         if norm > 0 else 0.0
-                if it == 0:                  # first-iteration trick
+                if first:                                 # the first-iteration trick
                     keep = ~model.lexical[idx]
                     idx, val = idx[keep], val[keep]
                 w[idx] += step * val
-                u[idx] += t * step * val
-            t += 1
-        bar.set_postfix(errors=mistakes, refresh=False)
-        bar.update(1)
-        if callback is not None:
-            model.w = w - u / t
-            callback(it + 1, model)
-    bar.close()
-    model.w = w - u / t
-    return model
+                u[idx] += self.t * step * val
+            self.t += 1
+        self.epochs += 1
+        self._snap()
+        return mistakes
+
+    def save(self, path: str) -> None:
+        """w, u, t, epochs of the last complete epoch, atomically to ``path`` (.npz)."""
+        w, u, t, epochs = self.snapshot
+        with atomic_path(path, "checkpoint") as tmp, open(tmp, "wb") as fh:
+            np.savez(fh, w=w, u=u, t=np.int64(t), epochs=np.int64(epochs),
+                     mmvp=np.bool_(self.mmvp))
+
+    def load(self, path: str) -> None:
+        """Restore :meth:`save`'s file; ModelFileError naming it if it cannot be read or
+        is of another model or algorithm."""
+        try:
+            with np.load(path, allow_pickle=False) as f:
+                w, u = f["w"].astype(float), f["u"].astype(float)
+                t, epochs, mmvp = int(f["t"]), int(f["epochs"]), bool(f["mmvp"])
+        except (OSError, KeyError, ValueError, TypeError) as e:
+            raise ModelFileError(f"{path}: not a joint perceptron state ({e})") from None
+        if not (w.shape == u.shape == self.w.shape and t >= 1 and epochs >= 0
+                and np.all(np.isfinite(w)) and np.all(np.isfinite(u))):
+            raise ModelFileError(f"{path}: the perceptron state does not fit this model's "
+                                 f"weights")
+        if mmvp != self.mmvp:
+            raise ModelFileError(f"{path}: a state of {'mmvp' if mmvp else 'perceptron'}, "
+                                 f"not of {'mmvp' if self.mmvp else 'perceptron'}")
+        self.w, self.u, self.t, self.epochs = w, u, t, epochs
+        self._snap()
 
 
-def objective(model: Trainable, w: np.ndarray, data: Sequence[Any], l2: float
-              ) -> tuple[float, np.ndarray]:
-    """−Σ log Pr(gold | x) + l2·‖w‖² and its gradient E[f] − f(gold) + 2·l2·w,
-    the sentences split over processes."""
-    k = max(1, min(usable_cores(), len(data) // 50))
-    shards = [range(i, len(data), k) for i in range(k)]
-    parts = map_sentences(_nll_shard, shards, context=(model, w, data), processes=k,
-                          chunksize=1)
-    val = l2 * float(w @ w) + sum(v for v, _ in parts)
-    grad = 2.0 * l2 * w + sum(g for _, g in parts)
-    return val, grad
+class PerceptronSolver:
+    """The averaged perceptron or MMVP as a :class:`~fstchunk.learn.solvers.Solver`: a
+    step is an epoch; it stops after an epoch without a mistake; its state sits beside
+    the checkpoint (:data:`STATE_SUFFIX`)."""
 
+    unit, suffix, state_name = "pass", STATE_SUFFIX, "perceptron state"
 
-def _nll_shard(job, indices) -> tuple[float, np.ndarray]:
-    """Σ_{i ∈ indices} log Z_i − score(gold_i), and Σ E[f] − f(gold); ``job`` is
-    (model, w, data), the context :func:`objective` hands to the workers."""
-    model, w, data = job
-    val, grad = 0.0, np.zeros_like(w)
-    for i in indices:
-        x = data[i]
-        parts = model.parts(x, w)
-        logZ, marg = inside_outside(parts)
-        val += logZ - structure_score(parts, x.gold)
-        mi, mv = model.features(x, marg)
-        gi, gv = model.features(x, structure_parts(x.gold, model.c, model.p))
-        np.add.at(grad, mi, mv)
-        np.add.at(grad, gi, -gv)
-    return val, grad
+    def __init__(self, model: Trainable, data: Sequence[Any], mmvp: bool):
+        self.model, self.data, self.mmvp = model, data, mmvp
+        self.state: AveragedPerceptron | None = None
 
+    def restore(self, path: str, theta: np.ndarray, done: int) -> None:
+        self.state = AveragedPerceptron(self.model, self.data, self.mmvp, theta)
+        self.state.load(path)
+        check_resumed(path, self.state.average, theta, self.state.epochs, done)
 
-def fit_crf(model: Trainable, data: Sequence[Any], iterations: int, l2: float,
-            progress: bool = False) -> Trainable:
-    """Conditional likelihood + l2·‖w‖² by L-BFGS-B, at most ``iterations`` steps."""
-    bar = progress_bar(iterations, "joint crf", enabled=progress, every=10)
-    state = {"value": float("nan")}
+    def run(self, theta: np.ndarray, done: int, max_steps: int, on_step: OnStep) -> Outcome:
+        if self.state is None:
+            self.state = AveragedPerceptron(self.model, self.data, self.mmvp, theta)
+        s = self.state
+        nit, converged, rate, mistakes = 0, False, float("nan"), 0
+        while not converged and done + nit < max_steps:
+            mistakes = s.run_epoch()
+            nit += 1
+            converged, rate = mistakes == 0, mistakes / len(self.data)
+            on_step(s.average, rate, {"mistakes": str(mistakes)})
+        name = "mmvp" if self.mmvp else "averaged-perceptron"
+        return Outcome(nit, converged, rate, {"solver": name, "passes": done + nit,
+                                              "mistakes": mistakes})
 
-    def fun(w: np.ndarray) -> tuple[float, np.ndarray]:
-        state["value"], grad = objective(model, w, data, l2)
-        return state["value"], grad
+    def save_state(self, path: str) -> None:
+        self.state.save(path)
 
-    def cb(_):
-        bar.set_postfix(nll=f"{state['value']:.6g}", refresh=False)
-        bar.update(1)
-    res = scipy.optimize.minimize(fun, model.w, jac=True,
-                                  method="L-BFGS-B", options={"maxiter": iterations},
-                                  callback=cb)
-    bar.close()
-    model.w = res.x
-    model.settings["crf_iterations"] = int(res.nit)
-    return model
+    def interrupted(self) -> tuple[np.ndarray, int]:
+        """The average after the last complete epoch (an epoch cut short is redone)."""
+        if self.state is None:
+            raise RuntimeError("the solver has not run")
+        return self.state.average, self.state.epochs
