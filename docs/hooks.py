@@ -116,6 +116,19 @@ def _help(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
     return action.help % params
 
 
+def _usage(parser: argparse.ArgumentParser, width: int = 88) -> str:
+    """The usage line as argparse prints it, wrapped at ``width`` whatever the terminal."""
+    previous = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = str(width)
+    try:
+        return parser.format_usage().strip()
+    finally:
+        if previous is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = previous
+
+
 def cli_reference(parser: argparse.ArgumentParser) -> str:
     """Markdown of every command of ``parser``: a heading, its help, its usage as
     argparse prints it, and a table of its arguments (help and default)."""
@@ -127,7 +140,7 @@ def cli_reference(parser: argparse.ArgumentParser) -> str:
             out.append(_cell(help_text) + "\n")
         if p.description:
             out.append(_cell(p.description) + "\n")
-        usage = p.format_usage().strip()
+        usage = _usage(p)
         out.append("```text\n" + usage + "\n```\n")
         rows = []
         for action in p._actions:

@@ -342,7 +342,9 @@ def _update(page: str) -> None:
         for name in pictures:           # the drawings the page shows, as drawn today
             drawn = os.path.join(tmp, os.path.basename(name))
             if os.path.exists(drawn):
-                shutil.copyfile(drawn, os.path.join(os.path.dirname(page), name))
+                target = os.path.join(os.path.dirname(page), name)
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                shutil.copyfile(drawn, target)
     with open(page, encoding="utf-8") as fh:
         lines = fh.read().split("\n")
     for start, end, text in sorted(outcome.stale, reverse=True):
