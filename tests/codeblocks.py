@@ -12,7 +12,9 @@ A page's fenced blocks run in order, in one namespace and one working folder:
   error, in order);
 * ```` ```bash ````: every line a command, no output shown;
 * ```` ```sh ````: setup (``pip install``, ``mkdocs serve``): never run, and allowed to
-  hold nothing else (:data:`SETUP`).
+  hold nothing else (:data:`SETUP`);
+* ```` ``` ```` (no language), ```` ```text ````, ``yaml``, ``json``, ``markdown``:
+  shown, not run (diagrams, file contents); any other language fails.
 
 Commands are ``fstchunk ...`` (run as :func:`fstchunk.cli.main`, exit status 0
 expected, 2 where the output shown ends in ``fstchunk ...: error: ...``) and
@@ -27,7 +29,8 @@ differently on other machines); everything else is compared exactly.
 (``FSTCHUNK_DATA`` read as the pages read it) and writes each output that no longer
 matches back into the page, as the commands print it today, and the SVG drawings the
 page shows (``![...](img/NAME.svg)``, drawn by its commands as ``NAME.svg``) into
-``img/`` beside it.
+``img/`` beside it.  An exit status other than the page implies still fails: the error
+line of a command that should fail is written by hand.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ from dataclasses import dataclass, field
 #: what an ``sh`` block may hold: set-up lines a test cannot run
 SETUP = ("pip ", "python3 -m venv ", "python -m venv ", "mkdocs ", "git clone ", "cd ",
          "apt-get ", "sudo apt-get ")
+#: blocks that are shown, not run: outputs, diagrams (no language), file contents
+TEXT = ("", "text", "yaml", "json", "markdown")
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,})(?P<lang>[\w+-]*)[^\n`]*$")
 NUMBER = re.compile(r"-?\d+\.\d+(?:[eE][-+]?\d+)?")
 ERROR_LINE = re.compile(r"^fstchunk [\w -]+: error: ")
@@ -320,7 +325,7 @@ def run_page(path: str, env: dict | None = None, update: bool = False) -> Outcom
                 if not line.lstrip("$ ").startswith(SETUP):
                     raise AssertionError(f"{block.where}: an sh block holds set-up lines "
                                          f"only ({', '.join(SETUP)}), not {line!r}")
-        elif block.lang not in ("text", "yaml", "json", "markdown"):
+        elif block.lang not in TEXT:
             raise AssertionError(f"{block.where}: a ```{block.lang} block the tests cannot "
                                  f"run")
     return outcome

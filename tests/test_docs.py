@@ -16,6 +16,8 @@ import sys
 import xml.etree.ElementTree as ET
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import codeblocks
 from codeblocks import blocks, output_matches, run_page
@@ -39,7 +41,7 @@ def site(tmp_path_factory) -> str:
     out = tmp_path_factory.mktemp("site")
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
                NO_MKDOCS_2_WARNING="1")
-    r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q",
+    r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
                         "-f", os.path.join(ROOT, "mkdocs.yml"), "-d", str(out)],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, f"mkdocs build --strict failed:\n{r.stdout[-3000:]}{r.stderr[-5000:]}"
@@ -68,12 +70,13 @@ def test_site_builds_strict_with_every_page(site):
 def test_cli_reference_holds_every_command_and_option(site):
     """Each command's section of the CLI page names each of its options, its help's
     first words and its default: generated, so an option added to a parser appears."""
+    import importlib.util
     from fstchunk.cli import build_parser
-    sys.path.insert(0, DOCS)
-    try:
-        from hooks import commands
-    finally:
-        sys.path.remove(DOCS)
+    spec = importlib.util.spec_from_file_location("fstchunk_docs_hooks",
+                                                  os.path.join(DOCS, "hooks.py"))
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    commands = hooks.commands
     html = _html(site, "cli")
     sections = re.split(r"<h[234] id=", html)
     by_prog = {}
@@ -125,8 +128,7 @@ def _page_needs(page: str, corpus) -> None:
         pytest.skip(msg)
 
 
-CODE_PAGES = [p for p in PAGES if any(b.lang in ("python", "console", "bash")
-                                     for b in blocks(os.path.join(DOCS, p)))]
+CODE_PAGES = [p for p in PAGES if blocks(os.path.join(DOCS, p))]
 
 
 @pytest.mark.parametrize("page", CODE_PAGES)
@@ -141,6 +143,12 @@ def test_page_code_blocks_run_as_shown(page, tmp_path, monkeypatch, corpus):
         assert drawn.exists(), f"{page} shows {name}, which none of its commands draws"
         assert _svg_summary(str(drawn)) == _svg_summary(os.path.join(DOCS, os.path.dirname(page), name)), \
             f"{name} is not what the page's command draws today: python tests/codeblocks.py docs/{page} --update"
+
+
+def test_every_block_of_every_page_is_run_or_text():
+    """No page holds a block the runner would not run (other than shown text)."""
+    kinds = {b.lang for p in PAGES for b in blocks(os.path.join(DOCS, p))}
+    assert kinds <= {"python", "console", "bash", "sh"} | set(codeblocks.TEXT), kinds
 
 
 def test_every_page_with_code_is_run():
@@ -262,6 +270,29 @@ def test_output_comparison_rules():
     assert output_matches(["t 1.5e-03"], "t 1.6e-03") and not output_matches(["t 1.5e-03"], "t 1.7e-03")
 
 
+@given(st.lists(st.tuples(st.sampled_from(["F1", "dev F =", "found:", "x"]),
+                          st.integers(0, 10**4), st.integers(0, 99), st.integers(1, 4)),
+                min_size=1, max_size=5),
+       st.integers(0, 4), st.sampled_from([-3, -2, 2, 3]))
+@settings(max_examples=200, deadline=None)
+def test_output_comparison_property(rows, which, shift):
+    """Any output matches itself; moving one decimal by two or more units of its last
+    shown digit, or any integer by one, breaks the match."""
+    def line(word, whole, frac, digits, delta=0):
+        value = whole + frac / 100 + delta * 10.0 ** -digits
+        return f"{word} {value:.{digits}f} {whole}"
+    shown = [line(*r) for r in rows]
+    assert output_matches(shown, "\n".join(shown) + "\n")
+    k = which % len(rows)
+    word, whole, frac, digits = rows[k]
+    if whole + frac / 100 + shift * 10.0 ** -digits >= 0:
+        moved = shown[:k] + [line(word, whole, frac, digits, shift)] + shown[k + 1:]
+        moved[k] = moved[k].rsplit(" ", 1)[0] + f" {whole}"
+        assert not output_matches(shown, "\n".join(moved))
+    bumped = shown[:k] + [shown[k].rsplit(" ", 1)[0] + f" {whole + 1}"] + shown[k + 1:]
+    assert not output_matches(shown, "\n".join(bumped))
+
+
 def test_page_runner_catches_a_wrong_page(tmp_path, monkeypatch):
     """A page whose output, error or command is wrong fails, naming its line."""
     monkeypatch.chdir(tmp_path)
@@ -295,3 +326,41 @@ def test_update_rewrites_stale_outputs(tmp_path, monkeypatch):
     codeblocks._update(str(page))
     run_page(str(page))                 # matches now
     assert "STALE-OUTPUT" not in page.read_text()
+
+
+def test_strict_build_refuses_a_broken_anchor_and_a_broken_role(tmp_path):
+    """The configuration is strict where it matters: a link to a missing RESULTS.md
+    anchor fails the build, and so does a docstring role naming no fstchunk object
+    (the griffe extension's warning)."""
+    shutil.copytree(DOCS, tmp_path / "docs", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(os.path.join(ROOT, "mkdocs.yml"), tmp_path / "mkdocs.yml")
+    shutil.copytree(os.path.join(ROOT, "benchmarks"), tmp_path / "benchmarks",
+                    ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    env = dict(os.environ, PYTHONPATH=str(tmp_path) + os.pathsep + ROOT,
+               NO_MKDOCS_2_WARNING="1")
+
+    def build() -> str:
+        r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
+                            "-d", str(tmp_path / "site")], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=600)
+        return "" if r.returncode == 0 else r.stderr + r.stdout
+
+    os.symlink(os.path.join(ROOT, "fstchunk"), tmp_path / "fstchunk")
+    results = tmp_path / "docs" / "results.md"
+    text = results.read_text(encoding="utf-8")
+    results.write_text(text + "\n[gone](../benchmarks/RESULTS.md#no-such-section)\n",
+                       encoding="utf-8")
+    assert "no-such-section" in build()
+    results.write_text(text, encoding="utf-8")
+    # a package of one module whose docstring names a missing fstchunk object
+    os.unlink(tmp_path / "fstchunk")
+    (tmp_path / "fstchunk").mkdir()
+    (tmp_path / "fstchunk" / "__init__.py").write_text(
+        '"""A stand-in: see :func:`fstchunk.nowhere` and :func:`helper`."""\n\n\n'
+        'def helper():\n    """Help."""\n')
+    (tmp_path / "docs" / "api" / "decoding.md").write_text("# x\n\n::: fstchunk\n")
+    for page in ("scoring", "models", "torch", "structures", "grammars"):
+        (tmp_path / "docs" / "api" / f"{page}.md").write_text("# x\n")
+    (tmp_path / "docs" / "cli.md").write_text("# CLI\n")
+    err = build()
+    assert "fstchunk.nowhere" in err and "helper" not in err.split("fstchunk.nowhere")[1][:40]
