@@ -1,38 +1,30 @@
-"""Every Python snippet of the README runs as shown (the CLI lines are in test_cli)."""
+"""Every Python snippet of the README runs as shown, and every command line runs on
+slices of CoNLL-2000 (the machinery: :mod:`codeblocks`, shared with the docs' pages)."""
 
 import os
 import re
 
+from codeblocks import blocks, run_cli, run_python
+
 README = os.path.join(os.path.dirname(__file__), os.pardir, "README.md")
 
 
-def _snippets() -> list[str]:
-    with open(README, encoding="utf-8") as fh:
-        return re.findall(r"```python\n(.*?)```", fh.read(), re.S)
-
-
 def test_readme_python_snippets_run():
-    blocks = _snippets()
-    assert len(blocks) >= 3
+    """The python blocks in order, in one namespace; a line ending in ``# ValueError:
+    message`` must raise it.  ``decode_meu_corpus(lattices, ...)`` reads the lattice of
+    the block before as its list of lattices."""
+    python = [b for b in blocks(README) if b.lang == "python"]
+    assert len(python) >= 3
     env: dict = {}
-    for block in blocks:
-        for line in block.splitlines():
-            code = line.split("  #")[0].rstrip()
-            if "# ValueError:" in line:              # the line that shows an error
-                try:
-                    exec(code, env)
-                except ValueError as e:
-                    assert "position 1" in str(e)
-                    continue
-                raise AssertionError(f"README line did not raise: {line}")
-            if code.startswith("decode_meu_corpus(lattices"):
-                code = code.replace("lattices", "[lat]")
-            exec(code, env)
+    for block in python:
+        if "lattices" in block.text and "lat" in env:
+            env["lattices"] = [env["lat"]]
+        run_python(block, env)
 
 
 def _commands() -> list[str]:
-    """The ``fstchunk ...`` lines of the README's code blocks (continuations joined,
-    comments and ``[optional]`` parts dropped)."""
+    """The ``fstchunk ...`` lines of the README's indented command blocks (continuations
+    joined, comments and ``[optional]`` parts dropped)."""
     with open(README, encoding="utf-8") as fh:
         lines = fh.read().splitlines()
     out, i = [], 0
@@ -56,11 +48,10 @@ def _order(cmd: str) -> int:
     return {"train": 0, "decode": 1}.get(words[1], 2)
 
 
-def test_readme_commands_run_on_a_slice(tmp_path, monkeypatch, capsys, corpus):
+def test_readme_commands_run_on_a_slice(tmp_path, monkeypatch, corpus):
     """Each command line of the README, on slices of CoNLL-2000 (train.txt: 120 sentences,
     dev.txt and test.txt: 40; words.txt: the train slice without its POS column), with
     ``--max-iter 8 --quiet`` added to ``train`` for speed.  Each must exit 0."""
-    from fstchunk.cli import main
     from fstchunk.conll import read_conll, write_conll
 
     for name, src, n in (("train.txt", "train.txt", 120), ("dev.txt", "dev.txt", 40),
@@ -77,6 +68,5 @@ def test_readme_commands_run_on_a_slice(tmp_path, monkeypatch, capsys, corpus):
             argv = [a for k, a in enumerate(argv)
                     if a != "--max-iter" and (k == 0 or argv[k - 1] != "--max-iter")]
             argv += ["--max-iter", "8", "--quiet"]
-        code = main(argv)
-        err = capsys.readouterr().err
-        assert code == 0, f"{cmd}: {err}"
+        code, output = run_cli(argv)
+        assert code == 0, f"{cmd}: {output}"

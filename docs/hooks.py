@@ -1,0 +1,156 @@
+"""MkDocs hooks of the documentation site (``mkdocs.yml``: ``hooks``).
+
+* ``cli.md``'s marker ``<!-- cli-reference -->`` becomes the CLI reference, generated
+  from :func:`fstchunk.cli.build_parser`: every command, its usage line as argparse
+  prints it, and every argument with its help and default (no hand-copied option
+  lists);
+* ``benchmarks/RESULTS.md`` and its plots become pages of the site at the same path, so
+  that a page's link ``../benchmarks/RESULTS.md#section`` (right on GitHub, from
+  ``docs/``) is rewritten to the site's copy and its anchor checked by ``--strict``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import re
+import sys
+from collections.abc import Iterator
+
+from mkdocs.structure.files import File, Files
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:            # document this checkout, not an installed copy
+    sys.path.insert(0, ROOT)
+MARKER = "<!-- cli-reference -->"
+#: files of the repository outside docs/ that the site carries, at the same path
+IMPORTED = ("benchmarks/RESULTS.md", "benchmarks/*.png")
+LINK = re.compile(r"(\]\()([^)\s#]+)((?:#[^)\s]*)?\))")
+
+
+def imported_files() -> list[str]:
+    """The repository paths of :data:`IMPORTED`, sorted."""
+    out: list[str] = []
+    for pattern in IMPORTED:
+        out.extend(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, pattern)))
+    return sorted(p.replace(os.sep, "/") for p in out)
+
+
+def on_files(files: Files, config) -> Files:
+    for rel in imported_files():
+        with open(os.path.join(ROOT, rel), "rb") as fh:
+            files.append(File.generated(config, rel, content=fh.read()))
+    return files
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    markdown = _repoint_links(markdown, page.file.src_uri)
+    if MARKER in markdown:
+        from fstchunk.cli import build_parser
+        markdown = markdown.replace(MARKER, cli_reference(build_parser()))
+    return markdown
+
+
+def _repoint_links(markdown: str, src_uri: str) -> str:
+    """Links from ``docs/PAGE`` to an imported repository file, pointed at the site's
+    copy (a relative link that reads right both on GitHub and on the site)."""
+    if src_uri.startswith("benchmarks/"):
+        return markdown
+    page_dir = os.path.dirname(src_uri)
+    imported = set(imported_files())
+
+    def repoint(m: re.Match) -> str:
+        target = os.path.normpath(os.path.join("docs", page_dir, m.group(2))).replace(os.sep, "/")
+        if target not in imported:
+            return m.group(0)
+        return m.group(1) + os.path.relpath(target, page_dir or ".").replace(os.sep, "/") + m.group(3)
+    return LINK.sub(repoint, markdown)
+
+
+# ---------------------------------------------------------------- the CLI reference
+
+def commands(parser: argparse.ArgumentParser, help_text: str = "",
+             ) -> Iterator[tuple[argparse.ArgumentParser, str]]:
+    """``(parser, one-line help)`` of ``parser`` and every subcommand below it, depth first."""
+    yield parser, help_text
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: a.help or "" for a in action._choices_actions}
+            for name, sub in action.choices.items():
+                yield from commands(sub, helps.get(name, ""))
+
+
+def _cell(text: str) -> str:
+    """Plain text as one Markdown table cell."""
+    text = " ".join(str(text).split())
+    text = re.sub(r"([\\`*_\[\]|])", r"\\\1", text)
+    return text.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _argument(action: argparse.Action) -> str:
+    if action.choices is not None and not isinstance(action, argparse._SubParsersAction):
+        return " \\| ".join(f"`{c}`" for c in action.choices)
+    if action.nargs == 0:
+        return ""
+    metavar = action.metavar or (action.dest if not action.option_strings else action.dest.upper())
+    suffix = {"*": " ...", "+": " ...", "?": " (optional)"}.get(action.nargs, "")
+    return f"`{metavar}`{suffix}"
+
+
+def _default(action: argparse.Action) -> str:
+    if action.required:
+        return "required"
+    if action.default is argparse.SUPPRESS or isinstance(
+            action, (argparse._HelpAction, argparse._VersionAction)):
+        return ""
+    return f"`{action.default}`"
+
+
+def _help(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
+    if action.help is None or action.help is argparse.SUPPRESS:
+        return ""
+    params = dict(vars(action), prog=parser.prog)
+    if params.get("choices") is not None:
+        params["choices"] = ", ".join(map(str, params["choices"]))
+    return action.help % params
+
+
+def _usage(parser: argparse.ArgumentParser, width: int = 88) -> str:
+    """The usage line as argparse prints it, wrapped at ``width`` whatever the terminal."""
+    previous = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = str(width)
+    try:
+        return parser.format_usage().strip()
+    finally:
+        if previous is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = previous
+
+
+def cli_reference(parser: argparse.ArgumentParser) -> str:
+    """Markdown of every command of ``parser``: a heading, its help, its usage as
+    argparse prints it, and a table of its arguments (help and default)."""
+    out = []
+    for p, help_text in commands(parser):
+        depth = len(p.prog.split())
+        out.append(f"{'#' * min(depth + 1, 4)} `{p.prog}`\n")
+        if help_text:
+            out.append(_cell(help_text) + "\n")
+        if p.description:
+            out.append(_cell(p.description) + "\n")
+        usage = _usage(p)
+        out.append("```text\n" + usage + "\n```\n")
+        rows = []
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                names = ", ".join(f"`{p.prog} {n}`" for n in action.choices)
+                rows.append(f"| `{action.metavar or action.dest}` | subcommand | | {names} |")
+                continue
+            name = ", ".join(f"`{o}`" for o in action.option_strings) or f"`{action.dest}`"
+            rows.append(f"| {name} | {_argument(action)} | {_default(action)} "
+                        f"| {_cell(_help(p, action))} |")
+        out.append("| argument | value | default | help |\n|---|---|---|---|\n"
+                   + "\n".join(rows) + "\n")
+    return "\n".join(out)
