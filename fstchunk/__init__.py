@@ -39,7 +39,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
         "tags_to_chunks")},
     "TagSet": ("fstchunk.tagspace", "TagSet"),
     **{n: ("fstchunk.conll", n) for n in ("read_conll", "iter_conll", "write_conll")},
-    **{n: ("fstchunk.evaluate", n) for n in ("evaluate", "evaluate_file")},
+    **{n: ("fstchunk.scoring", n) for n in ("evaluate", "evaluate_file")},
     "Lattice": ("fstchunk.lattice", "Lattice"),
     **{n: ("fstchunk.expected", n) for n in ("ExpectedF", "expected_f")},
     **{n: ("fstchunk.decode", n) for n in (
@@ -82,7 +82,7 @@ if TYPE_CHECKING:                      # what type checkers and editors see
                          decode_posterior)
     from .encodings import (SCHEMES, chunks_to_tags, conlleval_chunks, convert, is_valid,
                             tags_to_chunks)
-    from .evaluate import evaluate, evaluate_file
+    from .scoring import evaluate, evaluate_file
     from .expected import ExpectedF, expected_f
     from .lattice import Lattice
     from .learn import Trainer

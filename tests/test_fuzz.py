@@ -23,7 +23,7 @@ from fstchunk.cli import main
 from fstchunk.conll import read_conll
 from fstchunk.decode import DECODERS, decode_lattices
 from fstchunk.errors import FstchunkError
-from fstchunk.evaluate import evaluate_file
+from fstchunk.scoring import evaluate_file
 from fstchunk.expected import expected_f
 from fstchunk.gold import check_gold
 from fstchunk.lattice import Lattice

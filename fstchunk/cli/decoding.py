@@ -16,7 +16,7 @@ output.  A sentence that cannot be decoded (an
 :class:`~fstchunk.errors.BudgetError`, or a :class:`MemoryError`) gets one error
 line naming its ``file:line`` and length (a cause that repeats is shown three times,
 then counted: :class:`~fstchunk.cli.common.Failures`); its lines are echoed with the
-tag :data:`~fstchunk.evaluate.UNDECODED` (``<error>``, which ``fstchunk eval``
+tag :data:`~fstchunk.scoring.UNDECODED` (``<error>``, which ``fstchunk eval``
 refuses), decoding goes on, the file is still completed, and the command ends with
 a one-line summary and exit status 1.  A fault of the whole input (a
 :class:`~fstchunk.errors.LayoutError`) stops it at once, writing nothing.
@@ -33,7 +33,7 @@ from ..batch import Decoded, iter_decode_sentences
 from ..conll import file_delimiter, is_separator, iter_lines, split_line
 from ..decode import DECODERS
 from ..errors import BudgetError
-from ..evaluate import UNDECODED
+from ..scoring import UNDECODED
 from ..models import load_model
 from ..outputs import atomic_write, check_output
 from .common import (BETA_HELP, Failures, HelpFormatter, add_executor, beta_option,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..evaluate import evaluate_file
+from ..scoring import evaluate_file
 from .common import BETA_HELP, HelpFormatter, beta_option, warn
 
 

@@ -11,7 +11,7 @@ from typing import Any, Iterator, NamedTuple
 
 from .. import encodings as enc
 from ..errors import FstchunkError, InputError
-from ..evaluate import f_beta
+from ..scoring import f_beta
 from ..expected import expected_f
 from ..grammars import budget
 from ..models import load_model
