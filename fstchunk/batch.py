@@ -104,15 +104,16 @@ def map_blocks(func: Callable[[Any, list], Any], context: Any, sentences: Iterab
         yield pending.pop(0), result
 
 
-def lattice_reader(model, decoder: str) -> Callable[[list], list[Lattice]]:
+def lattice_reader(model, decoder: str, probabilities: bool = False
+                   ) -> Callable[[list], list[Lattice]]:
     """``model.lattices`` as ``decoder`` needs it, asked once for no sentence so that a
     refusal of the model itself (no chunk layer) comes before any work, not once per
     sentence.  A model whose scores are not probabilities (perceptron, MMVP) must be
     calibrated before any decoder that reads the lattice as a distribution (refused
     here too); MAP needs no probabilities, so such a model's lattices are asked for
-    without the check."""
+    without the check — unless ``probabilities`` (confidences, marginals) are read."""
     require = getattr(model, "require_probabilities", None)
-    if require is None or decoder != "map":
+    if require is None or decoder != "map" or probabilities:
         if require is not None:
             require()
         read = model.lattices
@@ -175,7 +176,7 @@ def iter_decode_sentences(model, sentences: Iterable, decoder: str = "map", beta
     """
     check_decoding(decoder, beta, k, memory_budget)
     output_scheme = enc.canonical_scheme(output_scheme)
-    lattice_reader(model, decoder)
+    lattice_reader(model, decoder, confidences or marginals)
     job = _Job(model, decoder, beta, k, output_scheme, memory_budget, confidences, marginals)
     if decoder == "meu-corpus":
         it = _iter_corpus(job, sentences, executor)
@@ -187,7 +188,7 @@ def iter_decode_sentences(model, sentences: Iterable, decoder: str = "map", beta
 
 
 def _iter_each(job: _Job, sentences: Iterable, start: int = 0) -> Iterator[Decoded]:
-    read = lattice_reader(job.model, job.decoder)
+    read = lattice_reader(job.model, job.decoder, job.confidences or job.marginals)
     index = start
     for block in blocks(sentences):
         lats = block_lattices(read, block)
@@ -246,7 +247,7 @@ class _Decided:
 def _block_extras(job: _Job, block: list) -> list:
     """A worker's part of ``meu-corpus``'s second pass: each decided sentence's
     lattice built again, its (chunks, marginals), or the error."""
-    read = lattice_reader(job.model, job.decoder)
+    read = lattice_reader(job.model, job.decoder, True)
     out: list = []
     for d, lat in zip(block, block_lattices(read, [d.sentence for d in block])):
         if not isinstance(lat, BaseException):
@@ -297,7 +298,7 @@ def _iter_corpus(job: _Job, sentences: Iterable, executor: Any) -> Iterator[Deco
         raise InputError(f"meu-corpus: out of memory deciding {len(sents)} sentences "
                          f"jointly; decode them per sentence (--decoder meu)") from None
     decided = [None if isinstance(t, BaseException) else next(preds) for t in first]
-    extras = iter(())
+    extras = iter(lambda: (), None)                  # () for ever: nothing asked for
     if job.confidences or job.marginals:
         extras = (x for _, xs in map_blocks(
             _block_extras, job, [_Decided(s, y) for s, y in zip(sents, decided)
