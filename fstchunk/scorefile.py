@@ -154,6 +154,7 @@ class ScoreModel:
 
     def __init__(self, scheme: str):
         self.scheme = enc.canonical_scheme(scheme)
+        self.data_scheme = self.scheme          # decode writes the scores' scheme
 
     def lattices(self, items: Sequence[ScoredSentence]) -> list[Lattice]:
         out = []
