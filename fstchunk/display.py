@@ -125,7 +125,7 @@ def _esc(text: str) -> str:
 
 
 _CSS = ("body{font:16px/2.4 system-ui,sans-serif;margin:2em;background:#fff;color:#111}"
-        "h1{font-size:1.3em;margin:0}.sub{color:#555;margin:0 0 1em}"
+        "h1{font-size:1.3em;line-height:1.4;margin:0}.sub{color:#555;margin:0 0 1em}"
         ".legend{border-bottom:1px solid #ccc;padding-bottom:.5em;margin-bottom:1em}"
         ".key{padding:.1em .5em;margin:0 .2em;border-radius:.3em}"
         ".s{margin:.2em 0}.n{color:#999;font-size:.7em;margin-right:.8em}"
