@@ -174,8 +174,11 @@ def open_scores(path: str, scheme: str | None,
     JSONL's scheme (None: IOB2); an ``.npz`` says its own, and a different
     ``scheme`` is refused.  ``sentences`` (a CoNLL input read alongside) give the
     tokens: as many sentences as scored, each of its scores' length."""
-    with open(path, "rb") as fh:
-        is_npz = fh.read(4) == b"PK\x03\x04"
+    try:
+        with open(path, "rb") as fh:
+            is_npz = fh.read(4) == b"PK\x03\x04"
+    except OSError as e:
+        raise InputError(f"{path}: cannot read the score file: {e.strerror}") from None
     if is_npz:
         tags, own, shared, emissions = read_score_arrays(path)
         if scheme is not None and enc.canonical_scheme(scheme) != enc.canonical_scheme(own):

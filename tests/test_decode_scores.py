@@ -105,11 +105,19 @@ def test_score_file_refusals(tmp_path, capsys):
     inp = tmp_path / "in.txt"
     inp.write_text("a\nb\n\nc\nd\n", encoding="utf-8")
     bad = tmp_path / "bad.jsonl"
+    from fstchunk.models.hmm import HMM
+    from fstchunk.conll import Sentence
+    model = tmp_path / "m.npz"
+    HMM().fit([Sentence([["a", "DT", "B-NP"], ["b", "NN", "I-NP"], ["c", "VB", "O"]])]
+              ).save(model)
     cases = [
         (["--scores", npz, "--scheme", "BILOU"], "holds IOB2 scores"),
         (["--scores", npz, "--input", inp], "sentence 1 has 2 tokens but"),
         (["--scores", npz, "--columns", "word,tag"], "--columns is for --model"),
         (["--scores", bad], "bad.jsonl:2: not a JSON object"),
+        (["--scores", tmp_path / "none.jsonl"], "none.jsonl: cannot read the score file"),
+        (["--scores", tmp_path], "cannot read the score file"),
+        (["--scores", model], "is a saved fstchunk model, not a score file"),
     ]
     bad.write_text('{"tags": ["O"], "scores": [[0]]}\n{oops\n', encoding="utf-8")
     for extra, msg in cases:
