@@ -14,6 +14,7 @@ table of :meth:`Lattice.chunk_marginals` on the first sentences.
 from __future__ import annotations
 
 import argparse
+import os
 
 from common import Timer, data_path, write_section
 from fstchunk import encodings as enc
@@ -49,7 +50,9 @@ def main() -> None:
                     f"{secs[2]:.2f} | {secs[2] / secs[0]:.2f} |")
     body = (f"CoNLL-2000 test, first {len(test)} sentences ({tokens} tokens, {chunks} chunks "
             f"decoded by meu), model: {args.model or 'counting HMM on train.txt'}; one "
-            "process, one run each (seconds).  Every p checked against "
+            "process, one run each (seconds; load average during the run "
+            f"{os.getloadavg()[0]:.1f} on this machine, so the ratios are rough).  Every p "
+            "checked against "
             "`Lattice.chunk_marginals` on the first 50 sentences (max |Δ| < 1e-9).\n\n"
             "| decoder | tags only | + chunk p | ratio | + p + marginals | ratio |\n"
             "|---|---|---|---|---|---|\n" + "\n".join(rows))

@@ -219,9 +219,7 @@ class SegmentModel:
         thr = self.threshold if threshold is None else float(threshold)
         if decoder == "meu":
             check_beta(beta)
-            a, b = self.platt()
-        else:
-            a, b = self.platt() if self.calibrated else (None, None)
+        a, b = self.platt() if decoder == "meu" or self.calibrated else (None, None)
         out = []
         for s in sentences:
             cands = self.candidates(s, W=W)
@@ -233,8 +231,8 @@ class SegmentModel:
                 top = [c + (q,) for c, q in zip(cands, p) if c[0] > thr]
             if any(flags.values()):
                 top = restrict(top, **flags)
-            out.append([(Segment(self.types[c[1]], c[2]), None if c[3] is None else float(c[3]))
-                        for c in top])
+            out.append([(Segment(self.types[t], pos), None if q is None else float(q))
+                        for _, t, pos, q in top])
         return out
 
     @property
