@@ -80,6 +80,8 @@ def test_npz_scores_with_and_without_tokens(tmp_path, capsys):
     assert [r["tags"] for r in rows] == want
     assert [[c["p"] for c in r["chunks"]] for r in rows] == \
         [[c.p for c in scored_chunks(lat, y)] for lat, y in zip(lats, want)]
+    code, out, _ = run(capsys, "decode", "--scores", npz, "--format", "html")
+    assert code == 0 and all(f"[{i}]" in out for i in range(5))    # positions for tokens
     code, out, _ = run(capsys, "decode", "--scores", npz, "--decoder", "meu",
                        "--output-scheme", "IOB1")
     assert code == 0
