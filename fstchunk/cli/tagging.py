@@ -24,7 +24,7 @@ from ..columns import Columns
 from ..errors import InputError
 from ..models import load_model
 from ..models.crf import CRF, CRF_OBJECTIVES
-from ..models.features import TEMPLATES, resolve_template
+from ..models.features import TEMPLATES, resolve_template, template_of
 from ..models import maxmargin as mm
 from ..models.hmm import HMM
 from ..outputs import check_output
@@ -46,9 +46,12 @@ def add_parsers(sub) -> None:
                    help="CoNLL file (same columns) for the dev F in the progress line and "
                         "--select dev")
     add_columns(p)
-    p.add_argument("--features", default="tmpt3", choices=tuple(TEMPLATES), action=Given,
-                   help="feature template (Tang et al. tmpt1-4, ner; -nopos: no POS column; "
-                        "with --init: the init model's)")
+    p.add_argument("--features", default="tmpt3", type=feature_template, action=Given,
+                   metavar="TEMPLATE",
+                   help="feature template: a built-in name (Tang et al. tmpt1-4, ner; -nopos: "
+                        "no POS column: " + ", ".join(TEMPLATES) + ") or a template file "
+                        "(CRF++'s syntax, U and B lines, %%x[row,col]; docs/howto/"
+                        "templates.md); with --init: the init model's")
     p.add_argument("--objective", default=lo.ML.name, choices=lo.names(CRF_OBJECTIVES),
                    help="what training minimises, a mean per sentence plus λ‖θ‖² where it "
                         "has a λ: " + lo.help_text(CRF_OBJECTIVES) + "; meu costs "
@@ -119,6 +122,17 @@ def add_parsers(sub) -> None:
                    help="calibrated model file to write (may be --model itself)")
     add_on_invalid(p)
     p.set_defaults(func=run_calibrate)
+
+
+def feature_template(text: str) -> str:
+    """argparse type: a built-in template name or a readable template file, parsed here
+    so that a bad template is refused (naming file:line:column) before any data is
+    read."""
+    try:
+        template_of(text)
+    except InputError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
 
 
 def run_train(args: argparse.Namespace) -> int:
@@ -197,8 +211,8 @@ def _refuse_init_conflicts(args: argparse.Namespace, crf: CRF) -> None:
                          f"({args.init}); drop {option} or give a matching one")
     if given(args, "scheme") and enc.canonical_scheme(args.scheme) != crf.scheme:
         refuse("--scheme", args.scheme, "scheme", crf.scheme)
-    if given(args, "features") and resolve_template(args.features, crf.columns) \
-            != crf.fmap.template:
+    if given(args, "features") and template_of(resolve_template(
+            args.features, crf.columns)).source != crf.fmap.spec.source:
         refuse("--features", args.features, "feature template", crf.fmap.template)
     if given(args, "min_count"):
         theirs = crf.settings.get("min_count")

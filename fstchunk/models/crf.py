@@ -68,7 +68,8 @@ from .bcfw import BCFWSolver
 from . import crf_loss
 from .design import FeatureCount, TrainingData, observed_pairs, training_data
 from .base import check_training_set, chunk_dev_f, gold_tags, training_columns
-from .features import TEMPLATES, FeatureMap, feature_kinds, reads_pos, resolve_template
+from .features import TEMPLATES, FeatureMap, feature_kinds, resolve_template, template_of
+from .templates import parse_template
 from .io import Fields, load_model_file, save_model
 from .calibrated import Calibrated
 from .objectives import Chain
@@ -181,7 +182,7 @@ class CRF(Calibrated):
         """The columns the features read: :attr:`columns`, without POS for a ``-nopos``
         template."""
         c = self.columns
-        return Columns(c.word, c.pos if reads_pos(self.fmap.template) else None, c.tag)
+        return Columns(c.word, c.pos if self.fmap.spec.reads_pos else None, c.tag)
 
     @property
     def data_scheme(self) -> str | None:
@@ -195,7 +196,7 @@ class CRF(Calibrated):
         """The layout of training ``sentences`` read through :attr:`columns`."""
         cols = training_columns(sentences, self.columns, "the CRF")
         return Layout.of(sentences, cols, enc.canonical_scheme(data_scheme),
-                         "feature" if reads_pos(self.fmap.template) else "unread")
+                         "feature" if self.fmap.spec.reads_pos else "unread")
 
     # --------------------------------------------------------------- parameters
     def unpack(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -262,7 +263,9 @@ class CRF(Calibrated):
         data_scheme = enc.canonical_scheme(self.data_scheme_)
         gold = [gold_tags(s, data_scheme, scheme, cols.tag) for s in sentences]
         check_training_set(sentences, gold, "a CRF")
-        fmap = FeatureMap.fit(sentences, template, min_count, cols.word, cols.pos)
+        spec = template_of(template).bind(cols, len(sentences[0].rows[0]),
+                                          sentences[0].where(0))
+        fmap = FeatureMap.fit(sentences, spec, min_count, cols.word, cols.pos)
         tags = TagSet.from_tags({t for g in gold for t in g}, scheme).tags
         data = training_data(fmap, tags, scheme, sentences, gold)
         pairs = observed_pairs(data.X, data.gold.sequences, len(tags))
@@ -357,7 +360,7 @@ class CRF(Calibrated):
         """Write the model file (:func:`~fstchunk.models.io.save_model`)."""
         arrays = dict(self.fmap.to_arrays(), theta=self.theta, pairs=self.pairs)
         save_model(path, "crf", arrays, {
-            "tags": list(self.tags), "scheme": self.scheme, "template": self.fmap.template,
+            "tags": list(self.tags), "scheme": self.scheme, **self.fmap.meta(),
             "columns": self.columns.to_json(), "settings": self.settings}, self.layout)
 
     @classmethod
@@ -368,12 +371,19 @@ class CRF(Calibrated):
         scheme = f.scheme()
         tags = f.tags(scheme)
         template = f.get("template", str)
-        if template not in TEMPLATES:
-            raise f.error("template", f"unknown feature template {template!r}")
         cols = f.columns()
-        if reads_pos(template) and cols.pos is None:
-            raise f.error("columns", f"template {template} reads POS, but the columns "
-                                     f"{cols.spec()} have none")
+        if "template_source" in f.meta:
+            try:
+                spec = parse_template(f.get("template_source", str), template).bind(cols)
+            except InputError as e:
+                raise f.error("template_source", str(e)) from None
+        elif template not in TEMPLATES:
+            raise f.error("template", f"unknown feature template {template!r}")
+        else:
+            spec = template_of(template)
+            if spec.reads_pos and cols.pos is None:
+                raise f.error("columns", f"template {template} reads POS, but the columns "
+                                         f"{cols.spec()} have none")
         blob = f.array("feature_names", "bytes", (None,))
         try:
             names = bytes(blob).decode("utf-8").split("\n")
@@ -382,7 +392,8 @@ class CRF(Calibrated):
         names = names if names != [""] else []
         if len(set(names)) != len(names):
             raise f.error("feature_names", "repeats a feature")
-        alien = {n.split("=", 1)[0] for n in names} - feature_kinds(template)
+        alien = set() if "template_source" in f.meta else (
+            {n.split("=", 1)[0] for n in names} - feature_kinds(template))
         if alien:
             raise f.error("template", f"{template} does not write the features of this "
                                       f"model (e.g. {sorted(alien)[0]!r})")
@@ -395,7 +406,7 @@ class CRF(Calibrated):
         if len(np.unique(pairs[:, 0].astype(np.int64) * L + pairs[:, 1])) != len(pairs):
             raise f.error("pairs", "repeats a (feature, tag) pair")
         theta = f.array("theta", "float", (len(pairs) + L * L + 2 * L,), finite=True)
-        fmap = FeatureMap(template, names, cols.word, cols.pos)
+        fmap = FeatureMap(spec, names, cols.word, cols.pos)
         return cls._fitted(fmap, tags, scheme, pairs, theta, f.settings(), cols,
                            f.layout(cols))
 
