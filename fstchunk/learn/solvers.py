@@ -82,7 +82,9 @@ class LBFGS:
                  max_linesearch: int = 20):
         """``stop(θ, value, gradient)``: a further test after each iteration (CRFsuite's,
         :class:`fstchunk.learn.owlqn.Stopping`); True ends the run as converged.
-        ``max_linesearch``: the most function evaluations of one line search."""
+        ``max_linesearch``: the most function evaluations of one line search.  With a
+        ``stop``, scipy's own relative-decrease test (``ftol``) is off: the run ends by
+        ``stop``, the gradient tolerance, ``max_steps`` or a failed line search."""
         self.fun, self.tol, self.memory = fun, float(tol), int(memory)
         self.stop, self.max_linesearch = stop, int(max_linesearch)
         self._last: tuple[np.ndarray, int] | None = None
@@ -112,7 +114,8 @@ class LBFGS:
         res = scipy.optimize.minimize(
             tracked, theta, jac=True, method="L-BFGS-B", callback=step,
             options={"maxiter": max(max_steps - done, 1), "gtol": self.tol,
-                     "maxcor": self.memory, "maxls": self.max_linesearch})
+                     "maxcor": self.memory, "maxls": self.max_linesearch,
+                     **({"ftol": 0.0} if self.stop is not None else {})})
         nit = k[0] - done
         self._last = (res.x.copy(), done + nit)
         why = getattr(self.stop, "reason", "") if stopped[0] else str(res.message)

@@ -122,13 +122,34 @@ def check_sequences(X: Any, what: str = "X") -> list:
 
 def _flatten_all(X: Sequence[Sequence[Any]], what: str
                  ) -> tuple[list[str], list[float], np.ndarray]:
-    """Every item's names and values, concatenated, and the entry offset of each token."""
+    """Every item's names and values, concatenated, and the entry offset of each token.
+    The common item (a dict of str keys to str, bool, int or float values) takes a
+    fast path; anything else goes through :func:`_flat`, which checks every value."""
     names: list[str] = []
     values: list[float] = []
     offsets = [0]
+    add_name, add_value = names.append, values.append
+    isfinite = math.isfinite
     for i, seq in enumerate(X):
         for t, item in enumerate(seq):
-            if isinstance(item, (str, bytes)):
+            if type(item) is dict:
+                for key, value in item.items():
+                    tv = type(value)
+                    if type(key) is not str:
+                        break
+                    if tv is str:
+                        add_name(key + SEP + value)
+                        add_value(1.0)
+                    elif tv is bool or tv is int or (tv is float and isfinite(value)):
+                        add_name(key)
+                        add_value(float(value))
+                    else:
+                        break
+                else:
+                    offsets.append(len(names))
+                    continue
+                del names[offsets[-1]:], values[offsets[-1]:]     # the slow path instead
+            elif isinstance(item, (str, bytes)):
                 flatten_item(item, f"{what}[{i}][{t}]")       # raises
             _flat(item, "", names, values, f"{what}[{i}][{t}]")
             offsets.append(len(names))
