@@ -23,7 +23,8 @@ first appearance, as CRFsuite's).
 Training runs through :class:`fstchunk.learn.loop.Trainer` with the objectives of
 :mod:`fstchunk.learn.objectives`; the solver is picked by ``algorithm`` (the
 CRFsuite name) and its ``options``: ``lbfgs`` (L-BFGS; OWL-QN when ``l1 > 0``),
-``ap`` (the averaged perceptron of :mod:`.perceptron`).  λ and μ (``l2``, ``l1``)
+``l2sgd`` (:mod:`.sgd`), ``ap`` (the averaged perceptron of :mod:`.perceptron`), ``pa`` and
+``arow`` (:mod:`.online`).  λ and μ (``l2``, ``l1``)
 are on fstchunk's per-sentence scale: CRFsuite's c2 and c1 over N training
 sequences are λ = c2/N and μ = c1/N (:mod:`fstchunk.sklearn` converts).
 
@@ -53,6 +54,7 @@ from .pairchain import PairChain
 from .perceptron import PerceptronSolver
 from .bcfw import BCFWSolver
 from .online import MarginSolver
+from .sgd import L2SGDSolver
 
 #: schemes tried by ``scheme="auto"``, in order
 DETECT = ("IOB2", "IOBES", "BILOU", "IOB1", "IOE2", "IOE1", "IOBES2", "IOBES3")
@@ -260,7 +262,15 @@ class AttributeCRF(Calibrated, PairChain):
         from ..learn.owlqn import OWLQN, Stopping
         tol = objective.default_tol if tol is None else tol
         opts = self.options
+        if objective.smooth and self.algorithm == "l2sgd":
+            if objective is not lo.ML or self.l1:
+                raise InputError(f"algorithm 'l2sgd' trains the L2-regularised likelihood "
+                                 f"(objective ml, no l1), not {objective.name}")
+            return L2SGDSolver(self, data, l2, opts)
         if objective.smooth:
+            if self.algorithm != "lbfgs":
+                raise InputError(f"algorithm {self.algorithm!r} does not train the smooth "
+                                 f"objective {objective.name}")
             fun = self.objective_function(objective, data, l2, beta, loss, executor)
             free = self.free
 
@@ -270,9 +280,6 @@ class AttributeCRF(Calibrated, PairChain):
             stop = Stopping(len(data.gold), opts.get("epsilon"), opts.get("period"),
                             opts.get("delta"))
             memory = int(opts.get("num_memories", 10))
-            if self.algorithm != "lbfgs":
-                raise InputError(f"algorithm {self.algorithm!r} does not train the smooth "
-                                 f"objective {objective.name}")
             if self.l1:
                 return OWLQN(masked, float(self.l1), free, memory, stop)
             return LBFGS(masked, tol, memory, stop=stop,

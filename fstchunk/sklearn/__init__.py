@@ -27,7 +27,7 @@ max_linesearch             line search trials (20)                          scip
 min_freq                   feature.minfreq: keep a feature if freq >= it     the same
 all_possible_states        every (attribute, label) state feature            the same
 all_possible_transitions   every label pair                                  the same
-calibration_*              l2sgd's search for the initial learning rate     the same search (:mod:`fstchunk.learn.sgd`)
+calibration_*              l2sgd's search for the initial learning rate     the same search (:mod:`fstchunk.models.sgd`)
 pa_type, c,                PA variants, aggressiveness, error-sensitive     the same (:mod:`fstchunk.models.online`)
 error_sensitive, averaging cost, averaging
 variance, gamma            AROW's initial variance, trade-off                the same (:mod:`fstchunk.models.online`)
@@ -113,7 +113,8 @@ class CRF(CRFParams, BaseEstimator):
                       f"loss={entry['loss']:.2f} active={entry['active_features']}{dev}",
                       flush=True)
         dev = (X_dev, y_dev) if X_dev is not None else None
-        ex = executor(self.workers) if lo.objective(run.objective).spreads else None
+        ex = (executor(self.workers) if lo.objective(run.objective).spreads
+              and run.algorithm == "lbfgs" else None)
         try:
             model.fit(X, y, dev=dev, callbacks=[record], dev_every=1 if dev else 10,
                       executor=ex)
