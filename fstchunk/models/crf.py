@@ -52,7 +52,6 @@ from __future__ import annotations
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
-import scipy.sparse as sp
 
 from .. import encodings as enc
 from ..columns import Columns
@@ -65,14 +64,13 @@ from ..learn.loop import Trainer
 from ..learn.solvers import LBFGS, Solver
 from ..tagspace import TagSet
 from .bcfw import BCFWSolver
-from . import crf_loss
 from .design import FeatureCount, TrainingData, observed_pairs, training_data
 from .base import check_training_set, chunk_dev_f, gold_tags, training_columns
 from .features import TEMPLATES, FeatureMap, feature_kinds, resolve_template, template_of
 from .templates import parse_template
 from .io import Fields, load_model_file, save_model
 from .calibrated import Calibrated
-from .objectives import Chain
+from .pairchain import PairChain
 from .perceptron import PerceptronSolver
 
 #: the objectives a CRF trains (:mod:`fstchunk.learn.objectives`)
@@ -84,7 +82,7 @@ HYPERPARAMETERS = ("features", "scheme", "data_scheme", "columns", "min_count", 
                    "l2", "beta", "loss", "max_iter", "tol", "select")
 
 
-class CRF(Calibrated):
+class CRF(Calibrated, PairChain):
     """Linear-chain CRF; see the module doc.  The constructor takes the hyper-parameters
     only (scikit-learn's convention); :meth:`fit` learns the feature map, the tags, the
     (attribute, tag) pairs and θ, which :meth:`load` reads back from a model file."""
@@ -198,31 +196,6 @@ class CRF(Calibrated):
         return Layout.of(sentences, cols, enc.canonical_scheme(data_scheme),
                          "feature" if self.fmap.spec.reads_pos else "unread")
 
-    # --------------------------------------------------------------- parameters
-    def unpack(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(trans, start, end) of θ; the state weights are :meth:`emissions`'."""
-        P, L = self.P, self.L
-        return (theta[P:P + L * L].reshape(L, L), theta[P + L * L:P + L * L + L],
-                theta[P + L * L + L:])
-
-    def _dense_w(self, theta: np.ndarray) -> np.ndarray:
-        """The state weights as a dense feature x tag matrix, cached for the last θ."""
-        key = hash(theta.tobytes())
-        if self._w_cache is not None and self._w_cache[0] == key:
-            return self._w_cache[1]
-        W = np.zeros((len(self.fmap), self.L))
-        W[self.pairs[:, 0], self.pairs[:, 1]] = theta[:self.P]
-        self._w_cache = (key, W)
-        return W
-
-    def emissions(self, X: sp.csr_matrix, theta: np.ndarray | None = None) -> np.ndarray:
-        """X·W for the token rows of X."""
-        return X @ self._dense_w(self.theta if theta is None else theta)
-
-    def chain(self, theta: np.ndarray, X: sp.csr_matrix) -> Chain:
-        """The score arrays of the tokens of X under θ."""
-        return Chain(self.tags, self.scheme, self.emissions(X, theta), *self.unpack(theta))
-
     def lattice(self, sentence: Sentence) -> Lattice:
         return self.lattices([sentence])[0]
 
@@ -289,13 +262,6 @@ class CRF(Calibrated):
         return training_data(self.fmap, self.tags, self.scheme, train, gold)
 
     # --------------------------------------------------------------- objectives
-    def objective_function(self, name: str | lo.Objective, data: TrainingData, l2: float,
-                           beta: float = 1.0, loss: str = "hamming", executor: Any = None):
-        """θ -> (value, gradient) of objective ``name`` on ``data`` plus l2·‖θ‖²
-        (:func:`.crf_loss.value_and_grad`)."""
-        return crf_loss.value_and_grad(self, data, lo.objective(name, CRF_OBJECTIVES), l2,
-                                       beta, loss, executor)
-
     def solver(self, objective: lo.Objective, data: TrainingData, *, l2: float,
                beta: float, loss: str, tol: float | None, executor: Any) -> Solver:
         """The solver of ``objective`` (:class:`fstchunk.learn.loop.Trainer` runs it):
@@ -314,17 +280,6 @@ class CRF(Calibrated):
     def dev_f(self, dev: Sequence[Sentence]) -> float:
         """conlleval F (percent) of MAP decoding on ``dev`` (:func:`.base.chunk_dev_f`)."""
         return chunk_dev_f(self, dev)
-
-    def statistics(self, data: TrainingData, theta: np.ndarray, name: str,
-                   beta_sq: float = 1.0, loss: str = "hamming") -> tuple[np.ndarray, np.ndarray]:
-        """The additive statistics of objective ``name`` on ``data`` at θ
-        (:func:`.crf_loss.statistics`; what a worker of :mod:`fstchunk.scale` computes)."""
-        return crf_loss.statistics(self, data, theta, lo.objective(name, CRF_OBJECTIVES),
-                                   beta_sq, loss)
-
-    def partitions(self, data: TrainingData, parts: int) -> list[tuple["CRF", TrainingData]]:
-        """The shards of ``data`` for :mod:`fstchunk.scale` (:func:`.crf_loss.partitions`)."""
-        return crf_loss.partitions(self, data, parts)
 
     def scoring_copy(self) -> "CRF":
         """This CRF without its feature dictionary (a :class:`FeatureCount` in its
