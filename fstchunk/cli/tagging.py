@@ -33,6 +33,7 @@ from ..learn.loop import SELECT, file_digest
 from .common import (Given, HelpFormatter, add_executor, add_on_invalid, executor_of, given,
                      nonnegative_float, nonnegative_int, positive_float, positive_int,
                      training_beta_option, warn)
+from . import crfsuite_format
 from .inputs import add_columns, iter_input, layout_input, no_sentences, read_gold, warn_unread
 
 
@@ -42,6 +43,11 @@ def add_parsers(sub) -> None:
     p = sub.add_parser("train", formatter_class=HelpFormatter,
                        help="train a CRF (ML, minimum-risk or max-margin) or a counting HMM")
     p.add_argument("--train", required=True, help="CoNLL training file")
+    p.add_argument("--format", choices=("conll", "crfsuite"), default="conll",
+                   help="of --train, --dev and --calibrate: CoNLL columns read through "
+                        "--features, or CRFsuite's data format (LABEL<TAB>attr[:value]..., "
+                        "an attribute CRF over those attributes; --scheme none: any labels, "
+                        "not given: detected; docs/howto/crfsuite.md)")
     p.add_argument("--dev", default=None,
                    help="CoNLL file (same columns) for the dev F in the progress line and "
                         "--select dev")
@@ -136,6 +142,8 @@ def feature_template(text: str) -> str:
 
 
 def run_train(args: argparse.Namespace) -> int:
+    if args.format == "crfsuite":
+        return crfsuite_format.run_train(args)
     check_output(args.output)
     if args.model_type == "hmm" and (lo.objective(args.objective) is not lo.ML or args.init
                                      or args.resume or args.calibrate):

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from typing import IO, Iterable, Iterator
+from typing import IO, ClassVar, Iterable, Iterator
 
 from ..conll import iter_lines, source_name
 from ..errors import InputError
@@ -48,6 +48,8 @@ class Sequence:
     lines: list[int] = field(default_factory=list)
     source: str = "<input>"
     weight: float = 1.0
+    #: no words (fstchunk's JSONL and HTML outputs show positions instead)
+    has_tokens: ClassVar[bool] = False
 
     def __len__(self) -> int:
         return len(self.items)

@@ -52,7 +52,8 @@ class CRFsuiteModel:
     """A CRFsuite model: ``labels`` and ``attributes`` by id, the state features as
     parallel arrays (``state_attr``, ``state_label``, ``state_weight``: one entry per
     (attribute, label) feature of the file, in its order) and the dense
-    ``transitions[from, to]`` (0 where the file has no feature)."""
+    ``transitions[from, to]`` (0 where the file has no feature; ``has_transition``
+    says where it has one)."""
     path: str
     labels: list[str]
     attributes: list[str]
@@ -60,6 +61,7 @@ class CRFsuiteModel:
     state_label: np.ndarray
     state_weight: np.ndarray
     transitions: np.ndarray
+    has_transition: np.ndarray
 
     def state_features(self) -> dict[tuple[str, str], float]:
         """``{(attribute, label): weight}``, as ``pycrfsuite.Tagger.info()`` has it."""
@@ -67,11 +69,12 @@ class CRFsuiteModel:
                 zip(self.state_attr, self.state_label, self.state_weight)}
 
     def transition_features(self, nonzero: bool = True) -> dict[tuple[str, str], float]:
-        """``{(from_label, to_label): weight}``; only the non-zero ones by default."""
+        """``{(from_label, to_label): weight}`` of the file's transition features; only
+        the non-zero ones by default."""
         L = len(self.labels)
         return {(self.labels[i], self.labels[j]): float(self.transitions[i, j])
                 for i in range(L) for j in range(L)
-                if not nonzero or self.transitions[i, j] != 0}
+                if self.has_transition[i, j] and (not nonzero or self.transitions[i, j] != 0)}
 
 
 class _Buffer:
@@ -192,6 +195,8 @@ def read_model(path: str | os.PathLike) -> CRFsuiteModel:
     refuse(~np.isin(np.arange(num), first), 0, "a (source, label) pair given twice")
     T = np.zeros((n_labels, n_labels))
     T[feats["src"][trans], feats["dst"][trans]] = feats["weight"][trans]
+    has = np.zeros((n_labels, n_labels), dtype=bool)
+    has[feats["src"][trans], feats["dst"][trans]] = True
     return CRFsuiteModel(name, labels, attributes, feats["src"][state].astype(np.int64),
                          feats["dst"][state].astype(np.int64),
-                         feats["weight"][state].astype(float), T)
+                         feats["weight"][state].astype(float), T, has)
