@@ -178,6 +178,18 @@ def test_decode_expected_eval_on_crfsuite_data(chunker, tmp_path):
     assert np_["match"] == sum(g == p == "B-NP" for g, p in flat)
     assert np_["model"] == sum(p == "B-NP" for _, p in flat)
     assert math.isclose(np_["precision"], np_["match"] / np_["model"])
+    from sklearn.metrics import precision_recall_fscore_support
+    labels = sorted({g for g, _ in flat})
+    P, R, F1, _ = precision_recall_fscore_support([g for g, _ in flat], [p for _, p in flat],
+                                                  labels=labels, zero_division=0)
+    for y, p, r_, f in zip(labels, P, R, F1):
+        assert np.allclose([rep["labels"][y]["precision"], rep["labels"][y]["recall"],
+                            rep["labels"][y]["f1"]], [p, r_, f])
+    light = subprocess.run([sys.executable, "-c", (
+        "import sys; from fstchunk.cli import main; main(['eval', '--format', 'crfsuite', "
+        f"{str(out)!r}]); assert not {{'numpy', 'pynini'}} & set(sys.modules)")],
+        capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=ROOT))
+    assert light.returncode == 0, light.stderr
     text = _cli("eval", "--format", "crfsuite", str(out)).stdout
     assert text.startswith("Performance by label (#match, #model, #ref) (precision, recall, F1):")
     assert f"Item accuracy: {rep['items_correct']} / {rep['items']}" in text

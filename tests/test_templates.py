@@ -207,6 +207,9 @@ def test_cli_trains_with_a_template_file_and_names_a_bad_one(tmp_path):
     assert r.returncode == 0, r.stderr
     r = _cli("decode", "--model", str(tmp_path / "m.npz"), "--input", str(data))
     assert r.returncode == 0 and r.stdout.splitlines()[0].split()[-1] in ("B-NP", "B-VP", "O")
+    r = _cli("decode", "--model", str(tmp_path / "m.npz"), "--input", str(data),
+             "--decoder", "meu", "--format", "jsonl")
+    assert r.returncode == 0 and '"chunks"' in r.stdout.splitlines()[0], r.stderr
     tpl.write_text("U00:%x[0,0]\nU01:%x[0,2]\nB\n")                   # reads the gold tags
     r = _cli("train", "--train", str(data), "--features", str(tpl), "-o",
              str(tmp_path / "n.npz"))

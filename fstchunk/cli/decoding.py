@@ -30,6 +30,13 @@ file (``.npz`` or JSONL, :mod:`fstchunk.scorefile`) instead of a model's
 lattices: tokens from ``--input`` (its first column) or from the JSONL's
 ``tokens``; without either, JSONL ``tokens`` are null, the HTML shows positions and
 the CoNLL output is the tag column alone (a blank line after each sentence).
+
+An attribute CRF (``fstchunk import crfsuite``, ``train --format crfsuite``) reads its
+``--input`` in CRFsuite's data format; ``--format crfsuite`` writes per item the
+input's label, a tab and the predicted label, as ``crfsuite tag -r`` does
+(:mod:`fstchunk.cli.crfsuite_format`), and ``jsonl``/``html`` show no words.  An
+unconstrained chain's labels (scheme none) are written as they are; MEU and chunk
+confidences need a chunk scheme and are refused on it before any work.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """``fstchunk expected``: E[tp], E[P], E[R], E[F_β] of each sentence under a model or
-score arrays."""
+score arrays; with ``--format crfsuite``, of each sequence of a CRFsuite data file
+under an attribute CRF, its labels the fixed sequence."""
 
 from __future__ import annotations
 

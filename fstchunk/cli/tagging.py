@@ -2,6 +2,10 @@
 ``fstchunk calibrate`` (a CRF's temperature on held-out sentences: a max-margin CRF
 needs it before any decoder but MAP reads its scores as probabilities).
 
+``train --format crfsuite`` trains an attribute CRF on CRFsuite data instead
+(:func:`fstchunk.cli.crfsuite_format.run_train`); ``--features`` takes a built-in
+template or a template file (:mod:`fstchunk.models.templates`).
+
 Both check their destination (``-o``) before any work, and write it atomically
 (:mod:`fstchunk.outputs`).
 
