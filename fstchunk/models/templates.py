@@ -165,7 +165,6 @@ class Ref:
                ) -> list[str | None]:
         """The macro's result at every token of a sentence whose column is ``column``;
         ``cache`` holds the transformed column per macro kind, for the sentence."""
-        n = len(column)
         key = (self.col, self.functions, self.command, self.regex, self.caps)
         whole = cache.get((key, self.row, self.absolute))
         if whole is None:
