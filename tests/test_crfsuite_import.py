@@ -165,6 +165,9 @@ def test_decode_expected_eval_on_crfsuite_data(chunker, tmp_path):
     assert r.returncode == 0, r.stderr
     pairs = read_reference(out)
     assert len(pairs) == len(test)
+    r = _cli("decode", "--model", str(d / "imported-none.npz"), "--input",
+             str(d / "test.crfsuite"), "--format", "crfsuite", "--workers", "2")
+    assert r.returncode == 0 and r.stdout == out.read_text(), r.stderr   # workers: same bytes
     for s, seq in zip(test, pairs):
         tagger.set(pycrfsuite.ItemSequence(_items(s)))
         assert [p for _, p in seq] == tagger.tag() and [g for g, _ in seq] == s.column(2)
