@@ -132,6 +132,8 @@ def run_train(args: Any) -> int:
     attribute CRF's file, e.g. ``fstchunk import crfsuite``'s).  ``--scheme`` given: the
     model's scheme (``none``: the unconstrained chain); not given: detected from the
     labels (:func:`~fstchunk.models.attribute_crf.detect_scheme`)."""
+    # imported here, not at the top: decode and expected import this module too, and
+    # must not load the training machinery (scipy.optimize; the front door's budget)
     from ..learn import objectives as lo
     from ..learn.loop import file_digest
     from ..models import load_model
