@@ -201,6 +201,7 @@ def test_data_format_reads_as_crfsuite_does(tmp_path):
     ("B-NP\tw=a:nan\n", ":1 (field 2)", "not a finite number"),
     ("B:NP\tw=a\n", ":1", "label field 'B:NP' has an unescaped ':'"),
     ("B-NP\tw\n\t\t\n", ":2", "a line of tabs only"),
+    ("B-NP\tw\n\tw=a\tb\n", ":2", "starts with a tab: no label .*'w=a' as the label"),
     ("B-NP\tw\n@weight:2\n", ":2", "@weight:W, alone on a sequence's first line"),
     ("@group:1\nB-NP\tw\n", ":1", "the one declaration is @weight"),
 ])

@@ -22,7 +22,8 @@ Where CRFsuite reads something surprising, fstchunk refuses it with one
 :class:`~fstchunk.errors.InputError` naming ``file:line`` (and the field): a label
 or name with an unescaped second ``:`` (CRFsuite would split it silently), a
 value that is not a number (CRFsuite's ``atof`` reads it as 0), a line of tabs only
-(CRFsuite drops it without a word), a line without a label.  An attribute named
+(CRFsuite drops it without a word), a line starting with a tab (CRFsuite would take
+its first attribute as the label).  An attribute named
 twice in one item counts twice (CRFsuite sums its items' values), so
 :attr:`Sequence.items` holds the summed value.
 """
@@ -121,6 +122,9 @@ def iter_data(path_or_file) -> Iterator[Sequence]:
         if not fields:
             raise InputError(f"{where}: a line of tabs only (no label); a blank line "
                              f"separates sequences")
+        if line.startswith("\t"):
+            raise InputError(f"{where}: the line starts with a tab: no label (CRFsuite "
+                             f"would take {fields[0]!r} as the label)")
         label, value = _split(fields[0], where)
         if label.startswith("@"):
             if label != "@weight" or seq.items or len(fields) > 1:
