@@ -36,6 +36,7 @@ from .confidence import ScoredChunk, scored_chunks
 from .decode import CORPUS_PRUNE, CorpusTable, check_decoding, corpus_table, decide_corpus, decode_one
 from .errors import FstchunkError, InputError, LayoutError
 from .lattice import Lattice
+from .tagspace import UNCONSTRAINED, canonical
 
 #: errors that stop one sentence, not the run: a user-level error of that sentence
 #: (:class:`~fstchunk.errors.BudgetError` included) or running out of memory on it;
@@ -143,6 +144,14 @@ def block_lattices(read: Callable[[list], list[Lattice]], block: list) -> list:
     return out
 
 
+def _convert(tags, source: str, target: str) -> list[str]:
+    """``tags`` from scheme ``source`` to ``target`` (as they are when both are the
+    unconstrained chain's)."""
+    if source == target == UNCONSTRAINED:
+        return list(tags)
+    return enc.convert(tags, source, target)
+
+
 class _Job(NamedTuple):
     """What a worker needs to decode a block: the model and the settings."""
     model: Any
@@ -175,7 +184,18 @@ def iter_decode_sentences(model, sentences: Iterable, decoder: str = "map", beta
     the joint decision (module doc).
     """
     check_decoding(decoder, beta, k, memory_budget)
-    output_scheme = enc.canonical_scheme(output_scheme)
+    output_scheme = canonical(output_scheme)
+    if (output_scheme == UNCONSTRAINED) != (canonical(model.scheme) == UNCONSTRAINED):
+        raise InputError(f"the model's labels are in scheme {model.scheme}: they cannot be "
+                         f"written in {output_scheme} (the unconstrained chain's labels are "
+                         f"not chunk tags, and chunk tags are not written as such)")
+    if output_scheme == UNCONSTRAINED and (decoder not in ("map", "posterior") or confidences):
+        what = f"decoder {decoder}" if decoder not in ("map", "posterior") else \
+            "chunk confidences"
+        raise InputError(f"{what}: chunks are needed, and the model is an unconstrained chain "
+                         f"(scheme none, labels {', '.join(model.tags[:6])}"
+                         f"{' ...' if len(model.tags) > 6 else ''}): decode by map or "
+                         f"posterior, or import it with its chunk scheme")
     lattice_reader(model, decoder, confidences or marginals)
     job = _Job(model, decoder, beta, k, output_scheme, memory_budget, confidences, marginals)
     if decoder == "meu-corpus":
@@ -200,7 +220,7 @@ def _iter_each(job: _Job, sentences: Iterable, start: int = 0) -> Iterator[Decod
                 try:
                     decided = decode_one(lat, job.decoder, job.beta, job.k, job.memory_budget)
                     extra = _extras(job, lat, decided)
-                    tags = enc.convert(decided, job.model.scheme, job.output_scheme)
+                    tags = _convert(decided, job.model.scheme, job.output_scheme)
                 except SENTENCE_ERRORS as e:
                     error, extra = sentence_error(e), None
             del lat
@@ -311,7 +331,7 @@ def _iter_corpus(job: _Job, sentences: Iterable, executor: Any) -> Iterator[Deco
         if isinstance(extra, BaseException):
             yield Decoded(index, None, extra, s)
         else:
-            yield Decoded(index, enc.convert(y, job.model.scheme, job.output_scheme),
+            yield Decoded(index, _convert(y, job.model.scheme, job.output_scheme),
                           None, s, *extra)
 
 

@@ -30,6 +30,13 @@ file (``.npz`` or JSONL, :mod:`fstchunk.scorefile`) instead of a model's
 lattices: tokens from ``--input`` (its first column) or from the JSONL's
 ``tokens``; without either, JSONL ``tokens`` are null, the HTML shows positions and
 the CoNLL output is the tag column alone (a blank line after each sentence).
+
+An attribute CRF (``fstchunk import crfsuite``, ``train --format crfsuite``) reads its
+``--input`` in CRFsuite's data format; ``--format crfsuite`` writes per item the
+input's label, a tab and the predicted label, as ``crfsuite tag -r`` does
+(:mod:`fstchunk.cli.crfsuite_format`), and ``jsonl``/``html`` show no words.  An
+unconstrained chain's labels (scheme none) are written as they are; MEU and chunk
+confidences need a chunk scheme and are refused on it before any work.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from typing import IO, Iterator
 from ..batch import Decoded, iter_decode_sentences
 from ..confidence import check_min_confidence
 from ..conll import file_delimiter, is_separator, iter_lines, split_line
+from ..crfsuite.data import iter_data
 from ..decode import DECODERS
 from ..errors import BudgetError, FstchunkError, InputError
 from ..scoring import UNDECODED
@@ -51,6 +59,7 @@ from ..scorefile import open_scores
 from ..outputs import atomic_write, check_output
 from .common import (BETA_HELP, Failures, HelpFormatter, add_executor, beta_option,
                      executor_of, memory_size, positive_int)
+from .crfsuite_format import KIND, SequenceModel, refuse_kind, require_kind, write_reference
 from .decode_formats import thresholded, write_html, write_jsonl, write_tag_column
 from .inputs import (add_columns, arranged, delimiter_arg, iter_input, layout_input,
                      no_sentences)
@@ -72,10 +81,15 @@ def add_parser(sub) -> None:
     p.add_argument("--scheme", default=None,
                    help="with --scores: the scheme of the JSONL scores' tags (none: IOB2); "
                         "a .npz says its own")
-    p.add_argument("--format", choices=("conll", "jsonl", "html"), default="conll",
+    p.add_argument("--format", choices=("conll", "jsonl", "html", "crfsuite"), default="conll",
                    help="conll: the input's lines plus the predicted tag; jsonl: one JSON "
                         "object per sentence with tokens, tags and chunks with their "
-                        "probability p; html: one self-contained page, chunks shaded by p")
+                        "probability p; html: one self-contained page, chunks shaded by p; "
+                        "crfsuite: --input in CRFsuite's data format (what an attribute CRF "
+                        "reads: fstchunk import crfsuite), written as crfsuite tag -r does: "
+                        "the input's label, a tab, the predicted label (eval --format "
+                        "crfsuite reads it); an attribute CRF's jsonl and html read "
+                        "CRFsuite data too (tokens: null, positions)")
     p.add_argument("--marginals", action="store_true",
                    help="with --format jsonl: each token's marginal Pr(tag) for every tag "
                         "of the model (its scheme)")
@@ -130,6 +144,9 @@ def run_decode(args: argparse.Namespace) -> int:
         raise InputError("give exactly one of --model MODEL or --scores FILE")
     if args.output:
         check_output(args.output)
+    if args.scores and args.format == "crfsuite":
+        raise InputError("--format crfsuite decodes CRFsuite data with an attribute CRF "
+                         "(--model), not a score file")
     if args.scores:
         model, items, word = _scored_input(args)
     else:
@@ -139,7 +156,7 @@ def run_decode(args: argparse.Namespace) -> int:
         results = thresholded(iter_decode_sentences(
             model, items, args.decoder, args.beta, args.k, scheme,
             memory_budget=args.memory_budget, executor=ex,
-            confidences=args.format != "conll" or args.min_confidence > 0,
+            confidences=args.format not in ("conll", "crfsuite") or args.min_confidence > 0,
             marginals=args.marginals), args.min_confidence, scheme)
         failed = Failures("decode", "decoded")
         if args.output:
@@ -165,6 +182,14 @@ def _model_input(args: argparse.Namespace) -> tuple:
     if args.input is None:
         raise InputError("--model needs --input, the CoNLL file to tag")
     model = load_model(args.model)
+    if args.format == "crfsuite" or getattr(model, "kind", None) == KIND:
+        if args.format == "conll":
+            refuse_kind(model, args.model)
+        require_kind(model, args.model)
+        if args.columns is not None or args.delimiter is not None:
+            raise InputError("--columns and --delimiter are for CoNLL inputs; CRFsuite data "
+                             "has one label and tab-separated attributes per line")
+        return SequenceModel(model), iter_data(args.input), 0
     checked = layout_input(iter_input(args.input, args.delimiter), model, args.model,
                            args.columns, "decode")
     move = checked.arrangement
@@ -206,6 +231,8 @@ def _write(args: argparse.Namespace, results: Iterator[Decoded], out: IO[str],
                + (f", chunks with p ≥ {args.min_confidence:g}" if args.min_confidence
                   else "") + "; shade: the chunk's probability p")
         total = write_html(results, out, failed, word, f"fstchunk decode: {what}", sub)
+    elif args.format == "crfsuite":
+        total = write_reference(results, out, failed, UNDECODED)
     elif args.scores and args.input is None:
         return write_tag_column(results, out, failed, UNDECODED)
     else:
