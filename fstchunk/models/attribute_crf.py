@@ -39,11 +39,13 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 
 from .. import encodings as enc
+from ..decode import decode_map
 from ..errors import InputError, SchemeError
 from ..lattice import Lattice
 from ..learn import objectives as lo
 from ..learn.loop import Trainer
 from ..learn.solvers import LBFGS, Solver
+from ..scoring import evaluate
 from ..tagspace import UNCONSTRAINED, TagSpace, canonical, missing_tags
 from .attributes import AttributeMap, check_sequences, fit_attributes
 from .calibrated import Calibrated
@@ -298,8 +300,6 @@ class AttributeCRF(Calibrated, PairChain):
     def dev_f(self, dev: Any) -> float:
         """Dev figure (percent) of MAP decoding on ``dev`` = (X, y): conlleval F for a
         chunk scheme, token accuracy for the unconstrained chain."""
-        from ..decode import decode_map
-        from ..scoring import evaluate
         X, y = dev
         pred = [decode_map(lat).tags for lat in self.lattices(X, require_probabilities=False)]
         if not self.space.chunked:
