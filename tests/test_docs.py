@@ -129,14 +129,15 @@ def _page_needs(page: str, corpus) -> None:
 
 
 #: pages whose blocks a test of their own runs (checking what the commands wrote too)
-OWN_TEST = {"howto/confidence.md": "test_howto_confidence.py"}
+OWN_TEST = {"howto/confidence.md": "test_howto_confidence.py",
+            "howto/sklearn.md": "test_sklearn_docs.py"}
 CODE_PAGES = [p for p in PAGES if blocks(os.path.join(DOCS, p)) and p not in OWN_TEST]
 
 
 def test_pages_with_a_test_of_their_own_run_it():
     for page, test in OWN_TEST.items():
         text = open(os.path.join(os.path.dirname(__file__), test), encoding="utf-8").read()
-        assert "run_page(" in text and os.path.basename(page) in text, (page, test)
+        assert "run_page(" in text and page.split("/")[-1] in text, (page, test)
 
 
 @pytest.mark.parametrize("page", CODE_PAGES)
