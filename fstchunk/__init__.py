@@ -12,6 +12,8 @@ next to nothing, and ``fstchunk eval`` does not wait for scipy or pynini):
 * decoders: :func:`decode_map`, :func:`decode_posterior`, :func:`decode_meu`,
   :func:`decode_meu_corpus`, :func:`decode_loss_augmented`, :class:`Decoding`,
   :func:`decode_sentences` (a model over sentences);
+* entity confidences: :func:`scored_chunks` (a decision's chunks with their exact
+  marginals, :class:`ScoredChunk`), :func:`decode_chunks` (decode and score);
 * models and learning: :class:`CRF`, :class:`HMM`, :class:`JointModel`,
   :class:`SegmentModel`, :func:`load_model`, :class:`Trainer`, :data:`OBJECTIVES`;
 * the subpackage :mod:`joint` (Shimizu & Haas).
@@ -46,6 +48,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
         "Decoding", "decode_map", "decode_meu", "decode_meu_corpus", "decode_posterior")},
     "decode_loss_augmented": ("fstchunk.lossaug", "decode_loss_augmented"),
     "decode_sentences": ("fstchunk.batch", "decode_sentences"),
+    **{n: ("fstchunk.confidence", n) for n in ("ScoredChunk", "scored_chunks", "decode_chunks")},
     "CRF": ("fstchunk.models.crf", "CRF"),
     "HMM": ("fstchunk.models.hmm", "HMM"),
     "JointModel": ("fstchunk.models.joint", "JointModel"),
@@ -77,6 +80,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:                      # what type checkers and editors see
     from .batch import decode_sentences
+    from .confidence import ScoredChunk, decode_chunks, scored_chunks
     from .conll import iter_conll, read_conll, write_conll
     from .decode import (Decoding, decode_map, decode_meu, decode_meu_corpus,
                          decode_posterior)
