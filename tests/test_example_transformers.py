@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from fstchunk import encodings as enc
+from fstchunk.confidence import scored_chunks
 from fstchunk.decode import decode_map, decode_meu
 from fstchunk.scorefile import load_lattices
 from fstchunk.tagspace import TagSet
@@ -71,10 +72,12 @@ def test_transformers_tagger_on_a_slice(corpus, tmp_path, monkeypatch, capsys, c
             assert len(t) == lat.n and enc.is_valid(t, scheme)
             assert set(t) <= set(TagSet.from_tags(doc["tags"], scheme).tags)
             assert [tuple(c[:3]) for c in cs] == [tuple(c) for c in enc.tags_to_chunks(t, scheme)]
-            cm = lat.chunk_marginals()
+            cm = lat.chunk_marginals()             # every chunk's marginal, one sweep
             for ctype, s, e, p in cs:
                 assert 0 <= p <= 1
                 assert p == pytest.approx(cm[lat.space.types.index(ctype), s, e], abs=1e-4)
+            assert [c[3] for c in cs] == pytest.approx([c.p for c in scored_chunks(lat, t)],
+                                                      abs=1e-4)
             if method == "meu":                      # the same decision as the numpy engine
                 assert t == list(decode_meu(lat).tags)
             else:                                    # as probable as the numpy Viterbi's path

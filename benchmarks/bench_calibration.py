@@ -1,0 +1,220 @@
+"""Calibration of entity confidences (issue 35, part 5): reliability tables, ECE and MCE.
+
+Each chunk a decoder predicts (MAP, MEU for F1) gets its confidence p = Pr(chunk ∈ y),
+its exact chunk marginal (:func:`fstchunk.confidence.scored_chunks`), and an outcome:
+whether the chunk (type, start, end) is in the gold.  Per model, split and decoder: the
+reliability table (10 equal bins: count, mean confidence, accuracy), the expected and
+maximum calibration errors (:mod:`fstchunk.calibration`) with their bootstrap standard
+errors over sentences, and, as a decoder-free variant, every chunk of marginal ≥
+``--all-min`` (the marginals themselves, predicted or not).
+
+Models (cached in ``--models``, trained by the CLI when missing): the ML CRF (tmpt3 on
+CoNLL-2000, ner on CoNLL-2002 Dutch; ``--ml-iter`` L-BFGS iterations) and the max-margin
+CRF (``--mm-passes`` BCFW passes), temperature-calibrated on the dev set (``fstchunk train
+--calibrate``), so its dev figures are in-sample for T.  Splits: CoNLL-2000 dev.txt and
+test.txt, Dutch ned.testa and ned.testb.  A reliability plot of the test sets goes to
+``--plot``.
+
+    FSTCHUNK_DATA=../shared/data python benchmarks/bench_calibration.py --models /tmp/calib35
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from common import Timer, data_path, write_section
+from fstchunk import encodings as enc
+from fstchunk.calibration import Reliability, bootstrap, reliability
+from fstchunk.confidence import scored_chunks
+from fstchunk.conll import read_conll
+from fstchunk.decode import decode_one
+from fstchunk.evaluate import evaluate
+from fstchunk.gold import check_gold
+from fstchunk.models import load_model
+
+CORPORA = {"conll2000": ("tmpt3", ("conll2000", "train.txt"), ("conll2000", "dev.txt"),
+                         ("conll2000", "test.txt")),
+           "ned": ("ner", ("conll2002", "ned.train"), ("conll2002", "ned.testa"),
+                   ("conll2002", "ned.testb"))}
+MODELS = ("ml", "mm")
+NAMES = {"ml": "ML CRF", "mm": "max-margin CRF, T on dev"}
+DECODERS = ("map", "meu")
+PLOT = Path(__file__).resolve().parent / "calibration_reliability.png"
+
+
+def train_command(corpus: str, model: str, out: str, args) -> list[str]:
+    """The CLI command that trains (and, for max-margin, calibrates) a cached model."""
+    features, train, dev, _ = CORPORA[corpus]
+    cmd = [sys.executable, "-m", "fstchunk", "train", "--train", data_path(*train),
+           "--features", features, "--workers", str(args.workers), "--quiet",
+           "--checkpoint-every", "0", "-o", out]
+    if model == "ml":
+        return cmd + ["--max-iter", str(args.ml_iter)]
+    return cmd + ["--objective", "max-margin", "--max-iter", str(args.mm_passes),
+                  "--calibrate", data_path(*dev)]
+
+
+def model_path(corpus: str, model: str, args):
+    path = os.path.join(args.models, f"{corpus}-{model}.npz")
+    if not os.path.exists(path):
+        cmd = train_command(corpus, model, path, args)
+        print("training:", " ".join(cmd), flush=True)
+        subprocess.run(["nice"] + cmd, check=True)
+    return load_model(path)
+
+
+def outcomes(model, sentences, decoder: str, all_min: float):
+    """Per sentence (confidences, outcomes) of the decoder's chunks, the predicted tags,
+    and the same for every chunk of marginal ≥ ``all_min`` (decoder ``None`` only)."""
+    gold = check_gold(sentences, "IOB2").sentences
+    lattices = model.lattices(gold)
+    groups, preds = [], []
+    for s, lat in zip(gold, lattices):
+        truth = set(enc.tags_to_chunks(s.column(-1), "IOB2"))
+        if decoder is None:
+            cm = lat.chunk_marginals()
+            t, b, e = np.nonzero(cm >= all_min)
+            p = cm[t, b, e]
+            hit = [(lat.space.types[i], int(x), int(y)) in truth for i, x, y in zip(t, b, e)]
+        else:
+            tags = decode_one(lat, decoder, 1.0, 20, None)
+            preds.append(enc.convert(tags, model.scheme, "IOB2"))
+            chunks = scored_chunks(lat, tags)
+            p = [c.p for c in chunks]
+            hit = [(c.type, c.start, c.end) in truth for c in chunks]
+        groups.append((np.asarray(p, float), np.asarray(hit, bool)))
+    f = evaluate([s.column(-1) for s in gold], preds).overall.f if preds else float("nan")
+    return groups, f
+
+
+def measure(groups, args) -> tuple[Reliability, float, float]:
+    p = np.concatenate([g[0] for g in groups])
+    c = np.concatenate([g[1] for g in groups])
+    r = reliability(p, c, bins=args.bins)
+    se = bootstrap(groups, bins=args.bins, resamples=args.resamples, seed=0)
+    return r, se[0], se[1]
+
+
+def table_row(corpus, model, split, decoder, n_sent, f, r, se_ece, se_mce) -> str:
+    mean_p = float(np.nansum(r.confidence * r.count) / r.n)
+    acc = float(np.nansum(r.accuracy * r.count) / r.n)
+    fs = "–" if np.isnan(f) else f"{f:.2f}"
+    return (f"| {corpus} | {NAMES[model]} | {split} ({n_sent}) | {decoder} | {fs} | {r.n} | "
+            f"{mean_p:.4f} | {acc:.4f} | {100 * r.ece:.2f} ± {100 * se_ece:.2f} | "
+            f"{100 * r.mce:.2f} ± {100 * se_mce:.2f} |")
+
+
+def reliability_table(title: str, cols: dict[str, Reliability]) -> list[str]:
+    """One row per bin, (count, mean confidence, accuracy) per column."""
+    names = list(cols)
+    head = "| bin | " + " | ".join(f"{n}: count | conf | acc" for n in names) + " |"
+    lines = [title, "", head, "|---" * (1 + 3 * len(names)) + "|"]
+    edges = next(iter(cols.values())).edges
+    for b in range(len(edges) - 1):
+        cells = []
+        for n in names:
+            r = cols[n]
+            cells.append(f"{r.count[b]} | " + (f"{r.confidence[b]:.3f} | {r.accuracy[b]:.3f}"
+                                               if r.count[b] else "– | –"))
+        lines.append(f"| [{edges[b]:.1f}, {edges[b + 1]:.1f}{']' if b == len(edges) - 2 else ')'}"
+                     f" | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def plot(curves: dict, path: Path) -> None:
+    """Reliability diagrams of the test sets, one panel per corpus."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    corpora = sorted({c for c, _ in curves})
+    fig, axes = plt.subplots(1, len(corpora), figsize=(4.2 * len(corpora), 4), squeeze=False)
+    for ax, corpus in zip(axes[0], corpora):
+        ax.plot([0, 1], [0, 1], color="0.6", lw=1, ls="--", label="calibrated")
+        for (c, label), r in curves.items():
+            if c == corpus:
+                keep = r.count > 0
+                ax.plot(r.confidence[keep], r.accuracy[keep], marker="o", ms=3, lw=1.2,
+                        label=f"{label} (ECE {100 * r.ece:.1f})")
+        ax.set_title(f"{corpus}, test set", fontsize=10)
+        ax.set_xlabel("confidence Pr(chunk ∈ y)")
+        ax.set_ylabel("accuracy (chunk in gold)")
+        ax.set_xlim(0, 1), ax.set_ylim(0, 1)
+        ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=72)
+    plt.close(fig)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default="/tmp/calib35", help="cache of trained models")
+    ap.add_argument("--corpora", default="conll2000,ned")
+    ap.add_argument("--ml-iter", type=int, default=100)
+    ap.add_argument("--mm-passes", type=int, default=10)
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--bins", type=int, default=10)
+    ap.add_argument("--resamples", type=int, default=1000)
+    ap.add_argument("--all-min", type=float, default=0.01,
+                    help="the all-chunks variant: every chunk of marginal >= this")
+    ap.add_argument("--limit", type=int, default=None, help="first N sentences of each split")
+    ap.add_argument("--plot", default=str(PLOT))
+    ap.add_argument("--no-write", action="store_true", help="print, do not write RESULTS.md")
+    args = ap.parse_args()
+    os.makedirs(args.models, exist_ok=True)
+    rows, details, curves, notes = [], [], {}, []
+    with Timer() as total:
+        for corpus in args.corpora.split(","):
+            _, _, dev, test = CORPORA[corpus]
+            for model_name in MODELS:
+                model = model_path(corpus, model_name, args)
+                s = model.settings
+                unit = "BCFW passes" if model_name == "mm" else "L-BFGS iterations"
+                notes.append(f"{corpus} {NAMES[model_name]} ({s['features']}, λ {s['l2']:g}): "
+                             f"{s['iterations']} {unit}" + (
+                                 f", T = {model.temperature:.3f} (dev NLL per sentence "
+                                 f"{s['calibration_nll']:.3f}, at T = 1 "
+                                 f"{s['calibration_nll_t1']:.3f})" if model_name == "mm" else ""))
+                for split, parts in (("dev", dev), ("test", test)):
+                    sents = read_conll(data_path(*parts))[:args.limit]
+                    cols = {}
+                    for decoder in DECODERS + (None,):
+                        groups, f = outcomes(model, sents, decoder, args.all_min)
+                        r, se_ece, se_mce = measure(groups, args)
+                        name = decoder or f"all p ≥ {args.all_min}"
+                        rows.append(table_row(corpus, model_name, split, name, len(sents), f,
+                                              r, se_ece, se_mce))
+                        print(rows[-1], flush=True)
+                        cols[name.upper() if decoder else "all"] = r
+                        if split == "test" and decoder:
+                            curves[(corpus, f"{NAMES[model_name].split(',')[0]}, "
+                                            f"{decoder.upper()}")] = r
+                    if split == "test":
+                        details += reliability_table(
+                            f"Reliability, {corpus} test, {NAMES[model_name]}:", cols)
+    plot(curves, Path(args.plot))
+    head = ["| corpus | model | split (sentences) | chunks of | F | chunks | mean p | accuracy "
+            "| ECE (%) | MCE (%) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    body = "\n".join([
+        "Confidence of a chunk: its exact marginal Pr(chunk ∈ y) under the model "
+        "(`fstchunk.confidence.scored_chunks`); outcome: the chunk (type, start, end) is in "
+        "the gold. ECE = Σ_b (n_b/N)|acc_b − conf_b| over 10 equal bins, MCE the largest "
+        "bin gap (`fstchunk.calibration`); ± the bootstrap standard error over sentences "
+        f"({args.resamples} resamples). Rows `all p ≥ {args.all_min}`: every chunk of "
+        "marginal at least that, decoded or not. Models: " + "; ".join(notes) + ". "
+        "The max-margin model's T is fitted on the dev split, so its dev rows are in-sample "
+        "for T; the test figures are from one run (one training each). "
+        f"{total.seconds:.0f} s in all.", "", *head, *rows, "",
+        f"![reliability of the test sets]({Path(args.plot).name})", "", *details])
+    print(body)
+    if not args.no_write:
+        write_section("Calibration (issue 35): entity confidences, reliability and ECE", body)
+
+
+if __name__ == "__main__":
+    main()
