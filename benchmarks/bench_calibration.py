@@ -9,9 +9,10 @@ errors over sentences, and, as a decoder-free variant, every chunk of marginal �
 ``--all-min`` (the marginals themselves, predicted or not).
 
 Models (cached in ``--models``, trained by the CLI when missing): the ML CRF (tmpt3 on
-CoNLL-2000, ner on CoNLL-2002 Dutch; ``--ml-iter`` L-BFGS iterations) and the max-margin
-CRF (``--mm-passes`` BCFW passes), temperature-calibrated on the dev set (``fstchunk train
---calibrate``), so its dev figures are in-sample for T.  Splits: CoNLL-2000 dev.txt and
+CoNLL-2000, ner on CoNLL-2002 Dutch; ``--ml-iter`` L-BFGS iterations), the same with its
+temperature fitted on the dev set (``CRF.calibrate``, here), and the max-margin CRF
+(``--mm-passes`` BCFW passes), temperature-calibrated on the dev set (``fstchunk train
+--calibrate``); the calibrated models' dev figures are in-sample for T.  Splits: CoNLL-2000 dev.txt and
 test.txt, Dutch ned.testa and ned.testb.  A reliability plot of the test sets goes to
 ``--plot``.
 
@@ -42,8 +43,9 @@ CORPORA = {"conll2000": ("tmpt3", ("conll2000", "train.txt"), ("conll2000", "dev
                          ("conll2000", "test.txt")),
            "ned": ("ner", ("conll2002", "ned.train"), ("conll2002", "ned.testa"),
                    ("conll2002", "ned.testb"))}
-MODELS = ("ml", "mm")
-NAMES = {"ml": "ML CRF", "mm": "max-margin CRF, T on dev"}
+MODELS = ("ml", "ml-t", "mm")
+NAMES = {"ml": "ML CRF", "ml-t": "ML CRF, T on dev", "mm": "max-margin CRF, T on dev"}
+SHORT = {"ml": "ML", "ml-t": "ML + T", "mm": "max-margin + T"}
 DECODERS = ("map", "meu")
 PLOT = Path(__file__).resolve().parent / "calibration_reliability.png"
 
@@ -61,12 +63,22 @@ def train_command(corpus: str, model: str, out: str, args) -> list[str]:
 
 
 def model_path(corpus: str, model: str, args):
-    path = os.path.join(args.models, f"{corpus}-{model}.npz")
+    """The cached model (``ml-t``: the ML one, its temperature fitted on dev here)."""
+    path = os.path.join(args.models, f"{corpus}-{model.split('-')[0]}.npz")
     if not os.path.exists(path):
-        cmd = train_command(corpus, model, path, args)
+        cmd = train_command(corpus, model.split("-")[0], path, args)
         print("training:", " ".join(cmd), flush=True)
         subprocess.run(["nice"] + cmd, check=True)
-    return load_model(path)
+    loaded = load_model(path)
+    if model == "ml-t":           # T on the dev sentences whose gold the model can tag
+        dev = data_path(*CORPORA[corpus][2])
+        sents = check_gold(read_conll(dev), "IOB2").sentences
+        known = [s for s in sents if set(s.column(-1)) <= set(loaded.tags)]
+        if len(known) < len(sents):
+            print(f"{dev}: {len(sents) - len(known)} sentences with tags the model lacks "
+                  "left out of its calibration")
+        loaded.calibrate(known, source=dev)
+    return loaded
 
 
 def outcomes(model, sentences, decoder: str, all_min: float):
@@ -132,15 +144,17 @@ def plot(curves: dict, path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    corpora = sorted({c for c, _ in curves})
+    corpora = list(dict.fromkeys(c for c, _, _ in curves))
     fig, axes = plt.subplots(1, len(corpora), figsize=(4.2 * len(corpora), 4), squeeze=False)
+    colours = dict(zip(MODELS, ("tab:blue", "tab:green", "tab:red")))
     for ax, corpus in zip(axes[0], corpora):
-        ax.plot([0, 1], [0, 1], color="0.6", lw=1, ls="--", label="calibrated")
-        for (c, label), r in curves.items():
+        ax.plot([0, 1], [0, 1], color="0.6", lw=1, ls=":", label="calibrated")
+        for (c, model, decoder), r in curves.items():
             if c == corpus:
                 keep = r.count > 0
                 ax.plot(r.confidence[keep], r.accuracy[keep], marker="o", ms=3, lw=1.2,
-                        label=f"{label} (ECE {100 * r.ece:.1f})")
+                        color=colours[model], ls="-" if decoder == "map" else "--",
+                        label=f"{SHORT[model]}, {decoder.upper()} (ECE {100 * r.ece:.1f})")
         ax.set_title(f"{corpus}, test set", fontsize=10)
         ax.set_xlabel("confidence Pr(chunk ∈ y)")
         ax.set_ylabel("accuracy (chunk in gold)")
@@ -179,7 +193,8 @@ def main() -> None:
                              f"{s['iterations']} {unit}" + (
                                  f", T = {model.temperature:.3f} (dev NLL per sentence "
                                  f"{s['calibration_nll']:.3f}, at T = 1 "
-                                 f"{s['calibration_nll_t1']:.3f})" if model_name == "mm" else ""))
+                                 f"{s['calibration_nll_t1']:.3f})" if "T" in NAMES[model_name]
+                                 else ""))
                 for split, parts in (("dev", dev), ("test", test)):
                     sents = read_conll(data_path(*parts))[:args.limit]
                     cols = {}
@@ -192,8 +207,7 @@ def main() -> None:
                         print(rows[-1], flush=True)
                         cols[name.upper() if decoder else "all"] = r
                         if split == "test" and decoder:
-                            curves[(corpus, f"{NAMES[model_name].split(',')[0]}, "
-                                            f"{decoder.upper()}")] = r
+                            curves[(corpus, model_name, decoder)] = r
                     if split == "test":
                         details += reliability_table(
                             f"Reliability, {corpus} test, {NAMES[model_name]}:", cols)
@@ -207,7 +221,7 @@ def main() -> None:
         "bin gap (`fstchunk.calibration`); ± the bootstrap standard error over sentences "
         f"({args.resamples} resamples). Rows `all p ≥ {args.all_min}`: every chunk of "
         "marginal at least that, decoded or not. Models: " + "; ".join(notes) + ". "
-        "The max-margin model's T is fitted on the dev split, so its dev rows are in-sample "
+        "T is fitted on the dev split, so the dev rows of the models with T are in-sample "
         "for T; the test figures are from one run (one training each). "
         f"{total.seconds:.0f} s in all.", "", *head, *rows, "",
         f"![reliability of the test sets]({Path(args.plot).name})", "", *details])
