@@ -4,6 +4,9 @@ against a direct resampling loop, and the errors for what is not a probability."
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -111,3 +114,14 @@ def test_refuses_bad_settings():
         bootstrap([([0.5], [1]), ([-0.5], [0])])
     with pytest.raises(InputError, match="resamples"):
         bootstrap([([0.5], [1])], resamples=1)
+
+
+def test_howto_snippet_runs(capsys):
+    """The Python of docs/howto/calibration.md runs as shown."""
+    page = Path(__file__).resolve().parents[1] / "docs" / "howto" / "calibration.md"
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+    assert blocks
+    for block in blocks:
+        scope: dict = {}
+        exec(compile(block, str(page), "exec"), scope)
+        assert 0 <= scope["table"].ece <= scope["table"].mce and scope["se_ece"] > 0
