@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import time
@@ -42,6 +43,7 @@ from fstchunk import encodings as enc
 from fstchunk.conll import data_path, read_conll
 from fstchunk.errors import FstchunkError, InputError
 from fstchunk.evaluate import evaluate
+from fstchunk.fbeta import check_beta
 from fstchunk.gold import check_gold
 from fstchunk.scorefile import save_scores
 from fstchunk.tagspace import TagSet
@@ -263,16 +265,33 @@ def main() -> None:
         sys.exit(2)
 
 
-def run(args) -> None:
-    for name in ("limit", "dev_limit", "epochs", "batch_size", "layers", "hidden"):
-        if getattr(args, name) < (0 if name == "epochs" else 1):
-            raise InputError(f"--{name.replace('_', '-')} must be >= "
-                             f"{0 if name == 'epochs' else 1}")
+def check_options(args) -> list[str]:
+    """Every option checked before any work; the training and dev paths."""
+    for name in ("limit", "dev_limit", "epochs", "fine_tune", "show", "batch_size", "layers",
+                 "hidden", "vocab_size", "threads"):
+        least = 0 if name in ("epochs", "fine_tune", "show") else 1
+        if getattr(args, name) < least:
+            raise InputError(f"--{name.replace('_', '-')} must be >= {least}")
+    for name in ("lr", "crf_lr"):
+        if not getattr(args, name) > 0:
+            raise InputError(f"--{name.replace('_', '-')} must be > 0")
+    if not check_beta(args.beta) > 0:
+        raise InputError("--beta must be > 0 (at 0 the tagging without chunks would win)")
     args.scheme = enc.canonical_scheme(args.scheme)
+    args.data_scheme = enc.canonical_scheme(args.data_scheme)
+    paths = [p or data_path(*d) for p, d in zip((args.train, args.dev), CORPORA[args.corpus])]
+    for opt, p in zip(("--train", "--dev"), paths):
+        if not os.path.isfile(p):
+            raise InputError(f"{opt}: no such file {p}" + ("" if getattr(args, opt[2:]) else
+                                                             " (set FSTCHUNK_DATA)"))
+    return paths
+
+
+def run(args) -> None:
+    paths = check_options(args)
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     rng = random.Random(args.seed)
-    paths = [p or data_path(*d) for p, d in zip((args.train, args.dev), CORPORA[args.corpus])]
     train_set, dev = (read(p, n, args.data_scheme, args.scheme)
                       for p, n in zip(paths, (args.limit, args.dev_limit)))
     if not train_set or not dev:

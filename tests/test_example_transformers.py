@@ -85,16 +85,26 @@ def test_transformers_tagger_on_a_slice(corpus, tmp_path, monkeypatch, capsys, c
     assert " p=" in printed
 
 
-def test_transformers_tagger_refuses_bad_options(corpus, monkeypatch, capsys):
+@pytest.mark.parametrize("argv,message", [
+    (["--limit", "0"], "--limit must be >= 1"),
+    (["--fine-tune", "-1"], "--fine-tune must be >= 0"),
+    (["--beta", "0"], "--beta must be > 0"),
+    (["--lr=-1e-3"], "--lr must be > 0"),
+    (["--scheme", "IOX"], "unknown chunk scheme 'IOX'"),
+    (["--train", "no-such-file.txt"], "--train: no such file no-such-file.txt"),
+    (["--limit", "2", "--model", "MISSING"], "--model MISSING: "),
+])
+def test_transformers_tagger_refuses_bad_options(corpus, monkeypatch, capsys, tmp_path, argv,
+                                                 message):
+    """One line on standard error, exit status 2, before any training."""
     _need("torch"), _need("transformers"), _need("tokenizers")
     corpus("conll2000", "train.txt")
-    assert run_example(monkeypatch, ["--corpus", "conll2000", "--limit", "0"]) == 2
-    assert capsys.readouterr().err.strip() == "transformers_tagger: --limit must be >= 1"
-    missing = str(Path(__file__).parent / "no-such-checkpoint")
-    assert run_example(monkeypatch, ["--corpus", "conll2000", "--limit", "2",
-                                     "--model", missing]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"transformers_tagger: --model {missing}")
-    assert run_example(monkeypatch, ["--corpus", "conll2000", "--limit", "2",
-                                     "--scheme", "IOX"]) == 2
-    assert "IOX" in capsys.readouterr().err
+    monkeypatch.chdir(tmp_path)                      # MISSING: a path that is not there
+    missing = str(tmp_path / "no-checkpoint")
+    argv = [missing if a == "MISSING" else a for a in argv]
+    assert run_example(monkeypatch, ["--corpus", "conll2000"] + argv) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("transformers_tagger: ")
+    assert message.replace("MISSING", missing) in err[0]
+    assert "epoch" not in captured.out
