@@ -81,28 +81,28 @@ def model_path(corpus: str, model: str, args):
     return loaded
 
 
-def outcomes(model, sentences, decoder: str, all_min: float):
-    """Per sentence (confidences, outcomes) of the decoder's chunks, the predicted tags,
-    and the same for every chunk of marginal ≥ ``all_min`` (decoder ``None`` only)."""
+def outcomes(model, sentences, all_min: float) -> dict:
+    """Per decoder (map, meu, and None: every chunk of marginal ≥ ``all_min``) the
+    per-sentence (confidences, outcomes) and the decoder's F (NaN for None)."""
     gold = check_gold(sentences, "IOB2").sentences
     lattices = model.lattices(gold)
-    groups, preds = [], []
+    out = {d: ([], []) for d in DECODERS + (None,)}
     for s, lat in zip(gold, lattices):
         truth = set(enc.tags_to_chunks(s.column(-1), "IOB2"))
-        if decoder is None:
-            cm = lat.chunk_marginals()
-            t, b, e = np.nonzero(cm >= all_min)
-            p = cm[t, b, e]
-            hit = [(lat.space.types[i], int(x), int(y)) in truth for i, x, y in zip(t, b, e)]
-        else:
+        for decoder in DECODERS:
             tags = decode_one(lat, decoder, 1.0, 20, None)
-            preds.append(enc.convert(tags, model.scheme, "IOB2"))
             chunks = scored_chunks(lat, tags)
-            p = [c.p for c in chunks]
-            hit = [(c.type, c.start, c.end) in truth for c in chunks]
-        groups.append((np.asarray(p, float), np.asarray(hit, bool)))
-    f = evaluate([s.column(-1) for s in gold], preds).overall.f if preds else float("nan")
-    return groups, f
+            out[decoder][0].append((np.array([c.p for c in chunks], float),
+                                    np.array([(c.type, c.start, c.end) in truth
+                                              for c in chunks], bool)))
+            out[decoder][1].append(enc.convert(tags, model.scheme, "IOB2"))
+        cm = lat.chunk_marginals()
+        t, b, e = np.nonzero(cm >= all_min)
+        out[None][0].append((cm[t, b, e], np.array(
+            [(lat.space.types[i], int(x), int(y)) in truth for i, x, y in zip(t, b, e)], bool)))
+    refs = [s.column(-1) for s in gold]
+    return {d: (groups, evaluate(refs, preds).overall.f if preds else float("nan"))
+            for d, (groups, preds) in out.items()}
 
 
 def measure(groups, args) -> tuple[Reliability, float, float]:
@@ -198,8 +198,7 @@ def main() -> None:
                 for split, parts in (("dev", dev), ("test", test)):
                     sents = read_conll(data_path(*parts))[:args.limit]
                     cols = {}
-                    for decoder in DECODERS + (None,):
-                        groups, f = outcomes(model, sents, decoder, args.all_min)
+                    for decoder, (groups, f) in outcomes(model, sents, args.all_min).items():
                         r, se_ece, se_mce = measure(groups, args)
                         name = decoder or f"all p ≥ {args.all_min}"
                         rows.append(table_row(corpus, model_name, split, name, len(sents), f,
