@@ -189,8 +189,10 @@ def main() -> None:
                 model = model_path(corpus, model_name, args)
                 s = model.settings
                 unit = "BCFW passes" if model_name == "mm" else "L-BFGS iterations"
+                stop = "converged" if s.get("converged") else "not converged" + (
+                    f", duality gap {s['duality_gap']:.3f}" if s.get("duality_gap") else "")
                 notes.append(f"{corpus} {NAMES[model_name]} ({s['features']}, λ {s['l2']:g}): "
-                             f"{s['iterations']} {unit}" + (
+                             f"{s['iterations']} {unit} ({stop})" + (
                                  f", T = {model.temperature:.3f} (dev NLL per sentence "
                                  f"{s['calibration_nll']:.3f}, at T = 1 "
                                  f"{s['calibration_nll_t1']:.3f})" if "T" in NAMES[model_name]
@@ -217,7 +219,8 @@ def main() -> None:
         "Confidence of a chunk: its exact marginal Pr(chunk ∈ y) under the model "
         "(`fstchunk.confidence.scored_chunks`); outcome: the chunk (type, start, end) is in "
         "the gold. ECE = Σ_b (n_b/N)|acc_b − conf_b| over 10 equal bins, MCE the largest "
-        "bin gap (`fstchunk.calibration`); ± the bootstrap standard error over sentences "
+        "non-empty bin's gap, whatever its count, so the sparse low-confidence bins drive it and "
+        "its error (`fstchunk.calibration`); ± the bootstrap standard error over sentences "
         f"({args.resamples} resamples). Rows `all p ≥ {args.all_min}`: every chunk of "
         "marginal at least that, decoded or not. Models: " + "; ".join(notes) + ". "
         "T is fitted on the dev split, so the dev rows of the models with T are in-sample "
