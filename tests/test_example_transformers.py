@@ -108,3 +108,27 @@ def test_transformers_tagger_refuses_bad_options(corpus, monkeypatch, capsys, tm
     assert len(err) == 1 and err[0].startswith("transformers_tagger: ")
     assert message.replace("MISSING", missing) in err[0]
     assert "epoch" not in captured.out
+
+
+def test_transformers_tagger_loads_a_checkpoint(corpus, tmp_path, monkeypatch, capsys):
+    """--model: a saved checkpoint (another label count: its head is replaced) and its
+    fast tokenizer load through the Auto classes and train as the tiny model does."""
+    _need("torch"), _need("transformers"), _need("tokenizers")
+    from transformers import BertConfig, BertForTokenClassification
+    corpus("conll2000", "train.txt")
+    example = runpy.run_path(str(EXAMPLE), run_name="example")
+    tokenizer = example["tiny_tokenizer"](["the", "cat", "sat", "on", "a", "mat"], 100)
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=32, num_labels=3)
+    ckpt = tmp_path / "ckpt"
+    BertForTokenClassification(config).save_pretrained(ckpt)
+    tokenizer.save_pretrained(ckpt)
+    out = tmp_path / "run.json"
+    assert run_example(monkeypatch, ["--corpus", "conll2000", "--model", str(ckpt), "--limit",
+                                     "12", "--dev-limit", "3", "--epochs", "2", "--lr", "1e-3",
+                                     "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert str(ckpt) in capsys.readouterr().out
+    assert doc["losses"]["nll"][-1] < doc["losses"]["nll"][0]
+    for t in doc["decoded"]["meu"]["tags"]:
+        assert enc.is_valid(t, "IOB2")
