@@ -36,7 +36,6 @@ import random
 import sys
 import time
 
-import numpy as np
 import torch
 
 from fstchunk import encodings as enc
