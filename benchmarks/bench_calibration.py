@@ -38,6 +38,7 @@ from fstchunk.decode import decode_one
 from fstchunk.evaluate import evaluate
 from fstchunk.gold import check_gold
 from fstchunk.models import load_model
+from fstchunk.scorefile import load_lattices
 
 CORPORA = {"conll2000": ("tmpt3", ("conll2000", "train.txt"), ("conll2000", "dev.txt"),
                          ("conll2000", "test.txt")),
@@ -81,11 +82,10 @@ def model_path(corpus: str, model: str, args):
     return loaded
 
 
-def outcomes(model, sentences, all_min: float) -> dict:
+def outcomes(lattices, gold, all_min: float) -> dict:
     """Per decoder (map, meu, and None: every chunk of marginal ≥ ``all_min``) the
-    per-sentence (confidences, outcomes) and the decoder's F (NaN for None)."""
-    gold = check_gold(sentences, "IOB2").sentences
-    lattices = model.lattices(gold)
+    per-sentence (confidences, outcomes) and the decoder's F (NaN for None), the lattices
+    against the gold sentences (IOB2 tags last)."""
     out = {d: ([], []) for d in DECODERS + (None,)}
     for s, lat in zip(gold, lattices):
         truth = set(enc.tags_to_chunks(s.column(-1), "IOB2"))
@@ -95,7 +95,7 @@ def outcomes(model, sentences, all_min: float) -> dict:
             out[decoder][0].append((np.array([c.p for c in chunks], float),
                                     np.array([(c.type, c.start, c.end) in truth
                                               for c in chunks], bool)))
-            out[decoder][1].append(enc.convert(tags, model.scheme, "IOB2"))
+            out[decoder][1].append(enc.convert(tags, lat.scheme, "IOB2"))
         cm = lat.chunk_marginals()
         t, b, e = np.nonzero(cm >= all_min)
         out[None][0].append((cm[t, b, e], np.array(
@@ -117,7 +117,7 @@ def table_row(corpus, model, split, decoder, n_sent, f, r, se_ece, se_mce) -> st
     mean_p = float(np.nansum(r.confidence * r.count) / r.n)
     acc = float(np.nansum(r.accuracy * r.count) / r.n)
     fs = "–" if np.isnan(f) else f"{f:.2f}"
-    return (f"| {corpus} | {NAMES[model]} | {split} ({n_sent}) | {decoder} | {fs} | {r.n} | "
+    return (f"| {corpus} | {NAMES.get(model, model)} | {split} ({n_sent}) | {decoder} | {fs} | {r.n} | "
             f"{mean_p:.4f} | {acc:.4f} | {100 * r.ece:.2f} ± {100 * se_ece:.2f} | "
             f"{100 * r.mce:.2f} ± {100 * se_mce:.2f} |")
 
@@ -165,6 +165,47 @@ def plot(curves: dict, path: Path) -> None:
     plt.close(fig)
 
 
+HEAD = ["| corpus | model | split (sentences) | chunks of | F | chunks | mean p | accuracy "
+        "| ECE (%) | MCE (%) |", "|---|---|---|---|---|---|---|---|---|---|"]
+DEFINITIONS = (
+    "Confidence of a chunk: its exact marginal Pr(chunk ∈ y) under the model "
+    "(`fstchunk.confidence.scored_chunks`); outcome: the chunk (type, start, end) is in "
+    "the gold. ECE = Σ_b (n_b/N)|acc_b − conf_b| over 10 equal bins, MCE the largest "
+    "non-empty bin's gap, whatever its count, so the sparse low-confidence bins drive it and "
+    "its error (`fstchunk.calibration`); ± the bootstrap standard error over sentences "
+    "({resamples} resamples). Rows `all p ≥ {all_min}`: every chunk of "
+    "marginal at least that, decoded or not.")
+
+
+def score_file_section(args) -> None:
+    """The same rows for a score file against its gold sentences."""
+    if not args.gold:
+        sys.exit("--scores needs --gold: the CoNLL file of the scored sentences")
+    with Timer() as total:
+        lattices = load_lattices(args.scores)
+        gold = check_gold(read_conll(args.gold)[:len(lattices)], "IOB2").sentences
+        if len(gold) < len(lattices) or any(len(g) != lat.n for g, lat in zip(gold, lattices)):
+            sys.exit(f"{args.scores} does not score the first {len(lattices)} sentences of "
+                     f"{args.gold} (counts or lengths differ)")
+        rows, cols = [], {}
+        for decoder, (groups, f) in outcomes(lattices, gold, args.all_min).items():
+            r, se_ece, se_mce = measure(groups, args)
+            name = decoder or f"all p ≥ {args.all_min}"
+            rows.append(table_row(Path(args.gold).name, "scores", "file", name, len(gold), f, r,
+                                  se_ece, se_mce))
+            print(rows[-1], flush=True)
+            cols[name.upper() if decoder else "all"] = r
+    body = "\n".join([
+        DEFINITIONS.format(resamples=args.resamples, all_min=args.all_min) +
+        f" Scores: {args.label or args.scores}, {len(lattices)} sentences, "
+        f"{lattices[0].scheme} lattices. {total.seconds:.0f} s in all.", "",
+        *[h.replace("| model |", "| source |") for h in HEAD],
+        *rows, "", *reliability_table("Reliability:", cols)])
+    print(body)
+    if not args.no_write:
+        write_section("Calibration (issue 35): a score file", body)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="/tmp/calib35", help="cache of trained models")
@@ -179,7 +220,14 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="first N sentences of each split")
     ap.add_argument("--plot", default=str(PLOT))
     ap.add_argument("--no-write", action="store_true", help="print, do not write RESULTS.md")
+    ap.add_argument("--scores", help="instead: a score file (fstchunk.scorefile) of the "
+                                     "first sentences of --gold, e.g. the transformers "
+                                     "example's --scores")
+    ap.add_argument("--gold", help="with --scores: the CoNLL file of its sentences (IOB2)")
+    ap.add_argument("--label", default="", help="with --scores: what made the scores")
     args = ap.parse_args()
+    if args.scores:
+        return score_file_section(args)
     os.makedirs(args.models, exist_ok=True)
     rows, details, curves, notes = [], [], {}, []
     with Timer() as total:
@@ -198,9 +246,11 @@ def main() -> None:
                                  f"{s['calibration_nll_t1']:.3f})" if "T" in NAMES[model_name]
                                  else ""))
                 for split, parts in (("dev", dev), ("test", test)):
-                    sents = read_conll(data_path(*parts))[:args.limit]
+                    sents = check_gold(read_conll(data_path(*parts))[:args.limit],
+                                       "IOB2").sentences
                     cols = {}
-                    for decoder, (groups, f) in outcomes(model, sents, args.all_min).items():
+                    for decoder, (groups, f) in outcomes(model.lattices(sents), sents,
+                                                         args.all_min).items():
                         r, se_ece, se_mce = measure(groups, args)
                         name = decoder or f"all p ≥ {args.all_min}"
                         rows.append(table_row(corpus, model_name, split, name, len(sents), f,
@@ -213,19 +263,11 @@ def main() -> None:
                         details += reliability_table(
                             f"Reliability, {corpus} test, {NAMES[model_name]}:", cols)
     plot(curves, Path(args.plot))
-    head = ["| corpus | model | split (sentences) | chunks of | F | chunks | mean p | accuracy "
-            "| ECE (%) | MCE (%) |", "|---|---|---|---|---|---|---|---|---|---|"]
     body = "\n".join([
-        "Confidence of a chunk: its exact marginal Pr(chunk ∈ y) under the model "
-        "(`fstchunk.confidence.scored_chunks`); outcome: the chunk (type, start, end) is in "
-        "the gold. ECE = Σ_b (n_b/N)|acc_b − conf_b| over 10 equal bins, MCE the largest "
-        "non-empty bin's gap, whatever its count, so the sparse low-confidence bins drive it and "
-        "its error (`fstchunk.calibration`); ± the bootstrap standard error over sentences "
-        f"({args.resamples} resamples). Rows `all p ≥ {args.all_min}`: every chunk of "
-        "marginal at least that, decoded or not. Models: " + "; ".join(notes) + ". "
-        "T is fitted on the dev split, so the dev rows of the models with T are in-sample "
-        "for T; the test figures are from one run (one training each). "
-        f"{total.seconds:.0f} s in all.", "", *head, *rows, "",
+        DEFINITIONS.format(resamples=args.resamples, all_min=args.all_min) + " Models: "
+        + "; ".join(notes) + ". T is fitted on the dev split, so the dev rows of the models "
+        "with T are in-sample for T; the test figures are from one run (one training each). "
+        f"{total.seconds:.0f} s in all.", "", *HEAD, *rows, "",
         f"![reliability of the test sets]({Path(args.plot).name})", "", *details])
     print(body)
     if not args.no_write:
