@@ -25,7 +25,7 @@ import argparse
 
 from .. import encodings as enc
 from ..columns import Columns
-from ..errors import InputError
+from ..errors import FstchunkError, InputError
 from ..models import load_model
 from ..models.crf import CRF, CRF_OBJECTIVES
 from ..models.features import TEMPLATES, resolve_template, template_of
@@ -209,7 +209,12 @@ def run_train(args: argparse.Namespace) -> int:
                 output=args.output, progress=not args.quiet, log=print, identity=identity,
                 executor=ex)
     if heldout is not None:
-        _calibrate(crf, heldout, args.calibrate, data_scheme)
+        try:
+            _calibrate(crf, heldout, args.calibrate, data_scheme)
+        except FstchunkError as e:            # the trained model is on disk: say so
+            raise InputError(f"{e}; the trained model was written to {args.output} without "
+                          f"calibration (fstchunk calibrate --model {args.output} --input "
+                          f"HELDOUT -o {args.output} fits it later)") from e
         crf.save(args.output)
     print(f"wrote {args.output}")
     return 0
