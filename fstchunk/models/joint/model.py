@@ -263,7 +263,7 @@ class JointModel(PartScorer):
         self.w = value
 
     def fit(self, train: Sequence[Encoded | Layered], algorithm: str | lo.Objective =
-            "perceptron", max_iter: int = 10, l2: float | None = None,
+            "perceptron", max_iter: int | None = None, l2: float | None = None,
             **options: Any) -> "JointModel":
         """Train in place by :class:`fstchunk.learn.loop.Trainer` and return the model:
         ``algorithm`` ``perceptron`` (Algorithm 4.1 with Collins' averaging) or ``mmvp``
@@ -272,7 +272,12 @@ class JointModel(PartScorer):
         (``l2=None``: :data:`.train.DEFAULT_L2`).  ``options``: the trainer's others
         (dev, select, checkpoint, resume, callbacks, executor, ...; no progress bar
         unless asked).  A calibration of earlier weights is dropped (the scores
-        change).  See :mod:`.train`."""
+        change).  ``iterations`` is ``max_iter``'s older name.  See :mod:`.train`."""
+        if "iterations" in options:
+            if max_iter is not None:
+                raise InputError("give max_iter or its older name iterations, not both")
+            max_iter = options.pop("iterations")
+        max_iter = 10 if max_iter is None else max_iter
         o = objective_of(algorithm)
         options.setdefault("progress", False)
         return Trainer(objective=o, l2=default_l2(o, l2), max_iter=max_iter,
