@@ -27,7 +27,7 @@ same penalty.
 the MEU calibration on the first ``--heldout`` dev sentences; the first
 ``--test-limit`` test sentences decoded by ``threshold`` and ``meu`` and scored by
 ``segment eval``.  The after checkout runs with its defaults (``OUTPUT.ckpt`` and the
-learner's state written every epoch).
+learner's state written every epoch), and is timed without checkpoints as well.
 
     FSTCHUNK_DATA=../shared/data python benchmarks/bench_learning_structures.py \\
         --model joint --before /tmp/before-33
@@ -226,7 +226,8 @@ def joint(args, checkouts: dict, work: Path) -> tuple[str, str]:
                f"the first {args.heldout} dev sentences; crf {args.crf_iter} L-BFGS "
                f"iterations, λ = {args.l2:g} on the summed NLL by the checkout before, "
                f"`--l2 {args.l2 / s!r}` (= {args.l2:g}/{s}, the same penalty on the mean) "
-               f"by the checkout after; test: the first {args.test_limit} test sentences.")
+               f"by the checkout after (with its defaults: OUTPUT.ckpt every 10 steps); "
+               f"test: the first {args.test_limit} test sentences.")
     sep = separable(args, checkouts, work)
     setting += (f"\n\nA training set the perceptron separates (the first {args.separable} "
                 f"training sentences, the same reading): the checkout after stops after "
@@ -286,13 +287,18 @@ def segment(args, checkouts: dict, work: Path) -> tuple[str, str]:
             drows.append(f"| trained {trained} | {decoder} | {len(outs[0].splitlines())} | "
                           f"{differing(*outs)} | {'yes' if figs[0] == figs[1] else 'NO'} | "
                           f"{cross} | {shown} |")
-    timing = [(f"segment train --epochs {args.epochs}", command + ["-o", work / "t.npz"], None)]
+    out = ["-o", work / "t.npz"]
+    timing = [(f"segment train --epochs {args.epochs}", command + out, None),
+              (f"segment train --epochs {args.epochs}, after with --checkpoint-every 0",
+               command + out, command + ["--checkpoint-every", 0] + out)]
     timing += [(f"segment decode --decoder {d}",
                 ["segment", "decode", "--model", files["before"], "--input", test,
                  "--decoder", d, "-o", work / "d.jsonl"], None) for d in ("threshold", "meu")]
     setting = (f"GENIA: the first {args.sentences} training sentences, {args.epochs} epochs "
                f"(seed 0, averaged, 2**20 hashed features per type), dev F and the MEU "
-               f"calibration on the first {args.heldout} dev sentences; test: the first "
+               f"calibration on the first {args.heldout} dev sentences (the after checkout with "
+               f"its defaults: OUTPUT.ckpt and the learner's state every epoch, unless "
+               f"said otherwise); test: the first "
                f"{args.test_limit} test sentences; `segment eval --json` of each output by "
                f"the checkout that wrote it.")
     return setting, tables(trows, drows, timing, checkouts, args.runs,
