@@ -255,6 +255,30 @@ def joint(args, checkouts: dict, work: Path) -> tuple[str, str]:
                            "before-trained file's (after checkout) | figures (after) |")
 
 
+def crf_speed(args, checkouts: dict, work: Path) -> tuple[str, str]:
+    """``joint train --algorithm crf`` timed in pairs in one process (both checkouts
+    limited to one core: neither spreads the NLL) and over the usable cores."""
+    train = head(data_path("conll2000", "train.txt"), work / "train.txt", args.sentences)
+    s = sum(1 for ln in train.read_text().split("\n\n") if ln.strip())
+    base = ["joint", "train", "--train", train, "--collapse-pos", "--np-only", "--quiet",
+            "--algorithm", "crf", "--iterations", args.crf_iter, "-o", work / "t.npz"]
+    rows = []
+    for n, label in ((1, "one process (one core each)"),
+                     (None, "spread over the usable cores (defaults)")):
+        with cores(n):
+            b, a, r = paired(checkouts["before"], checkouts["after"],
+                             base + ["--l2", repr(args.l2)], args.runs,
+                             base + ["--l2", repr(args.l2 / s)])
+        rows.append(f"| {label} | {b:.1f} | {a:.1f} | {r:.2f} |")
+    setting = (f"`joint train --algorithm crf --iterations {args.crf_iter}` on the first {s} "
+               f"CoNLL-2000 training sentences (POS collapsed, NP only; λ as in the "
+               f"invariants section), the two checkouts in turn ({args.runs} pairs; medians; "
+               f"seconds of the whole command); with {args.crf_iter} iterations the after "
+               f"checkout writes no checkpoint (every 10).")
+    return setting, ("| where the NLL is computed | before | after | after / before (median "
+                     "of pairs) |\n|---|---|---|---|\n" + "\n".join(rows))
+
+
 # ----------------------------------------------------------------- segment
 def segment(args, checkouts: dict, work: Path) -> tuple[str, str]:
     train = slice_jsonl(data_path("genia", "train.jsonl"), work / "train.jsonl",
@@ -352,20 +376,28 @@ def main() -> None:
                          "check (0: none)")
     ap.add_argument("--epochs", type=int, default=2, help="segment epochs")
     ap.add_argument("--runs", type=int, default=3, help="paired timing runs")
+    ap.add_argument("--part", choices=("invariants", "crf-speed"), default="invariants",
+                    help="crf-speed (--model joint): crf training timed in one process and "
+                         "spread, its own section")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
+    if args.part == "crf-speed" and args.model != "joint":
+        ap.error("--part crf-speed is of --model joint")
     if args.sentences is None:
         args.sentences = 447 if args.model == "joint" else 2000
     checkouts = {"before": args.before.resolve(), "after": args.after.resolve()}
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        setting, body = (joint if args.model == "joint" else segment)(args, checkouts,
-                                                                      Path(tmp))
+        run = crf_speed if args.part == "crf-speed" else \
+            joint if args.model == "joint" else segment
+        setting, body = run(args, checkouts, Path(tmp))
         total = time.perf_counter() - t0
     body = f"{setting}\n\n{body}\n\n({total:.0f} s in all.)"
     print(body)
     if not args.no_write:
-        write_section(f"Learning loop (issue 33): invariants of the {args.model} model", body)
+        write_section("Learning loop (issue 33): joint crf training, one process and spread"
+                      if args.part == "crf-speed" else
+                      f"Learning loop (issue 33): invariants of the {args.model} model", body)
 
 
 if __name__ == "__main__":
