@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from common import RESULTS, Timer, data_path, peak_rss_mb, write_section
 from fstchunk import decode as dec
 from fstchunk import encodings as enc
-from fstchunk.conll import read_conll
-from fstchunk.evaluate import evaluate
+from fstchunk import read_conll
+from fstchunk import evaluate
 from fstchunk.models import ChunkModel, load_model
-from fstchunk.models.hmm import HMM
+from fstchunk import HMM
 from fstchunk.parallel import map_sentences, single_threaded_blas, usable_cores
 
 CORPORA = {"conll2000": (("conll2000", "train.txt"), ("conll2000", "test.txt")),

@@ -19,8 +19,8 @@ import numpy as np
 
 from common import Timer, data_path, peak_rss_mb, write_section
 from fstchunk import Lattice, TagSet, encodings as enc, expected_f
-from fstchunk.conll import read_conll
-from fstchunk.evaluate import f_beta
+from fstchunk import read_conll
+from fstchunk.scoring import f_beta
 from fstchunk.parallel import map_sentences, usable_cores
 
 TYPES = "ADJP ADVP CONJP INTJ LST NP PP PRT SBAR UCP VP".split()

@@ -27,8 +27,8 @@ from __future__ import annotations
 import argparse
 
 from common import Timer, data_path, write_section
-from fstchunk.conll import read_conll
-from fstchunk.decode import decode_meu
+from fstchunk import read_conll
+from fstchunk import decode_meu
 from fstchunk.models import joint as J
 from fstchunk.models.joint.train import ALGORITHMS
 from fstchunk.parallel import usable_cores

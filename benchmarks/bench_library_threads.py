@@ -44,7 +44,7 @@ THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
 
 def write_document(path: str, tokens: int) -> int:
     """Dev sentences joined into one until ``tokens`` would be exceeded; its length."""
-    from fstchunk.conll import read_conll
+    from fstchunk import read_conll
     rows: list = []
     sents = read_conll(data_path("conll2000", "dev.txt"))
     for s in sents:
@@ -61,8 +61,8 @@ def _api(model_path: str, doc: str, repeats: int, limits: str) -> None:
     """Child: the API timings (median seconds) as JSON; ``limits``: thread limits to try
     (``-``: the code's own behaviour)."""
     from fstchunk import decode_meu, expected_f
-    from fstchunk.conll import read_conll
-    from fstchunk.models import load_model
+    from fstchunk import read_conll
+    from fstchunk import load_model
     model = load_model(model_path)
     sents = read_conll(doc)
     gold = sents[0].column(-1)

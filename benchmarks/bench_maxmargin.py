@@ -37,10 +37,10 @@ import sys
 import numpy as np
 
 from common import RESULTS, Timer, data_path, peak_rss_mb, write_section
-from fstchunk.conll import read_conll
-from fstchunk.batch import decode_sentences
-from fstchunk.evaluate import evaluate, read_chunks
-from fstchunk.models.crf import CRF
+from fstchunk import read_conll
+from fstchunk import decode_sentences
+from fstchunk.scoring import evaluate, read_chunks
+from fstchunk import CRF
 from fstchunk.learn.objectives import MAX_MARGIN, ML
 from fstchunk.models.maxmargin import l2_to_c
 

@@ -58,7 +58,7 @@ def _one(task: str, n: int, model_path: str) -> None:
     """Child process: one task on the n-token document; prints JSON."""
     from threadpoolctl import threadpool_limits
     from fstchunk import decode_meu
-    from fstchunk.models import load_model
+    from fstchunk import load_model
     from fstchunk.models.objectives import Chain, Gold, meu
     threadpool_limits(limits=1, user_api="blas")
     model = load_model(model_path)

@@ -36,9 +36,9 @@ import numpy as np
 from common import Timer, data_path, peak_rss_mb, write_section
 from fstchunk import Lattice, decode as dec
 from fstchunk.conll import Sentence, read_conll
-from fstchunk.models import load_model
+from fstchunk import load_model
 from fstchunk.parallel import map_sentences, single_threaded_blas, usable_cores
-from fstchunk.tagspace import TagSet
+from fstchunk import TagSet
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import reference_meu as ref  # noqa: E402  (today's decoder, kept by the tests)

@@ -27,9 +27,9 @@ import numpy as np
 
 from bench_training import CORPORA, crfsuite_peer, f_of
 from common import Timer, data_path, peak_rss_mb, write_section
-from fstchunk.batch import decode_sentences
-from fstchunk.conll import read_conll
-from fstchunk.models.crf import CRF
+from fstchunk import decode_sentences
+from fstchunk import read_conll
+from fstchunk import CRF
 from fstchunk.learn.objectives import ML
 from fstchunk.parallel import single_threaded_blas
 from fstchunk.scale import DaskExecutor, LocalExecutor, shard_statistics

@@ -43,10 +43,10 @@ import numpy as np
 from common import Timer, data_path, peak_rss_mb, write_section
 from fstchunk.columns import Columns
 from fstchunk.conll import Sentence
-from fstchunk.batch import decode_sentences
-from fstchunk.models import load_model
-from fstchunk.models.crf import CRF
-from fstchunk.models.segment import SegmentModel
+from fstchunk import decode_sentences
+from fstchunk import load_model
+from fstchunk import CRF
+from fstchunk import SegmentModel
 from fstchunk.parallel import single_threaded_blas
 from fstchunk.segments.data import (SegSentence, Segment, read_conll_segments, read_jsonl,
                                     segments_to_tags)

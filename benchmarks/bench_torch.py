@@ -35,7 +35,7 @@ import torch
 from common import write_section
 from fstchunk import encodings as enc
 from fstchunk.decode import decode_map
-from fstchunk.lattice import Lattice
+from fstchunk import Lattice
 from fstchunk.torch import ChunkCRF
 
 TYPES = {9: ("PER", "LOC", "ORG", "MISC"),

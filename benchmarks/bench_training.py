@@ -24,12 +24,12 @@ import sys
 import numpy as np
 
 from common import Timer, data_path, peak_rss_mb, write_section
-from fstchunk.batch import decode_sentences
-from fstchunk.conll import read_conll
+from fstchunk import decode_sentences
+from fstchunk import read_conll
 from fstchunk import encodings as enc
-from fstchunk.models.crf import CRF
-from fstchunk.learn.objectives import OBJECTIVES
-from fstchunk.evaluate import evaluate
+from fstchunk import CRF
+from fstchunk import OBJECTIVES
+from fstchunk import evaluate
 from fstchunk.models.features import token_features
 from fstchunk.parallel import single_threaded_blas
 

@@ -43,13 +43,13 @@ import numpy as np
 from bench_training import CORPORA, f_of
 from common import Timer, data_path, write_section
 from fstchunk import encodings as enc
-from fstchunk.conll import read_conll
-from fstchunk.learn import Trainer
+from fstchunk import read_conll
+from fstchunk import Trainer
 from fstchunk.learn.objectives import ML, MEU, MEU_CORPUS
 
 DEFAULT_L2 = {o.name: o.default_l2 for o in (ML, MEU, MEU_CORPUS)}
-from fstchunk.models.crf import CRF
-from fstchunk.encodings import SCHEMES
+from fstchunk import CRF
+from fstchunk import SCHEMES
 from fstchunk.parallel import single_threaded_blas
 
 

@@ -38,8 +38,8 @@ from tqdm import tqdm
 
 from fstchunk.conll import data_path, read_conll
 from fstchunk.encodings import conlleval_chunks
-from fstchunk.evaluate import evaluate
-from fstchunk.tagspace import TagSet
+from fstchunk import evaluate
+from fstchunk import TagSet
 from fstchunk.torch import CRFLayer
 
 CORPORA = {"ned": (("conll2002", "ned.train"), ("conll2002", "ned.testa"),

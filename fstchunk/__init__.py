@@ -12,6 +12,8 @@ next to nothing, and ``fstchunk eval`` does not wait for scipy or pynini):
 * decoders: :func:`decode_map`, :func:`decode_posterior`, :func:`decode_meu`,
   :func:`decode_meu_corpus`, :func:`decode_loss_augmented`, :class:`Decoding`,
   :func:`decode_sentences` (a model over sentences);
+* entity confidences: :func:`scored_chunks` (a decision's chunks with their exact
+  marginals, :class:`ScoredChunk`), :func:`decode_chunks` (decode and score);
 * models and learning: :class:`CRF`, :class:`HMM`, :class:`JointModel`,
   :class:`SegmentModel`, :func:`load_model`, :class:`Trainer`, :data:`OBJECTIVES`;
 * the subpackage :mod:`joint` (Shimizu & Haas).
@@ -39,13 +41,14 @@ _LAZY: dict[str, tuple[str, str | None]] = {
         "tags_to_chunks")},
     "TagSet": ("fstchunk.tagspace", "TagSet"),
     **{n: ("fstchunk.conll", n) for n in ("read_conll", "iter_conll", "write_conll")},
-    **{n: ("fstchunk.evaluate", n) for n in ("evaluate", "evaluate_file")},
+    **{n: ("fstchunk.scoring", n) for n in ("evaluate", "evaluate_file")},
     "Lattice": ("fstchunk.lattice", "Lattice"),
     **{n: ("fstchunk.expected", n) for n in ("ExpectedF", "expected_f")},
     **{n: ("fstchunk.decode", n) for n in (
         "Decoding", "decode_map", "decode_meu", "decode_meu_corpus", "decode_posterior")},
     "decode_loss_augmented": ("fstchunk.lossaug", "decode_loss_augmented"),
     "decode_sentences": ("fstchunk.batch", "decode_sentences"),
+    **{n: ("fstchunk.confidence", n) for n in ("ScoredChunk", "scored_chunks", "decode_chunks")},
     "CRF": ("fstchunk.models.crf", "CRF"),
     "HMM": ("fstchunk.models.hmm", "HMM"),
     "JointModel": ("fstchunk.models.joint", "JointModel"),
@@ -77,12 +80,13 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:                      # what type checkers and editors see
     from .batch import decode_sentences
+    from .confidence import ScoredChunk, decode_chunks, scored_chunks
     from .conll import iter_conll, read_conll, write_conll
     from .decode import (Decoding, decode_map, decode_meu, decode_meu_corpus,
                          decode_posterior)
     from .encodings import (SCHEMES, chunks_to_tags, conlleval_chunks, convert, is_valid,
                             tags_to_chunks)
-    from .evaluate import evaluate, evaluate_file
+    from .scoring import evaluate, evaluate_file
     from .expected import ExpectedF, expected_f
     from .lattice import Lattice
     from .learn import Trainer

@@ -28,11 +28,15 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
+import numpy as np
+
 from . import encodings as enc
 from .blas import limited_iter, one_blas_thread
+from .confidence import ScoredChunk, scored_chunks
 from .decode import CORPUS_PRUNE, CorpusTable, check_decoding, corpus_table, decide_corpus, decode_one
 from .errors import FstchunkError, InputError, LayoutError
 from .lattice import Lattice
+from .tagspace import UNCONSTRAINED, canonical
 
 #: errors that stop one sentence, not the run: a user-level error of that sentence
 #: (:class:`~fstchunk.errors.BudgetError` included) or running out of memory on it;
@@ -56,11 +60,17 @@ BLOCK_TOKENS = 2000
 class Decoded(NamedTuple):
     """One sentence's outcome in :func:`iter_decode_sentences`: its 0-based ``index``,
     its ``tags`` (in the output scheme), or the ``error`` that stopped it (tags None),
-    and the ``sentence`` itself."""
+    and the ``sentence`` itself; when asked for (``confidences``, ``marginals``), the
+    decided chunks with their probabilities (:func:`fstchunk.confidence.scored_chunks`)
+    and the token marginals (n x ``marginal_tags``, the lattice's tags in the model's
+    scheme)."""
     index: int
     tags: list[str] | None
     error: BaseException | None = None
     sentence: Any = None
+    chunks: list[ScoredChunk] | None = None
+    marginals: np.ndarray | None = None
+    marginal_tags: tuple[str, ...] | None = None
 
 
 def blocks(sentences: Iterable) -> Iterator[list]:
@@ -95,15 +105,16 @@ def map_blocks(func: Callable[[Any, list], Any], context: Any, sentences: Iterab
         yield pending.pop(0), result
 
 
-def lattice_reader(model, decoder: str) -> Callable[[list], list[Lattice]]:
+def lattice_reader(model, decoder: str, probabilities: bool = False
+                   ) -> Callable[[list], list[Lattice]]:
     """``model.lattices`` as ``decoder`` needs it, asked once for no sentence so that a
     refusal of the model itself (no chunk layer) comes before any work, not once per
     sentence.  A model whose scores are not probabilities (perceptron, MMVP) must be
     calibrated before any decoder that reads the lattice as a distribution (refused
     here too); MAP needs no probabilities, so such a model's lattices are asked for
-    without the check."""
+    without the check — unless ``probabilities`` (confidences, marginals) are read."""
     require = getattr(model, "require_probabilities", None)
-    if require is None or decoder != "map":
+    if require is None or decoder != "map" or probabilities:
         if require is not None:
             require()
         read = model.lattices
@@ -133,6 +144,14 @@ def block_lattices(read: Callable[[list], list[Lattice]], block: list) -> list:
     return out
 
 
+def _convert(tags, source: str, target: str) -> list[str]:
+    """``tags`` from scheme ``source`` to ``target`` (as they are when both are the
+    unconstrained chain's)."""
+    if source == target == UNCONSTRAINED:
+        return list(tags)
+    return enc.convert(tags, source, target)
+
+
 class _Job(NamedTuple):
     """What a worker needs to decode a block: the model and the settings."""
     model: Any
@@ -141,26 +160,44 @@ class _Job(NamedTuple):
     k: int
     output_scheme: str
     memory_budget: int | None
+    confidences: bool = False
+    marginals: bool = False
 
 
 def iter_decode_sentences(model, sentences: Iterable, decoder: str = "map", beta: float = 1.0,
                           k: int = 20, output_scheme: str = "IOB2",
                           memory_budget: int | None = None,
-                          executor: Any = None) -> Iterator[Decoded]:
+                          executor: Any = None, confidences: bool = False,
+                          marginals: bool = False) -> Iterator[Decoded]:
     """Decode sentences under any model of the model protocol (``model.lattices(sentences)``,
     ``model.scheme``), yielding a :class:`Decoded` per sentence, in order: its tags in
     ``output_scheme``, or the error (:data:`SENTENCE_ERRORS`) that stopped it, after
     which decoding goes on.  Without an executor each sentence is yielded as soon as
     it is decided; with one (:mod:`fstchunk.scale`), a block at a time.
+    ``confidences``: each :class:`Decoded` carries its chunks with their exact
+    probabilities; ``marginals``: its token marginals (both computed where the lattice
+    is; for ``meu-corpus``, whose lattices are reduced to chunk tables before the
+    joint decision, by a second pass that builds each lattice again).
 
     Settings (decoder, β, k, ``memory_budget``, output scheme, an uncalibrated model)
     are checked when this is called, before any work.  ``meu-corpus`` yields after
     the joint decision (module doc).
     """
     check_decoding(decoder, beta, k, memory_budget)
-    output_scheme = enc.canonical_scheme(output_scheme)
-    lattice_reader(model, decoder)
-    job = _Job(model, decoder, beta, k, output_scheme, memory_budget)
+    output_scheme = canonical(output_scheme)
+    if (output_scheme == UNCONSTRAINED) != (canonical(model.scheme) == UNCONSTRAINED):
+        raise InputError(f"the model's labels are in scheme {model.scheme}: they cannot be "
+                         f"written in {output_scheme} (the unconstrained chain's labels are "
+                         f"not chunk tags, and chunk tags are not written as such)")
+    if output_scheme == UNCONSTRAINED and (decoder not in ("map", "posterior") or confidences):
+        what = f"decoder {decoder}" if decoder not in ("map", "posterior") else \
+            "chunk confidences"
+        raise InputError(f"{what}: chunks are needed, and the model is an unconstrained chain "
+                         f"(scheme none, labels {', '.join(model.tags[:6])}"
+                         f"{' ...' if len(model.tags) > 6 else ''}): decode by map or "
+                         f"posterior, or import it with its chunk scheme")
+    lattice_reader(model, decoder, confidences or marginals)
+    job = _Job(model, decoder, beta, k, output_scheme, memory_budget, confidences, marginals)
     if decoder == "meu-corpus":
         it = _iter_corpus(job, sentences, executor)
     elif executor is None:
@@ -171,37 +208,75 @@ def iter_decode_sentences(model, sentences: Iterable, decoder: str = "map", beta
 
 
 def _iter_each(job: _Job, sentences: Iterable, start: int = 0) -> Iterator[Decoded]:
-    read = lattice_reader(job.model, job.decoder)
+    read = lattice_reader(job.model, job.decoder, job.confidences or job.marginals)
     index = start
     for block in blocks(sentences):
         lats = block_lattices(read, block)
         for j, s in enumerate(block):
             lat, lats[j] = lats[j], None              # let each lattice go once decided
             error = lat if isinstance(lat, BaseException) else None
-            tags = None
+            tags = extra = None
             if error is None:
                 try:
-                    tags = enc.convert(decode_one(lat, job.decoder, job.beta, job.k,
-                                                  job.memory_budget),
-                                       job.model.scheme, job.output_scheme)
+                    decided = decode_one(lat, job.decoder, job.beta, job.k, job.memory_budget)
+                    extra = _extras(job, lat, decided)
+                    tags = _convert(decided, job.model.scheme, job.output_scheme)
                 except SENTENCE_ERRORS as e:
-                    error = sentence_error(e)
+                    error, extra = sentence_error(e), None
             del lat
-            yield Decoded(index, tags, error, s)
+            yield Decoded(index, tags, error, s, *(extra or ()))
             index += 1
 
 
+def _extras(job: _Job, lat: Lattice, decided: list[str]) -> tuple | None:
+    """(chunks with p, token marginals, their tags) of a decision, those the job
+    asks for."""
+    if not (job.confidences or job.marginals):
+        return None
+    return (scored_chunks(lat, decided) if job.confidences else None,
+            lat.marginals() if job.marginals else None,
+            lat.tags if job.marginals else None)
+
+
 def _decode_block(job: _Job, block: list) -> list[tuple]:
-    """A worker's part: (tags, error) of each sentence of ``block``."""
-    return [(d.tags, d.error) for d in _iter_each(job, block)]
+    """A worker's part: each sentence's :class:`Decoded` but its index and sentence."""
+    return [(d.tags, d.error, d.chunks, d.marginals, d.marginal_tags)
+            for d in _iter_each(job, block)]
 
 
 def _iter_blocks(job: _Job, sentences: Iterable, executor: Any) -> Iterator[Decoded]:
     index = 0
     for block, results in map_blocks(_decode_block, job, sentences, executor):
-        for s, (tags, error) in zip(block, results):
-            yield Decoded(index, tags, error, s)
+        for s, got in zip(block, results):
+            yield Decoded(index, got[0], got[1], s, *got[2:])
             index += 1
+
+
+class _Decided:
+    """A sentence and its decided tags (model scheme), sized as the sentence: the
+    unit of :func:`_block_extras`' blocks."""
+    __slots__ = ("sentence", "tags")
+
+    def __init__(self, sentence: Any, tags: list[str]):
+        self.sentence, self.tags = sentence, tags
+
+    def __len__(self) -> int:
+        return len(self.sentence)
+
+
+def _block_extras(job: _Job, block: list) -> list:
+    """A worker's part of ``meu-corpus``'s second pass: each decided sentence's
+    lattice built again, its (chunks, marginals), or the error."""
+    read = lattice_reader(job.model, job.decoder, True)
+    out: list = []
+    for d, lat in zip(block, block_lattices(read, [d.sentence for d in block])):
+        if not isinstance(lat, BaseException):
+            try:
+                lat = _extras(job, lat, d.tags)
+            except SENTENCE_ERRORS as e:
+                lat = sentence_error(e)
+        out.append(lat)
+    return out
 
 
 def _block_tables(context: tuple, block: list) -> list:
@@ -242,12 +317,22 @@ def _iter_corpus(job: _Job, sentences: Iterable, executor: Any) -> Iterator[Deco
     except MemoryError:
         raise InputError(f"meu-corpus: out of memory deciding {len(sents)} sentences "
                          f"jointly; decode them per sentence (--decoder meu)") from None
-    for index, (s, t) in enumerate(zip(sents, first)):
-        if isinstance(t, BaseException):
+    decided = [None if isinstance(t, BaseException) else next(preds) for t in first]
+    extras = iter(lambda: (), None)                  # () for ever: nothing asked for
+    if job.confidences or job.marginals:
+        extras = (x for _, xs in map_blocks(
+            _block_extras, job, [_Decided(s, y) for s, y in zip(sents, decided)
+                                 if y is not None], executor) for x in xs)
+    for index, (s, t, y) in enumerate(zip(sents, first, decided)):
+        if y is None:
             yield Decoded(index, None, t, s)
+            continue
+        extra = next(extras)
+        if isinstance(extra, BaseException):
+            yield Decoded(index, None, extra, s)
         else:
-            yield Decoded(index, enc.convert(next(preds), job.model.scheme,
-                                             job.output_scheme), None, s)
+            yield Decoded(index, _convert(y, job.model.scheme, job.output_scheme),
+                          None, s, *extra)
 
 
 @one_blas_thread

@@ -28,7 +28,7 @@ Where fstchunk departs, it says so rather than differ silently:
   delimiter (conlleval.pl needs ``-d '\\t'`` for it and reads it the same way);
 * a delimiter that matches the empty string (``-d '|'`` splits every character
   in Perl) is refused, as are gold or predicted fields that are not chunk tags
-  (:func:`fstchunk.evaluate.evaluate_file`).
+  (:func:`fstchunk.scoring.evaluate_file`).
 
 Pitfall: conlleval.pl does not know IOBES (``S-X S-X`` is one chunk for it, and
 ``E-X B-X`` continues a chunk); :class:`SchemeTally` names such files (and refuses

@@ -119,6 +119,7 @@ def decode_meu(lattice: Lattice, beta: float = 1.0, method: str = "exact",
     which a tag list may lack); :func:`expected_f` scores any such sequence.
     β = 0 (F_0 = precision) gives the empty hypothesis, whose F is 0/0 := 1.
     """
+    lattice.space.require_chunks("MEU decoding")
     beta_sq = to_beta_sq(beta)
     if memory_budget is not None and not memory_budget > 0:
         raise InputError(f"memory_budget must be a positive number of bytes, got {memory_budget!r}")
@@ -208,6 +209,7 @@ class CorpusTable(NamedTuple):
 def corpus_table(lattice: Lattice, prune: float = CORPUS_PRUNE) -> CorpusTable:
     """The chunk table of one lattice (one sweep, O(n · width) memory): the part of
     corpus MEU that reads the lattice, so it can run wherever the lattice is."""
+    lattice.space.require_chunks("corpus MEU decoding")
     t = tilted_spans(lattice, z=(), prune=prune)
     sp = SpanPairs(t.types, t.starts, t.ends, lattice.n)
     return CorpusTable(sp, t.prob[sp.order], float(t.opens), float(t.pruned), lattice.n,

@@ -24,7 +24,7 @@ from typing import Iterable
 import numpy as np
 
 from . import encodings as enc
-from .evaluate import f_beta
+from .scoring import f_beta
 from .expected import expected_f
 from .grammars.models import toy_bigram
 from .lattice import Lattice

@@ -18,6 +18,10 @@ that each state knows its tag).  All numerical algorithms in
 :mod:`fstchunk.engine` run on these layers, in log space or scaled, so a 300-token
 sentence neither underflows nor overflows.
 
+With ``scheme=None`` (:data:`fstchunk.tagspace.UNCONSTRAINED`) the tags are any labels
+and every sequence is valid: an ordinary linear chain (no validity machine is
+composed; chunk operations refuse it, naming ``scheme=None``).
+
 Pitfalls: score arrays are rejected if they contain NaN or ±inf (use the scheme,
 not -inf, to forbid transitions); the tag list fixes the column order of the
 arrays and of :meth:`marginals`; a machine's paths must all have the same length.
@@ -39,7 +43,7 @@ from .engine.spans import dense_marginals
 from .grammars.models import score_lattice
 from .grammars.validity import validity_acceptor
 from .engine.chain import Layers, forward, gauge, token_marginals
-from .tagspace import TagSpace
+from .tagspace import TagSpace, canonical
 
 
 class Lattice:
@@ -50,7 +54,7 @@ class Lattice:
                  scores: tuple | None = None):
         """``layers`` are the numerical form; ``raw_fst`` the machine they came from
         (or a function that builds it on demand), composed with validity by :attr:`fst`."""
-        self.space = TagSpace.of(tuple(tags), enc.canonical_scheme(scheme))
+        self.space = TagSpace.of(tuple(tags), canonical(scheme))
         self.layers = layers
         self.n = len(layers.weights)
         self._raw_fst = raw_fst
@@ -71,7 +75,7 @@ class Lattice:
                     scheme: str = "IOB2") -> "Lattice":
         """Linear-chain lattice: score(y) = start[y_1] + Σ emissions[i, y_i]
         + Σ transitions[y_{i-1}, y_i] + end[y_n] (log potentials, columns = ``tags``)."""
-        space = TagSpace.of(tuple(tags), enc.canonical_scheme(scheme))
+        space = TagSpace.of(tuple(tags), canonical(scheme))
         tags, L = space.tags, len(space)
         emissions = _array("emissions", emissions, 2)
         if emissions.shape[0] == 0:
@@ -105,7 +109,7 @@ class Lattice:
         Labels are matched by name if ``fst`` has an input symbol table, else they
         must be the labels of :class:`TagSet` (the shared symbol table).
         """
-        space = TagSpace.of(tuple(tags), enc.canonical_scheme(scheme))
+        space = TagSpace.of(tuple(tags), canonical(scheme))
         f = _to_space_labels(fst, space)
         return cls(space.tags, space.scheme, _layers_of(f, space), raw_fst=f)
 
@@ -124,8 +128,9 @@ class Lattice:
         else:
             e, t, s, en = self.scores
             raw = score_lattice(self.space.labels, e, t, s, en)
-        acc = validity_acceptor(self.scheme, self.space.types)
-        out = pynini.compose(raw.arcsort("olabel"), acc).connect()
+        out = (pynini.compose(raw.arcsort("olabel"),
+                              validity_acceptor(self.scheme, self.space.types)).connect()
+               if self.space.chunked else raw.copy().connect())
         if out.num_states() == 0:
             raise InputError("the lattice gives no weight to any valid "
                              f"{self.scheme} sequence of length {self.n}")
@@ -156,6 +161,7 @@ class Lattice:
         """Pr((type, s, e) ∈ chunks(y)), shape (len(types), n, n+1), indexed [type, s, e]
         with types in ``self.space.types`` order and e exclusive (one sweep over open
         chunks, O(T·n²) memory: :func:`fstchunk.engine.spans.dense_marginals`)."""
+        self.space.require_chunks("chunk marginals")
         return dense_marginals(self)
 
     @one_blas_thread
@@ -178,7 +184,8 @@ class Lattice:
     def check_sequence(self, seq: Sequence[str], what: str) -> list[int]:
         if len(seq) != self.n:
             raise InputError(f"{what} has {len(seq)} tags but the lattice has {self.n} tokens")
-        enc.validate(list(seq), self.scheme)
+        if self.space.chunked:
+            enc.validate(list(seq), self.scheme)
         pos = {t: i for i, t in enumerate(self.tags)}
         out = []
         for i, t in enumerate(seq):
@@ -194,6 +201,7 @@ class Lattice:
         its types — but any tag of the scheme, since a decision need not be a
         sequence the model can produce (MEU may answer O where the lattice's tag
         list has no O; it lacks no other tag: :func:`.tagspace.check_expresses`)."""
+        self.space.require_chunks(f"the chunks of a {what}")
         if len(seq) != self.n:
             raise InputError(f"{what} has {len(seq)} tags but the lattice has {self.n} tokens")
         seq = list(seq)
@@ -257,7 +265,6 @@ def _to_space_labels(fst: pynini.Fst, ts: TagSpace) -> pynini.Fst:
 def _layers_of(f: pynini.Fst, ts: TagSpace) -> Layers:
     """Layer a machine: compose with validity and a tag-history acceptor, topsort."""
     tags, scheme = ts.tags, ts.scheme
-    acc = validity_acceptor(scheme, ts.types)
     hist = pynini.Fst("log64")
     h0 = hist.add_state()
     hist.set_start(h0)
@@ -267,7 +274,9 @@ def _layers_of(f: pynini.Fst, ts: TagSpace) -> Layers:
         hist.set_final(q)
         for lab in labels:
             hist.add_arc(q, pynini.Arc(lab, lab, pynini.Weight.one("log64"), hs[lab]))
-    g = pynini.compose(pynini.compose(f.arcsort("olabel"), acc), hist.arcsort()).connect()
+    valid = (pynini.compose(f.arcsort("olabel"), validity_acceptor(scheme, ts.types))
+             if ts.chunked else f)
+    g = pynini.compose(valid.arcsort("olabel"), hist.arcsort()).connect()
     if g.num_states() == 0:
         raise InputError(f"the machine accepts no valid {scheme} sequence over the given tags")
     if g.properties(pynini.CYCLIC, True) == pynini.CYCLIC:

@@ -11,6 +11,21 @@ A score file holds, without pickle:
 Every file that cannot be used raises :class:`~fstchunk.errors.ModelFileError`
 naming the file (and the sentence, for a bad ``emissions_k``).
 
+``fstchunk decode --scores`` also reads a JSONL form (:func:`read_jsonl_scores`),
+one sentence per line, tag lists free per line::
+
+    {"tokens": ["He", "ran"], "tags": ["O", "B-NP", "I-NP"],
+     "scores": [[0.1, 2.0, -1.0], [1.5, 0.2, 0.0]],
+     "transitions": [[...], [...], [...]], "start": [...], "end": [...]}
+
+``scores`` is n x len(tags) (log potentials, columns = ``tags``); ``tokens``,
+``transitions`` (default 0: the scores alone, within the scheme), ``start`` and
+``end`` are optional.  A line that is not such an object is refused at its
+``file:line``; numbers are checked when its lattice is built
+(:meth:`Lattice.from_scores`), an error of that sentence alone.  Both forms become
+:class:`ScoredSentence` items of one :class:`ScoreModel` (:func:`open_scores`),
+which the decoders read as they read a model's sentences.
+
 Pitfalls:
 
 * ``np.load`` is always called with ``allow_pickle=False``; a file that needs
@@ -23,15 +38,18 @@ Pitfalls:
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import zipfile
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
 
 from . import encodings as enc
-from .errors import FstchunkError, ModelFileError
+from .conll import Sentence
+from .errors import FstchunkError, InputError, ModelFileError
 from .outputs import atomic_write
 from .lattice import Lattice
 from .tagspace import TagSpace
@@ -76,6 +94,19 @@ def _read_arrays(name: str) -> dict[str, np.ndarray]:
 def load_lattices(path: str | os.PathLike) -> list[Lattice]:
     """One :class:`Lattice` per sentence of a score file."""
     name = os.fspath(path)
+    tags, scheme, shared, emissions = read_score_arrays(name)
+    out = []
+    for k, e in enumerate(emissions):
+        try:
+            out.append(Lattice.from_scores(tags, e, *shared, scheme=scheme))
+        except ValueError as e:
+            raise ModelFileError(f"{name}: sentence {k} (emissions_{k}): {e}") from None
+    return out
+
+
+def read_score_arrays(name: str) -> tuple[list[str], str, tuple, list[np.ndarray]]:
+    """(tags, scheme, (transitions, start, end), [emissions_k]) of a score file,
+    its structure checked (module doc); the numbers are checked by the lattices."""
     data = _read_arrays(name)
     for key in ("tags", "transitions"):
         if key not in data:
@@ -96,11 +127,155 @@ def load_lattices(path: str | os.PathLike) -> list[Lattice]:
         gap = next(k for k, i in enumerate(indices) if i != k)
         raise ModelFileError(f"{name}: emissions_{indices[-1]} present but emissions_{gap} "
                              "missing (sentences must be numbered 0, 1, 2, ...)")
+    shared = (data["transitions"], data.get("start"), data.get("end"))
+    return tags, scheme, shared, [data[f"emissions_{k}"] for k in indices]
+
+
+# ------------------------------------------------------------ decode --scores
+@dataclass
+class ScoredSentence(Sentence):
+    """A sentence whose lattice comes from score arrays: ``rows`` hold its tokens
+    (one column; ``has_tokens`` False: a score file without tokens, rows of ``_``),
+    ``scores`` = (tags, emissions, transitions, start, end)."""
+    scores: tuple = ()
+    has_tokens: bool = True
+    name: str = ""
+
+    def where(self, i: int) -> str:
+        """``file:line``, or for a ``.npz`` sentence ``file (emissions_k)``."""
+        return self.name or super().where(i)
+
+
+class ScoreModel:
+    """The model protocol's reading side over score arrays: ``lattices(items)`` of
+    :class:`ScoredSentence` items, all in one ``scheme``.  A bad array is the error
+    of its sentence (named by file:line or file and index)."""
+    kind = "scores"
+
+    def __init__(self, scheme: str):
+        self.scheme = enc.canonical_scheme(scheme)
+        self.data_scheme = self.scheme          # decode writes the scores' scheme
+
+    def lattices(self, items: Sequence[ScoredSentence]) -> list[Lattice]:
+        out = []
+        for it in items:
+            tags, e, t, start, end = it.scores
+            try:
+                out.append(Lattice.from_scores(tags, e, t, start, end, scheme=self.scheme))
+            except FstchunkError as err:
+                raise InputError(f"{it.where(0)}: {err}") from None
+        return out
+
+
+def open_scores(path: str, scheme: str | None,
+                sentences: list[Sentence] | None = None) -> tuple[ScoreModel, list]:
+    """The :class:`ScoreModel` and :class:`ScoredSentence` items of a score file —
+    ``.npz`` (by content: a zip archive) or JSONL — read in full.  ``scheme``: the
+    JSONL's scheme (None: IOB2); an ``.npz`` says its own, and a different
+    ``scheme`` is refused.  ``sentences`` (a CoNLL input read alongside) give the
+    tokens: as many sentences as scored, each of its scores' length."""
+    try:
+        with open(path, "rb") as fh:
+            is_npz = fh.read(4) == b"PK\x03\x04"
+    except OSError as e:
+        raise InputError(f"{path}: cannot read the score file: {e.strerror}") from None
+    if is_npz:
+        tags, own, shared, emissions = read_score_arrays(path)
+        if scheme is not None and enc.canonical_scheme(scheme) != enc.canonical_scheme(own):
+            raise InputError(f"--scheme {scheme}: {path} holds {own} scores (its 'scheme' "
+                             "array); leave --scheme out or give the file's")
+        items = [ScoredSentence([["_"]] * len(e), [], path, (tags, e, *shared),
+                                has_tokens=False, name=f"{path} (emissions_{k})")
+                 for k, e in enumerate(emissions)]
+        scheme = own
+    else:
+        items = read_jsonl_scores(path)
+        scheme = scheme or "IOB2"
+    if sentences is not None:
+        items = _with_tokens(items, sentences, path)
+    return ScoreModel(scheme), items
+
+
+def read_jsonl_scores(path: str) -> list[ScoredSentence]:
+    """The JSONL form (module doc), each line's structure checked, refused at its
+    ``file:line``."""
     out = []
-    for k in indices:
+    try:
+        fh = open(path, encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"{path}: cannot read the score file: {e.strerror}") from None
+    with fh:
         try:
-            out.append(Lattice.from_scores(tags, data[f"emissions_{k}"], data["transitions"],
-                                           data.get("start"), data.get("end"), scheme=scheme))
-        except ValueError as e:
-            raise ModelFileError(f"{name}: sentence {k} (emissions_{k}): {e}") from None
+            lines = list(enumerate(fh, 1))
+        except UnicodeDecodeError as e:
+            raise InputError(f"{path}: not UTF-8 text nor a .npz score file ({e.reason})"
+                             ) from None
+    for lineno, text in lines:
+        if not text.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise InputError(f"{where}: not a JSON object ({e.msg}, column {e.colno})"
+                             ) from None
+        out.append(_jsonl_sentence(obj, where, path, lineno))
+    if not out:
+        raise InputError(f"{path}: no sentence (an empty score file)")
+    return out
+
+
+def _jsonl_sentence(obj: Any, where: str, path: str, lineno: int) -> ScoredSentence:
+    if not isinstance(obj, dict):
+        raise InputError(f"{where}: a line must be a JSON object with 'tags' and 'scores'")
+    for key in ("tags", "scores"):
+        if key not in obj:
+            raise InputError(f"{where}: missing key {key!r} (keys: tags, scores, and "
+                             "optional tokens, transitions, start, end)")
+    unknown = sorted(set(obj) - {"tokens", "tags", "scores", "transitions", "start", "end"})
+    if unknown:
+        raise InputError(f"{where}: unknown key {unknown[0]!r} (keys: tokens, tags, scores, "
+                         "transitions, start, end)")
+    tags = obj["tags"]
+    if not (isinstance(tags, list) and tags and all(isinstance(t, str) for t in tags)):
+        raise InputError(f"{where}: 'tags' must be a non-empty list of strings")
+    arrays = {}
+    for key in ("scores", "transitions", "start", "end"):
+        v = obj.get(key)
+        if v is None and key != "scores":
+            continue
+        try:
+            arrays[key] = np.asarray(v, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InputError(f"{where}: {key!r} must be an array of numbers") from None
+    n = arrays["scores"].shape[0] if arrays["scores"].ndim == 2 else None
+    if n is None or n == 0:
+        raise InputError(f"{where}: 'scores' must be a non-empty n x {len(tags)} array "
+                         f"(one row per token), got shape {arrays['scores'].shape}")
+    tokens = obj.get("tokens")
+    if tokens is not None:
+        if not (isinstance(tokens, list) and all(isinstance(t, str) for t in tokens)):
+            raise InputError(f"{where}: 'tokens' must be a list of strings")
+        if len(tokens) != n:
+            raise InputError(f"{where}: {len(tokens)} tokens but {n} rows of scores")
+    L = len(tags)
+    trans = arrays.get("transitions", np.zeros((L, L)))
+    rows = [[t] for t in tokens] if tokens is not None else [["_"]] * n
+    return ScoredSentence(rows, [lineno] * n, path,
+                          (tags, arrays["scores"], trans, arrays.get("start"), arrays.get("end")),
+                          has_tokens=tokens is not None)
+
+
+def _with_tokens(items: list[ScoredSentence], sentences: list[Sentence], path: str
+                 ) -> list[ScoredSentence]:
+    """Each scored sentence given the CoNLL sentence's rows and lines."""
+    if len(items) != len(sentences):
+        raise InputError(f"{path} scores {len(items)} sentences but the input has "
+                         f"{len(sentences)}")
+    out = []
+    for k, (it, s) in enumerate(zip(items, sentences)):
+        if len(it) != len(s):
+            raise InputError(f"{s.where(0)}: sentence {k} has {len(s)} tokens but "
+                             f"{it.where(0)} scores {len(it)}")
+        out.append(ScoredSentence(s.rows, s.lines, s.source, it.scores, has_tokens=True))
     return out

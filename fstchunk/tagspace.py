@@ -26,6 +26,13 @@ type it uses, every tag the scheme defines for that type (``O`` may be absent).
 valid sequence is all ``O``.  Every lattice, torch CRF, score file and model file
 meets a scheme here, so this is the one place that refuses such a list.
 
+**The unconstrained chain** (:data:`UNCONSTRAINED`, ``scheme=None`` or ``"none"``,
+:func:`canonical`): any distinct label strings (POS tags, ``sunny``/``rainy``), every
+start, transition and end allowed, no chunk types (``types == ()``, ``type_index`` all
+−1, no boundary), a symbol table of the labels themselves: an ordinary linear-chain
+CRF on the same engine.  Chunk operations (expected F, MEU, chunk marginals) refuse
+it (:meth:`TagSpace.require_chunks`), naming ``scheme=None``.
+
 Pitfall: a tag space's column order (``tags``) is the order of score arrays and
 marginals; it is *not* the label order of the symbol table.  Use :meth:`index`
 and :meth:`label` to move between them.  :class:`TagSet` is the tag space of
@@ -45,6 +52,46 @@ from . import encodings as enc
 from .errors import InputError, SchemeError
 
 EPSILON = "<epsilon>"
+#: the scheme name of the unconstrained chain (module doc); ``None`` means the same
+UNCONSTRAINED = "none"
+
+
+def canonical(scheme: str | None) -> str:
+    """:data:`UNCONSTRAINED` for None or ``"none"`` (any case), else the scheme's
+    canonical name (:func:`~fstchunk.encodings.canonical_scheme`)."""
+    if scheme is None or (isinstance(scheme, str) and scheme.lower() == UNCONSTRAINED):
+        return UNCONSTRAINED
+    return enc.canonical_scheme(scheme)
+
+
+def chunked(scheme: str | None) -> bool:
+    """Whether ``scheme`` is a chunk scheme (not the unconstrained chain)."""
+    return canonical(scheme) != UNCONSTRAINED
+
+
+@functools.lru_cache(maxsize=64)
+def label_table(labels: tuple[str, ...]) -> pynini.SymbolTable:
+    """The symbol table of an unconstrained chain: ``<epsilon>`` = 0, the labels 1..L."""
+    table = pynini.SymbolTable(name="fstchunk:labels")
+    table.add_symbol(EPSILON, 0)
+    for t in labels:
+        table.add_symbol(t)
+    return table
+
+
+def check_labels(labels: Sequence[str]) -> tuple[str, ...]:
+    """``labels`` of an unconstrained chain as a tuple: not empty, no repeats, each a
+    non-empty string without white space (a column of a CoNLL file)."""
+    labels = tuple(labels)
+    if not labels:
+        raise InputError("the label list is empty")
+    for i, t in enumerate(labels):
+        if not isinstance(t, str) or not t or t != t.strip() or any(c.isspace() for c in t):
+            raise InputError(f"item {i} of the label list: {t!r} is not a non-empty string "
+                             f"without white space")
+    if len(set(labels)) != len(labels):
+        raise InputError(f"the label list repeats a label: {labels}")
+    return labels
 
 
 @functools.lru_cache(maxsize=None)
@@ -146,24 +193,54 @@ class TagSpace:
     False
     """
 
-    def __init__(self, tags: Sequence[str], scheme: str):
-        self.scheme = enc.canonical_scheme(scheme)
-        self.tags = check_tags(tags, self.scheme)
-        check_expresses(self.tags, self.scheme)
-        self.types = tag_types(self.tags)
-        self.symbols = symbol_table(self.types)
+    def __init__(self, tags: Sequence[str], scheme: str | None):
+        self.scheme = canonical(scheme)
+        if self.scheme == UNCONSTRAINED:
+            self.tags = check_labels(tags)
+            self.types: tuple[str, ...] = ()
+            self.symbols = label_table(self.tags)
+        else:
+            self.tags = check_tags(tags, self.scheme)
+            check_expresses(self.tags, self.scheme)
+            self.types = tag_types(self.tags)
+            self.symbols = symbol_table(self.types)
         self._index = {t: i for i, t in enumerate(self.tags)}
         self.labels = tuple(self.symbols.find(t) for t in self.tags)
         self._compile()
 
+    @property
+    def chunked(self) -> bool:
+        """Whether the tags are a chunk scheme's (not the unconstrained chain)."""
+        return self.scheme != UNCONSTRAINED
+
+    def require_chunks(self, what: str) -> None:
+        """SchemeError naming ``what`` unless :attr:`chunked`: chunks, expected F and MEU
+        have no meaning over the labels of an unconstrained chain."""
+        if not self.chunked:
+            raise SchemeError(f"{what} needs chunk tags of a scheme (IOB2, IOBES, ...); "
+                              f"this is an unconstrained chain over the labels "
+                              f"{', '.join(self.tags[:8])}{' ...' if len(self.tags) > 8 else ''}"
+                              f" (scheme=None): use MAP or posterior decoding and token "
+                              f"marginals, or give the chunk scheme of chunk tags")
+
     @classmethod
-    @functools.lru_cache(maxsize=512)
-    def of(cls, tags: tuple[str, ...], scheme: str) -> "TagSpace":
-        """The (cached) tag space of ``tags`` in ``scheme``."""
-        return TagSpace(tuple(tags), scheme)
+    def of(cls, tags: tuple[str, ...], scheme: str | None) -> "TagSpace":
+        """The (cached) tag space of ``tags`` in ``scheme`` (None: unconstrained)."""
+        return _space(tuple(tags), canonical(scheme))
 
     def _compile(self) -> None:
         tags, s, L = self.tags, self.scheme, len(self.tags)
+        if s == UNCONSTRAINED:
+            self.start_ok, self.end_ok = np.ones(L, bool), np.ones(L, bool)
+            self.trans_ok = np.ones((L, L), bool)
+            self.type_index = np.full(L, -1)
+            self.cont = np.zeros((L + 1, L), bool)
+            self.opens = np.zeros((L + 1, L), bool)
+            self.closes = np.zeros((L + 1, L), bool)
+            for a in (self.start_ok, self.trans_ok, self.end_ok, self.type_index, self.cont,
+                      self.opens, self.closes):
+                a.setflags(write=False)
+            return
         self.start_ok = np.array([enc.allowed(s, None, t) for t in tags])
         self.trans_ok = np.array([[enc.allowed(s, p, c) for c in tags] for p in tags])
         self.end_ok = np.array([enc.allowed(s, t, None) for t in tags])
@@ -212,6 +289,11 @@ class TagSpace:
     def label(self, tag: str) -> int:
         """The tag's label in the shared symbol table."""
         return self.labels[self.index(tag)]
+
+
+@functools.lru_cache(maxsize=512)
+def _space(tags: tuple[str, ...], scheme: str) -> TagSpace:
+    return TagSpace(tags, scheme)
 
 
 class TagSet(TagSpace):

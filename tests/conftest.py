@@ -7,6 +7,10 @@ import pytest
 
 from fstchunk.conll import data_path
 
+# The corpora's folder as an absolute path, read once from where pytest starts: tests
+# that run pages and commands change the working folder, and a relative FSTCHUNK_DATA
+# (the README's ``../shared/data``) would then point nowhere.
+os.environ["FSTCHUNK_DATA"] = os.path.abspath(data_path())
 
 @pytest.fixture(scope="session")
 def corpus():

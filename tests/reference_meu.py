@@ -41,7 +41,7 @@ class Decoding(NamedTuple):
 
 
 def _check_beta(beta: float) -> None:
-    # fstchunk/evaluate.py @ e7dd7ee
+    # fstchunk/scoring.py @ e7dd7ee
     if not (beta >= 0 and beta < float("inf")):
         raise InputError(f"beta must be a finite number >= 0, got {beta!r}")
 

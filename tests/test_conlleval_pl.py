@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fstchunk import encodings as enc
 from fstchunk.cli import main
-from fstchunk.evaluate import evaluate_file
+from fstchunk.scoring import evaluate_file
 
 
 def conlleval(script, path, *options):
@@ -331,7 +331,7 @@ def test_decode_writes_the_scheme_of_the_training_data(tmp_path, capsys, kind, s
     assert [r[-1] for r in rows] == [t for s in read_conll(out)
                                       for t in enc.convert(s.column(-1), scheme, "IOB2")]
     assert gold == [t for s in sents for t in s.column(-1)]
-    from fstchunk.evaluate import evaluate
+    from fstchunk.scoring import evaluate
     want = evaluate([enc.convert(s.column(-1), scheme, "IOB2") for s in sents],
                     [s.column(-1) for s in read_conll(iob2)]).overall
     code, got, _ = fstchunk_eval(capsys, out, "--scheme", scheme)

@@ -6,7 +6,7 @@ from fstchunk.columns import Columns
 from fstchunk.conll import Sentence, read_conll
 from fstchunk.batch import decode_sentences
 from fstchunk.errors import InputError, ModelFileError, SchemeError
-from fstchunk.evaluate import evaluate
+from fstchunk.scoring import evaluate
 from fstchunk.models import crf as crf_module
 from fstchunk.models.crf import CRF, TrainingData
 from fstchunk.models.hmm import HMM

@@ -165,3 +165,21 @@ def test_cli_train_calibrate_decode(capsys, tmp_path):
     assert main(["train", "--train", str(train), "--model-type", "hmm", "--calibrate",
                  str(train), "-o", hmm]) == 2
     assert "--calibrate apply to the CRF only" in capsys.readouterr().err
+
+
+def test_cli_train_calibrate_failure_names_the_uncalibrated_model(capsys, tmp_path):
+    """A held-out file the calibration refuses (a tag the model never saw) is one error
+    that says the trained model was written uncalibrated and how to calibrate it later;
+    the file on disk is that model, and it refuses MEU until calibrated."""
+    train, held = tmp_path / "train.txt", tmp_path / "held.txt"
+    train.write_text(TINY_CONLL)
+    held.write_text("The DT B-ADJP\ncat NN I-ADJP\n")
+    model = str(tmp_path / "mm.npz")
+    code = main(["train", "--train", str(train), "--features", "tmpt1", "--objective",
+                 "max-margin", "--max-iter", "5", "--calibrate", str(held), "-o", model,
+                 "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "ADJP" in err and f"written to {model} without calibration" in err
+    assert f"fstchunk calibrate --model {model}" in err
+    assert not CRF.load(model).probabilistic

@@ -17,7 +17,7 @@ from fstchunk.cli import main
 from fstchunk.cli.common import memory_size
 from fstchunk.conll import iter_lines, read_conll
 from fstchunk.errors import BudgetError, FstchunkError, InputError
-from fstchunk.evaluate import UNDECODED
+from fstchunk.scoring import UNDECODED
 from fstchunk.models.hmm import HMM
 from fstchunk.outputs import temp_path
 from oracles import TINY_CONLL

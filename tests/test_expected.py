@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from fstchunk import Lattice, encodings as enc, expected_f
-from fstchunk.evaluate import f_beta
+from fstchunk.scoring import f_beta
 from fstchunk.grammars.models import toy_bigram_scores
 from oracles import brute_expectations, brute_force, random_scores
 

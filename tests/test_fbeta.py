@@ -31,7 +31,7 @@ from fstchunk import Lattice, encodings as enc
 from fstchunk.cli import build_parser, main
 from fstchunk.decode import decode_lattices, decode_meu
 from fstchunk.errors import InputError
-from fstchunk.evaluate import evaluate, f_beta, sentence_f
+from fstchunk.scoring import evaluate, f_beta, sentence_f
 from fstchunk.expected import expected_f
 from fstchunk.fbeta import check_beta, to_beta_sq, upgrade_settings
 from fstchunk.grammars.registry import Options

@@ -8,7 +8,7 @@ from fstchunk.columns import Columns
 from fstchunk.conll import Sentence
 from fstchunk.errors import InputError
 from fstchunk.models.features import (TEMPLATES, FeatureMap, feature_kinds, reads_pos,
-                                      resolve_template, token_features)
+                                      resolve_template, template_of, token_features)
 
 WORDS = ["He", "reckons", "the", "deficit"]
 POS = ["PRP", "VBZ", "DT", "NN"]
@@ -20,9 +20,10 @@ def test_tmpt3_features_of_a_token():
     assert "W0=reckons" in f and "W-2=__BOS-1__" in f and "W+2=deficit" in f
     assert "P-1P0P+1W0=PRP|VBZ|DT|reckons" in f
     assert "W-1W0=He|reckons" in f and "P0W-1W0=VBZ|He|reckons" in f
-    assert len(f) == 1 + len(TEMPLATES["tmpt3"])
-    assert len(token_features(WORDS, POS, "tmpt4")[0]) == 1 + len(TEMPLATES["tmpt4"])
-    assert len(TEMPLATES["tmpt1"]) == 10 + 11 and len(TEMPLATES["tmpt2"]) == 24
+    assert len(f) == len(template_of("tmpt3").lines)          # the bias is a line too
+    assert len(token_features(WORDS, POS, "tmpt4")[0]) == len(template_of("tmpt4").lines)
+    assert len(template_of("tmpt1").lines) == 1 + 10 + 11
+    assert len(template_of("tmpt2").lines) == 1 + 24
 
 
 def test_ner_features():
@@ -66,7 +67,8 @@ def test_pos_free_features_read_words_shapes_and_affixes_only():
     assert "S-1S0S+1W0=Xx|x|x|reckons" in f and "S0W-1W0=x|He|reckons" in f
     assert "pre3=rec" in f and "suf4=kons" in f and "suf1=s" in f
     assert not any(x.startswith("P") for x in f)
-    assert len(f) == 1 + len(TEMPLATES["tmpt3-nopos"]) + 8
+    assert len(f) == len(template_of("tmpt3-nopos").lines)
+    assert len(f) == len(template_of("tmpt3").lines) + 8
     # a -nopos template never reads POS, even when given
     assert token_features(WORDS, POS, "tmpt2-nopos") == token_features(WORDS, None, "tmpt2-nopos")
     g = token_features(["De", "Verwilghen", "."], None, "ner-nopos")[1]

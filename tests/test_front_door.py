@@ -47,3 +47,25 @@ def test_an_unknown_name_is_an_attribute_error():
 def test_heavy_modules_load_where_used():
     assert "scipy" not in loaded_after("from fstchunk import Lattice, expected_f, decode_meu")
     assert "torch" not in loaded_after("from fstchunk import CRF, load_model")
+
+
+def test_public_names_survive_every_submodule_import():
+    """A public name is never shadowed by a submodule of the same name (importing
+    ``fstchunk.X`` sets the package's attribute ``X`` to the module): after every module
+    of the package is imported, each public name is still the object it names."""
+    code = (
+        "import importlib, pkgutil, fstchunk\n"
+        "for m in pkgutil.walk_packages(fstchunk.__path__, 'fstchunk.'):\n"
+        "    if '.torch' not in m.name and not m.name.endswith('__main__'):\n"
+        "        importlib.import_module(m.name)\n"
+        "bad = []\n"
+        "for name, (module, attr) in fstchunk._LAZY.items():\n"
+        "    want = importlib.import_module(module)\n"
+        "    want = want if attr is None else getattr(want, attr)\n"
+        "    if getattr(fstchunk, name) is not want:\n"
+        "        bad.append(name)\n"
+        "print(bad)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]", out.stdout

@@ -23,7 +23,7 @@ from fstchunk.cli import main
 from fstchunk.conll import read_conll
 from fstchunk.decode import DECODERS, decode_lattices
 from fstchunk.errors import FstchunkError
-from fstchunk.evaluate import evaluate_file
+from fstchunk.scoring import evaluate_file
 from fstchunk.expected import expected_f
 from fstchunk.gold import check_gold
 from fstchunk.lattice import Lattice
@@ -97,7 +97,9 @@ OPTIONS = {
               "--on-invalid": st.sampled_from(["repair", "skip", "error", "x"])},
     "decode": {"--beta": NUMBERS, "--k": NUMBERS,
                "--decoder": st.sampled_from(list(DECODERS) + ["bad"]),
-               "--output-scheme": st.sampled_from(["IOB2", "IOE1", "BILOU", "nope"])},
+               "--output-scheme": st.sampled_from(["IOB2", "IOE1", "BILOU", "nope"]),
+               "--format": st.sampled_from(["conll", "jsonl", "html", "xml"]),
+               "--min-confidence": NUMBERS},
     "eval": {"--beta": NUMBERS, "--scheme": st.sampled_from(["IOB2", "IOBES", "zzz"]),
              "--delimiter": st.sampled_from([" ", "\t", ",", "xx"])},
     "expected": {"--beta": NUMBERS, "--column": NUMBERS,

@@ -11,7 +11,7 @@ xfail); the others pin tricky cases that were checked and hold:
 
 Brute force here enumerates the layers' state paths (no engine code, no
 ``Lattice.log_prob``), and U(x) = E_y[F_β(x | y)] with the library's F_β
-(``fstchunk.evaluate.f_beta``: 0/0 := 1).
+(``fstchunk.scoring.f_beta``: 0/0 := 1).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from fstchunk import encodings as enc, fsa
 from fstchunk.decode import decode_meu, decode_meu_corpus
 from fstchunk.engine.meu import QUAD_TOL, exp_sum
 from fstchunk.errors import BudgetError, InputError, SchemeError
-from fstchunk.evaluate import f_beta
+from fstchunk.scoring import f_beta
 from fstchunk.expected import expected_f
 from fstchunk.lattice import Lattice
 from fstchunk.tagspace import TagSet

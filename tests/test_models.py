@@ -31,7 +31,7 @@ def joint_model():
 
 
 def test_registry_keys_are_the_kinds():
-    assert set(MODELS) == {"crf", "hmm", "joint", "segment"}
+    assert set(MODELS) == {"crf", "hmm", "joint", "segment", "attribute-crf"}
     for kind, cls in MODELS.items():
         assert cls.kind == kind
 

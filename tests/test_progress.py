@@ -130,6 +130,9 @@ def test_a_log_gets_lines_and_a_terminal_a_bar(name, data, capsys, monkeypatch):
         assert [x.split(", ")[0] for x in lines] == [
             f"train multilabel: {k}/3 epoch" for k in (1, 2, 3)]
         assert all("updates=" in x and "dev_f=" in x for x in lines)
+    # a dev F column where there is a dev set, none (not "dev_f=nan") where there is not
+    assert all(("dev_f=" in x) == ("--dev" in args) for x in lines), err
+    assert "nan" not in err
     monkeypatch.setattr(progress_module, "is_terminal", lambda stream: True)
     assert main(argv) == 0
     assert "\r" in capsys.readouterr().err

@@ -11,14 +11,11 @@ README = os.path.join(os.path.dirname(__file__), os.pardir, "README.md")
 
 def test_readme_python_snippets_run():
     """The python blocks in order, in one namespace; a line ending in ``# ValueError:
-    message`` must raise it.  ``decode_meu_corpus(lattices, ...)`` reads the lattice of
-    the block before as its list of lattices."""
+    message`` must raise it."""
     python = [b for b in blocks(README) if b.lang == "python"]
-    assert len(python) >= 3
+    assert len(python) >= 2
     env: dict = {}
     for block in python:
-        if "lattices" in block.text and "lat" in env:
-            env["lattices"] = [env["lat"]]
         run_python(block, env)
 
 
@@ -61,7 +58,7 @@ def test_readme_commands_run_on_a_slice(tmp_path, monkeypatch, corpus):
                 tmp_path / "words.txt")
     monkeypatch.chdir(tmp_path)
     cmds = sorted(_commands(), key=_order)
-    assert len(cmds) >= 15 and any("--columns word,tag" in c for c in cmds)
+    assert len(cmds) >= 10 and any("--columns word,tag" in c for c in cmds)
     for cmd in cmds:
         argv = cmd.split()[1:]
         if argv[0] == "train":
@@ -70,3 +67,9 @@ def test_readme_commands_run_on_a_slice(tmp_path, monkeypatch, corpus):
             argv += ["--max-iter", "8", "--quiet"]
         code, output = run_cli(argv)
         assert code == 0, f"{cmd}: {output}"
+
+
+def test_readme_is_short():
+    """The README is a front door (issue 34): at most ~150 lines; the rest is in docs/."""
+    with open(README, encoding="utf-8") as fh:
+        assert len(fh.read().splitlines()) <= 150

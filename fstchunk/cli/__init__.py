@@ -1,7 +1,7 @@
 """The ``fstchunk`` command line.
 
 Subcommands (:data:`COMMANDS`): ``demo``, ``eval``, ``expected``, ``decode``, ``train``,
-``calibrate``, ``joint {train,calibrate,decode}``, ``grammar
+``calibrate``, ``import crfsuite``, ``joint {train,calibrate,decode}``, ``grammar
 {list,info,print,draw,export}``, ``segment {train,decode,eval}``; one module each for
 eval (``evaluation``), expected (``scoring``), decode (``decoding``), train and
 calibrate (``tagging``), joint, grammar and segment; the shared option types in
@@ -48,6 +48,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                              "scores as probabilities"),
     "joint": ("joint", "joint POS tagging and chunking (Shimizu & Haas 2006)"),
     "grammar": ("grammar", "list, inspect, print, draw and export the machines"),
+    "import": ("importing", "read a model of another toolkit (CRFsuite) into an fstchunk "
+                            "model file"),
     "segment": ("segment", "flexible segmentation (overlapping, non-contiguous segments): "
                            "train, decode, eval"),
 }
@@ -97,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         args.names = list(args.names) + extra
     command = args.command + (f" {args.joint_command}" if args.command == "joint" else
-                              f" {args.segment_command}" if args.command == "segment" else "")
+                              f" {args.segment_command}" if args.command == "segment" else
+                              f" {args.import_command}" if args.command == "import" else "")
     terminated: list[int] = []
     previous = _on_sigterm(terminated)
     try:

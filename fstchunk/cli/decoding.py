@@ -16,10 +16,27 @@ output.  A sentence that cannot be decoded (an
 :class:`~fstchunk.errors.BudgetError`, or a :class:`MemoryError`) gets one error
 line naming its ``file:line`` and length (a cause that repeats is shown three times,
 then counted: :class:`~fstchunk.cli.common.Failures`); its lines are echoed with the
-tag :data:`~fstchunk.evaluate.UNDECODED` (``<error>``, which ``fstchunk eval``
+tag :data:`~fstchunk.scoring.UNDECODED` (``<error>``, which ``fstchunk eval``
 refuses), decoding goes on, the file is still completed, and the command ends with
 a one-line summary and exit status 1.  A fault of the whole input (a
 :class:`~fstchunk.errors.LayoutError`) stops it at once, writing nothing.
+
+``--format jsonl`` writes one JSON object per sentence (tokens, tags, chunks with
+their probabilities, token marginals with ``--marginals``), ``--format html`` one
+self-contained page (:mod:`fstchunk.display`); a failed sentence is an object with
+its ``error`` (a page paragraph) there.  ``--min-confidence`` applies to every
+format (:mod:`fstchunk.cli.decode_formats`).  ``--scores FILE`` decodes a score
+file (``.npz`` or JSONL, :mod:`fstchunk.scorefile`) instead of a model's
+lattices: tokens from ``--input`` (its first column) or from the JSONL's
+``tokens``; without either, JSONL ``tokens`` are null, the HTML shows positions and
+the CoNLL output is the tag column alone (a blank line after each sentence).
+
+An attribute CRF (``fstchunk import crfsuite``, ``train --format crfsuite``) reads its
+``--input`` in CRFsuite's data format; ``--format crfsuite`` writes per item the
+input's label, a tab and the predicted label, as ``crfsuite tag -r`` does
+(:mod:`fstchunk.cli.crfsuite_format`), and ``jsonl``/``html`` show no words.  An
+unconstrained chain's labels (scheme none) are written as they are; MEU and chunk
+confidences need a chunk scheme and are refused on it before any work.
 """
 
 from __future__ import annotations
@@ -30,14 +47,20 @@ from itertools import chain
 from typing import IO, Iterator
 
 from ..batch import Decoded, iter_decode_sentences
+from ..confidence import check_min_confidence
 from ..conll import file_delimiter, is_separator, iter_lines, split_line
+from ..crfsuite.data import iter_data
 from ..decode import DECODERS
-from ..errors import BudgetError
-from ..evaluate import UNDECODED
+from ..errors import BudgetError, FstchunkError, InputError
+from ..scoring import UNDECODED
 from ..models import load_model
+from ..models.io import read_metadata
+from ..scorefile import open_scores
 from ..outputs import atomic_write, check_output
 from .common import (BETA_HELP, Failures, HelpFormatter, add_executor, beta_option,
                      executor_of, memory_size, positive_int)
+from .crfsuite_format import KIND, SequenceModel, refuse_kind, require_kind, write_reference
+from .decode_formats import thresholded, write_html, write_jsonl, write_tag_column
 from .inputs import (add_columns, arranged, delimiter_arg, iter_input, layout_input,
                      no_sentences)
 
@@ -46,9 +69,34 @@ def add_parser(sub) -> None:
     p = sub.add_parser("decode", formatter_class=HelpFormatter,
                        help="tag a CoNLL file with a saved model; writes its lines plus a "
                             "predicted-tag column")
-    p.add_argument("--model", required=True, help="a saved model (fstchunk train)")
-    p.add_argument("--input", required=True,
-                   help="CoNLL file with the columns the model reads (its --columns)")
+    p.add_argument("--model", default=None, help="a saved model (fstchunk train)")
+    p.add_argument("--scores", default=None, metavar="FILE",
+                   help="decode score arrays instead of a model: the .npz score file of "
+                        "expected --scores or JSONL (per line tokens, tags, scores n x "
+                        "|tags|, optional transitions, start, end; fstchunk.scorefile)")
+    p.add_argument("--input", default=None,
+                   help="CoNLL file with the columns the model reads (its --columns); "
+                        "required with --model; with --scores, optional: the tokens (first "
+                        "column), one sentence per scored sentence")
+    p.add_argument("--scheme", default=None,
+                   help="with --scores: the scheme of the JSONL scores' tags (none: IOB2); "
+                        "a .npz says its own")
+    p.add_argument("--format", choices=("conll", "jsonl", "html", "crfsuite"), default="conll",
+                   help="conll: the input's lines plus the predicted tag; jsonl: one JSON "
+                        "object per sentence with tokens, tags and chunks with their "
+                        "probability p; html: one self-contained page, chunks shaded by p; "
+                        "crfsuite: --input in CRFsuite's data format (what an attribute CRF "
+                        "reads: fstchunk import crfsuite), written as crfsuite tag -r does: "
+                        "the input's label, a tab, the predicted label (eval --format "
+                        "crfsuite reads it); an attribute CRF's jsonl and html read "
+                        "CRFsuite data too (tokens: null, positions)")
+    p.add_argument("--marginals", action="store_true",
+                   help="with --format jsonl: each token's marginal Pr(tag) for every tag "
+                        "of the model (its scheme)")
+    p.add_argument("--min-confidence", type=float, default=0.0, metavar="P",
+                   help="drop the decided chunks whose probability is below P (their "
+                        "tokens become O, neighbours re-encoded validly) on every format: "
+                        "higher P, higher precision, lower recall (as a lower --beta)")
     p.add_argument("--decoder", choices=DECODERS, default="map",
                    help="map (Viterbi), posterior, meu (exact MEU for F_β), meu-kbest "
                         "(the --k best paths of the lattice machine reranked by E[F_β]: one "
@@ -85,29 +133,113 @@ def add_parser(sub) -> None:
 
 
 def run_decode(args: argparse.Namespace) -> int:
+    try:
+        check_min_confidence(args.min_confidence)
+    except FstchunkError:
+        raise InputError(f"--min-confidence must be a probability in [0, 1], got "
+                         f"{args.min_confidence}") from None
+    if args.marginals and args.format != "jsonl":
+        raise InputError("--marginals is written by --format jsonl only")
+    if (args.model is None) == (args.scores is None):
+        raise InputError("give exactly one of --model MODEL or --scores FILE")
     if args.output:
         check_output(args.output)
-    model = load_model(args.model)
+    if args.scores and args.format == "crfsuite":
+        raise InputError("--format crfsuite decodes CRFsuite data with an attribute CRF "
+                         "(--model), not a score file")
+    if args.scores:
+        model, items, word = _scored_input(args)
+    else:
+        model, items, word = _model_input(args)
     scheme = args.output_scheme or output_scheme(model)
-    checked = layout_input(iter_input(args.input, args.delimiter), model, args.model,
-                           args.columns, "decode")
     with executor_of(args) as ex:
-        results = iter_decode_sentences(
-            model, arranged(checked.sentences, checked.arrangement), args.decoder,
-            args.beta, args.k, scheme, memory_budget=args.memory_budget,
-            executor=ex)
+        results = thresholded(iter_decode_sentences(
+            model, items, args.decoder, args.beta, args.k, scheme,
+            memory_budget=args.memory_budget, executor=ex,
+            confidences=args.format not in ("conll", "crfsuite") or args.min_confidence > 0,
+            marginals=args.marginals), args.min_confidence, scheme)
         failed = Failures("decode", "decoded")
         if args.output:
             with atomic_write(args.output) as fh:
-                total = _stream(args.input, results, fh, failed, args.delimiter)
+                total = _write(args, results, fh, failed, word, model)
         else:
-            total = _stream(args.input, results, sys.stdout, failed, args.delimiter)
+            total = _write(args, results, sys.stdout, failed, word, model)
     if not failed.where:
         return 0
     where = f"the rest are in {args.output}" if args.output else "the rest were written"
-    print(f"fstchunk decode: error: {failed.summary(total)}: their lines carry the tag "
-          f"{UNDECODED}, which fstchunk eval refuses; {where}", file=sys.stderr)
+    print(f"fstchunk decode: error: {failed.summary(total)}: " + (
+        f"their lines carry the tag {UNDECODED}, which fstchunk eval refuses; "
+        if args.format == "conll" else "written with their error; ") + where,
+        file=sys.stderr)
     return 1
+
+
+def _model_input(args: argparse.Namespace) -> tuple:
+    """(model, its arranged sentences, the word column there) under ``--model``."""
+    if args.scheme is not None:
+        raise InputError("--scheme is for --scores; a model decodes in its own scheme "
+                         "(--output-scheme sets the output's)")
+    if args.input is None:
+        raise InputError("--model needs --input, the CoNLL file to tag")
+    model = load_model(args.model)
+    if args.format == "crfsuite" or getattr(model, "kind", None) == KIND:
+        if args.format == "conll":
+            refuse_kind(model, args.model)
+        require_kind(model, args.model)
+        if args.columns is not None or args.delimiter is not None:
+            raise InputError("--columns and --delimiter are for CoNLL inputs; CRFsuite data "
+                             "has one label and tab-separated attributes per line")
+        return SequenceModel(model), iter_data(args.input), 0
+    checked = layout_input(iter_input(args.input, args.delimiter), model, args.model,
+                           args.columns, "decode")
+    move = checked.arrangement
+    word = move.target.word if move else (checked.source.word if checked.source else 0)
+    return model, arranged(checked.sentences, move), word
+
+
+def _scored_input(args: argparse.Namespace) -> tuple:
+    """(score model, its scored sentences, 0) under ``--scores`` (read in full)."""
+    if args.columns is not None:
+        raise InputError("--columns is for --model; with --scores the tokens are the "
+                         "first column of --input")
+    try:
+        read_metadata(args.scores)
+    except FstchunkError:
+        pass
+    else:
+        raise InputError(f"{args.scores} is a saved fstchunk model, not a score file: "
+                         f"give it as --model {args.scores}")
+    sents = None
+    if args.input is not None:
+        sents = list(iter_input(args.input, args.delimiter))
+        if not sents:
+            raise no_sentences(args.input)
+    model, items = open_scores(args.scores, args.scheme, sents)
+    return model, items, 0
+
+
+def _write(args: argparse.Namespace, results: Iterator[Decoded], out: IO[str],
+           failed: Failures, word: int, model) -> int:
+    """The chosen format; the number of sentences written (none: refused)."""
+    total = None
+    if args.format == "jsonl":
+        total = write_jsonl(results, out, failed, word, model.scheme)
+    elif args.format == "html":
+        what = args.model or args.scores
+        sub = (f"decoder {args.decoder}" + (f", β = {args.beta:g}" if
+                                            args.decoder.startswith("meu") else "")
+               + (f", chunks with p ≥ {args.min_confidence:g}" if args.min_confidence
+                  else "") + "; shade: the chunk's probability p")
+        total = write_html(results, out, failed, word, f"fstchunk decode: {what}", sub)
+    elif args.format == "crfsuite":
+        total = write_reference(results, out, failed, UNDECODED)
+    elif args.scores and args.input is None:
+        return write_tag_column(results, out, failed, UNDECODED)
+    else:
+        return _stream(args.input, results, out, failed, args.delimiter)
+    if total == 0:
+        raise no_sentences(args.input)
+    return total
 
 
 def _stream(path: str, results: Iterator[Decoded], out: IO[str], failed: Failures,

@@ -8,9 +8,12 @@ conlleval.pl does (benchmarks/RESULTS.md, "Front door").
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
-from ..evaluate import evaluate_file
+from ..crfsuite.evaluation import evaluate, read_reference
+from ..errors import InputError
+from ..scoring import evaluate_file
 from .common import BETA_HELP, HelpFormatter, beta_option, warn
 
 
@@ -27,11 +30,43 @@ def add_parsers(sub) -> None:
                         "'\\t'; a single character is literal); none: one space, as "
                         "conlleval.pl, or tabs when the first line holds one")
     p.add_argument("--json", action="store_true", help="print the scores as JSON")
+    p.add_argument("--format", choices=("conll", "crfsuite"), default="conll",
+                   help="conll: conlleval.pl's chunk report; crfsuite: FILE holds GOLD<TAB>"
+                        "PREDICTED lines (crfsuite tag -r, decode --format crfsuite), "
+                        "reported as crfsuite tag -qt does: per label, macro-average, item "
+                        "and instance accuracy (any labels; for chunk tags, the conll format "
+                        "reads the same file)")
     p.set_defaults(func=run_eval)
 
 
 def run_eval(args: argparse.Namespace) -> int:
+    if args.format == "crfsuite":
+        return _run_crfsuite(args)
     rep = evaluate_file(args.file, scheme=args.scheme, beta=args.beta, delimiter=args.delimiter,
                         warn=lambda message: warn("eval", message))
     sys.stdout.write(rep.json() + "\n" if args.json else rep.conlleval())
+    return 0
+
+
+def _run_crfsuite(args: argparse.Namespace) -> int:
+    """CRFsuite's evaluation report (:mod:`fstchunk.crfsuite.evaluation`)."""
+    for option, value, default in (("--scheme", args.scheme, None),
+                                   ("--delimiter", args.delimiter, None),
+                                   ("--beta", args.beta, 1.0)):
+        if value != default:
+            raise InputError(f"{option} is for --format conll; CRFsuite's report is per "
+                             f"label, F1, on tab-separated lines")
+    rep = evaluate(read_reference(args.file))
+    if args.json:
+        labels = {y: dict(zip(("precision", "recall", "f1"), rep.prf(y) or (None,) * 3),
+                          match=rep.match[y], model=rep.model[y], ref=rep.ref[y])
+                  for y in rep.labels}
+        p, r, f = rep.macro()
+        sys.stdout.write(json.dumps({"labels": labels, "macro": {"precision": p, "recall": r,
+                                                                 "f1": f},
+                                     "items": rep.items, "items_correct": rep.items_correct,
+                                     "instances": rep.instances,
+                                     "instances_correct": rep.instances_correct}) + "\n")
+    else:
+        sys.stdout.write(rep.text())
     return 0

@@ -1,5 +1,6 @@
 """``fstchunk expected``: E[tp], E[P], E[R], E[F_β] of each sentence under a model or
-score arrays."""
+score arrays; with ``--format crfsuite``, of each sequence of a CRFsuite data file
+under an attribute CRF, its labels the fixed sequence."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any, Iterator, NamedTuple
 
 from .. import encodings as enc
 from ..errors import FstchunkError, InputError
-from ..evaluate import f_beta
+from ..scoring import f_beta
 from ..expected import expected_f
 from ..grammars import budget
 from ..models import load_model
@@ -22,13 +23,21 @@ from .common import (BETA_HELP, Failures, HelpFormatter, add_executor, add_on_in
                      beta_option, executor_of)
 from .inputs import arranged, columns_spec, iter_gold, layout_input, read_gold
 from .grammar import add_state_budget
+from .crfsuite_format import SequenceModel, gold_sequences, refuse_kind, require_kind
+from ..crfsuite.data import Sequence
+from ..tagspace import UNCONSTRAINED, canonical
 
 
 def add_parsers(sub) -> None:
     p = sub.add_parser("expected", formatter_class=HelpFormatter,
                        help="expected tp, P, R and F_β of each sentence of a CoNLL file "
                             "under a saved model (--model) or score arrays (--scores)")
-    p.add_argument("file", help="CoNLL file")
+    p.add_argument("file", help="CoNLL file (--format crfsuite: CRFsuite data, its labels "
+                                "the fixed tag sequence)")
+    p.add_argument("--format", choices=("conll", "crfsuite"), default="conll",
+                   help="of FILE: CoNLL columns, or CRFsuite's data format (an attribute "
+                        "CRF's input: fstchunk import crfsuite --scheme S, train --format "
+                        "crfsuite)")
     p.add_argument("--model", default=None, help="a saved model (fstchunk train)")
     p.add_argument("--scores", default=None, metavar="NPZ",
                    help="score arrays, one lattice per sentence (see fstchunk.scorefile)")
@@ -64,13 +73,20 @@ def _scored(args: argparse.Namespace, ex) -> Iterator[tuple]:
         require = getattr(model, "require_probabilities", None)   # perceptron/MMVP scores
         if require is not None:
             require()
-        gold = iter_gold(args.file, args.scheme, args.column, args.on_invalid, "expected")
-        checked = layout_input(gold, model, args.model, args.columns, "expected")
-        job = _Job(model, checked.arrangement, args.column, args.scheme, args.direction,
-                   args.beta, args.method, args.state_budget)
-        return ((s, row) for block, rows in map_blocks(_expected_block, job,
-                                                       checked.sentences, ex)
+        if args.format == "crfsuite":
+            job, sents = _crfsuite_job(args, model)
+        else:
+            refuse_kind(model, args.model)
+            gold = iter_gold(args.file, args.scheme, args.column, args.on_invalid, "expected")
+            checked = layout_input(gold, model, args.model, args.columns, "expected")
+            job = _Job(model, checked.arrangement, args.column, args.scheme, args.direction,
+                       args.beta, args.method, args.state_budget)
+            sents = checked.sentences
+        return ((s, row) for block, rows in map_blocks(_expected_block, job, sents, ex)
                 for s, row in zip(block, rows))
+    if args.format == "crfsuite":
+        raise InputError("--format crfsuite scores CRFsuite data under an attribute CRF "
+                         "(--model), not a score file")
     try:
         read_metadata(args.scores)
     except FstchunkError:
@@ -108,9 +124,25 @@ def _expected_block(job: _Job, block: list) -> list:
                 for s, lat in zip(block, lats)]
 
 
+def _crfsuite_job(args: argparse.Namespace, model) -> tuple:
+    """The job and the gold sequences of ``--format crfsuite`` (CRFsuite data whose
+    labels, in ``--scheme``, are the fixed sequence), refusing what does not apply."""
+    require_kind(model, args.model)
+    if args.columns is not None or args.column != -1:
+        raise InputError("--columns and --column are for CoNLL files; CRFsuite data's "
+                         "labels are the fixed sequence")
+    if canonical(model.scheme) == UNCONSTRAINED:
+        raise InputError(f"{args.model}: an unconstrained chain (scheme none) has no chunks "
+                         f"to expect; import or train it with its chunk scheme")
+    job = _Job(SequenceModel(model), None, -1, args.scheme, args.direction, args.beta,
+               args.method, args.state_budget)
+    return job, gold_sequences(args.file, args.scheme, args.on_invalid, "expected")
+
+
 def _row(job: _Job, s, lat) -> dict | BaseException:
     try:
-        fixed = enc.convert(s.column(job.column), job.scheme, lat.scheme)
+        tags = s.labels if isinstance(s, Sequence) else s.column(job.column)
+        fixed = enc.convert(tags, job.scheme, lat.scheme)
         kw = {"hypothesis": fixed} if job.direction == "decoding" else {"reference": fixed}
         r = expected_f(lat, beta=job.beta, method=job.method, **kw)
     except SENTENCE_ERRORS as e:

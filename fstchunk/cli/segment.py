@@ -13,8 +13,11 @@ writes the model again).  ``decode`` writes the input again with its segments re
 JSONL lines keep their keys with ``segments`` replaced by the predicted list; a CoNLL
 input gets a predicted IOB2 column, which can hold only non-overlapping contiguous
 segments, so for CoNLL output the restrictions no-overlap and contiguous are always
-applied (on top of ``--restrict``).  ``eval`` scores predicted against gold segment
-sets.
+applied (on top of ``--restrict``).  A calibrated model (``train --dev``) gives each
+predicted segment of a JSONL output its probability ``p`` = σ(a·score + b) (Platt);
+an uncalibrated one writes no ``p``, and refuses ``--min-confidence``, which drops
+the segments of p below it (on CoNLL output too).  ``eval`` scores predicted
+against gold segment sets.
 
 Files are JSONL (GENIA's format: ``tokens`` and ``segments`` per line) or CoNLL (the
 segments are the chunks of the last column, conlleval's reading); the format is read
@@ -111,6 +114,11 @@ def add_parser(sub) -> None:
     q.add_argument("--restrict", default=None,
                    help=restrict_help + " (none: the model's; 'none' for no restriction)")
     q.add_argument("--format", choices=FORMATS, default="auto", help=format_help)
+    q.add_argument("--min-confidence", type=float, default=0.0, metavar="P",
+                   help="drop the predicted segments whose calibrated probability is below "
+                        "P (needs a calibrated model: segment train --dev); JSONL output "
+                        "gives each segment's probability as \"p\" when the model is "
+                        "calibrated")
     q.add_argument("-o", "--output", default=None, help="output file (none: standard output)")
     add_executor(q, "the input's sentences (blocks of about 2000 tokens; the output keeps "
                     "the input's order)")
@@ -190,8 +198,14 @@ def run_decode(args: argparse.Namespace) -> int:
     if not jsonl:                     # a tag column holds non-overlapping contiguous chunks
         flags.update(no_overlap=True, contiguous=True)
     model.decode([], restrictions=flags, decoder=args.decoder, beta=args.beta)  # refusals first
+    if not (0.0 <= args.min_confidence <= 1.0):
+        raise InputError(f"--min-confidence must be a probability in [0, 1], got "
+                         f"{args.min_confidence}")
+    if args.min_confidence > 0 and not model.calibrated:
+        raise InputError(f"--min-confidence needs segment probabilities, and {args.model} "
+                         "has no calibration (fstchunk segment train --dev FILE fits it)")
     _check_layout(model, args.model, args.input, fmt)
-    job = (model, flags, args.decoder, args.beta)
+    job = (model, flags, args.decoder, args.beta, args.min_confidence)
 
     def write(fh, ex) -> None:
         # (sentence, segments) in input order, a block at a time; tee in lockstep
@@ -202,9 +216,12 @@ def run_decode(args: argparse.Namespace) -> int:
         a, b = tee(pairs)
         sents, pred = (s for s, _ in a), (segs for _, segs in b)
         if jsonl:
-            write_jsonl(sents, pred, fh)
+            c, d = tee(pred)
+            write_jsonl(sents, ([g for g, _ in row] for row in c), fh,
+                        (dict(row) for row in d))
         else:
-            write_conll_predictions(args.input, sents, pred, fh)
+            write_conll_predictions(args.input, sents, ([g for g, _ in row] for row in pred),
+                                    fh)
 
     with executor_of(args) as ex:
         if args.output:
@@ -233,6 +250,8 @@ def _check_layout(model: SegmentModel, model_path: str, path: str, fmt) -> None:
 
 
 def _decode_block(job: tuple, block: list) -> list:
-    """A worker's part: the predicted segments of each sentence of ``block``."""
-    model, flags, decoder, beta = job
-    return model.decode(block, restrictions=flags, decoder=decoder, beta=beta)
+    """A worker's part: the predicted (segment, p) of each sentence of ``block``, those
+    of p below the threshold dropped."""
+    model, flags, decoder, beta, least = job
+    rows = model.decode_scored(block, restrictions=flags, decoder=decoder, beta=beta)
+    return [[(g, p) for g, p in row if least <= 0 or p >= least] for row in rows]

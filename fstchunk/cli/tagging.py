@@ -2,6 +2,10 @@
 ``fstchunk calibrate`` (a CRF's temperature on held-out sentences: a max-margin CRF
 needs it before any decoder but MAP reads its scores as probabilities).
 
+``train --format crfsuite`` trains an attribute CRF on CRFsuite data instead
+(:func:`fstchunk.cli.crfsuite_format.run_train`); ``--features`` takes a built-in
+template or a template file (:mod:`fstchunk.models.templates`).
+
 Both check their destination (``-o``) before any work, and write it atomically
 (:mod:`fstchunk.outputs`).
 
@@ -21,10 +25,10 @@ import argparse
 
 from .. import encodings as enc
 from ..columns import Columns
-from ..errors import InputError
+from ..errors import FstchunkError, InputError
 from ..models import load_model
 from ..models.crf import CRF, CRF_OBJECTIVES
-from ..models.features import TEMPLATES, resolve_template
+from ..models.features import TEMPLATES, resolve_template, template_of
 from ..models import maxmargin as mm
 from ..models.hmm import HMM
 from ..outputs import check_output
@@ -33,6 +37,7 @@ from ..learn.loop import SELECT, file_digest
 from .common import (Given, HelpFormatter, add_executor, add_on_invalid, executor_of, given,
                      nonnegative_float, nonnegative_int, positive_float, positive_int,
                      training_beta_option, warn)
+from . import crfsuite_format
 from .inputs import add_columns, iter_input, layout_input, no_sentences, read_gold, warn_unread
 
 
@@ -42,13 +47,21 @@ def add_parsers(sub) -> None:
     p = sub.add_parser("train", formatter_class=HelpFormatter,
                        help="train a CRF (ML, minimum-risk or max-margin) or a counting HMM")
     p.add_argument("--train", required=True, help="CoNLL training file")
+    p.add_argument("--format", choices=("conll", "crfsuite"), default="conll",
+                   help="of --train, --dev and --calibrate: CoNLL columns read through "
+                        "--features, or CRFsuite's data format (LABEL<TAB>attr[:value]..., "
+                        "an attribute CRF over those attributes; --scheme none: any labels, "
+                        "not given: detected; docs/howto/crfsuite.md)")
     p.add_argument("--dev", default=None,
                    help="CoNLL file (same columns) for the dev F in the progress line and "
                         "--select dev")
     add_columns(p)
-    p.add_argument("--features", default="tmpt3", choices=tuple(TEMPLATES), action=Given,
-                   help="feature template (Tang et al. tmpt1-4, ner; -nopos: no POS column; "
-                        "with --init: the init model's)")
+    p.add_argument("--features", default="tmpt3", type=feature_template, action=Given,
+                   metavar="TEMPLATE",
+                   help="feature template: a built-in name (Tang et al. tmpt1-4, ner; -nopos: "
+                        "no POS column: " + ", ".join(TEMPLATES) + ") or a template file "
+                        "(CRF++'s syntax, U and B lines, %%x[row,col]; docs/howto/"
+                        "templates.md); with --init: the init model's")
     p.add_argument("--objective", default=lo.ML.name, choices=lo.names(CRF_OBJECTIVES),
                    help="what training minimises, a mean per sentence plus λ‖θ‖² where it "
                         "has a λ: " + lo.help_text(CRF_OBJECTIVES) + "; meu costs "
@@ -121,7 +134,20 @@ def add_parsers(sub) -> None:
     p.set_defaults(func=run_calibrate)
 
 
+def feature_template(text: str) -> str:
+    """argparse type: a built-in template name or a readable template file, parsed here
+    so that a bad template is refused (naming file:line:column) before any data is
+    read."""
+    try:
+        template_of(text)
+    except InputError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
 def run_train(args: argparse.Namespace) -> int:
+    if args.format == "crfsuite":
+        return crfsuite_format.run_train(args)
     check_output(args.output)
     if args.model_type == "hmm" and (lo.objective(args.objective) is not lo.ML or args.init
                                      or args.resume or args.calibrate):
@@ -183,7 +209,12 @@ def run_train(args: argparse.Namespace) -> int:
                 output=args.output, progress=not args.quiet, log=print, identity=identity,
                 executor=ex)
     if heldout is not None:
-        _calibrate(crf, heldout, args.calibrate, data_scheme)
+        try:
+            _calibrate(crf, heldout, args.calibrate, data_scheme)
+        except FstchunkError as e:            # the trained model is on disk: say so
+            raise InputError(f"{e}; the trained model was written to {args.output} without "
+                          f"calibration (fstchunk calibrate --model {args.output} --input "
+                          f"HELDOUT -o {args.output} fits it later)") from e
         crf.save(args.output)
     print(f"wrote {args.output}")
     return 0
@@ -197,8 +228,8 @@ def _refuse_init_conflicts(args: argparse.Namespace, crf: CRF) -> None:
                          f"({args.init}); drop {option} or give a matching one")
     if given(args, "scheme") and enc.canonical_scheme(args.scheme) != crf.scheme:
         refuse("--scheme", args.scheme, "scheme", crf.scheme)
-    if given(args, "features") and resolve_template(args.features, crf.columns) \
-            != crf.fmap.template:
+    if given(args, "features") and template_of(resolve_template(
+            args.features, crf.columns)).source != crf.fmap.spec.source:
         refuse("--features", args.features, "feature template", crf.fmap.template)
     if given(args, "min_count"):
         theirs = crf.settings.get("min_count")

@@ -223,8 +223,8 @@ class Trainer:
             model.theta = theta.copy()
             if self.dev and self.dev_every and k % self.dev_every == 0:
                 self._dev(model, state, k)
-            bar.set_postfix(objective=f"{value:.6g}", **shown,
-                            dev_f=f"{state['dev_f']:.2f}", refresh=False)
+            dev = {"dev_f": f"{state['dev_f']:.2f}"} if self.dev else {}   # no dev: no column
+            bar.set_postfix(objective=f"{value:.6g}", **shown, **dev, refresh=False)
             bar.update(1)
             if self.checkpoint and self.checkpoint_every and k % self.checkpoint_every == 0:
                 save_checkpoint(k)

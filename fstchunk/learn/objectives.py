@@ -144,13 +144,17 @@ PERCEPTRON = Objective("perceptron", "the averaged perceptron (passes; stops aft
                        "without mistakes)", "perceptron", None, False)
 MMVP = Objective("mmvp", "the averaged perceptron with the max-margin step (Shimizu & Haas, "
                  "Algorithm 4.3)", "mmvp", None, False)
+PA = Objective("pa", "passive-aggressive passes (CRFsuite's -a pa: types 0, I, II, "
+               "error-sensitive cost, averaging)", "pa", None, False)
+AROW = Objective("arow", "adaptive regularisation of weight vectors (CRFsuite's -a arow)",
+                 "arow", None, False)
 MULTILABEL = Objective("multilabel", "online large-margin multilabel learning with "
                        "Hildreth's updates (McDonald et al. 2005, Fig. 4)", "hildreth",
                        None, False)
 
 #: every objective, by name
 OBJECTIVES: dict[str, Objective] = {o.name: o for o in (
-    ML, MEU, MEU_CORPUS, MAX_MARGIN, PERCEPTRON, MMVP, MULTILABEL)}
+    ML, MEU, MEU_CORPUS, MAX_MARGIN, PERCEPTRON, MMVP, PA, AROW, MULTILABEL)}
 
 
 def objective(name: str | Objective, among: tuple[Objective, ...] | None = None) -> Objective:

@@ -77,31 +77,50 @@ class LBFGS:
     unit, suffix, state_name = "it", "", "solver state"
 
     def __init__(self, fun: Callable[[np.ndarray], tuple[float, np.ndarray]],
-                 tol: float = 1e-9, memory: int = 10):
+                 tol: float = 1e-9, memory: int = 10,
+                 stop: Callable[[np.ndarray, float, np.ndarray | None], bool] | None = None,
+                 max_linesearch: int = 20):
+        """``stop(θ, value, gradient)``: a further test after each iteration (CRFsuite's,
+        :class:`fstchunk.learn.owlqn.Stopping`); True ends the run as converged.
+        ``max_linesearch``: the most function evaluations of one line search.  With a
+        ``stop``, scipy's own relative-decrease test (``ftol``) is off: the run ends by
+        ``stop``, the gradient tolerance, ``max_steps`` or a failed line search."""
         self.fun, self.tol, self.memory = fun, float(tol), int(memory)
+        self.stop, self.max_linesearch = stop, int(max_linesearch)
         self._last: tuple[np.ndarray, int] | None = None
 
     def run(self, theta: np.ndarray, done: int, max_steps: int, on_step: OnStep) -> Outcome:
         value = [float("nan")]
         k = [done]
+        last: list = [None, None]            # the last point evaluated and its gradient
+        stopped = [False]
         self._last = (theta.copy(), done)
 
         def tracked(x: np.ndarray) -> tuple[float, np.ndarray]:
             value[0], grad = self.fun(x)
+            last[0], last[1] = x.copy(), grad
             return value[0], grad
 
         def step(x: np.ndarray) -> None:
             k[0] += 1
             self._last = (x.copy(), k[0])
             on_step(x, value[0], {})
+            if self.stop is not None:
+                grad = last[1] if last[0] is not None and np.array_equal(last[0], x) else None
+                if self.stop(x, value[0], grad):
+                    stopped[0] = True
+                    raise StopIteration
         import scipy.optimize            # loaded when a model trains, not on import
         res = scipy.optimize.minimize(
             tracked, theta, jac=True, method="L-BFGS-B", callback=step,
             options={"maxiter": max(max_steps - done, 1), "gtol": self.tol,
-                     "maxcor": self.memory})
-        self._last = (res.x.copy(), done + int(res.nit))
-        return Outcome(int(res.nit), bool(res.success), float(res.fun),
-                       {"solver": "lbfgs"})
+                     "maxcor": self.memory, "maxls": self.max_linesearch,
+                     **({"ftol": 0.0} if self.stop is not None else {})})
+        nit = k[0] - done
+        self._last = (res.x.copy(), done + nit)
+        why = getattr(self.stop, "reason", "") if stopped[0] else str(res.message)
+        return Outcome(nit, bool(res.success) or stopped[0], float(res.fun),
+                       {"solver": "lbfgs", "stopped_by": why})
 
     def save_state(self, path: str) -> None:
         return None

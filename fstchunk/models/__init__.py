@@ -29,12 +29,13 @@ from .io import read_metadata
 #: model kind -> (module, class): the registry; a class is imported when first needed
 _KINDS: dict[str, tuple[str, str]] = {
     "crf": ("fstchunk.models.crf", "CRF"), "hmm": ("fstchunk.models.hmm", "HMM"),
+    "attribute-crf": ("fstchunk.models.attribute_crf", "AttributeCRF"),
     "joint": ("fstchunk.models.joint", "JointModel"),
     "segment": ("fstchunk.models.segment", "SegmentModel")}
 _NAMES = {cls: kind for kind, (_, cls) in _KINDS.items()}
 _PROTOCOLS = {"ChunkModel": "fstchunk.models.base", "TrainableModel": "fstchunk.models.base"}
 
-__all__ = ["CRF", "HMM", "JointModel", "MODELS", "SegmentModel", "ChunkModel",
+__all__ = ["AttributeCRF", "CRF", "HMM", "JointModel", "MODELS", "SegmentModel", "ChunkModel",
            "TrainableModel", "load_model", "model_class"]
 
 
@@ -68,6 +69,7 @@ def load_model(path) -> Any:
 
 if TYPE_CHECKING:
     from .base import ChunkModel, TrainableModel
+    from .attribute_crf import AttributeCRF
     from .crf import CRF
     from .hmm import HMM
     from .joint import JointModel

@@ -47,7 +47,7 @@ from ..columns import Columns
 from ..conll import Sentence
 from ..errors import InputError, SchemeError
 from ..batch import decode_sentences
-from ..evaluate import evaluate
+from ..scoring import evaluate
 from ..lattice import Lattice
 
 

@@ -5,7 +5,7 @@ sentence at a time and change θ by a feature difference φ(x_k, y) − φ(x_k, 
 both keep θ in a block-friendly layout and share these pieces:
 
 * W (features x tags, dense, zero outside the model's (feature, tag) pairs), trans,
-  start, end; :meth:`ChainBlocks.theta_of` is the CRF's θ layout of them;
+  start, end (``rest_mask``: which of these are parameters of the model); :meth:`ChainBlocks.theta_of` is the CRF's θ layout of them;
 * per sentence k: its feature columns, X_k restricted to them and its transpose, so
   that em_k = X_k·W[cols] and the θ-image of a chain-space difference E is
   X_kᵀ·E (masked to the pairs);
@@ -51,6 +51,11 @@ class ChainBlocks:
         self.pairs = np.asarray(model.pairs)
         self.mask = np.zeros((data.X.shape[1], self.L))
         self.mask[self.pairs[:, 0], self.pairs[:, 1]] = 1.0
+        # 1 at the entries of (trans, start, end) that are parameters (a model's ``free``
+        # mask after its pairs, e.g. CRFsuite's features: no start/end), else all
+        free = getattr(model, "free", None)
+        self.rest_mask = (np.ones(self.L * self.L + 2 * self.L) if free is None
+                          else np.asarray(free[len(self.pairs):], dtype=float))
         off = data.gold.offsets
         self.local = []                                   # per sentence: cols, X_k[:, cols], ᵀ
         for k in range(self.N):

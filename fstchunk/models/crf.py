@@ -52,7 +52,6 @@ from __future__ import annotations
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
-import scipy.sparse as sp
 
 from .. import encodings as enc
 from ..columns import Columns
@@ -65,13 +64,13 @@ from ..learn.loop import Trainer
 from ..learn.solvers import LBFGS, Solver
 from ..tagspace import TagSet
 from .bcfw import BCFWSolver
-from . import crf_loss
 from .design import FeatureCount, TrainingData, observed_pairs, training_data
 from .base import check_training_set, chunk_dev_f, gold_tags, training_columns
-from .features import TEMPLATES, FeatureMap, feature_kinds, reads_pos, resolve_template
+from .features import TEMPLATES, FeatureMap, feature_kinds, resolve_template, template_of
+from .templates import parse_template
 from .io import Fields, load_model_file, save_model
 from .calibrated import Calibrated
-from .objectives import Chain
+from .pairchain import PairChain
 from .perceptron import PerceptronSolver
 
 #: the objectives a CRF trains (:mod:`fstchunk.learn.objectives`)
@@ -83,7 +82,7 @@ HYPERPARAMETERS = ("features", "scheme", "data_scheme", "columns", "min_count", 
                    "l2", "beta", "loss", "max_iter", "tol", "select")
 
 
-class CRF(Calibrated):
+class CRF(Calibrated, PairChain):
     """Linear-chain CRF; see the module doc.  The constructor takes the hyper-parameters
     only (scikit-learn's convention); :meth:`fit` learns the feature map, the tags, the
     (attribute, tag) pairs and θ, which :meth:`load` reads back from a model file."""
@@ -181,7 +180,7 @@ class CRF(Calibrated):
         """The columns the features read: :attr:`columns`, without POS for a ``-nopos``
         template."""
         c = self.columns
-        return Columns(c.word, c.pos if reads_pos(self.fmap.template) else None, c.tag)
+        return Columns(c.word, c.pos if self.fmap.spec.reads_pos else None, c.tag)
 
     @property
     def data_scheme(self) -> str | None:
@@ -195,32 +194,7 @@ class CRF(Calibrated):
         """The layout of training ``sentences`` read through :attr:`columns`."""
         cols = training_columns(sentences, self.columns, "the CRF")
         return Layout.of(sentences, cols, enc.canonical_scheme(data_scheme),
-                         "feature" if reads_pos(self.fmap.template) else "unread")
-
-    # --------------------------------------------------------------- parameters
-    def unpack(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(trans, start, end) of θ; the state weights are :meth:`emissions`'."""
-        P, L = self.P, self.L
-        return (theta[P:P + L * L].reshape(L, L), theta[P + L * L:P + L * L + L],
-                theta[P + L * L + L:])
-
-    def _dense_w(self, theta: np.ndarray) -> np.ndarray:
-        """The state weights as a dense feature x tag matrix, cached for the last θ."""
-        key = hash(theta.tobytes())
-        if self._w_cache is not None and self._w_cache[0] == key:
-            return self._w_cache[1]
-        W = np.zeros((len(self.fmap), self.L))
-        W[self.pairs[:, 0], self.pairs[:, 1]] = theta[:self.P]
-        self._w_cache = (key, W)
-        return W
-
-    def emissions(self, X: sp.csr_matrix, theta: np.ndarray | None = None) -> np.ndarray:
-        """X·W for the token rows of X."""
-        return X @ self._dense_w(self.theta if theta is None else theta)
-
-    def chain(self, theta: np.ndarray, X: sp.csr_matrix) -> Chain:
-        """The score arrays of the tokens of X under θ."""
-        return Chain(self.tags, self.scheme, self.emissions(X, theta), *self.unpack(theta))
+                         "feature" if self.fmap.spec.reads_pos else "unread")
 
     def lattice(self, sentence: Sentence) -> Lattice:
         return self.lattices([sentence])[0]
@@ -262,7 +236,9 @@ class CRF(Calibrated):
         data_scheme = enc.canonical_scheme(self.data_scheme_)
         gold = [gold_tags(s, data_scheme, scheme, cols.tag) for s in sentences]
         check_training_set(sentences, gold, "a CRF")
-        fmap = FeatureMap.fit(sentences, template, min_count, cols.word, cols.pos)
+        spec = template_of(template).bind(cols, len(sentences[0].rows[0]),
+                                          sentences[0].where(0))
+        fmap = FeatureMap.fit(sentences, spec, min_count, cols.word, cols.pos)
         tags = TagSet.from_tags({t for g in gold for t in g}, scheme).tags
         data = training_data(fmap, tags, scheme, sentences, gold)
         pairs = observed_pairs(data.X, data.gold.sequences, len(tags))
@@ -286,13 +262,6 @@ class CRF(Calibrated):
         return training_data(self.fmap, self.tags, self.scheme, train, gold)
 
     # --------------------------------------------------------------- objectives
-    def objective_function(self, name: str | lo.Objective, data: TrainingData, l2: float,
-                           beta: float = 1.0, loss: str = "hamming", executor: Any = None):
-        """θ -> (value, gradient) of objective ``name`` on ``data`` plus l2·‖θ‖²
-        (:func:`.crf_loss.value_and_grad`)."""
-        return crf_loss.value_and_grad(self, data, lo.objective(name, CRF_OBJECTIVES), l2,
-                                       beta, loss, executor)
-
     def solver(self, objective: lo.Objective, data: TrainingData, *, l2: float,
                beta: float, loss: str, tol: float | None, executor: Any) -> Solver:
         """The solver of ``objective`` (:class:`fstchunk.learn.loop.Trainer` runs it):
@@ -311,17 +280,6 @@ class CRF(Calibrated):
     def dev_f(self, dev: Sequence[Sentence]) -> float:
         """conlleval F (percent) of MAP decoding on ``dev`` (:func:`.base.chunk_dev_f`)."""
         return chunk_dev_f(self, dev)
-
-    def statistics(self, data: TrainingData, theta: np.ndarray, name: str,
-                   beta_sq: float = 1.0, loss: str = "hamming") -> tuple[np.ndarray, np.ndarray]:
-        """The additive statistics of objective ``name`` on ``data`` at θ
-        (:func:`.crf_loss.statistics`; what a worker of :mod:`fstchunk.scale` computes)."""
-        return crf_loss.statistics(self, data, theta, lo.objective(name, CRF_OBJECTIVES),
-                                   beta_sq, loss)
-
-    def partitions(self, data: TrainingData, parts: int) -> list[tuple["CRF", TrainingData]]:
-        """The shards of ``data`` for :mod:`fstchunk.scale` (:func:`.crf_loss.partitions`)."""
-        return crf_loss.partitions(self, data, parts)
 
     def scoring_copy(self) -> "CRF":
         """This CRF without its feature dictionary (a :class:`FeatureCount` in its
@@ -357,7 +315,7 @@ class CRF(Calibrated):
         """Write the model file (:func:`~fstchunk.models.io.save_model`)."""
         arrays = dict(self.fmap.to_arrays(), theta=self.theta, pairs=self.pairs)
         save_model(path, "crf", arrays, {
-            "tags": list(self.tags), "scheme": self.scheme, "template": self.fmap.template,
+            "tags": list(self.tags), "scheme": self.scheme, **self.fmap.meta(),
             "columns": self.columns.to_json(), "settings": self.settings}, self.layout)
 
     @classmethod
@@ -368,12 +326,19 @@ class CRF(Calibrated):
         scheme = f.scheme()
         tags = f.tags(scheme)
         template = f.get("template", str)
-        if template not in TEMPLATES:
-            raise f.error("template", f"unknown feature template {template!r}")
         cols = f.columns()
-        if reads_pos(template) and cols.pos is None:
-            raise f.error("columns", f"template {template} reads POS, but the columns "
-                                     f"{cols.spec()} have none")
+        if "template_source" in f.meta:
+            try:
+                spec = parse_template(f.get("template_source", str), template).bind(cols)
+            except InputError as e:
+                raise f.error("template_source", str(e)) from None
+        elif template not in TEMPLATES:
+            raise f.error("template", f"unknown feature template {template!r}")
+        else:
+            spec = template_of(template)
+            if spec.reads_pos and cols.pos is None:
+                raise f.error("columns", f"template {template} reads POS, but the columns "
+                                         f"{cols.spec()} have none")
         blob = f.array("feature_names", "bytes", (None,))
         try:
             names = bytes(blob).decode("utf-8").split("\n")
@@ -382,7 +347,8 @@ class CRF(Calibrated):
         names = names if names != [""] else []
         if len(set(names)) != len(names):
             raise f.error("feature_names", "repeats a feature")
-        alien = {n.split("=", 1)[0] for n in names} - feature_kinds(template)
+        alien = set() if "template_source" in f.meta else (
+            {n.split("=", 1)[0] for n in names} - feature_kinds(template))
         if alien:
             raise f.error("template", f"{template} does not write the features of this "
                                       f"model (e.g. {sorted(alien)[0]!r})")
@@ -395,7 +361,7 @@ class CRF(Calibrated):
         if len(np.unique(pairs[:, 0].astype(np.int64) * L + pairs[:, 1])) != len(pairs):
             raise f.error("pairs", "repeats a (feature, tag) pair")
         theta = f.array("theta", "float", (len(pairs) + L * L + 2 * L,), finite=True)
-        fmap = FeatureMap(template, names, cols.word, cols.pos)
+        fmap = FeatureMap(spec, names, cols.word, cols.pos)
         return cls._fitted(fmap, tags, scheme, pairs, theta, f.settings(), cols,
                            f.layout(cols))
 

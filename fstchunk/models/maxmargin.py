@@ -101,7 +101,7 @@ def hamming_oracles(tags: Sequence[str], scheme: str, ems: Sequence[np.ndarray],
     """:func:`most_violating` with the Hamming loss for many sentences at once (one
     padded batch, :func:`~fstchunk.engine.lossaug.hamming_viterbi_batch`): (ŷ, Δ) each;
     ``cost`` weighs the loss in the argmax (0: plain Viterbi; Δ is the count)."""
-    space = TagSpace.of(tuple(tags), enc.canonical_scheme(scheme))
+    space = TagSpace.of(tuple(tags), scheme)
     ys, _ = hamming_viterbi_batch(ems, golds, trans, start, end, space, cost)
     return [(y, float(np.sum(y != g))) for y, g in zip(ys, golds)]
 

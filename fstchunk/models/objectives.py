@@ -77,7 +77,7 @@ from ..engine.expectation import corpus_expectations, tp_count_table_grad
 from ..expected import from_count_table
 from ..lattice import Lattice
 from ..learn.objectives import ML, MEU, MEU_CORPUS, Objective
-from ..tagspace import TagSpace
+from ..tagspace import TagSpace, canonical
 
 
 #: The most B·n·L² entries of one length batch: the gauged forward-backward
@@ -101,7 +101,7 @@ class Gold:
 
     def __init__(self, sequences: Sequence[np.ndarray], tags: Sequence[str], scheme: str):
         self.sequences = [np.asarray(g, dtype=np.int64) for g in sequences]
-        self.tags, self.scheme = tuple(tags), enc.canonical_scheme(scheme)
+        self.tags, self.scheme = tuple(tags), canonical(scheme)
 
     def __len__(self) -> int:
         return len(self.sequences)
@@ -129,6 +129,9 @@ class Gold:
 
     @cached_property
     def chunks(self) -> list[list[tuple[str, int, int]]]:
+        """The gold chunks of each sentence (a chunk scheme's tags only)."""
+        TagSpace.of(self.tags, self.scheme).require_chunks("an objective of chunks (meu, "
+                                                          "meu-corpus, the F loss)")
         return [enc.tags_to_chunks([self.tags[i] for i in g], self.scheme)
                 for g in self.sequences]
 

@@ -176,12 +176,22 @@ def iter_jsonl(path: str, gold: bool = True, fmt: FileFormat | None = None
 
 
 def write_jsonl(sentences: Iterable[SegSentence], predicted: Iterable[Iterable[Segment]],
-                fh) -> None:
-    """One line per sentence: its record with ``segments`` replaced by ``predicted``."""
+                fh, probabilities: Iterable[dict] | None = None) -> None:
+    """One line per sentence: its record with ``segments`` replaced by ``predicted``;
+    with ``probabilities`` (per sentence, segment -> p or None) each segment whose p
+    is known gets it as ``"p"``."""
+    probs = iter(probabilities) if probabilities is not None else None
     for s, segs in zip(sentences, predicted):
         rec = dict(s.record) if s.record else {"tokens": s.tokens}
-        rec["segments"] = [g.to_json() for g in sorted(segs, key=_order)]
+        p = next(probs) if probs is not None else {}
+        rec["segments"] = [_with_p(g.to_json(), p.get(g)) for g in sorted(segs, key=_order)]
         fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+
+
+def _with_p(obj: dict, p: float | None) -> dict:
+    if p is not None:
+        obj["p"] = p
+    return obj
 
 
 def _order(s: Segment) -> tuple:

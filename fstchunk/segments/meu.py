@@ -7,7 +7,7 @@ M = Σ_i Z_i (Poisson-binomial) and a predicted set S of size k has
 
     U(S) = E[F_β(S)] = E[(1+w)·Σ_{i∈S} Z_i / (k + w·M)]        (0/0 := 1: U(∅) = Pr(M = 0))
 
-with w = β² of the standard β (F_β = (1+β²)PR/(β²P+R) as in :mod:`fstchunk.evaluate`;
+with w = β² of the standard β (F_β = (1+β²)PR/(β²P+R) as in :mod:`fstchunk.scoring`;
 the slides' β' = w, :mod:`fstchunk.fbeta`); at β = 0, U(∅) = 1 (k + w·M = 0 always).
 For independent decisions the best set of each size k is the k most probable candidates
 (Jansche 2007, "A maximum expected utility framework for binary sequence labeling";

@@ -32,7 +32,7 @@ from typing import Sequence
 
 from ...conll import Sentence
 from ...errors import CoNLLError, InputError
-from ...evaluate import evaluate
+from ...scoring import evaluate
 from ..base import gold_tags
 
 # Table 3: the 45 Penn tags collapsed to 5 classes.

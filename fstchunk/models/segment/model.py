@@ -202,6 +202,16 @@ class SegmentModel:
         ``threshold`` (default: the model's); ``"meu"``: the set of maximal expected
         F_β (standard β) among the top k under the calibrated probabilities (:meth:`calibrate`,
         :func:`.meu.meu_set`), the restrictions then taken best first by probability."""
+        return [[g for g, _ in row] for row in
+                self.decode_scored(sentences, restrictions, threshold, W, decoder, beta)]
+
+    def decode_scored(self, sentences: Sequence[SegSentence],
+                      restrictions: str | dict | None = None, threshold: float | None = None,
+                      W: np.ndarray | None = None, decoder: str = "threshold",
+                      beta: float = 1.0) -> list[list[tuple[Segment, float | None]]]:
+        """:meth:`decode`'s segments each with its calibrated probability
+        p = σ(a·s(c) + b) (:meth:`calibrate`), or None when the model has no
+        calibration (then only ``decoder="threshold"`` runs)."""
         if decoder not in DECODERS:
             raise InputError(f"unknown segment decoder {decoder!r}; use one of "
                              f"{', '.join(DECODERS)}")
@@ -209,20 +219,26 @@ class SegmentModel:
         thr = self.threshold if threshold is None else float(threshold)
         if decoder == "meu":
             check_beta(beta)
-            a, b = self.platt()
+        a, b = self.platt() if decoder == "meu" or self.calibrated else (None, None)
         out = []
         for s in sentences:
             cands = self.candidates(s, W=W)
+            p = calibrated([c[0] for c in cands], a, b) if a is not None else [None] * len(cands)
             if decoder == "meu":
-                p = calibrated([c[0] for c in cands], a, b)
                 chosen, _ = meu_set(p, beta)
-                top = [cands[i] for i in sorted(chosen, key=lambda i: -p[i])]
+                top = [cands[i] + (p[i],) for i in sorted(chosen, key=lambda i: -p[i])]
             else:
-                top = [c for c in cands if c[0] > thr]
+                top = [c + (q,) for c, q in zip(cands, p) if c[0] > thr]
             if any(flags.values()):
                 top = restrict(top, **flags)
-            out.append([Segment(self.types[t], pos) for _, t, pos in top])
+            out.append([(Segment(self.types[t], pos), None if q is None else float(q))
+                        for _, t, pos, q in top])
         return out
+
+    @property
+    def calibrated(self) -> bool:
+        """Whether :meth:`calibrate` has given the model segment probabilities."""
+        return self.settings.get("platt") is not None
 
     def calibrate(self, sentences: Sequence[SegSentence], source: str | None = None
                   ) -> tuple[float, float]:

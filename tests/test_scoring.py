@@ -4,7 +4,7 @@ import pytest
 
 from fstchunk import encodings as enc
 from fstchunk.errors import CoNLLError, InputError
-from fstchunk.evaluate import evaluate, evaluate_file, f_beta, sentence_f
+from fstchunk.scoring import evaluate, evaluate_file, f_beta, sentence_f
 from oracles import all_chunkings
 
 

@@ -1,0 +1,100 @@
+"""fstchunk.sklearn.CRF against sklearn_crfsuite.CRF on CoNLL-2002 Dutch NER.
+
+The same tutorial-like feature function (our own: lower-cased word, suffixes, case and
+digit flags, POS, the same of the ±1 neighbours, BOS/EOS), the same c1, c2 and
+max_iterations for both; conlleval F (fstchunk.evaluate) and the wall time of ``fit``
+in one process with one BLAS thread (fstchunk also with 2 workers).  Tuning reads
+ned.testa; ned.testb is read once, for the final figure (``--test testb``).
+
+    python benchmarks/bench_sklearn.py [--sentences N] [--c1 0.1] [--c2 0.1]
+        [--max-iterations 100] [--test testa|testb] [--workers 2] [--only both|fstchunk|crfsuite]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from fstchunk.conll import data_path, read_conll        # noqa: E402
+from fstchunk import evaluate                    # noqa: E402
+
+
+def word2features(sent, i):
+    """The tutorial's kind of features (written afresh)."""
+    word, pos = sent[i][0], sent[i][1]
+    f = {"bias": 1.0, "word.lower()": word.lower(), "word[-3:]": word[-3:],
+         "word[-2:]": word[-2:], "word.isupper()": word.isupper(),
+         "word.istitle()": word.istitle(), "word.isdigit()": word.isdigit(),
+         "postag": pos, "postag[:2]": pos[:2]}
+    for off, name in ((-1, "-1"), (1, "+1")):
+        j = i + off
+        if 0 <= j < len(sent):
+            w, p = sent[j][0], sent[j][1]
+            f.update({f"{name}:word.lower()": w.lower(), f"{name}:word.istitle()": w.istitle(),
+                      f"{name}:word.isupper()": w.isupper(), f"{name}:postag": p,
+                      f"{name}:postag[:2]": p[:2]})
+        else:
+            f["BOS" if off < 0 else "EOS"] = True
+    return f
+
+
+def featurize(sents):
+    rows = [[r for r in s.rows if r[0] != "-DOCSTART-"] for s in sents]
+    rows = [r for r in rows if r]
+    return ([[word2features(r, i) for i in range(len(r))] for r in rows],
+            [[t[-1] for t in r] for r in rows])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sentences", type=int, default=0, help="first N training sentences (0: all)")
+    ap.add_argument("--c1", type=float, default=0.1)
+    ap.add_argument("--c2", type=float, default=0.1)
+    ap.add_argument("--max-iterations", type=int, default=100)
+    ap.add_argument("--test", choices=("testa", "testb"), default="testa")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--only", choices=("both", "fstchunk", "crfsuite"), default="both")
+    args = ap.parse_args()
+    train = read_conll(data_path("conll2002", "ned.train"))
+    if args.sentences:
+        train = train[:args.sentences]
+    test = read_conll(data_path("conll2002", f"ned.{args.test}"))
+    t = time.perf_counter()
+    X, y = featurize(train)
+    Xt, yt = featurize(test)
+    print(f"# {platform.node()} {platform.processor() or platform.machine()}, "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    print(f"# train {len(X)} sentences, {sum(map(len, X))} tokens; ned.{args.test} {len(Xt)}; "
+          f"features {time.perf_counter() - t:.1f} s; c1={args.c1} c2={args.c2} "
+          f"max_iterations={args.max_iterations}")
+    kw = dict(algorithm="lbfgs", c1=args.c1, c2=args.c2, max_iterations=args.max_iterations)
+    rows = []
+    if args.only in ("both", "crfsuite"):
+        import sklearn_crfsuite
+        t = time.perf_counter()
+        a = sklearn_crfsuite.CRF(**kw).fit(X, y)
+        rows.append(("sklearn-crfsuite", time.perf_counter() - t, a.predict(Xt),
+                     len(a.training_log_.iterations), a.training_log_.last_iteration["loss"]))
+    if args.only in ("both", "fstchunk"):
+        from fstchunk.sklearn import CRF
+        for workers in sorted({1, args.workers}):
+            t = time.perf_counter()
+            b = CRF(**kw, workers=workers).fit(X, y)
+            rows.append((f"fstchunk ({workers} worker{'s' * (workers > 1)})",
+                         time.perf_counter() - t, b.predict(Xt),
+                         len(b.training_log_.iterations), b.training_log_.last_iteration["loss"]))
+    base = rows[0][1]
+    print("| system | fit (s) | ratio | iterations | final loss | F (ned.%s) |" % args.test)
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, secs, pred, its, loss in rows:
+        f = evaluate([list(g) for g in yt], [list(p) for p in pred], scheme="IOB2").overall.f
+        print(f"| {name} | {secs:.1f} | {secs / base:.2f} | {its} | {loss:.2f} | {f:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,191 @@
+"""``--format crfsuite``: CRFsuite's data files (:mod:`fstchunk.crfsuite.data`) as the
+input of ``train``, ``decode`` and ``expected``, and ``crfsuite tag -r``'s output
+(``LABEL<TAB>PREDICTED`` per item, a blank line after each sequence) as what
+``decode --format crfsuite`` writes and ``eval --format crfsuite`` reads.
+
+A model that reads CRFsuite data is an attribute CRF (kind ``attribute-crf``: ``fstchunk
+import crfsuite``, ``train --format crfsuite``, ``fstchunk.sklearn.CRF``); it reads
+nothing else, and no other model reads CRFsuite data.  Gold labels pass through
+:func:`fstchunk.gold.check_gold` as every gold column does (``--on-invalid``), under
+a chunk scheme; under ``none`` any label goes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import IO, Any, Iterable, Iterator
+
+from ..batch import Decoded
+from ..conll import Sentence
+from ..crfsuite.data import Sequence, iter_data
+from ..errors import InputError
+from ..gold import GoldReport, check_gold
+from ..tagspace import UNCONSTRAINED, canonical
+from .common import Failures, warn
+
+#: the model kind that reads CRFsuite data
+KIND = "attribute-crf"
+
+
+def require_kind(model: Any, path: str, option: str = "--format crfsuite") -> None:
+    """InputError unless ``model`` reads CRFsuite data, naming the file and the fix."""
+    if getattr(model, "kind", None) != KIND:
+        raise InputError(f"{path}: a {getattr(model, 'kind', '?')} model reads CoNLL "
+                         f"columns; {option} inputs are CRFsuite data, which an attribute "
+                         f"CRF reads (fstchunk import crfsuite, train --format crfsuite)")
+
+
+def refuse_kind(model: Any, path: str) -> None:
+    """InputError if ``model`` reads CRFsuite data while the command reads CoNLL."""
+    if getattr(model, "kind", None) == KIND:
+        raise InputError(f"{path}: an attribute CRF reads CRFsuite data, not CoNLL columns: "
+                         f"give --format crfsuite and an input in CRFsuite's format")
+
+
+class SequenceModel:
+    """An attribute CRF seen through CRFsuite sequences: :meth:`lattices` of
+    :class:`~fstchunk.crfsuite.data.Sequence` objects (their items), everything else
+    the model's own.  Its ``data_scheme`` is the model's scheme (what decode writes)."""
+
+    def __init__(self, model: Any):
+        self.model = model
+        self.data_scheme = model.scheme
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "model":                      # not set yet (unpickling)
+            raise AttributeError(name)
+        return getattr(self.model, name)
+
+    def lattices(self, seqs: list, require_probabilities: bool = True) -> list:
+        return self.model.lattices([s.items for s in seqs], require_probabilities)
+
+
+def _proxy(seq: Sequence) -> Sentence:
+    return Sentence([[y] for y in seq.labels], list(seq.lines), seq.source)
+
+
+def gold_sequences(path: str, scheme: str | None, on_invalid: str, command: str
+                   ) -> Iterator[Sequence]:
+    """The sequences of a CRFsuite data file, lazily, their labels checked in ``scheme``
+    (:func:`fstchunk.gold.check_gold`: repaired, skipped or refused; one warning after
+    the last); under ``none`` as they are.  InputError for a file without sequences."""
+    chunked = canonical(scheme) != UNCONSTRAINED
+    report, kept = GoldReport([]), 0
+    for seq in iter_data(path):
+        if chunked:
+            one = check_gold([_proxy(seq)], scheme, -1, on_invalid)
+            report.repaired += one.repaired
+            report.skipped += one.skipped
+            if not one.sentences:
+                continue
+            seq = replace(seq, labels=one.sentences[0].column(-1))
+        kept += 1
+        yield seq
+    if not kept and not report.skipped:
+        raise InputError(f"{path}: no sequences (an empty CRFsuite data file)")
+    if report.warning():
+        warn(command, f"{path}: {report.warning()}")
+    if not kept:
+        raise InputError(f"{path}: every sequence was skipped as invalid (--on-invalid skip)")
+
+
+def training_pairs(seqs: Iterable[Sequence], path: str) -> tuple[list, list]:
+    """(X, y) of CRFsuite sequences for an attribute CRF; a sequence weight other than 1
+    is refused (fstchunk's objectives weigh every sequence alike)."""
+    X, y = [], []
+    for s in seqs:
+        if s.weight != 1.0:
+            raise InputError(f"{s.where(0)}: @weight:{s.weight:g}: fstchunk trains with "
+                             f"every sequence weighing 1; drop the declaration")
+        X.append(s.items)
+        y.append(s.labels)
+    if not X:
+        raise InputError(f"{path}: no sequences")
+    return X, y
+
+
+def write_reference(results: Iterator[Decoded], out: IO[str], failed: Failures,
+                    undecoded: str) -> int:
+    """``crfsuite tag -r``'s form: per item the input's label, a tab and the predicted
+    one; a blank line after each sequence; a sequence that failed gets ``undecoded``.
+    Returns the number of sequences."""
+    total = 0
+    for d in results:
+        total += 1
+        s = d.sentence
+        if d.error is not None:
+            failed.add(s.where(0), d.index, len(s), d.error, f"tagged {undecoded}")
+        tags = [undecoded] * len(s) if d.tags is None else d.tags
+        out.write("".join(f"{g}\t{p}\n" for g, p in zip(s.labels, tags)) + "\n")
+        out.flush()
+    return total
+
+
+#: train's options that CRFsuite data has no use for (their defaults are allowed)
+NOT_FOR_CRFSUITE = ("columns", "features", "data_scheme", "min_count")
+
+
+def run_train(args: Any) -> int:
+    """``train --format crfsuite``: an attribute CRF (:class:`~fstchunk.models.
+    attribute_crf.AttributeCRF`) on CRFsuite data, through the one training loop, with
+    train's objective, λ, β, loss, iterations, dev, checkpoints and ``--init`` (an
+    attribute CRF's file, e.g. ``fstchunk import crfsuite``'s).  ``--scheme`` given: the
+    model's scheme (``none``: the unconstrained chain); not given: detected from the
+    labels (:func:`~fstchunk.models.attribute_crf.detect_scheme`)."""
+    # imported here, not at the top: decode and expected import this module too, and
+    # must not load the training machinery (scipy.optimize; the front door's budget)
+    from ..learn import objectives as lo
+    from ..learn.loop import file_digest
+    from ..models import load_model
+    from ..models import maxmargin as mm
+    from ..models.attribute_crf import AttributeCRF
+    from ..outputs import check_output
+    from .common import executor_of, given
+    check_output(args.output)
+    for name in NOT_FOR_CRFSUITE:
+        if given(args, name):
+            raise InputError(f"--{name.replace('_', '-')} is for CoNLL files; CRFsuite data "
+                             f"holds each item's attributes and its label")
+    if args.model_type != "crf":
+        raise InputError("--model-type hmm reads CoNLL files; --format crfsuite trains an "
+                         "attribute CRF")
+    if args.init:
+        crf = load_model(args.init)
+        require_kind(crf, args.init, "train --format crfsuite --init")
+        if given(args, "scheme") and canonical(args.scheme) != crf.scheme:
+            raise InputError(f"--scheme {args.scheme} contradicts the --init model's scheme "
+                             f"{crf.scheme} ({args.init}); drop --scheme")
+        scheme = crf.scheme
+    else:
+        scheme = args.scheme if given(args, "scheme") else "auto"
+        crf = AttributeCRF(scheme)
+    check = None if scheme == "auto" else scheme
+
+    def pairs(path: str) -> tuple[list, list]:
+        return training_pairs(gold_sequences(path, check, args.on_invalid, "train"), path)
+    X, y = pairs(args.train)
+    dev = pairs(args.dev) if args.dev else None
+    held = pairs(args.calibrate) if args.calibrate else None
+    l2 = args.l2
+    if args.C is not None:
+        if not lo.objective(args.objective).needs_l2:
+            raise InputError("--C applies to the max-margin objectives only; use --l2")
+        l2 = mm.c_to_l2(args.C, len(X))
+    crf.set_params(objective=args.objective, l2=l2, beta=args.beta, loss=args.loss,
+                   max_iter=args.max_iter, tol=args.tol, select=args.select)
+    identity = {"format": "crfsuite", "scheme": scheme, "train_sha256": file_digest(args.train),
+                "init": args.init}
+    with executor_of(args, auto=lo.objective(args.objective).spread_by_default) as ex:
+        crf.fit(X, y, dev=dev, dev_every=args.dev_every, checkpoint=args.output + ".ckpt",
+                checkpoint_every=args.checkpoint_every, resume=args.resume,
+                output=args.output, progress=not args.quiet, log=print, identity=identity,
+                executor=ex)
+    crf.settings.update(train=args.train, dev=args.dev, init=args.init)
+    if held is not None:
+        t = crf.calibrate(held, source=args.calibrate)
+        print(f"temperature {t:.6g} (maximum likelihood on {len(held[0])} sequences of "
+              f"{args.calibrate})")
+    crf.save(args.output)
+    print(f"wrote {args.output}: scheme {crf.scheme}, {crf.L} labels, {len(crf.fmap)} "
+          f"attributes, {crf.P} state features")
+    return 0

@@ -1,0 +1,375 @@
+"""A linear-chain CRF over weighted attributes and any labels (python-crfsuite's model).
+
+    score(y | x) = Σ_i Σ_a x_{i,a}·w[a, y_i] + Σ_i trans[y_{i-1}, y_i]
+    Pr(y | x) = exp(score) / Z(x)
+
+with x_{i,a} the value of attribute a at token i (:mod:`fstchunk.models.attributes`:
+python-crfsuite's items, CRFsuite's feature generation, ``min_freq``,
+``all_possible_states``, ``all_possible_transitions``).  As in CRFsuite, θ holds a
+weight for each state feature (attribute, label) and each transition feature kept;
+the other entries of the shared θ layout (:class:`.pairchain.PairChain`: dense
+transitions, start and end scores) are held at 0 (:attr:`AttributeCRF.free`, the
+gradient masked), so the model is CRFsuite's.
+
+**Labels**: ``scheme="auto"`` (default) takes the first of :data:`DETECT` under which
+every label is a chunk tag and every training sequence is valid, else the
+unconstrained chain; ``scheme=None`` (or ``"none"``) forces the unconstrained chain
+(any labels, every transition allowed: :data:`fstchunk.tagspace.UNCONSTRAINED`); a
+scheme name forces it (an invalid training sequence is refused, naming it).  With a
+chunk scheme, Z sums over the scheme's valid sequences only, and the tags the data
+lack for the scheme to be expressed are added after the labels seen (in order of
+first appearance, as CRFsuite's).
+
+Training runs through :class:`fstchunk.learn.loop.Trainer` with the objectives of
+:mod:`fstchunk.learn.objectives`; the solver is picked by ``algorithm`` (the
+CRFsuite name) and its ``options``: ``lbfgs`` (L-BFGS; OWL-QN when ``l1 > 0``),
+``l2sgd`` (:mod:`.sgd`), ``ap`` (the averaged perceptron of :mod:`.perceptron`), ``pa`` and
+``arow`` (:mod:`.online`).  λ and μ (``l2``, ``l1``)
+are on fstchunk's per-sentence scale: CRFsuite's c2 and c1 over N training
+sequences are λ = c2/N and μ = c1/N (:mod:`fstchunk.sklearn` converts).
+
+Files: kind ``attribute-crf``, npz + JSON (:mod:`fstchunk.models.io`): attribute names,
+pairs, free transitions, θ; labels, scheme, settings.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+
+from .. import encodings as enc
+from ..decode import decode_map
+from ..errors import InputError, SchemeError
+from ..lattice import Lattice
+from ..learn import objectives as lo
+from ..learn.loop import Trainer
+from ..learn.solvers import LBFGS, Solver
+from ..scoring import evaluate
+from ..tagspace import UNCONSTRAINED, TagSpace, canonical, missing_tags
+from .attributes import AttributeMap, check_sequences, fit_attributes
+from .calibrated import Calibrated
+from .design import TrainingData
+from .io import Fields, load_model_file, save_model
+from .objectives import Gold
+from .pairchain import PairChain
+from .perceptron import PerceptronSolver
+from .bcfw import BCFWSolver
+from .online import MarginSolver
+from .sgd import L2SGDSolver
+
+#: schemes tried by ``scheme="auto"``, in order
+DETECT = ("IOB2", "IOBES", "BILOU", "IOB1", "IOE2", "IOE1", "IOBES2", "IOBES3")
+#: the objectives an attribute CRF trains
+ATTRIBUTE_OBJECTIVES = (lo.ML, lo.MEU, lo.MEU_CORPUS, lo.MAX_MARGIN, lo.PERCEPTRON, lo.PA,
+                        lo.AROW)
+#: the hyper-parameters (constructor arguments)
+HYPERPARAMETERS = ("scheme", "min_freq", "all_possible_states", "all_possible_transitions",
+                   "objective", "l2", "l1", "beta", "loss", "max_iter", "tol", "select",
+                   "algorithm", "options")
+
+
+def detect_scheme(labels: Sequence[str], gold: Sequence[Sequence[str]]) -> str:
+    """The first scheme of :data:`DETECT` whose tags include every label and under which
+    every sequence is valid; :data:`UNCONSTRAINED` when none is."""
+    for scheme in DETECT:
+        try:
+            for t in labels:
+                enc.tags_to_chunks([t], scheme, strict=False)
+        except (SchemeError, InputError):
+            continue                      # not tags of this scheme
+        if all(enc.is_valid(list(g), scheme) for g in gold):
+            return scheme
+    return UNCONSTRAINED
+
+
+def check_labels(X: Sequence[Any], y: Any, what: str = "y") -> list[list[str]]:
+    """``y`` as lists of label strings, one per token of ``X``'s sequences."""
+    if isinstance(y, (str, bytes, dict)) or not hasattr(y, "__len__"):
+        raise InputError(f"{what} must be a list of label sequences, got {type(y).__name__}")
+    if len(y) != len(X):
+        raise InputError(f"len(X) = {len(X)} but len({what}) = {len(y)}: one label sequence "
+                         f"per sequence of X")
+    out = []
+    for i, (xs, ys) in enumerate(zip(X, y)):
+        if isinstance(ys, (str, bytes)) or not hasattr(ys, "__len__"):
+            raise InputError(f"{what}[{i}]: a label sequence must be a list of strings")
+        if len(ys) != len(xs):
+            raise InputError(f"{what}[{i}] has {len(ys)} labels but X[{i}] has {len(xs)} "
+                             f"tokens")
+        for t, lab in enumerate(ys):
+            if not isinstance(lab, str) or not lab or any(c.isspace() for c in lab):
+                raise InputError(f"{what}[{i}][{t}]: label {lab!r} is not a non-empty string "
+                                 f"without white space")
+        out.append(list(ys))
+    return out
+
+
+class AttributeCRF(Calibrated, PairChain):
+    """The CRF of the module doc: constructor = hyper-parameters, :meth:`fit` learns."""
+
+    kind: ClassVar[str] = "attribute-crf"
+    objectives = ATTRIBUTE_OBJECTIVES
+
+    def __init__(self, scheme: str | None = "auto", *, min_freq: float = 0.0,
+                 all_possible_states: bool = False, all_possible_transitions: bool = False,
+                 objective: str = "ml", l2: float | None = None, l1: float = 0.0,
+                 beta: float = 1.0, loss: str = "hamming", max_iter: int = 100,
+                 tol: float | None = None, select: str = "last", algorithm: str = "lbfgs",
+                 options: dict | None = None):
+        self.scheme_param, self.min_freq = scheme, min_freq
+        self.all_possible_states = all_possible_states
+        self.all_possible_transitions = all_possible_transitions
+        self.objective_, self.l2, self.l1, self.beta, self.loss = objective, l2, l1, beta, loss
+        self.max_iter, self.tol, self.select = max_iter, tol, select
+        self.algorithm, self.options = algorithm, dict(options or {})
+        self.fmap: AttributeMap | None = None
+        self.settings: dict = {}
+
+    def get_params(self, deep: bool = True) -> dict:
+        return {"scheme": self.scheme_param, "min_freq": self.min_freq,
+                "all_possible_states": self.all_possible_states,
+                "all_possible_transitions": self.all_possible_transitions,
+                "objective": self.objective_, "l2": self.l2, "l1": self.l1,
+                "beta": self.beta, "loss": self.loss, "max_iter": self.max_iter,
+                "tol": self.tol, "select": self.select, "algorithm": self.algorithm,
+                "options": dict(self.options)}
+
+    def set_params(self, **params: Any) -> "AttributeCRF":
+        for name, value in params.items():
+            if name not in HYPERPARAMETERS:
+                raise InputError(f"unknown AttributeCRF parameter {name!r}; the parameters "
+                                 f"are {', '.join(HYPERPARAMETERS)}")
+            attr = {"scheme": "scheme_param", "objective": "objective_"}.get(name, name)
+            setattr(self, attr, value)
+        return self
+
+    @property
+    def fitted(self) -> bool:
+        return self.fmap is not None
+
+    def _set_state(self, fmap: AttributeMap, tags: Sequence[str], scheme: str | None,
+                   pairs: np.ndarray, transitions: np.ndarray,
+                   theta: np.ndarray | None = None, settings: dict | None = None
+                   ) -> "AttributeCRF":
+        """The fitted state (attribute map, labels, pairs, transition features, θ)."""
+        self.space = TagSpace.of(tuple(tags), canonical(scheme))
+        self.fmap, self.tags, self.scheme = fmap, self.space.tags, self.space.scheme
+        self.L = len(self.tags)
+        self.pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        self.P = len(self.pairs)
+        self.transitions = np.asarray(transitions, dtype=bool).reshape(self.L, self.L)
+        size = self.P + self.L * self.L + 2 * self.L
+        self.theta = np.zeros(size) if theta is None else np.asarray(theta, dtype=float)
+        if self.theta.shape != (size,):
+            raise InputError(f"{self.theta.size} parameters do not fit {self.P} state "
+                             f"weights and {self.L} labels")
+        self.settings = dict(settings or {})
+        self._w_cache = None
+        return self
+
+    @property
+    def free(self) -> np.ndarray:
+        """θ's entries that are parameters: the state features, the transition features;
+        not start and end (CRFsuite has neither)."""
+        return np.concatenate([np.ones(self.P, bool), self.transitions.ravel(),
+                               np.zeros(2 * self.L, bool)])
+
+    def copy(self, theta: np.ndarray | None = None) -> "AttributeCRF":
+        other = type(self)(**self.get_params())
+        return other._set_state(self.fmap, self.tags, self.scheme, self.pairs,
+                                self.transitions,
+                                self.theta.copy() if theta is None else theta,
+                                dict(self.settings))
+
+    def scoring_copy(self) -> "AttributeCRF":
+        """What a worker of :mod:`fstchunk.scale` receives (the same model)."""
+        return self.copy()
+
+    # --------------------------------------------------------------- data
+    def _prepare(self, train: tuple[Sequence[Any], Any]) -> TrainingData:
+        """Fit labels, scheme, attributes, pairs and transitions on (X, y); θ = 0."""
+        X, y = train
+        X = check_sequences(X)
+        y = check_labels(X, y)
+        if not X:
+            raise InputError("no training sequences (X is empty)")
+        if not (isinstance(self.min_freq, (int, float)) and not isinstance(self.min_freq, bool)
+                and np.isfinite(self.min_freq)):
+            raise InputError(f"min_freq must be a finite number, got {self.min_freq!r}")
+        order: dict[str, None] = {}
+        for ys in y:
+            order.update(dict.fromkeys(ys))
+        labels = list(order)
+        if self.scheme_param == "auto":
+            scheme = detect_scheme(labels, y)
+        else:
+            scheme = canonical(self.scheme_param)
+        if scheme != UNCONSTRAINED:
+            for i, ys in enumerate(y):
+                try:
+                    enc.validate(ys, scheme)
+                except SchemeError as e:
+                    raise SchemeError(f"y[{i}]: {e}", e.position) from None
+            labels += [t for t in missing_tags(labels, scheme) if t not in order]
+        ix = {t: i for i, t in enumerate(labels)}
+        gold = [np.array([ix[t] for t in ys], dtype=np.int64) for ys in y]
+        fit = fit_attributes(X, gold, len(labels), float(self.min_freq),
+                             bool(self.all_possible_states),
+                             bool(self.all_possible_transitions))
+        self._set_state(fit.attributes, labels, scheme, fit.pairs, fit.transitions,
+                        settings={"min_freq": self.min_freq, "detected_scheme":
+                                  self.scheme_param == "auto"})
+        return TrainingData(fit.X, Gold(gold, self.tags, self.scheme))
+
+    def training_data(self, train: Any, data_scheme: str | None = None) -> TrainingData:
+        """(X, y) under this model's attributes and labels; prepared data pass through."""
+        if isinstance(train, TrainingData):
+            return train
+        X, y = train
+        X = check_sequences(X)
+        y = check_labels(X, y)
+        ix = {t: i for i, t in enumerate(self.tags)}
+        gold = []
+        for i, ys in enumerate(y):
+            for t, lab in enumerate(ys):
+                if lab not in ix:
+                    raise SchemeError(f"y[{i}][{t}]: label {lab!r} is not among the model's "
+                                      f"labels {', '.join(self.tags)}", t)
+            if self.space.chunked:
+                try:
+                    enc.validate(ys, self.scheme)
+                except SchemeError as e:
+                    raise SchemeError(f"y[{i}]: {e}", e.position) from None
+            gold.append(np.array([ix[t] for t in ys], dtype=np.int64))
+        return TrainingData(self.fmap.transform(X), Gold(gold, self.tags, self.scheme))
+
+    def lattices(self, X: Sequence[Any], require_probabilities: bool = True) -> list[Lattice]:
+        """One lattice per sequence of X (one transform, one product); scores θ·φ/T."""
+        if require_probabilities:
+            self.require_probabilities()
+        X = check_sequences(X)
+        ch = self.chain(self.theta / self.temperature, self.fmap.transform(X))
+        out, k = [], 0
+        for seq in X:
+            out.append(ch.lattice(k, k + len(seq)))
+            k += len(seq)
+        return out
+
+    # --------------------------------------------------------------- training
+    def solver(self, objective: lo.Objective, data: TrainingData, *, l2: float,
+               beta: float, loss: str, tol: float | None, executor: Any) -> Solver:
+        """The solver of ``algorithm`` for ``objective`` (module doc); the gradient of
+        the entries that are not parameters (:attr:`free`) is 0, so they stay 0."""
+        from ..learn.owlqn import OWLQN, Stopping
+        tol = objective.default_tol if tol is None else tol
+        opts = self.options
+        if objective.smooth and self.algorithm == "l2sgd":
+            if objective is not lo.ML or self.l1:
+                raise InputError(f"algorithm 'l2sgd' trains the L2-regularised likelihood "
+                                 f"(objective ml, no l1), not {objective.name}")
+            return L2SGDSolver(self, data, l2, opts)
+        if objective.smooth:
+            if self.algorithm != "lbfgs":
+                raise InputError(f"algorithm {self.algorithm!r} does not train the smooth "
+                                 f"objective {objective.name}")
+            fun = self.objective_function(objective, data, l2, beta, loss, executor)
+            free = self.free
+
+            def masked(theta: np.ndarray) -> tuple[float, np.ndarray]:
+                value, grad = fun(theta)
+                return value, np.where(free, grad, 0.0)
+            stop = Stopping(len(data.gold), opts.get("epsilon"), opts.get("period"),
+                            opts.get("delta"))
+            memory = int(opts.get("num_memories", 10))
+            if self.l1:
+                return OWLQN(masked, float(self.l1), free, memory, stop)
+            return LBFGS(masked, tol, memory, stop=stop,
+                         max_linesearch=int(opts.get("max_linesearch", 20)))
+        if self.l1:
+            raise InputError(f"l1 (c1) applies to L-BFGS training (OWL-QN) only, not to "
+                             f"{objective.name}")
+        if objective is lo.PERCEPTRON:
+            return PerceptronSolver(self, data)
+        if objective is lo.MAX_MARGIN:
+            return BCFWSolver(self, data, l2, loss, beta, tol, executor)
+        if objective in (lo.PA, lo.AROW):
+            return MarginSolver(self, data, objective.name, opts)
+        raise InputError(f"an attribute CRF does not train --objective {objective.name}")
+
+    def dev_f(self, dev: Any) -> float:
+        """Dev figure (percent) of MAP decoding on ``dev`` = (X, y): conlleval F for a
+        chunk scheme, token accuracy for the unconstrained chain."""
+        X, y = dev
+        pred = [decode_map(lat).tags for lat in self.lattices(X, require_probabilities=False)]
+        if not self.space.chunked:
+            flat = [(a == b) for p, g in zip(pred, y) for a, b in zip(p, g)]
+            return 100.0 * float(np.mean(flat)) if flat else 0.0
+        return evaluate(list(y), pred, scheme=self.scheme).overall.f
+
+    def fit(self, X: Sequence[Any], y: Any, dev: Any = None, **options: Any) -> "AttributeCRF":
+        """Learn from sequences ``X`` and labels ``y``; ``dev`` = (X_dev, y_dev) for the
+        dev figure (:meth:`dev_f`) and ``select="dev"``.  An unfitted model first learns
+        its attributes; a fitted one trains on from θ.  ``options`` go to the trainer."""
+        self.set_params(**{k: options.pop(k) for k in list(options) if k in HYPERPARAMETERS})
+        data = self.training_data((X, y)) if self.fitted else self._prepare((X, y))
+        options.setdefault("progress", False)
+        return Trainer(objective=self.objective_, l2=self.l2, beta=self.beta, loss=self.loss,
+                       max_iter=self.max_iter, tol=self.tol, select=self.select, dev=dev,
+                       **options).fit(self, data)
+
+    def __getstate__(self) -> dict:
+        """Pickled without the tag space (pynini tables) and the dense W cache."""
+        state = self.__dict__.copy()
+        state.pop("space", None)
+        state["_w_cache"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "tags" in state:
+            self.space = TagSpace.of(self.tags, self.scheme)
+
+    # --------------------------------------------------------------- files
+    def save(self, path) -> None:
+        arrays = dict(self.fmap.to_arrays(), theta=self.theta, pairs=self.pairs,
+                      transitions=self.transitions.astype(np.int8))
+        save_model(path, self.kind, arrays, {"tags": list(self.tags), "scheme": self.scheme,
+                                             "settings": self.settings})
+
+    @classmethod
+    def load(cls, path) -> "AttributeCRF":
+        """The model saved at ``path``, every field validated."""
+        f = Fields(path, *load_model_file(path, cls.kind))
+        scheme_name = f.get("scheme", str)
+        tags = f.get("tags", list)
+        try:
+            space = TagSpace.of(tuple(tags), canonical(scheme_name))
+        except (InputError, SchemeError, TypeError) as e:
+            raise f.error("tags", str(e)) from None
+        blob = f.array("attribute_names", "bytes", (None,))
+        try:
+            names = bytes(blob).decode("utf-8").split("\n")
+        except UnicodeDecodeError as e:
+            raise f.error("attribute_names", f"not UTF-8 ({e.reason})") from None
+        names = names if names != [""] else []
+        if len(set(names)) != len(names):
+            raise f.error("attribute_names", "repeats an attribute")
+        L = len(space.tags)
+        pairs = f.array("pairs", "int", (None, 2))
+        if pairs.size and ((pairs < 0).any() or (pairs[:, 0] >= len(names)).any()
+                           or (pairs[:, 1] >= L).any()):
+            raise f.error("pairs", f"(attribute, label) indices out of range of the "
+                                   f"{len(names)} attributes and {L} labels")
+        if len(np.unique(pairs[:, 0].astype(np.int64) * L + pairs[:, 1])) != len(pairs):
+            raise f.error("pairs", "repeats an (attribute, label) pair")
+        trans = f.array("transitions", "int", (L, L))
+        if not np.isin(trans, (0, 1)).all():
+            raise f.error("transitions", "expected 0/1 flags")
+        theta = f.array("theta", "float", (len(pairs) + L * L + 2 * L,), finite=True)
+        model = cls(space.scheme)._set_state(AttributeMap(names), space.tags, space.scheme,
+                                             pairs, trans.astype(bool), theta, f.settings())
+        if np.any(theta[~model.free] != 0):
+            raise f.error("theta", "weights where the model has no feature (start, end or "
+                                   "a transition it does not have)")
+        return model

@@ -1,0 +1,270 @@
+"""``from fstchunk.sklearn import CRF``: a drop-in for ``sklearn_crfsuite.CRF`` (0.5).
+
+The same constructor parameters (names, defaults: None means CRFsuite's default for
+the algorithm), the same ``X`` (a sequence is a list of items, python-crfsuite's
+token features: :mod:`fstchunk.models.attributes`) and ``y``, the same methods and
+fitted attributes, scikit-learn's conventions (``get_params``/``set_params``,
+``clone``, ``cross_val_score(n_jobs=2)``, pickling).  The model is
+:class:`fstchunk.models.attribute_crf.AttributeCRF`, trained through
+:class:`fstchunk.learn.loop.Trainer`.
+
+**Scale of c1, c2.**  CRFsuite minimises −Σ_i log p(y_i|x_i) + c1‖θ‖₁ + c2‖θ‖² over the
+N training sequences (lib/crf/src/train_lbfgs.c); fstchunk's objectives are means per
+sentence, (1/N)Σ_i ℓ_i + λ‖θ‖² + μ‖θ‖₁, so λ = c2/N and μ = c1/N: the same optimum.
+The loss in ``training_log_`` is on CRFsuite's scale (N times fstchunk's).
+
+=========================  ===============================================  ==========================================
+parameter                  CRFsuite meaning                                  fstchunk
+=========================  ===============================================  ==========================================
+algorithm                  lbfgs, l2sgd, ap, pa, arow                       the same algorithms (:data:`ALGORITHMS`)
+c1, c2                     L1, L2 on the summed log-likelihood               μ = c1/N (OWL-QN), λ = c2/N
+max_iterations             iterations (lbfgs: unlimited; others 100/1000)   the trainer's max_iter, same defaults
+num_memories               L-BFGS memory (6)                                the same
+epsilon, period, delta     liblbfgs's stopping tests                        the same tests (:class:`~fstchunk.learn.owlqn.Stopping`)
+linesearch                 MoreThuente / Backtracking / StrongBacktracking   c1 = 0: Moré–Thuente (scipy's L-BFGS-B) for
+                                                                            any value; c1 > 0: backtracking (as CRFsuite)
+max_linesearch             line search trials (20)                          scipy's ``maxls`` (c1 = 0); OWL-QN's halvings
+min_freq                   feature.minfreq: keep a feature if freq >= it     the same
+all_possible_states        every (attribute, label) state feature            the same
+all_possible_transitions   every label pair                                  the same
+calibration_*              l2sgd's search for the initial learning rate     the same search (:mod:`fstchunk.models.sgd`)
+pa_type, c,                PA variants, aggressiveness, error-sensitive     the same (:mod:`fstchunk.models.online`)
+error_sensitive, averaging cost, averaging
+variance, gamma            AROW's initial variance, trade-off                the same (:mod:`fstchunk.models.online`)
+verbose                    trainer messages                                 one line per iteration on standard output
+model_filename             the model file (an existing one is loaded)       written after fit as npz + JSON (fstchunk's
+                                                                            format); an existing one is loaded
+keep_tempfiles             keep temporary model files                       accepted; fstchunk writes no temporary file
+trainer_cls                a pycrfsuite Trainer subclass                    refused unless None (no pycrfsuite here)
+=========================  ===============================================  ==========================================
+
+fstchunk's own on top: ``scheme`` ("auto": chunk tags of a scheme give a distribution
+over its valid sequences, other labels an ordinary chain; None forces the latter),
+``objective`` (ml, meu, meu-corpus, max-margin), ``beta``, ``workers`` (processes that
+share the objective's statistics, :mod:`fstchunk.scale`); ``predict(X, decoder="meu",
+beta=...)``, ``predict_chunks(X)``, ``expected_f(X, y)``.
+
+Pitfalls: ``classes_`` lists the labels in CRFsuite's order (first appearance in y),
+plus, under a chunk scheme, the tags the scheme needs that y lacks; ``size_`` is the
+size of fstchunk's model file, not of CRFsuite's; ``state_features_`` and
+``attributes_`` hold the non-zero weights only, as a CRFsuite model file does.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import InputError
+from ..learn import objectives as lo
+from ..models.attribute_crf import AttributeCRF
+from ..scale import executor
+from .params import ALGORITHMS, CRFParams, resolve
+from .tagger import Tagger, TrainingLog
+
+try:                                        # scikit-learn is an optional extra
+    from sklearn.base import BaseEstimator
+except ImportError:                         # pragma: no cover - exercised without the extra
+    from .params import BaseEstimator       # type: ignore[assignment]
+
+__all__ = ["CRF", "ALGORITHMS"]
+
+
+class CRF(CRFParams, BaseEstimator):
+    """sklearn_crfsuite.CRF's drop-in (module doc)."""
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X: Sequence[Any], y: Any, X_dev: Sequence[Any] | None = None,
+            y_dev: Any = None) -> "CRF":
+        """Train on sequences ``X`` and labels ``y`` (``X_dev``, ``y_dev``: held-out data
+        whose figure — conlleval F, or token accuracy without a scheme — the log records
+        each iteration)."""
+        if (X_dev is None) != (y_dev is None):
+            raise InputError("Pass both X_dev and y_dev to use the holdout data")
+        self.__dict__.pop("_tagger", None)
+        run = resolve(self, len(X) if hasattr(X, "__len__") else 0)
+        model = AttributeCRF(self.scheme, min_freq=run.min_freq,
+                             all_possible_states=run.all_possible_states,
+                             all_possible_transitions=run.all_possible_transitions,
+                             objective=run.objective, l2=run.l2, l1=run.l1, beta=self.beta,
+                             max_iter=run.max_iter, tol=run.tol, algorithm=run.algorithm,
+                             options=run.options)
+        log = TrainingLog()
+        N = max(len(X), 1) if hasattr(X, "__len__") else 1
+        t0 = [time.perf_counter()]
+
+        def record(p) -> None:
+            free = p.model.free
+            now = time.perf_counter()
+            entry = {"num": p.iteration, "loss": N * p.objective,
+                     "active_features": int(np.count_nonzero(p.theta[free])),
+                     "feature_norm": float(np.linalg.norm(p.theta)), "time": now - t0[0]}
+            if X_dev is not None and np.isfinite(p.dev_f):
+                entry["dev"] = p.dev_f
+            t0[0] = now
+            log.iterations.append(entry)
+            if self.verbose:
+                dev = f" dev={entry['dev']:.2f}" if "dev" in entry else ""
+                print(f"Iter {entry['num']:<3} time={entry['time']:.2f} "
+                      f"loss={entry['loss']:.2f} active={entry['active_features']}{dev}",
+                      flush=True)
+        dev = (X_dev, y_dev) if X_dev is not None else None
+        ex = (executor(self.workers) if lo.objective(run.objective).spreads
+              and run.algorithm == "lbfgs" else None)
+        try:
+            model.fit(X, y, dev=dev, callbacks=[record], dev_every=1 if dev else 10,
+                      executor=ex)
+        finally:
+            if ex is not None:
+                ex.close()
+        log.scheme, log.converged = model.scheme, bool(model.settings.get("converged"))
+        log.stopped_by = str(model.settings.get("stopped_by", ""))
+        self.model_, self.training_log_ = model, log
+        if self.model_filename:
+            model.save(self.model_filename)
+        return self
+
+    @property
+    def _model(self) -> AttributeCRF | None:
+        """The fitted model; one loaded from ``model_filename`` when not fitted here."""
+        model = self.__dict__.get("model_")
+        if model is None and self.model_filename and os.path.exists(self.model_filename):
+            model = self.model_ = AttributeCRF.load(self.model_filename)
+        return model
+
+    def _fitted(self) -> AttributeCRF:
+        model = self._model
+        if model is None:
+            raise InputError("this CRF is not fitted yet: call fit(X, y) first (or give "
+                             "model_filename of a saved model)")
+        return model
+
+    # ------------------------------------------------------------------ prediction
+    def predict(self, X: Sequence[Any], decoder: str = "map", beta: float = 1.0) -> np.ndarray:
+        """The labels of each sequence (an object array, as sklearn-crfsuite's):
+        ``decoder`` map (Viterbi, the default), posterior, meu (maximum expected F_β of
+        each sentence), meu-corpus (of the corpus's expected counts)."""
+        from ..decode import decode_lattices
+        lats = self._fitted().lattices(X, require_probabilities=decoder != "map")
+        return np.array(decode_lattices(lats, decoder, beta), dtype=object)
+
+    def predict_single(self, xseq: Sequence[Any]) -> list[str]:
+        """The Viterbi labels of one sequence."""
+        return self.tagger_.tag(xseq)
+
+    def predict_marginals(self, X: Sequence[Any]) -> np.ndarray:
+        """Per sequence, per token, {label: Pr(y_t = label | x)}."""
+        model = self._fitted()
+        return np.array([_marginal_dicts(model.tags, lat.marginals())
+                         for lat in model.lattices(X)], dtype=object)
+
+    def predict_marginals_single(self, xseq: Sequence[Any]) -> list[dict]:
+        model = self._fitted()
+        return _marginal_dicts(model.tags, model.lattices([xseq])[0].marginals())
+
+    def predict_chunks(self, X: Sequence[Any], decoder: str = "map",
+                       beta: float = 1.0) -> list[list[Any]]:
+        """Per sequence, the chunks of its decoded labels (``decoder`` as :meth:`predict`),
+        each a :class:`fstchunk.confidence.ScoredChunk` (type, start, end exclusive, p)
+        with its exact marginal probability; a chunk scheme only."""
+        from ..confidence import scored_chunks
+        from ..decode import decode_lattices
+        model = self._fitted()
+        model.space.require_chunks("predict_chunks")
+        lats = model.lattices(X)
+        return [scored_chunks(lat, tags)
+                for lat, tags in zip(lats, decode_lattices(lats, decoder, beta))]
+
+    def expected_f(self, X: Sequence[Any], y: Any, beta: float = 1.0) -> np.ndarray:
+        """E[F_β(ŷ | y)] per sequence, ŷ drawn from the model (the training direction of
+        :func:`fstchunk.expected.expected_f`); a chunk scheme only."""
+        from ..expected import expected_f
+        from ..models.attribute_crf import check_labels
+        model = self._fitted()
+        model.space.require_chunks("expected_f")
+        y = check_labels(X, y)
+        return np.array([expected_f(lat, reference=g, beta=beta, method="fast").f
+                         for lat, g in zip(model.lattices(X), y)])
+
+    def calibrate(self, X: Sequence[Any], y: Any) -> float:
+        """Fit the temperature T of p(y|x) ∝ exp(score/T) on held-out (X, y) (not the
+        training set): what a margin-trained model (ap, pa, arow, max-margin) needs
+        before marginals, MEU or confidences (:mod:`fstchunk.models.calibrated`)."""
+        self.__dict__.pop("_tagger", None)
+        return self._fitted().calibrate((X, y), source="calibrate(X, y)")
+
+    def score(self, X: Sequence[Any], y: Any) -> float:
+        """Token accuracy (sklearn-crfsuite's: ``flat_accuracy_score``)."""
+        from ..models.attribute_crf import check_labels
+        y = check_labels(X, y)
+        pred = self.predict(X)
+        flat = [a == b for p, g in zip(pred, y) for a, b in zip(p, g)]
+        return float(np.mean(flat)) if flat else 0.0
+
+    # ------------------------------------------------------------------ fitted attributes
+    @property
+    def tagger_(self) -> Tagger | None:
+        if self._model is None:
+            return None
+        if self.__dict__.get("_tagger") is None or self._tagger.model is not self._model:
+            self._tagger = Tagger(self._model)
+        return self._tagger
+
+    @property
+    def classes_(self) -> list[str] | None:
+        return None if self._model is None else list(self._model.tags)
+
+    @property
+    def scheme_(self) -> str | None:
+        """The scheme the model uses ("none": the unconstrained chain)."""
+        return None if self._model is None else self._model.scheme
+
+    @property
+    def size_(self) -> int | None:
+        """Bytes of the model file (fstchunk's npz + JSON)."""
+        if self._model is None:
+            return None
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "model.npz")
+            self._model.save(path)
+            return os.path.getsize(path)
+
+    @property
+    def num_attributes_(self) -> int | None:
+        return None if self._model is None else self.tagger_.info().header["num_attrs"]
+
+    @property
+    def attributes_(self) -> list[str] | None:
+        if self._model is None:
+            return None
+        return sorted(self.tagger_.info().attributes, key=self.tagger_.info().attributes.get)
+
+    @property
+    def state_features_(self) -> dict | None:
+        return None if self._model is None else self.tagger_.info().state_features
+
+    @property
+    def transition_features_(self) -> dict | None:
+        return None if self._model is None else self.tagger_.info().transitions
+
+    @property
+    def num_nonzero_(self) -> int | None:
+        """Non-zero weights (state and transition features)."""
+        return None if self._model is None else self.tagger_.info().header["num_features"]
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.pop("_tagger", None)
+        return state
+
+
+def _marginal_dicts(tags: Sequence[str], marg: np.ndarray) -> list[dict]:
+    return [{t: float(p) for t, p in zip(tags, row)} for row in marg]
+
+
+#: the objectives ``objective=`` takes
+OBJECTIVES = (lo.ML.name, lo.MEU.name, lo.MEU_CORPUS.name, lo.MAX_MARGIN.name)

@@ -1,0 +1,109 @@
+"""What a fitted :class:`fstchunk.sklearn.CRF` offers where sklearn-crfsuite offers
+pycrfsuite's ``Tagger`` and its log parser: :class:`Tagger` (``labels``, ``set``,
+``tag``, ``marginal``, ``probability``, ``info``) and :class:`TrainingLog`
+(``iterations``, ``last_iteration``: one record per solver step, the loss on
+CRFsuite's summed scale)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..decode import decode_map
+from ..errors import InputError
+from ..lattice import Lattice
+from ..models.attribute_crf import AttributeCRF
+
+
+@dataclass
+class ModelInfo:
+    """pycrfsuite's ``Tagger.info()``: the non-zero features (what a CRFsuite model file
+    keeps), ``header``, ``labels`` and ``attributes`` (name -> index)."""
+    state_features: dict
+    transitions: dict
+    attributes: dict
+    labels: dict
+    header: dict
+
+
+def model_info(model: AttributeCRF) -> ModelInfo:
+    """The non-zero state and transition weights of ``model`` by name (module doc)."""
+    w = model.theta[:model.P]
+    names, tags = model.fmap.names, model.tags
+    state = {(names[a], tags[lab]): float(v) for (a, lab), v in zip(model.pairs, w) if v != 0}
+    trans = model.unpack(model.theta)[0]
+    transitions = {(tags[i], tags[j]): float(trans[i, j])
+                   for i, j in zip(*np.nonzero(model.transitions)) if trans[i, j] != 0}
+    used = dict.fromkeys(a for a, _ in state)
+    attributes = {a: k for k, a in enumerate(sorted(used, key=model.fmap.index.__getitem__))}
+    return ModelInfo(state, transitions, attributes, {t: i for i, t in enumerate(tags)},
+                     {"num_attrs": len(attributes), "num_labels": len(tags),
+                      "num_features": len(state) + len(transitions)})
+
+
+class Tagger:
+    """pycrfsuite.Tagger's methods over a fitted attribute CRF."""
+
+    def __init__(self, model: AttributeCRF):
+        self.model = model
+        self._lattice: Lattice | None = None
+        self._info: ModelInfo | None = None
+
+    def labels(self) -> list[str]:
+        """The model's labels, in CRFsuite's order (first appearance in training)."""
+        return list(self.model.tags)
+
+    def set(self, xseq: Sequence[Any]) -> None:
+        """The sequence :meth:`tag`, :meth:`marginal` and :meth:`probability` read."""
+        self._lattice = self.model.lattices([xseq])[0]
+
+    def _current(self) -> Lattice:
+        if self._lattice is None:
+            raise InputError("no sequence set: call tagger.set(xseq) or tagger.tag(xseq) first")
+        return self._lattice
+
+    def tag(self, xseq: Sequence[Any] | None = None) -> list[str]:
+        """The most probable label sequence (Viterbi) of ``xseq`` or the current one."""
+        if xseq is not None:
+            self.set(xseq)
+        return decode_map(self._current()).tags
+
+    def marginal(self, y: str, pos: int) -> float:
+        """Pr(y_pos = y | x) of the current sequence."""
+        lat = self._current()
+        if not isinstance(pos, (int, np.integer)) or not 0 <= pos < lat.n:
+            raise InputError(f"position {pos!r} is outside the sequence of {lat.n} items")
+        return float(lat.marginals()[pos, lat.space.index(y, f"position {pos}")])
+
+    def probability(self, yseq: Sequence[str]) -> float:
+        """Pr(yseq | x) of the current sequence (0 for a sequence the scheme rules out)."""
+        lat = self._current()
+        if lat.space.chunked:
+            from ..encodings import is_valid
+            if len(yseq) == lat.n and all(t in lat.tags for t in yseq) and \
+                    not is_valid(list(yseq), lat.scheme):
+                return 0.0
+        return float(np.exp(lat.log_prob(list(yseq))))
+
+    def info(self) -> ModelInfo:
+        if self._info is None:
+            self._info = model_info(self.model)
+        return self._info
+
+
+@dataclass
+class TrainingLog:
+    """sklearn-crfsuite's ``training_log_``: ``iterations`` (a dict per step: ``num``,
+    ``loss`` on CRFsuite's scale — N times fstchunk's per-sentence objective —,
+    ``active_features`` (non-zero weights), ``feature_norm``, ``time``) and the run's
+    outcome (``scheme``, ``converged``, ``stopped_by``)."""
+    iterations: list = field(default_factory=list)
+    scheme: str = ""
+    converged: bool = False
+    stopped_by: str = ""
+
+    @property
+    def last_iteration(self) -> dict:
+        return self.iterations[-1] if self.iterations else {}

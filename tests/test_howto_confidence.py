@@ -1,0 +1,36 @@
+"""docs/howto/confidence.md runs as shown (every block, by :mod:`codeblocks`, here rather
+than in :mod:`test_docs`, which leaves this page to this test), and what its commands
+wrote is what the page says: the JSONL keys shown, the marginals, the score file's
+tokens, an HTML page, segment probabilities, and ``decode_chunks`` equal to scoring
+MAP's tags."""
+
+import json
+import os
+import re
+
+from codeblocks import run_page
+
+HOWTO = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "howto", "confidence.md")
+
+
+def test_howto_runs_and_its_outputs_are_as_shown(tmp_path, monkeypatch, corpus):
+    corpus("conll2000")
+    corpus("genia")                     # the page reads both: fails in CI, skips elsewhere
+    monkeypatch.chdir(tmp_path)
+    env: dict = {"__name__": "__page__"}
+    run_page(HOWTO, env)
+    with open(HOWTO, encoding="utf-8") as fh:
+        shown_output = json.loads(re.findall(r"```json\n(.*?)```", fh.read(), re.S)[0])
+    out = [json.loads(x) for x in open("out.jsonl", encoding="utf-8")]
+    assert set(out[0]) == set(shown_output)
+    assert set(out[0]["chunks"][0]) == set(shown_output["chunks"][0])
+    marg = json.loads(open("marg.jsonl", encoding="utf-8").readline())
+    assert {"marginals", "marginals_scheme"} <= set(marg)
+    scored = json.loads(open("scored.jsonl", encoding="utf-8").readline())
+    assert scored["tokens"] == ["Tom", "met", "Ann"] and len(scored["tags"]) == 3
+    assert open("out.html", encoding="utf-8").read().startswith("<!DOCTYPE html>")
+    assert all("p" in g for x in open("seg.jsonl", encoding="utf-8")
+               for g in json.loads(x)["segments"])
+    lat = env["lat"]
+    from fstchunk import decode_map, scored_chunks
+    assert env["decode_chunks"](lat, "map") == scored_chunks(lat, decode_map(lat).tags)
