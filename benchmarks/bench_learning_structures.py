@@ -1,40 +1,32 @@
-"""The one learning loop (issue 33) for the joint and segment models: the invariants,
-shown on real data against a checkout of the code before it (as
-``bench_learning.py`` shows them for the CRF, whose helpers this script uses).
+"""The one learning loop (issue 33) for the joint and segment models: its invariants on
+real data against a checkout of the code before it (``bench_learning.py`` does the CRF's;
+its helpers are used here).
 
-* **training gives the same model**: each model is trained by both checkouts with the
-  same options; the arrays of the two model files are compared (bit for bit, else the
-  largest difference), and their calibration temperatures;
-* **the same model files decode the same; files written before still load**: each
-  model file (trained by either checkout) is decoded by both checkouts; the outputs
-  must be byte-identical and the scores (``joint decode --json``, ``segment eval
-  --json``) equal;
-* **speed the same or better**: training and decoding run by the two checkouts in turn
-  (A B A B ...), the ratio after/before taken pair by pair, its median reported.
+* **training gives the same model**: each model trained by both checkouts, the arrays
+  of the two files compared (bit for bit, else the largest difference);
+* **the same files decode the same; files written before still load**: each file
+  decoded by both checkouts: outputs byte-identical, ``joint decode --json`` /
+  ``segment eval --json`` equal;
+* **speed the same or better**: the checkouts in turn (A B A B ...), the median of the
+  pairwise ratios after/before.
 
-``--model joint``: Shimizu & Haas's Table 7 setting (``bench_joint.py``): the first
-``--sentences`` (447, set D) CoNLL-2000 training sentences, POS collapsed, NP chunks
-only; ``joint train --algorithm perceptron|mmvp`` (``--iterations`` epochs, calibrated
-on the first ``--heldout`` dev sentences, so that ``--decoder meu`` reads their scores
-as probabilities) and ``crf`` (``--crf-iter`` L-BFGS iterations, not calibrated); the
-first ``--test-limit`` test sentences decoded by ``map`` and ``meu``.  λ of ``crf``:
-the checkout before minimised the summed NLL + λ‖w‖² (``--l2 L``), the loop minimises
-the mean per sentence + λ‖w‖², so it is given ``--l2 L/S`` (S training sentences): the
-same penalty.
-
-``--model segment``: McDonald et al.'s multilabel segment model on GENIA: the first
-``--sentences`` training sentences, ``--epochs`` epochs (seed 0, averaged), dev F and
-the MEU calibration on the first ``--heldout`` dev sentences; the first
-``--test-limit`` test sentences decoded by ``threshold`` and ``meu`` and scored by
-``segment eval``.  The after checkout runs with its defaults (``OUTPUT.ckpt`` and the
-learner's state written every epoch), and is timed without checkpoints as well.
+``--model joint``: Table 7's setting (``bench_joint.py``): the first ``--sentences``
+(447, set D) CoNLL-2000 sentences, POS collapsed, NP only; ``perceptron``/``mmvp``
+(``--iterations`` epochs, calibrated on ``--heldout`` dev sentences for ``--decoder
+meu``) and ``crf`` (``--crf-iter`` iterations; the before checkout's ``--l2 L`` on the
+summed NLL is ``--l2 L/S`` on the loop's mean: the same penalty); also the stop on a
+separated training set (``--separable``) and ``crf`` on S = a power of four
+(``--crf-check``: the rounding explained).  ``--part crf-speed``: ``crf`` training
+timed in one process and spread, wall and CPU seconds, its own section.
+``--model segment``: GENIA, ``--sentences``, ``--epochs`` (seed 0), dev F and the MEU
+calibration on ``--heldout`` dev sentences; training also timed without checkpoints.
+Both: the first ``--test-limit`` test sentences decoded.
 
     FSTCHUNK_DATA=../shared/data python benchmarks/bench_learning_structures.py \\
         --model joint --before /tmp/before-33
 
-``--before`` is a checkout of the commit before the learning package (``git worktree
-add /tmp/before-33 1f90fdf``); both run through the Python running this script, each
-with its own ``PYTHONPATH``.
+``--before``: a checkout of the commit before the learning package (``git worktree add
+/tmp/before-33 1f90fdf``); both run by this Python, each with its own ``PYTHONPATH``.
 """
 
 from __future__ import annotations
