@@ -97,14 +97,16 @@ def compare(before: Path, after: Path, models: dict, test: Path) -> list[str]:
     return rows
 
 
-def paired(before: Path, after: Path, argv: list, runs: int) -> tuple[float, float, float]:
-    """Median seconds before, after, and the median of the pairwise ratios after/before."""
+def paired(before: Path, after: Path, argv: list, runs: int,
+           after_argv: list | None = None) -> tuple[float, float, float]:
+    """Median seconds before, after, and the median of the pairwise ratios after/before
+    (``after_argv``: the after checkout's command where its options differ)."""
     tb, ta, ratios = [], [], []
     for _ in range(runs):
         times = []
-        for c in (before, after):
+        for c, args in ((before, argv), (after, after_argv or argv)):
             t = time.perf_counter()
-            cli(c, *argv)
+            cli(c, *args)
             times.append(time.perf_counter() - t)
         tb.append(times[0])
         ta.append(times[1])
