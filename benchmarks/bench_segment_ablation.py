@@ -19,7 +19,7 @@ RESULTS.md section from the store.
     FSTCHUNK_DATA=../shared/data python benchmarks/bench_segment_ablation.py \\
         --configs mcp05,sp03 --store /tmp/abl.jsonl
     FSTCHUNK_DATA=../shared/data python benchmarks/bench_segment_ablation.py \\
-        --store /tmp/abl.jsonl --write
+        --store /tmp/abl.jsonl [--store /tmp/other.jsonl] --write
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -91,27 +92,58 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def write(args) -> None:
+def plot(curves: list[dict]) -> Path:
+    """Figure 5's panels (P squares, R circles, F line against the threshold), one per
+    configuration with a curve; the PNG's path."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(curves), figsize=(4 * len(curves), 3.4), squeeze=False)
+    for ax, r in zip(axes[0], curves):
+        t, p, rc, f = (np.array(c) for c in zip(*r["curve"]))
+        ax.plot(t, p, "s-", label="precision")
+        ax.plot(t, rc, "o-", label="recall")
+        ax.plot(t, f, "-", color="k", label="F")
+        ax.set_title(f"NP dev: {r['name']}")
+        ax.set_xlabel("threshold")
+    axes[0][0].legend()
+    path = Path(__file__).resolve().parent / "segment_threshold_np.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    return path
+
+
+def _runs(store: str) -> list[dict]:
+    """The runs of a store in :data:`CONFIGS` order (the last run of a name counts)."""
     rows = {}
-    for line in open(args.store, encoding="utf-8"):
+    for line in open(store, encoding="utf-8"):
         r = json.loads(line)
-        rows[r["name"]] = r                  # the last run of a name counts
-    order = [rows[n] for n in CONFIGS if n in rows]
-    r0 = order[0]
-    body = [f"CoNLL-2000 NP chunks only (other chunks read as O): the first {r0['train']} "
-            f"training sentences of train.txt, F on the first {r0['dev']} sentences of "
-            f"dev.txt after each epoch (averaged weights / last weights), k = n, "
-            f"threshold 0, D = 2**20, seed 0 unless the row says otherwise; no test file "
-            f"read. Seconds per epoch include dev F twice per epoch and were measured on a "
-            f"machine loaded by other jobs (load average ≈ 9 on 2 cores): compare them "
-            f"within this table only. P and R: the last epoch's averaged weights.\n",
-            table(order)]
-    curves = [r for r in order if "curve" in r]
+        rows[r["name"]] = r
+    return [rows[n] for n in CONFIGS if n in rows]
+
+
+def write(args) -> None:
+    body = ["Each table: CoNLL-2000 NP chunks only (other chunks read as O), the first N "
+            "training sentences of train.txt, F on the first M sentences of dev.txt after "
+            "each epoch (averaged weights / last weights), k = n, threshold 0, D = 2**20, "
+            "seed 0 unless the row says otherwise; no test file read. Seconds per epoch "
+            "include dev F twice per epoch and were measured while other jobs loaded the "
+            "machine (load average 9–13 on 2 cores): compare them within a table only. "
+            "P, R and F: the last epoch's averaged weights."]
+    curves = []
+    for store in args.store:
+        order = _runs(store)
+        body += [f"\nN = {order[0]['train']} training sentences, M = {order[0]['dev']} dev "
+                 f"sentences, {max(r['epochs'] for r in order)} epochs:\n", table(order)]
+        curves += [r for r in order if "curve" in r]
     for r in curves:
-        body += [f"\nFigure 5 analogue, {r['desc']} (last epoch, averaged weights, dev): "
-                 f"P / R / F against the decision threshold\n",
+        body += [f"\nFigure 5 analogue, {r['desc']} (N = {r['train']}, last epoch, averaged "
+                 f"weights, M = {r['dev']} dev sentences): P / R / F against the decision "
+                 f"threshold\n",
                  "| threshold | P | R | F |", "|---|---|---|---|",
-                 *(f"| {t:+.1f} | {p:.2f} | {rc:.2f} | {f:.2f} |" for t, p, rc, f in r["curve"])]
+                 *(f"| {t + 0.0:+.1f} | {p:.2f} | {rc:.2f} | {f:.2f} |" for t, p, rc, f in r["curve"])]
+    if curves:
+        body.append(f"\nPlot: `benchmarks/{plot(curves).name}`.")
     text = "\n".join(body)
     print(text)
     write_section("Segments (issue 37): dev ablation on CoNLL-2000 NP chunks", text)
@@ -125,7 +157,8 @@ def main() -> None:
     ap.add_argument("--dev-limit", type=int, default=500)
     ap.add_argument("--thresholds", action="store_true",
                     help="also P/R/F against the threshold (Figure 5) for each config")
-    ap.add_argument("--store", required=True, help="JSON lines file of the runs")
+    ap.add_argument("--store", action="append", required=True,
+                    help="JSON lines file of the runs (--write: one table per store)")
     ap.add_argument("--write", action="store_true", help="compose the RESULTS.md section")
     args = ap.parse_args()
     if args.write:
@@ -135,7 +168,7 @@ def main() -> None:
             ap.error(f"unknown configuration {name!r}; use {', '.join(CONFIGS)}")
         r = run(name, args)
         print(json.dumps(r), file=sys.stderr)
-        with open(args.store, "a", encoding="utf-8") as fh:
+        with open(args.store[0], "a", encoding="utf-8") as fh:
             fh.write(json.dumps(r) + "\n")
     print(machine())
 
