@@ -41,7 +41,7 @@ from ..batch import map_blocks
 from ..segments.data import (FORMATS, detect_format, iter_segments, paired, read_segments,
                              write_conll_predictions, write_jsonl)
 from ..models.segment import DECODERS, SegmentModel, restriction_flags
-from ..models.segment.features import PREDICATES
+from ..models.segment.features import DEFAULT_PREDICATES, PREDICATES
 from ..learn.loop import SELECT, file_digest
 from ..segments.scoring import score_segments
 from ..segments.space import RESTRICTIONS
@@ -96,11 +96,11 @@ def add_parser(sub) -> None:
     q.add_argument("--hash-bits", type=positive_int, default=20,
                    help="feature hashing into 2**BITS buckets per type")
     q.add_argument("--seed", type=nonnegative_int, default=0, help="shuffling seed")
-    q.add_argument("--predicates", choices=PREDICATES, default=None,
+    q.add_argument("--predicates", choices=PREDICATES, default=DEFAULT_PREDICATES,
                    help="predicate set of the step features: mcp05 (word, shape, affixes, "
                         "POS at the two indices, the words beside), sp03 (Sha & Pereira "
                         "2003: words and POS in a ±2 window, their bigrams and trigrams) or "
-                        "both (default: the model's)")
+                        "both")
     q.add_argument("-o", "--output", required=True, help="model file to write (.npz)")
     q.add_argument("--format", choices=FORMATS, default="auto", help=format_help)
     q.add_argument("--quiet", action="store_true",
@@ -167,10 +167,9 @@ def _max_gap(text: str) -> int | None | str:
 def run_train(args: argparse.Namespace) -> int:
     check_output(args.output)
     flags = restriction_flags(args.restrict) if args.restrict else None
-    extra = {} if args.predicates is None else {"predicates": args.predicates}
     model = SegmentModel(D=2 ** args.hash_bits, max_gap=_max_gap(args.max_gap),
                          restrictions=flags, average=not args.no_average, seed=args.seed,
-                         **extra)
+                         predicates=args.predicates)
     sents = read_segments(args.train, fmt=args.format)
     dev = read_segments(args.dev, fmt=args.format) if args.dev else None
     identity = {"train_sha256": file_digest(args.train)}

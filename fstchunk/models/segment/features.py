@@ -64,6 +64,10 @@ from ..features import word_shape
 FEATURES = "mcp05-hashed-v1"
 #: the predicate sets (the module doc); model files record ``feature_version(name)``
 PREDICATES = ("mcp05", "sp03", "mcp05+sp03")
+#: the predicate set of a new model (issue 37): Sha & Pereira's window, the paper's NP
+#: predicates, with issue 19's orthographic ones (chosen on CoNLL-2000 NP dev,
+#: benchmarks/RESULTS.md "Segments (issue 37)"); model files keep their own
+DEFAULT_PREDICATES = "mcp05+sp03"
 #: Sha & Pereira's window predicates: (name, slot, offsets) over the words ("w") or the
 #: POS tags ("t"); a predicate's value joins the values at p + offset
 WINDOW = tuple([(f"w{d:+d}", "w", (d,)) for d in range(-2, 3)]

@@ -59,8 +59,8 @@ from ...segments.data import SegSentence, Segment, iter_types
 from ...segments.meu import calibrated, meu_set, platt_fit
 from ...segments.space import RESTRICTIONS, kbest, restrict
 from .files import FLAGS, check_int, read_model, restriction_flags, write_model
-from .features import (SentenceFeatures, check_predicates, feature_version, segment_vectors,
-                       sentence_features)
+from .features import (DEFAULT_PREDICATES, SentenceFeatures, check_predicates,
+                       feature_version, segment_vectors, sentence_features)
 from .train import HildrethSolver, SegmentData, max_gap_of, segment_f
 
 #: the segment decoders: McDonald et al.'s threshold on the score, or exact MEU for F
@@ -75,8 +75,7 @@ class SegmentModel:
     ``pos`` (whether every sentence has POS tags), ``max_gap`` ("auto" becomes the
     largest gap of a training gold segment), ``layout`` and ``W`` (θ, :attr:`theta`).
     ``average``, ``seed`` and ``max_sweeps`` are the learner's (:mod:`.train`);
-    ``predicates`` names the predicate set of the step features
-    (:data:`.features.PREDICATES`)."""
+    ``predicates``: the step features' predicate set (:data:`.features.PREDICATES`)."""
 
     kind: ClassVar[str] = "segment"
     #: the objectives a segment model trains (:mod:`fstchunk.learn.objectives`)
@@ -85,7 +84,7 @@ class SegmentModel:
     def __init__(self, D: int = 2 ** 20, max_gap: int | None | str = "auto",
                  k: int | None = None, restrictions: str | dict | None = None,
                  threshold: float = 0.0, average: bool = True, seed: int = 0,
-                 max_sweeps: int = 1000, predicates: str = "mcp05"):
+                 max_sweeps: int = 1000, predicates: str = DEFAULT_PREDICATES):
         self.D = check_int(D, "D", 1)
         self.predicates = check_predicates(predicates)
         if max_gap != "auto":
