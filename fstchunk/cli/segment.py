@@ -6,8 +6,8 @@
 ``train``'s loop options (``--dev`` with ``--dev-every`` and ``--select``,
 ``--checkpoint-every``, ``--resume``, ``--max-iter``, or ``--epochs`` as before, Ctrl-C
 and SIGTERM writing OUTPUT.ckpt), a step being an epoch; a resume must match the
-training file (its digest), the restrictions, the max gap, the hash bits, the seed,
-averaging and the selection (with ``--select dev`` the dev file too).  With ``--dev``
+training file (its digest), the restrictions, the max gap, the hash bits, the predicate
+set (``--predicates``), the seed, averaging and the selection (with ``--select dev`` the dev file too).  With ``--dev``
 it then fits the probability calibration MEU decoding needs on the dev sentences (and
 writes the model again).  ``decode`` writes the input again with its segments replaced:
 JSONL lines keep their keys with ``segments`` replaced by the predicted list; a CoNLL
@@ -41,6 +41,7 @@ from ..batch import map_blocks
 from ..segments.data import (FORMATS, detect_format, iter_segments, paired, read_segments,
                              write_conll_predictions, write_jsonl)
 from ..models.segment import DECODERS, SegmentModel, restriction_flags
+from ..models.segment.features import DEFAULT_PREDICATES, PREDICATES
 from ..learn.loop import SELECT, file_digest
 from ..segments.scoring import score_segments
 from ..segments.space import RESTRICTIONS
@@ -95,6 +96,11 @@ def add_parser(sub) -> None:
     q.add_argument("--hash-bits", type=positive_int, default=20,
                    help="feature hashing into 2**BITS buckets per type")
     q.add_argument("--seed", type=nonnegative_int, default=0, help="shuffling seed")
+    q.add_argument("--predicates", choices=PREDICATES, default=DEFAULT_PREDICATES,
+                   help="predicate set of the step features: mcp05 (word, shape, affixes, "
+                        "POS at the two indices, the words beside), sp03 (Sha & Pereira "
+                        "2003: words and POS in a ±2 window, their bigrams and trigrams) or "
+                        "both")
     q.add_argument("-o", "--output", required=True, help="model file to write (.npz)")
     q.add_argument("--format", choices=FORMATS, default="auto", help=format_help)
     q.add_argument("--quiet", action="store_true",
@@ -162,7 +168,8 @@ def run_train(args: argparse.Namespace) -> int:
     check_output(args.output)
     flags = restriction_flags(args.restrict) if args.restrict else None
     model = SegmentModel(D=2 ** args.hash_bits, max_gap=_max_gap(args.max_gap),
-                         restrictions=flags, average=not args.no_average, seed=args.seed)
+                         restrictions=flags, average=not args.no_average, seed=args.seed,
+                         predicates=args.predicates)
     sents = read_segments(args.train, fmt=args.format)
     dev = read_segments(args.dev, fmt=args.format) if args.dev else None
     identity = {"train_sha256": file_digest(args.train)}

@@ -29,10 +29,22 @@ tokens (boundary steps are free); :func:`sentence_features` gives them and the C
 matrix F (steps × D, binary, duplicates summed), so the scores of every step for every
 type are F @ W.
 
+Predicate sets (``predicates``, :data:`PREDICATES`): ``"mcp05"`` is the set above (the
+"at" predicates state & pred_i and state & pred_j over :data:`SLOTS` and
+:data:`CONTEXT`); ``"sp03"`` replaces those by Sha & Pereira's (2003) NP-chunking
+predicates at each index p, the paper's choice for NP chunks (§4.1): the words
+w[p+d] for d in −2..2, the word bigrams w[p−1]w[p] and w[p]w[p+1], and, with POS
+tags, t[p+d] for d in −2..2, the four POS bigrams and three POS trigrams in the
+window (:data:`WINDOW`; markers ``<s>`` / ``</s>`` beyond the sentence), each
+conjoined with the state at i and at j; ``"mcp05+sp03"`` has both.  The state bias,
+the word/lower/shape pairs and the skip features (distance, words and POS between;
+§3.3 "we always add") are in every set.
+
 Pitfalls: collisions make two features share a weight (harmless at D = 2**20); a gold
 segment may use a step that ``max_gap`` forbids: :func:`arc_features` computes the
 rows of any steps, allowed or not; changing anything here changes every id, so
-:data:`FEATURES` names the version that model files record.
+:func:`feature_version` names the version that model files record (``mcp05``'s ids
+are those of :data:`FEATURES`, the only version before predicate sets).
 """
 
 from __future__ import annotations
@@ -48,8 +60,22 @@ import scipy.sparse as sp
 from ...errors import InputError
 from ..features import word_shape
 
-#: the name of this feature function, recorded in model files
+#: the name of this feature function, recorded in model files (predicate set ``mcp05``)
 FEATURES = "mcp05-hashed-v1"
+#: the predicate sets (the module doc); model files record ``feature_version(name)``
+PREDICATES = ("mcp05", "sp03", "mcp05+sp03")
+#: the predicate set of a new model (issue 37): Sha & Pereira's window, the paper's NP
+#: predicates, with issue 19's orthographic ones (chosen on CoNLL-2000 NP dev,
+#: benchmarks/RESULTS.md "Segments (issue 37)"); model files keep their own
+DEFAULT_PREDICATES = "mcp05+sp03"
+#: Sha & Pereira's window predicates: (name, slot, offsets) over the words ("w") or the
+#: POS tags ("t"); a predicate's value joins the values at p + offset
+WINDOW = tuple([(f"w{d:+d}", "w", (d,)) for d in range(-2, 3)]
+               + [("w-1w0", "w", (-1, 0)), ("w0w+1", "w", (0, 1))]
+               + [(f"t{d:+d}", "t", (d,)) for d in range(-2, 3)]
+               + [(f"t{a:+d}t{a + 1:+d}", "t", (a, a + 1)) for a in range(-2, 2)]
+               + [(f"t{a:+d}t{a + 1:+d}t{a + 2:+d}", "t", (a, a + 1, a + 2))
+                  for a in range(-2, 1)])
 START, END, NEXT, SKIP = 0, 1, 2, 3
 STATES = ("start", "end", "next", "skip")
 SLOTS = ("w", "l", "s", "p2", "p3", "s2", "s3", "t")    # "t" (POS) only with POS tags
@@ -78,10 +104,31 @@ def _mix(*parts) -> np.ndarray:
     return h
 
 
-def token_ids(tokens: Sequence[str], pos: Sequence[str] | None = None) -> np.ndarray:
+def feature_version(predicates: str) -> str:
+    """The name model files record for predicate set ``predicates``."""
+    check_predicates(predicates)
+    return FEATURES if predicates == "mcp05" else f"{predicates}-hashed-v1"
+
+
+def predicates_of(version: str) -> str | None:
+    """The predicate set of a recorded feature version (None: not one of this fstchunk)."""
+    return next((p for p in PREDICATES if feature_version(p) == version), None)
+
+
+def check_predicates(predicates: object) -> str:
+    """``predicates`` if it names a predicate set; InputError listing them otherwise."""
+    if predicates not in PREDICATES:
+        raise InputError(f"unknown predicate set {predicates!r}; use one of "
+                         f"{', '.join(PREDICATES)}")
+    return predicates  # type: ignore[return-value]
+
+
+def token_ids(tokens: Sequence[str], pos: Sequence[str] | None = None,
+              predicates: str = "mcp05") -> np.ndarray:
     """(n+2, P) uint64: the crc32 of each predicate (slot) at member indices 0..n+1:
     the slots of :data:`SLOTS` ("t" only with POS tags), then the lower-cased words
-    before and after (:data:`CONTEXT`)."""
+    before and after (:data:`CONTEXT`), then with ``predicates`` ``sp03`` or
+    ``mcp05+sp03`` those of :data:`WINDOW` (the POS ones only with POS tags)."""
     if pos is not None and len(pos) != len(tokens):
         raise InputError(f"{len(pos)} POS tags for {len(tokens)} tokens")
     rows = [_word_ids(w) + ((crc(f"t={pos[p]}"),) if pos is not None else ())
@@ -92,7 +139,32 @@ def token_ids(tokens: Sequence[str], pos: Sequence[str] | None = None) -> np.nda
     low = ids[:, _L]
     prev = np.concatenate([low[:1], low[:-1]])              # the boundaries keep their own
     nxt = np.concatenate([low[1:], low[-1:]])
-    return np.concatenate([ids, prev[:, None], nxt[:, None]], axis=1)
+    ids = np.concatenate([ids, prev[:, None], nxt[:, None]], axis=1)
+    if check_predicates(predicates) == "mcp05":
+        return ids
+    return np.concatenate([ids, window_ids(tokens, pos)], axis=1)
+
+
+def window_ids(tokens: Sequence[str], pos: Sequence[str] | None) -> np.ndarray:
+    """(n+2, Q) uint64: the crc32 of Sha & Pereira's predicates (:data:`WINDOW`, the
+    POS ones only with ``pos``) at member indices 0..n+1 (index p is token p − 1;
+    ``<s>`` before the first token, ``</s>`` after the last, index 0 and n+1 included)."""
+    n = len(tokens)
+    seqs = {"w": ["<s>"] * 3 + list(tokens) + ["</s>"] * 3}
+    if pos is not None:
+        seqs["t"] = ["<s>"] * 3 + list(pos) + ["</s>"] * 3
+    cols = [[crc(f"{name}=" + "|".join(seqs[slot][p + 2 + d] for d in offsets))
+             for p in range(n + 2)]
+            for name, slot, offsets in WINDOW if slot in seqs]
+    return np.array(cols, dtype=np.uint64).T
+
+
+def at_columns(predicates: str, pos: bool) -> np.ndarray:
+    """The columns of :func:`token_ids` conjoined with the state at i and at j."""
+    base = len(SLOTS) - (0 if pos else 1) + len(CONTEXT)
+    extra = sum(1 for _, slot, _ in WINDOW if pos or slot == "w")
+    return {"mcp05": np.arange(base), "sp03": np.arange(base, base + extra),
+            "mcp05+sp03": np.arange(base + extra)}[check_predicates(predicates)]
 
 
 @lru_cache(maxsize=1 << 16)
@@ -120,11 +192,17 @@ def _bucket(gap: np.ndarray) -> np.ndarray:
     return np.where(gap <= 3, gap, np.where(gap <= 5, 4, 6))
 
 
-def arc_features(ids: np.ndarray, J: np.ndarray, I: np.ndarray, D: int) -> sp.csr_matrix:
+def arc_features(ids: np.ndarray, J: np.ndarray, I: np.ndarray, D: int,
+                 at: np.ndarray | None = None, pos: bool | None = None) -> sp.csr_matrix:
     """F (len(J) × D, CSR, float64): the features g(J[a], I[a]) of each step a of a
-    sentence with predicate ids ``ids`` (:func:`token_ids`)."""
+    sentence with predicate ids ``ids`` (:func:`token_ids`); ``at``: the columns
+    conjoined with the state at i and at j (default: all), ``pos``: whether the ids
+    hold POS tags (default: read off the number of columns, ``mcp05`` ids)."""
     J, I = np.asarray(J, dtype=np.int64), np.asarray(I, dtype=np.int64)
-    A, n1, P = len(J), ids.shape[0] - 1, ids.shape[1]       # P: predicates per index
+    A, n1 = len(J), ids.shape[0] - 1
+    if pos is None:
+        pos = ids.shape[1] > len(SLOTS) - 1 + len(CONTEXT)
+    at = np.arange(ids.shape[1]) if at is None else np.asarray(at, dtype=np.int64)
     state = np.where(J == 0, START, np.where(I == n1, END, np.where(J == I - 1, NEXT, SKIP)))
     st = state.astype(np.uint64)
     idj, idi = ids[J], ids[I]                                 # (A, P)
@@ -132,10 +210,10 @@ def arc_features(ids: np.ndarray, J: np.ndarray, I: np.ndarray, D: int) -> sp.cs
             _mix(_WW, st, idj[:, _W], idi[:, _W]),
             _mix(_LL, st, idj[:, _L], idi[:, _L]),
             _mix(_SS, st, idj[:, _S], idi[:, _S])]
-    slot = np.arange(P, dtype=np.uint64)[None, :]
+    slot = at.astype(np.uint64)[None, :]                     # a column's number is its slot
     dense = np.concatenate([np.stack(cols, axis=1),
-                            _mix(_AT_I, st[:, None], slot, idi),
-                            _mix(_AT_J, st[:, None], slot, idj)], axis=1)  # (A, 4 + 2P)
+                            _mix(_AT_I, st[:, None], slot, idi[:, at]),
+                            _mix(_AT_J, st[:, None], slot, idj[:, at])], axis=1)  # (A, 4+2P)
     rows = [np.repeat(np.arange(A), dense.shape[1])]
     feats = [dense.ravel()]
     skip = np.flatnonzero(state == SKIP)
@@ -149,7 +227,7 @@ def arc_features(ids: np.ndarray, J: np.ndarray, I: np.ndarray, D: int) -> sp.cs
         member = J[arc] + 1 + (np.arange(len(arc)) - first)
         rows.append(arc)
         feats.append(_mix(_BETW, ids[member, _L]))
-        if P > len(SLOTS) - 1 + len(CONTEXT):                # the POS slot is there
+        if pos:
             rows.append(arc)
             feats.append(_mix(_BETT, ids[member, _T]))
     r = np.concatenate(rows)
@@ -160,13 +238,16 @@ def arc_features(ids: np.ndarray, J: np.ndarray, I: np.ndarray, D: int) -> sp.cs
 @dataclass
 class SentenceFeatures:
     """The allowed steps (J, I) of one sentence, their features F (steps × D) and
-    ``index[j, i]``: the row of step j → i in F (−1: not allowed)."""
+    ``index[j, i]``: the row of step j → i in F (−1: not allowed); ``at`` and ``pos``:
+    :func:`arc_features`' arguments for these ids."""
     n: int
     ids: np.ndarray
     J: np.ndarray
     I: np.ndarray
     F: sp.csr_matrix
     index: np.ndarray
+    at: np.ndarray | None = None
+    pos: bool | None = None
 
     def rows(self, members: Sequence[int]) -> np.ndarray:
         """Rows of F of the steps of a padded member sequence (−1 where not allowed)."""
@@ -180,16 +261,20 @@ def members(n: int, positions: Sequence[int]) -> list[int]:
 
 
 def sentence_features(tokens: Sequence[str], pos: Sequence[str] | None, D: int,
-                      max_gap: int | None = None) -> SentenceFeatures:
-    """The allowed steps of a sentence and their features (see the module doc)."""
+                      max_gap: int | None = None, predicates: str = "mcp05"
+                      ) -> SentenceFeatures:
+    """The allowed steps of a sentence and their features over predicate set
+    ``predicates`` (see the module doc)."""
     n = len(tokens)
     if n < 1:
         raise InputError("a sentence needs at least one token")
-    ids = token_ids(tokens, pos)
+    ids = token_ids(tokens, pos, predicates)
+    at, has_pos = at_columns(predicates, pos is not None), pos is not None
     J, I = allowed_arcs(n, max_gap)
     index = np.full((n + 2, n + 2), -1, dtype=np.int64)
     index[J, I] = np.arange(len(J))
-    return SentenceFeatures(n, ids, J, I, arc_features(ids, J, I, D), index)
+    return SentenceFeatures(n, ids, J, I, arc_features(ids, J, I, D, at, has_pos), index,
+                            at, has_pos)
 
 
 def segment_entries(sf: SentenceFeatures, positions: Sequence[Sequence[int]],
@@ -210,8 +295,8 @@ def segment_entries(sf: SentenceFeatures, positions: Sequence[Sequence[int]],
             arcs.append(a)
     F = sf.F
     if extra_j:
-        F = sp.vstack([F, arc_features(sf.ids, np.array(extra_j), np.array(extra_i), D)],
-                      format="csr")
+        F = sp.vstack([F, arc_features(sf.ids, np.array(extra_j), np.array(extra_i), D,
+                                       sf.at, sf.pos)], format="csr")
     arcs_a = np.array(arcs, dtype=np.int64)
     lo, hi = F.indptr[arcs_a], F.indptr[arcs_a + 1]
     size = hi - lo

@@ -2,7 +2,7 @@
 the files themselves (:mod:`fstchunk.models.io`, kind ``segment``).
 
 A file holds the array ``W`` (D × T) and the fields ``types``, ``features`` (the
-feature function's version, :data:`.features.FEATURES`), ``D``, ``max_gap``, ``k``,
+feature function's version, :func:`.features.feature_version` of the predicate set), ``D``, ``max_gap``, ``k``,
 ``restrictions`` (flags), ``threshold``, ``pos``, ``settings`` and optionally the
 training layout; :func:`read_model` validates every one, naming file and field.
 
@@ -23,7 +23,7 @@ from ...errors import InputError
 from ...layout import Layout
 from ...segments.space import RESTRICTIONS, parse_restrictions
 from ..io import Fields, load_model_file, save_model
-from .features import FEATURES
+from .features import PREDICATES, feature_version, predicates_of
 
 #: the restriction flags (keywords of :func:`fstchunk.segments.space.restrict`)
 FLAGS = tuple(r.replace("-", "_") for r in RESTRICTIONS)
@@ -57,7 +57,8 @@ def restriction_flags(restrictions: str | dict | None) -> dict[str, bool]:
 def write_model(path, model: Any) -> None:
     """Write a fitted segment model's file (atomically, :func:`.io.save_model`)."""
     save_model(path, model.kind, {"W": model.W}, {
-        "types": model.types, "features": FEATURES, "D": model.D, "max_gap": model.max_gap,
+        "types": model.types, "features": feature_version(model.predicates), "D": model.D,
+        "max_gap": model.max_gap,
         "k": model.k, "restrictions": model.restrictions, "threshold": model.threshold,
         "pos": model.pos, "settings": model.settings}, model.layout)
 
@@ -75,6 +76,8 @@ class ModelFields:
     W: np.ndarray
     settings: dict
     layout: Layout | None
+    #: the predicate set of the step features (from the recorded feature version)
+    predicates: str = "mcp05"
     #: the learner's hyper-parameters recorded in ``settings``
     learner: dict = field(default_factory=dict)
 
@@ -88,9 +91,10 @@ def read_model(path, kind: str) -> ModelFields:
             or len(set(types)) != len(types):
         raise f.error("types", "expected a non-empty list of distinct type names")
     feats = f.get("features", str)
-    if feats != FEATURES:
+    predicates = predicates_of(feats)
+    if predicates is None:
         raise f.error("features", f"feature function {feats!r}; this fstchunk computes "
-                                  f"{FEATURES!r}")
+                                  f"{', '.join(map(repr, map(feature_version, PREDICATES)))}")
     D = f.get("D", int)
     if D < 1:
         raise f.error("D", f"expected an integer >= 1, found {D}")
@@ -110,7 +114,7 @@ def read_model(path, kind: str) -> ModelFields:
     W = f.array("W", "float", (D, len(types)), finite=True)
     settings = f.settings()
     return ModelFields(types, D, max_gap, k, flags, float(threshold), pos, W, settings,
-                       f.layout(), _learner_settings(settings))
+                       f.layout(), predicates, _learner_settings(settings))
 
 
 def _learner_settings(settings: dict) -> dict:

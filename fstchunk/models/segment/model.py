@@ -18,7 +18,8 @@ layout and θ = W through :class:`fstchunk.learn.loop.Trainer` (objective
 dev F and ``select="dev"``, checkpoints, resume and Ctrl-C are the training loop's.
 
 Model files (:mod:`.files`, kind ``segment``): the array ``W`` (D × T) and the fields
-``types``, ``features`` (the feature function's version, :data:`.features.FEATURES`),
+``types``, ``features`` (the feature function's version of the predicate set,
+:func:`.features.feature_version`),
 ``D``, ``max_gap``, ``k`` (None: k = n), ``restrictions``, ``threshold``, ``pos``
 (whether the features read POS tags) and ``settings`` (training bookkeeping: the
 history per epoch, the learner's seed, averaging, ...); every field is validated on
@@ -58,7 +59,8 @@ from ...segments.data import SegSentence, Segment, iter_types
 from ...segments.meu import calibrated, meu_set, platt_fit
 from ...segments.space import RESTRICTIONS, kbest, restrict
 from .files import FLAGS, check_int, read_model, restriction_flags, write_model
-from .features import FEATURES, SentenceFeatures, segment_vectors, sentence_features
+from .features import (DEFAULT_PREDICATES, SentenceFeatures, check_predicates,
+                       feature_version, segment_vectors, sentence_features)
 from .train import HildrethSolver, SegmentData, max_gap_of, segment_f
 
 #: the segment decoders: McDonald et al.'s threshold on the score, or exact MEU for F
@@ -72,7 +74,8 @@ class SegmentModel:
     learns the rest from training sentences: ``types`` (in order of first appearance),
     ``pos`` (whether every sentence has POS tags), ``max_gap`` ("auto" becomes the
     largest gap of a training gold segment), ``layout`` and ``W`` (θ, :attr:`theta`).
-    ``average``, ``seed`` and ``max_sweeps`` are the learner's (:mod:`.train`)."""
+    ``average``, ``seed`` and ``max_sweeps`` are the learner's (:mod:`.train`);
+    ``predicates``: the step features' predicate set (:data:`.features.PREDICATES`)."""
 
     kind: ClassVar[str] = "segment"
     #: the objectives a segment model trains (:mod:`fstchunk.learn.objectives`)
@@ -81,8 +84,9 @@ class SegmentModel:
     def __init__(self, D: int = 2 ** 20, max_gap: int | None | str = "auto",
                  k: int | None = None, restrictions: str | dict | None = None,
                  threshold: float = 0.0, average: bool = True, seed: int = 0,
-                 max_sweeps: int = 1000):
+                 max_sweeps: int = 1000, predicates: str = DEFAULT_PREDICATES):
         self.D = check_int(D, "D", 1)
+        self.predicates = check_predicates(predicates)
         if max_gap != "auto":
             max_gap = check_int(max_gap, "max_gap", 0, none=True)
         self.max_gap: int | None | str = max_gap
@@ -169,7 +173,7 @@ class SegmentModel:
             raise InputError(f"{sentence.source}: the model reads POS tags, the sentence has "
                              f"none")
         return sentence_features(sentence.tokens, sentence.pos if self.pos else None, self.D,
-                                 self.max_gap)
+                                 self.max_gap, self.predicates)
 
     def arc_scores(self, sentence: SegSentence, sf: SentenceFeatures | None = None,
                    W: np.ndarray | None = None) -> np.ndarray:
@@ -335,7 +339,8 @@ class SegmentModel:
         """What a checkpoint of this model's training must match (Trainer ``identity``)."""
         self._check_fitted()
         return {"types": json.dumps(self.types), "pos": self.pos, "D": self.D,
-                "max_gap": self.max_gap, "k": self.k, "features": FEATURES,
+                "max_gap": self.max_gap, "k": self.k,
+                "features": feature_version(self.predicates),
                 "restrictions": ",".join(r for r, f in zip(RESTRICTIONS, FLAGS)
                                          if self.restrictions[f]),
                 "seed": self.seed, "average": self.average, "max_sweeps": self.max_sweeps}
@@ -388,7 +393,8 @@ class SegmentModel:
         """The model saved at ``path``, every field validated (:func:`.files.read_model`;
         ModelFileError naming the file and the field otherwise)."""
         f = read_model(path, cls.kind)
-        m = cls(f.D, f.max_gap, f.k, f.restrictions, f.threshold, **f.learner)
+        m = cls(f.D, f.max_gap, f.k, f.restrictions, f.threshold, **f.learner,
+                predicates=f.predicates)
         m._fitted(f.types, f.pos, f.W)
         m.settings, m.layout = f.settings, f.layout
         return m

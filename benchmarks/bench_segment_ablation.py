@@ -1,0 +1,177 @@
+"""Where the multilabel segmenter's points go on CoNLL-2000 NP chunks (issue 37;
+McDonald, Crammer & Pereira 2005, Table 1): a dev ablation of the segment model.
+
+Each configuration trains :class:`fstchunk.SegmentModel` on the first ``--train-limit``
+sentences of conll2000/train.txt (NP chunks only, the other chunks read as O, as in
+``bench_segments.py --section np``) for ``--epochs`` epochs and measures F on the first
+``--dev-limit`` sentences of dev.txt after every epoch, of the averaged weights and of
+the last weights (the history of the training loop).  The factors: the predicate set
+(``mcp05``, Sha & Pereira's ``sp03``, both), the §3.2.1 restrictions in training and
+decoding, k of the top-k constraints (k = n against a small k), Hildreth's sweep cap
+(``max_sweeps``), averaging (the last weights' column), the number of epochs (the per
+epoch columns) and the decision threshold on dev (Figure 5's curve, read off the top-k
+candidates of the chosen configuration).  No test file is read.
+
+Runs are slow on a loaded machine: ``--configs`` picks some (comma-separated names of
+:data:`CONFIGS`), each appends one JSON line to ``--store``; ``--write`` composes the
+RESULTS.md section from the store.
+
+    FSTCHUNK_DATA=../shared/data python benchmarks/bench_segment_ablation.py \\
+        --configs mcp05,sp03 --store /tmp/abl.jsonl
+    FSTCHUNK_DATA=../shared/data python benchmarks/bench_segment_ablation.py \\
+        --store /tmp/abl.jsonl [--store /tmp/other.jsonl] --write
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench_segments import _chunks
+from common import machine, write_section
+from fstchunk import SegmentModel
+from fstchunk.segments.scoring import score_segments
+
+#: name -> (description, SegmentModel keywords)
+CONFIGS = {
+    "mcp05": ("mcp05 predicates (issue 19's), k = n, averaged, ≤ 1000 sweeps",
+              {"predicates": "mcp05"}),
+    "sp03": ("sp03 predicates (Sha & Pereira 2003)", {"predicates": "sp03"}),
+    "both": ("mcp05 + sp03 predicates", {"predicates": "mcp05+sp03"}),
+    "mcp05-r": ("mcp05, restricted (no-overlap, contiguous)",
+                {"predicates": "mcp05", "restrictions": "no-overlap,contiguous"}),
+    "sp03-r": ("sp03, restricted (no-overlap, contiguous)",
+               {"predicates": "sp03", "restrictions": "no-overlap,contiguous"}),
+    "sp03-k3": ("sp03, k = 3 (not n)", {"predicates": "sp03", "k": 3}),
+    "sp03-s1": ("sp03, Hildreth capped at 1 sweep", {"predicates": "sp03", "max_sweeps": 1}),
+    "sp03-s5": ("sp03, Hildreth capped at 5 sweeps", {"predicates": "sp03", "max_sweeps": 5}),
+}
+THRESHOLDS = [round(x, 2) for x in np.arange(-1.0, 1.01, 0.2)]
+
+
+def prf(gold, pred) -> tuple[float, float, float]:
+    o = score_segments(gold, pred).overall
+    return o.precision, o.recall, o.f()
+
+
+def run(name: str, args) -> dict:
+    tr, dv, _ = _chunks("np", "NP", None)
+    tr, dv = tr[:args.train_limit], dv[:args.dev_limit]
+    desc, kw = CONFIGS[name]
+    t = time.perf_counter()
+    m = SegmentModel(**kw).fit(tr, dev=dv, max_iter=args.epochs)
+    secs = time.perf_counter() - t
+    hist = m.settings["history"]
+    out = {"name": name, "desc": desc, "train": len(tr), "dev": len(dv), "seconds": secs,
+           "epochs": len(hist), "avg": [h["dev_f_average"] for h in hist],
+           "last": [h["dev_f_last"] for h in hist],
+           "updates": [h["updates"] for h in hist]}
+    gold = [s.segments for s in dv]
+    out["prf"] = prf(gold, m.decode(dv))
+    if args.thresholds:                     # Figure 5: P, R, F against the threshold
+        out["curve"] = [(thr, *prf(gold, m.decode(dv, threshold=thr))) for thr in THRESHOLDS]
+    return out
+
+
+def table(rows: list[dict]) -> str:
+    E = max(r["epochs"] for r in rows)
+    head = ("| configuration | s/epoch | P | R | F (last epoch, averaged) | best epoch | "
+            + " | ".join(f"e{e}" for e in range(1, E + 1)) + " |")
+    lines = [head, "|" + "---|" * (6 + E)]
+    for r in rows:
+        best = int(np.argmax(r["avg"])) + 1
+        cells = [f"{a:.2f} / {b:.2f}" for a, b in zip(r["avg"], r["last"])]
+        p, rc, f = r["prf"]
+        lines.append(f"| {r['desc']} | {r['seconds'] / r['epochs']:.0f} | {p:.2f} | {rc:.2f} "
+                     f"| {f:.2f} | {best} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot(curves: list[dict]) -> Path:
+    """Figure 5's panels (P squares, R circles, F line against the threshold), one per
+    configuration with a curve; the PNG's path."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(curves), figsize=(4 * len(curves), 3.4), squeeze=False)
+    for ax, r in zip(axes[0], curves):
+        t, p, rc, f = (np.array(c) for c in zip(*r["curve"]))
+        ax.plot(t, p, "s-", label="precision")
+        ax.plot(t, rc, "o-", label="recall")
+        ax.plot(t, f, "-", color="k", label="F")
+        ax.set_title(f"NP dev: {r['name']}")
+        ax.set_xlabel("threshold")
+    axes[0][0].legend()
+    path = Path(__file__).resolve().parent / "segment_threshold_np.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    return path
+
+
+def _runs(store: str) -> list[dict]:
+    """The runs of a store in :data:`CONFIGS` order (the last run of a name counts)."""
+    rows = {}
+    for line in open(store, encoding="utf-8"):
+        r = json.loads(line)
+        rows[r["name"]] = r
+    return [rows[n] for n in CONFIGS if n in rows]
+
+
+def write(args) -> None:
+    body = ["Each table: CoNLL-2000 NP chunks only (other chunks read as O), the first N "
+            "training sentences of train.txt, F on the first M sentences of dev.txt after "
+            "each epoch (averaged weights / last weights), k = n, threshold 0, D = 2**20, "
+            "seed 0 unless the row says otherwise; no test file read. Seconds per epoch "
+            "include dev F twice per epoch and were measured while other jobs loaded the "
+            "machine (load average 9–13 on 2 cores): compare them within a table only. "
+            "P, R and F: the last epoch's averaged weights."]
+    curves = []
+    for store in args.store:
+        order = _runs(store)
+        body += [f"\nN = {order[0]['train']} training sentences, M = {order[0]['dev']} dev "
+                 f"sentences, {max(r['epochs'] for r in order)} epochs:\n", table(order)]
+        curves += [r for r in order if "curve" in r]
+    for r in curves:
+        body += [f"\nFigure 5 analogue, {r['desc']} (N = {r['train']}, last epoch, averaged "
+                 f"weights, M = {r['dev']} dev sentences): P / R / F against the decision "
+                 f"threshold\n",
+                 "| threshold | P | R | F |", "|---|---|---|---|",
+                 *(f"| {t + 0.0:+.1f} | {p:.2f} | {rc:.2f} | {f:.2f} |" for t, p, rc, f in r["curve"])]
+    if curves:
+        body.append(f"\nPlot: `benchmarks/{plot(curves).name}`.")
+    text = "\n".join(body)
+    print(text)
+    write_section("Segments (issue 37): dev ablation on CoNLL-2000 NP chunks", text)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--epochs", type=int, default=6)
+    ap.add_argument("--train-limit", type=int, default=1000)
+    ap.add_argument("--dev-limit", type=int, default=500)
+    ap.add_argument("--thresholds", action="store_true",
+                    help="also P/R/F against the threshold (Figure 5) for each config")
+    ap.add_argument("--store", action="append", required=True,
+                    help="JSON lines file of the runs (--write: one table per store)")
+    ap.add_argument("--write", action="store_true", help="compose the RESULTS.md section")
+    args = ap.parse_args()
+    if args.write:
+        return write(args)
+    for name in args.configs.split(","):
+        if name not in CONFIGS:
+            ap.error(f"unknown configuration {name!r}; use {', '.join(CONFIGS)}")
+        r = run(name, args)
+        print(json.dumps(r), file=sys.stderr)
+        with open(args.store[0], "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(r) + "\n")
+    print(machine())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
