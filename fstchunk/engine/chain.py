@@ -113,6 +113,22 @@ def gauge(layers: Layers) -> Layers:
     return Layers(weights, layers.labels, final)
 
 
+def restrict(layers: Layers, allowed: np.ndarray) -> Layers:
+    """The chain with the paths through disallowed tags removed: allowed[i, t] says
+    whether token i may take tag t (shape (n, num_tags)); every arc into a state of
+    layer i+1 whose tag is not allowed at token i gets log weight −inf.  Forward on
+    the result is the constrained log partition log Σ_{y ∈ A} exp(score(y)) of the
+    product constraint A = Π_i allowed_i (partial annotation,
+    :mod:`fstchunk.annotation`)."""
+    allowed = np.asarray(allowed, dtype=bool)
+    if allowed.shape[0] != len(layers.weights):
+        raise InputError(f"the mask has {allowed.shape[0]} rows but the chain has "
+                         f"{len(layers.weights)} tokens")
+    weights = [np.where(allowed[i][lab], w, -np.inf)
+               for i, (w, lab) in enumerate(zip(layers.weights, layers.labels))]
+    return Layers(weights, layers.labels, layers.final)
+
+
 def state_posteriors(layers: Layers) -> list[np.ndarray]:
     """Pr(the path visits each state of layer i+1), per layer.  Each layer is
     renormalised to sum to 1 (every path visits one state per layer): with scores
