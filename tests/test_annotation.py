@@ -17,28 +17,9 @@ from fstchunk.errors import CoNLLError, InputError, SchemeError
 from fstchunk.grammars import registry
 from fstchunk.grammars.annotation import mask_acceptor
 from fstchunk.tagspace import TagSet
-from oracles import all_chunkings
+from oracles import brute_log_partition
 
 SCHEMES = ("IOB1", "IOB2", "IOE1", "IOE2", "IOBES", "BILOU", "IOBES2", "IOBES3")
-
-
-def brute_log_partition(tags, scheme, types, scores, allowed):
-    """log Σ exp(score(y)) over the valid y with y_i allowed at every i, enumerated from
-    the chunkings (no lattice, no mask code); -inf when none."""
-    em, tr, s, e = scores
-    n = em.shape[0]
-    col = {t: i for i, t in enumerate(tags)}
-    vals = []
-    for c in all_chunkings(n, types):
-        y = enc.chunks_to_tags(c, n, scheme)
-        if any(t not in col for t in y):
-            continue
-        idx = [col[t] for t in y]
-        if not all(allowed[i, k] for i, k in enumerate(idx)):
-            continue
-        vals.append(s[idx[0]] + e[idx[-1]] + sum(em[i, idx[i]] for i in range(n))
-                    + sum(tr[idx[i - 1], idx[i]] for i in range(1, n)))
-    return float(np.logaddexp.reduce(vals)) if vals else -np.inf
 
 
 def machine_log_partition(lat):
