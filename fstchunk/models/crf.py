@@ -12,7 +12,7 @@ An estimator in scikit-learn's convention, apart from the training loop (as
 sklearn-crfsuite's is from CRFsuite): the constructor takes the hyper-parameters
 (features, schemes, columns, ``min_count``, the objective of
 :mod:`fstchunk.learn.objectives` and its λ, β, loss, ``max_iter``, ``tol``,
-``select``); :meth:`CRF.fit` learns the feature map, tags and pairs and then θ through
+``select``, ``partial``: the tag column as partial annotation, :mod:`.partial`); :meth:`CRF.fit` learns the feature map, tags and pairs and then θ through
 :class:`fstchunk.learn.loop.Trainer`, the one training loop; the objectives as
 functions of θ are :mod:`fstchunk.models.crf_loss`.
 
@@ -311,8 +311,8 @@ class CRF(Calibrated):
         L-BFGS for the smooth objectives, BCFW for max-margin, passes of the averaged
         perceptron."""
         tol = objective.default_tol if tol is None else tol
-        if isinstance(data.gold, partial.PartialGold) and objective is not lo.ML:
-            partial.statistics(objective, None, data.gold)          # refuses, naming it
+        if isinstance(data.gold, partial.PartialGold):
+            partial.check_objective(objective)
         if objective.smooth:
             return LBFGS(self.objective_function(objective, data, l2, beta, loss, executor),
                          tol)

@@ -97,14 +97,19 @@ def partial_ml_statistics(chain: Chain, gold: PartialGold, beta_sq: float = 1.0
     return Statistics(np.array([value]), (ChainGrad(gE, gT, gS, gEnd),))
 
 
-def statistics(objective: lo.Objective, chain: Chain, gold: PartialGold,
-               beta_sq: float = 1.0) -> Statistics:
-    """The statistics of ``objective`` on partial annotation: ML's marginal likelihood;
-    InputError for any other objective."""
+def check_objective(objective: lo.Objective) -> None:
+    """InputError unless ``objective`` has a partial form (ML only)."""
     if objective is not lo.ML:
         raise InputError(f"--partial trains --objective {lo.ML.name} only (the marginal "
                          f"likelihood of the annotation); --objective {objective.name} "
                          f"needs one gold chunking per sentence")
+
+
+def statistics(objective: lo.Objective, chain: Chain, gold: PartialGold,
+               beta_sq: float = 1.0) -> Statistics:
+    """The statistics of ``objective`` on partial annotation: ML's marginal likelihood;
+    InputError for any other objective."""
+    check_objective(objective)
     return partial_ml_statistics(chain, gold, beta_sq)
 
 
