@@ -4,7 +4,9 @@ Each scenario damages the training annotation of ned.train (or CoNLL-2000 train)
 trains four CRFs on the result: full supervision (the undamaged file), dropping every
 sentence the damage touched, reading what is missing as ``O``, and partial-label
 training (``CRF(partial=True)``: the marginal likelihood, :mod:`fstchunk.models.partial`);
-each is MAP-decoded on the test file and scored by conlleval's F.
+each is MAP-decoded on the test file and scored by conlleval's F.  A missing-as-O file whose sequences are
+invalid (``O I-PER``) is read as ``fstchunk train`` reads it (``--on-invalid repair``,
+conlleval's reading).
 
 Scenarios: ``hidden`` (a): a share of the tokens' tags hidden at random (``?``);
 ``merged`` (b): the documents in two halves, one annotating only PER and LOC, the other
@@ -30,6 +32,7 @@ from fstchunk import evaluate
 from fstchunk.annotation import read_partial
 from fstchunk.batch import decode_sentences
 from fstchunk.conll import read_conll
+from fstchunk.gold import check_gold
 from fstchunk.models.crf import CRF
 
 CORPORA = {"ned": ("conll2002", "ned.train", "ned.testb", "ner"),
@@ -177,7 +180,8 @@ def main() -> None:
                   "drop": ([s for s in read_conll(io.StringIO(
                       "".join(" ".join(r) + "\n" for s in kept for r in s + [[]])))]
                       if kept else None, False),
-                  "as-o": (read_conll(o_path), False),
+                  "as-o": (check_gold(read_conll(o_path), "IOB2", -1, "repair").sentences,
+                           False),             # as train reads it: conlleval's repair
                   "partial": (read_partial(p_path, -1, "IOB2"), True)}
         for name in args.variants.split(","):
             items, is_partial = inputs[name]
