@@ -42,7 +42,8 @@ from .blas import one_blas_thread
 from .engine.spans import dense_marginals
 from .grammars.models import score_lattice
 from .grammars.validity import validity_acceptor
-from .engine.chain import Layers, forward, gauge, token_marginals
+from .engine.chain import Layers, forward, gauge, restrict, token_marginals
+from .grammars.annotation import mask_acceptor
 from .tagspace import TagSpace, canonical
 
 
@@ -112,6 +113,23 @@ class Lattice:
         space = TagSpace.of(tuple(tags), canonical(scheme))
         f = _to_space_labels(fst, space)
         return cls(space.tags, space.scheme, _layers_of(f, space), raw_fst=f)
+
+    def constrained(self, allowed: np.ndarray) -> "Lattice":
+        """This distribution conditioned on a product constraint A = Π_i allowed_i
+        (allowed[i, l]: token i may take ``tags[l]``; :mod:`fstchunk.annotation`):
+        Pr_A(y) ∝ exp(score(y)) on valid y ∈ A.  Fast path: the layers restricted
+        (:func:`fstchunk.engine.chain.restrict`); machine: this lattice's machine ∘ the
+        mask's acceptor (:func:`fstchunk.grammars.annotation.mask_acceptor`).  So
+        ``constrained(a).log_partition()`` is log Σ_{y ∈ A ∩ valid} exp(score(y))."""
+        allowed = np.asarray(allowed, dtype=bool)
+        if allowed.shape != (self.n, len(self.tags)):
+            raise InputError(f"allowed has shape {allowed.shape}, expected "
+                             f"{(self.n, len(self.tags))} (tokens, tags)")
+
+        def machine() -> pynini.Fst:
+            acc = mask_acceptor(allowed, self.space)
+            return pynini.compose(self.unnormalised_fst(), acc.arcsort("ilabel")).connect()
+        return Lattice(self.tags, self.scheme, restrict(self.layers, allowed), raw_fst=machine)
 
     # ------------------------------------------------------------------ machines
     @functools.cached_property

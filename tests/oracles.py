@@ -67,6 +67,26 @@ def brute_force(tags, scheme, types, n, emissions, transitions, start, end):
     return [(y, c, float(np.exp(s - logz))) for y, c, s in out], float(logz)
 
 
+def brute_log_partition(tags, scheme, types, scores, allowed):
+    """log Σ exp(score(y)) over the valid y with y_i allowed at every i (partial
+    annotation's constraint, ``allowed`` (n, L)), enumerated from the chunkings (no
+    lattice, no mask code); -inf when none."""
+    em, tr, s, e = scores
+    n = em.shape[0]
+    col = {t: i for i, t in enumerate(tags)}
+    vals = []
+    for c in all_chunkings(n, types):
+        y = enc.chunks_to_tags(c, n, scheme)
+        if any(t not in col for t in y):
+            continue
+        idx = [col[t] for t in y]
+        if not all(allowed[i, k] for i, k in enumerate(idx)):
+            continue
+        vals.append(s[idx[0]] + e[idx[-1]] + sum(em[i, idx[i]] for i in range(n))
+                    + sum(tr[idx[i - 1], idx[i]] for i in range(1, n)))
+    return float(np.logaddexp.reduce(vals)) if vals else -np.inf
+
+
 def f_standard(tp, m_hyp, m_ref, beta):
     """The oracle F_β with the standard β (scikit-learn's ``fbeta_score`` arithmetic on
     counts, ``zero_division=1``): (1+β²)·tp / (m_hyp + β²·m_ref), 0/0 := 1."""

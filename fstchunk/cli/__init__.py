@@ -1,7 +1,7 @@
 """The ``fstchunk`` command line.
 
 Subcommands (:data:`COMMANDS`): ``demo``, ``eval``, ``expected``, ``decode``, ``train``,
-``calibrate``, ``import crfsuite``, ``joint {train,calibrate,decode}``, ``grammar
+``calibrate``, ``select``, ``import crfsuite``, ``joint {train,calibrate,decode}``, ``grammar
 {list,info,print,draw,export}``, ``segment {train,decode,eval}``; one module each for
 eval (``evaluation``), expected (``scoring``), decode (``decoding``), train and
 calibrate (``tagging``), joint, grammar and segment; the shared option types in
@@ -50,6 +50,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "grammar": ("grammar", "list, inspect, print, draw and export the machines"),
     "import": ("importing", "read a model of another toolkit (CRFsuite) into an fstchunk "
                             "model file"),
+    "select": ("select", "pick the pool sentences to annotate next (active learning): "
+                         "lowest expected F of the model's MEU decision, highest token "
+                         "entropy, or random"),
     "segment": ("segment", "flexible segmentation (overlapping, non-contiguous segments): "
                            "train, decode, eval"),
 }

@@ -7,6 +7,7 @@ import sys
 
 from .. import encodings as enc
 from .. import fsa
+from ..annotation import cell_types
 from ..conll import iter_conll
 from ..errors import FstchunkError, InputError, SchemeError
 from ..grammars import budget, registry
@@ -38,7 +39,8 @@ def add_parser(sub) -> None:
                         "state budget allows")
     p.add_argument("--theta", type=float, default=0.5, help="θ of the toy bigram model")
     p.add_argument("--gold", default=None, metavar="TAGS",
-                   help="the gold tag sequence of hamming-loss and f-loss, e.g. B-NP,I-NP,O "
+                   help="the gold tag sequence of hamming-loss and f-loss, e.g. B-NP,I-NP,O; "
+                        "annotation: one cell per token (?, B-PER|I-PER|O, *-PER, B-*) "
                         "(its chunk types are the tag set's unless --types/--tags/--from-data)")
     p.add_argument("--beta", type=beta_option, default=1.0, help=f"f-loss: {BETA_HELP}")
     p.add_argument("--arc-type", default="log64", choices=("standard", "log", "log64"),
@@ -85,7 +87,8 @@ def options(args: argparse.Namespace) -> registry.Options:
         types = enc.chunk_types(seen)
     gold = tuple(split_list(args.gold, "--gold")) if args.gold else ()
     if gold and types is None:
-        types = enc.chunk_types(gold) or None
+        types = ((cell_types(gold, scheme) if "annotation" in args.names else
+                  enc.chunk_types(gold)) or None)
     return registry.Options(scheme=scheme, types=types, target=args.target,
                             max_length=args.max_length, arc_type=args.arc_type,
                             theta=args.theta, gold=gold, beta=args.beta)

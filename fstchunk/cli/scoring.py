@@ -52,6 +52,10 @@ def add_parsers(sub) -> None:
                    help="the fast engine or composition with the machines")
     add_state_budget(p, "with --method fst: ")
     p.add_argument("--json", action="store_true", help="print the table as JSON")
+    p.add_argument("--partial", action="store_true",
+                   help="refused: E[F] needs one fixed tag sequence per sentence and a "
+                        "partial annotation allows many (train --partial trains on it, "
+                        "select ranks sentences by the model's own expected F)")
     p.add_argument("--columns", type=columns_spec, default=None, metavar="SPEC",
                    help="where the model's word and POS columns are in FILE, each column named "
                         "(e.g. word,_,pos,tag); none: where the model was trained to read "
@@ -152,6 +156,11 @@ def _row(job: _Job, s, lat) -> dict | BaseException:
 
 
 def run_expected(args: argparse.Namespace) -> int:
+    if args.partial:
+        raise InputError("expected --partial: E[tp], E[P], E[R], E[F] are taken against one "
+                         "fixed tag sequence per sentence (--column), and a partial "
+                         "annotation allows many; train on it with train --partial, rank "
+                         "sentences by the model's own expected F with select")
     with budget.use_state_budget(args.state_budget), executor_of(args) as ex:
         return _run_expected(args, ex)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 
 from .. import encodings as enc
+from ..annotation import read_partial
 from ..columns import Columns
 from ..errors import FstchunkError, InputError
 from ..models import load_model
@@ -116,6 +117,13 @@ def add_parsers(sub) -> None:
                    help="after training, fit the temperature T of p(y|x) ∝ exp(score/T) on "
                         "these held-out CoNLL sentences (same columns; not the training "
                         "set): what MEU decoding of a max-margin model needs")
+    p.add_argument("--partial", action="store_true",
+                   help="read the tag column as partial annotation: ? (any tag), sets "
+                        "B-PER|I-PER|O, *-PER (any tag of type PER), B-* (a chunk of unknown "
+                        "type), O! (outside every chunk), and '# annotated: PER,LOC' lines "
+                        "(there O means: no chunk of those types); trains the marginal "
+                        "likelihood of what the annotation allows (--objective ml, a CRF); "
+                        "a contradiction with the scheme is an error at its line")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_on_invalid(p)
     p.set_defaults(func=run_train)
@@ -153,6 +161,11 @@ def run_train(args: argparse.Namespace) -> int:
                                      or args.resume or args.calibrate):
         raise InputError("--model-type hmm is estimated by counting: --objective, --init, "
                          "--resume and --calibrate apply to the CRF only")
+    if args.partial and (args.model_type == "hmm"
+                         or lo.objective(args.objective) is not lo.ML):
+        raise InputError(f"--partial trains a CRF by --objective {lo.ML.name} (the marginal "
+                         f"likelihood of the annotation); got --model-type "
+                         f"{args.model_type} --objective {args.objective}")
     crf = CRF.load(args.init) if args.init else None
     data_scheme = args.data_scheme
     if crf is not None:
@@ -167,7 +180,9 @@ def run_train(args: argparse.Namespace) -> int:
         first = next(iter_input(args.train), None)
         if first is not None:
             cols.resolve(len(first.rows[0]), first.where(0))
-    train = read_gold(args.train, data_scheme, cols.tag, args.on_invalid, "train")
+    train = (_read_partial(args.train, data_scheme, cols.tag) if args.partial else
+             read_gold(args.train, data_scheme, cols.tag, args.on_invalid, "train"))
+    plain = [getattr(s, "sentence", s) for s in train]
     if args.model_type == "hmm":
         model = HMM(scheme=args.scheme, columns=cols).fit(train, data_scheme=data_scheme)
         warn_unread(args.columns, model.columns, train, "train")
@@ -175,8 +190,9 @@ def run_train(args: argparse.Namespace) -> int:
         print(f"wrote {args.output}")
         return 0
     if crf is not None:
+        crf.set_params(partial=args.partial)
         data = crf.training_data(train, data_scheme)
-        layout = crf.layout_of(train, data_scheme)
+        layout = crf.layout_of(plain, data_scheme)
         crf.layout = layout if crf.layout is None else crf.layout.union(layout)
     else:
         template = resolve_template(args.features, cols)
@@ -184,16 +200,16 @@ def run_train(args: argparse.Namespace) -> int:
             warn("train", f"--columns {cols.spec()} has no POS column: --features "
                           f"{args.features} runs as {template}")
         crf = CRF(template, args.scheme, data_scheme=data_scheme, min_count=args.min_count,
-                  columns=cols)
+                  columns=cols, partial=args.partial)
         data = crf._prepare(train)
-        warn_unread(args.columns, crf.columns, train, "train")
+        warn_unread(args.columns, crf.columns, plain, "train")
     dev = _heldout(crf, args.dev, args, data_scheme) if args.dev else None
     heldout = _heldout(crf, args.calibrate, args, data_scheme) if args.calibrate else None
     crf.settings.update(train=args.train, dev=args.dev, features=crf.fmap.template,
-                        init=args.init)
+                        init=args.init, partial=args.partial)
     identity = {"scheme": crf.scheme, "template": crf.fmap.template,
                 "columns": cols.spec(), "train_sha256": file_digest(args.train),
-                "init": args.init}
+                "init": args.init, "partial": args.partial}
     l2 = args.l2
     if args.C is not None:
         if not lo.objective(args.objective).needs_l2:
@@ -218,6 +234,18 @@ def run_train(args: argparse.Namespace) -> int:
         crf.save(args.output)
     print(f"wrote {args.output}")
     return 0
+
+
+def _read_partial(path: str, data_scheme: str, column: int | None) -> list:
+    """The partially annotated sentences of a training file (:func:`fstchunk.annotation.
+    read_partial`); an empty file is an error naming it."""
+    if column is None:
+        raise InputError(f"{path}: --columns names no tag column, and --partial reads the "
+                         f"annotation from it")
+    sents = read_partial(path, column, data_scheme)
+    if not sents:
+        raise no_sentences(path)
+    return sents
 
 
 def _refuse_init_conflicts(args: argparse.Namespace, crf: CRF) -> None:

@@ -106,10 +106,11 @@ class Gauged:
     exact = True
 
     def __init__(self, em: np.ndarray, trans: np.ndarray, start: np.ndarray, end: np.ndarray):
-        if not (np.all(np.isfinite(em)) and not np.isnan(trans).any() and not np.isnan(start).any()
-                and not np.isnan(end).any() and max(trans.max(), start.max(), end.max()) < np.inf):
-            raise InputError("scores must be finite (−inf only for a forbidden arc, "
-                             "never in emissions)")
+        if (np.isnan(em).any() or em.max() == np.inf or np.isnan(trans).any()
+                or np.isnan(start).any() or np.isnan(end).any()
+                or max(trans.max(), start.max(), end.max()) == np.inf):
+            raise InputError("scores must be finite (−inf only for a forbidden arc, or in "
+                             "emissions a tag forbidden at its token)")
         B, n, L = em.shape
         beta = np.empty((B, n, L))
         beta[:, -1] = end

@@ -113,6 +113,22 @@ def gauge(layers: Layers) -> Layers:
     return Layers(weights, layers.labels, final)
 
 
+def restrict(layers: Layers, allowed: np.ndarray) -> Layers:
+    """The chain with the paths through disallowed tags removed: allowed[i, t] says
+    whether token i may take tag t (shape (n, num_tags)); every arc into a state of
+    layer i+1 whose tag is not allowed at token i gets log weight −inf.  Forward on
+    the result is the constrained log partition log Σ_{y ∈ A} exp(score(y)) of the
+    product constraint A = Π_i allowed_i (partial annotation,
+    :mod:`fstchunk.annotation`)."""
+    allowed = np.asarray(allowed, dtype=bool)
+    if allowed.shape[0] != len(layers.weights):
+        raise InputError(f"the mask has {allowed.shape[0]} rows but the chain has "
+                         f"{len(layers.weights)} tokens")
+    weights = [np.where(allowed[i][lab], w, -np.inf)
+               for i, (w, lab) in enumerate(zip(layers.weights, layers.labels))]
+    return Layers(weights, layers.labels, layers.final)
+
+
 def state_posteriors(layers: Layers) -> list[np.ndarray]:
     """Pr(the path visits each state of layer i+1), per layer.  Each layer is
     renormalised to sum to 1 (every path visits one state per layer): with scores
@@ -197,11 +213,17 @@ def scaled_recursions(em: np.ndarray, Mt: np.ndarray, Ms: np.ndarray, Me: np.nda
     token, i.e. within about 667 nats of its token's total; else the numbers may be
     wrong and must not be used (:func:`fstchunk.engine.batched.transfer` then takes
     the exact gauged path).  φ is 0 at states no path reaches, so that their
-    backward weights stay finite."""
+    backward weights stay finite.  An emission of −inf forbids its tag at its token
+    (a partial annotation's mask): the range check then runs over each sentence's
+    own live states."""
     if max(Mt.max(), Ms.max(), Me.max()) > 1 or min(Mt.min(), Ms.min(), Me.min()) < 0:
         raise InputError("scaled weights must lie in [0, 1] (exp of the scores minus their max)")
     B, n, L = em.shape
     reach, live = _live_states(Mt > 0, Ms > 0, Me > 0, n)
+    forbidden = em == -np.inf                   # a tag forbidden at that token
+    masked = bool(forbidden.any())
+    if masked:
+        live = _live_masked(Mt > 0, Ms > 0, Me > 0, ~forbidden)
     rmax = em.max(axis=2)
     phi = np.exp(em - rmax[..., None])
     for i in np.flatnonzero(~reach.all(axis=1)):
@@ -224,8 +246,12 @@ def scaled_recursions(em: np.ndarray, Mt: np.ndarray, Ms: np.ndarray, Me: np.nda
     # (â_i or b̂_i)·min(c, 1): one reduction per array instead of one per token
     cmin = c.min()
     floor = SCALED_FLOOR / min(cmin, 1.0) if cmin > 0 else np.inf
-    ok = bool(c_end.min() >= SCALED_FLOOR and np.all(a.min(axis=0)[live] >= floor)
-              and np.all(bt.min(axis=0)[live] >= floor))
+    if masked:
+        ok = bool(c_end.min() >= SCALED_FLOOR and np.all(a[live] >= floor)
+                  and np.all(bt[live] >= floor))
+    else:
+        ok = bool(c_end.min() >= SCALED_FLOOR and np.all(a.min(axis=0)[live] >= floor)
+                  and np.all(bt.min(axis=0)[live] >= floor))
     return (phi, rmax, a, c, c_end, bt), ok
 
 
@@ -234,6 +260,24 @@ def _live_states(arc: np.ndarray, first: np.ndarray, last: np.ndarray, n: int):
     those of them from which the end can be reached (on a path of weight > 0)."""
     reach, back = _reach(arc.tobytes(), first.tobytes(), last.tobytes(), len(first), n)
     return reach, reach & back
+
+
+def _live_masked(arc: np.ndarray, first: np.ndarray, last: np.ndarray,
+                 allowed: np.ndarray) -> np.ndarray:
+    """(B, n, L) bool: the states on some path through the tags ``allowed`` (B, n, L)
+    at each token — reached from a start and reaching an end (partial annotation's
+    masked emissions, :func:`restrict`'s batched form)."""
+    B, n, L = allowed.shape
+    step = arc.astype(float)
+    fwd = np.empty((B, n, L), bool)
+    bwd = np.empty((B, n, L), bool)
+    fwd[:, 0] = first & allowed[:, 0]
+    for i in range(1, n):
+        fwd[:, i] = ((fwd[:, i - 1] @ step) > 0) & allowed[:, i]
+    bwd[:, -1] = last & allowed[:, -1]
+    for i in range(n - 2, -1, -1):
+        bwd[:, i] = ((bwd[:, i + 1] @ step.T) > 0) & allowed[:, i]
+    return fwd & bwd
 
 
 @functools.lru_cache(maxsize=256)

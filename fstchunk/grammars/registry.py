@@ -55,7 +55,7 @@ from .. import fsa, outputs
 from ..errors import InputError, OutputError
 from ..fbeta import check_beta
 from ..tagspace import normalize_types
-from . import budget, conversion, counting, loss, models, validity
+from . import annotation, budget, conversion, counting, loss, models, validity
 
 
 #: The largest ``max_length``: the count markers <tp=a>, <m=b> stop there.
@@ -163,6 +163,10 @@ def _f_loss_estimate(o: Options) -> budget.Estimate:
     return loss.f_loss_estimate(len(o.gold), [(s, e) for _, s, e in chunks], o.scheme, o.types)
 
 
+def _annotation(o: Options) -> pynini.Fst:
+    return annotation.annotation_machine(o.gold, o.scheme, o.types, o.arc_type)
+
+
 def _k(o: Options) -> int:
     return len(o.types)
 
@@ -206,7 +210,15 @@ GRAMMARS: dict[str, Grammar] = {g.name: g for g in (
     Grammar("f-loss", "Δ_F against --gold: weight −(1 − F_β(y | gold)) on every y of its "
             "length, from T⊠M specialised to the gold", _f_loss,
             ("scheme", "types", "gold", "beta"), estimate=_f_loss_estimate),
+    Grammar("annotation", "A ∩ validity: the --scheme sequences a partial annotation "
+            "allows; --gold gives one cell per token (a tag, ?, B-PER|I-PER|O, *-PER, "
+            "B-*, O!)", _annotation, ("scheme", "types", "gold"),
+            estimate=lambda o: budget.score_lattice(len(o.gold), len(_k_tags(o)))),
 )}
+
+
+def _k_tags(o: Options) -> tuple[str, ...]:
+    return enc.scheme_tags(o.scheme, o.types)
 
 
 def grammar(name: str) -> Grammar:

@@ -12,7 +12,7 @@ An estimator in scikit-learn's convention, apart from the training loop (as
 sklearn-crfsuite's is from CRFsuite): the constructor takes the hyper-parameters
 (features, schemes, columns, ``min_count``, the objective of
 :mod:`fstchunk.learn.objectives` and its λ, β, loss, ``max_iter``, ``tol``,
-``select``); :meth:`CRF.fit` learns the feature map, tags and pairs and then θ through
+``select``, ``partial``: the tag column as partial annotation, :mod:`.partial`); :meth:`CRF.fit` learns the feature map, tags and pairs and then θ through
 :class:`fstchunk.learn.loop.Trainer`, the one training loop; the objectives as
 functions of θ are :mod:`fstchunk.models.crf_loss`.
 
@@ -71,6 +71,7 @@ from .templates import parse_template
 from .io import Fields, load_model_file, save_model
 from .calibrated import Calibrated
 from .pairchain import PairChain
+from . import partial
 from .perceptron import PerceptronSolver
 
 #: the objectives a CRF trains (:mod:`fstchunk.learn.objectives`)
@@ -79,7 +80,7 @@ CRF_OBJECTIVES = (lo.ML, lo.MEU, lo.MEU_CORPUS, lo.MAX_MARGIN, lo.PERCEPTRON)
 
 #: the hyper-parameters of a CRF (its constructor's arguments, :meth:`CRF.get_params`)
 HYPERPARAMETERS = ("features", "scheme", "data_scheme", "columns", "min_count", "objective",
-                   "l2", "beta", "loss", "max_iter", "tol", "select")
+                   "l2", "beta", "loss", "max_iter", "tol", "select", "partial")
 
 
 class CRF(Calibrated, PairChain):
@@ -95,11 +96,13 @@ class CRF(Calibrated, PairChain):
                  data_scheme: str = "IOB2", columns: Columns | str | None = None,
                  min_count: int = 1, objective: str = "ml", l2: float | None = None,
                  beta: float = 1.0, loss: str = "hamming", max_iter: int = 100,
-                 tol: float | None = None, select: str = "last"):
+                 tol: float | None = None, select: str = "last", partial: bool = False):
         self.features, self.scheme, self.data_scheme_ = features, scheme, data_scheme
         self.columns, self.min_count = columns, min_count
         self.objective_, self.l2, self.beta, self.loss = objective, l2, beta, loss
         self.max_iter, self.tol, self.select = max_iter, tol, select
+        #: train on partial annotation (:mod:`fstchunk.models.partial`)
+        self.partial = partial
         self.fmap: FeatureMap | FeatureCount | None = None      # fitted state, below
         self.settings: dict = {}
         #: the training layout (None: not fitted, or a file written before it was recorded)
@@ -112,7 +115,7 @@ class CRF(Calibrated, PairChain):
                 "data_scheme": self.data_scheme_, "columns": self.columns,
                 "min_count": self.min_count, "objective": self.objective_, "l2": self.l2,
                 "beta": self.beta, "loss": self.loss, "max_iter": self.max_iter,
-                "tol": self.tol, "select": self.select}
+                "tol": self.tol, "select": self.select, "partial": self.partial}
 
     def set_params(self, **params: Any) -> "CRF":
         """Set hyper-parameters by name; InputError naming an unknown one."""
@@ -230,18 +233,23 @@ class CRF(Calibrated, PairChain):
                 and min_count >= 1):
             raise InputError(f"min_count must be an integer >= 1, got {min_count!r}")
         given = Columns.parse(self.columns) if isinstance(self.columns, str) else self.columns
+        items, sentences = sentences, [getattr(s, "sentence", s) for s in sentences]
         cols = training_columns(sentences, given, "a CRF")
         template = resolve_template(self.features, cols)
         scheme = enc.canonical_scheme(self.scheme)
         data_scheme = enc.canonical_scheme(self.data_scheme_)
-        gold = [gold_tags(s, data_scheme, scheme, cols.tag) for s in sentences]
-        check_training_set(sentences, gold, "a CRF")
+        if not self.partial:
+            gold = [gold_tags(s, data_scheme, scheme, cols.tag) for s in sentences]
+            check_training_set(sentences, gold, "a CRF")
         spec = template_of(template).bind(cols, len(sentences[0].rows[0]),
                                           sentences[0].where(0))
         fmap = FeatureMap.fit(sentences, spec, min_count, cols.word, cols.pos)
-        tags = TagSet.from_tags({t for g in gold for t in g}, scheme).tags
-        data = training_data(fmap, tags, scheme, sentences, gold)
-        pairs = observed_pairs(data.X, data.gold.sequences, len(tags))
+        if self.partial:
+            data, tags, pairs = partial.prepare(fmap, items, cols.tag, data_scheme, scheme)
+        else:
+            tags = TagSet.from_tags({t for g in gold for t in g}, scheme).tags
+            data = training_data(fmap, tags, scheme, sentences, gold)
+            pairs = observed_pairs(data.X, data.gold.sequences, len(tags))
         self._set_state(fmap, tags, scheme, pairs, settings={"min_count": min_count},
                         columns=cols)
         self.layout = self.layout_of(sentences, data_scheme)
@@ -256,7 +264,11 @@ class CRF(Calibrated, PairChain):
         if isinstance(train, TrainingData):
             return train
         data_scheme = data_scheme or self.data_scheme or "IOB2"
-        cols = training_columns(train, self.columns, "the CRF")
+        cols = training_columns([getattr(s, "sentence", s) for s in train], self.columns,
+                                "the CRF")
+        if self.partial:
+            return partial.prepare(self.fmap, train, cols.tag, enc.canonical_scheme(
+                data_scheme), self.scheme, self.tags)[0]
         gold = [gold_tags(s, data_scheme, self.scheme, cols.tag) for s in train]
         check_training_set(train, gold, "the CRF")
         return training_data(self.fmap, self.tags, self.scheme, train, gold)
@@ -268,6 +280,8 @@ class CRF(Calibrated, PairChain):
         L-BFGS for the smooth objectives, BCFW for max-margin, passes of the averaged
         perceptron."""
         tol = objective.default_tol if tol is None else tol
+        if isinstance(data.gold, partial.PartialGold):
+            partial.check_objective(objective)
         if objective.smooth:
             return LBFGS(self.objective_function(objective, data, l2, beta, loss, executor),
                          tol)

@@ -6,7 +6,8 @@ prepared training set (:class:`~fstchunk.models.design.TrainingData`):
 
 * :func:`statistics` — the objective's **additive statistics** over the sentences
   (:mod:`fstchunk.models.objectives` for ``ml``, ``meu``, ``meu-corpus``,
-  :func:`fstchunk.models.maxmargin.hinge_statistics` for ``max-margin``) and their
+  :func:`fstchunk.models.maxmargin.hinge_statistics` for ``max-margin``,
+  :func:`fstchunk.models.partial.statistics` for partially annotated data) and their
   gradients in θ-space by the chain rule through the pair design matrix:
   vec(E) = A·θ_pairs, ∇θ_pairs = Aᵀ·vec(∇E) (:mod:`fstchunk.models.design`);
 * :func:`partitions` — the training set in runs of about equal token counts, each with
@@ -32,7 +33,9 @@ from ..learn import objectives as lo
 from ..scale import split
 from .design import TrainingData
 from .maxmargin import hinge_statistics
+from . import partial
 from .objectives import STATISTICS, Chain, ChainGrad
+from .partial import PartialGold
 
 
 def statistics(crf: Any, data: TrainingData, theta: np.ndarray, objective: lo.Objective,
@@ -42,8 +45,12 @@ def statistics(crf: Any, data: TrainingData, theta: np.ndarray, objective: lo.Ob
     AT = data.design(crf.pairs, crf.L)
     chain = Chain(crf.tags, crf.scheme, (AT.T @ theta[:crf.P]).reshape(-1, crf.L),
                   *crf.unpack(theta))
-    st = (hinge_statistics(chain, data.gold, beta_sq, loss) if objective is lo.MAX_MARGIN
-          else STATISTICS[objective](chain, data.gold, beta_sq))
+    if isinstance(data.gold, PartialGold):          # the marginal likelihood of A(x)
+        st = partial.statistics(objective, chain, data.gold, beta_sq)
+    elif objective is lo.MAX_MARGIN:
+        st = hinge_statistics(chain, data.gold, beta_sq, loss)
+    else:
+        st = STATISTICS[objective](chain, data.gold, beta_sq)
     return st.values, np.stack([chain_rule(crf, data, g) for g in st.grads])
 
 

@@ -40,8 +40,7 @@ class TrainingData:
         off = self.gold.offsets
         rows = np.concatenate([np.arange(off[k], off[k + 1]) for k in ids]) if len(ids) \
             else np.zeros(0, dtype=int)
-        return TrainingData(self.X[rows], Gold([self.gold.sequences[k] for k in ids],
-                                               self.gold.tags, self.gold.scheme))
+        return TrainingData(self.X[rows], self.gold.subset(ids))
 
     _designs: dict = field(default_factory=dict, repr=False, compare=False)
 

@@ -106,6 +106,10 @@ class Gold:
     def __len__(self) -> int:
         return len(self.sequences)
 
+    def subset(self, ids: Sequence[int]) -> "Gold":
+        """The sentences ``ids`` (in that order), as gold of their own."""
+        return Gold([self.sequences[k] for k in ids], self.tags, self.scheme)
+
     @cached_property
     def offsets(self) -> np.ndarray:
         """Token offset of each sentence in the corpus's token rows (one more at the end)."""

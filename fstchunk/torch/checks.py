@@ -215,3 +215,40 @@ def encode_gold(idx: torch.Tensor, batch: Batch, tables: dict) -> Gold:
     kind = tables["type_index"][idx]                                      # (B, n)
     match = start.unsqueeze(-1) & (tables["type_index"].view(1, 1, -1) == kind.unsqueeze(-1))
     return Gold(last, match, start.sum(1).to(batch.emissions.dtype), spans=(start, last, kind))
+
+
+def check_allowed(allowed, bt: Batch, start_ok: torch.Tensor, trans_ok: torch.Tensor,
+                  end_ok: torch.Tensor, scheme: str) -> torch.Tensor:
+    """A partial-label mask ``allowed`` (B, n, L) bool — token t of sentence b may take
+    tag l — checked: its shape and device, and that each sentence keeps some valid
+    sequence of the scheme (InputError naming the sentence and the position where the
+    valid prefixes run out).  Padding positions are not read.  Returns it on the
+    emissions' device."""
+    a = _tensor("allowed", allowed, 3)
+    if a.dtype != torch.bool:
+        raise InputError(f"allowed must be a bool tensor, got {a.dtype}")
+    if tuple(a.shape) != tuple(bt.emissions.shape):
+        raise InputError(f"allowed has shape {tuple(a.shape)}, expected "
+                         f"{tuple(bt.emissions.shape)} (the emissions')")
+    if a.device != bt.emissions.device:
+        raise InputError(f"allowed is on {a.device} but emissions on {bt.emissions.device}")
+    step = trans_ok.to(torch.float32)
+    reach = start_ok & a[:, 0]
+    dead = torch.zeros(bt.mask.shape, dtype=torch.bool, device=a.device)
+    dead[:, 0] = ~reach.any(-1)
+    ends = torch.zeros(a.shape[0], dtype=torch.bool, device=a.device)
+    for t in range(a.shape[1]):
+        if t:
+            nxt = ((reach.to(torch.float32) @ step) > 0) & a[:, t]
+            reach = torch.where(bt.mask[:, t, None], nxt, reach)
+            dead[:, t] = bt.mask[:, t] & ~reach.any(-1)
+        last = bt.lengths - 1 == t
+        ends |= last & (reach & end_ok).any(-1)
+    bad = dead.any(1) | ~ends
+    if bool(bad.any()):
+        b = int(bad.nonzero()[0, 0])
+        where = (f"position {int(dead[b].nonzero()[0, 0])}: no valid {scheme} sequence "
+                 f"reaches this token" if bool(dead[b].any()) else
+                 f"position {bt.lengths_list[b] - 1}: no valid {scheme} sequence ends here")
+        raise InputError(f"allowed: sentence {b}: {where} through the allowed tags")
+    return a

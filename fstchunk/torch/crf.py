@@ -53,7 +53,7 @@ from . import chain as _chain
 from . import expected as _expected
 from . import tilted as _tilted
 from ..fbeta import check_beta, to_beta_sq
-from .checks import Batch, Gold, check_batch, check_gold, encode_gold
+from .checks import Batch, Gold, check_allowed, check_batch, check_gold, encode_gold
 from .semiring import NEG, logmatmul
 
 
@@ -133,13 +133,21 @@ class ChunkCRF:
                                self._masked("end", bt.end), bt.lengths, c, c_end)
 
     # ------------------------------------------------------------------ public
-    def log_partition(self, emissions, transitions, mask, start=None, end=None) -> torch.Tensor:
+    def log_partition(self, emissions, transitions, mask, start=None, end=None,
+                      allowed=None) -> torch.Tensor:
         """log Z (B,): log Σ over valid y of exp(score(y)), by the scaled forward; its
         gradient (the token and pair marginals) by one backward recursion, not by
         autograd through the n steps (:func:`fstchunk.torch.chain.log_partition`;
-        differentiable once)."""
+        differentiable once).  ``allowed`` (B, n, L) bool: log Z_A over the valid y
+        with every y_t allowed (partial labels, :mod:`fstchunk.annotation`): the
+        forbidden emissions set to NEG, so log Z − log Z_A is the partial-label NLL."""
         bt = self._check(emissions, transitions, mask, start, end)
-        logz = _chain.log_partition(bt.emissions, self._masked("trans", bt.transitions),
+        em = bt.emissions
+        if allowed is not None:
+            ok = check_allowed(allowed, bt, self._mask("start", em), self._mask("trans", em),
+                               self._mask("end", em), self.scheme)
+            em = torch.where(ok | ~bt.mask.unsqueeze(-1), em, torch.full_like(em, NEG))
+        logz = _chain.log_partition(em, self._masked("trans", bt.transitions),
                                     self._masked("start", bt.start),
                                     self._masked("end", bt.end), bt.lengths, bt.mask)
         self._check_paths(logz, bt)

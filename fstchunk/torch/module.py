@@ -6,6 +6,8 @@ front of it gives the emissions (B, n, L).  Its losses, all means over the batch
 sentences unless ``reduction="sum"``:
 
 * ``"nll"``: log Z − score(gold), the negated log-likelihood (Lafferty et al. 2001);
+  with ``allowed=`` (partial labels) log Z − log Z_A, the marginal likelihood of the
+  sequences the mask allows (:mod:`fstchunk.models.partial` is its numpy twin);
 * ``"expected-f"``: 1 − E[F_β(y | gold)] per sentence (minimum risk, Jansche 2005);
 * ``"expected-corpus-f"``: 1 − (1+β²)·Σ E[tp] / (Σ E[m] + β²·Σ m(gold)), the batch's
   expected corpus F (one number for the batch; ``reduction`` does not apply).
@@ -67,15 +69,27 @@ class CRFLayer(torch.nn.Module):
         return self.crf.chunk_marginals(*self._args(emissions, mask))
 
     def loss(self, emissions: torch.Tensor, mask: torch.Tensor,
-             gold: Sequence[Sequence[str]], objective: str = "nll", beta: float = 1.0,
-             reduction: str = "mean") -> torch.Tensor:
-        """The training loss ``objective`` of :data:`OBJECTIVES` (module doc)."""
+             gold: Sequence[Sequence[str]] | None = None, objective: str = "nll",
+             beta: float = 1.0, reduction: str = "mean",
+             allowed: torch.Tensor | None = None) -> torch.Tensor:
+        """The training loss ``objective`` of :data:`OBJECTIVES` (module doc); with
+        ``allowed`` (B, n, L) bool instead of ``gold`` (``nll`` only), the partial-label
+        NLL log Z − log Z_A = −log Σ_{y ∈ A} Pr(y) (:meth:`ChunkCRF.log_partition`)."""
         if objective not in OBJECTIVES:
             raise InputError(f"unknown objective {objective!r}; use one of "
                              f"{', '.join(OBJECTIVES)}")
         if reduction not in ("mean", "sum"):
             raise InputError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
+        if (gold is None) == (allowed is None):
+            raise InputError("give the loss gold tag lists or an allowed (B, n, L) bool "
+                             "mask of partial labels (one of the two)")
+        if allowed is not None and objective != "nll":
+            raise InputError(f"allowed (partial labels) trains objective 'nll' only, the "
+                             f"marginal likelihood; {objective!r} needs one gold per sentence")
         a = self._args(emissions, mask)
+        if allowed is not None:
+            per = self.crf.log_partition(*a) - self.crf.log_partition(*a, allowed=allowed)
+            return per.mean() if reduction == "mean" else per.sum()
         if objective == "expected-corpus-f":
             return 1 - self.crf.expected_corpus_f(*a, gold=gold, beta=beta)
         if objective == "nll":
