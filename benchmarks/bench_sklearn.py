@@ -8,6 +8,7 @@ ned.testa; ned.testb is read once, for the final figure (``--test testb``).
 
     python benchmarks/bench_sklearn.py [--sentences N] [--c1 0.1] [--c2 0.1]
         [--max-iterations 100] [--test testa|testb] [--workers 2] [--only both|fstchunk|crfsuite]
+        [--unconstrained]
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ def main() -> None:
     ap.add_argument("--test", choices=("testa", "testb"), default="testa")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--only", choices=("both", "fstchunk", "crfsuite"), default="both")
+    ap.add_argument("--unconstrained", action="store_true",
+                    help="also fstchunk with scheme=None (CRFsuite's model: every label "
+                         "sequence, not only valid IOB2 ones)")
     args = ap.parse_args()
     train = read_conll(data_path("conll2002", "ned.train"))
     if args.sentences:
@@ -97,12 +101,14 @@ def main() -> None:
                len(a.state_features_) + len(a.transition_features_))
     if args.only in ("both", "fstchunk"):
         from fstchunk.sklearn import CRF
-        for workers in sorted({1, args.workers}):
+        runs = [(w, "auto") for w in sorted({1, args.workers})]
+        runs += [(1, None)] if args.unconstrained else []
+        for workers, scheme in runs:
             t = time.perf_counter()
-            b = CRF(**kw, workers=workers).fit(X, y)
+            b = CRF(**kw, workers=workers, scheme=scheme).fit(X, y)
             secs = time.perf_counter() - t
-            report(f"fstchunk.sklearn ({workers} worker{'s' * (workers > 1)})", secs,
-                   b.predict(Xt), len(b.training_log_.iterations),
+            report(f"fstchunk.sklearn ({workers} worker{'s' * (workers > 1)}, scheme "
+                   f"{b.scheme_})", secs, b.predict(Xt), len(b.training_log_.iterations),
                    b.training_log_.last_iteration["loss"], b.num_nonzero_)
     print(f"# load average {os.getloadavg()[0]:.1f} at the end", flush=True)
 
