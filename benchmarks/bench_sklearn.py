@@ -8,6 +8,7 @@ ned.testa; ned.testb is read once, for the final figure (``--test testb``).
 
     python benchmarks/bench_sklearn.py [--sentences N] [--c1 0.1] [--c2 0.1]
         [--max-iterations 100] [--test testa|testb] [--workers 2] [--only both|fstchunk|crfsuite]
+        [--unconstrained]
 """
 
 from __future__ import annotations
@@ -55,10 +56,14 @@ def main() -> None:
     ap.add_argument("--sentences", type=int, default=0, help="first N training sentences (0: all)")
     ap.add_argument("--c1", type=float, default=0.1)
     ap.add_argument("--c2", type=float, default=0.1)
-    ap.add_argument("--max-iterations", type=int, default=100)
+    ap.add_argument("--max-iterations", type=int, default=100,
+                    help="0: CRFsuite's default for lbfgs (until its stopping test)")
     ap.add_argument("--test", choices=("testa", "testb"), default="testa")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--only", choices=("both", "fstchunk", "crfsuite"), default="both")
+    ap.add_argument("--unconstrained", action="store_true",
+                    help="also fstchunk with scheme=None (CRFsuite's model: every label "
+                         "sequence, not only valid IOB2 ones)")
     args = ap.parse_args()
     train = read_conll(data_path("conll2002", "ned.train"))
     if args.sentences:
@@ -68,32 +73,44 @@ def main() -> None:
     X, y = featurize(train)
     Xt, yt = featurize(test)
     print(f"# {platform.node()} {platform.processor() or platform.machine()}, "
-          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start, "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", flush=True)
     print(f"# train {len(X)} sentences, {sum(map(len, X))} tokens; ned.{args.test} {len(Xt)}; "
           f"features {time.perf_counter() - t:.1f} s; c1={args.c1} c2={args.c2} "
-          f"max_iterations={args.max_iterations}")
-    kw = dict(algorithm="lbfgs", c1=args.c1, c2=args.c2, max_iterations=args.max_iterations)
-    rows = []
+          f"max_iterations={args.max_iterations}", flush=True)
+    print("| system | fit (s) | ratio | iterations | final loss | non-zero weights | "
+          f"F (ned.{args.test}) |")
+    print("|---|---:|---:|---:|---:|---:|---:|", flush=True)
+    kw = dict(algorithm="lbfgs", c1=args.c1, c2=args.c2,
+              max_iterations=args.max_iterations or None)
+    base = []
+
+    def report(name, secs, pred, iterations, loss, nonzero):
+        base.append(secs)
+        f = evaluate([list(g) for g in yt], [list(p) for p in pred], scheme="IOB2").overall.f
+        print(f"| {name} | {secs:.1f} | {secs / base[0]:.2f} | {iterations} | {loss:.2f} | "
+              f"{nonzero} | {f:.2f} |", flush=True)
+
     if args.only in ("both", "crfsuite"):
         import sklearn_crfsuite
         t = time.perf_counter()
         a = sklearn_crfsuite.CRF(**kw).fit(X, y)
-        rows.append(("sklearn-crfsuite", time.perf_counter() - t, a.predict(Xt),
-                     len(a.training_log_.iterations), a.training_log_.last_iteration["loss"]))
+        secs = time.perf_counter() - t
+        report("sklearn-crfsuite", secs, a.predict(Xt), len(a.training_log_.iterations),
+               a.training_log_.last_iteration["loss"],
+               len(a.state_features_) + len(a.transition_features_))
     if args.only in ("both", "fstchunk"):
         from fstchunk.sklearn import CRF
-        for workers in sorted({1, args.workers}):
+        runs = [(w, "auto") for w in sorted({1, args.workers})]
+        runs += [(1, None)] if args.unconstrained else []
+        for workers, scheme in runs:
             t = time.perf_counter()
-            b = CRF(**kw, workers=workers).fit(X, y)
-            rows.append((f"fstchunk ({workers} worker{'s' * (workers > 1)})",
-                         time.perf_counter() - t, b.predict(Xt),
-                         len(b.training_log_.iterations), b.training_log_.last_iteration["loss"]))
-    base = rows[0][1]
-    print("| system | fit (s) | ratio | iterations | final loss | F (ned.%s) |" % args.test)
-    print("|---|---:|---:|---:|---:|---:|")
-    for name, secs, pred, its, loss in rows:
-        f = evaluate([list(g) for g in yt], [list(p) for p in pred], scheme="IOB2").overall.f
-        print(f"| {name} | {secs:.1f} | {secs / base:.2f} | {its} | {loss:.2f} | {f:.2f} |")
+            b = CRF(**kw, workers=workers, scheme=scheme).fit(X, y)
+            secs = time.perf_counter() - t
+            report(f"fstchunk.sklearn ({workers} worker{'s' * (workers > 1)}, scheme "
+                   f"{b.scheme_})", secs, b.predict(Xt), len(b.training_log_.iterations),
+                   b.training_log_.last_iteration["loss"], b.num_nonzero_)
+    print(f"# load average {os.getloadavg()[0]:.1f} at the end", flush=True)
 
 
 if __name__ == "__main__":

@@ -208,3 +208,24 @@ def test_load_refuses_weights_outside_features(tmp_path):
     m.save(tmp_path / "bad.npz")
     with pytest.raises(ModelFileError, match="theta"):
         AttributeCRF.load(tmp_path / "bad.npz")
+
+
+_values = st.one_of(st.text(max_size=3), st.booleans(), st.integers(-5, 5),
+                    st.floats(-10, 10, allow_nan=False),
+                    st.lists(st.text(max_size=2), max_size=2),
+                    st.dictionaries(st.text(max_size=2), st.floats(-3, 3), max_size=2))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.one_of(st.dictionaries(st.text(max_size=3), _values, max_size=4),
+                                   st.lists(st.text(max_size=3), max_size=3)),
+                         min_size=1, max_size=3), min_size=1, max_size=3))
+def test_transform_fast_path_equals_item_by_item(X):
+    """The batch flattening (fast path for flat dicts) gives each token the attributes
+    and values flatten_item gives it."""
+    from fstchunk.models.attributes import _flatten_all
+    names, values, offsets = _flatten_all(X, "X")
+    items = [it for seq in X for it in seq]
+    for k, item in enumerate(items):
+        want = flatten_item(item)
+        assert (names[offsets[k]:offsets[k + 1]], values[offsets[k]:offsets[k + 1]]) == want

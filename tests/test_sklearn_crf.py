@@ -160,11 +160,15 @@ def test_chunk_methods(ner_data):
 
 
 @pytest.mark.parametrize("objective", ["meu", "meu-corpus", "max-margin"])
-def test_fstchunk_objectives(ner_data, objective):
+def test_fstchunk_objectives(ner_data, objective, tmp_path):
     X, y = ner_data
     crf = CRF(objective=objective, c2=0.1, max_iterations=8).fit(X[:60], y[:60])
-    assert crf.model_.settings["objective"] == objective
-    assert len(crf.predict(X[:5])) == 5
+    model = crf.model_
+    assert model.settings["objective"] == objective
+    assert np.all(model.theta[~model.free] == 0)          # CRFsuite's features only
+    model.save(tmp_path / "m.npz")
+    back = CRF(model_filename=str(tmp_path / "m.npz"))
+    assert [list(p) for p in back.predict(X[:5])] == [list(p) for p in crf.predict(X[:5])]
 
 
 # ------------------------------------------------------------------ refusals
@@ -202,7 +206,7 @@ def test_bad_parameters_one_error(params, match):
 def test_unknown_parameter_is_refused():
     with pytest.raises((TypeError, ValueError)):
         CRF(c3=1.0)
-    with pytest.raises(ValueError, match="c3"):
+    with pytest.raises(InputError, match="c3"):
         CRF().set_params(c3=1.0)
 
 
@@ -300,3 +304,20 @@ def test_tutorial_script_runs_with_only_the_import_changed(corpus, tmp_path):
     f_a, f_b = float(out["crfsuite"][0]), float(out["fstchunk"][0])
     assert abs(f_a - f_b) < 0.05
     assert out["crfsuite"][2:] == out["fstchunk"][2:]
+
+
+def test_verbose_prints_a_line_per_iteration(pos_data, capsys):
+    X, y = pos_data
+    crf = CRF(c2=0.1, max_iterations=4, verbose=True).fit(X, y)
+    lines = [l for l in capsys.readouterr().out.splitlines() if l.startswith("Iter ")]
+    assert len(lines) == len(crf.training_log_.iterations) == 4
+    assert "loss=" in lines[0] and "active=" in lines[0]
+
+
+def test_model_filename_of_a_crfsuite_file_is_one_error(pos_data, tmp_path):
+    from fstchunk.errors import ModelFileError
+    X, y = pos_data
+    path = str(tmp_path / "model.crfsuite")
+    sklearn_crfsuite.CRF(c2=0.1, max_iterations=3, model_filename=path).fit(X, y)
+    with pytest.raises(ModelFileError, match="model.crfsuite"):
+        CRF(model_filename=path).predict(X[:1])

@@ -56,6 +56,7 @@ class ChainBlocks:
         free = getattr(model, "free", None)
         self.rest_mask = (np.ones(self.L * self.L + 2 * self.L) if free is None
                           else np.asarray(free[len(self.pairs):], dtype=float))
+        self.all_rest = bool(self.rest_mask.all())
         off = data.gold.offsets
         self.local = []                                   # per sentence: cols, X_k[:, cols], ᵀ
         for k in range(self.N):
@@ -64,7 +65,8 @@ class ChainBlocks:
             self.local.append((cols, Xk[:, cols].tocsr(), Xk[:, cols].T.tocsr()))
 
     def onehots(self, k: int, ys: Sequence[np.ndarray], weights: Sequence[float]):
-        """Σ_j weights_j·φ(x_k, ys_j) in chain space: (E (n x L), trans, start, end)."""
+        """Σ_j weights_j·φ(x_k, ys_j) in chain space: (E (n x L), trans, start, end), the
+        last three masked to the model's parameters (``rest_mask``)."""
         n, L = len(self.gold.sequences[k]), self.L
         E, T, S, En = np.zeros((n, L)), np.zeros((L, L)), np.zeros(L), np.zeros(L)
         rows = np.arange(n)
@@ -73,6 +75,10 @@ class ChainBlocks:
             np.add.at(T, (y[:-1], y[1:]), a)
             S[y[0]] += a
             En[y[-1]] += a
+        if not self.all_rest:
+            L2 = L * L
+            T, S, En = (T * self.rest_mask[:L2].reshape(L, L), S * self.rest_mask[L2:L2 + L],
+                        En * self.rest_mask[L2 + L:])
         return E, T, S, En
 
     def image(self, k: int, E: np.ndarray) -> np.ndarray:

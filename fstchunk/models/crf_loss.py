@@ -38,13 +38,27 @@ from .objectives import STATISTICS, Chain, ChainGrad
 from .partial import PartialGold
 
 
+#: the most attributes x tags for which the emissions and their gradient go through the
+#: dense W (X·W, Xᵀ·∇E: 32 MB) rather than the pair design matrix: for a small W the
+#: dense products read X once per tag column in order, 3-4x faster than A's scattered
+#: rows (CoNLL-2002 Dutch with a tutorial's features: 82k attributes x 9 tags)
+DENSE_ENTRIES = 2 ** 22
+
+
+def dense(crf: Any) -> bool:
+    """Whether ``crf``'s W is small enough for the dense products."""
+    return len(crf.fmap) * crf.L <= DENSE_ENTRIES
+
+
 def statistics(crf: Any, data: TrainingData, theta: np.ndarray, objective: lo.Objective,
                beta_sq: float = 1.0, loss: str = "hamming") -> tuple[np.ndarray, np.ndarray]:
     """The statistics of ``objective`` on ``data`` at θ: values (J,) and their gradients
     in θ-space (J', |θ|), sums over the sentences (``beta_sq`` = β² of F_β)."""
-    AT = data.design(crf.pairs, crf.L)
-    chain = Chain(crf.tags, crf.scheme, (AT.T @ theta[:crf.P]).reshape(-1, crf.L),
-                  *crf.unpack(theta))
+    if dense(crf):
+        emissions = np.asarray(crf.emissions(data.X, theta))
+    else:
+        emissions = (data.design(crf.pairs, crf.L).T @ theta[:crf.P]).reshape(-1, crf.L)
+    chain = Chain(crf.tags, crf.scheme, emissions, *crf.unpack(theta))
     if isinstance(data.gold, PartialGold):          # the marginal likelihood of A(x)
         st = partial.statistics(objective, chain, data.gold, beta_sq)
     elif objective is lo.MAX_MARGIN:
@@ -55,10 +69,14 @@ def statistics(crf: Any, data: TrainingData, theta: np.ndarray, objective: lo.Ob
 
 
 def chain_rule(crf: Any, data: TrainingData, g: ChainGrad) -> np.ndarray:
-    """∇θ from the gradient with respect to the score arrays: Aᵀ·vec(∇E) for the pairs,
-    then the transitions, start and end."""
-    AT = data.design(crf.pairs, crf.L)
-    return np.concatenate([AT @ g.emissions.ravel(), g.trans.ravel(), g.start, g.end])
+    """∇θ from the gradient with respect to the score arrays: Aᵀ·vec(∇E) for the pairs
+    (or (Xᵀ·∇E) at the pairs, :func:`dense`), then the transitions, start and end."""
+    if dense(crf):
+        G = np.asarray(data.transposed() @ g.emissions)
+        pairs = G[crf.pairs[:, 0], crf.pairs[:, 1]]
+    else:
+        pairs = data.design(crf.pairs, crf.L) @ g.emissions.ravel()
+    return np.concatenate([pairs, g.trans.ravel(), g.start, g.end])
 
 
 def partitions(crf: Any, data: TrainingData, parts: int) -> list[tuple[Any, TrainingData]]:
@@ -68,7 +86,10 @@ def partitions(crf: Any, data: TrainingData, parts: int) -> list[tuple[Any, Trai
     shards = [(crf.scoring_copy(), data.subset(r))
               for r in split([len(g) for g in data.gold.sequences], parts)]
     for copy, part in shards:
-        part.design(copy.pairs, copy.L)
+        if dense(copy):
+            part.transposed()
+        else:
+            part.design(copy.pairs, copy.L)
     return shards
 
 

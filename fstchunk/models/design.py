@@ -44,11 +44,18 @@ class TrainingData:
 
     _designs: dict = field(default_factory=dict, repr=False, compare=False)
 
+    def transposed(self) -> sp.csr_matrix:
+        """Xᵀ as CSR, built once (the dense gradient Xᵀ·∇E, :func:`.crf_loss.dense`)."""
+        if "XT" not in self._designs:
+            self._designs["XT"] = sp.csr_matrix(self.X).T.tocsr()
+        return self._designs["XT"]
+
     def design(self, pairs: np.ndarray, L: int) -> sp.csr_matrix:
         """Aᵀ of :func:`pair_design` for these pairs, built once per pairs array."""
         key = (id(pairs), len(pairs), L)
         if key not in self._designs:
-            self._designs.clear()
+            for old in [k for k in self._designs if k != "XT"]:
+                del self._designs[old]
             self._designs[key] = pair_design(self.X, pairs, L)
         return self._designs[key]
 

@@ -93,7 +93,7 @@ class MarginLearner(ChainBlocks):
                 E, T, S, En = self.onehots(k, [g, y], [1.0, -1.0])
                 cols = self.local[k][0]
                 dW = self.image(k, E)                       # masked to the pairs
-                drest = np.concatenate([T.ravel(), S, En]) * self.rest_mask
+                drest = np.concatenate([T.ravel(), S, En])         # masked by onehots
                 if self.rule == "pa":
                     cost = err + (math.sqrt(d) if self.error_sensitive else 1.0)
                     norm2 = float((dW * dW).sum() + drest @ drest)

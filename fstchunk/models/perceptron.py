@@ -99,8 +99,7 @@ class AveragedPerceptron(ChainBlocks):
                 g = self.gold.sequences[k]
                 E, T, S, En = [a - b for a, b in zip(self.onehots(k, [g], [1.0]),
                                                      self.onehots(k, [y], [1.0]))]
-                gE = self.image(k, E)
-                rest = np.concatenate([T.ravel(), S, En]) * self.rest_mask
+                gE, rest = self.image(k, E), np.concatenate([T.ravel(), S, En])
                 cols = self.local[k][0]
                 self.W[cols] += gE
                 self.U[cols] += self.c * gE

@@ -77,6 +77,15 @@ __all__ = ["CRF", "ALGORITHMS"]
 class CRF(CRFParams, BaseEstimator):
     """sklearn_crfsuite.CRF's drop-in (module doc)."""
 
+    def set_params(self, **params: Any) -> "CRF":
+        """scikit-learn's set_params; an unknown name is one InputError naming it."""
+        known = self.get_params(deep=False)
+        for name in params:
+            if name not in known:
+                raise InputError(f"unknown parameter {name!r} of fstchunk.sklearn.CRF; the "
+                                 f"parameters are {', '.join(sorted(known))}")
+        return super().set_params(**params)
+
     # ------------------------------------------------------------------ fitting
     def fit(self, X: Sequence[Any], y: Any, X_dev: Sequence[Any] | None = None,
             y_dev: Any = None) -> "CRF":
