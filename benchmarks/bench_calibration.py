@@ -35,7 +35,7 @@ from fstchunk.calibration import Reliability, bootstrap, reliability
 from fstchunk.confidence import scored_chunks
 from fstchunk.conll import read_conll
 from fstchunk.decode import decode_one
-from fstchunk.evaluate import evaluate
+from fstchunk import evaluate
 from fstchunk.gold import check_gold
 from fstchunk.models import load_model
 from fstchunk.scorefile import load_lattices

@@ -2,7 +2,7 @@
 
 The same tutorial-like feature function (our own: lower-cased word, suffixes, case and
 digit flags, POS, the same of the ±1 neighbours, BOS/EOS), the same c1, c2 and
-max_iterations for both; conlleval F (fstchunk.evaluate) and the wall time of ``fit``
+max_iterations for both; conlleval F (fstchunk.evaluate, the function) and the wall time of ``fit``
 in one process with one BLAS thread (fstchunk also with 2 workers).  Tuning reads
 ned.testa; ned.testb is read once, for the final figure (``--test testb``).
 

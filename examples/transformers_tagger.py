@@ -41,7 +41,7 @@ import torch
 from fstchunk import encodings as enc
 from fstchunk.conll import data_path, read_conll
 from fstchunk.errors import FstchunkError, InputError
-from fstchunk.evaluate import evaluate
+from fstchunk import evaluate
 from fstchunk.fbeta import check_beta
 from fstchunk.gold import check_gold
 from fstchunk.scorefile import save_scores

@@ -200,6 +200,8 @@ COMMANDS = {
     ("segment", "decode"): (["--model", "m", "--input", "x", "--decoder", "meu"],
                             lambda b: meu_set([0.5, 0.2], beta=b)),  # SegmentModel.decode's
     ("segment", "eval"): (["g", "p"], lambda b: score_segments([[]], [[]], beta=b)),
+    ("select",): (["--model", "m", "--input", "x", "--budget", "1", "-o", "p"],
+                  lambda b: decode_meu(_lat(), beta=b)),   # selection.expected_f_scores's
 }
 
 

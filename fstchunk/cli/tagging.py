@@ -209,7 +209,9 @@ def run_train(args: argparse.Namespace) -> int:
                         init=args.init, partial=args.partial)
     identity = {"scheme": crf.scheme, "template": crf.fmap.template,
                 "columns": cols.spec(), "train_sha256": file_digest(args.train),
-                "init": args.init, "partial": args.partial}
+                "init": args.init}
+    if args.partial:             # recorded only when set: older checkpoints stay resumable
+        identity["partial"] = True
     l2 = args.l2
     if args.C is not None:
         if not lo.objective(args.objective).needs_l2:

@@ -213,8 +213,16 @@ GRAMMARS: dict[str, Grammar] = {g.name: g for g in (
     Grammar("annotation", "A ∩ validity: the --scheme sequences a partial annotation "
             "allows; --gold gives one cell per token (a tag, ?, B-PER|I-PER|O, *-PER, "
             "B-*, O!)", _annotation, ("scheme", "types", "gold"),
-            estimate=lambda o: budget.score_lattice(len(o.gold), len(_k_tags(o)))),
+            estimate=lambda o: _annotation_estimate(o)),
 )}
+
+
+def _annotation_estimate(o: Options) -> budget.Estimate:
+    """Its largest intermediates together: the validity acceptor it is composed with and
+    the chain of every tag at every token (the cells' bound)."""
+    valid = budget.validity_machine(_k(o))
+    chain = budget.score_lattice(len(o.gold), len(_k_tags(o)))
+    return budget.Estimate(valid.states + chain.states, valid.arcs + chain.arcs)
 
 
 def _k_tags(o: Options) -> tuple[str, ...]:
