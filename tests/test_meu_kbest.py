@@ -11,7 +11,7 @@ import pytest
 import fstchunk.decode as dec
 from fstchunk import Lattice, TagSet, encodings as enc, fsa
 from fstchunk.engine.meu import utility_bounds
-from oracles import all_utilities, brute_force, random_scores
+from oracles import all_utilities, brute_force, random_scores, stable_seed
 
 
 def reference_kbest(lattice, beta, k):
@@ -40,7 +40,7 @@ CASES = [(scheme, types, scale, beta)
 
 @pytest.mark.parametrize("scheme,types,scale,beta", CASES)
 def test_kbest_is_the_decoder_that_evaluates_every_path(scheme, types, scale, beta):
-    rng = np.random.default_rng(abs(hash((scheme, types, scale, beta))) % 2**32)
+    rng = np.random.default_rng(stable_seed((scheme, types, scale, beta)))
     tags = TagSet(scheme, types).tags
     for n, k in ((1, 3), (4, 1), (9, 7), (23, 20), (41, 12)):
         lat = Lattice.from_scores(tags, *random_scores(rng, len(tags), n, scale), scheme=scheme)
@@ -87,7 +87,7 @@ def test_a_sweep_over_the_memory_budget_evaluates_every_path(monkeypatch):
 @pytest.mark.parametrize("beta", [0.0, 0.5, 1.0, 3.0])
 def test_utility_bounds_contain_the_enumerated_utility(scheme, scale, beta):
     """|U(x) − Ũ(x)| ≤ b(x) for every valid hypothesis x, U by enumeration."""
-    rng = np.random.default_rng(abs(hash((scheme, scale, beta))) % 2**32)
+    rng = np.random.default_rng(stable_seed((scheme, scale, beta)))
     types = ("NP", "VP")
     tags = TagSet(scheme, types).tags
     for n in (1, 3, 5):
@@ -99,7 +99,9 @@ def test_utility_bounds_contain_the_enumerated_utility(scheme, scale, beta):
         approx, bound = utility_bounds(lat, beta ** 2, chunk_sets(lat, hyps))   # β² inside
         ok = np.isfinite(approx)
         assert ok.any()
-        assert np.all(np.abs(approx[ok] - want[ok]) <= bound[ok] + 1e-13)
+        # + rounding: both sides are sums of exponentials of scores up to 100 apart, each
+        # within ~1e-13 of the exact value (the pruning bound itself stays < 1e-11)
+        assert np.all(np.abs(approx[ok] - want[ok]) <= bound[ok] + 1e-12)
         assert np.all(bound[ok] < 1e-11)
         assert np.all(~ok <= np.isinf(bound))           # no value: no bound either
 
