@@ -31,7 +31,7 @@ from typing import Callable
 
 import numpy as np
 
-from .solvers import OnStep, Outcome
+from .solvers import OnStep, Outcome, ThetaOnly
 
 #: Armijo's constant of the backtracking line search
 GAMMA = 1e-4
@@ -96,7 +96,7 @@ def two_loop(v: np.ndarray, pairs: deque) -> np.ndarray:
     return q
 
 
-class OWLQN:
+class OWLQN(ThetaOnly):
     """The :class:`~fstchunk.learn.solvers.Solver` of f + μ‖θ‖₁ (module doc)."""
 
     unit, suffix, state_name = "it", "", "solver state"
@@ -156,14 +156,3 @@ class OWLQN:
         return Outcome(k - done, converged, F, {"solver": "owlqn", "l1": self.mu,
                                                 "nonzero": int(np.count_nonzero(x)),
                                                 "stopped_by": why})
-
-    def save_state(self, path: str) -> None:
-        return None
-
-    def restore(self, path: str, theta: np.ndarray, done: int) -> None:
-        self._last = (theta.copy(), done)
-
-    def interrupted(self) -> tuple[np.ndarray, int]:
-        if self._last is None:
-            raise RuntimeError("the solver has not run")
-        return self._last

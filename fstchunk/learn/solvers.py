@@ -71,7 +71,25 @@ class Solver(Protocol):
         ...
 
 
-class LBFGS:
+class ThetaOnly:
+    """What a quasi-Newton solver keeps across a checkpoint: θ and the steps done, no
+    state file (its curvature pairs start afresh on resume); ``_last`` is set by ``run``
+    after every step."""
+    _last: tuple[np.ndarray, int] | None = None
+
+    def save_state(self, path: str) -> None:
+        return None
+
+    def restore(self, path: str, theta: np.ndarray, done: int) -> None:
+        self._last = (theta.copy(), done)
+
+    def interrupted(self) -> tuple[np.ndarray, int]:
+        if self._last is None:
+            raise RuntimeError("the solver has not run")
+        return self._last
+
+
+class LBFGS(ThetaOnly):
     """L-BFGS-B over ``fun``: θ -> (value, gradient), minimised (module doc)."""
 
     unit, suffix, state_name = "it", "", "solver state"
@@ -121,17 +139,6 @@ class LBFGS:
         why = getattr(self.stop, "reason", "") if stopped[0] else str(res.message)
         return Outcome(nit, bool(res.success) or stopped[0], float(res.fun),
                        {"solver": "lbfgs", "stopped_by": why})
-
-    def save_state(self, path: str) -> None:
-        return None
-
-    def restore(self, path: str, theta: np.ndarray, done: int) -> None:
-        self._last = (theta.copy(), done)
-
-    def interrupted(self) -> tuple[np.ndarray, int]:
-        if self._last is None:
-            raise RuntimeError("the solver has not run")
-        return self._last
 
 
 def check_resumed(path: str, restored: np.ndarray, theta: np.ndarray, steps: int,
