@@ -56,6 +56,17 @@ def documents(path: str) -> list[list[list[list[str]]]]:
             any(x.strip() for x in p)]
 
 
+def limit(docs, n: int) -> list:
+    """The documents cut after their first ``n`` sentences in all."""
+    out = []
+    for d in docs:
+        if n <= 0:
+            break
+        out.append(d[:n])
+        n -= len(out[-1])
+    return out
+
+
 def spans(tags: list[str]) -> list[tuple[str, int, int]]:
     """IOB2 entities (type, start, end)."""
     out, i = [], 0
@@ -123,6 +134,12 @@ def damage(docs, scenario: str, share: float, rng) -> tuple[list, list, list]:
     return partial, as_o, kept
 
 
+def rows_to_sentences(sentences) -> list:
+    """Sentences' rows as :class:`~fstchunk.conll.Sentence` objects."""
+    return read_conll(io.StringIO("".join(" ".join(r) + "\n" for s in sentences
+                                          for r in s + [[]])))
+
+
 def write(path: str, sentences, declarations: bool = False) -> None:
     with open(path, "w", encoding="utf-8") as out:
         for item in sentences:
@@ -153,6 +170,9 @@ def main() -> None:
     ap.add_argument("--l2", type=float, default=None, help="λ (none: ML's default)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--variants", default="full,drop,as-o,partial")
+    ap.add_argument("--limit", type=int, default=None,
+                    help="a check run: the first N training and test sentences only, "
+                         "the table printed, RESULTS.md not written")
     ap.add_argument("--known", default="",
                     help="rows measured by an earlier run of this command, not rerun: "
                          "NAME=F/SECONDS,... (e.g. full=78.79/423: the full-data CRF is "
@@ -164,6 +184,9 @@ def main() -> None:
     train_path, test_path = data_path(folder, train_name), data_path(folder, test_name)
     docs = documents(train_path)
     test = read_conll(test_path)
+    if args.limit is not None:
+        docs = limit(docs, args.limit)
+        test = test[:args.limit]
     rng = np.random.default_rng(args.seed)
     partial, as_o, kept = damage(docs, args.scenario, share, rng)
     rows = []
@@ -176,10 +199,9 @@ def main() -> None:
         p_path, o_path = os.path.join(tmp, "partial.txt"), os.path.join(tmp, "as_o.txt")
         write(p_path, partial, declarations=True)
         write(o_path, as_o)
-        inputs = {"full": (read_conll(train_path), False),
-                  "drop": ([s for s in read_conll(io.StringIO(
-                      "".join(" ".join(r) + "\n" for s in kept for r in s + [[]])))]
-                      if kept else None, False),
+        inputs = {"full": (read_conll(train_path) if args.limit is None else
+                           rows_to_sentences([s for d in docs for s in d]), False),
+                  "drop": (rows_to_sentences(kept) if kept else None, False),
                   "as-o": (check_gold(read_conll(o_path), "IOB2", -1, "repair").sentences,
                            False),             # as train reads it: conlleval's repair
                   "partial": (read_partial(p_path, -1, "IOB2"), True)}
@@ -195,6 +217,9 @@ def main() -> None:
                                      args.l2)
             rows.append((name, len(items), f"{f:.2f}", f"{secs:.0f}"))
             print(name, len(items), f"{f:.2f}", f"{secs:.0f} s", flush=True)
+    if args.limit is not None:
+        print(f"check run on {args.limit} sentences: RESULTS.md not written")
+        return
     full = next((float(r[2]) for r in rows if r[0] == "full"), None)
     table = "\n".join(f"| {n} | {k} | {f} | " + (f"{float(f) - full:+.2f}" if full is not None
                       and f[0].isdigit() else "") + f" | {s} |" for n, k, f, s in rows)
