@@ -33,14 +33,14 @@ of the token where the valid prefixes run out (:func:`check_allows`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
 from . import encodings as enc
 from .conll import DOCSTART, BLANKS, Sentence, iter_conll, iter_lines, source_name
 from .errors import InputError, SchemeError
-from .tagspace import TagSpace, normalize_types
+from .tagspace import UNCONSTRAINED, TagSpace, normalize_types
 
 ANY, WILD, STRICT_O = "?", "*", "O!"
 #: the comment that declares the annotated chunk types of the sentences after it
@@ -53,9 +53,12 @@ Item = tuple[str, str]
 
 def parse_cell(cell: str, scheme: str, where: str = "") -> tuple[Item, ...]:
     """The items of one tag-column cell (module doc); SchemeError naming ``where`` for
-    an empty item, an unknown prefix or a type the scheme cannot use."""
+    an empty item, an unknown prefix or a type the scheme cannot use.  Under
+    :data:`~fstchunk.tagspace.UNCONSTRAINED` (labels, not chunk tags) an item is ``?``
+    or a label; a wildcard or ``O!`` is refused."""
     at = f"{where}: " if where else ""
-    prefixes = enc.scheme_prefixes(scheme)
+    chain = scheme == UNCONSTRAINED
+    prefixes = () if chain else enc.scheme_prefixes(scheme)
     items = []
     for raw in cell.split("|"):
         if not raw:
@@ -63,6 +66,12 @@ def parse_cell(cell: str, scheme: str, where: str = "") -> tuple[Item, ...]:
                               f"separated by '|')")
         if raw == ANY:
             items.append(("any", ""))
+        elif chain:
+            if WILD in raw or raw == STRICT_O:
+                raise SchemeError(f"{at}annotation item {raw!r} needs a chunk scheme; the "
+                                  f"labels are read as an unconstrained chain (only ? and "
+                                  f"sets of labels)")
+            items.append(("tag", raw))
         elif raw == enc.OUTSIDE:
             items.append(("O", ""))
         elif raw == STRICT_O:
@@ -169,6 +178,13 @@ def check_allows(ps: PartialSentence, space: TagSpace, mask: np.ndarray | None =
     at which no valid prefix survives (or the last token, when no valid prefix can
     end there), with what the token allows."""
     m = ps.mask(space) if mask is None else mask
+    return check_mask(m, space, ps.sentence.where, ps.declared)
+
+
+def check_mask(m: np.ndarray, space: TagSpace, where: Callable[[int], str],
+               declared: frozenset[str] | None = None) -> np.ndarray:
+    """:func:`check_allows` of a mask (n, L); ``where(i)`` names token i in the error
+    (``file:line``, ``y[k][i]``)."""
     reach = space.start_ok & m[0]
     for i in range(len(m)):
         if i:
@@ -178,10 +194,10 @@ def check_allows(ps: PartialSentence, space: TagSpace, mask: np.ndarray | None =
             shown = ", ".join(t for t, ok in zip(space.tags, m[i]) if ok) or "no tag"
             what = ("no valid sequence ends here" if reach.any() else
                     "no valid sequence reaches this token")
-            raise SchemeError(f"{ps.sentence.where(i)}: the annotation contradicts "
+            raise SchemeError(f"{where(i)}: the annotation contradicts "
                               f"{space.scheme}: {what} (the token allows {shown}"
-                              + (f"; declared types {','.join(sorted(ps.declared))}"
-                                 if ps.declared is not None else "") + ")", i)
+                              + (f"; declared types {','.join(sorted(declared))}"
+                                 if declared is not None else "") + ")", i)
     return m
 
 
