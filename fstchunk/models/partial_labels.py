@@ -130,6 +130,9 @@ def annotate(y: Sequence[Sequence[Any]], scheme: str, space: TagSpace | None = N
             if scheme != UNCONSTRAINED:
                 types.update(dict.fromkeys(sorted(item_types(its))))
     if space is None:
+        if not named and not types:
+            raise InputError("y: the partial labels name no label (only ? and wildcards "
+                             "without a type): nothing to learn")
         labels = list(named)
         if scheme != UNCONSTRAINED:
             labels += [x for x in missing_tags(labels, scheme) if x not in named]
@@ -176,6 +179,8 @@ def detect(y: Sequence[Sequence[Any]], schemes: Sequence[str]
     unconstrained chain (module doc); when that cannot read it either (a wildcard),
     the error of the scheme that came closest (a contradiction before a foreign tag)."""
     errors: list[tuple[int, str, Exception]] = []
+    if not any(isinstance(lab, SETS) or lab not in (ANY,) for ys in y for lab in ys):
+        annotate(y, UNCONSTRAINED)                  # raises: no label named
     for scheme in schemes:
         try:
             space, masks = annotate(y, scheme, check=False)
