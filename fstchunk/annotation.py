@@ -8,7 +8,12 @@ With ``--partial`` (``fstchunk train``, ``fstchunk select``) and in
 * ``B-PER|I-PER|O`` — any of the items, each a tag or a wildcard:
   ``*-PER`` (any tag of type PER in the scheme), ``B-*`` (prefix B of any type:
   a known span of unknown type is ``B-* I-* I-*``), ``*-*`` (inside some chunk);
-* ``O!`` — outside every chunk, even under a declaration.
+* ``O!`` — outside every chunk, even under a declaration;
+* a trailing ``~`` (``?~ ?~``, ``B-*~ I-*~``): the tokens of a run of ``~`` cells are
+  not exactly one chunk, of any type (a dictionary match the annotator rejected);
+  each cell still allows what it says without the ``~``.  Two adjacent runs are one
+  run.  A scheme whose chunk boundaries show on one tag is needed (IOB2, IOE2, IOBES,
+  BILOU, IOBES2, IOBES3: :func:`chunk_conditions`); IOB1 and IOE1 are refused.
 
 A comment line ``# annotated: PER,LOC`` before a sentence declares the chunk types
 annotated in the sentences that follow (until the next declaration, ``# annotated:
@@ -22,7 +27,12 @@ The annotation of a sentence is the acceptor A(x) = Π_i allowed_i over the tag
 alphabet (:mod:`fstchunk.grammars.annotation`); training maximises
 log Σ_{y ∈ A(x) ∩ valid} p(y | x) (:mod:`fstchunk.models.partial`).  Its fast form is
 a boolean mask (n, L) over a tag space's columns (:meth:`PartialSentence.mask`),
-which :meth:`fstchunk.lattice.Lattice.constrained` lays over a lattice's states.
+which :meth:`fstchunk.lattice.Lattice.constrained` lays over a lattice's states.  A
+``~`` span s removes C_s, the sequences where it is exactly one chunk: the machine is
+A minus C_s's chain (:func:`fstchunk.grammars.annotation.annotation_acceptor`); the
+fast form splits A ∖ ∪_s C_s into disjoint product masks (:func:`exclusion_terms`:
+the first of C_s's conditions that fails), whose partition functions add — positive
+terms, stable where log(Z_A − Z_{A∩C}) would cancel (:meth:`PartialSentence.terms`).
 
 Pitfalls: sets are read in the model's scheme — a file in another data scheme
 converts only its fully annotated sentences (:func:`tags_or_none`); an annotation
@@ -43,6 +53,10 @@ from .errors import InputError, SchemeError
 from .tagspace import UNCONSTRAINED, TagSpace, normalize_types
 
 ANY, WILD, STRICT_O = "?", "*", "O!"
+#: the mark after a cell of a span that is not one chunk (``?~ ?~``)
+NOT_CHUNK = "~"
+#: the most product masks one sentence's not-a-chunk spans may split into
+MAX_TERMS = 4096
 #: the comment that declares the annotated chunk types of the sentences after it
 DECLARATION = "# annotated:"
 
@@ -134,6 +148,8 @@ class PartialSentence:
     sentence: Sentence
     cells: list[tuple[Item, ...]]
     declared: frozenset[str] | None = None
+    #: the spans (first, last token) marked not one chunk (``~``)
+    not_chunks: tuple[tuple[int, int], ...] = ()
 
     def __len__(self) -> int:
         return len(self.cells)
@@ -151,6 +167,12 @@ class PartialSentence:
         return np.array([[allows(c, t, self.declared) for t in space.tags]
                          for c in self.cells], dtype=bool)
 
+    def terms(self, space: TagSpace, mask: np.ndarray | None = None) -> list[np.ndarray]:
+        """The annotation over ``space`` as disjoint product masks (:func:`exclusion_terms`;
+        one, the mask, without a ``~`` span)."""
+        m = self.mask(space) if mask is None else mask
+        return exclusion_terms(m, self.not_chunks, space, self.sentence.where)
+
     def allowed(self, space: TagSpace) -> list[frozenset[str]]:
         """The allowed tags of each token (the Python API's reading of the column)."""
         return [frozenset(t for t, ok in zip(space.tags, row) if ok)
@@ -159,8 +181,8 @@ class PartialSentence:
     @property
     def full(self) -> bool:
         """Whether every cell is one exact tag (an ``O`` only where every type is
-        declared): the annotation is one sequence."""
-        return all(len(c) == 1 and (c[0][0] == "tag" or c[0][0] == "O!" or
+        declared, no span marked ``~``): the annotation is one sequence."""
+        return not self.not_chunks and all(len(c) == 1 and (c[0][0] == "tag" or c[0][0] == "O!" or
                                     (c[0][0] == "O" and self.declared is None))
                    for c in self.cells)
 
@@ -258,8 +280,8 @@ def read_partial(path_or_file, column: int | None = -1, scheme: str = "IOB2"
             raise InputError(f"{s.where(0)}: no tag column {'' if column is None else column}"
                              f" (the line has {width} columns); --partial reads annotations "
                              f"from the tag column")
-        cells = [parse_cell(c, scheme, s.where(i)) for i, c in enumerate(s.column(column))]
-        out.append(PartialSentence(s, cells, lines.declared(s.lines[0])))
+        cells, spans = parse_column(s.column(column), scheme, s.where)
+        out.append(PartialSentence(s, cells, lines.declared(s.lines[0]), spans))
     return out
 
 
@@ -288,6 +310,99 @@ def annotation_types(sentences: Sequence[PartialSentence]) -> tuple[str, ...]:
 def cell_types(cells: Sequence[str], scheme: str) -> tuple[str, ...]:
     """The chunk types that annotation ``cells`` name (``grammar --gold``'s default)."""
     out: set[str] = set()
-    for i, c in enumerate(cells):
-        out |= item_types(parse_cell(c, enc.canonical_scheme(scheme), f"--gold token {i + 1}"))
+    items, _ = parse_column(cells, enc.canonical_scheme(scheme),
+                            lambda i: f"--gold token {i + 1}")
+    for c in items:
+        out |= item_types(c)
     return tuple(sorted(out))
+
+
+def parse_column(cells: Sequence[str], scheme: str, where: Callable[[int], str]
+                 ) -> tuple[list[tuple[Item, ...]], tuple[tuple[int, int], ...]]:
+    """The items of a sentence's cells (:func:`parse_cell`, a trailing ``~`` taken
+    off) and the spans (first, last) of the maximal runs of ``~`` cells."""
+    items, spans, start = [], [], None
+    for i, c in enumerate(list(cells) + [""]):
+        marked = len(c) > 1 and c.endswith(NOT_CHUNK)
+        if marked and start is None:
+            start = i
+        elif not marked and start is not None:
+            spans.append((start, i - 1))
+            start = None
+        if i < len(cells):
+            items.append(parse_cell(c[:-1] if marked else c, scheme, where(i)))
+    return items, tuple(spans)
+
+
+def chunk_conditions(space: TagSpace, n: int, t: int, u: int
+                     ) -> list[tuple[int, np.ndarray]]:
+    """(token, allowed tags) pairs whose conjunction, on valid sequences of n tokens,
+    says "tokens t..u are exactly one chunk": a chunk starts at t, every token of
+    t+1..u continues it, and u+1 does not.  Where a boundary shows on one tag — on
+    the token that opens or continues (IOB2, IOBES, BILOU) or on the token before,
+    which closes or does not (IOE2) — each is a test of one token; SchemeError for a
+    scheme whose boundaries need two tags (IOB1, IOE1)."""
+    sp = space
+    sp.require_chunks(f"a span marked not a chunk ({NOT_CHUNK})")
+    L = len(sp.tags)
+    inside = sp.type_index >= 0
+    valid_in = np.vstack([sp.trans_ok, sp.start_ok[None, :]])       # (L+1, L): p -> c
+    cont_any = (sp.cont & valid_in).any(axis=0)
+    cont_all = np.where(valid_in, sp.cont, True).all(axis=0) & valid_in.any(axis=0)
+    succ = sp.trans_ok
+    close_all = ~(sp.cont[:L] & succ).any(axis=1)
+    close_none = np.where(succ, sp.cont[:L], True).all(axis=1) & ~sp.end_ok & inside
+    if ((cont_all | ~cont_any) | ~valid_in.any(axis=0)).all():         # start-marked
+        out = [(t, inside & ~cont_any)]
+        out += [(i, cont_all) for i in range(t + 1, u + 1)]
+        return out + ([(u + 1, ~cont_any)] if u + 1 < n else [])
+    if (close_all | close_none).all():                                  # end-marked
+        out = [(t, inside)] + ([(t - 1, close_all)] if t > 0 else [])
+        out += [(i - 1, close_none) for i in range(t + 1, u + 1)]
+        return out + ([(u, close_all)] if u + 1 < n else [])
+    raise SchemeError(f"a span marked not a chunk ({NOT_CHUNK}) needs a scheme whose chunk "
+                      f"boundaries show on one tag (IOB2, IOE2, IOBES, BILOU, IOBES2, IOBES3; "
+                      f"not IOB1, IOE1); "
+                      f"{sp.scheme} is not one")
+
+
+def feasible(m: np.ndarray, space: TagSpace) -> bool:
+    """Whether some valid sequence passes mask ``m`` (n, L)."""
+    reach = space.start_ok & m[0]
+    for i in range(1, len(m)):
+        reach = (reach @ space.trans_ok) & m[i]
+    return bool((reach & space.end_ok).any())
+
+
+def exclusion_terms(mask: np.ndarray, spans: Sequence[tuple[int, int]], space: TagSpace,
+                    where: Callable[[int], str]) -> list[np.ndarray]:
+    """A ∖ (C_1 ∪ … ∪ C_k) as a disjoint union of product masks, C_s the sequences
+    where span s is exactly one chunk: with C_s = ∩_j c_j (:func:`chunk_conditions`),
+    A ∖ C_s = ⊔_j (c_1 … c_{j−1} hold, c_j fails), and the spans' unions multiply
+    out.  Masks no valid sequence passes are dropped; none left is one SchemeError
+    naming the span's first token."""
+    terms = [np.asarray(mask, dtype=bool)]
+    for t, u in spans:
+        try:
+            conds = chunk_conditions(space, len(mask), t, u)
+        except SchemeError as e:
+            raise SchemeError(f"{where(t)}: {e}", t) from None
+        new = []
+        for m in terms:
+            held = m.copy()
+            for tok, row in conds:
+                fail = held.copy()
+                fail[tok] &= ~row
+                if fail[tok].any() and feasible(fail, space):
+                    new.append(fail)
+                held[tok] &= row
+        if not new:
+            raise SchemeError(f"{where(t)}: the annotation contradicts {space.scheme}: tokens "
+                              f"{t + 1}..{u + 1} are marked not one chunk ({NOT_CHUNK}), but "
+                              f"the rest of the annotation makes them one", t)
+        if len(new) > MAX_TERMS:
+            raise InputError(f"{where(t)}: the {NOT_CHUNK} spans of this sentence split its "
+                             f"annotation into more than {MAX_TERMS} product masks; mark "
+                             f"fewer or shorter spans")
+        terms = new
+    return terms
