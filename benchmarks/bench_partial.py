@@ -223,7 +223,7 @@ def main() -> None:
     full = next((float(r[2]) for r in rows if r[0] == "full"), None)
     table = "\n".join(f"| {n} | {k} | {f} | " + (f"{float(f) - full:+.2f}" if full is not None
                       and f[0].isdigit() else "") + f" | {s} |" for n, k, f, s in rows)
-    body = (f"ned.train → ned.testb" if args.corpus == "ned" else "CoNLL-2000 train → test") + \
+    body = ("ned.train → ned.testb" if args.corpus == "ned" else "CoNLL-2000 train → test") + \
         f", features {features}, IOB2, MAP decoding; scenario **{args.scenario}**" + \
         (f" (share {share})" if args.scenario != "merged" else "") + \
         f"; L-BFGS at most {args.max_iter} iterations, λ " + \

@@ -50,13 +50,10 @@ import numpy as np
 from . import encodings as enc
 from .conll import DOCSTART, BLANKS, Sentence, iter_conll, iter_lines, source_name
 from .errors import InputError, SchemeError
+from .not_chunk import exclusion_terms, marked, runs
 from .tagspace import UNCONSTRAINED, TagSpace, normalize_types
 
 ANY, WILD, STRICT_O = "?", "*", "O!"
-#: the mark after a cell of a span that is not one chunk (``?~ ?~``)
-NOT_CHUNK = "~"
-#: the most product masks one sentence's not-a-chunk spans may split into
-MAX_TERMS = 4096
 #: the comment that declares the annotated chunk types of the sentences after it
 DECLARATION = "# annotated:"
 
@@ -321,88 +318,7 @@ def parse_column(cells: Sequence[str], scheme: str, where: Callable[[int], str]
                  ) -> tuple[list[tuple[Item, ...]], tuple[tuple[int, int], ...]]:
     """The items of a sentence's cells (:func:`parse_cell`, a trailing ``~`` taken
     off) and the spans (first, last) of the maximal runs of ``~`` cells."""
-    items, spans, start = [], [], None
-    for i, c in enumerate(list(cells) + [""]):
-        marked = len(c) > 1 and c.endswith(NOT_CHUNK)
-        if marked and start is None:
-            start = i
-        elif not marked and start is not None:
-            spans.append((start, i - 1))
-            start = None
-        if i < len(cells):
-            items.append(parse_cell(c[:-1] if marked else c, scheme, where(i)))
-    return items, tuple(spans)
-
-
-def chunk_conditions(space: TagSpace, n: int, t: int, u: int
-                     ) -> list[tuple[int, np.ndarray]]:
-    """(token, allowed tags) pairs whose conjunction, on valid sequences of n tokens,
-    says "tokens t..u are exactly one chunk": a chunk starts at t, every token of
-    t+1..u continues it, and u+1 does not.  Where a boundary shows on one tag — on
-    the token that opens or continues (IOB2, IOBES, BILOU) or on the token before,
-    which closes or does not (IOE2) — each is a test of one token; SchemeError for a
-    scheme whose boundaries need two tags (IOB1, IOE1)."""
-    sp = space
-    sp.require_chunks(f"a span marked not a chunk ({NOT_CHUNK})")
-    L = len(sp.tags)
-    inside = sp.type_index >= 0
-    valid_in = np.vstack([sp.trans_ok, sp.start_ok[None, :]])       # (L+1, L): p -> c
-    cont_any = (sp.cont & valid_in).any(axis=0)
-    cont_all = np.where(valid_in, sp.cont, True).all(axis=0) & valid_in.any(axis=0)
-    succ = sp.trans_ok
-    close_all = ~(sp.cont[:L] & succ).any(axis=1)
-    close_none = np.where(succ, sp.cont[:L], True).all(axis=1) & ~sp.end_ok & inside
-    if ((cont_all | ~cont_any) | ~valid_in.any(axis=0)).all():         # start-marked
-        out = [(t, inside & ~cont_any)]
-        out += [(i, cont_all) for i in range(t + 1, u + 1)]
-        return out + ([(u + 1, ~cont_any)] if u + 1 < n else [])
-    if (close_all | close_none).all():                                  # end-marked
-        out = [(t, inside)] + ([(t - 1, close_all)] if t > 0 else [])
-        out += [(i - 1, close_none) for i in range(t + 1, u + 1)]
-        return out + ([(u, close_all)] if u + 1 < n else [])
-    raise SchemeError(f"a span marked not a chunk ({NOT_CHUNK}) needs a scheme whose chunk "
-                      f"boundaries show on one tag (IOB2, IOE2, IOBES, BILOU, IOBES2, IOBES3; "
-                      f"not IOB1, IOE1); "
-                      f"{sp.scheme} is not one")
-
-
-def feasible(m: np.ndarray, space: TagSpace) -> bool:
-    """Whether some valid sequence passes mask ``m`` (n, L)."""
-    reach = space.start_ok & m[0]
-    for i in range(1, len(m)):
-        reach = (reach @ space.trans_ok) & m[i]
-    return bool((reach & space.end_ok).any())
-
-
-def exclusion_terms(mask: np.ndarray, spans: Sequence[tuple[int, int]], space: TagSpace,
-                    where: Callable[[int], str]) -> list[np.ndarray]:
-    """A ∖ (C_1 ∪ … ∪ C_k) as a disjoint union of product masks, C_s the sequences
-    where span s is exactly one chunk: with C_s = ∩_j c_j (:func:`chunk_conditions`),
-    A ∖ C_s = ⊔_j (c_1 … c_{j−1} hold, c_j fails), and the spans' unions multiply
-    out.  Masks no valid sequence passes are dropped; none left is one SchemeError
-    naming the span's first token."""
-    terms = [np.asarray(mask, dtype=bool)]
-    for t, u in spans:
-        try:
-            conds = chunk_conditions(space, len(mask), t, u)
-        except SchemeError as e:
-            raise SchemeError(f"{where(t)}: {e}", t) from None
-        new = []
-        for m in terms:
-            held = m.copy()
-            for tok, row in conds:
-                fail = held.copy()
-                fail[tok] &= ~row
-                if fail[tok].any() and feasible(fail, space):
-                    new.append(fail)
-                held[tok] &= row
-        if not new:
-            raise SchemeError(f"{where(t)}: the annotation contradicts {space.scheme}: tokens "
-                              f"{t + 1}..{u + 1} are marked not one chunk ({NOT_CHUNK}), but "
-                              f"the rest of the annotation makes them one", t)
-        if len(new) > MAX_TERMS:
-            raise InputError(f"{where(t)}: the {NOT_CHUNK} spans of this sentence split its "
-                             f"annotation into more than {MAX_TERMS} product masks; mark "
-                             f"fewer or shorter spans")
-        terms = new
-    return terms
+    marks = [marked(c) for c in cells]
+    items = [parse_cell(c[:-1] if m else c, scheme, where(i))
+             for i, (c, m) in enumerate(zip(cells, marks))]
+    return items, runs(marks)

@@ -54,10 +54,36 @@ def open_label(rng, tag, tags):
     return f"{prefix}-*" if kind == 4 else f"*-{ctype}"
 
 
+def runs(ys):
+    """The runs of labels ending in ~ (spans not one chunk), by hand."""
+    flags = [isinstance(x, str) and len(x) > 1 and x.endswith("~") for x in ys] + [False]
+    start = None
+    for i, f in enumerate(flags):
+        if f and start is None:
+            start = i
+        elif not f and start is not None:
+            yield start, i - 1
+            start = None
+
+
+def mark_span(rng, ys, gold, scheme):
+    """``ys`` with a random span marked ~ (sets become ?), where the gold is not
+    exactly one chunk."""
+    n = len(ys)
+    chunks = {(a, b) for _, a, b in enc.tags_to_chunks(gold, scheme)}
+    t = int(rng.integers(n))
+    u = int(rng.integers(t, n))
+    if (t, u + 1) in chunks:
+        return ys
+    return [(x if isinstance(x, str) else "?") + "~" if t <= i <= u else x
+            for i, x in enumerate(ys)]
+
+
 def oracle_allows(label, tag):
     """The constraint read by hand (no annotation code)."""
     if isinstance(label, (set, frozenset, tuple, list)):
         return tag in label
+    label = label[:-1] if len(label) > 1 and label.endswith("~") else label
     if label == "?":
         return True
     for item in label.split("|"):
@@ -83,7 +109,8 @@ def brute(model, X, y, theta):
         F = model.fmap.transform([xs]).toarray()
         E = F @ W
         n = len(xs)
-        seqs, scores, phis, ok = [], [], [], []
+        scores, phis, ok = [], [], []
+        spans = tuple(runs(ys))
         for seq in itertools.product(range(L), repeat=n):
             t = [tags[j] for j in seq]
             if model.space.chunked and not enc.is_valid(t, model.scheme):
@@ -96,7 +123,9 @@ def brute(model, X, y, theta):
             scores.append(sum(E[i, seq[i]] for i in range(n))
                           + sum(trans[seq[i - 1], seq[i]] for i in range(1, n)))
             phis.append(phi)
-            ok.append(all(oracle_allows(lab, tg) for lab, tg in zip(ys, t)))
+            chunks = enc.tags_to_chunks(t, model.scheme) if model.space.chunked else []
+            ok.append(all(oracle_allows(lab, tg) for lab, tg in zip(ys, t)) and
+                      not any((a, b) == (s0, s1 + 1) for _, a, b in chunks for s0, s1 in spans))
         s, phis, ok = np.array(scores), np.array(phis), np.array(ok)
         p = np.exp(s - np.logaddexp.reduce(s))
         pa = np.exp(s[ok] - np.logaddexp.reduce(s[ok]))
@@ -112,7 +141,10 @@ def test_marginal_likelihood_value_and_gradient_are_brute_force(scheme, seed):
     X, gold = random_data(rng, scheme)
     tags = enc.scheme_tags(scheme, TYPES)
     y = [[open_label(rng, t, tags) for t in g] for g in gold]
-    y[0][0] = "?" if y[0][0] != "?" else y[0][0]          # some token is open
+    y[0][0] = "?"                                           # some token is open
+    y = [mark_span(rng, ys, g, scheme) if k % 2 else ys     # spans not one chunk
+         for k, (ys, g) in enumerate(zip(y, gold))]
+    assert any(next(runs(ys), None) for ys in y)
     model = AttributeCRF(scheme, all_possible_transitions=True)
     data = model._prepare((X, y))
     assert model.scheme == scheme and set(model.tags) <= set(tags)

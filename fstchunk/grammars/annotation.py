@@ -22,7 +22,8 @@ import numpy as np
 import pynini
 
 from .. import fsa
-from ..annotation import PartialSentence, check_allows, chunk_conditions, parse_column
+from ..annotation import PartialSentence, check_allows, parse_column
+from ..not_chunk import chunk_conditions
 from ..conll import Sentence
 from ..errors import InputError
 from ..tagspace import TagSet, TagSpace

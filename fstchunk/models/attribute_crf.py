@@ -204,14 +204,14 @@ class AttributeCRF(Calibrated, PairChain):
                 and np.isfinite(self.min_freq)):
             raise InputError(f"min_freq must be a finite number, got {self.min_freq!r}")
         if pl.check_trainer(y, self.algorithm, self.objective_):     # the marginal likelihood
-            space, masks, fit = pl.fit_partial(
+            space, gold, fit = pl.fit_partial(
                 X, y, self.scheme_param, DETECT, float(self.min_freq),
                 bool(self.all_possible_states), bool(self.all_possible_transitions))
             self._set_state(fit.attributes, space.tags, space.scheme, fit.pairs,
                             fit.transitions, settings={"min_freq": self.min_freq, "partial":
                                                        True, "detected_scheme":
                                                        self.scheme_param == "auto"})
-            return TrainingData(fit.X, PartialGold(masks, self.tags, self.scheme))
+            return TrainingData(fit.X, gold)
         order: dict[str, None] = {}
         for ys in y:
             order.update(dict.fromkeys(ys))
@@ -245,8 +245,7 @@ class AttributeCRF(Calibrated, PairChain):
         X = check_sequences(X)
         y = check_labels(X, y, open_ok=True)
         if pl.check_trainer(y, self.algorithm, self.objective_):
-            masks = pl.annotate(y, self.scheme, self.space)[1]
-            return TrainingData(self.fmap.transform(X), PartialGold(masks, self.tags, self.scheme))
+            return TrainingData(self.fmap.transform(X), pl.gold(y, self.space))
         ix = {t: i for i, t in enumerate(self.tags)}
         gold = []
         for i, ys in enumerate(y):

@@ -7,8 +7,9 @@ for each token, a label (as always) or a *constraint* — the tags the token may
   (``{"B-PER", "O"}``; ``{"a|b"}`` is the one label ``a|b``);
 * a string in the tag-column syntax of :mod:`fstchunk.annotation` (the one parser,
   :func:`~fstchunk.annotation.parse_cell`): ``?`` (any tag), ``B-PER|I-PER|O``,
-  ``*-PER``, ``B-*``, ``*-*``, ``O!``.  A string is read so when it is ``?`` or
-  ``O!`` or holds ``|`` or ``*`` (:func:`is_open`).
+  ``*-PER``, ``B-*``, ``*-*``, ``O!``, and a trailing ``~`` (a run of such labels is
+  not exactly one chunk, :mod:`fstchunk.not_chunk`).  A string is read so when it is
+  ``?`` or ``O!``, holds ``|`` or ``*``, or ends in ``~`` (:func:`is_open`).
 
 With any constraint in ``y`` training maximises the marginal likelihood
 log Z(x) − log Z_A(x) (:mod:`.partial`, the ML statistics' partial form), A(x) the
@@ -33,9 +34,11 @@ import numpy as np
 from .. import encodings as enc
 from ..annotation import ANY, STRICT_O, WILD, Item, allows, check_mask, item_types, \
     parse_cell
+from ..not_chunk import exclusion_terms, marked, runs
 from ..errors import InputError, SchemeError
 from ..tagspace import UNCONSTRAINED, TagSpace, canonical, missing_tags
 from .attributes import Fitted, fit_attributes
+from .partial import PartialGold
 
 #: the Python containers that hold a token's allowed labels
 SETS = (set, frozenset, tuple, list)
@@ -46,7 +49,7 @@ def is_open(label: Any) -> bool:
     if isinstance(label, SETS):
         return True
     return isinstance(label, str) and (label in (ANY, STRICT_O) or "|" in label
-                                       or WILD in label)
+                                       or WILD in label or marked(label))
 
 
 def first_open(y: Sequence[Sequence[Any]]) -> tuple[int, int] | None:
@@ -84,6 +87,7 @@ def check_set(label: Any, where: str) -> None:
 def label_items(label: Any, scheme: str, where: str) -> tuple[Item, ...]:
     """The annotation items of one label of ``y`` read in ``scheme``."""
     if isinstance(label, str):
+        label = label[:-1] if marked(label) else label
         return parse_cell(label, scheme, where) if is_open(label) else (("tag", label),)
     members = sorted(label) if isinstance(label, (set, frozenset)) else label
     return tuple(("tag", m) for m in dict.fromkeys(members))
@@ -105,10 +109,12 @@ def _is_tag(tag: str, scheme: str) -> bool:
 
 
 def annotate(y: Sequence[Sequence[Any]], scheme: str, space: TagSpace | None = None,
-             check: bool = True) -> tuple[TagSpace, list[np.ndarray]]:
+             check: bool = True) -> tuple[TagSpace, list[np.ndarray], list | None]:
     """The tag space of ``y`` in ``scheme`` (module doc; ``space``: a fitted model's,
-    which must hold every tag and type ``y`` names) and each sequence's mask
-    allowed (n, L), checked (``check``: :func:`check_masks`); errors name ``y[i][t]``."""
+    which must hold every tag and type ``y`` names), each sequence's mask allowed
+    (n, L) and, where ``y`` marks spans not one chunk (``?~``), each sequence's
+    disjoint product masks (:func:`fstchunk.annotation.exclusion_terms`; None
+    elsewhere), checked (``check``: :func:`check_masks`); errors name ``y[i][t]``."""
     items: dict[Any, tuple[Item, ...]] = {}
     named: dict[str, None] = {}
     types: dict[str, None] = {}
@@ -147,17 +153,22 @@ def annotate(y: Sequence[Sequence[Any]], scheme: str, space: TagSpace | None = N
             for k, its in items.items()}
     empty = np.zeros((0, len(space.tags)), bool)
     masks = [np.stack([rows[_key(lab)] for lab in ys]) if len(ys) else empty for ys in y]
-    if check:
-        check_masks(space, masks)
-    return space, masks
+    spans = [runs([marked(lab) for lab in ys]) for ys in y]
+    return (space, masks, check_masks(space, masks, spans) if check else spans)
 
 
-def check_masks(space: TagSpace, masks: Sequence[np.ndarray]) -> None:
+def check_masks(space: TagSpace, masks: Sequence[np.ndarray],
+                spans: Sequence[tuple[tuple[int, int], ...]]) -> list | None:
     """SchemeError naming ``y[i][t]`` where a sequence's mask allows no valid tag
-    sequence (:func:`fstchunk.annotation.check_mask`)."""
-    for i, m in enumerate(masks):
+    sequence (:func:`fstchunk.annotation.check_mask`); the product masks of the
+    sequences with ``~`` spans (None where none has one)."""
+    terms: list = []
+    for i, (m, sp) in enumerate(zip(masks, spans)):
+        where = (lambda t, i=i: f"y[{i}][{t}]")
         if len(m):
-            check_mask(m, space, lambda t, i=i: f"y[{i}][{t}]")
+            check_mask(m, space, where)
+        terms.append(exclusion_terms(m, sp, space, where) if sp else None)
+    return terms if any(t is not None for t in terms) else None
 
 
 def _check_known(y, items, named, types, space: TagSpace) -> None:
@@ -174,7 +185,7 @@ def _check_known(y, items, named, types, space: TagSpace) -> None:
 
 
 def detect(y: Sequence[Sequence[Any]], schemes: Sequence[str]
-           ) -> tuple[TagSpace, list[np.ndarray]]:
+           ) -> tuple[TagSpace, list[np.ndarray], list | None]:
     """:func:`annotate` in the first of ``schemes`` that reads ``y``, else in the
     unconstrained chain (module doc); when that cannot read it either (a wildcard),
     the error of the scheme that came closest (a contradiction before a foreign tag)."""
@@ -183,16 +194,16 @@ def detect(y: Sequence[Sequence[Any]], schemes: Sequence[str]
         annotate(y, UNCONSTRAINED)                  # raises: no label named
     for scheme in schemes:
         try:
-            space, masks = annotate(y, scheme, check=False)
+            space, masks, spans = annotate(y, scheme, check=False)
         except (SchemeError, InputError) as e:
             errors.append((1, scheme, e))
             continue
         try:
-            check_masks(space, masks)
-        except SchemeError as e:
+            terms = check_masks(space, masks, spans)
+        except (SchemeError, InputError) as e:
             errors.append((0, scheme, e))
             continue
-        return space, masks
+        return space, masks, terms
     try:
         return annotate(y, UNCONSTRAINED)
     except (SchemeError, InputError) as e:
@@ -202,12 +213,14 @@ def detect(y: Sequence[Sequence[Any]], schemes: Sequence[str]
                           f"give the scheme", getattr(best, "position", None)) from None
 
 
-def learning_masks(masks: Sequence[np.ndarray]) -> list[np.ndarray]:
+def learning_masks(masks: Sequence[np.ndarray], terms: Sequence | None = None
+                   ) -> list[np.ndarray]:
     """The masks the features are counted on: a token that allows every label
     (``?``) stands for none (it would give every attribute every label), as
-    :func:`.partial.allowed_pairs`; InputError when no token rules a label out."""
+    :func:`.partial.allowed_pairs`; InputError when no token rules a label out (nor
+    a ``~`` span)."""
     out = [m & ~m.all(axis=1, keepdims=True) for m in masks]
-    if not any(m.any() for m in out):
+    if not any(m.any() for m in out) and not any(t is not None for t in terms or ()):
         raise InputError("y: the partial labels rule out no label anywhere (every token "
                          "allows every label): nothing to learn")
     return out
@@ -232,11 +245,18 @@ def check_trainer(y: Sequence[Sequence[Any]], algorithm: str, objective: str) ->
 
 def fit_partial(X: Sequence[Any], y: Sequence[Sequence[Any]], scheme: str,
                 schemes: Sequence[str], min_freq: float, all_possible_states: bool,
-                all_possible_transitions: bool) -> tuple[TagSpace, list[np.ndarray], Fitted]:
-    """The tag space (``scheme``: "auto" detects among ``schemes``), the masks and
+                all_possible_transitions: bool) -> tuple[TagSpace, PartialGold, Fitted]:
+    """The tag space (``scheme``: "auto" detects among ``schemes``), the gold and
     CRFsuite's features (:func:`.attributes.fit_attributes` over the masks of
     :func:`learning_masks`) of partially labelled training data."""
-    space, masks = detect(y, schemes) if scheme == "auto" else annotate(y, canonical(scheme))
-    fit = fit_attributes(X, learning_masks(masks), len(space.tags), min_freq,
+    space, masks, terms = (detect(y, schemes) if scheme == "auto" else
+                           annotate(y, canonical(scheme)))
+    fit = fit_attributes(X, learning_masks(masks, terms), len(space.tags), min_freq,
                          all_possible_states, all_possible_transitions)
-    return space, masks, fit
+    return space, PartialGold(masks, space.tags, space.scheme, terms), fit
+
+
+def gold(y: Sequence[Sequence[Any]], space: TagSpace) -> PartialGold:
+    """The partial labels ``y`` over a fitted model's ``space``."""
+    masks, terms = annotate(y, space.scheme, space)[1:]
+    return PartialGold(masks, space.tags, space.scheme, terms)
