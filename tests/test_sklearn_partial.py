@@ -259,3 +259,15 @@ def test_held_out_labels_must_be_full_and_wildcards_need_a_scheme():
         CRF().fit(X, [["?", "?"], ["?"]])
     with pytest.raises(InputError, match="rule out no label anywhere"):
         CRF().fit(X, [[{"a", "b"}, "a|b"], [("b", "a")]])
+
+
+def test_two_workers_sum_to_one_process():
+    """The partial statistics are additive: workers=2 trains the same model."""
+    rng = np.random.default_rng(11)
+    X, gold = random_data(rng, "IOB2", k=16)
+    tags = enc.scheme_tags("IOB2", TYPES)
+    y = [[open_label(rng, t, tags) for t in g] for g in gold]
+    y[1] = mark_span(rng, y[1], gold[1], "IOB2")
+    a = CRF(c2=0.1, max_iterations=15).fit(X, y)
+    b = CRF(c2=0.1, max_iterations=15, workers=2).fit(X, y)
+    np.testing.assert_allclose(b.model_.theta, a.model_.theta, rtol=0, atol=1e-7)

@@ -18,7 +18,8 @@ unconstrained chain; ``scheme=None`` (or ``"none"``) forces the unconstrained ch
 scheme name forces it (an invalid training sequence is refused, naming it).  With a
 chunk scheme, Z sums over the scheme's valid sequences only, and the tags the data
 lack for the scheme to be expressed are added after the labels seen (in order of
-first appearance, as CRFsuite's).
+first appearance, as CRFsuite's).  Labels in ``y`` may be partial (sets of labels, ``?``,
+``B-PER|O``, ...: the marginal likelihood, :mod:`.partial_labels`).
 
 Training runs through :class:`fstchunk.learn.loop.Trainer` with the objectives of
 :mod:`fstchunk.learn.objectives`; the solver is picked by ``algorithm`` (the
