@@ -155,8 +155,8 @@ def train_and_test(items, test, features: str, partial: bool, max_iter: int, l2)
     with Timer() as t:
         crf = CRF(features, "IOB2", partial=partial, max_iter=max_iter, l2=l2).fit(items)
     pred = decode_sentences(crf, test, "map", 1.0, output_scheme="IOB2")
-    f = evaluate([s.column(-1) for s in test], pred, scheme="IOB2").overall.f
-    return f, t.seconds
+    o = evaluate([s.column(-1) for s in test], pred, scheme="IOB2").overall
+    return o.f, f"{o.precision:.2f} / {o.recall:.2f}", t.seconds
 
 
 def main() -> None:
@@ -194,7 +194,7 @@ def main() -> None:
     for item in filter(None, args.known.split(",")):
         name, _, value = item.partition("=")
         f, _, secs = value.partition("/")
-        known[name] = (name, "", f"{float(f):.2f}", f"{secs} (earlier run)")
+        known[name] = (name, "", f"{float(f):.2f}", "", f"{secs} (earlier run)")
     with tempfile.TemporaryDirectory() as tmp:
         p_path, o_path = os.path.join(tmp, "partial.txt"), os.path.join(tmp, "as_o.txt")
         write(p_path, partial, declarations=True)
@@ -211,26 +211,27 @@ def main() -> None:
                 rows.append(known[name][:1] + (len(items) if items else 0,) + known[name][2:])
                 continue
             if not items:
-                rows.append((name, 0, "n/a (no sentence untouched)", ""))
+                rows.append((name, 0, "n/a (no sentence untouched)", "", ""))
                 continue
-            f, secs = train_and_test(items, test, features, is_partial, args.max_iter,
-                                     args.l2)
-            rows.append((name, len(items), f"{f:.2f}", f"{secs:.0f}"))
-            print(name, len(items), f"{f:.2f}", f"{secs:.0f} s", flush=True)
+            f, pr, secs = train_and_test(items, test, features, is_partial, args.max_iter,
+                                         args.l2)
+            rows.append((name, len(items), f"{f:.2f}", pr, f"{secs:.0f}"))
+            print(name, len(items), f"{f:.2f}", pr, f"{secs:.0f} s", flush=True)
     if args.limit is not None:
         print(f"check run on {args.limit} sentences: RESULTS.md not written")
         return
     full = next((float(r[2]) for r in rows if r[0] == "full"), None)
-    table = "\n".join(f"| {n} | {k} | {f} | " + (f"{float(f) - full:+.2f}" if full is not None
-                      and f[0].isdigit() else "") + f" | {s} |" for n, k, f, s in rows)
+    table = "\n".join(f"| {n} | {k} | {f} | {pr} | " + (f"{float(f) - full:+.2f}" if full
+                      is not None and f[0].isdigit() else "") + f" | {s} |"
+                      for n, k, f, pr, s in rows)
     body = ("ned.train → ned.testb" if args.corpus == "ned" else "CoNLL-2000 train → test") + \
         f", features {features}, IOB2, MAP decoding; scenario **{args.scenario}**" + \
         (f" (share {share})" if args.scenario != "merged" else "") + \
         f"; L-BFGS at most {args.max_iter} iterations, λ " + \
         (f"{args.l2:g}" if args.l2 is not None else "ML's default") + \
         f", seed {args.seed}; one run each, no choice made on test.\n\n" \
-        "| training data | sentences | test F | vs full | training s |\n" \
-        "|---|---|---|---|---|\n" + table
+        "| training data | sentences | test F | P / R | vs full | training s |\n" \
+        "|---|---|---|---|---|---|\n" + table
     write_section(f"Partial annotation (issue 36): {args.corpus}, {args.scenario}", body)
 
 
