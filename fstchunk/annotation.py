@@ -13,7 +13,8 @@ With ``--partial`` (``fstchunk train``, ``fstchunk select``) and in
   not exactly one chunk, of any type (a dictionary match the annotator rejected);
   each cell still allows what it says without the ``~``.  Two adjacent runs are one
   run.  A scheme whose chunk boundaries show on one tag is needed (IOB2, IOE2, IOBES,
-  BILOU, IOBES2, IOBES3: :func:`chunk_conditions`); IOB1 and IOE1 are refused.
+  BILOU, IOBES2, IOBES3: :func:`fstchunk.not_chunk.chunk_conditions`); IOB1 and IOE1
+  are refused.
 
 A comment line ``# annotated: PER,LOC`` before a sentence declares the chunk types
 annotated in the sentences that follow (until the next declaration, ``# annotated:
@@ -30,9 +31,10 @@ a boolean mask (n, L) over a tag space's columns (:meth:`PartialSentence.mask`),
 which :meth:`fstchunk.lattice.Lattice.constrained` lays over a lattice's states.  A
 ``~`` span s removes C_s, the sequences where it is exactly one chunk: the machine is
 A minus C_s's chain (:func:`fstchunk.grammars.annotation.annotation_acceptor`); the
-fast form splits A ∖ ∪_s C_s into disjoint product masks (:func:`exclusion_terms`:
-the first of C_s's conditions that fails), whose partition functions add — positive
-terms, stable where log(Z_A − Z_{A∩C}) would cancel (:meth:`PartialSentence.terms`).
+fast form splits A ∖ ∪_s C_s into disjoint product masks
+(:func:`fstchunk.not_chunk.exclusion_terms`: the first of C_s's conditions that
+fails), whose partition functions add — positive terms, stable where
+log(Z_A − Z_{A∩C}) would cancel (:meth:`PartialSentence.terms`).
 
 Pitfalls: sets are read in the model's scheme — a file in another data scheme
 converts only its fully annotated sentences (:func:`tags_or_none`); an annotation
@@ -165,8 +167,8 @@ class PartialSentence:
                          for c in self.cells], dtype=bool)
 
     def terms(self, space: TagSpace, mask: np.ndarray | None = None) -> list[np.ndarray]:
-        """The annotation over ``space`` as disjoint product masks (:func:`exclusion_terms`;
-        one, the mask, without a ``~`` span)."""
+        """The annotation over ``space`` as disjoint product masks
+        (:func:`.not_chunk.exclusion_terms`; one, the mask, without a ``~`` span)."""
         m = self.mask(space) if mask is None else mask
         return exclusion_terms(m, self.not_chunks, space, self.sentence.where)
 

@@ -51,7 +51,7 @@ class PartialGold(Gold):
     the tags; :attr:`sequences` hold each token's first allowed tag (only their
     lengths matter: the batches).  ``terms[k]``, where given (a sentence with spans
     marked not one chunk), is its annotation as disjoint product masks
-    (:func:`fstchunk.annotation.exclusion_terms`), each within ``masks[k]``."""
+    (:func:`fstchunk.not_chunk.exclusion_terms`), each within ``masks[k]``."""
 
     def __init__(self, masks: Sequence[np.ndarray], tags: Sequence[str], scheme: str,
                  terms: Sequence[Sequence[np.ndarray] | None] | None = None):

@@ -34,7 +34,7 @@ import numpy as np
 from .. import encodings as enc
 from ..annotation import ANY, STRICT_O, WILD, Item, allows, check_mask, item_types, \
     parse_cell
-from ..not_chunk import exclusion_terms, marked, runs
+from ..not_chunk import NOT_CHUNK, exclusion_terms, marked, runs
 from ..errors import InputError, SchemeError
 from ..tagspace import UNCONSTRAINED, TagSpace, canonical, missing_tags
 from .attributes import Fitted, fit_attributes
@@ -113,8 +113,9 @@ def annotate(y: Sequence[Sequence[Any]], scheme: str, space: TagSpace | None = N
     """The tag space of ``y`` in ``scheme`` (module doc; ``space``: a fitted model's,
     which must hold every tag and type ``y`` names), each sequence's mask allowed
     (n, L) and, where ``y`` marks spans not one chunk (``?~``), each sequence's
-    disjoint product masks (:func:`fstchunk.annotation.exclusion_terms`; None
-    elsewhere), checked (``check``: :func:`check_masks`); errors name ``y[i][t]``."""
+    disjoint product masks (:func:`fstchunk.not_chunk.exclusion_terms`; None
+    elsewhere), checked by :func:`check_masks` (``check=False``: unchecked, and the
+    spans in place of the product masks); errors name ``y[i][t]``."""
     items: dict[Any, tuple[Item, ...]] = {}
     named: dict[str, None] = {}
     types: dict[str, None] = {}
@@ -190,7 +191,8 @@ def detect(y: Sequence[Sequence[Any]], schemes: Sequence[str]
     unconstrained chain (module doc); when that cannot read it either (a wildcard),
     the error of the scheme that came closest (a contradiction before a foreign tag)."""
     errors: list[tuple[int, str, Exception]] = []
-    if not any(isinstance(lab, SETS) or lab not in (ANY,) for ys in y for lab in ys):
+    if not any(isinstance(lab, SETS) or lab not in (ANY, ANY + NOT_CHUNK)
+               for ys in y for lab in ys):
         annotate(y, UNCONSTRAINED)                  # raises: no label named
     for scheme in schemes:
         try:
