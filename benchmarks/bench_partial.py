@@ -159,6 +159,39 @@ def train_and_test(items, test, features: str, partial: bool, max_iter: int, l2)
     return o.f, f"{o.precision:.2f} / {o.recall:.2f}", t.seconds
 
 
+def describe(partial, docs, scheme: str = "IOB2") -> str:
+    """What the damage left in the touched sentences (read back as ``--partial`` reads
+    them): cells that allow every tag, the other cells that rule out the gold tag
+    (noise), and the entity tokens held in some chunk (O ruled out, gold allowed)."""
+    from fstchunk.tagspace import TagSet
+    gold = [[r[-1] for r in s] for d in docs for s in d]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "partial.txt")
+        write(path, partial, declarations=True)
+        sentences = read_partial(path, -1, scheme)
+    space = TagSet(scheme, sorted({t[2:] for g in gold for t in g if t != "O"}))
+    col = {t: i for i, t in enumerate(space.tags)}
+    n = every = other = noise = entities = held = 0
+    for ps, g in zip(sentences, gold):
+        if ps.tags_or_none() == g:
+            continue
+        m = ps.mask(space)
+        for i, t in enumerate(g):
+            n += 1
+            entities += t != "O"
+            if m[i].all():
+                every += 1
+                continue
+            other += 1
+            noise += not m[i, col[t]]
+            held += t != "O" and bool(m[i, col[t]]) and not m[i, col["O"]]
+    return (f"touched sentences: {n} tokens, {every} allow every tag "
+            f"({100 * every / max(n, 1):.1f} %); {noise} of the {other} other cells rule "
+            f"out the gold tag ({100 * noise / max(other, 1):.1f} %); {held} of the "
+            f"{entities} entity tokens ({100 * held / max(entities, 1):.1f} %) are held in "
+            f"a chunk with their gold tag allowed")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", choices=tuple(CORPORA), default="ned")
@@ -170,6 +203,8 @@ def main() -> None:
     ap.add_argument("--l2", type=float, default=None, help="λ (none: ML's default)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--variants", default="full,drop,as-o,partial")
+    ap.add_argument("--describe", action="store_true",
+                    help="print what the damage leaves (describe()) and train nothing")
     ap.add_argument("--limit", type=int, default=None,
                     help="a check run: the first N training and test sentences only, "
                          "the table printed, RESULTS.md not written")
@@ -189,6 +224,9 @@ def main() -> None:
         test = test[:args.limit]
     rng = np.random.default_rng(args.seed)
     partial, as_o, kept = damage(docs, args.scenario, share, rng)
+    if args.describe:
+        print(describe(partial, docs))
+        return
     rows = []
     known = {}
     for item in filter(None, args.known.split(",")):
