@@ -180,3 +180,20 @@ def test_a_span_the_annotation_makes_one_chunk_is_a_contradiction_at_its_line():
     with pytest.raises(SchemeError, match=r"<stream>:2: the annotation contradicts IOB2: "
                                           r"tokens 2\.\.3 are marked not one chunk"):
         ps.terms(TagSet("IOB2", ("A",)))
+
+
+def test_cli_trains_on_spans_and_refuses_a_contradiction_in_one_line(tmp_path, capsys):
+    from fstchunk.cli import main
+    good = tmp_path / "t.txt"
+    good.write_text("Jan N B-PER\nde Art O\nBank N ?~\nvan Prep ?~\nGent N ?\n\n"
+                    "Piet N B-PER\nwoont V O\nin Prep O\nGent N B-LOC\n\n")
+    assert main(["train", "--train", str(good), "--partial", "--max-iter", "3", "--quiet",
+                 "--workers", "2", "-o", str(tmp_path / "m.npz")]) in (0, None)
+    bad = tmp_path / "bad.txt"
+    bad.write_text("Jan N B-PER\nde Art O\nBank N B-ORG~\nvan Prep I-ORG~\nGent N O\n\n")
+    capsys.readouterr()
+    assert main(["train", "--train", str(bad), "--partial", "-o", str(tmp_path / "b.npz")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith(
+        "bad.txt:3: the annotation contradicts IOB2: tokens 3..4 are marked not one chunk "
+        "(~), but the rest of the annotation makes them one")
