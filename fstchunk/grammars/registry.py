@@ -213,7 +213,7 @@ GRAMMARS: dict[str, Grammar] = {g.name: g for g in (
             ("scheme", "types", "gold", "beta"), estimate=_f_loss_estimate),
     Grammar("annotation", "A ∩ validity: the --scheme sequences a partial annotation "
             "allows; --gold gives one cell per token (a tag, ?, B-PER|I-PER|O, *-PER, "
-            "B-*, O!)", _annotation, ("scheme", "types", "gold"),
+            "B-*, O!; ?~ ?~: a span not one chunk)", _annotation, ("scheme", "types", "gold"),
             estimate=lambda o: _annotation_estimate(o)),
 )}
 
