@@ -70,9 +70,10 @@ def annotation_machine(cells: Sequence[str], scheme: str, types: Sequence[str],
 def annotation_acceptor(mask: np.ndarray, not_chunks: Sequence[tuple[int, int]],
                         space: TagSpace, arc_type: str = "log64") -> pynini.Fst:
     """The acceptor of A ∖ (C_1 ∪ … ∪ C_k): the mask's chain minus, for each span
-    (t, u) marked not one chunk, the chain C_s of :func:`fstchunk.annotation.
-    chunk_conditions` (on valid sequences: t..u exactly one chunk) — OpenFst's
-    difference with an unweighted deterministic chain; compose with validity."""
+    (t, u) marked not one chunk, the chain C_s of
+    :func:`fstchunk.not_chunk.chunk_conditions` (on valid sequences: t..u exactly one
+    chunk) — OpenFst's difference with an unweighted deterministic chain; compose
+    with validity."""
     acc = mask_acceptor(mask, space, arc_type)
     for t, u in not_chunks:
         chunk = np.ones_like(np.asarray(mask, dtype=bool))
