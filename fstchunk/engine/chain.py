@@ -195,7 +195,8 @@ def viterbi(lay: Layers) -> tuple[list[int], float]:
 SCALED_FLOOR = 1e-290
 
 
-def scaled_recursions(em: np.ndarray, Mt: np.ndarray, Ms: np.ndarray, Me: np.ndarray):
+def scaled_recursions(em: np.ndarray, Mt: np.ndarray, Ms: np.ndarray, Me: np.ndarray,
+                      lengths: np.ndarray | None = None):
     """Forward-backward in probability space for a batch (B, n, L) of emission
     scores of a dense linear chain with weights Mt (L, L), Ms, Me (L,) in [0, 1]
     (exp of the transition, start and end scores minus their max; a 0 is a
@@ -215,60 +216,123 @@ def scaled_recursions(em: np.ndarray, Mt: np.ndarray, Ms: np.ndarray, Me: np.nda
     the exact gauged path).  φ is 0 at states no path reaches, so that their
     backward weights stay finite.  An emission of −inf forbids its tag at its token
     (a partial annotation's mask): the range check then runs over each sentence's
-    own live states."""
+    own live states.
+
+    ``lengths`` (B,): a ragged batch, sentence b its first lengths[b] tokens (the
+    rest padding, any values): its end weights Me enter at its own last token, and
+    â, b̂ and φ are 0 and c is 1 on the padding, so every sum over tokens (marginals,
+    transition counts, log Z) runs over the sentence only.  Batching sentences of
+    nearby lengths this way takes one Python step per token of the longest instead
+    of one per token of every length (the ML objective's hot loop)."""
     if max(Mt.max(), Ms.max(), Me.max()) > 1 or min(Mt.min(), Ms.min(), Me.min()) < 0:
         raise InputError("scaled weights must lie in [0, 1] (exp of the scores minus their max)")
     B, n, L = em.shape
-    reach, live = _live_states(Mt > 0, Ms > 0, Me > 0, n)
-    forbidden = em == -np.inf                   # a tag forbidden at that token
+    pad = _padding(lengths, B, n)
+    # token-major (n, B, L) throughout: each step reads and writes one contiguous
+    # (B, L) block (a (B, n, L) slice strides n·L doubles between rows); the results
+    # are (B, n, L) views of token-major arrays
+    em_t = em.transpose(1, 0, 2)
+    if pad is not None:
+        pad_t = pad.T
+        em_t = np.where(pad_t[..., None], 0.0, em_t)
+    reach, back = _reach((Mt > 0).tobytes(), (Ms > 0).tobytes(), (Me > 0).tobytes(), L, n)
+    forbidden = em_t == -np.inf                 # a tag forbidden at that token
     masked = bool(forbidden.any())
+    live = None                                 # (n, B, L) where it differs by sentence
     if masked:
-        live = _live_masked(Mt > 0, Ms > 0, Me > 0, ~forbidden)
-    rmax = em.max(axis=2)
-    phi = np.exp(em - rmax[..., None])
+        live = _live_masked(Mt > 0, Ms > 0, Me > 0, ~forbidden.transpose(1, 0, 2),
+                            lengths if pad is not None else None).transpose(1, 0, 2)
+    elif pad is not None and not back.all():    # backward reach from each sentence's end
+        shift = np.minimum((n - lengths)[None, :] + np.arange(n)[:, None], n - 1)
+        live = reach[:, None] & ~pad_t[..., None] & back[shift]
+    rmax_t = em_t.max(axis=2)
+    phi_t = np.empty((n, B, L))
+    np.subtract(em_t, rmax_t[..., None], out=phi_t)
+    np.exp(phi_t, out=phi_t)
     for i in np.flatnonzero(~reach.all(axis=1)):
-        phi[:, i, ~reach[i]] = 0.0
-    a = np.empty((B, n, L))
-    c = np.empty((B, n))
+        phi_t[i][:, ~reach[i]] = 0.0
+    a_t, c_t, bt_t = np.empty((n, B, L)), np.empty((n, B)), np.empty((n, B, L))
+    MtT, ones = np.ascontiguousarray(Mt.T), np.ones(L)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        x = Ms[None] * phi[:, 0]
+        x = Ms[None] * phi_t[0]
         for i in range(n):
             if i:
-                x = (a[:, i - 1] @ Mt) * phi[:, i]
-            c[:, i] = x.sum(axis=1)
-            a[:, i] = x / c[:, i:i + 1]
-        c_end = a[:, -1] @ Me
-        bt = np.empty((B, n, L))
-        bt[:, -1] = Me[None] / c_end[:, None]
+                np.matmul(a_t[i - 1], Mt, out=x)
+                x *= phi_t[i]
+            np.matmul(x, ones, out=c_t[i])         # Σ_q x(q): faster than a sum over L
+            np.multiply(x, (1.0 / c_t[i])[:, None], out=a_t[i])
+        if pad is None:
+            c_end = a_t[-1] @ Me
+            bt_t[-1] = Me[None] / c_end[:, None]
+        else:
+            c_end = a_t[lengths - 1, np.arange(B)] @ Me
+            a_t[pad_t], c_t[pad_t], phi_t[pad_t] = 0.0, 1.0, 0.0
+            ends = _ends(lengths, n)
+            bt_t[-1] = 0.0
+            bt_t[-1, ends[-1]] = Me[None] / c_end[ends[-1], None]
+        inv_c = 1.0 / c_t
+        y = np.empty((B, L))
         for i in range(n - 2, -1, -1):
-            bt[:, i] = ((phi[:, i + 1] * bt[:, i + 1]) @ Mt.T) / c[:, i + 1:i + 2]
+            np.multiply(phi_t[i + 1], bt_t[i + 1], out=x)
+            np.matmul(x, MtT, out=y)
+            np.multiply(y, inv_c[i + 1][:, None], out=bt_t[i])
+            if pad is not None and ends[i].size:
+                bt_t[i, ends[i]] = Me[None] / c_end[ends[i], None]
     # x_i = â_i·c_i and the unnormalised backward b̂_i·c_{i+1} are at least
     # (â_i or b̂_i)·min(c, 1): one reduction per array instead of one per token
-    cmin = c.min()
+    cmin = c_t.min()
     floor = SCALED_FLOOR / min(cmin, 1.0) if cmin > 0 else np.inf
-    if masked:
-        ok = bool(c_end.min() >= SCALED_FLOOR and np.all(a[live] >= floor)
-                  and np.all(bt[live] >= floor))
-    else:
-        ok = bool(c_end.min() >= SCALED_FLOOR and np.all(a.min(axis=0)[live] >= floor)
-                  and np.all(bt.min(axis=0)[live] >= floor))
+    if live is not None:
+        ok = bool(c_end.min() >= SCALED_FLOOR
+                  and np.min(a_t, where=live, initial=np.inf) >= floor
+                  and np.min(bt_t, where=live, initial=np.inf) >= floor)
+    else:                                       # the same live states for every sentence
+        if pad is not None:                     # (a reduction over the batch first: fast)
+            a_t[pad_t], bt_t[pad_t] = 1.0, 1.0
+        amin, bmin = a_t.min(axis=1), bt_t.min(axis=1)
+        if pad is not None:
+            a_t[pad_t], bt_t[pad_t] = 0.0, 0.0
+        on = reach & back
+        ok = bool(c_end.min() >= SCALED_FLOOR and np.all(amin[on] >= floor)
+                  and np.all(bmin[on] >= floor))
+    phi, a, bt = (v.transpose(1, 0, 2) for v in (phi_t, a_t, bt_t))
+    rmax, c = rmax_t.T, c_t.T
     return (phi, rmax, a, c, c_end, bt), ok
 
 
-def _live_states(arc: np.ndarray, first: np.ndarray, last: np.ndarray, n: int):
-    """(reach, live), both (n, L) bool: states some start reaches at token i, and
-    those of them from which the end can be reached (on a path of weight > 0)."""
-    reach, back = _reach(arc.tobytes(), first.tobytes(), last.tobytes(), len(first), n)
-    return reach, reach & back
+def _padding(lengths: np.ndarray | None, B: int, n: int) -> np.ndarray | None:
+    """(B, n) bool, True on the padding of a ragged batch; None for a plain batch."""
+    if lengths is None:
+        return None
+    lengths = np.asarray(lengths)
+    if lengths.shape != (B,) or (B and (lengths.min() < 1 or lengths.max() > n)):
+        raise InputError(f"lengths must be {B} sentence lengths in 1..{n}")
+    if np.all(lengths == n):
+        return None
+    return np.arange(n)[None, :] >= lengths[:, None]
+
+
+def _ends(lengths: np.ndarray, n: int) -> list[np.ndarray]:
+    """Per token i, the sentences of a ragged batch whose last token is i."""
+    order = np.argsort(lengths, kind="stable")
+    cuts = np.searchsorted(lengths[order], np.arange(1, n + 2))
+    return [order[cuts[i]:cuts[i + 1]] for i in range(n)]
 
 
 def _live_masked(arc: np.ndarray, first: np.ndarray, last: np.ndarray,
-                 allowed: np.ndarray) -> np.ndarray:
+                 allowed: np.ndarray, lengths: np.ndarray | None = None) -> np.ndarray:
     """(B, n, L) bool: the states on some path through the tags ``allowed`` (B, n, L)
     at each token — reached from a start and reaching an end (partial annotation's
-    masked emissions, :func:`restrict`'s batched form)."""
+    masked emissions, :func:`restrict`'s batched form); a ragged batch's sentences
+    end at their own ``lengths``."""
     B, n, L = allowed.shape
     step = arc.astype(float)
+    is_last = np.zeros((B, n), bool)
+    if lengths is None:
+        is_last[:, -1] = True
+    else:
+        is_last[np.arange(B), np.asarray(lengths) - 1] = True
+        allowed = allowed & (np.arange(n)[None, :] < np.asarray(lengths)[:, None])[..., None]
     fwd = np.empty((B, n, L), bool)
     bwd = np.empty((B, n, L), bool)
     fwd[:, 0] = first & allowed[:, 0]
@@ -276,7 +340,8 @@ def _live_masked(arc: np.ndarray, first: np.ndarray, last: np.ndarray,
         fwd[:, i] = ((fwd[:, i - 1] @ step) > 0) & allowed[:, i]
     bwd[:, -1] = last & allowed[:, -1]
     for i in range(n - 2, -1, -1):
-        bwd[:, i] = ((bwd[:, i + 1] @ step.T) > 0) & allowed[:, i]
+        nxt = (bwd[:, i + 1] @ step.T) > 0
+        bwd[:, i] = np.where(is_last[:, i, None], last, nxt) & allowed[:, i]
     return fwd & bwd
 
 
