@@ -83,7 +83,7 @@ class Scaled:
         n = self.a.shape[1] if lengths is None else np.asarray(lengths)
         self.Mt = Mt
         self.u = phi                                    # φ_i / c_i, in place (phi is ours)
-        self.u /= c[..., None]
+        self.u.transpose(1, 2, 0)[...] /= c.T[:, None, :]   # in its (n, L, B) layout
         self.start = Ms * self.u[:, 0]
         self.end = Me[None] / c_end[:, None]
         self.logz = (np.log(c).sum(axis=1) + np.log(c_end) + rmax.sum(axis=1)
@@ -105,9 +105,9 @@ class Scaled:
     def transitions(self) -> np.ndarray:
         """The expected transition counts Σ_b Σ_{i≥1} â_{i−1}(p)·K_i(p, q)·b̂_i(q), (L, L):
         :meth:`pairs` over every token, on the token-major arrays (no copies)."""
-        L = self.Mt.shape[0]
-        a, bt, u = (v.transpose(1, 0, 2) for v in (self.a, self.bt, self.u))
-        return self.Mt * (a[:-1].reshape(-1, L).T @ (bt[1:] * u[1:]).reshape(-1, L))
+        a, bt, u = (v.transpose(1, 2, 0) for v in (self.a, self.bt, self.u))  # (n, L, B)
+        y = bt[1:] * u[1:]
+        return self.Mt * np.matmul(a[:-1], y.transpose(0, 2, 1)).sum(axis=0)
 
 
 class Gauged:

@@ -205,9 +205,9 @@ def scaled_recursions(em: np.ndarray, Mt: np.ndarray, Ms: np.ndarray, Me: np.nda
         x_0 = Ms∘φ_0,  x_i = (â_{i−1}·Mt)∘φ_i,  c_i = Σ x_i,  â_i = x_i / c_i,
         b̂_{n−1} = Me / c_end,  b̂_i = Mt·(φ_{i+1}∘b̂_{i+1}) / c_{i+1},
 
-    φ_i = exp(em_i − rmax_i): the recursion of :func:`forward` / :func:`backward`
-    with w_i(p, q) = trans(p, q) + em_i(q), as matrix products (BLAS) instead of
-    log-sum-exp.  Returns ((φ, rmax, â, c, c_end, b̂), ok), b̂_i = β_i·C_i / Z
+    φ_i = exp(em_i − rmax_i) (rmax_i: the batch's largest score; 0 on padding): the
+    recursion of :func:`forward` / :func:`backward` with w_i(p, q) = trans(p, q) +
+    em_i(q), as matrix products (BLAS) instead of log-sum-exp.  Returns ((φ, rmax, â, c, c_end, b̂), ok), b̂_i = β_i·C_i / Z
     (C_i = c_0⋯c_i): â·b̂ are the marginals and log Z = Σ log c + log c_end (+ the
     exp-shifts).  ``ok``: every live state (on a path of positive weight) kept x_i(q)
     and its unnormalised backward weight at or above :data:`SCALED_FLOOR` at every
@@ -228,76 +228,90 @@ def scaled_recursions(em: np.ndarray, Mt: np.ndarray, Ms: np.ndarray, Me: np.nda
         raise InputError("scaled weights must lie in [0, 1] (exp of the scores minus their max)")
     B, n, L = em.shape
     pad = _padding(lengths, B, n)
-    # token-major (n, B, L) throughout: each step reads and writes one contiguous
-    # (B, L) block (a (B, n, L) slice strides n·L doubles between rows); the results
-    # are (B, n, L) views of token-major arrays
-    em_t = em.transpose(1, 0, 2)
+    # (n, L, B) throughout: a step is an (L, L) by (L, B) product, and each
+    # per-sentence scaling runs along the long axis B (in a (B, L) block numpy
+    # would loop over rows of L); the results are (B, n, L) views
+    em_t = em.transpose(1, 2, 0)
     if pad is not None:
-        pad_t = pad.T
-        em_t = np.where(pad_t[..., None], 0.0, em_t)
+        pad3 = pad.T[:, None, :]
+        em_t = np.where(pad3, 0.0, em_t)
     reach, back = _reach((Mt > 0).tobytes(), (Ms > 0).tobytes(), (Me > 0).tobytes(), L, n)
-    forbidden = em_t == -np.inf                 # a tag forbidden at that token
-    masked = bool(forbidden.any())
-    live = None                                 # (n, B, L) where it differs by sentence
-    if masked:
-        live = _live_masked(Mt > 0, Ms > 0, Me > 0, ~forbidden.transpose(1, 0, 2),
-                            lengths if pad is not None else None).transpose(1, 0, 2)
+    top = float(em_t.max())
+    live = None                                 # (n, L, B) where it differs by sentence
+    if float(em_t.min()) == -np.inf:            # a tag forbidden at some token
+        live = _live_masked(Mt > 0, Ms > 0, Me > 0, (em_t != -np.inf).transpose(2, 0, 1),
+                            lengths if pad is not None else None).transpose(1, 2, 0)
     elif pad is not None and not back.all():    # backward reach from each sentence's end
-        shift = np.minimum((n - lengths)[None, :] + np.arange(n)[:, None], n - 1)
-        live = reach[:, None] & ~pad_t[..., None] & back[shift]
-    rmax_t = em_t.max(axis=2)
-    phi_t = np.empty((n, B, L))
-    np.subtract(em_t, rmax_t[..., None], out=phi_t)
+        dist = np.minimum((n - lengths)[None, :] + np.arange(n)[:, None], n - 1)
+        live = reach[:, :, None] & ~pad3 & back[dist].transpose(0, 2, 1)
+    # one shift for the batch (a max per token costs a reduction over L per token);
+    # a token whose scores all lie ~700 nats below it underflows and fails the check
+    shift = top if np.isfinite(top) else 0.0
+    phi_t = np.empty((n, L, B))
+    np.subtract(em_t, shift, out=phi_t)
     np.exp(phi_t, out=phi_t)
-    for i in np.flatnonzero(~reach.all(axis=1)):
-        phi_t[i][:, ~reach[i]] = 0.0
-    a_t, c_t, bt_t = np.empty((n, B, L)), np.empty((n, B)), np.empty((n, B, L))
-    MtT, ones = np.ascontiguousarray(Mt.T), np.ones(L)
+    if not reach.all():
+        np.copyto(phi_t, 0.0, where=~reach[:, :, None])
+    a_t, c_t, bt_t = np.empty((n, L, B)), np.empty((n, B)), np.empty((n, L, B))
+    MtT = np.ascontiguousarray(Mt.T)
+    x, y, ones = np.empty((L, B)), np.empty((L, B)), np.ones(L)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        x = Ms[None] * phi_t[0]
+        np.multiply(Ms[:, None], phi_t[0], out=x)
         for i in range(n):
             if i:
-                np.matmul(a_t[i - 1], Mt, out=x)
+                np.matmul(MtT, a_t[i - 1], out=x)        # x(q) = Σ_p â(p)·Mt(p, q)
                 x *= phi_t[i]
-            np.matmul(x, ones, out=c_t[i])         # Σ_q x(q): faster than a sum over L
-            np.multiply(x, (1.0 / c_t[i])[:, None], out=a_t[i])
+            np.matmul(ones, x, out=c_t[i])               # Σ_q x(q)
+            np.multiply(x, 1.0 / c_t[i], out=a_t[i])
         if pad is None:
-            c_end = a_t[-1] @ Me
-            bt_t[-1] = Me[None] / c_end[:, None]
+            c_end = Me @ a_t[-1]
+            np.divide(Me[:, None], c_end, out=bt_t[-1])
         else:
-            c_end = a_t[lengths - 1, np.arange(B)] @ Me
-            a_t[pad_t], c_t[pad_t], phi_t[pad_t] = 0.0, 1.0, 0.0
+            c_end = a_t[lengths - 1, :, np.arange(B)] @ Me
+            np.copyto(a_t, 0.0, where=pad3)
+            np.copyto(phi_t, 0.0, where=pad3)
+            c_t[pad.T] = 1.0
             ends = _ends(lengths, n)
             bt_t[-1] = 0.0
-            bt_t[-1, ends[-1]] = Me[None] / c_end[ends[-1], None]
+            bt_t[-1][:, ends[-1]] = Me[:, None] / c_end[ends[-1]]
         inv_c = 1.0 / c_t
-        y = np.empty((B, L))
         for i in range(n - 2, -1, -1):
             np.multiply(phi_t[i + 1], bt_t[i + 1], out=x)
-            np.matmul(x, MtT, out=y)
-            np.multiply(y, inv_c[i + 1][:, None], out=bt_t[i])
+            np.matmul(Mt, x, out=y)                      # y(p) = Σ_q Mt(p, q)·x(q)
+            np.multiply(y, inv_c[i + 1], out=bt_t[i])
             if pad is not None and ends[i].size:
-                bt_t[i, ends[i]] = Me[None] / c_end[ends[i], None]
-    # x_i = â_i·c_i and the unnormalised backward b̂_i·c_{i+1} are at least
-    # (â_i or b̂_i)·min(c, 1): one reduction per array instead of one per token
+                bt_t[i][:, ends[i]] = Me[:, None] / c_end[ends[i]]
+    ok = _in_range(a_t, bt_t, c_t, c_end, live, reach & back, pad3 if pad is not None else None)
+    phi, a, bt = (v.transpose(2, 0, 1) for v in (phi_t, a_t, bt_t))
+    rmax = np.full((B, n), shift) if pad is None else np.where(pad, 0.0, shift)
+    c = c_t.T
+    return (phi, rmax, a, c, c_end, bt), ok
+
+
+def _in_range(a_t, bt_t, c_t, c_end, live, on, pad3) -> bool:
+    """The range check of :func:`scaled_recursions` on its (n, L, B) arrays: every live
+    state's x_i = â_i·c_i and unnormalised backward b̂_i·c_{i+1} at or above the floor
+    (both are at least (â_i or b̂_i)·min(c, 1)).  ``live`` (n, L, B) where the live
+    states differ by sentence, else ``on`` (n, L) for all; ``pad3``: the padding."""
     cmin = c_t.min()
     floor = SCALED_FLOOR / min(cmin, 1.0) if cmin > 0 else np.inf
+    if not c_end.min() >= SCALED_FLOOR:         # (NaN fails too)
+        return False
     if live is not None:
-        ok = bool(c_end.min() >= SCALED_FLOOR
-                  and np.min(a_t, where=live, initial=np.inf) >= floor
-                  and np.min(bt_t, where=live, initial=np.inf) >= floor)
-    else:                                       # the same live states for every sentence
-        if pad is not None:                     # (a reduction over the batch first: fast)
-            a_t[pad_t], bt_t[pad_t] = 1.0, 1.0
-        amin, bmin = a_t.min(axis=1), bt_t.min(axis=1)
-        if pad is not None:
-            a_t[pad_t], bt_t[pad_t] = 0.0, 0.0
-        on = reach & back
-        ok = bool(c_end.min() >= SCALED_FLOOR and np.all(amin[on] >= floor)
-                  and np.all(bmin[on] >= floor))
-    phi, a, bt = (v.transpose(1, 0, 2) for v in (phi_t, a_t, bt_t))
-    rmax, c = rmax_t.T, c_t.T
-    return (phi, rmax, a, c, c_end, bt), ok
+        return bool(np.min(a_t, where=live, initial=np.inf) >= floor
+                    and np.min(bt_t, where=live, initial=np.inf) >= floor)
+    n = len(on)
+    part = np.flatnonzero(~on.all(axis=1))  # from token k on, every state is live:
+    k = int(part[-1]) + 1 if len(part) else 0
+    if pad3 is not None:                    # one flat reduction there (fast)
+        np.copyto(a_t, 1.0, where=pad3)
+        np.copyto(bt_t, 1.0, where=pad3)
+    ok = all(np.all(v[:k].min(axis=2)[on[:k]] >= floor) for v in (a_t, bt_t)) and (
+        k == n or (a_t[k:].min() >= floor and bt_t[k:].min() >= floor))
+    if pad3 is not None:
+        np.copyto(a_t, 0.0, where=pad3)
+        np.copyto(bt_t, 0.0, where=pad3)
+    return bool(ok)
 
 
 def _padding(lengths: np.ndarray | None, B: int, n: int) -> np.ndarray | None:
