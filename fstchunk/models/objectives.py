@@ -72,6 +72,7 @@ import numpy as np
 
 from .. import encodings as enc
 from ..blas import one_blas_thread
+from ..errors import InputError
 from ..engine.batched import scaled_weights, transfer
 from ..engine.expectation import corpus_expectations, tp_count_table_grad
 from ..expected import from_count_table
@@ -189,6 +190,11 @@ class Gold:
         return out
 
     @cached_property
+    def bucket_size(self) -> int:
+        """Rows of the :attr:`buckets` stacked, padding included."""
+        return sum(b.rows.size for b in self.buckets)
+
+    @cached_property
     def bucket_rows(self) -> np.ndarray:
         """For each token row of the corpus, its row in the :attr:`buckets` stacked
         token-major ((n, B) of each batch, one after the other, padding included)."""
@@ -217,6 +223,12 @@ class Gold:
         return tags, trans, start, end
 
     @cached_property
+    def bucket_flat(self) -> np.ndarray:
+        """:attr:`counts`' flat gold indices in the :attr:`buckets` layout."""
+        flat, L = self.counts[0], len(self.tags)
+        return self.bucket_rows[flat // L] * L + flat % L
+
+    @cached_property
     def chunks(self) -> list[list[tuple[str, int, int]]]:
         """The gold chunks of each sentence (a chunk scheme's tags only)."""
         TagSpace.of(self.tags, self.scheme).require_chunks("an objective of chunks (meu, "
@@ -241,13 +253,17 @@ class Gold:
 @dataclass(frozen=True)
 class Chain:
     """Score arrays of a linear chain over ``tags`` (unmasked), all sentences' tokens
-    stacked in ``emissions``."""
+    stacked in ``emissions``: in the corpus's order, or (``bucketed``, what
+    :func:`ml_statistics` reads fastest) in its gold's :attr:`Gold.buckets` layout
+    (:meth:`fstchunk.models.design.TrainingData.bucketed`), where the emission
+    gradient comes back in the same layout."""
     tags: tuple[str, ...]
     scheme: str
-    emissions: np.ndarray       # (tokens, L)
+    emissions: np.ndarray       # (tokens, L), or (Gold.bucket_size, L) if bucketed
     trans: np.ndarray           # (L, L)
     start: np.ndarray           # (L,)
     end: np.ndarray             # (L,)
+    bucketed: bool = False
 
     @cached_property
     def masked(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -259,6 +275,8 @@ class Chain:
 
     def lattice(self, lo: int, hi: int) -> Lattice:
         """The lattice of the sentence with token rows lo..hi−1."""
+        if self.bucketed:
+            raise InputError("a bucketed chain has no sentence rows (ml_statistics only)")
         return Lattice.from_scores(self.tags, self.emissions[lo:hi], self.trans, self.start,
                                    self.end, scheme=self.scheme)
 
@@ -302,13 +320,16 @@ def ml_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Statistics:
     gT, gS, gEnd = np.zeros((L, L)), np.zeros(L), np.zeros(L)
     logz = 0.0
     weights = scaled_weights(mt, ms, me)
-    post = np.empty((sum(b.rows.size for b in gold.buckets), L))   # token-major, stacked
+    post = np.empty((gold.bucket_size, L))             # the buckets' layout, stacked
+    if chain.bucketed and E.shape != post.shape:
+        raise InputError(f"a bucketed chain has {E.shape[0]} rows, its gold's buckets "
+                         f"{gold.bucket_size}")
     at = 0
     for b in gold.buckets:
-        fb = transfer(E[b.rows.T].transpose(1, 0, 2), mt, ms, me, weights,
-                      lengths=b.lengths)
-        logz += float(fb.logz.sum())
         B, size = len(b.sentence_ids), b.rows.size
+        em = (E[at:at + size].reshape(b.n, B, L) if chain.bucketed else E[b.rows.T])
+        fb = transfer(em.transpose(1, 0, 2), mt, ms, me, weights, lengths=b.lengths)
+        logz += float(fb.logz.sum())
         p = post[at:at + size]
         np.multiply(fb.a.transpose(1, 0, 2), fb.bt.transpose(1, 0, 2),
                     out=p.reshape(b.n, B, L))            # marginals; 0 on the padding
@@ -317,8 +338,11 @@ def ml_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Statistics:
         if b.n > 1:
             gT += fb.transitions()
         at += size
-    gE = post[gold.bucket_rows]                          # back in the corpus's row order
     flat, Ct, Cs, Ce = gold.counts                       # minus the gold path's features
+    if chain.bucketed:
+        gE, flat = post, gold.bucket_flat
+    else:
+        gE = post[gold.bucket_rows]                      # back in the corpus's row order
     gE.ravel()[flat] -= 1.0
     nll = logz - (E.ravel()[flat].sum() + _dot(Ct, mt) + _dot(Cs, ms) + _dot(Ce, me))
     gT -= Ct
