@@ -56,7 +56,7 @@ def statistics(crf: Any, data: TrainingData, theta: np.ndarray, objective: lo.Ob
     in θ-space (J', |θ|), sums over the sentences (``beta_sq`` = β² of F_β)."""
     bucketed = (dense(crf) and objective is lo.ML and not isinstance(data.gold, PartialGold))
     if bucketed:                            # ML's own layout (TrainingData.bucketed)
-        emissions = np.asarray(crf.emissions(data.bucketed()[0], theta))
+        emissions = np.asarray(crf.emissions(data.bucketed(), theta))
     elif dense(crf):
         emissions = np.asarray(crf.emissions(data.X, theta))
     else:
@@ -77,7 +77,7 @@ def chain_rule(crf: Any, data: TrainingData, g: ChainGrad, bucketed: bool = Fals
     (or (Xᵀ·∇E) at the pairs, :func:`dense`; X_bᵀ·∇E for a ``bucketed`` ∇E), then the
     transitions, start and end."""
     if dense(crf):
-        XT = data.bucketed()[1] if bucketed else data.transposed()
+        XT = data.bucketed().T if bucketed else data.transposed()
         G = np.asarray(XT @ g.emissions)
         pairs = G[crf.pairs[:, 0], crf.pairs[:, 1]]
     else:

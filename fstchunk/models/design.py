@@ -44,18 +44,22 @@ class TrainingData:
 
     _designs: dict = field(default_factory=dict, repr=False, compare=False)
 
-    def bucketed(self) -> tuple[sp.csr_matrix, sp.csr_matrix]:
-        """(X_b, X_bᵀ): the rows of X in the ML objective's layout — the sentences'
+    def bucketed(self) -> sp.csr_matrix:
+        """X_b: the rows of X in the ML objective's layout — the sentences'
         :attr:`~fstchunk.models.objectives.Gold.buckets` one after the other, each
         token-major (n, B), an empty row at each padding position — so that the
         emissions come out of X_b·W in the order the batched recursion reads them and
-        the gradient X_bᵀ·∇E takes its marginals as they are (no gathers); built once."""
+        the gradient X_bᵀ·∇E (CSC: a scatter into the small F x L result, faster than
+        a CSR Xᵀ's gather from ∇E) takes its marginals as they are; without X's
+        explicit zeros (attributes of value 0: features, but no term of any
+        product); built once."""
         if "bucketed" not in self._designs:
             N, F = self.X.shape
             src = np.full(self.gold.bucket_size, N)         # N: the empty row
             src[self.gold.bucket_rows] = np.arange(N)
             Xb = sp.vstack([sp.csr_matrix(self.X), sp.csr_matrix((1, F))]).tocsr()[src]
-            self._designs["bucketed"] = (Xb, Xb.T.tocsr())
+            Xb.eliminate_zeros()
+            self._designs["bucketed"] = Xb
         return self._designs["bucketed"]
 
     def transposed(self) -> sp.csr_matrix:
