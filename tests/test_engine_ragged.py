@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from fstchunk.engine import batched
-from fstchunk.models import objectives as O
-from fstchunk.models.objectives import Chain, Gold, ml_statistics
+from fstchunk.models import batching as O
+from fstchunk.models.batching import Gold
+from fstchunk.models.objectives import Chain, ml_statistics
 from fstchunk.tagspace import TagSet
 from oracles import stable_seed
 

@@ -20,7 +20,7 @@ the ML gradient) are written once over :meth:`fwd`, :meth:`bwd` and :meth:`pairs
 * :class:`Gauged` — K_i(p, q) = Pr(y_i = q | y_{i−1} = p), the batched twin of
   :func:`fstchunk.engine.chain.gauge` from log-space backward vectors: entries in
   [0, 1] for scores of any finite magnitude; ~10x slower, memory O(B·n·L²)
-  (:attr:`fstchunk.models.objectives.Gold.batches` bounds B·n·L²).
+  (:attr:`fstchunk.models.batching.Gold.batches` bounds B·n·L²).
 
 Pitfall: the scaled path needs weights whose exp does not underflow: a finite
 score more than ~700 nats below its array's max would become a forbidden arc, so

@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import SchemeError
-from .objectives import Gold
+from .batching import Gold
 
 
 @dataclass
@@ -46,7 +46,7 @@ class TrainingData:
 
     def bucketed(self) -> sp.csr_matrix:
         """X_b: the rows of X in the ML objective's layout — the sentences'
-        :attr:`~fstchunk.models.objectives.Gold.buckets` one after the other, each
+        :attr:`~fstchunk.models.batching.Gold.buckets` one after the other, each
         token-major (n, B), an empty row at each padding position — so that the
         emissions come out of X_b·W in the order the batched recursion reads them and
         the gradient X_bᵀ·∇E (CSC: a scatter into the small F x L result, faster than
