@@ -15,7 +15,7 @@ expectation recursions (:func:`fstchunk.engine.expectation.corpus_expectations`,
 the ML gradient) are written once over :meth:`fwd`, :meth:`bwd` and :meth:`pairs`:
 
 * :class:`Scaled` — K_i = Mt∘φ_i / c_i, one shared (L, L) matrix: BLAS products
-  over the whole batch (:func:`fstchunk.engine.chain.scaled_recursions`); taken
+  over the whole batch (:func:`fstchunk.engine.scaled.scaled_recursions`); taken
   whenever its range check passes (ordinary scores);
 * :class:`Gauged` — K_i(p, q) = Pr(y_i = q | y_{i−1} = p), the batched twin of
   :func:`fstchunk.engine.chain.gauge` from log-space backward vectors: entries in
@@ -32,7 +32,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError
-from .chain import logsumexp, scaled_recursions
+from .chain import logsumexp
+from .scaled import scaled_recursions
 
 #: every sentence (or token) of the batch, as the ``s`` or ``t`` of fwd/bwd/pairs
 ALL = slice(None)
