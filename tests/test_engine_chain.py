@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from fstchunk import Lattice, encodings as enc
-from fstchunk.engine import chain
+from fstchunk.engine import chain, scaled
 from fstchunk.tagspace import TagSet
 from oracles import brute_force, random_scores
 
@@ -79,7 +79,7 @@ def test_scaled_batched_twin_equals_log_space_lattices(seed, scheme, n, scale):
     ms = np.where(ts.start_ok, st_, -np.inf)
     me = np.where(ts.end_ok, en, -np.inf)
     tmax, smax, emax = mt.max(), ms.max(), me.max()
-    (phi, rmax, a, c, c_end, bt), ok = chain.scaled_recursions(
+    (phi, rmax, a, c, c_end, bt), ok = scaled.scaled_recursions(
         em, np.exp(mt - tmax), np.exp(ms - smax), np.exp(me - emax))
     assert ok
     logz = np.log(c).sum(1) + np.log(c_end) + rmax.sum(1) + smax + emax + (n - 1) * tmax

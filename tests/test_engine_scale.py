@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from fstchunk import Lattice, encodings as enc
-from fstchunk.engine import batched, chain
+from fstchunk.engine import batched, chain, scaled
 from fstchunk.engine.expectation import corpus_expectations, tp_count_table_grad
 from fstchunk.errors import InputError
 from fstchunk.models.objectives import Chain, Gold, meu_corpus, ml
@@ -136,7 +136,7 @@ def test_scaled_recursions_are_exact_for_their_model_or_say_not_ok(scale):
         em, tr, st, en = _scores(seed, 3, 6, scale)
         mt, ms, me = _masked(tr, st, en)
         Mt, Ms, Me = (np.exp(x - x.max()) for x in (mt, ms, me))
-        (phi, rmax, a, c, c_end, bt), ok = chain.scaled_recursions(em, Mt, Ms, Me)
+        (phi, rmax, a, c, c_end, bt), ok = scaled.scaled_recursions(em, Mt, Ms, Me)
         if not ok:                  # refused: the caller takes the exact gauged path
             continue
         answered += 1
@@ -282,10 +282,10 @@ def test_no_valid_sequence_is_an_input_error_on_both_paths():
 def test_length_batches_are_bounded_and_give_the_same_objectives(monkeypatch):
     """Gold.batches splits a length group at BATCH_ENTRIES / (n·L²) sentences
     (the memory of the gauged path); the objectives do not change."""
-    from fstchunk.models import objectives
+    from fstchunk.models import batching
     ch, gold, _, ys = _corpus(2, (300.0, 300.0), lengths=(3, 3, 3, 4, 4))
     want = [f(ch, gold) for f in (ml, meu_corpus)]
-    monkeypatch.setattr(objectives, "BATCH_ENTRIES", 1)
+    monkeypatch.setattr(batching, "BATCH_ENTRIES", 1)
     small = Gold([np.array(y) for y in ys], TS.tags, "IOB2")
     assert [b.rows.shape[0] for b in small.batches] == [1] * 5
     for f, (v, g) in zip((ml, meu_corpus), want):

@@ -6,11 +6,8 @@ the (S_i, S_{i+1}) log weights between consecutive layers, the tag of each state
 and the final weights.  Lattices from score arrays have one state per tag;
 lattices from machines and the joint model's chunk layer have more.
 
-Per-sentence entry points work in log space (any score magnitude);
-:func:`scaled_recursions` runs a batch of equal-length sentences of a
-linear-chain model in probability space with one normaliser per token (matrix
-products instead of log-sum-exp: the training objectives' hot loop, through
-:func:`fstchunk.engine.batched.transfer`).
+Per-sentence entry points work in log space (any score magnitude); the training
+objectives' batched twin in probability space is :mod:`fstchunk.engine.scaled`.
 
 Pitfall: -inf marks a missing arc; rows or columns that are all -inf are states
 with no path, and their posteriors are 0, not NaN.
@@ -18,7 +15,6 @@ with no path, and their posteriors are 0, not NaN.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -186,120 +182,6 @@ def viterbi(lay: Layers) -> tuple[list[int], float]:
     if best == -np.inf:
         raise InputError("the lattice gives no weight to any valid sequence")
     return [int(lay.labels[i][s]) for i, s in enumerate(states)], float(best)
-
-
-#: The smallest unnormalised forward or backward weight of a live state that
-#: :func:`scaled_recursions` accepts.  At or above it, an underflowing
-#: product (below 2^-1074 each, L of them per entry) changes an entry, and through
-#: it any marginal or expectation, by less than ~L²·1e-323 / 1e-290 ≈ 1e-30.
-SCALED_FLOOR = 1e-290
-
-
-def scaled_recursions(em: np.ndarray, Mt: np.ndarray, Ms: np.ndarray, Me: np.ndarray):
-    """Forward-backward in probability space for a batch (B, n, L) of emission
-    scores of a dense linear chain with weights Mt (L, L), Ms, Me (L,) in [0, 1]
-    (exp of the transition, start and end scores minus their max; a 0 is a
-    forbidden arc), one normaliser per token:
-
-        x_0 = Ms∘φ_0,  x_i = (â_{i−1}·Mt)∘φ_i,  c_i = Σ x_i,  â_i = x_i / c_i,
-        b̂_{n−1} = Me / c_end,  b̂_i = Mt·(φ_{i+1}∘b̂_{i+1}) / c_{i+1},
-
-    φ_i = exp(em_i − rmax_i): the recursion of :func:`forward` / :func:`backward`
-    with w_i(p, q) = trans(p, q) + em_i(q), as matrix products (BLAS) instead of
-    log-sum-exp.  Returns ((φ, rmax, â, c, c_end, b̂), ok), b̂_i = β_i·C_i / Z
-    (C_i = c_0⋯c_i): â·b̂ are the marginals and log Z = Σ log c + log c_end (+ the
-    exp-shifts).  ``ok``: every live state (on a path of positive weight) kept x_i(q)
-    and its unnormalised backward weight at or above :data:`SCALED_FLOOR` at every
-    token, i.e. within about 667 nats of its token's total; else the numbers may be
-    wrong and must not be used (:func:`fstchunk.engine.batched.transfer` then takes
-    the exact gauged path).  φ is 0 at states no path reaches, so that their
-    backward weights stay finite.  An emission of −inf forbids its tag at its token
-    (a partial annotation's mask): the range check then runs over each sentence's
-    own live states."""
-    if max(Mt.max(), Ms.max(), Me.max()) > 1 or min(Mt.min(), Ms.min(), Me.min()) < 0:
-        raise InputError("scaled weights must lie in [0, 1] (exp of the scores minus their max)")
-    B, n, L = em.shape
-    reach, live = _live_states(Mt > 0, Ms > 0, Me > 0, n)
-    forbidden = em == -np.inf                   # a tag forbidden at that token
-    masked = bool(forbidden.any())
-    if masked:
-        live = _live_masked(Mt > 0, Ms > 0, Me > 0, ~forbidden)
-    rmax = em.max(axis=2)
-    phi = np.exp(em - rmax[..., None])
-    for i in np.flatnonzero(~reach.all(axis=1)):
-        phi[:, i, ~reach[i]] = 0.0
-    a = np.empty((B, n, L))
-    c = np.empty((B, n))
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        x = Ms[None] * phi[:, 0]
-        for i in range(n):
-            if i:
-                x = (a[:, i - 1] @ Mt) * phi[:, i]
-            c[:, i] = x.sum(axis=1)
-            a[:, i] = x / c[:, i:i + 1]
-        c_end = a[:, -1] @ Me
-        bt = np.empty((B, n, L))
-        bt[:, -1] = Me[None] / c_end[:, None]
-        for i in range(n - 2, -1, -1):
-            bt[:, i] = ((phi[:, i + 1] * bt[:, i + 1]) @ Mt.T) / c[:, i + 1:i + 2]
-    # x_i = â_i·c_i and the unnormalised backward b̂_i·c_{i+1} are at least
-    # (â_i or b̂_i)·min(c, 1): one reduction per array instead of one per token
-    cmin = c.min()
-    floor = SCALED_FLOOR / min(cmin, 1.0) if cmin > 0 else np.inf
-    if masked:
-        ok = bool(c_end.min() >= SCALED_FLOOR and np.all(a[live] >= floor)
-                  and np.all(bt[live] >= floor))
-    else:
-        ok = bool(c_end.min() >= SCALED_FLOOR and np.all(a.min(axis=0)[live] >= floor)
-                  and np.all(bt.min(axis=0)[live] >= floor))
-    return (phi, rmax, a, c, c_end, bt), ok
-
-
-def _live_states(arc: np.ndarray, first: np.ndarray, last: np.ndarray, n: int):
-    """(reach, live), both (n, L) bool: states some start reaches at token i, and
-    those of them from which the end can be reached (on a path of weight > 0)."""
-    reach, back = _reach(arc.tobytes(), first.tobytes(), last.tobytes(), len(first), n)
-    return reach, reach & back
-
-
-def _live_masked(arc: np.ndarray, first: np.ndarray, last: np.ndarray,
-                 allowed: np.ndarray) -> np.ndarray:
-    """(B, n, L) bool: the states on some path through the tags ``allowed`` (B, n, L)
-    at each token — reached from a start and reaching an end (partial annotation's
-    masked emissions, :func:`restrict`'s batched form)."""
-    B, n, L = allowed.shape
-    step = arc.astype(float)
-    fwd = np.empty((B, n, L), bool)
-    bwd = np.empty((B, n, L), bool)
-    fwd[:, 0] = first & allowed[:, 0]
-    for i in range(1, n):
-        fwd[:, i] = ((fwd[:, i - 1] @ step) > 0) & allowed[:, i]
-    bwd[:, -1] = last & allowed[:, -1]
-    for i in range(n - 2, -1, -1):
-        bwd[:, i] = ((bwd[:, i + 1] @ step.T) > 0) & allowed[:, i]
-    return fwd & bwd
-
-
-@functools.lru_cache(maxsize=256)
-def _reach(arc: bytes, first: bytes, last: bytes, L: int, n: int):
-    """Forward reach from ``first`` and backward reach from ``last`` (read from the
-    end) through the arcs, (n, L) each; the same few patterns recur across batches."""
-    step = np.frombuffer(arc, bool).reshape(L, L)
-    out = []
-    for r, m in ((np.frombuffer(first, bool), step), (np.frombuffer(last, bool), step.T)):
-        sets = np.empty((n, L), bool)
-        for i in range(n):
-            sets[i] = r
-            nxt = r @ m
-            if np.array_equal(nxt, r):      # from here on the same set
-                sets[i + 1:] = r
-                break
-            r = nxt
-        out.append(sets)
-    out[1] = out[1][::-1].copy()
-    for a in out:
-        a.setflags(write=False)
-    return tuple(out)
 
 
 #: Values below this (relative to a layer's scale) are set to zero.  Pitfall:

@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .maxmargin import hamming_oracles
-from .objectives import Gold
+from .batching import Gold
 
 
 class ChainModel(Protocol):

@@ -54,25 +54,31 @@ def statistics(crf: Any, data: TrainingData, theta: np.ndarray, objective: lo.Ob
                beta_sq: float = 1.0, loss: str = "hamming") -> tuple[np.ndarray, np.ndarray]:
     """The statistics of ``objective`` on ``data`` at θ: values (J,) and their gradients
     in θ-space (J', |θ|), sums over the sentences (``beta_sq`` = β² of F_β)."""
-    if dense(crf):
+    bucketed = (dense(crf) and objective is lo.ML and not isinstance(data.gold, PartialGold))
+    if bucketed:                            # ML's own layout (TrainingData.bucketed)
+        emissions = np.asarray(crf.emissions(data.bucketed(), theta))
+    elif dense(crf):
         emissions = np.asarray(crf.emissions(data.X, theta))
     else:
         emissions = (data.design(crf.pairs, crf.L).T @ theta[:crf.P]).reshape(-1, crf.L)
-    chain = Chain(crf.tags, crf.scheme, emissions, *crf.unpack(theta))
+    chain = Chain(crf.tags, crf.scheme, emissions, *crf.unpack(theta), bucketed=bucketed)
     if isinstance(data.gold, PartialGold):          # the marginal likelihood of A(x)
         st = partial.statistics(objective, chain, data.gold, beta_sq)
     elif objective is lo.MAX_MARGIN:
         st = hinge_statistics(chain, data.gold, beta_sq, loss)
     else:
         st = STATISTICS[objective](chain, data.gold, beta_sq)
-    return st.values, np.stack([chain_rule(crf, data, g) for g in st.grads])
+    return st.values, np.stack([chain_rule(crf, data, g, bucketed) for g in st.grads])
 
 
-def chain_rule(crf: Any, data: TrainingData, g: ChainGrad) -> np.ndarray:
+def chain_rule(crf: Any, data: TrainingData, g: ChainGrad, bucketed: bool = False
+               ) -> np.ndarray:
     """∇θ from the gradient with respect to the score arrays: Aᵀ·vec(∇E) for the pairs
-    (or (Xᵀ·∇E) at the pairs, :func:`dense`), then the transitions, start and end."""
+    (or (Xᵀ·∇E) at the pairs, :func:`dense`; X_bᵀ·∇E for a ``bucketed`` ∇E), then the
+    transitions, start and end."""
     if dense(crf):
-        G = np.asarray(data.transposed() @ g.emissions)
+        XT = data.bucketed().T if bucketed else data.transposed()
+        G = np.asarray(XT @ g.emissions)
         pairs = G[crf.pairs[:, 0], crf.pairs[:, 1]]
     else:
         pairs = data.design(crf.pairs, crf.L) @ g.emissions.ravel()
@@ -88,6 +94,8 @@ def partitions(crf: Any, data: TrainingData, parts: int) -> list[tuple[Any, Trai
     for copy, part in shards:
         if dense(copy):
             part.transposed()
+            if not isinstance(part.gold, PartialGold):
+                part.bucketed()                 # ML's layout
         else:
             part.design(copy.pairs, copy.L)
     return shards

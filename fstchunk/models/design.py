@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import SchemeError
-from .objectives import Gold
+from .batching import Gold
 
 
 @dataclass
@@ -44,6 +44,24 @@ class TrainingData:
 
     _designs: dict = field(default_factory=dict, repr=False, compare=False)
 
+    def bucketed(self) -> sp.csr_matrix:
+        """X_b: the rows of X in the ML objective's layout — the sentences'
+        :attr:`~fstchunk.models.batching.Gold.buckets` one after the other, each
+        token-major (n, B), an empty row at each padding position — so that the
+        emissions come out of X_b·W in the order the batched recursion reads them and
+        the gradient X_bᵀ·∇E (CSC: a scatter into the small F x L result, faster than
+        a CSR Xᵀ's gather from ∇E) takes its marginals as they are; without X's
+        explicit zeros (attributes of value 0: features, but no term of any
+        product); built once."""
+        if "bucketed" not in self._designs:
+            N, F = self.X.shape
+            src = np.full(self.gold.bucket_size, N)         # N: the empty row
+            src[self.gold.bucket_rows] = np.arange(N)
+            Xb = sp.vstack([sp.csr_matrix(self.X), sp.csr_matrix((1, F))]).tocsr()[src]
+            Xb.eliminate_zeros()
+            self._designs["bucketed"] = Xb
+        return self._designs["bucketed"]
+
     def transposed(self) -> sp.csr_matrix:
         """Xᵀ as CSR, built once (the dense gradient Xᵀ·∇E, :func:`.crf_loss.dense`)."""
         if "XT" not in self._designs:
@@ -54,7 +72,7 @@ class TrainingData:
         """Aᵀ of :func:`pair_design` for these pairs, built once per pairs array."""
         key = (id(pairs), len(pairs), L)
         if key not in self._designs:
-            for old in [k for k in self._designs if k != "XT"]:
+            for old in [k for k in self._designs if k not in ("XT", "bucketed")]:
                 del self._designs[old]
             self._designs[key] = pair_design(self.X, pairs, L)
         return self._designs[key]

@@ -38,7 +38,8 @@ from ..errors import InputError
 from ..lattice import Lattice
 from ..learn import objectives as lo
 from ..tagspace import TagSpace
-from .objectives import Chain, ChainGrad, Gold, Statistics
+from .batching import Gold
+from .objectives import Chain, ChainGrad, Statistics
 
 #: the losses Δ of the hinge (``--loss``); they, the objective, its default λ (5e-5: Tang
 #: et al.'s C = 1 on the 8936 CoNLL-2000 sentences) and gap tolerance (1e-3) are

@@ -66,103 +66,35 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Callable, NamedTuple, Sequence
+from typing import Callable, NamedTuple
 
 import numpy as np
 
-from .. import encodings as enc
 from ..blas import one_blas_thread
-from ..engine.batched import ALL, scaled_weights, transfer
+from ..errors import InputError
+from ..engine.batched import scaled_weights, transfer
 from ..engine.expectation import corpus_expectations, tp_count_table_grad
 from ..expected import from_count_table
 from ..lattice import Lattice
 from ..learn.objectives import ML, MEU, MEU_CORPUS, Objective
-from ..tagspace import TagSpace, canonical
-
-
-#: The most B·n·L² entries of one length batch: the gauged forward-backward
-#: (:class:`fstchunk.engine.batched.Gauged`, taken for peaked scores) holds that
-#: many transfer weights (64 MB); the scaled path does not care.
-BATCH_ENTRIES = 2 ** 23
-
-
-@dataclass
-class Batch:
-    """Sentences of one length: their token rows (B, n) and gold tag indices (B, n)."""
-    n: int
-    rows: np.ndarray
-    gold: np.ndarray
-    sentence_ids: list[int]
-
-
-class Gold:
-    """Gold tag-index sequences of a corpus and the views the objectives need
-    (length batches, chunks), each computed once."""
-
-    def __init__(self, sequences: Sequence[np.ndarray], tags: Sequence[str], scheme: str):
-        self.sequences = [np.asarray(g, dtype=np.int64) for g in sequences]
-        self.tags, self.scheme = tuple(tags), canonical(scheme)
-
-    def __len__(self) -> int:
-        return len(self.sequences)
-
-    def subset(self, ids: Sequence[int]) -> "Gold":
-        """The sentences ``ids`` (in that order), as gold of their own."""
-        return Gold([self.sequences[k] for k in ids], self.tags, self.scheme)
-
-    @cached_property
-    def offsets(self) -> np.ndarray:
-        """Token offset of each sentence in the corpus's token rows (one more at the end)."""
-        return np.concatenate([[0], np.cumsum([len(g) for g in self.sequences])]).astype(int)
-
-    @cached_property
-    def batches(self) -> list[Batch]:
-        """Sentences grouped by length, at most :data:`BATCH_ENTRIES` / (n·L²) per
-        batch (the memory of the gauged path of the engine)."""
-        by_len: dict[int, list[int]] = {}
-        for k, g in enumerate(self.sequences):
-            by_len.setdefault(len(g), []).append(k)
-        out = []
-        for n, all_ids in sorted(by_len.items()):
-            size = max(1, BATCH_ENTRIES // (n * len(self.tags) ** 2))
-            for lo in range(0, len(all_ids), size):
-                ids = all_ids[lo:lo + size]
-                rows = np.stack([np.arange(self.offsets[k], self.offsets[k] + n) for k in ids])
-                out.append(Batch(n, rows, np.stack([self.sequences[k] for k in ids]), ids))
-        return out
-
-    @cached_property
-    def chunks(self) -> list[list[tuple[str, int, int]]]:
-        """The gold chunks of each sentence (a chunk scheme's tags only)."""
-        TagSpace.of(self.tags, self.scheme).require_chunks("an objective of chunks (meu, "
-                                                          "meu-corpus, the F loss)")
-        return [enc.tags_to_chunks([self.tags[i] for i in g], self.scheme)
-                for g in self.sequences]
-
-    @cached_property
-    def corpus_batches(self):
-        """(length batches with their gold chunks as arrays (sentence in batch, type
-        index, start, end), the scheme's boundary tables)."""
-        ts = TagSpace.of(tuple(self.tags), self.scheme)
-        cont, opens, closes, tix, types = ts.cont, ts.opens, ts.closes, ts.type_index, ts.types
-        out = []
-        for b in self.batches:
-            rows = [(bi, types.index(typ), s0, e0) for bi, k in enumerate(b.sentence_ids)
-                    for typ, s0, e0 in self.chunks[k]]
-            out.append((b, tuple(np.array(rows, dtype=np.int64).reshape(-1, 4).T)))
-        return out, (cont, opens, closes, tix)
+from ..tagspace import TagSpace
+from .batching import Gold
 
 
 @dataclass(frozen=True)
 class Chain:
     """Score arrays of a linear chain over ``tags`` (unmasked), all sentences' tokens
-    stacked in ``emissions``."""
+    stacked in ``emissions``: in the corpus's order, or (``bucketed``, what
+    :func:`ml_statistics` reads fastest) in its gold's :attr:`Gold.buckets` layout
+    (:meth:`fstchunk.models.design.TrainingData.bucketed`), where the emission
+    gradient comes back in the same layout."""
     tags: tuple[str, ...]
     scheme: str
-    emissions: np.ndarray       # (tokens, L)
+    emissions: np.ndarray       # (tokens, L), or (Gold.bucket_size, L) if bucketed
     trans: np.ndarray           # (L, L)
     start: np.ndarray           # (L,)
     end: np.ndarray             # (L,)
+    bucketed: bool = False
 
     @cached_property
     def masked(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -174,6 +106,8 @@ class Chain:
 
     def lattice(self, lo: int, hi: int) -> Lattice:
         """The lattice of the sentence with token rows lo..hi−1."""
+        if self.bucketed:
+            raise InputError("a bucketed chain has no sentence rows (ml_statistics only)")
         return Lattice.from_scores(self.tags, self.emissions[lo:hi], self.trans, self.start,
                                    self.end, scheme=self.scheme)
 
@@ -196,39 +130,55 @@ class Statistics(NamedTuple):
     grads: tuple[ChainGrad, ...]
 
 
+def _dot(counts: np.ndarray, scores: np.ndarray) -> float:
+    """Σ counts·scores over the counted entries (a −∞ score counted gives −∞)."""
+    used = counts > 0
+    return float(np.sum(counts[used] * scores[used]))
+
+
 @one_blas_thread
 def ml_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Statistics:
     """Σ_i −log Pr(y_i | x_i) and its gradient (``beta_sq`` unused).
 
-    Forward-backward per length batch by :func:`fstchunk.engine.batched.transfer`:
-    products of (batch, L) by (L, L) with one normaliser per token where the
-    scores allow it, the gauged (stochastic) chain otherwise; the expected
-    transition counts Σ_i â_{i−1}(p)·K_i(p, q)·b̂_i(q) as one product per batch."""
+    Forward-backward per ragged batch (:attr:`Gold.buckets`) by
+    :func:`fstchunk.engine.batched.transfer`: products of (batch, L) by (L, L) with
+    one normaliser per token where the scores allow it, the gauged (stochastic)
+    chain otherwise; the expected transition counts Σ_i â_{i−1}(p)·K_i(p, q)·b̂_i(q)
+    as one product per batch (0 on the padding, where â and b̂ are 0)."""
     mt, ms, me = chain.masked
     E = chain.emissions
     L = len(chain.tags)
-    gE = np.zeros_like(E)
     gT, gS, gEnd = np.zeros((L, L)), np.zeros(L), np.zeros(L)
-    nll = 0.0
+    logz = 0.0
     weights = scaled_weights(mt, ms, me)
-    for b in gold.batches:
-        em = E[b.rows]                                   # (B, n, L)
-        B, n = b.rows.shape
-        fb = transfer(em, mt, ms, me, weights)
-        post = fb.a * fb.bt
-        g = b.gold
-        gold_score = (ms[g[:, 0]] + me[g[:, -1]] +
-                      np.take_along_axis(em, g[..., None], 2)[..., 0].sum(axis=1) +
-                      mt[g[:, :-1], g[:, 1:]].sum(axis=1))
-        nll += float(np.sum(fb.logz - gold_score))
-        onehot = np.zeros((B, n, L))
-        np.put_along_axis(onehot, g[..., None], 1.0, axis=2)
-        gE[b.rows.ravel()] = (post - onehot).reshape(-1, L)     # each token once
-        gS += post[:, 0].sum(axis=0) - onehot[:, 0].sum(axis=0)
-        gEnd += post[:, -1].sum(axis=0) - onehot[:, -1].sum(axis=0)
-        if n > 1:
-            gT += fb.pairs(fb.a[:, :-1], fb.bt[:, 1:], ALL, slice(1, None))
-            np.add.at(gT, (g[:, :-1].ravel(), g[:, 1:].ravel()), -1.0)
+    post = np.empty((gold.bucket_size, L))             # the buckets' layout, stacked
+    if chain.bucketed and E.shape != post.shape:
+        raise InputError(f"a bucketed chain has {E.shape[0]} rows, its gold's buckets "
+                         f"{gold.bucket_size}")
+    at = 0
+    for b in gold.buckets:
+        B, size = len(b.sentence_ids), b.rows.size
+        em = (E[at:at + size].reshape(b.n, B, L) if chain.bucketed else E[b.rows.T])
+        fb = transfer(em.transpose(1, 0, 2), mt, ms, me, weights, lengths=b.lengths)
+        logz += float(fb.logz.sum())
+        p = post[at:at + size]
+        np.multiply(fb.a.transpose(1, 0, 2), fb.bt.transpose(1, 0, 2),
+                    out=p.reshape(b.n, B, L))            # marginals; 0 on the padding
+        gS += p[:B].sum(axis=0)
+        gEnd += p[(b.lengths - 1) * B + np.arange(B)].sum(axis=0)
+        if b.n > 1:
+            gT += fb.transitions()
+        at += size
+    flat, Ct, Cs, Ce = gold.counts                       # minus the gold path's features
+    if chain.bucketed:
+        gE, flat = post, gold.bucket_flat
+    else:
+        gE = post[gold.bucket_rows]                      # back in the corpus's row order
+    gE.ravel()[flat] -= 1.0
+    nll = logz - (E.ravel()[flat].sum() + _dot(Ct, mt) + _dot(Cs, ms) + _dot(Ce, me))
+    gT -= Ct
+    gS -= Cs
+    gEnd -= Ce
     return Statistics(np.array([nll]), (ChainGrad(gE, gT, gS, gEnd),))
 
 

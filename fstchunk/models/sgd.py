@@ -29,7 +29,8 @@ from ..errors import ModelFileError
 from ..learn.solvers import Outcome, check_resumed
 from ..outputs import atomic_path
 from .blocks import ChainBlocks, ChainModel, Data
-from .objectives import Chain, Gold, ml_statistics
+from .batching import Gold
+from .objectives import Chain, ml_statistics
 
 #: the solver state's file next to a checkpoint
 STATE_SUFFIX = ".l2sgd.npz"
