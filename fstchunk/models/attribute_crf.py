@@ -216,10 +216,9 @@ class AttributeCRF(Calibrated, PairChain):
             space, gold, fit = pl.fit_partial(
                 X, y, self.scheme_param, DETECT, float(self.min_freq),
                 bool(self.all_possible_states), bool(self.all_possible_transitions))
-            self._set_state(fit.attributes, space.tags, space.scheme, fit.pairs,
-                            fit.transitions, settings={"min_freq": self.min_freq, "partial":
-                                                       True, "detected_scheme":
-                                                       self.scheme_param == "auto"})
+            auto = self.scheme_param == "auto"
+            self._set_state(fit.attributes, space.tags, space.scheme, fit.pairs, fit.transitions,
+                            settings={"min_freq": self.min_freq, "detected_scheme": auto})
             return TrainingData(fit.X, gold)
         order: dict[str, None] = {}
         for ys in y:
