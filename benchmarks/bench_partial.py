@@ -56,6 +56,17 @@ def documents(path: str) -> list[list[list[list[str]]]]:
             any(x.strip() for x in p)]
 
 
+def limit(docs, n: int) -> list:
+    """The documents cut after their first ``n`` sentences in all."""
+    out = []
+    for d in docs:
+        if n <= 0:
+            break
+        out.append(d[:n])
+        n -= len(out[-1])
+    return out
+
+
 def spans(tags: list[str]) -> list[tuple[str, int, int]]:
     """IOB2 entities (type, start, end)."""
     out, i = [], 0
@@ -123,6 +134,12 @@ def damage(docs, scenario: str, share: float, rng) -> tuple[list, list, list]:
     return partial, as_o, kept
 
 
+def rows_to_sentences(sentences) -> list:
+    """Sentences' rows as :class:`~fstchunk.conll.Sentence` objects."""
+    return read_conll(io.StringIO("".join(" ".join(r) + "\n" for s in sentences
+                                          for r in s + [[]])))
+
+
 def write(path: str, sentences, declarations: bool = False) -> None:
     with open(path, "w", encoding="utf-8") as out:
         for item in sentences:
@@ -138,8 +155,41 @@ def train_and_test(items, test, features: str, partial: bool, max_iter: int, l2)
     with Timer() as t:
         crf = CRF(features, "IOB2", partial=partial, max_iter=max_iter, l2=l2).fit(items)
     pred = decode_sentences(crf, test, "map", 1.0, output_scheme="IOB2")
-    f = evaluate([s.column(-1) for s in test], pred, scheme="IOB2").overall.f
-    return f, t.seconds
+    o = evaluate([s.column(-1) for s in test], pred, scheme="IOB2").overall
+    return o.f, f"{o.precision:.2f} / {o.recall:.2f}", t.seconds
+
+
+def describe(partial, docs, scheme: str = "IOB2") -> str:
+    """What the damage left in the touched sentences (read back as ``--partial`` reads
+    them): cells that allow every tag, the other cells that rule out the gold tag
+    (noise), and the entity tokens held in some chunk (O ruled out, gold allowed)."""
+    from fstchunk.tagspace import TagSet
+    gold = [[r[-1] for r in s] for d in docs for s in d]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "partial.txt")
+        write(path, partial, declarations=True)
+        sentences = read_partial(path, -1, scheme)
+    space = TagSet(scheme, sorted({t[2:] for g in gold for t in g if t != "O"}))
+    col = {t: i for i, t in enumerate(space.tags)}
+    n = every = other = noise = entities = held = 0
+    for ps, g in zip(sentences, gold):
+        if ps.tags_or_none() == g:
+            continue
+        m = ps.mask(space)
+        for i, t in enumerate(g):
+            n += 1
+            entities += t != "O"
+            if m[i].all():
+                every += 1
+                continue
+            other += 1
+            noise += not m[i, col[t]]
+            held += t != "O" and bool(m[i, col[t]]) and not m[i, col["O"]]
+    return (f"touched sentences: {n} tokens, {every} allow every tag "
+            f"({100 * every / max(n, 1):.1f} %); {noise} of the {other} other cells rule "
+            f"out the gold tag ({100 * noise / max(other, 1):.1f} %); {held} of the "
+            f"{entities} entity tokens ({100 * held / max(entities, 1):.1f} %) are held in "
+            f"a chunk with their gold tag allowed")
 
 
 def main() -> None:
@@ -153,6 +203,11 @@ def main() -> None:
     ap.add_argument("--l2", type=float, default=None, help="λ (none: ML's default)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--variants", default="full,drop,as-o,partial")
+    ap.add_argument("--describe", action="store_true",
+                    help="print what the damage leaves (describe()) and train nothing")
+    ap.add_argument("--limit", type=int, default=None,
+                    help="a check run: the first N training and test sentences only, "
+                         "the table printed, RESULTS.md not written")
     ap.add_argument("--known", default="",
                     help="rows measured by an earlier run of this command, not rerun: "
                          "NAME=F/SECONDS,... (e.g. full=78.79/423: the full-data CRF is "
@@ -164,22 +219,27 @@ def main() -> None:
     train_path, test_path = data_path(folder, train_name), data_path(folder, test_name)
     docs = documents(train_path)
     test = read_conll(test_path)
+    if args.limit is not None:
+        docs = limit(docs, args.limit)
+        test = test[:args.limit]
     rng = np.random.default_rng(args.seed)
     partial, as_o, kept = damage(docs, args.scenario, share, rng)
+    if args.describe:
+        print(describe(partial, docs))
+        return
     rows = []
     known = {}
     for item in filter(None, args.known.split(",")):
         name, _, value = item.partition("=")
         f, _, secs = value.partition("/")
-        known[name] = (name, "", f"{float(f):.2f}", f"{secs} (earlier run)")
+        known[name] = (name, "", f"{float(f):.2f}", "", f"{secs} (earlier run)")
     with tempfile.TemporaryDirectory() as tmp:
         p_path, o_path = os.path.join(tmp, "partial.txt"), os.path.join(tmp, "as_o.txt")
         write(p_path, partial, declarations=True)
         write(o_path, as_o)
-        inputs = {"full": (read_conll(train_path), False),
-                  "drop": ([s for s in read_conll(io.StringIO(
-                      "".join(" ".join(r) + "\n" for s in kept for r in s + [[]])))]
-                      if kept else None, False),
+        inputs = {"full": (read_conll(train_path) if args.limit is None else
+                           rows_to_sentences([s for d in docs for s in d]), False),
+                  "drop": (rows_to_sentences(kept) if kept else None, False),
                   "as-o": (check_gold(read_conll(o_path), "IOB2", -1, "repair").sentences,
                            False),             # as train reads it: conlleval's repair
                   "partial": (read_partial(p_path, -1, "IOB2"), True)}
@@ -189,23 +249,27 @@ def main() -> None:
                 rows.append(known[name][:1] + (len(items) if items else 0,) + known[name][2:])
                 continue
             if not items:
-                rows.append((name, 0, "n/a (no sentence untouched)", ""))
+                rows.append((name, 0, "n/a (no sentence untouched)", "", ""))
                 continue
-            f, secs = train_and_test(items, test, features, is_partial, args.max_iter,
-                                     args.l2)
-            rows.append((name, len(items), f"{f:.2f}", f"{secs:.0f}"))
-            print(name, len(items), f"{f:.2f}", f"{secs:.0f} s", flush=True)
+            f, pr, secs = train_and_test(items, test, features, is_partial, args.max_iter,
+                                         args.l2)
+            rows.append((name, len(items), f"{f:.2f}", pr, f"{secs:.0f}"))
+            print(name, len(items), f"{f:.2f}", pr, f"{secs:.0f} s", flush=True)
+    if args.limit is not None:
+        print(f"check run on {args.limit} sentences: RESULTS.md not written")
+        return
     full = next((float(r[2]) for r in rows if r[0] == "full"), None)
-    table = "\n".join(f"| {n} | {k} | {f} | " + (f"{float(f) - full:+.2f}" if full is not None
-                      and f[0].isdigit() else "") + f" | {s} |" for n, k, f, s in rows)
-    body = (f"ned.train → ned.testb" if args.corpus == "ned" else "CoNLL-2000 train → test") + \
+    table = "\n".join(f"| {n} | {k} | {f} | {pr} | " + (f"{float(f) - full:+.2f}" if full
+                      is not None and f[0].isdigit() else "") + f" | {s} |"
+                      for n, k, f, pr, s in rows)
+    body = ("ned.train → ned.testb" if args.corpus == "ned" else "CoNLL-2000 train → test") + \
         f", features {features}, IOB2, MAP decoding; scenario **{args.scenario}**" + \
         (f" (share {share})" if args.scenario != "merged" else "") + \
         f"; L-BFGS at most {args.max_iter} iterations, λ " + \
         (f"{args.l2:g}" if args.l2 is not None else "ML's default") + \
         f", seed {args.seed}; one run each, no choice made on test.\n\n" \
-        "| training data | sentences | test F | vs full | training s |\n" \
-        "|---|---|---|---|---|\n" + table
+        "| training data | sentences | test F | P / R | vs full | training s |\n" \
+        "|---|---|---|---|---|---|\n" + table
     write_section(f"Partial annotation (issue 36): {args.corpus}, {args.scenario}", body)
 
 

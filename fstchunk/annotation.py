@@ -8,7 +8,13 @@ With ``--partial`` (``fstchunk train``, ``fstchunk select``) and in
 * ``B-PER|I-PER|O`` — any of the items, each a tag or a wildcard:
   ``*-PER`` (any tag of type PER in the scheme), ``B-*`` (prefix B of any type:
   a known span of unknown type is ``B-* I-* I-*``), ``*-*`` (inside some chunk);
-* ``O!`` — outside every chunk, even under a declaration.
+* ``O!`` — outside every chunk, even under a declaration;
+* a trailing ``~`` (``?~ ?~``, ``B-*~ I-*~``): the tokens of a run of ``~`` cells are
+  not exactly one chunk, of any type (a dictionary match the annotator rejected);
+  each cell still allows what it says without the ``~``.  Two adjacent runs are one
+  run.  A scheme whose chunk boundaries show on one tag is needed (IOB2, IOE2, IOBES,
+  BILOU, IOBES2, IOBES3: :func:`fstchunk.not_chunk.chunk_conditions`); IOB1 and IOE1
+  are refused.
 
 A comment line ``# annotated: PER,LOC`` before a sentence declares the chunk types
 annotated in the sentences that follow (until the next declaration, ``# annotated:
@@ -22,7 +28,13 @@ The annotation of a sentence is the acceptor A(x) = Π_i allowed_i over the tag
 alphabet (:mod:`fstchunk.grammars.annotation`); training maximises
 log Σ_{y ∈ A(x) ∩ valid} p(y | x) (:mod:`fstchunk.models.partial`).  Its fast form is
 a boolean mask (n, L) over a tag space's columns (:meth:`PartialSentence.mask`),
-which :meth:`fstchunk.lattice.Lattice.constrained` lays over a lattice's states.
+which :meth:`fstchunk.lattice.Lattice.constrained` lays over a lattice's states.  A
+``~`` span s removes C_s, the sequences where it is exactly one chunk: the machine is
+A minus C_s's chain (:func:`fstchunk.grammars.annotation.annotation_acceptor`); the
+fast form splits A ∖ ∪_s C_s into disjoint product masks
+(:func:`fstchunk.not_chunk.exclusion_terms`: the first of C_s's conditions that
+fails), whose partition functions add — positive terms, stable where
+log(Z_A − Z_{A∩C}) would cancel (:meth:`PartialSentence.terms`).
 
 Pitfalls: sets are read in the model's scheme — a file in another data scheme
 converts only its fully annotated sentences (:func:`tags_or_none`); an annotation
@@ -33,14 +45,15 @@ of the token where the valid prefixes run out (:func:`check_allows`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
 from . import encodings as enc
 from .conll import DOCSTART, BLANKS, Sentence, iter_conll, iter_lines, source_name
 from .errors import InputError, SchemeError
-from .tagspace import TagSpace, normalize_types
+from .not_chunk import exclusion_terms, marked, runs
+from .tagspace import UNCONSTRAINED, TagSpace, normalize_types
 
 ANY, WILD, STRICT_O = "?", "*", "O!"
 #: the comment that declares the annotated chunk types of the sentences after it
@@ -53,9 +66,12 @@ Item = tuple[str, str]
 
 def parse_cell(cell: str, scheme: str, where: str = "") -> tuple[Item, ...]:
     """The items of one tag-column cell (module doc); SchemeError naming ``where`` for
-    an empty item, an unknown prefix or a type the scheme cannot use."""
+    an empty item, an unknown prefix or a type the scheme cannot use.  Under
+    :data:`~fstchunk.tagspace.UNCONSTRAINED` (labels, not chunk tags) an item is ``?``
+    or a label; a wildcard or ``O!`` is refused."""
     at = f"{where}: " if where else ""
-    prefixes = enc.scheme_prefixes(scheme)
+    chain = scheme == UNCONSTRAINED
+    prefixes = () if chain else enc.scheme_prefixes(scheme)
     items = []
     for raw in cell.split("|"):
         if not raw:
@@ -63,6 +79,12 @@ def parse_cell(cell: str, scheme: str, where: str = "") -> tuple[Item, ...]:
                               f"separated by '|')")
         if raw == ANY:
             items.append(("any", ""))
+        elif chain:
+            if WILD in raw or raw == STRICT_O:
+                raise SchemeError(f"{at}annotation item {raw!r} needs a chunk scheme; the "
+                                  f"labels are read as an unconstrained chain (only ? and "
+                                  f"sets of labels)")
+            items.append(("tag", raw))
         elif raw == enc.OUTSIDE:
             items.append(("O", ""))
         elif raw == STRICT_O:
@@ -125,6 +147,8 @@ class PartialSentence:
     sentence: Sentence
     cells: list[tuple[Item, ...]]
     declared: frozenset[str] | None = None
+    #: the spans (first, last token) marked not one chunk (``~``)
+    not_chunks: tuple[tuple[int, int], ...] = ()
 
     def __len__(self) -> int:
         return len(self.cells)
@@ -142,6 +166,12 @@ class PartialSentence:
         return np.array([[allows(c, t, self.declared) for t in space.tags]
                          for c in self.cells], dtype=bool)
 
+    def terms(self, space: TagSpace, mask: np.ndarray | None = None) -> list[np.ndarray]:
+        """The annotation over ``space`` as disjoint product masks
+        (:func:`.not_chunk.exclusion_terms`; one, the mask, without a ``~`` span)."""
+        m = self.mask(space) if mask is None else mask
+        return exclusion_terms(m, self.not_chunks, space, self.sentence.where)
+
     def allowed(self, space: TagSpace) -> list[frozenset[str]]:
         """The allowed tags of each token (the Python API's reading of the column)."""
         return [frozenset(t for t, ok in zip(space.tags, row) if ok)
@@ -150,8 +180,8 @@ class PartialSentence:
     @property
     def full(self) -> bool:
         """Whether every cell is one exact tag (an ``O`` only where every type is
-        declared): the annotation is one sequence."""
-        return all(len(c) == 1 and (c[0][0] == "tag" or c[0][0] == "O!" or
+        declared, no span marked ``~``): the annotation is one sequence."""
+        return not self.not_chunks and all(len(c) == 1 and (c[0][0] == "tag" or c[0][0] == "O!" or
                                     (c[0][0] == "O" and self.declared is None))
                    for c in self.cells)
 
@@ -169,6 +199,13 @@ def check_allows(ps: PartialSentence, space: TagSpace, mask: np.ndarray | None =
     at which no valid prefix survives (or the last token, when no valid prefix can
     end there), with what the token allows."""
     m = ps.mask(space) if mask is None else mask
+    return check_mask(m, space, ps.sentence.where, ps.declared)
+
+
+def check_mask(m: np.ndarray, space: TagSpace, where: Callable[[int], str],
+               declared: frozenset[str] | None = None) -> np.ndarray:
+    """:func:`check_allows` of a mask (n, L); ``where(i)`` names token i in the error
+    (``file:line``, ``y[k][i]``)."""
     reach = space.start_ok & m[0]
     for i in range(len(m)):
         if i:
@@ -178,10 +215,10 @@ def check_allows(ps: PartialSentence, space: TagSpace, mask: np.ndarray | None =
             shown = ", ".join(t for t, ok in zip(space.tags, m[i]) if ok) or "no tag"
             what = ("no valid sequence ends here" if reach.any() else
                     "no valid sequence reaches this token")
-            raise SchemeError(f"{ps.sentence.where(i)}: the annotation contradicts "
+            raise SchemeError(f"{where(i)}: the annotation contradicts "
                               f"{space.scheme}: {what} (the token allows {shown}"
-                              + (f"; declared types {','.join(sorted(ps.declared))}"
-                                 if ps.declared is not None else "") + ")", i)
+                              + (f"; declared types {','.join(sorted(declared))}"
+                                 if declared is not None else "") + ")", i)
     return m
 
 
@@ -242,8 +279,8 @@ def read_partial(path_or_file, column: int | None = -1, scheme: str = "IOB2"
             raise InputError(f"{s.where(0)}: no tag column {'' if column is None else column}"
                              f" (the line has {width} columns); --partial reads annotations "
                              f"from the tag column")
-        cells = [parse_cell(c, scheme, s.where(i)) for i, c in enumerate(s.column(column))]
-        out.append(PartialSentence(s, cells, lines.declared(s.lines[0])))
+        cells, spans = parse_column(s.column(column), scheme, s.where)
+        out.append(PartialSentence(s, cells, lines.declared(s.lines[0]), spans))
     return out
 
 
@@ -272,6 +309,18 @@ def annotation_types(sentences: Sequence[PartialSentence]) -> tuple[str, ...]:
 def cell_types(cells: Sequence[str], scheme: str) -> tuple[str, ...]:
     """The chunk types that annotation ``cells`` name (``grammar --gold``'s default)."""
     out: set[str] = set()
-    for i, c in enumerate(cells):
-        out |= item_types(parse_cell(c, enc.canonical_scheme(scheme), f"--gold token {i + 1}"))
+    items, _ = parse_column(cells, enc.canonical_scheme(scheme),
+                            lambda i: f"--gold token {i + 1}")
+    for c in items:
+        out |= item_types(c)
     return tuple(sorted(out))
+
+
+def parse_column(cells: Sequence[str], scheme: str, where: Callable[[int], str]
+                 ) -> tuple[list[tuple[Item, ...]], tuple[tuple[int, int], ...]]:
+    """The items of a sentence's cells (:func:`parse_cell`, a trailing ``~`` taken
+    off) and the spans (first, last) of the maximal runs of ``~`` cells."""
+    marks = [marked(c) for c in cells]
+    items = [parse_cell(c[:-1] if m else c, scheme, where(i))
+             for i, (c, m) in enumerate(zip(cells, marks))]
+    return items, runs(marks)

@@ -22,7 +22,8 @@ import numpy as np
 import pynini
 
 from .. import fsa
-from ..annotation import PartialSentence, check_allows, parse_cell
+from ..annotation import PartialSentence, check_allows, parse_column
+from ..not_chunk import chunk_conditions
 from ..conll import Sentence
 from ..errors import InputError
 from ..tagspace import TagSet, TagSpace
@@ -56,10 +57,27 @@ def annotation_machine(cells: Sequence[str], scheme: str, types: Sequence[str],
         raise InputError("grammar 'annotation' needs an annotation: --gold '?,B-PER|I-PER,O'")
     space = TagSet(scheme, types)
     sent = Sentence([[c] for c in cells], list(range(1, len(cells) + 1)), "--gold token")
-    ps = PartialSentence(sent, [parse_cell(c, space.scheme, f"--gold token {i + 1}")
-                                for i, c in enumerate(cells)])
+    items, spans = parse_column(cells, space.scheme, lambda i: f"--gold token {i + 1}")
+    ps = PartialSentence(sent, items, None, spans)
     mask = check_allows(ps, space)
-    acc = mask_acceptor(mask, space, arc_type)
+    ps.terms(space, mask)                     # a contradiction: one error naming the span
+    acc = annotation_acceptor(mask, ps.not_chunks, space, arc_type)
     valid = validity_acceptor(space.scheme, space.types, arc_type)
     out = pynini.compose(acc, valid.arcsort("ilabel")).connect()
     return fsa.attach(out, space.symbols)
+
+
+def annotation_acceptor(mask: np.ndarray, not_chunks: Sequence[tuple[int, int]],
+                        space: TagSpace, arc_type: str = "log64") -> pynini.Fst:
+    """The acceptor of A ∖ (C_1 ∪ … ∪ C_k): the mask's chain minus, for each span
+    (t, u) marked not one chunk, the chain C_s of
+    :func:`fstchunk.not_chunk.chunk_conditions` (on valid sequences: t..u exactly one
+    chunk) — OpenFst's difference with an unweighted deterministic chain; compose
+    with validity."""
+    acc = mask_acceptor(mask, space, arc_type)
+    for t, u in not_chunks:
+        chunk = np.ones_like(np.asarray(mask, dtype=bool))
+        for tok, row in chunk_conditions(space, len(chunk), t, u):
+            chunk[tok] &= row
+        acc = pynini.difference(acc, mask_acceptor(chunk, space, arc_type)).connect()
+    return fsa.attach(acc, space.symbols)

@@ -55,6 +55,7 @@ from .. import fsa, outputs
 from ..errors import InputError, OutputError
 from ..fbeta import check_beta
 from ..tagspace import normalize_types
+from ..annotation import parse_column
 from . import annotation, budget, conversion, counting, loss, models, validity
 
 
@@ -212,17 +213,20 @@ GRAMMARS: dict[str, Grammar] = {g.name: g for g in (
             ("scheme", "types", "gold", "beta"), estimate=_f_loss_estimate),
     Grammar("annotation", "A ∩ validity: the --scheme sequences a partial annotation "
             "allows; --gold gives one cell per token (a tag, ?, B-PER|I-PER|O, *-PER, "
-            "B-*, O!)", _annotation, ("scheme", "types", "gold"),
+            "B-*, O!; ?~ ?~: a span not one chunk)", _annotation, ("scheme", "types", "gold"),
             estimate=lambda o: _annotation_estimate(o)),
 )}
 
 
 def _annotation_estimate(o: Options) -> budget.Estimate:
     """Its largest intermediates together: the validity acceptor it is composed with and
-    the chain of every tag at every token (the cells' bound)."""
+    the chain of every tag at every token (the cells' bound), doubled by each span
+    marked not one chunk (``~``: the difference with a chain keeps a flag)."""
     valid = budget.validity_machine(_k(o))
     chain = budget.score_lattice(len(o.gold), len(_k_tags(o)))
-    return budget.Estimate(valid.states + chain.states, valid.arcs + chain.arcs)
+    spans = len(parse_column(o.gold, o.scheme, lambda i: f"--gold token {i + 1}")[1])
+    grow = 2 ** min(spans, 64)
+    return budget.Estimate(valid.states + grow * chain.states, valid.arcs + grow * chain.arcs)
 
 
 def _k_tags(o: Options) -> tuple[str, ...]:

@@ -18,7 +18,8 @@ unconstrained chain; ``scheme=None`` (or ``"none"``) forces the unconstrained ch
 scheme name forces it (an invalid training sequence is refused, naming it).  With a
 chunk scheme, Z sums over the scheme's valid sequences only, and the tags the data
 lack for the scheme to be expressed are added after the labels seen (in order of
-first appearance, as CRFsuite's).
+first appearance, as CRFsuite's).  Labels in ``y`` may be partial (sets of labels, ``?``,
+``B-PER|O``, ...: the marginal likelihood, :mod:`.partial_labels`).
 
 Training runs through :class:`fstchunk.learn.loop.Trainer` with the objectives of
 :mod:`fstchunk.learn.objectives`; the solver is picked by ``algorithm`` (the
@@ -52,6 +53,8 @@ from .calibrated import Calibrated
 from .design import TrainingData
 from .io import Fields, load_model_file, save_model
 from .objectives import Gold
+from . import partial_labels as pl
+from .partial import PartialGold
 from .pairchain import PairChain
 from .perceptron import PerceptronSolver
 from .bcfw import BCFWSolver
@@ -83,8 +86,10 @@ def detect_scheme(labels: Sequence[str], gold: Sequence[Sequence[str]]) -> str:
     return UNCONSTRAINED
 
 
-def check_labels(X: Sequence[Any], y: Any, what: str = "y") -> list[list[str]]:
-    """``y`` as lists of label strings, one per token of ``X``'s sequences."""
+def check_labels(X: Sequence[Any], y: Any, what: str = "y", open_ok: bool = False
+                 ) -> list[list[Any]]:
+    """``y`` as lists of label strings, one per token of ``X``'s sequences
+    (``open_ok``: or sets of labels, :mod:`.partial_labels`)."""
     if isinstance(y, (str, bytes, dict)) or not hasattr(y, "__len__"):
         raise InputError(f"{what} must be a list of label sequences, got {type(y).__name__}")
     if len(y) != len(X):
@@ -99,8 +104,14 @@ def check_labels(X: Sequence[Any], y: Any, what: str = "y") -> list[list[str]]:
             raise InputError(f"{what}[{i}] has {len(ys)} labels but X[{i}] has {len(xs)} "
                              f"tokens")
         ys = list(ys)
-        if not good.issuperset(ys):
+        try:
+            known = good.issuperset(ys)
+        except TypeError:                 # unhashable labels (sets, lists): checked below
+            known = False
+        if not known:
             for t, lab in enumerate(ys):
+                if open_ok and isinstance(lab, pl.SETS):
+                    continue
                 if not isinstance(lab, str) or not lab or any(c.isspace() for c in lab):
                     raise InputError(f"{what}[{i}][{t}]: label {lab!r} is not a non-empty "
                                      f"string without white space")
@@ -195,12 +206,20 @@ class AttributeCRF(Calibrated, PairChain):
         """Fit labels, scheme, attributes, pairs and transitions on (X, y); θ = 0."""
         X, y = train
         X = check_sequences(X)
-        y = check_labels(X, y)
+        y = check_labels(X, y, open_ok=True)
         if not X:
             raise InputError("no training sequences (X is empty)")
         if not (isinstance(self.min_freq, (int, float)) and not isinstance(self.min_freq, bool)
                 and np.isfinite(self.min_freq)):
             raise InputError(f"min_freq must be a finite number, got {self.min_freq!r}")
+        if pl.check_trainer(y, self.algorithm, self.objective_):     # the marginal likelihood
+            space, gold, fit = pl.fit_partial(
+                X, y, self.scheme_param, DETECT, float(self.min_freq),
+                bool(self.all_possible_states), bool(self.all_possible_transitions))
+            auto = self.scheme_param == "auto"
+            self._set_state(fit.attributes, space.tags, space.scheme, fit.pairs, fit.transitions,
+                            settings={"min_freq": self.min_freq, "detected_scheme": auto})
+            return TrainingData(fit.X, gold)
         order: dict[str, None] = {}
         for ys in y:
             order.update(dict.fromkeys(ys))
@@ -233,7 +252,9 @@ class AttributeCRF(Calibrated, PairChain):
             return train
         X, y = train
         X = check_sequences(X)
-        y = check_labels(X, y)
+        y = check_labels(X, y, open_ok=True)
+        if pl.check_trainer(y, self.algorithm, self.objective_):
+            return TrainingData(self.fmap.transform(X), pl.gold(y, self.space))
         ix = {t: i for i, t in enumerate(self.tags)}
         gold = []
         for i, ys in enumerate(y):
@@ -269,6 +290,9 @@ class AttributeCRF(Calibrated, PairChain):
         from ..learn.owlqn import OWLQN, Stopping
         tol = objective.default_tol if tol is None else tol
         opts = self.options
+        if isinstance(data.gold, PartialGold) and self.algorithm != "lbfgs":
+            raise InputError(f"partial labels are trained by algorithm='lbfgs' only, not "
+                             f"{self.algorithm!r}")
         if objective.smooth and self.algorithm == "l2sgd":
             if objective is not lo.ML or self.l1:
                 raise InputError(f"algorithm 'l2sgd' trains the L2-regularised likelihood "
@@ -317,6 +341,8 @@ class AttributeCRF(Calibrated, PairChain):
         dev figure (:meth:`dev_f`) and ``select="dev"``.  An unfitted model first learns
         its attributes; a fitted one trains on from θ.  ``options`` go to the trainer."""
         self.set_params(**{k: options.pop(k) for k in list(options) if k in HYPERPARAMETERS})
+        if dev is not None and not isinstance(dev, TrainingData):
+            pl.refuse_open(dev[1], "y_dev", "the held-out figure needs one tag per token")
         data = self.training_data((X, y)) if self.fitted else self._prepare((X, y))
         options.setdefault("progress", False)
         return Trainer(objective=self.objective_, l2=self.l2, beta=self.beta, loss=self.loss,

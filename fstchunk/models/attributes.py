@@ -206,18 +206,53 @@ def fit_attributes(X: Sequence[Sequence[Any]], gold: Sequence[np.ndarray], L: in
                    min_freq: float = 0.0, all_possible_states: bool = False,
                    all_possible_transitions: bool = False) -> Fitted:
     """CRFsuite's feature generation over the training sequences (module doc);
-    ``gold``: each sequence's label indices."""
+    ``gold``: each sequence's label indices, or boolean masks (n, L) of the labels
+    each token stands for (partial labels, :mod:`.partial`: a token counts for every
+    label its row holds, freq(a, l) = Σ_t x_{t,a}·M[t, l], bigram counts
+    Σ_t M[t-1]ᵀM[t]; one-hot rows are the indices' counts)."""
     names, values, offsets = _flatten_all(X, "X")
     first = {n: i for i, n in enumerate(dict.fromkeys(names))}     # order of appearance
     cols = np.fromiter(map(first.__getitem__, names), dtype=np.int64, count=len(names))
     vals = np.asarray(values, dtype=float)
     A = len(first)
+    if len(gold) and np.ndim(gold[0]) == 2:
+        return _fit_masks(gold, L, min_freq, all_possible_states,
+                          all_possible_transitions, first, cols, vals, offsets)
     y = np.concatenate(gold) if len(gold) else np.zeros(0, dtype=np.int64)
     labels = np.repeat(y, np.diff(offsets))
     keys = cols * L + labels
     freq = np.bincount(keys, weights=vals, minlength=A * L)
     seen = np.zeros(A * L, bool)
     seen[keys] = True
+    tcount = np.zeros((L, L))
+    for g in gold:
+        np.add.at(tcount, (g[:-1], g[1:]), 1.0)
+    return _keep(freq, seen, tcount, L, min_freq, all_possible_states,
+                 all_possible_transitions, first, cols, vals, offsets)
+
+
+def _fit_masks(masks, L, min_freq, all_possible_states, all_possible_transitions,
+               first, cols, vals, offsets) -> Fitted:
+    """:func:`fit_attributes` over label masks (its doc)."""
+    A, T = len(first), len(offsets) - 1
+    M = np.concatenate(masks).astype(float)
+    tok = np.repeat(np.arange(T), np.diff(offsets))
+    C = sp.csr_matrix((vals, (cols, tok)), shape=(A, T))
+    S = sp.csr_matrix((np.ones_like(vals), (cols, tok)), shape=(A, T))
+    freq = np.asarray(C @ M).ravel()
+    seen = np.asarray(S @ M).ravel() > 0
+    tcount = np.zeros((L, L))
+    for m in masks:
+        mf = np.asarray(m, dtype=float)
+        tcount += mf[:-1].T @ mf[1:]
+    return _keep(freq, seen, tcount, L, min_freq, all_possible_states,
+                 all_possible_transitions, first, cols, vals, offsets)
+
+
+def _keep(freq, seen, tcount, L, min_freq, all_possible_states, all_possible_transitions,
+          first, cols, vals, offsets) -> Fitted:
+    """The kept features of the frequencies (module doc)."""
+    A = len(first)
     candidates = np.ones(A * L, bool) if all_possible_states else seen
     kept = candidates & (freq >= min_freq)
     # attributes with a state feature keep their order of first appearance
@@ -228,8 +263,5 @@ def fit_attributes(X: Sequence[Sequence[Any]], gold: Sequence[np.ndarray], L: in
     amap = AttributeMap([n for n, u in zip(order, used) if u])
     a, lab = np.divmod(np.flatnonzero(kept), L)
     pairs = np.stack([new[a], lab], axis=1).astype(np.int64)
-    tcount = np.zeros((L, L))
-    for g in gold:
-        np.add.at(tcount, (g[:-1], g[1:]), 1.0)
     trans = ((tcount > 0) | all_possible_transitions) & (tcount >= min_freq)
     return Fitted(amap, _rows(new[cols], vals, offsets, len(amap)), pairs, trans)

@@ -34,7 +34,7 @@ from typing import Any, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from ..annotation import PartialSentence, annotation_types, check_allows, parse_cell
+from ..annotation import PartialSentence, annotation_types, check_allows, parse_column
 from ..conll import Sentence
 from ..blas import one_blas_thread
 from ..engine.batched import ALL, scaled_weights, transfer
@@ -49,18 +49,23 @@ from .objectives import Chain, ChainGrad, Gold, Statistics
 class PartialGold(Gold):
     """Gold of partially annotated sentences: per sentence a mask allowed (n, L) over
     the tags; :attr:`sequences` hold each token's first allowed tag (only their
-    lengths matter: the batches)."""
+    lengths matter: the batches).  ``terms[k]``, where given (a sentence with spans
+    marked not one chunk), is its annotation as disjoint product masks
+    (:func:`fstchunk.not_chunk.exclusion_terms`), each within ``masks[k]``."""
 
-    def __init__(self, masks: Sequence[np.ndarray], tags: Sequence[str], scheme: str):
+    def __init__(self, masks: Sequence[np.ndarray], tags: Sequence[str], scheme: str,
+                 terms: Sequence[Sequence[np.ndarray] | None] | None = None):
         self.masks = [np.asarray(m, dtype=bool) for m in masks]
         for k, m in enumerate(self.masks):
             if m.ndim != 2 or m.shape[1] != len(tags) or not m.any(axis=1).all():
                 raise InputError(f"sentence {k}: the mask must be (tokens, {len(tags)}) "
                                  f"with an allowed tag at every token")
+        self.terms = list(terms) if terms is not None else [None] * len(self.masks)
         super().__init__([m.argmax(axis=1) for m in self.masks], tags, scheme)
 
     def subset(self, ids: Sequence[int]) -> "PartialGold":
-        return PartialGold([self.masks[k] for k in ids], self.tags, self.scheme)
+        return PartialGold([self.masks[k] for k in ids], self.tags, self.scheme,
+                           [self.terms[k] for k in ids])
 
     @cached_property
     def chunks(self):
@@ -86,15 +91,47 @@ def partial_ml_statistics(chain: Chain, gold: PartialGold, beta_sq: float = 1.0
         B, n = b.rows.shape
         full = transfer(em, mt, ms, me, weights)
         con = transfer(np.where(allowed, em, -np.inf), mt, ms, me, weights)
-        value += float(np.sum(full.logz - con.logz))
-        post = full.a * full.bt - con.a * con.bt
+        post = full.a * full.bt
+        a_con = con.a.copy()
+        value += float(np.sum(full.logz))
+        for r, k in enumerate(b.sentence_ids):
+            if gold.terms[k] is None:
+                value -= float(con.logz[r])
+                continue
+            a_con[r] = 0.0                       # its union of product masks, below
+            v, p, g = _union_statistics(em[r], gold.terms[k], mt, ms, me, weights)
+            value -= v
+            post[r] -= p
+            gT -= g
+        post -= a_con * con.bt
         gE[b.rows.ravel()] = post.reshape(-1, L)
         gS += post[:, 0].sum(axis=0)
         gEnd += post[:, -1].sum(axis=0)
         if n > 1:
             gT += (full.pairs(full.a[:, :-1], full.bt[:, 1:], ALL, slice(1, None))
-                   - con.pairs(con.a[:, :-1], con.bt[:, 1:], ALL, slice(1, None)))
+                   - con.pairs(a_con[:, :-1], con.bt[:, 1:], ALL, slice(1, None)))
     return Statistics(np.array([value]), (ChainGrad(gE, gT, gS, gEnd),))
+
+
+def _union_statistics(em: np.ndarray, terms: Sequence[np.ndarray], mt, ms, me, weights
+                      ) -> tuple[float, np.ndarray, np.ndarray]:
+    """log Z_A of one sentence whose annotation A is a disjoint union of product masks
+    M_j, its token marginals and its transition marginals (summed over positions):
+    Z_A = Σ_j Z_j, so log Z_A = logsumexp_j log Z_j and Pr_A = Σ_j (Z_j/Z_A)·Pr_{M_j}
+    — a sum of positive terms, stable where the not-a-chunk spans carry almost all
+    of the mass (unlike Z_A − Z_{A ∩ C})."""
+    M = np.stack(terms)                                         # (J, n, L)
+    t = transfer(np.where(M, em[None], -np.inf), mt, ms, me, weights)
+    logz = np.asarray(t.logz, dtype=float)
+    top = logz.max()
+    w = np.exp(logz - top)
+    total = top + np.log(w.sum())
+    w /= w.sum()
+    a = t.a * w[:, None, None]
+    post = (a * t.bt).sum(axis=0)
+    pairs = (t.pairs(a[:, :-1], t.bt[:, 1:], ALL, slice(1, None)) if em.shape[0] > 1
+             else np.zeros((em.shape[1], em.shape[1])))
+    return float(total), post, pairs
 
 
 def check_objective(objective: lo.Objective) -> None:
@@ -120,6 +157,15 @@ def annotation_masks(sentences: Sequence[PartialSentence], space: TagSpace
     return [check_allows(ps, space) for ps in sentences]
 
 
+def annotation_terms(sentences: Sequence[PartialSentence], space: TagSpace,
+                     masks: Sequence[np.ndarray]) -> list[list[np.ndarray] | None] | None:
+    """Each sentence's disjoint product masks where it has spans marked not one chunk
+    (None for the others; None when no sentence has one)."""
+    if not any(ps.not_chunks for ps in sentences):
+        return None
+    return [ps.terms(space, m) if ps.not_chunks else None for ps, m in zip(sentences, masks)]
+
+
 def allowed_pairs(X: sp.csr_matrix, masks: Sequence[np.ndarray]) -> np.ndarray:
     """The (feature, tag) pairs a CRF gets weights for on partial annotation: every
     tag the annotation allows at a token where it rules some tag out (``?`` tokens
@@ -134,7 +180,7 @@ def allowed_pairs(X: sp.csr_matrix, masks: Sequence[np.ndarray]) -> np.ndarray:
 def check_partial_set(sentences: Sequence[PartialSentence], masks: Sequence[np.ndarray],
                       space: TagSpace, what: str) -> None:
     """Refuse an annotation with nothing to learn from: no token that rules a tag out."""
-    if not any((~m).any() for m in masks):
+    if not any((~m).any() for m in masks) and not any(ps.not_chunks for ps in sentences):
         src = sentences[0].sentence.source if sentences else "<no sentences>"
         raise InputError(f"{src}: the annotation rules out no tag anywhere (every token "
                          f"?): nothing for {what} to learn")
@@ -146,7 +192,8 @@ def partial_training_data(fmap: Any, space: TagSpace, sentences: Sequence[Partia
     :class:`PartialGold`)."""
     masks = annotation_masks(sentences, space)
     return TrainingData(fmap.transform([ps.sentence for ps in sentences]),
-                     PartialGold(masks, space.tags, space.scheme))
+                        PartialGold(masks, space.tags, space.scheme,
+                                    annotation_terms(sentences, space, masks)))
 
 
 def as_partial(items: Sequence[Sentence | PartialSentence], column: int, data_scheme: str,
@@ -159,12 +206,17 @@ def as_partial(items: Sequence[Sentence | PartialSentence], column: int, data_sc
     read in the scheme it is written in."""
     out = []
     for it in items:
-        ps = it if isinstance(it, PartialSentence) else PartialSentence(
-            it, [parse_cell(c, data_scheme, it.where(i)) for i, c in enumerate(it.column(column))])
+        if isinstance(it, PartialSentence):
+            ps = it
+        else:
+            cells, spans = parse_column(it.column(column), data_scheme, it.where)
+            ps = PartialSentence(it, cells, None, spans)
         if data_scheme != scheme:
             tags = ps.tags_or_none()
             if tags is None:
-                i = next(i for i, c in enumerate(ps.cells) if len(c) != 1 or c[0][0] != "tag")
+                i = next((i for i, c in enumerate(ps.cells)
+                          if len(c) != 1 or c[0][0] != "tag"),
+                         ps.not_chunks[0][0] if ps.not_chunks else 0)
                 raise SchemeError(f"{ps.sentence.where(i)}: an open annotation is read in the "
                                   f"model's scheme {scheme}, but the data scheme is "
                                   f"{data_scheme}; give --data-scheme {scheme} (write the "

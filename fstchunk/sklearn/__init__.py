@@ -42,7 +42,9 @@ fstchunk's own on top: ``scheme`` ("auto": chunk tags of a scheme give a distrib
 over its valid sequences, other labels an ordinary chain; None forces the latter),
 ``objective`` (ml, meu, meu-corpus, max-margin), ``beta``, ``workers`` (processes that
 share the objective's statistics, :mod:`fstchunk.scale`); ``predict(X, decoder="meu",
-beta=...)``, ``predict_chunks(X)``, ``expected_f(X, y)``.
+beta=...)``, ``predict_chunks(X)``, ``expected_f(X, y)``; partial labels in ``y`` (a set
+of tags, or ``?``, ``B-PER|O``, ``*-PER``, ...: the marginal likelihood of what they
+allow, lbfgs and ml only; :mod:`fstchunk.models.partial_labels`).
 
 Pitfalls: ``classes_`` lists the labels in CRFsuite's order (first appearance in y),
 plus, under a chunk scheme, the tags the scheme needs that y lacks; ``size_`` is the
