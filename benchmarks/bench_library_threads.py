@@ -35,7 +35,7 @@ import time
 import timeit
 from pathlib import Path
 
-from common import data_path, machine, write_section
+from common import data_path, write_section
 
 HERE = Path(__file__).resolve()
 THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",

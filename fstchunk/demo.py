@@ -105,9 +105,9 @@ def run() -> int:
         print(f"   {x:<4} {p:>9} {r:>9} {f:>11.2f}")
 
     thetas = [round(t, 2) for t in np.arange(0.05, 0.96, 0.1)]
-    print(f"\n   b(I|I)=b(I|O)=0, b(I|B)=θ², b(O|I)=b(O|O)=θ, b(O|B)=1−θ², b(B|·)=1−θ, "
+    print("\n   b(I|I)=b(I|O)=0, b(I|B)=θ², b(O|I)=b(O|O)=θ, b(O|B)=1−θ², b(B|·)=1−θ, "
           "b(B|B)=0.\n   As θ varies, MAP picks the most probable sequence, MEU the one of "
-          f"maximum expected F_√3\n   (by composing T⊠M with the model; all 13 valid "
+          "maximum expected F_√3\n   (by composing T⊠M with the model; all 13 valid "
           "length-3 sequences considered):")
     print(f"   {'θ':>5}  {'MAP':<7} {'Pr':>6}   {'MEU':<4} {'E[F]':>6}   E[F] of MAP")
     for row in toy_sweep(thetas):

@@ -16,7 +16,7 @@ import pytest
 
 from fstchunk import encodings as enc
 from fstchunk.conll import read_conll
-from fstchunk.crfsuite import Sequence, evaluate, read_reference, write_data
+from fstchunk.crfsuite import Sequence, read_reference, write_data
 from fstchunk.decode import decode_map
 from fstchunk.errors import InputError, ModelFileError
 from fstchunk.models import load_model

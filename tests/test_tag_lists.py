@@ -22,7 +22,7 @@ from hypothesis import given, settings, strategies as st
 from fstchunk import encodings as enc
 from fstchunk.cli import main
 from fstchunk.conll import Sentence
-from fstchunk.errors import FstchunkError, InputError, ModelFileError, SchemeError
+from fstchunk.errors import InputError, ModelFileError, SchemeError
 from fstchunk.expected import expected_f
 from fstchunk.gold import check_gold
 from fstchunk.lattice import Lattice

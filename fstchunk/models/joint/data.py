@@ -31,7 +31,7 @@ from ... import encodings as enc
 from ...decode import decode_meu
 from ...errors import InputError
 from ..base import check_training_set
-from .corpus import Layered, scores
+from .corpus import Layered
 from .files import VARIANTS
 from .model import Encoded, JointModel, encode, input_columns
 
