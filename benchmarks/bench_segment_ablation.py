@@ -33,8 +33,9 @@ from pathlib import Path
 import numpy as np
 
 from bench_segments import _chunks
-from common import machine, write_section
+from common import data_path, machine, write_section
 from fstchunk import SegmentModel
+from fstchunk.segments.data import read_jsonl
 from fstchunk.segments.scoring import score_segments
 
 #: name -> (description, SegmentModel keywords)
@@ -50,6 +51,10 @@ CONFIGS = {
     "sp03-k3": ("sp03, k = 3 (not n)", {"predicates": "sp03", "k": 3}),
     "sp03-s1": ("sp03, Hildreth capped at 1 sweep", {"predicates": "sp03", "max_sweeps": 1}),
     "sp03-s5": ("sp03, Hildreth capped at 5 sweeps", {"predicates": "sp03", "max_sweeps": 5}),
+    "default": ("multilabel (the defaults of `segment train`: mcp05+sp03, k = n, averaged)",
+                {}),
+    "default-r": ("multilabel with restrictions (no-overlap, contiguous; the defaults "
+                  "otherwise)", {"restrictions": "no-overlap,contiguous"}),
 }
 THRESHOLDS = [round(x, 2) for x in np.arange(-1.0, 1.01, 0.2)]
 
@@ -149,6 +154,101 @@ def write(args) -> None:
     write_section("Segments (issue 37): dev ablation on CoNLL-2000 NP chunks", text)
 
 
+# ------------------------------------------------------------ full data (--full)
+def corpus(name: str, limit: int | None = None):
+    """train, dev, test of ``name``: ``np`` (CoNLL-2000 NP chunks), ``ned`` or ``genia``
+    (the first ``limit`` sentences of each: a smoke test)."""
+    if name == "genia":
+        return tuple(read_jsonl(data_path("genia", f"{f}.jsonl"))[:limit]
+                     for f in ("train", "dev", "test"))
+    return _chunks(name, "NP" if name == "np" else None, limit)
+
+
+def full_run(name: str, args) -> None:
+    """Train configuration ``name`` on all of ``--full``'s training set, at most
+    ``--epochs`` epochs, dev F of all of dev after each (the Trainer's ``select="dev"``).
+    After every epoch a line goes to STORE.epochs and the model of the best dev F so
+    far to STORE.CORPUS.NAME.npz, so a run cut short still has its figures; no test
+    file is read (``--finish`` does that, once)."""
+    tr, dv, _ = corpus(args.full, args.full_limit)
+    desc, kw = CONFIGS[name]
+    best_path = f"{args.store[0]}.{args.full}.{name}.npz"
+    best = {"f": -1.0}
+
+    def keep(p) -> None:
+        h = p.model._learner.history[-1]
+        rec = {"corpus": args.full, "name": name, "epoch": p.iteration,
+               "dev_avg": h.get("dev_f_average"), "dev_last": h.get("dev_f_last"),
+               "updates": h["updates"], "seconds": p.seconds, "train": len(tr),
+               "dev": len(dv)}
+        with open(args.store[0] + ".epochs", "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(rec) + "\n")
+        print(json.dumps(rec), file=sys.stderr, flush=True)
+        if p.dev_f > best["f"]:
+            best["f"] = p.dev_f
+            p.model.settings["best_epoch"] = p.iteration
+            p.model.save(best_path)
+
+    SegmentModel(**kw).fit(tr, dev=dv, max_iter=args.epochs, select="dev", callbacks=[keep])
+
+
+def epochs_of(store: str, corpus_name: str, name: str) -> list[dict]:
+    """The epoch lines of a run (the last run's, where one was restarted)."""
+    rows = [r for r in map(json.loads, open(store + ".epochs", encoding="utf-8"))
+            if r["corpus"] == corpus_name and r["name"] == name]
+    start = max(i for i, r in enumerate(rows) if r["epoch"] == 1)
+    return rows[start:]
+
+
+def finish(args) -> None:
+    """Read the test file once: each configuration's best-on-dev model (``--configs``)
+    decoded on test (GENIA also by MEU, calibrated on dev, and Figure 5's dev panel);
+    the RESULTS.md section of ``--full``."""
+    from bench_segments import HEAD, PAPER, row
+    _, dv, te = corpus(args.full, args.full_limit)
+    gold = [s.segments for s in te]
+    idx = np.random.default_rng(0).integers(0, len(te), size=(1000, len(te)))
+    rows, notes, curve = [], [], None
+    for name in args.configs.split(","):
+        m = SegmentModel.load(f"{args.store[0]}.{args.full}.{name}.npz")
+        ep = epochs_of(args.store[0], args.full, name)
+        desc = CONFIGS[name][0]
+        paper = PAPER.get(args.full, {}).get("multilabel, restricted" if m.restrictions[
+            "no_overlap"] else "multilabel", "—")
+        rows.append(row(f"{desc}, threshold 0", gold, m.decode(te), idx, f"{paper}"))
+        secs = np.diff([0.0] + [r["seconds"] for r in ep])
+        notes.append(f"{desc}: epoch {m.settings['best_epoch']} of {len(ep)} run kept by dev F "
+                     f"(dev F averaged / last weights per epoch: "
+                     + ", ".join(f"{r['dev_avg']:.2f}/{r['dev_last']:.2f}" for r in ep)
+                     + f"); {np.median(secs):.0f} s per epoch (median; dev F of both weights "
+                     f"each epoch included)")
+        if args.full == "genia":
+            m.calibrate(dv, source="dev")
+            rows.append(row(f"{desc}, MEU (calibrated on dev)", gold, m.decode(te, decoder="meu"),
+                            idx))
+            dg = [s.segments for s in dv]
+            curve = {"name": "GENIA dev", "curve": [(t, *prf(dg, m.decode(dv, threshold=t)))
+                                                    for t in THRESHOLDS],
+                     "meu": prf(dg, m.decode(dv, decoder="meu"))}
+    body = [f"{args.full}: all {ep[0]['train']} "
+            f"training sentences, epochs chosen by F on all {len(dv)} dev sentences "
+            f"(select dev), then the {len(te)} test sentences read once. F ± bootstrap SE "
+            f"(1000 resamples).\n", *HEAD, *rows, "", *(f"- {n}" for n in notes)]
+    if curve is not None:
+        (Path(args.store[0] + ".curve.json")).write_text(json.dumps(curve))
+        body += ["\nFigure 5 analogue, GENIA dev (the default, best epoch, averaged weights): "
+                 f"P / R / F against the threshold; MEU (calibrated on dev, in sample): "
+                 f"P {curve['meu'][0]:.2f}, R {curve['meu'][1]:.2f}, F {curve['meu'][2]:.2f}\n",
+                 "| threshold | P | R | F |", "|---|---|---|---|",
+                 *(f"| {t + 0.0:+.1f} | {p:.2f} | {rc:.2f} | {f:.2f} |"
+                   for t, p, rc, f in curve["curve"])]
+    text = "\n".join(body)
+    print(text)
+    title = {"np": "Table 1 on all of CoNLL-2000 NP chunks", "ned": "Table 1 on CoNLL-2002 "
+             "Dutch NER", "genia": "GENIA with the new default"}[args.full]
+    write_section(f"Segments (issue 37): {title}", text)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--configs", default=",".join(CONFIGS))
@@ -160,9 +260,21 @@ def main() -> None:
     ap.add_argument("--store", action="append", required=True,
                     help="JSON lines file of the runs (--write: one table per store)")
     ap.add_argument("--write", action="store_true", help="compose the RESULTS.md section")
+    ap.add_argument("--full", choices=("np", "ned", "genia"),
+                    help="train --configs on all of this corpus (dev F each epoch)")
+    ap.add_argument("--full-limit", type=int, default=None,
+                    help="with --full: the first N sentences of each set (a smoke test)")
+    ap.add_argument("--finish", action="store_true",
+                    help="with --full: read its test file once, write the section")
     args = ap.parse_args()
     if args.write:
         return write(args)
+    if args.full and args.finish:
+        return finish(args)
+    if args.full:
+        for name in args.configs.split(","):
+            full_run(name, args)
+        return None
     for name in args.configs.split(","):
         if name not in CONFIGS:
             ap.error(f"unknown configuration {name!r}; use {', '.join(CONFIGS)}")
