@@ -35,7 +35,7 @@ import numpy as np
 from bench_segments import _chunks
 from common import data_path, machine, write_section
 from fstchunk import SegmentModel
-from fstchunk.segments.data import read_jsonl
+from fstchunk.segments.data import Segment, read_jsonl
 from fstchunk.segments.scoring import score_segments
 
 #: name -> (description, SegmentModel keywords)
@@ -113,6 +113,30 @@ def plot(curves: list[dict]) -> Path:
         ax.set_xlabel("threshold")
     axes[0][0].legend()
     path = Path(__file__).resolve().parent / "segment_threshold_np.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    return path
+
+
+def plot_meu(curve: dict, name: str) -> Path:
+    """Figure 5's panel of one corpus: P, R, F against the threshold, the calibrated
+    MEU decision's P, R, F marked (dotted lines; it is no single threshold)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(5, 3.6))
+    t, p, rc, f = (np.array(c) for c in zip(*curve["curve"]))
+    for y, style, label, color in ((p, "s-", "precision", "C0"), (rc, "o-", "recall", "C1"),
+                                   (f, "-", "F", "k")):
+        ax.plot(t, y, style, color=color, label=label)
+    for y, color in zip(curve["meu"], ("C0", "C1", "k")):
+        ax.axhline(y, ls=":", color=color)
+    ax.annotate(f"MEU (calibrated): P {curve['meu'][0]:.1f}, R {curve['meu'][1]:.1f}, "
+                f"F {curve['meu'][2]:.1f}", (0.02, 0.03), xycoords="axes fraction", fontsize=8)
+    ax.set_title(curve["name"])
+    ax.set_xlabel("threshold")
+    ax.legend(fontsize=8)
+    path = Path(__file__).resolve().parent / name
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     return path
@@ -300,8 +324,12 @@ def finish(args) -> None:
     idx = np.random.default_rng(0).integers(0, len(te), size=(1000, len(te)))
     rows, notes, curve = [], [], None
     for name in args.configs.split(","):
-        m = SegmentModel.load(f"{args.store[0]}.{args.full}.{name}.npz")
-        ep = epochs_of(args.store[0], args.full, name)
+        store = next((st for st in args.store if Path(f"{st}.{args.full}.{name}.npz").exists()),
+                     None)
+        if store is None:
+            sys.exit(f"no model of {name} on {args.full} beside any --store: run --full first")
+        m = SegmentModel.load(f"{store}.{args.full}.{name}.npz")
+        ep = epochs_of(store, args.full, name)
         desc = CONFIGS[name][0]
         paper = PAPER.get(args.full, {}).get("multilabel, restricted" if m.restrictions[
             "no_overlap"] else "multilabel", "—")
@@ -317,8 +345,10 @@ def finish(args) -> None:
             rows.append(row(f"{desc}, MEU (calibrated on dev)", gold, m.decode(te, decoder="meu"),
                             idx))
             dg = [s.segments for s in dv]
-            curve = {"name": "GENIA dev", "curve": [(t, *prf(dg, m.decode(dv, threshold=t)))
-                                                    for t in THRESHOLDS],
+            cands = [m.candidates(s) for s in dv]      # the threshold decoder, once per t
+            curve = {"name": "GENIA dev", "curve": [
+                (t, *prf(dg, [[Segment(m.types[ti], pos) for sc, ti, pos in c if sc > t]
+                              for c in cands])) for t in THRESHOLDS],
                      "meu": prf(dg, m.decode(dv, decoder="meu"))}
     body = [f"{args.full}: all {ep[0]['train']} "
             f"training sentences, epochs chosen by F on all {len(dv)} dev sentences "
@@ -326,6 +356,7 @@ def finish(args) -> None:
             f"(1000 resamples).\n", *HEAD, *rows, "", *(f"- {n}" for n in notes)]
     if curve is not None:
         (Path(args.store[0] + ".curve.json")).write_text(json.dumps(curve))
+        plot_meu(curve, "segment_threshold_genia.png")
         body += ["\nFigure 5 analogue, GENIA dev (the default, best epoch, averaged weights): "
                  f"P / R / F against the threshold; MEU (calibrated on dev, in sample): "
                  f"P {curve['meu'][0]:.2f}, R {curve['meu'][1]:.2f}, F {curve['meu'][2]:.2f}\n",
