@@ -314,6 +314,44 @@ def epochs_of(store: str, corpus_name: str, name: str) -> list[dict]:
     return rows[start:]
 
 
+def dev_curve(m: SegmentModel, dv, name: str) -> dict:
+    """Figure 5 on dev: P, R, F of the threshold decoder at each of :data:`THRESHOLDS`
+    (the top-k candidates computed once) and of MEU (calibrated on dev: in sample)."""
+    if not m.calibrated:
+        m.calibrate(dv, source="dev")
+    dg = [s.segments for s in dv]
+    cands = [m.candidates(s) for s in dv]
+    return {"name": name, "curve": [
+        (t, *prf(dg, [[Segment(m.types[ti], pos) for sc, ti, pos in c if sc > t]
+                      for c in cands])) for t in THRESHOLDS],
+        "meu": prf(dg, m.decode(dv, decoder="meu"))}
+
+
+def curve_text(curve: dict, args, png: str) -> list[str]:
+    """The curve kept beside the store, plotted to ``png``, and its table's lines."""
+    Path(f"{args.store[0]}.{args.full}.curve.json").write_text(json.dumps(curve))
+    plot_meu(curve, png)
+    return [f"\nFigure 5 analogue, {curve['name']} (the default, best epoch, averaged "
+            f"weights): P / R / F against the threshold; MEU (calibrated on dev, in sample): "
+            f"P {curve['meu'][0]:.2f}, R {curve['meu'][1]:.2f}, F {curve['meu'][2]:.2f}. "
+            f"Plot: `benchmarks/{png}`.\n",
+            "| threshold | P | R | F |", "|---|---|---|---|",
+            *(f"| {t + 0.0:+.1f} | {p:.2f} | {rc:.2f} | {f:.2f} |"
+              for t, p, rc, f in curve["curve"])]
+
+
+def curve_only(args) -> None:
+    """``--curve``: Figure 5 on all of dev for the best-on-dev model of ``--configs``
+    (one name) on ``--full``; no test file read."""
+    m = SegmentModel.load(f"{args.store[0]}.{args.full}.{args.configs}.npz")
+    _, dv, _ = corpus(args.full, args.full_limit)
+    name = {"np": "NP dev", "ned": "Dutch NER dev", "genia": "GENIA dev"}[args.full]
+    text = "\n".join(curve_text(dev_curve(m, dv, f"{name}, all training data"), args,
+                                 f"segment_threshold_{args.full}_full.png"))
+    print(text)
+    write_section(f"Segments (issue 37): Figure 5 on {name}, all training data", text)
+
+
 def finish(args) -> None:
     """Read the test file once: each configuration's best-on-dev model (``--configs``)
     decoded on test (GENIA also by MEU, calibrated on dev, and Figure 5's dev panel);
@@ -333,7 +371,8 @@ def finish(args) -> None:
         desc = CONFIGS[name][0]
         paper = PAPER.get(args.full, {}).get("multilabel, restricted" if m.restrictions[
             "no_overlap"] else "multilabel", "—")
-        rows.append(row(f"{desc}, threshold 0", gold, m.decode(te), idx, f"{paper}"))
+        rows.append(row(f"{desc}, threshold 0", gold, m.decode(te), idx,
+                        paper if isinstance(paper, str) else f"{paper:.2f}"))
         secs = np.diff([0.0] + [r["seconds"] for r in ep])
         notes.append(f"{desc}: epoch {m.settings['best_epoch']} of {len(ep)} run kept by dev F "
                      f"(dev F averaged / last weights per epoch: "
@@ -344,25 +383,13 @@ def finish(args) -> None:
             m.calibrate(dv, source="dev")
             rows.append(row(f"{desc}, MEU (calibrated on dev)", gold, m.decode(te, decoder="meu"),
                             idx))
-            dg = [s.segments for s in dv]
-            cands = [m.candidates(s) for s in dv]      # the threshold decoder, once per t
-            curve = {"name": "GENIA dev", "curve": [
-                (t, *prf(dg, [[Segment(m.types[ti], pos) for sc, ti, pos in c if sc > t]
-                              for c in cands])) for t in THRESHOLDS],
-                     "meu": prf(dg, m.decode(dv, decoder="meu"))}
+            curve = dev_curve(m, dv, "GENIA dev")
     body = [f"{args.full}: all {ep[0]['train']} "
             f"training sentences, epochs chosen by F on all {len(dv)} dev sentences "
             f"(select dev), then the {len(te)} test sentences read once. F ± bootstrap SE "
             f"(1000 resamples).\n", *HEAD, *rows, "", *(f"- {n}" for n in notes)]
     if curve is not None:
-        (Path(args.store[0] + ".curve.json")).write_text(json.dumps(curve))
-        plot_meu(curve, "segment_threshold_genia.png")
-        body += ["\nFigure 5 analogue, GENIA dev (the default, best epoch, averaged weights): "
-                 f"P / R / F against the threshold; MEU (calibrated on dev, in sample): "
-                 f"P {curve['meu'][0]:.2f}, R {curve['meu'][1]:.2f}, F {curve['meu'][2]:.2f}\n",
-                 "| threshold | P | R | F |", "|---|---|---|---|",
-                 *(f"| {t + 0.0:+.1f} | {p:.2f} | {rc:.2f} | {f:.2f} |"
-                   for t, p, rc, f in curve["curve"])]
+        body += curve_text(curve, args, "segment_threshold_genia.png")
     text = "\n".join(body)
     print(text)
     title = {"np": "Table 1 on all of CoNLL-2000 NP chunks", "ned": "Table 1 on CoNLL-2002 "
@@ -385,6 +412,8 @@ def main() -> None:
                     help="train --configs on all of this corpus (dev F each epoch)")
     ap.add_argument("--full-limit", type=int, default=None,
                     help="with --full: the first N sentences of each set (a smoke test)")
+    ap.add_argument("--curve", action="store_true",
+                    help="with --full: Figure 5 on dev of the saved best model (no test)")
     ap.add_argument("--finish", action="store_true",
                     help="with --full: read its test file once, write the section")
     ap.add_argument("--cost", action="store_true", help="seconds per epoch, --before vs this")
@@ -399,6 +428,8 @@ def main() -> None:
         return cost(args)
     if args.write:
         return write(args)
+    if args.full and args.curve:
+        return curve_only(args)
     if args.full and args.finish:
         return finish(args)
     if args.full:
