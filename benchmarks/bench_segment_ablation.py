@@ -352,6 +352,34 @@ def curve_only(args) -> None:
     write_section(f"Segments (issue 37): Figure 5 on {name}, all training data", text)
 
 
+def decisions(args) -> None:
+    """``--decisions``: the saved best-on-dev model of ``--configs`` (one name) on
+    ``--full`` decoded on test by the two decision rules fixed on dev alone, after
+    ``--curve``: the threshold of the best dev F on its grid (ties: nearest 0) and MEU
+    calibrated on dev; one reading of the test file, a section of its own."""
+    from bench_segments import HEAD, row
+    m = SegmentModel.load(f"{args.store[0]}.{args.full}.{args.configs}.npz")
+    curve = json.loads(Path(f"{args.store[0]}.{args.full}.curve.json").read_text())
+    best = max(curve["curve"], key=lambda c: (round(c[3], 6), -abs(c[0])))
+    _, dv, te = corpus(args.full, args.full_limit)
+    m.calibrate(dv, source="dev")
+    gold = [s.segments for s in te]
+    idx = np.random.default_rng(0).integers(0, len(te), size=(1000, len(te)))
+    rows = [row(f"multilabel, threshold {best[0] + 0.0:+.1f} (the best dev F of the grid)", gold,
+                m.decode(te, threshold=best[0]), idx),
+            row("multilabel, MEU (calibrated on dev)", gold, m.decode(te, decoder="meu"), idx)]
+    text = "\n".join([
+        f"The model of the first row of the Table 1 section ({args.configs}, best epoch on "
+        f"dev), with the decision rule fixed on dev before this one reading of the "
+        f"{len(te)} test sentences: the threshold whose dev F is highest among "
+        f"{', '.join(f'{c[0] + 0.0:+.1f}' for c in curve['curve'])} (dev P / R / F there "
+        f"{best[1]:.2f} / {best[2]:.2f} / {best[3]:.2f}; at 0: "
+        + " / ".join(f"{x:.2f}" for x in next(c for c in curve["curve"] if c[0] == 0)[1:])
+        + "), and MEU under Platt probabilities fitted on dev.\n", *HEAD, *rows])
+    print(text)
+    write_section(f"Segments (issue 37): {args.full} test, decision rules fixed on dev", text)
+
+
 def finish(args) -> None:
     """Read the test file once: each configuration's best-on-dev model (``--configs``)
     decoded on test (GENIA also by MEU, calibrated on dev, and Figure 5's dev panel);
@@ -414,6 +442,8 @@ def main() -> None:
                     help="with --full: the first N sentences of each set (a smoke test)")
     ap.add_argument("--curve", action="store_true",
                     help="with --full: Figure 5 on dev of the saved best model (no test)")
+    ap.add_argument("--decisions", action="store_true",
+                    help="with --full, after --curve: test by the dev-fixed threshold and MEU")
     ap.add_argument("--finish", action="store_true",
                     help="with --full: read its test file once, write the section")
     ap.add_argument("--cost", action="store_true", help="seconds per epoch, --before vs this")
@@ -430,6 +460,8 @@ def main() -> None:
         return write(args)
     if args.full and args.curve:
         return curve_only(args)
+    if args.full and args.decisions:
+        return decisions(args)
     if args.full and args.finish:
         return finish(args)
     if args.full:
