@@ -131,9 +131,8 @@ def plot_meu(curve: dict, name: str) -> Path:
         ax.plot(t, y, style, color=color, label=label)
     for y, color in zip(curve["meu"], ("C0", "C1", "k")):
         ax.axhline(y, ls=":", color=color)
-    ax.annotate(f"MEU (calibrated): P {curve['meu'][0]:.1f}, R {curve['meu'][1]:.1f}, "
-                f"F {curve['meu'][2]:.1f}", (0.02, 0.03), xycoords="axes fraction", fontsize=8)
-    ax.set_title(curve["name"])
+    ax.set_title(f"{curve['name']}\nMEU (calibrated, dotted): P {curve['meu'][0]:.1f}, "
+                 f"R {curve['meu'][1]:.1f}, F {curve['meu'][2]:.1f}", fontsize=9)
     ax.set_xlabel("threshold")
     ax.legend(fontsize=8)
     path = Path(__file__).resolve().parent / name
