@@ -416,12 +416,12 @@ def finish(args) -> None:
             f"(select dev), then the {len(te)} test sentences read once. F ± bootstrap SE "
             f"(1000 resamples).\n", *HEAD, *rows, "", *(f"- {n}" for n in notes)]
     if curve is not None:
-        body += curve_text(curve, args, "segment_threshold_genia.png")
+        body += curve_text(curve, args, f"segment_threshold_genia{args.tag}.png")
     text = "\n".join(body)
     print(text)
     title = {"np": "Table 1 on all of CoNLL-2000 NP chunks", "ned": "Table 1 on CoNLL-2002 "
              "Dutch NER", "genia": "GENIA with the new default"}[args.full]
-    write_section(f"Segments (issue 37): {title}", text)
+    write_section(f"Segments (issue 37): {title}{args.tag.replace('_', ', ').replace('-', ' ')}", text)
 
 
 def main() -> None:
@@ -443,6 +443,8 @@ def main() -> None:
                     help="with --full: Figure 5 on dev of the saved best model (no test)")
     ap.add_argument("--decisions", action="store_true",
                     help="with --full, after --curve: test by the dev-fixed threshold and MEU")
+    ap.add_argument("--tag", default="",
+                    help="with --finish: a suffix of the section's title and plot (a rerun)")
     ap.add_argument("--finish", action="store_true",
                     help="with --full: read its test file once, write the section")
     ap.add_argument("--cost", action="store_true", help="seconds per epoch, --before vs this")
