@@ -20,6 +20,14 @@ RESULTS.md section from the store.
         --configs mcp05,sp03 --store /tmp/abl.jsonl
     FSTCHUNK_DATA=../shared/data python benchmarks/bench_segment_ablation.py \\
         --store /tmp/abl.jsonl [--store /tmp/other.jsonl] --write
+
+On all of a corpus (``--full np|ned|genia``, issue 37's Table 1 and GENIA re-check):
+``--configs default,default-r`` trains with epochs chosen on all of dev (each epoch's dev
+F to STORE.epochs, the best model so far beside the store); ``--finish`` then reads the
+test file once and writes the section (GENIA: also MEU and Figure 5's dev panel);
+``--curve`` (dev only) and ``--decisions`` (test by the threshold and MEU fixed on dev)
+follow it.  ``--cost --before DIR``: seconds per epoch against another checkout
+(:mod:`segment_cost`).
 """
 
 from __future__ import annotations
@@ -33,8 +41,10 @@ from pathlib import Path
 import numpy as np
 
 from bench_segments import _chunks
-from common import machine, write_section
+from common import data_path, machine, write_section
+from segment_cost import cost
 from fstchunk import SegmentModel
+from fstchunk.segments.data import Segment, read_jsonl
 from fstchunk.segments.scoring import score_segments
 
 #: name -> (description, SegmentModel keywords)
@@ -50,6 +60,10 @@ CONFIGS = {
     "sp03-k3": ("sp03, k = 3 (not n)", {"predicates": "sp03", "k": 3}),
     "sp03-s1": ("sp03, Hildreth capped at 1 sweep", {"predicates": "sp03", "max_sweeps": 1}),
     "sp03-s5": ("sp03, Hildreth capped at 5 sweeps", {"predicates": "sp03", "max_sweeps": 5}),
+    "default": ("multilabel (the defaults of `segment train`: mcp05+sp03, k = n, averaged)",
+                {}),
+    "default-r": ("multilabel with restrictions (no-overlap, contiguous; the defaults "
+                  "otherwise)", {"restrictions": "no-overlap,contiguous"}),
 }
 THRESHOLDS = [round(x, 2) for x in np.arange(-1.0, 1.01, 0.2)]
 
@@ -113,6 +127,29 @@ def plot(curves: list[dict]) -> Path:
     return path
 
 
+def plot_meu(curve: dict, name: str) -> Path:
+    """Figure 5's panel of one corpus: P, R, F against the threshold, the calibrated
+    MEU decision's P, R, F marked (dotted lines; it is no single threshold)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(5, 3.6))
+    t, p, rc, f = (np.array(c) for c in zip(*curve["curve"]))
+    for y, style, label, color in ((p, "s-", "precision", "C0"), (rc, "o-", "recall", "C1"),
+                                   (f, "-", "F", "k")):
+        ax.plot(t, y, style, color=color, label=label)
+    for y, color in zip(curve["meu"], ("C0", "C1", "k")):
+        ax.axhline(y, ls=":", color=color)
+    ax.set_title(f"{curve['name']}\nMEU (calibrated, dotted): P {curve['meu'][0]:.1f}, "
+                 f"R {curve['meu'][1]:.1f}, F {curve['meu'][2]:.1f}", fontsize=9)
+    ax.set_xlabel("threshold")
+    ax.legend(fontsize=8)
+    path = Path(__file__).resolve().parent / name
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    return path
+
+
 def _runs(store: str) -> list[dict]:
     """The runs of a store in :data:`CONFIGS` order (the last run of a name counts)."""
     rows = {}
@@ -149,6 +186,163 @@ def write(args) -> None:
     write_section("Segments (issue 37): dev ablation on CoNLL-2000 NP chunks", text)
 
 
+# ------------------------------------------------------------ full data (--full)
+def corpus(name: str, limit: int | None = None):
+    """train, dev, test of ``name``: ``np`` (CoNLL-2000 NP chunks), ``ned`` or ``genia``
+    (the first ``limit`` sentences of each: a smoke test)."""
+    if name == "genia":
+        return tuple(read_jsonl(data_path("genia", f"{f}.jsonl"))[:limit]
+                     for f in ("train", "dev", "test"))
+    return _chunks(name, "NP" if name == "np" else None, limit)
+
+
+def full_run(name: str, args) -> None:
+    """Train configuration ``name`` on all of ``--full``'s training set, at most
+    ``--epochs`` epochs, dev F of all of dev after each (the Trainer's ``select="dev"``).
+    After every epoch a line goes to STORE.epochs and the model of the best dev F so
+    far to STORE.CORPUS.NAME.npz, so a run cut short still has its figures; no test
+    file is read (``--finish`` does that, once)."""
+    tr, dv, _ = corpus(args.full, args.full_limit)
+    desc, kw = CONFIGS[name]
+    best_path = f"{args.store[0]}.{args.full}.{name}.npz"
+    best = {"f": -1.0}
+
+    def keep(p) -> None:
+        h = p.model._learner.history[-1]
+        rec = {"corpus": args.full, "name": name, "epoch": p.iteration,
+               "dev_avg": h.get("dev_f_average"), "dev_last": h.get("dev_f_last"),
+               "updates": h["updates"], "seconds": p.seconds, "train": len(tr),
+               "dev": len(dv)}
+        with open(args.store[0] + ".epochs", "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(rec) + "\n")
+        print(json.dumps(rec), file=sys.stderr, flush=True)
+        if p.dev_f > best["f"]:
+            best["f"] = p.dev_f
+            p.model.settings["best_epoch"] = p.iteration
+            p.model.save(best_path)
+
+    SegmentModel(**kw).fit(tr, dev=dv, max_iter=args.epochs, select="dev", callbacks=[keep])
+
+
+def epochs_of(store: str, corpus_name: str, name: str) -> list[dict]:
+    """The epoch lines of a run (the last run's, where one was restarted)."""
+    rows = [r for r in map(json.loads, open(store + ".epochs", encoding="utf-8"))
+            if r["corpus"] == corpus_name and r["name"] == name]
+    start = max(i for i, r in enumerate(rows) if r["epoch"] == 1)
+    return rows[start:]
+
+
+def dev_curve(m: SegmentModel, dv, name: str) -> dict:
+    """Figure 5 on dev: P, R, F of the threshold decoder at each of :data:`THRESHOLDS`
+    (the top-k candidates computed once) and of MEU (calibrated on dev: in sample)."""
+    if not m.calibrated:
+        m.calibrate(dv, source="dev")
+    dg = [s.segments for s in dv]
+    cands = [m.candidates(s) for s in dv]
+    return {"name": name, "curve": [
+        (t, *prf(dg, [[Segment(m.types[ti], pos) for sc, ti, pos in c if sc > t]
+                      for c in cands])) for t in THRESHOLDS],
+        "meu": prf(dg, m.decode(dv, decoder="meu"))}
+
+
+def curve_text(curve: dict, args, png: str) -> list[str]:
+    """The curve kept beside the store, plotted to ``png``, and its table's lines."""
+    Path(f"{args.store[0]}.{args.full}.curve.json").write_text(json.dumps(curve))
+    plot_meu(curve, png)
+    return [f"\nFigure 5 analogue, {curve['name']} (the default, best epoch, averaged "
+            f"weights): P / R / F against the threshold; MEU (calibrated on dev, in sample): "
+            f"P {curve['meu'][0]:.2f}, R {curve['meu'][1]:.2f}, F {curve['meu'][2]:.2f}. "
+            f"Plot: `benchmarks/{png}`.\n",
+            "| threshold | P | R | F |", "|---|---|---|---|",
+            *(f"| {t + 0.0:+.1f} | {p:.2f} | {rc:.2f} | {f:.2f} |"
+              for t, p, rc, f in curve["curve"])]
+
+
+def curve_only(args) -> None:
+    """``--curve``: Figure 5 on all of dev for the best-on-dev model of ``--configs``
+    (one name) on ``--full``; no test file read."""
+    m = SegmentModel.load(f"{args.store[0]}.{args.full}.{args.configs}.npz")
+    _, dv, _ = corpus(args.full, args.full_limit)
+    name = {"np": "NP dev", "ned": "Dutch NER dev", "genia": "GENIA dev"}[args.full]
+    text = "\n".join(curve_text(dev_curve(m, dv, f"{name}, all training data"), args,
+                                 f"segment_threshold_{args.full}_full.png"))
+    print(text)
+    write_section(f"Segments (issue 37): Figure 5 on {name}, all training data", text)
+
+
+def decisions(args) -> None:
+    """``--decisions``: the saved best-on-dev model of ``--configs`` (one name) on
+    ``--full`` decoded on test by the two decision rules fixed on dev alone, after
+    ``--curve``: the threshold of the best dev F on its grid (ties: nearest 0) and MEU
+    calibrated on dev; one reading of the test file, a section of its own."""
+    from bench_segments import HEAD, row
+    m = SegmentModel.load(f"{args.store[0]}.{args.full}.{args.configs}.npz")
+    curve = json.loads(Path(f"{args.store[0]}.{args.full}.curve.json").read_text())
+    best = max(curve["curve"], key=lambda c: (round(c[3], 6), -abs(c[0])))
+    _, dv, te = corpus(args.full, args.full_limit)
+    m.calibrate(dv, source="dev")
+    gold = [s.segments for s in te]
+    idx = np.random.default_rng(0).integers(0, len(te), size=(1000, len(te)))
+    rows = [row(f"multilabel, threshold {best[0] + 0.0:+.1f} (the best dev F of the grid)", gold,
+                m.decode(te, threshold=best[0]), idx),
+            row("multilabel, MEU (calibrated on dev)", gold, m.decode(te, decoder="meu"), idx)]
+    text = "\n".join([
+        f"The model of the first row of the Table 1 section ({args.configs}, best epoch on "
+        f"dev), with the decision rule fixed on dev before this one reading of the "
+        f"{len(te)} test sentences: the threshold whose dev F is highest among "
+        f"{', '.join(f'{c[0] + 0.0:+.1f}' for c in curve['curve'])} (dev P / R / F there "
+        f"{best[1]:.2f} / {best[2]:.2f} / {best[3]:.2f}; at 0: "
+        + " / ".join(f"{x:.2f}" for x in next(c for c in curve["curve"] if c[0] == 0)[1:])
+        + "), and MEU under Platt probabilities fitted on dev.\n", *HEAD, *rows])
+    print(text)
+    write_section(f"Segments (issue 37): {args.full} test, decision rules fixed on dev", text)
+
+
+def finish(args) -> None:
+    """Read the test file once: each configuration's best-on-dev model (``--configs``)
+    decoded on test (GENIA also by MEU, calibrated on dev, and Figure 5's dev panel);
+    the RESULTS.md section of ``--full``."""
+    from bench_segments import HEAD, PAPER, row
+    _, dv, te = corpus(args.full, args.full_limit)
+    gold = [s.segments for s in te]
+    idx = np.random.default_rng(0).integers(0, len(te), size=(1000, len(te)))
+    rows, notes, curve = [], [], None
+    for name in args.configs.split(","):
+        store = next((st for st in args.store if Path(f"{st}.{args.full}.{name}.npz").exists()),
+                     None)
+        if store is None:
+            sys.exit(f"no model of {name} on {args.full} beside any --store: run --full first")
+        m = SegmentModel.load(f"{store}.{args.full}.{name}.npz")
+        ep = epochs_of(store, args.full, name)
+        desc = CONFIGS[name][0]
+        paper = PAPER.get(args.full, {}).get("multilabel, restricted" if m.restrictions[
+            "no_overlap"] else "multilabel", "—")
+        rows.append(row(f"{desc}, threshold 0", gold, m.decode(te), idx,
+                        paper if isinstance(paper, str) else f"{paper:.2f}"))
+        secs = np.diff([0.0] + [r["seconds"] for r in ep])
+        notes.append(f"{desc}: epoch {m.settings['best_epoch']} of {len(ep)} run kept by dev F "
+                     f"(dev F averaged / last weights per epoch: "
+                     + ", ".join(f"{r['dev_avg']:.2f}/{r['dev_last']:.2f}" for r in ep)
+                     + f"); {np.median(secs):.0f} s per epoch (median; dev F of both weights "
+                     f"each epoch included)")
+        if args.full == "genia":
+            m.calibrate(dv, source="dev")
+            rows.append(row(f"{desc}, MEU (calibrated on dev)", gold, m.decode(te, decoder="meu"),
+                            idx))
+            curve = dev_curve(m, dv, "GENIA dev")
+    body = [f"{args.full}: all {ep[0]['train']} "
+            f"training sentences, epochs chosen by F on all {len(dv)} dev sentences "
+            f"(select dev), then the {len(te)} test sentences read once. F ± bootstrap SE "
+            f"(1000 resamples).\n", *HEAD, *rows, "", *(f"- {n}" for n in notes)]
+    if curve is not None:
+        body += curve_text(curve, args, f"segment_threshold_genia{args.tag}.png")
+    text = "\n".join(body)
+    print(text)
+    title = {"np": "Table 1 on all of CoNLL-2000 NP chunks", "ned": "Table 1 on CoNLL-2002 "
+             "Dutch NER", "genia": "GENIA with the new default"}[args.full]
+    write_section(f"Segments (issue 37): {title}{args.tag.replace('_', ', ').replace('-', ' ')}", text)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--configs", default=",".join(CONFIGS))
@@ -160,9 +354,40 @@ def main() -> None:
     ap.add_argument("--store", action="append", required=True,
                     help="JSON lines file of the runs (--write: one table per store)")
     ap.add_argument("--write", action="store_true", help="compose the RESULTS.md section")
+    ap.add_argument("--full", choices=("np", "ned", "genia"),
+                    help="train --configs on all of this corpus (dev F each epoch)")
+    ap.add_argument("--full-limit", type=int, default=None,
+                    help="with --full: the first N sentences of each set (a smoke test)")
+    ap.add_argument("--curve", action="store_true",
+                    help="with --full: Figure 5 on dev of the saved best model (no test)")
+    ap.add_argument("--decisions", action="store_true",
+                    help="with --full, after --curve: test by the dev-fixed threshold and MEU")
+    ap.add_argument("--tag", default="",
+                    help="with --finish: a suffix of the section's title and plot (a rerun)")
+    ap.add_argument("--finish", action="store_true",
+                    help="with --full: read its test file once, write the section")
+    ap.add_argument("--cost", action="store_true", help="seconds per epoch, --before vs this")
+    ap.add_argument("--before", help="--cost: the checkout to compare with")
+    ap.add_argument("--before-label", default="the checkout at --before")
+    ap.add_argument("--before-has-sp03", action="store_true",
+                    help="--cost: the --before checkout has the mcp05+sp03 predicates")
+    ap.add_argument("--cost-limit", type=int, default=1000)
+    ap.add_argument("--runs", type=int, default=2)
     args = ap.parse_args()
+    if args.cost:
+        return cost(args)
     if args.write:
         return write(args)
+    if args.full and args.curve:
+        return curve_only(args)
+    if args.full and args.decisions:
+        return decisions(args)
+    if args.full and args.finish:
+        return finish(args)
+    if args.full:
+        for name in args.configs.split(","):
+            full_run(name, args)
+        return None
     for name in args.configs.split(","):
         if name not in CONFIGS:
             ap.error(f"unknown configuration {name!r}; use {', '.join(CONFIGS)}")

@@ -270,11 +270,22 @@ def sentence_features(tokens: Sequence[str], pos: Sequence[str] | None, D: int,
         raise InputError("a sentence needs at least one token")
     ids = token_ids(tokens, pos, predicates)
     at, has_pos = at_columns(predicates, pos is not None), pos is not None
+    J, I, index = step_index(n, max_gap)
+    return SentenceFeatures(n, ids, J, I, arc_features(ids, J, I, D, at, has_pos), index,
+                            at, has_pos)
+
+
+@lru_cache(maxsize=512)
+def step_index(n: int, max_gap: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(J, I, index) of an n-token sentence: :func:`allowed_arcs` and ``index[j, i]``,
+    the position of step j → i in them (−1: not allowed); shared by every sentence of
+    length n (read-only arrays)."""
     J, I = allowed_arcs(n, max_gap)
     index = np.full((n + 2, n + 2), -1, dtype=np.int64)
     index[J, I] = np.arange(len(J))
-    return SentenceFeatures(n, ids, J, I, arc_features(ids, J, I, D, at, has_pos), index,
-                            at, has_pos)
+    for a in (J, I, index):
+        a.flags.writeable = False
+    return J, I, index
 
 
 def segment_entries(sf: SentenceFeatures, positions: Sequence[Sequence[int]],

@@ -58,6 +58,7 @@ from ...learn.loop import Trainer
 from ...segments.data import SegSentence, Segment, iter_types
 from ...segments.meu import calibrated, meu_set, platt_fit
 from ...segments.space import RESTRICTIONS, kbest, restrict
+from .cache import FeatureCache
 from .files import FLAGS, check_int, read_model, restriction_flags, write_model
 from .features import (DEFAULT_PREDICATES, SentenceFeatures, check_predicates,
                        feature_version, segment_vectors, sentence_features)
@@ -112,6 +113,7 @@ class SegmentModel:
         #: the learner's last weights when training averaged (not saved)
         self.other_weights: np.ndarray | None = None
         self._learner: HildrethSolver | None = None     # while a Trainer runs its solver
+        self._cache: FeatureCache | None = None          # the same: features kept (.cache)
 
     def _fitted(self, types: Sequence[str], pos: bool = False, W: np.ndarray | None = None
                 ) -> "SegmentModel":
@@ -172,6 +174,11 @@ class SegmentModel:
         if self.pos and sentence.pos is None:
             raise InputError(f"{sentence.source}: the model reads POS tags, the sentence has "
                              f"none")
+        if self._cache is not None:
+            return self._cache.features(sentence, self._compute_features)
+        return self._compute_features(sentence)
+
+    def _compute_features(self, sentence: SegSentence) -> SentenceFeatures:
         return sentence_features(sentence.tokens, sentence.pos if self.pos else None, self.D,
                                  self.max_gap, self.predicates)
 
@@ -367,10 +374,11 @@ class SegmentModel:
         trainer = Trainer(lo.MULTILABEL, max_iter=max_iter, dev=dev,
                           identity={**self.run_identity(), **(identity or {})}, **options)
         self.settings["select"] = select
+        self._cache = FeatureCache(self)
         try:
             trainer.fit(self, data)
         finally:
-            self._learner = None
+            self._learner, self._cache = None, None
         self._note_selection()
         return self
 

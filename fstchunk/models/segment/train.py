@@ -45,6 +45,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ...blas import one_blas_thread
 from ...errors import InputError, ModelFileError
 from ...learn.solvers import Outcome, check_resumed
 from ...outputs import atomic_path
@@ -149,8 +150,11 @@ class OnlineLearner:
         out = np.divide(self.U, self.steps)
         return np.subtract(self.W, out, out=out)
 
+    @one_blas_thread
     def step(self, sentence: SegSentence) -> int:
-        """Apply the update of one sentence; the number of violated constraints."""
+        """Apply the update of one sentence; the number of violated constraints (one
+        BLAS thread: the Gram matrices are small, and a multithreaded BLAS made an
+        epoch 5x slower on 2 cores, benchmarks/RESULTS.md "Segments (issue 37): cost")."""
         m = self.model
         self.steps += 1
         if sentence.segments is None:
