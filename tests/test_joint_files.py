@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import example, given, HealthCheck, settings
 from hypothesis import strategies as st
 
 from fstchunk.conll import Sentence
@@ -39,7 +39,10 @@ def rewrite(path, change=lambda m: None, v1=False, **arrays):
         meta.pop("checksum", None)
         meta["version"] = 1
     else:
-        meta["checksum"] = checksum(meta, old)
+        try:
+            meta["checksum"] = checksum(meta, old)
+        except ValueError:      # inf: JSON has no such number; the reader must refuse it
+            pass
     np.savez(path, __metadata__=np.array(json.dumps(meta)), **old)
 
 
@@ -188,6 +191,7 @@ KEYS = ["chunk_labels", "pos_labels", "templates", "vocabs", "settings", "settin
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(key=st.sampled_from(KEYS), value=VALUES, v1=st.booleans())
+@example(key="chunk_labels", value=float("inf"), v1=False)   # not JSON: refused on load
 def test_fuzzed_fields_load_or_fail_with_one_error(tmp_path_factory, key, value, v1):
     path = tmp_path_factory.mktemp("fuzz") / "j.npz"
     saved(path)
