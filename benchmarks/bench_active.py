@@ -18,7 +18,9 @@ a second model trains on the full annotation of the same picks, for the comparis
 test F against tokens annotated.  ``--full-iter N`` trains once on the whole training
 set (the full-data F).  Every finished round is one line of the JSONL ``--store``
 (models of the last round in ``--state``): a killed run started again resumes.
-``--report`` reads the store, writes the RESULTS.md sections and the plots.
+``--report`` reads the store, writes the RESULTS.md sections and the plots.  The curves
+of one run advance round-robin (all reach round k before any reaches k + 1), so that a
+run stopped at a deadline leaves every strategy and seed at the same share.
 
     python benchmarks/bench_active.py --corpus ned --seeds 0,1,2 --store al.jsonl
     python benchmarks/bench_active.py --report --store al.jsonl --full-f ned=78.79
@@ -31,6 +33,7 @@ import json
 import os
 import zlib
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -143,8 +146,8 @@ class Simulation:
         return sum(len(self.train[i]) for i in ids)
 
     # ------------------------------------------------------------------ curves
-    def curve(self, strategy: str, seed: int) -> None:
-        """Run (or resume) the curve of ``strategy`` and ``seed``."""
+    def curve(self, strategy: str, seed: int) -> Iterator[None]:
+        """Run (or resume) the curve of ``strategy`` and ``seed``, one round per step."""
         arm = "full"
         done = self.store.rounds(arm, strategy, seed)
         labelled = self.start_set(seed)
@@ -182,8 +185,9 @@ class Simulation:
                 self.model_path(arm, strategy, seed, rnd - 1).unlink(missing_ok=True)
             labelled += picks
             rnd += 1
+            yield
 
-    def partial_curve(self, seed: int, p_min: float, kept: str) -> None:
+    def partial_curve(self, seed: int, p_min: float, kept: str) -> Iterator[None]:
         """Run (or resume) the partial-annotation arm (expected-f picks by the partial
         model; a full-annotation model of the same picks beside it)."""
         arm, strategy = f"partial-{kept}-{p_min:g}", "expected-f"
@@ -242,6 +246,7 @@ class Simulation:
             cells.update(new_cells)
             tok_partial += labelled_tokens
             rnd += 1
+            yield
 
     def full(self, max_iter: int) -> None:
         """The full-data F: one CRF on the whole training set from θ = 0."""
@@ -297,12 +302,13 @@ def main() -> None:
     if args.full_iter:
         sim.full(args.full_iter)
     seeds = [int(s) for s in args.seeds.split(",")]
-    for seed in seeds:
-        if args.partial is not None:
-            sim.partial_curve(seed, args.partial, args.kept)
-            continue
-        for strategy in args.strategies.split(","):
-            sim.curve(strategy, seed)
+    if args.partial is not None:
+        curves = [sim.partial_curve(seed, args.partial, args.kept) for seed in seeds]
+    else:
+        curves = [sim.curve(strategy, seed) for seed in seeds
+                  for strategy in args.strategies.split(",") if strategy]
+    while curves:           # round-robin: every curve reaches round k before any k + 1
+        curves = [c for c in curves if next(c, StopIteration) is not StopIteration]
 
 
 if __name__ == "__main__":
