@@ -96,7 +96,7 @@ def curves_section(records: list[dict], corpus: str, full: float | None, how: st
             secs[r["strategy"]].append((r["train_s"], r["test_s"], r["pick_s"]))
     timing = "; ".join(f"{s} {np.mean([t[0] for t in v]):.0f} / {np.mean([t[1] for t in v]):.0f}"
                        f" / {np.mean([t[2] for t in v]):.0f}" for s, v in secs.items())
-    starts = [r for r in records if r["arm"] == "start" and r["config"]["corpus"] == corpus]
+    starts = [r for r in records if r["arm"] == "start" and r["config"] == cfg]
     png = HERE / f"active_learning_{corpus}.png"
     draw(plot, target, corpus, png)
     body = (

@@ -40,7 +40,7 @@ import numpy as np
 from active_sim import partial_cells, round_rng, warm_start, with_cells
 from common import Timer, data_path
 from fstchunk import evaluate
-from fstchunk.batch import decode_sentences
+from fstchunk.engine.chain import viterbi
 from fstchunk.conll import read_conll
 from fstchunk.models.base import gold_tags
 from fstchunk.models.crf import CRF
@@ -95,7 +95,13 @@ class Simulation:
 
     # ------------------------------------------------------------------ pieces
     def test_f(self, crf: CRF) -> float:
-        pred = decode_sentences(crf, self.test, "map", 1.0, output_scheme="IOB2")
+        """conlleval F of MAP decoding on the test set: Viterbi on each lattice, the
+        tags ``decode_sentences(crf, test, "map")`` gives (checked), without the log
+        probability of the path that decode_map adds (half the time)."""
+        pred = []
+        for lo in range(0, len(self.test), 1000):
+            for lat in crf.lattices(self.test[lo:lo + 1000], require_probabilities=False):
+                pred.append([crf.tags[i] for i in viterbi(lat.layers)[0]])
         return evaluate(self.gold, pred, scheme="IOB2").overall.f
 
     def start_set(self, seed: int) -> list[int]:
