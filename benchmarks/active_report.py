@@ -25,11 +25,16 @@ NAMES = {"ned": "ned.train → ned.testb (CoNLL-2002 Dutch NER)",
 
 
 def load(paths: str) -> list[dict]:
-    out = []
+    """The records of the stores (comma-separated), each round once (a store copied to
+    start a second process holds the first one's records too)."""
+    out = {}
     for p in paths.split(","):
         with open(p) as f:
-            out.extend(json.loads(line) for line in f if line.strip())
-    return out
+            for r in (json.loads(line) for line in f if line.strip()):
+                key = (json.dumps(r["config"], sort_keys=True), r["arm"], r["strategy"],
+                       r["seed"], r["round"])
+                out.setdefault(key, r)
+    return list(out.values())
 
 
 def mean_se(values: list[float]) -> tuple[float, float]:
