@@ -12,7 +12,7 @@ picks, and a plot of F against tokens annotated.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -66,7 +66,9 @@ def curves_section(records: list[dict], corpus: str, full: float | None, how: st
     rs = [r for r in records if r["arm"] == "full" and r["config"]["corpus"] == corpus]
     if not rs:
         return
-    cfg = rs[0]["config"]
+    counts = Counter(json.dumps(r["config"], sort_keys=True) for r in rs)
+    cfg = json.loads(counts.most_common(1)[0][0])        # the main run's settings only
+    rs = [r for r in rs if r["config"] == cfg]
     by = defaultdict(dict)                       # (strategy) -> {seed: {round: rec}}
     for r in rs:
         by[r["strategy"]].setdefault(r["seed"], {})[r["round"]] = r
