@@ -43,11 +43,16 @@ def mean_se(values: list[float]) -> tuple[float, float]:
     return float(v.mean()), float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else 0.0
 
 
-def reach(shares: list[float], fs: list[float], target: float | None) -> str:
+def reach(shares: list[float], fs: list[float], target: float | None,
+          tokens: list[float] | None = None) -> str:
+    """The first share whose F is at least ``target`` (with its tokens if given)."""
     if target is None:
         return "—"
-    hit = [s for s, f in zip(shares, fs) if f >= target]
-    return f"{100 * hit[0]:.0f} %" if hit else f"not by {100 * shares[-1]:.0f} %"
+    hit = [k for k, f in enumerate(fs) if f >= target]
+    if not hit:
+        return f"not by {100 * shares[-1]:.0f} %"
+    return f"{100 * shares[hit[0]]:.0f} %" + (
+        f" ({tokens[hit[0]] / 1000:.0f}k tokens)" if tokens is not None else "")
 
 
 def full_f(records: list[dict], corpus: str, given: dict[str, float]) -> tuple[float | None, str]:
@@ -79,9 +84,9 @@ def curves_section(records: list[dict], corpus: str, full: float | None, how: st
         f"{100 * (cfg['start'] + k * cfg['step']):.0f} %" for k in rounds)
         + " | mean reaches 95 % at | each seed reaches 95 % at | mean reaches 98 % at |"
         "\n|---|---|" + "---|" * len(rounds) + "---|---|---|\n")
-    lines, plot = [], {}
+    lines, tok_lines, plot = [], [], {}
     for strategy, seeds in by.items():
-        cells, shares, means = [], [], []
+        cells, shares, means, toks = [], [], [], []
         for k in rounds:
             fs = [c[k]["f"] for c in seeds.values() if k in c]
             if not fs:
@@ -94,13 +99,18 @@ def curves_section(records: list[dict], corpus: str, full: float | None, how: st
                 continue            # the mean curve, its mark and the plot: every seed's
             shares.append(np.mean([c[k]["share"] for c in seeds.values()]))
             means.append(m)
+            toks.append(np.mean([c[k]["tokens"] for c in seeds.values()]))
             plot.setdefault(strategy, []).append((shares[-1], m, se, len(fs)))
         per_seed = ", ".join(
             f"{s}: " + reach([c[k]["share"] for k in sorted(c)], [c[k]["f"] for k in sorted(c)],
                              target) for s, c in sorted(seeds.items()))
+        tok_lines.append(f"| {strategy} | " + " | ".join(
+            f"{np.mean([c[k]['tokens'] for c in seeds.values() if k in c]) / 1000:.1f}k"
+            if any(k in c for c in seeds.values()) else "" for k in rounds) + " |")
         lines.append(f"| {strategy} | {','.join(map(str, sorted(seeds)))} | "
-                     + " | ".join(cells) + f" | {reach(shares, means, target)} | {per_seed} | "
-                     + reach(shares, means, None if full is None else 0.98 * full) + " |")
+                     + " | ".join(cells) + f" | {reach(shares, means, target, toks)} | "
+                     f"{per_seed} | "
+                     + reach(shares, means, None if full is None else 0.98 * full, toks) + " |")
     secs = defaultdict(list)
     for r in rs:
         if r["round"]:
@@ -131,6 +141,11 @@ def curves_section(records: list[dict], corpus: str, full: float | None, how: st
         "the seeds (a count in brackets: fewer seeds finished that round; such rounds are "
         "left out of the marks and the plot):\n\n"
         + head + "\n".join(lines) + "\n\n"
+        + "Tokens annotated (mean over the seeds; the strategies pick sentences of "
+          "different lengths, so equal shares of sentences are not equal work):\n\n"
+        + "| strategy | " + " | ".join(f"{100 * (cfg['start'] + k * cfg['step']):.0f} %"
+                                     for k in rounds)
+        + " |\n|---|" + "---|" * len(rounds) + "\n" + "\n".join(tok_lines) + "\n\n"
         + f"![test F against share annotated](active_learning_{corpus}.png)\n\n"
         + "Mean seconds per round after round 0 (training / test decoding / scoring the "
           "pool), on a shared machine: " + timing + "; round-0 models: "
@@ -181,13 +196,25 @@ def partial_section(records: list[dict], corpus: str, commands: str) -> None:
         series.setdefault("full annotation, same picks",
                           [(r["tokens_full"], r["f_full"]) for r in rs])
         cfg = rs[0]["config"]
+    seed = rs[0]["seed"]
+    main = [r for r in records if r["arm"] == "full" and r["config"]["corpus"] == corpus
+            and r["seed"] == seed]
+    if main:                     # the main curves of that seed, as F against tokens
+        counts = Counter(json.dumps(r["config"], sort_keys=True) for r in main)
+        cfg_main = json.loads(counts.most_common(1)[0][0])
+        for strategy in ("expected-f", "random"):
+            pts = sorted((r["tokens"], r["f"]) for r in main
+                         if r["strategy"] == strategy and r["config"] == cfg_main)
+            if pts:
+                series[f"{strategy}, full annotation (curve above, seed {seed})"] = pts
     png = HERE / f"active_learning_partial_{corpus}.png"
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(5.5, 4))
     for name, pts in series.items():
-        ax.plot([t for t, _ in pts], [f for _, f in pts], marker="o", ms=3, label=name)
+        ax.plot([t for t, _ in pts], [f for _, f in pts], marker="o", ms=3, label=name,
+                ls="--" if "curve above" in name else "-")
     ax.set_xlabel("tokens annotated")
     ax.set_ylabel("test F")
     ax.set_title(f"partial annotation inside active learning, {corpus}")
