@@ -43,18 +43,21 @@ FLUSH = 700.0
 
 
 def transfer(em: np.ndarray, trans: np.ndarray, start: np.ndarray, end: np.ndarray,
-             weights=None) -> "Scaled | Gauged":
+             weights=None, lengths: np.ndarray | None = None) -> "Scaled | Gauged":
     """The transfer operators of a batch (module doc): scaled where that is exact,
     gauged otherwise.  ``weights``: :func:`scaled_weights` of the same scores,
-    computed once for many batches.  Raises InputError for NaN or +inf scores,
-    or if a sentence has no valid sequence of positive weight."""
+    computed once for many batches.  ``lengths`` (B,): a ragged batch (sentence b
+    is its first lengths[b] tokens; ``end`` enters at each one's own last token;
+    ``a`` and ``bt`` are 0 on the padding, so marginals and :meth:`pairs` there are 0;
+    :meth:`fwd` and :meth:`bwd` do not stop at a sentence's end).  Raises InputError
+    for NaN or +inf scores, or if a sentence has no valid sequence of positive weight."""
     if weights is None:
         weights = scaled_weights(trans, start, end)
     if weights is not None:
-        rec, ok = scaled_recursions(em, *weights[0])
+        rec, ok = scaled_recursions(em, *weights[0], lengths=lengths)
         if ok:
-            return Scaled(rec, *weights)
-    return Gauged(em, trans, start, end)
+            return Scaled(rec, *weights, lengths=lengths)
+    return Gauged(em, trans, start, end, lengths=lengths)
 
 
 def scaled_weights(trans: np.ndarray, start: np.ndarray, end: np.ndarray):
@@ -74,13 +77,13 @@ class Scaled:
     """K_i = Mt∘φ_i / c_i (:func:`transfer`); ``logz`` (B,) adds back the shifts."""
     exact = False
 
-    def __init__(self, rec, M, shifts):
+    def __init__(self, rec, M, shifts, lengths: np.ndarray | None = None):
         phi, rmax, self.a, c, c_end, self.bt = rec
         Mt, Ms, Me = M
-        n = self.a.shape[1]
+        n = self.a.shape[1] if lengths is None else np.asarray(lengths)
         self.Mt = Mt
         self.u = phi                                    # φ_i / c_i, in place (phi is ours)
-        self.u /= c[..., None]
+        self.u.transpose(1, 2, 0)[...] /= c.T[:, None, :]   # in its (n, L, B) layout
         self.start = Ms * self.u[:, 0]
         self.end = Me[None] / c_end[:, None]
         self.logz = (np.log(c).sum(axis=1) + np.log(c_end) + rmax.sum(axis=1)
@@ -99,21 +102,32 @@ class Scaled:
         L = self.Mt.shape[0]
         return self.Mt * (x.reshape(-1, L).T @ (y * self.u[s, t]).reshape(-1, L))
 
+    def transitions(self) -> np.ndarray:
+        """The expected transition counts Σ_b Σ_{i≥1} â_{i−1}(p)·K_i(p, q)·b̂_i(q), (L, L):
+        :meth:`pairs` over every token, on the token-major arrays (no copies)."""
+        a, bt, u = (v.transpose(1, 2, 0) for v in (self.a, self.bt, self.u))  # (n, L, B)
+        y = bt[1:] * u[1:]
+        return self.Mt * np.matmul(a[:-1], y.transpose(0, 2, 1)).sum(axis=0)
+
 
 class Gauged:
     """K_i(p, q) = exp(w_i(p, q) + β_i(q) − β_{i−1}(p)), w_i = trans + em_i: the
     stochastic chain of the batch (:func:`transfer`), b̂ = 1 on live states."""
     exact = True
 
-    def __init__(self, em: np.ndarray, trans: np.ndarray, start: np.ndarray, end: np.ndarray):
+    def __init__(self, em: np.ndarray, trans: np.ndarray, start: np.ndarray, end: np.ndarray,
+                 lengths: np.ndarray | None = None):
         if (np.isnan(em).any() or em.max() == np.inf or np.isnan(trans).any()
                 or np.isnan(start).any() or np.isnan(end).any()
                 or max(trans.max(), start.max(), end.max()) == np.inf):
             raise InputError("scores must be finite (−inf only for a forbidden arc, or in "
                              "emissions a tag forbidden at its token)")
         B, n, L = em.shape
-        beta = np.empty((B, n, L))
-        beta[:, -1] = end
+        last = np.full(B, n - 1) if lengths is None else np.asarray(lengths) - 1
+        if lengths is not None:         # padding: no arcs (K = 0, β = −∞) past the end
+            em = np.where((np.arange(n)[None, :] > last[:, None])[..., None], 0.0, em)
+        beta = np.full((B, n, L), -np.inf)
+        beta[last == n - 1, -1] = end
         self.K = np.zeros((B, n, L, L))
         with np.errstate(divide="ignore", invalid="ignore"):
             for i in range(n - 1, 0, -1):      # β_{i−1} = log Σ_q exp(v), K_i = softmax_q(v)
@@ -126,6 +140,7 @@ class Gauged:
                 total = v.sum(axis=-1, keepdims=True)
                 beta[:, i - 1] = (np.log(total) + m)[..., 0]
                 np.divide(v, total, out=self.K[:, i], where=total > 0)
+                beta[last == i - 1, i - 1] = end
         w0 = start + em[:, 0] + beta[:, 0]
         self.logz = logsumexp(w0, axis=-1)
         if not np.all(np.isfinite(self.logz)):
@@ -153,3 +168,7 @@ class Gauged:
         L = x.shape[-1]
         ky = (self.K[s, t] * y[..., None, :]).reshape(-1, L, L)
         return np.einsum("rp,rpq->pq", x.reshape(-1, L), ky)
+
+    def transitions(self) -> np.ndarray:
+        """The expected transition counts Σ_b Σ_{i≥1} â_{i−1}(p)·K_i(p, q)·b̂_i(q), (L, L)."""
+        return self.pairs(self.a[:, :-1], self.bt[:, 1:], ALL, slice(1, None))

@@ -195,7 +195,8 @@ def viterbi(lay: Layers) -> tuple[list[int], float]:
 SCALED_FLOOR = 1e-290
 
 
-def scaled_recursions(em: np.ndarray, Mt: np.ndarray, Ms: np.ndarray, Me: np.ndarray):
+def scaled_recursions(em: np.ndarray, Mt: np.ndarray, Ms: np.ndarray, Me: np.ndarray,
+                      lengths: np.ndarray | None = None):
     """Forward-backward in probability space for a batch (B, n, L) of emission
     scores of a dense linear chain with weights Mt (L, L), Ms, Me (L,) in [0, 1]
     (exp of the transition, start and end scores minus their max; a 0 is a
@@ -204,9 +205,9 @@ def scaled_recursions(em: np.ndarray, Mt: np.ndarray, Ms: np.ndarray, Me: np.nda
         x_0 = Ms∘φ_0,  x_i = (â_{i−1}·Mt)∘φ_i,  c_i = Σ x_i,  â_i = x_i / c_i,
         b̂_{n−1} = Me / c_end,  b̂_i = Mt·(φ_{i+1}∘b̂_{i+1}) / c_{i+1},
 
-    φ_i = exp(em_i − rmax_i): the recursion of :func:`forward` / :func:`backward`
-    with w_i(p, q) = trans(p, q) + em_i(q), as matrix products (BLAS) instead of
-    log-sum-exp.  Returns ((φ, rmax, â, c, c_end, b̂), ok), b̂_i = β_i·C_i / Z
+    φ_i = exp(em_i − rmax_i) (rmax_i: the batch's largest score; 0 on padding): the
+    recursion of :func:`forward` / :func:`backward` with w_i(p, q) = trans(p, q) +
+    em_i(q), as matrix products (BLAS) instead of log-sum-exp.  Returns ((φ, rmax, â, c, c_end, b̂), ok), b̂_i = β_i·C_i / Z
     (C_i = c_0⋯c_i): â·b̂ are the marginals and log Z = Σ log c + log c_end (+ the
     exp-shifts).  ``ok``: every live state (on a path of positive weight) kept x_i(q)
     and its unnormalised backward weight at or above :data:`SCALED_FLOOR` at every
@@ -215,60 +216,137 @@ def scaled_recursions(em: np.ndarray, Mt: np.ndarray, Ms: np.ndarray, Me: np.nda
     the exact gauged path).  φ is 0 at states no path reaches, so that their
     backward weights stay finite.  An emission of −inf forbids its tag at its token
     (a partial annotation's mask): the range check then runs over each sentence's
-    own live states."""
+    own live states.
+
+    ``lengths`` (B,): a ragged batch, sentence b its first lengths[b] tokens (the
+    rest padding, any values): its end weights Me enter at its own last token, and
+    â, b̂ and φ are 0 and c is 1 on the padding, so every sum over tokens (marginals,
+    transition counts, log Z) runs over the sentence only.  Batching sentences of
+    nearby lengths this way takes one Python step per token of the longest instead
+    of one per token of every length (the ML objective's hot loop)."""
     if max(Mt.max(), Ms.max(), Me.max()) > 1 or min(Mt.min(), Ms.min(), Me.min()) < 0:
         raise InputError("scaled weights must lie in [0, 1] (exp of the scores minus their max)")
     B, n, L = em.shape
-    reach, live = _live_states(Mt > 0, Ms > 0, Me > 0, n)
-    forbidden = em == -np.inf                   # a tag forbidden at that token
-    masked = bool(forbidden.any())
-    if masked:
-        live = _live_masked(Mt > 0, Ms > 0, Me > 0, ~forbidden)
-    rmax = em.max(axis=2)
-    phi = np.exp(em - rmax[..., None])
-    for i in np.flatnonzero(~reach.all(axis=1)):
-        phi[:, i, ~reach[i]] = 0.0
-    a = np.empty((B, n, L))
-    c = np.empty((B, n))
+    pad = _padding(lengths, B, n)
+    # (n, L, B) throughout: a step is an (L, L) by (L, B) product, and each
+    # per-sentence scaling runs along the long axis B (in a (B, L) block numpy
+    # would loop over rows of L); the results are (B, n, L) views
+    em_t = em.transpose(1, 2, 0)
+    if pad is not None:
+        pad3 = pad.T[:, None, :]
+        em_t = np.where(pad3, 0.0, em_t)
+    reach, back = _reach((Mt > 0).tobytes(), (Ms > 0).tobytes(), (Me > 0).tobytes(), L, n)
+    top = float(em_t.max())
+    live = None                                 # (n, L, B) where it differs by sentence
+    if float(em_t.min()) == -np.inf:            # a tag forbidden at some token
+        live = _live_masked(Mt > 0, Ms > 0, Me > 0, (em_t != -np.inf).transpose(2, 0, 1),
+                            lengths if pad is not None else None).transpose(1, 2, 0)
+    elif pad is not None and not back.all():    # backward reach from each sentence's end
+        dist = np.minimum((n - lengths)[None, :] + np.arange(n)[:, None], n - 1)
+        live = reach[:, :, None] & ~pad3 & back[dist].transpose(0, 2, 1)
+    # one shift for the batch (a max per token costs a reduction over L per token);
+    # a token whose scores all lie ~700 nats below it underflows and fails the check
+    shift = top if np.isfinite(top) else 0.0
+    phi_t = np.empty((n, L, B))
+    np.subtract(em_t, shift, out=phi_t)
+    np.exp(phi_t, out=phi_t)
+    if not reach.all():
+        np.copyto(phi_t, 0.0, where=~reach[:, :, None])
+    a_t, c_t, bt_t = np.empty((n, L, B)), np.empty((n, B)), np.empty((n, L, B))
+    MtT = np.ascontiguousarray(Mt.T)
+    x, y, ones = np.empty((L, B)), np.empty((L, B)), np.ones(L)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        x = Ms[None] * phi[:, 0]
+        np.multiply(Ms[:, None], phi_t[0], out=x)
         for i in range(n):
             if i:
-                x = (a[:, i - 1] @ Mt) * phi[:, i]
-            c[:, i] = x.sum(axis=1)
-            a[:, i] = x / c[:, i:i + 1]
-        c_end = a[:, -1] @ Me
-        bt = np.empty((B, n, L))
-        bt[:, -1] = Me[None] / c_end[:, None]
+                np.matmul(MtT, a_t[i - 1], out=x)        # x(q) = Σ_p â(p)·Mt(p, q)
+                x *= phi_t[i]
+            np.matmul(ones, x, out=c_t[i])               # Σ_q x(q)
+            np.multiply(x, 1.0 / c_t[i], out=a_t[i])
+        if pad is None:
+            c_end = Me @ a_t[-1]
+            np.divide(Me[:, None], c_end, out=bt_t[-1])
+        else:
+            c_end = a_t[lengths - 1, :, np.arange(B)] @ Me
+            np.copyto(a_t, 0.0, where=pad3)
+            np.copyto(phi_t, 0.0, where=pad3)
+            c_t[pad.T] = 1.0
+            ends = _ends(lengths, n)
+            bt_t[-1] = 0.0
+            bt_t[-1][:, ends[-1]] = Me[:, None] / c_end[ends[-1]]
+        inv_c = 1.0 / c_t
         for i in range(n - 2, -1, -1):
-            bt[:, i] = ((phi[:, i + 1] * bt[:, i + 1]) @ Mt.T) / c[:, i + 1:i + 2]
-    # x_i = â_i·c_i and the unnormalised backward b̂_i·c_{i+1} are at least
-    # (â_i or b̂_i)·min(c, 1): one reduction per array instead of one per token
-    cmin = c.min()
-    floor = SCALED_FLOOR / min(cmin, 1.0) if cmin > 0 else np.inf
-    if masked:
-        ok = bool(c_end.min() >= SCALED_FLOOR and np.all(a[live] >= floor)
-                  and np.all(bt[live] >= floor))
-    else:
-        ok = bool(c_end.min() >= SCALED_FLOOR and np.all(a.min(axis=0)[live] >= floor)
-                  and np.all(bt.min(axis=0)[live] >= floor))
+            np.multiply(phi_t[i + 1], bt_t[i + 1], out=x)
+            np.matmul(Mt, x, out=y)                      # y(p) = Σ_q Mt(p, q)·x(q)
+            np.multiply(y, inv_c[i + 1], out=bt_t[i])
+            if pad is not None and ends[i].size:
+                bt_t[i][:, ends[i]] = Me[:, None] / c_end[ends[i]]
+    ok = _in_range(a_t, bt_t, c_t, c_end, live, reach & back, pad3 if pad is not None else None)
+    phi, a, bt = (v.transpose(2, 0, 1) for v in (phi_t, a_t, bt_t))
+    rmax = np.full((B, n), shift) if pad is None else np.where(pad, 0.0, shift)
+    c = c_t.T
     return (phi, rmax, a, c, c_end, bt), ok
 
 
-def _live_states(arc: np.ndarray, first: np.ndarray, last: np.ndarray, n: int):
-    """(reach, live), both (n, L) bool: states some start reaches at token i, and
-    those of them from which the end can be reached (on a path of weight > 0)."""
-    reach, back = _reach(arc.tobytes(), first.tobytes(), last.tobytes(), len(first), n)
-    return reach, reach & back
+def _in_range(a_t, bt_t, c_t, c_end, live, on, pad3) -> bool:
+    """The range check of :func:`scaled_recursions` on its (n, L, B) arrays: every live
+    state's x_i = â_i·c_i and unnormalised backward b̂_i·c_{i+1} at or above the floor
+    (both are at least (â_i or b̂_i)·min(c, 1)).  ``live`` (n, L, B) where the live
+    states differ by sentence, else ``on`` (n, L) for all; ``pad3``: the padding."""
+    cmin = c_t.min()
+    floor = SCALED_FLOOR / min(cmin, 1.0) if cmin > 0 else np.inf
+    if not c_end.min() >= SCALED_FLOOR:         # (NaN fails too)
+        return False
+    if live is not None:
+        return bool(np.min(a_t, where=live, initial=np.inf) >= floor
+                    and np.min(bt_t, where=live, initial=np.inf) >= floor)
+    n = len(on)
+    part = np.flatnonzero(~on.all(axis=1))  # from token k on, every state is live:
+    k = int(part[-1]) + 1 if len(part) else 0
+    if pad3 is not None:                    # one flat reduction there (fast)
+        np.copyto(a_t, 1.0, where=pad3)
+        np.copyto(bt_t, 1.0, where=pad3)
+    ok = all(np.all(v[:k].min(axis=2)[on[:k]] >= floor) for v in (a_t, bt_t)) and (
+        k == n or (a_t[k:].min() >= floor and bt_t[k:].min() >= floor))
+    if pad3 is not None:
+        np.copyto(a_t, 0.0, where=pad3)
+        np.copyto(bt_t, 0.0, where=pad3)
+    return bool(ok)
+
+
+def _padding(lengths: np.ndarray | None, B: int, n: int) -> np.ndarray | None:
+    """(B, n) bool, True on the padding of a ragged batch; None for a plain batch."""
+    if lengths is None:
+        return None
+    lengths = np.asarray(lengths)
+    if lengths.shape != (B,) or (B and (lengths.min() < 1 or lengths.max() > n)):
+        raise InputError(f"lengths must be {B} sentence lengths in 1..{n}")
+    if np.all(lengths == n):
+        return None
+    return np.arange(n)[None, :] >= lengths[:, None]
+
+
+def _ends(lengths: np.ndarray, n: int) -> list[np.ndarray]:
+    """Per token i, the sentences of a ragged batch whose last token is i."""
+    order = np.argsort(lengths, kind="stable")
+    cuts = np.searchsorted(lengths[order], np.arange(1, n + 2))
+    return [order[cuts[i]:cuts[i + 1]] for i in range(n)]
 
 
 def _live_masked(arc: np.ndarray, first: np.ndarray, last: np.ndarray,
-                 allowed: np.ndarray) -> np.ndarray:
+                 allowed: np.ndarray, lengths: np.ndarray | None = None) -> np.ndarray:
     """(B, n, L) bool: the states on some path through the tags ``allowed`` (B, n, L)
     at each token — reached from a start and reaching an end (partial annotation's
-    masked emissions, :func:`restrict`'s batched form)."""
+    masked emissions, :func:`restrict`'s batched form); a ragged batch's sentences
+    end at their own ``lengths``."""
     B, n, L = allowed.shape
     step = arc.astype(float)
+    is_last = np.zeros((B, n), bool)
+    if lengths is None:
+        is_last[:, -1] = True
+    else:
+        is_last[np.arange(B), np.asarray(lengths) - 1] = True
+        allowed = allowed & (np.arange(n)[None, :] < np.asarray(lengths)[:, None])[..., None]
     fwd = np.empty((B, n, L), bool)
     bwd = np.empty((B, n, L), bool)
     fwd[:, 0] = first & allowed[:, 0]
@@ -276,7 +354,8 @@ def _live_masked(arc: np.ndarray, first: np.ndarray, last: np.ndarray,
         fwd[:, i] = ((fwd[:, i - 1] @ step) > 0) & allowed[:, i]
     bwd[:, -1] = last & allowed[:, -1]
     for i in range(n - 2, -1, -1):
-        bwd[:, i] = ((bwd[:, i + 1] @ step.T) > 0) & allowed[:, i]
+        nxt = (bwd[:, i + 1] @ step.T) > 0
+        bwd[:, i] = np.where(is_last[:, i, None], last, nxt) & allowed[:, i]
     return fwd & bwd
 
 

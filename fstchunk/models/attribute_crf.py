@@ -91,17 +91,21 @@ def check_labels(X: Sequence[Any], y: Any, what: str = "y") -> list[list[str]]:
         raise InputError(f"len(X) = {len(X)} but len({what}) = {len(y)}: one label sequence "
                          f"per sequence of X")
     out = []
+    good: set[str] = set()                # labels already checked (few distinct ones)
     for i, (xs, ys) in enumerate(zip(X, y)):
         if isinstance(ys, (str, bytes)) or not hasattr(ys, "__len__"):
             raise InputError(f"{what}[{i}]: a label sequence must be a list of strings")
         if len(ys) != len(xs):
             raise InputError(f"{what}[{i}] has {len(ys)} labels but X[{i}] has {len(xs)} "
                              f"tokens")
-        for t, lab in enumerate(ys):
-            if not isinstance(lab, str) or not lab or any(c.isspace() for c in lab):
-                raise InputError(f"{what}[{i}][{t}]: label {lab!r} is not a non-empty string "
-                                 f"without white space")
-        out.append(list(ys))
+        ys = list(ys)
+        if not good.issuperset(ys):
+            for t, lab in enumerate(ys):
+                if not isinstance(lab, str) or not lab or any(c.isspace() for c in lab):
+                    raise InputError(f"{what}[{i}][{t}]: label {lab!r} is not a non-empty "
+                                     f"string without white space")
+                good.add(lab)
+        out.append(ys)
     return out
 
 
@@ -205,12 +209,13 @@ class AttributeCRF(Calibrated, PairChain):
             scheme = detect_scheme(labels, y)
         else:
             scheme = canonical(self.scheme_param)
-        if scheme != UNCONSTRAINED:
+        if scheme != UNCONSTRAINED and self.scheme_param != "auto":   # auto: all valid
             for i, ys in enumerate(y):
                 try:
                     enc.validate(ys, scheme)
                 except SchemeError as e:
                     raise SchemeError(f"y[{i}]: {e}", e.position) from None
+        if scheme != UNCONSTRAINED:
             labels += [t for t in missing_tags(labels, scheme) if t not in order]
         ix = {t: i for i, t in enumerate(labels)}
         gold = [np.array([ix[t] for t in ys], dtype=np.int64) for ys in y]

@@ -30,6 +30,7 @@ Pitfall: an attribute repeated in one item adds up (CRFsuite's item holds both).
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from numbers import Real
@@ -170,8 +171,8 @@ class AttributeMap:
     def transform(self, X: Sequence[Sequence[Any]], what: str = "X") -> sp.csr_matrix:
         """Tokens x attributes with the items' values; unknown attributes ignored."""
         names, values, offsets = _flatten_all(X, what)
-        get = self.index.get
-        cols = np.fromiter((get(n, -1) for n in names), dtype=np.int64, count=len(names))
+        cols = np.fromiter(map(self.index.get, names, itertools.repeat(-1, len(names))),
+                           dtype=np.int64, count=len(names))
         return _rows(cols, np.asarray(values, dtype=float), offsets, len(self))
 
     def to_arrays(self) -> dict[str, np.ndarray]:
@@ -207,10 +208,8 @@ def fit_attributes(X: Sequence[Sequence[Any]], gold: Sequence[np.ndarray], L: in
     """CRFsuite's feature generation over the training sequences (module doc);
     ``gold``: each sequence's label indices."""
     names, values, offsets = _flatten_all(X, "X")
-    first: dict[str, int] = {}
-    setdefault = first.setdefault
-    cols = np.fromiter((setdefault(n, len(first)) for n in names), dtype=np.int64,
-                       count=len(names))
+    first = {n: i for i, n in enumerate(dict.fromkeys(names))}     # order of appearance
+    cols = np.fromiter(map(first.__getitem__, names), dtype=np.int64, count=len(names))
     vals = np.asarray(values, dtype=float)
     A = len(first)
     y = np.concatenate(gold) if len(gold) else np.zeros(0, dtype=np.int64)
@@ -225,7 +224,7 @@ def fit_attributes(X: Sequence[Sequence[Any]], gold: Sequence[np.ndarray], L: in
     used = kept.reshape(A, L).any(axis=1)
     new = np.full(A, -1, dtype=np.int64)
     new[used] = np.arange(int(used.sum()))
-    order = sorted(first, key=first.__getitem__)
+    order = list(first)
     amap = AttributeMap([n for n, u in zip(order, used) if u])
     a, lab = np.divmod(np.flatnonzero(kept), L)
     pairs = np.stack([new[a], lab], axis=1).astype(np.int64)

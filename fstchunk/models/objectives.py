@@ -72,7 +72,7 @@ import numpy as np
 
 from .. import encodings as enc
 from ..blas import one_blas_thread
-from ..engine.batched import ALL, scaled_weights, transfer
+from ..engine.batched import scaled_weights, transfer
 from ..engine.expectation import corpus_expectations, tp_count_table_grad
 from ..expected import from_count_table
 from ..lattice import Lattice
@@ -86,13 +86,31 @@ from ..tagspace import TagSpace, canonical
 BATCH_ENTRIES = 2 ** 23
 
 
+#: The cost of one Python-level token step of a batched recursion, in units of one
+#: padded sentence's arithmetic at that step (L² multiply-adds): the trade-off of
+#: :attr:`Gold.buckets` between fewer, longer steps and padding.
+STEP_COST = 16
+
+
 @dataclass
 class Batch:
-    """Sentences of one length: their token rows (B, n) and gold tag indices (B, n)."""
+    """Sentences of one length: their token rows (B, n) and gold tag indices (B, n).
+    A ragged batch (:attr:`Gold.buckets`) pads shorter sentences to the longest,
+    n: ``lengths`` (B,) holds each one's own; padded rows and gold entries repeat
+    the sentence's last (they must be masked by :attr:`valid`)."""
     n: int
     rows: np.ndarray
     gold: np.ndarray
     sentence_ids: list[int]
+    lengths: np.ndarray | None = None
+
+    @cached_property
+    def valid(self) -> np.ndarray:
+        """(B, n) bool: the sentences' own tokens (all True for a batch of one length)."""
+        if self.lengths is None:
+            return np.ones(self.rows.shape, bool)
+        return np.arange(self.n)[None, :] < self.lengths[:, None]
+
 
 
 class Gold:
@@ -130,6 +148,73 @@ class Gold:
                 rows = np.stack([np.arange(self.offsets[k], self.offsets[k] + n) for k in ids])
                 out.append(Batch(n, rows, np.stack([self.sequences[k] for k in ids]), ids))
         return out
+
+    @cached_property
+    def buckets(self) -> list[Batch]:
+        """Ragged batches: the sentences sorted by length and cut into runs, each
+        padded to its longest n and split into batches of at most
+        :data:`BATCH_ENTRIES` / (n·L²) sentences.  The cuts minimise
+        Σ_batches n·(:data:`STEP_COST` + B) by dynamic programming over the distinct
+        lengths: one Python step per token of the longest against the padding's
+        arithmetic.  The ML objective's batches
+        (:func:`fstchunk.engine.batched.transfer` ``lengths``)."""
+        lens = np.array([len(g) for g in self.sequences], dtype=np.int64)
+        order = np.argsort(lens, kind="stable")
+        cap = max(1, BATCH_ENTRIES // len(self.tags) ** 2)          # B·n per batch
+        d, counts = np.unique(lens, return_counts=True)
+        before = np.concatenate([[0], np.cumsum(counts)])          # sentences below d[i]
+        best, cut = np.zeros(len(d) + 1), np.zeros(len(d), dtype=np.int64)
+        for j, n in enumerate(d):                                  # run d[i..j], any i ≤ j
+            B = before[j + 1] - before[:j + 1]
+            parts = -(-B * int(n) // cap)
+            cost = best[:j + 1] + int(n) * (parts * STEP_COST + B)
+            cut[j] = int(np.argmin(cost))
+            best[j + 1] = cost[cut[j]]
+        runs, j = [], len(d)
+        while j:
+            runs.append((before[cut[j - 1]], before[j]))
+            j = cut[j - 1]
+        out = []
+        for lo, hi in reversed(runs):
+            n = int(lens[order[hi - 1]])
+            size = max(1, cap // n)
+            for s in range(lo, hi, size):
+                ids = [int(k) for k in order[s:min(hi, s + size)]]
+                own = lens[ids]
+                m = int(own.max())
+                pos = np.minimum(np.arange(m)[None, :], own[:, None] - 1)  # pad: the last
+                rows = self.offsets[np.array(ids)][:, None] + pos
+                gold = np.stack([self.sequences[k][p] for k, p in zip(ids, pos)])
+                out.append(Batch(m, rows, gold, ids, own))
+        return out
+
+    @cached_property
+    def bucket_rows(self) -> np.ndarray:
+        """For each token row of the corpus, its row in the :attr:`buckets` stacked
+        token-major ((n, B) of each batch, one after the other, padding included)."""
+        out = np.empty(int(self.offsets[-1]), dtype=np.int64)
+        at = 0
+        for b in self.buckets:
+            ok = b.valid.T.ravel()
+            out[b.rows.T.ravel()[ok]] = at + np.flatnonzero(ok)
+            at += b.rows.size
+        return out
+
+    @cached_property
+    def counts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The gold path's features, constant in θ: the flat index row·L + tag of
+        every token's gold tag (tokens,) and the gold transition (L, L), start and
+        end (L,) counts."""
+        L = len(self.tags)
+        tags = (np.concatenate(self.sequences) if self.sequences
+                else np.zeros(0, dtype=np.int64))
+        tags = np.arange(len(tags)) * L + tags
+        pairs = [g[:-1] * L + g[1:] for g in self.sequences if len(g) > 1]
+        trans = np.bincount(np.concatenate(pairs) if pairs else np.zeros(0, np.int64),
+                            minlength=L * L).reshape(L, L).astype(float)
+        start = np.bincount([g[0] for g in self.sequences], minlength=L).astype(float)
+        end = np.bincount([g[-1] for g in self.sequences], minlength=L).astype(float)
+        return tags, trans, start, end
 
     @cached_property
     def chunks(self) -> list[list[tuple[str, int, int]]]:
@@ -196,39 +281,49 @@ class Statistics(NamedTuple):
     grads: tuple[ChainGrad, ...]
 
 
+def _dot(counts: np.ndarray, scores: np.ndarray) -> float:
+    """Σ counts·scores over the counted entries (a −∞ score counted gives −∞)."""
+    used = counts > 0
+    return float(np.sum(counts[used] * scores[used]))
+
+
 @one_blas_thread
 def ml_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Statistics:
     """Σ_i −log Pr(y_i | x_i) and its gradient (``beta_sq`` unused).
 
-    Forward-backward per length batch by :func:`fstchunk.engine.batched.transfer`:
-    products of (batch, L) by (L, L) with one normaliser per token where the
-    scores allow it, the gauged (stochastic) chain otherwise; the expected
-    transition counts Σ_i â_{i−1}(p)·K_i(p, q)·b̂_i(q) as one product per batch."""
+    Forward-backward per ragged batch (:attr:`Gold.buckets`) by
+    :func:`fstchunk.engine.batched.transfer`: products of (batch, L) by (L, L) with
+    one normaliser per token where the scores allow it, the gauged (stochastic)
+    chain otherwise; the expected transition counts Σ_i â_{i−1}(p)·K_i(p, q)·b̂_i(q)
+    as one product per batch (0 on the padding, where â and b̂ are 0)."""
     mt, ms, me = chain.masked
     E = chain.emissions
     L = len(chain.tags)
-    gE = np.zeros_like(E)
     gT, gS, gEnd = np.zeros((L, L)), np.zeros(L), np.zeros(L)
-    nll = 0.0
+    logz = 0.0
     weights = scaled_weights(mt, ms, me)
-    for b in gold.batches:
-        em = E[b.rows]                                   # (B, n, L)
-        B, n = b.rows.shape
-        fb = transfer(em, mt, ms, me, weights)
-        post = fb.a * fb.bt
-        g = b.gold
-        gold_score = (ms[g[:, 0]] + me[g[:, -1]] +
-                      np.take_along_axis(em, g[..., None], 2)[..., 0].sum(axis=1) +
-                      mt[g[:, :-1], g[:, 1:]].sum(axis=1))
-        nll += float(np.sum(fb.logz - gold_score))
-        onehot = np.zeros((B, n, L))
-        np.put_along_axis(onehot, g[..., None], 1.0, axis=2)
-        gE[b.rows.ravel()] = (post - onehot).reshape(-1, L)     # each token once
-        gS += post[:, 0].sum(axis=0) - onehot[:, 0].sum(axis=0)
-        gEnd += post[:, -1].sum(axis=0) - onehot[:, -1].sum(axis=0)
-        if n > 1:
-            gT += fb.pairs(fb.a[:, :-1], fb.bt[:, 1:], ALL, slice(1, None))
-            np.add.at(gT, (g[:, :-1].ravel(), g[:, 1:].ravel()), -1.0)
+    post = np.empty((sum(b.rows.size for b in gold.buckets), L))   # token-major, stacked
+    at = 0
+    for b in gold.buckets:
+        fb = transfer(E[b.rows.T].transpose(1, 0, 2), mt, ms, me, weights,
+                      lengths=b.lengths)
+        logz += float(fb.logz.sum())
+        B, size = len(b.sentence_ids), b.rows.size
+        p = post[at:at + size]
+        np.multiply(fb.a.transpose(1, 0, 2), fb.bt.transpose(1, 0, 2),
+                    out=p.reshape(b.n, B, L))            # marginals; 0 on the padding
+        gS += p[:B].sum(axis=0)
+        gEnd += p[(b.lengths - 1) * B + np.arange(B)].sum(axis=0)
+        if b.n > 1:
+            gT += fb.transitions()
+        at += size
+    gE = post[gold.bucket_rows]                          # back in the corpus's row order
+    flat, Ct, Cs, Ce = gold.counts                       # minus the gold path's features
+    gE.ravel()[flat] -= 1.0
+    nll = logz - (E.ravel()[flat].sum() + _dot(Ct, mt) + _dot(Cs, ms) + _dot(Ce, me))
+    gT -= Ct
+    gS -= Cs
+    gEnd -= Ce
     return Statistics(np.array([nll]), (ChainGrad(gE, gT, gS, gEnd),))
 
 
