@@ -111,6 +111,7 @@ def curves_section(records: list[dict], corpus: str, full: float | None, how: st
                      + " | ".join(cells) + f" | {reach(shares, means, target, toks)} | "
                      f"{per_seed} | "
                      + reach(shares, means, None if full is None else 0.98 * full, toks) + " |")
+    paired = paired_lines(by, rounds)
     secs = defaultdict(list)
     for r in rs:
         if r["round"]:
@@ -141,6 +142,11 @@ def curves_section(records: list[dict], corpus: str, full: float | None, how: st
         "the seeds (a count in brackets: fewer seeds finished that round; such rounds are "
         "left out of the marks and the plot):\n\n"
         + head + "\n".join(lines) + "\n\n"
+        + (("Paired differences of test F (the same seed: the same start), mean ± "
+            "standard error over the seeds:\n\n| difference | " + " | ".join(
+                f"{100 * (cfg['start'] + k * cfg['step']):.0f} %" for k in rounds[1:])
+            + " |\n|---|" + "---|" * len(rounds[1:]) + "\n" + paired + "\n\n")
+           if paired else "")
         + "Tokens annotated (mean over the seeds; the strategies pick sentences of "
           "different lengths, so equal shares of sentences are not equal work):\n\n"
         + "| strategy | " + " | ".join(f"{100 * (cfg['start'] + k * cfg['step']):.0f} %"
@@ -152,6 +158,28 @@ def curves_section(records: list[dict], corpus: str, full: float | None, how: st
         + ", ".join(f"seed {r['seed']} {r['train_s']:.0f} s (F {r['f']:.2f})" for r in starts)
         + ".")
     write_section(f"Active learning (issue 36): {corpus}", body)
+
+
+def paired_lines(by: dict, rounds: list[int]) -> str:
+    """Rows of F(a) − F(b) paired by seed, for each pair of strategies (several seeds)."""
+    out = []
+    names = list(by)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            seeds = sorted(set(by[a]) & set(by[b]))
+            if len(seeds) < 2:
+                continue
+            cells = []
+            for k in rounds[1:]:
+                d = [by[a][s][k]["f"] - by[b][s][k]["f"] for s in seeds
+                     if k in by[a][s] and k in by[b][s]]
+                if len(d) < len(seeds):
+                    cells.append("")
+                    continue
+                m, se = mean_se(d)
+                cells.append(f"{m:+.2f} ± {se:.2f}")
+            out.append(f"| {a} − {b} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
 
 
 def draw(plot: dict, target: float | None, corpus: str, png: Path) -> None:
