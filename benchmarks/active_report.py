@@ -221,8 +221,9 @@ def partial_section(records: list[dict], corpus: str, commands: str) -> None:
                         f"{r['f_full']:.2f} | {r['labelled_tokens']} of {r['picked_tokens']}"
                         f" | {r['kept_wrong']} |")
         series[f"partial ({kept}, p ≥ {p})"] = [(r["tokens"], r["f"]) for r in rs]
-        series.setdefault("full annotation, same picks",
-                          [(r["tokens_full"], r["f_full"]) for r in rs])
+        if not any(name.startswith("full annotation") for name in series):
+            series[f"full annotation, same picks as {kept} p ≥ {p}"] = \
+                [(r["tokens_full"], r["f_full"]) for r in rs]
         cfg = rs[0]["config"]
     seed = rs[0]["seed"]
     main = [r for r in records if r["arm"] == "full" and r["config"]["corpus"] == corpus
