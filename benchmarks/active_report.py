@@ -270,8 +270,8 @@ def partial_section(records: list[dict], corpus: str, commands: str) -> None:
         f"Runs: {commands or '(see the command above)'}\n\n"
         "| kept | p | seed | round | sentences | tokens annotated (partial) | tokens "
         "(full) | ratio | F partial | F full, same picks | of the tokens picked this "
-        "round (annotated for the next), labelled | picked tokens kept with a wrong tag |\n|---|---|---|---|---|---|---|---|"
-        "---|---|---|---|\n" + "\n".join(rows) + "\n\n"
+        "round (annotated for the next), labelled | picked tokens kept with a wrong tag |"
+        "\n|---|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n\n"
         f"![F against tokens annotated](active_learning_partial_{corpus}.png)\n")
     write_section(f"Active learning (issue 36): partial annotation, {corpus}", body)
 
