@@ -52,7 +52,7 @@ from .attributes import AttributeMap, check_sequences, fit_attributes
 from .calibrated import Calibrated
 from .design import TrainingData
 from .io import Fields, load_model_file, save_model
-from .objectives import Gold
+from .batching import Gold
 from . import partial_labels as pl
 from .partial import PartialGold
 from .pairchain import PairChain

@@ -43,7 +43,8 @@ from ..learn import objectives as lo
 from ..tagspace import TagSet, TagSpace
 from .base import gold_tags
 from .design import TrainingData
-from .objectives import Chain, ChainGrad, Gold, Statistics
+from .batching import Gold
+from .objectives import Chain, ChainGrad, Statistics
 
 
 class PartialGold(Gold):
