@@ -61,9 +61,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..confidence import scored_chunks
+from ..decode import decode_lattices
 from ..errors import InputError
+from ..expected import expected_f
 from ..learn import objectives as lo
-from ..models.attribute_crf import AttributeCRF
+from ..models.attribute_crf import AttributeCRF, check_labels
 from ..scale import executor
 from .params import ALGORITHMS, CRFParams, resolve
 from .tagger import Tagger, TrainingLog
@@ -159,7 +162,6 @@ class CRF(CRFParams, BaseEstimator):
         """The labels of each sequence (an object array, as sklearn-crfsuite's):
         ``decoder`` map (Viterbi, the default), posterior, meu (maximum expected F_β of
         each sentence), meu-corpus (of the corpus's expected counts)."""
-        from ..decode import decode_lattices
         lats = self._fitted().lattices(X, require_probabilities=decoder != "map")
         return np.array(decode_lattices(lats, decoder, beta), dtype=object)
 
@@ -182,8 +184,6 @@ class CRF(CRFParams, BaseEstimator):
         """Per sequence, the chunks of its decoded labels (``decoder`` as :meth:`predict`),
         each a :class:`fstchunk.confidence.ScoredChunk` (type, start, end exclusive, p)
         with its exact marginal probability; a chunk scheme only."""
-        from ..confidence import scored_chunks
-        from ..decode import decode_lattices
         model = self._fitted()
         model.space.require_chunks("predict_chunks")
         lats = model.lattices(X)
@@ -193,8 +193,6 @@ class CRF(CRFParams, BaseEstimator):
     def expected_f(self, X: Sequence[Any], y: Any, beta: float = 1.0) -> np.ndarray:
         """E[F_β(ŷ | y)] per sequence, ŷ drawn from the model (the training direction of
         :func:`fstchunk.expected.expected_f`); a chunk scheme only."""
-        from ..expected import expected_f
-        from ..models.attribute_crf import check_labels
         model = self._fitted()
         model.space.require_chunks("expected_f")
         y = check_labels(X, y)
@@ -210,7 +208,6 @@ class CRF(CRFParams, BaseEstimator):
 
     def score(self, X: Sequence[Any], y: Any) -> float:
         """Token accuracy (sklearn-crfsuite's: ``flat_accuracy_score``)."""
-        from ..models.attribute_crf import check_labels
         y = check_labels(X, y)
         pred = self.predict(X)
         flat = [a == b for p, g in zip(pred, y) for a, b in zip(p, g)]

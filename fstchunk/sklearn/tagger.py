@@ -12,6 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..decode import decode_map
+from ..encodings import is_valid
 from ..errors import InputError
 from ..lattice import Lattice
 from ..models.attribute_crf import AttributeCRF
@@ -81,7 +82,6 @@ class Tagger:
         """Pr(yseq | x) of the current sequence (0 for a sequence the scheme rules out)."""
         lat = self._current()
         if lat.space.chunked:
-            from ..encodings import is_valid
             if len(yseq) == lat.n and all(t in lat.tags for t in yseq) and \
                     not is_valid(list(yseq), lat.scheme):
                 return 0.0
