@@ -23,6 +23,7 @@ import functools
 import math
 
 import numpy as np
+import pytest
 
 from fstchunk import encodings as enc
 
@@ -222,3 +223,16 @@ def stable_seed(*parts) -> int:
     process, so seeds drawn from it made failures impossible to replay)."""
     import zlib
     return zlib.crc32(repr(parts if len(parts) != 1 else parts[0]).encode())
+
+
+def finite_difference_check(fun, theta, rng, k=25, h=1e-6, rel=1e-5, abs_=1e-7):
+    """Central differences of ``fun``'s value against its gradient on ``k`` random
+    coordinates of θ (``fun`` returns (value, gradient))."""
+    _, g = fun(theta)
+    for i in rng.choice(len(theta), size=min(k, len(theta)), replace=False):
+        t = theta.copy()
+        t[i] += h
+        fp = fun(t)[0]
+        t[i] -= 2 * h
+        fm = fun(t)[0]
+        assert (fp - fm) / (2 * h) == pytest.approx(g[i], rel=rel, abs=abs_), i

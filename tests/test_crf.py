@@ -10,7 +10,7 @@ from fstchunk.scoring import evaluate
 from fstchunk.models import crf as crf_module
 from fstchunk.models.crf import CRF, TrainingData
 from fstchunk.models.hmm import HMM
-from oracles import prepared
+from oracles import finite_difference_check, prepared
 
 SENTS = [Sentence([["The", "DT", "B-NP"], ["dog", "NN", "I-NP"], ["barks", "VBZ", "B-VP"]]),
          Sentence([["A", "DT", "B-NP"], ["cat", "NN", "I-NP"], ["sleeps", "VBZ", "B-VP"],
@@ -24,17 +24,6 @@ def small_model(scheme="IOB2", seed=0):
     data = crf._prepare(SENTS)
     crf.theta = np.random.default_rng(seed).normal(scale=0.5, size=crf.theta.shape)
     return crf, data
-
-
-def finite_difference_check(fun, theta, rng, k=25, h=1e-6):
-    f0, g = fun(theta)
-    for i in rng.choice(len(theta), size=min(k, len(theta)), replace=False):
-        t = theta.copy()
-        t[i] += h
-        fp = fun(t)[0]
-        t[i] -= 2 * h
-        fm = fun(t)[0]
-        assert (fp - fm) / (2 * h) == pytest.approx(g[i], rel=1e-5, abs=1e-7), i
 
 
 @pytest.mark.parametrize("scheme", ["IOB2", "IOBES"])

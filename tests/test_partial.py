@@ -16,7 +16,7 @@ from fstchunk.models.objectives import Chain, Gold, ml_statistics
 from fstchunk.models.partial import PartialGold, partial_ml_statistics
 from fstchunk.tagspace import TagSet
 from fstchunk import encodings as enc
-from oracles import all_chunkings, brute_log_partition
+from oracles import all_chunkings, brute_log_partition, finite_difference_check
 
 SCHEMES = ("IOB1", "IOB2", "IOE2", "IOBES", "BILOU", "IOBES3")
 
@@ -102,24 +102,13 @@ def test_one_tag_per_token_is_exactly_the_ml_statistic(case):
         np.testing.assert_allclose(y, x, rtol=0, atol=1e-8)
 
 
-def finite_differences(fun, theta, rng, k=30, h=1e-6):
-    f0, g = fun(theta)
-    for i in rng.choice(len(theta), size=min(k, len(theta)), replace=False):
-        t = theta.copy()
-        t[i] += h
-        fp = fun(t)[0]
-        t[i] -= 2 * h
-        fm = fun(t)[0]
-        assert (fp - fm) / (2 * h) == pytest.approx(g[i], rel=1e-5, abs=1e-7), i
-
-
 @pytest.mark.parametrize("scheme", ["IOB2", "IOBES"])
 def test_crf_gradient_by_finite_differences_and_full_data_is_ml(scheme):
     crf = CRF("tmpt3", scheme, data_scheme="IOB2", partial=True)
     data = crf._prepare(sentences(OPEN if scheme == "IOB2" else None))
     rng = np.random.default_rng(2)
     theta = rng.normal(scale=0.5, size=crf.theta.shape)
-    finite_differences(crf.objective_function("ml", data, 0.1), theta, rng)
+    finite_difference_check(crf.objective_function("ml", data, 0.1), theta, rng, k=30)
     # fully annotated data read with --partial: the ML objective, pairs and all
     ml = CRF("tmpt3", scheme, data_scheme="IOB2")
     mdata = ml._prepare(sentences())
