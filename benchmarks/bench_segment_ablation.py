@@ -201,27 +201,45 @@ def full_run(name: str, args) -> None:
     ``--epochs`` epochs, dev F of all of dev after each (the Trainer's ``select="dev"``).
     After every epoch a line goes to STORE.epochs and the model of the best dev F so
     far to STORE.CORPUS.NAME.npz, so a run cut short still has its figures; no test
-    file is read (``--finish`` does that, once)."""
+    file is read (``--finish`` does that, once).  ``--patience N``: stop once dev F
+    has not improved for N epochs (convergence on dev); the trainer's checkpoint
+    beside the store lets a stopped run resume (``--resume``)."""
     tr, dv, _ = corpus(args.full, args.full_limit)
     desc, kw = CONFIGS[name]
     best_path = f"{args.store[0]}.{args.full}.{name}.npz"
     best = {"f": -1.0}
+    if args.resume:                     # the best of the epochs before the stop
+        done = epochs_of(args.store[0], args.full, name)
+        top = max(done, key=lambda r: r["dev_f"])
+        best.update(f=top["dev_f"], epoch=top["epoch"])
 
     def keep(p) -> None:
         h = p.model._learner.history[-1]
         rec = {"corpus": args.full, "name": name, "epoch": p.iteration,
                "dev_avg": h.get("dev_f_average"), "dev_last": h.get("dev_f_last"),
+               "dev_f": p.dev_f,
                "updates": h["updates"], "seconds": p.seconds, "train": len(tr),
                "dev": len(dv)}
         with open(args.store[0] + ".epochs", "a", encoding="utf-8") as fh:
             fh.write(json.dumps(rec) + "\n")
         print(json.dumps(rec), file=sys.stderr, flush=True)
         if p.dev_f > best["f"]:
-            best["f"] = p.dev_f
+            best.update(f=p.dev_f, epoch=p.iteration)
             p.model.settings["best_epoch"] = p.iteration
             p.model.save(best_path)
+        if args.patience and p.iteration - best["epoch"] >= args.patience:
+            raise StopTraining(f"dev F flat for {args.patience} epochs")
 
-    SegmentModel(**kw).fit(tr, dev=dv, max_iter=args.epochs, select="dev", callbacks=[keep])
+    ckpt = f"{args.store[0]}.{args.full}.{name}.ckpt"
+    try:
+        SegmentModel(**kw).fit(tr, dev=dv, max_iter=args.epochs, select="dev",
+                               callbacks=[keep], checkpoint=ckpt, resume=args.resume)
+    except StopTraining as e:
+        print(f"{name}: {e}", file=sys.stderr)
+
+
+class StopTraining(Exception):
+    """Raised by ``full_run``'s callback to end a run converged on dev."""
 
 
 def epochs_of(store: str, corpus_name: str, name: str) -> list[dict]:
@@ -362,6 +380,9 @@ def main() -> None:
                     help="with --full: Figure 5 on dev of the saved best model (no test)")
     ap.add_argument("--decisions", action="store_true",
                     help="with --full, after --curve: test by the dev-fixed threshold and MEU")
+    ap.add_argument("--patience", type=int, default=0,
+                    help="with --full: stop when dev F has not improved for N epochs")
+    ap.add_argument("--resume", action="store_true", help="with --full: resume a run")
     ap.add_argument("--tag", default="",
                     help="with --finish: a suffix of the section's title and plot (a rerun)")
     ap.add_argument("--finish", action="store_true",

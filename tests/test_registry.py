@@ -9,6 +9,7 @@ import pytest
 from fstchunk import encodings as enc
 from fstchunk import fsa
 from fstchunk.errors import FstchunkError, InputError, OutputError, SchemeError
+from fstchunk.grammars import drawing as D
 from fstchunk.grammars import registry as R
 from fstchunk.grammars import validity
 from fstchunk.tagspace import symbol_table
@@ -136,7 +137,7 @@ def test_bad_build_options_name_them():
 
 
 def test_att_text_shows_tag_names():
-    text = R.att_text(R.build("validity", types="NP"))
+    text = D.att_text(R.build("validity", types="NP"))
     rows = [r.split("\t") for r in text.splitlines()]
     assert {r[2] for r in rows if len(r) >= 3} == {"O", "B-NP", "I-NP"}
 
@@ -144,17 +145,17 @@ def test_att_text_shows_tag_names():
 def test_draw_dot(tmp_path):
     fst = R.build("validity", types="NP,VP")
     path = str(tmp_path / "v.dot")
-    assert R.draw(fst, path, title="validity.IOB2") == path
+    assert D.draw(fst, path, title="validity.IOB2") == path
     text = open(path, encoding="utf-8").read()
     assert "digraph" in text and "B-NP" in text and "validity.IOB2" in text
     with pytest.raises(InputError, match=r"v\.gif"):
-        R.draw(fst, str(tmp_path / "v.gif"))
+        D.draw(fst, str(tmp_path / "v.gif"))
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz 'dot' not installed")
 def test_draw_svg(tmp_path):
     path = str(tmp_path / "v.svg")
-    R.draw(R.build("validity", types="NP"), path)
+    D.draw(R.build("validity", types="NP"), path)
     assert "<svg" in open(path, encoding="utf-8").read()
     assert os.path.exists(str(tmp_path / "v.dot"))
     assert leftovers(tmp_path) == []
@@ -212,20 +213,20 @@ def test_draw_to_missing_folder_is_an_error(tmp_path, capfd, name):
     """Today: exit 0 with nothing written (.dot), CalledProcessError (.svg)."""
     path = str(tmp_path / "OUT" / name)
     with pytest.raises(OutputError) as e:
-        R.draw(R.build("validity", types="NP"), path)
+        D.draw(R.build("validity", types="NP"), path)
     assert one_line_error(e, path).endswith("does not exist")
     assert "ERROR" not in capfd.readouterr().err
     assert os.listdir(tmp_path) == []
     with pytest.raises(OutputError):
-        R.check_drawing(path)
+        D.check_drawing(path)
 
 
 def test_draw_to_a_folder_is_an_error(tmp_path):
     (tmp_path / "v.dot").mkdir()
     with pytest.raises(OutputError, match=r"v\.dot: is a folder"):
-        R.draw(R.build("validity"), str(tmp_path / "v.dot"))
+        D.draw(R.build("validity"), str(tmp_path / "v.dot"))
     with pytest.raises(OutputError, match=r"v\.dot: is a folder"):   # the .dot beside an SVG
-        R.draw(R.build("validity"), str(tmp_path / "v.svg"))
+        D.draw(R.build("validity"), str(tmp_path / "v.svg"))
     assert not (tmp_path / "v.svg").exists()
 
 
@@ -245,7 +246,7 @@ def test_draw_incomplete_dot_is_caught_and_old_kept(tmp_path):
     path = tmp_path / "v.dot"
     path.write_text("old")
     with pytest.raises(OutputError) as e:
-        R.draw(HalfDrawn(), str(path))
+        D.draw(HalfDrawn(), str(path))
     assert "incomplete" in one_line_error(e, str(path))
     assert path.read_text() == "old" and leftovers(tmp_path) == []
 
@@ -263,7 +264,7 @@ def test_draw_svg_without_graphviz_says_how_to_install(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
     path = str(tmp_path / "v.svg")
     with pytest.raises(OutputError) as e:
-        R.draw(R.build("validity", types="NP"), path)
+        D.draw(R.build("validity", types="NP"), path)
     assert "apt-get install graphviz" in one_line_error(e, path)
     assert (tmp_path / "v.dot").exists()          # the .dot is written all the same
     assert not (tmp_path / "v.svg").exists() and leftovers(tmp_path) == []
@@ -277,7 +278,7 @@ def test_draw_svg_through_dot_into_a_temporary(tmp_path, monkeypatch):
     out = tmp_path / "out"
     out.mkdir()
     path = str(out / "v.svg")
-    assert R.draw(R.build("validity", types="NP"), path) == path
+    assert D.draw(R.build("validity", types="NP"), path) == path
     assert open(path).read() == "<svg/>\n"
     args = open(os.path.join(bin_, "args")).read().split()
     assert args[0] == "-Tsvg" and args[1] == str(out / "v.dot")
@@ -298,7 +299,7 @@ def test_draw_svg_failing_dot_is_an_error_naming_the_path(tmp_path, monkeypatch,
     (out / "v.svg").write_text("old")
     path = str(out / "v.svg")
     with pytest.raises(OutputError) as e:
-        R.draw(R.build("validity", types="NP"), path)
+        D.draw(R.build("validity", types="NP"), path)
     assert one_line_error(e, path) == f"{path}: Graphviz's 'dot' could not render it {said}"
     assert (out / "v.svg").read_text() == "old" and leftovers(out) == []
 
@@ -307,5 +308,5 @@ def test_draw_svg_dot_writing_nothing_is_an_error(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", fake_graphviz(tmp_path / "bin", "exit 0\n"))
     path = str(tmp_path / "v.svg")
     with pytest.raises(OutputError, match="nothing was written|wrote nothing"):
-        R.draw(R.build("validity", types="NP"), path)
+        D.draw(R.build("validity", types="NP"), path)
     assert not os.path.exists(path) and leftovers(tmp_path) == []

@@ -10,7 +10,7 @@ from .. import fsa
 from ..annotation import cell_types
 from ..conll import iter_conll
 from ..errors import FstchunkError, InputError, SchemeError
-from ..grammars import budget, registry
+from ..grammars import budget, drawing, registry
 from ..tagspace import TagSpace
 from .common import BETA_HELP, HelpFormatter, beta_option, positive_int, split_list, warn
 
@@ -119,7 +119,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.action == "draw":
         if not args.output:
             raise InputError("grammar draw needs -o FILE.{dot,svg,png}")
-        registry.check_drawing(args.output)        # before building the machine
+        drawing.check_drawing(args.output)        # before building the machine
     registry.check_budget([(name, o)], info=args.action == "info")
     fst = registry.build(name, o)
     if args.action == "info":
@@ -128,7 +128,7 @@ def _run(args: argparse.Namespace) -> int:
         for k, v in fsa.properties(fst).items():
             print(f"{k}: {'unknown' if v is None else v}")
     elif args.action == "print":
-        sys.stdout.write(registry.att_text(fst))
+        sys.stdout.write(drawing.att_text(fst))
     else:
-        print(registry.draw(fst, args.output, title=registry.far_key(name, o)))
+        print(drawing.draw(fst, args.output, title=registry.far_key(name, o)))
     return 0

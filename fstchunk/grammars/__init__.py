@@ -8,6 +8,8 @@
 * :mod:`.models` — probability models as weighted machines (CRF lattice, HMM, toy);
 * :mod:`.registry` — every machine by name, and the one FAR exporter
   (:func:`.registry.export_far`, behind ``fstchunk grammar export``);
+* :mod:`.drawing` — machines as AT&T text and Graphviz drawings (``grammar
+  print|draw``);
 * :mod:`.budget` — the size of each machine estimated before it is built, and the
   state budget that refuses (``BudgetError``) what would not fit in memory.
 
