@@ -44,7 +44,8 @@ from bench_segments import _chunks
 from common import data_path, machine, write_section
 from segment_cost import cost
 from fstchunk import SegmentModel
-from fstchunk.segments.data import Segment, read_jsonl
+from fstchunk.models.segment.decisions import THRESHOLDS, best_threshold, threshold_curve
+from fstchunk.segments.data import read_jsonl
 from fstchunk.segments.scoring import score_segments
 
 #: name -> (description, SegmentModel keywords)
@@ -65,7 +66,6 @@ CONFIGS = {
     "default-r": ("multilabel with restrictions (no-overlap, contiguous; the defaults "
                   "otherwise)", {"restrictions": "no-overlap,contiguous"}),
 }
-THRESHOLDS = [round(x, 2) for x in np.arange(-1.0, 1.01, 0.2)]
 
 
 def prf(gold, pred) -> tuple[float, float, float]:
@@ -88,7 +88,7 @@ def run(name: str, args) -> dict:
     gold = [s.segments for s in dv]
     out["prf"] = prf(gold, m.decode(dv))
     if args.thresholds:                     # Figure 5: P, R, F against the threshold
-        out["curve"] = [(thr, *prf(gold, m.decode(dv, threshold=thr))) for thr in THRESHOLDS]
+        out["curve"] = threshold_curve(m, dv, THRESHOLDS)
     return out
 
 
@@ -255,12 +255,8 @@ def dev_curve(m: SegmentModel, dv, name: str) -> dict:
     (the top-k candidates computed once) and of MEU (calibrated on dev: in sample)."""
     if not m.calibrated:
         m.calibrate(dv, source="dev")
-    dg = [s.segments for s in dv]
-    cands = [m.candidates(s) for s in dv]
-    return {"name": name, "curve": [
-        (t, *prf(dg, [[Segment(m.types[ti], pos) for sc, ti, pos in c if sc > t]
-                      for c in cands])) for t in THRESHOLDS],
-        "meu": prf(dg, m.decode(dv, decoder="meu"))}
+    return {"name": name, "curve": threshold_curve(m, dv, THRESHOLDS),
+            "meu": prf([s.segments for s in dv], m.decode(dv, decoder="meu"))}
 
 
 def curve_text(curve: dict, args, png: str) -> list[str]:
@@ -283,9 +279,10 @@ def curve_only(args) -> None:
     _, dv, _ = corpus(args.full, args.full_limit)
     name = {"np": "NP dev", "ned": "Dutch NER dev", "genia": "GENIA dev"}[args.full]
     text = "\n".join(curve_text(dev_curve(m, dv, f"{name}, all training data"), args,
-                                 f"segment_threshold_{args.full}_full.png"))
+                                 f"segment_threshold_{args.full}_full{args.tag}.png"))
     print(text)
-    write_section(f"Segments (issue 37): Figure 5 on {name}, all training data", text)
+    write_section(f"Segments (issue 37): Figure 5 on {name}, all training data"
+                  f"{_title_tag(args)}", text)
 
 
 def decisions(args) -> None:
@@ -296,7 +293,7 @@ def decisions(args) -> None:
     from bench_segments import HEAD, row
     m = SegmentModel.load(f"{args.store[0]}.{args.full}.{args.configs}.npz")
     curve = json.loads(Path(f"{args.store[0]}.{args.full}.curve.json").read_text())
-    best = max(curve["curve"], key=lambda c: (round(c[3], 6), -abs(c[0])))
+    best = best_threshold(curve["curve"])
     _, dv, te = corpus(args.full, args.full_limit)
     m.calibrate(dv, source="dev")
     gold = [s.segments for s in te]
@@ -313,7 +310,8 @@ def decisions(args) -> None:
         + " / ".join(f"{x:.2f}" for x in next(c for c in curve["curve"] if c[0] == 0)[1:])
         + "), and MEU under Platt probabilities fitted on dev.\n", *HEAD, *rows])
     print(text)
-    write_section(f"Segments (issue 37): {args.full} test, decision rules fixed on dev", text)
+    write_section(f"Segments (issue 37): {args.full} test, decision rules fixed on dev"
+                  f"{_title_tag(args)}", text)
 
 
 def finish(args) -> None:
@@ -358,7 +356,12 @@ def finish(args) -> None:
     print(text)
     title = {"np": "Table 1 on all of CoNLL-2000 NP chunks", "ned": "Table 1 on CoNLL-2002 "
              "Dutch NER", "genia": "GENIA with the new default"}[args.full]
-    write_section(f"Segments (issue 37): {title}{args.tag.replace('_', ', ').replace('-', ' ')}", text)
+    write_section(f"Segments (issue 37): {title}{_title_tag(args)}", text)
+
+
+def _title_tag(args) -> str:
+    """``--tag`` in a section title: ``_to-convergence`` -> ``, to convergence``."""
+    return args.tag.replace("_", ", ").replace("-", " ")
 
 
 def main() -> None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from itertools import tee
 
 import sys
@@ -91,6 +92,10 @@ def add_parser(sub) -> None:
     q.add_argument("--max-gap", default="auto",
                    help="most tokens a segment may skip between members: auto (the largest "
                         "in the training data), none (unbounded) or a number")
+    q.add_argument("--threshold", type=_threshold_option, default=0.0,
+                   help="the model's decision threshold: segments of the top k scoring above "
+                        "it are predicted (0: the paper's), or 'dev': the value of the best "
+                        "dev F on -1.0, -0.8, ..., +1.0 (McDonald et al. §4.3; needs --dev)")
     q.add_argument("--no-average", action="store_true",
                    help="keep the last weights instead of the averaged ones")
     q.add_argument("--hash-bits", type=positive_int, default=20,
@@ -117,6 +122,9 @@ def add_parser(sub) -> None:
                         "the set of maximal expected F_β under the calibrated probabilities")
     q.add_argument("--beta", type=beta_option, default=1.0,
                    help=f"--decoder meu: {BETA_HELP}")
+    q.add_argument("--threshold", type=_threshold_number, default=None,
+                   help="--decoder threshold: keep the segments of the top k scoring above "
+                        "this (none: the model's, 0 unless train --threshold set it)")
     q.add_argument("--restrict", default=None,
                    help=restrict_help + " (none: the model's; 'none' for no restriction)")
     q.add_argument("--format", choices=FORMATS, default="auto", help=format_help)
@@ -164,12 +172,38 @@ def _max_gap(text: str) -> int | None | str:
     return value
 
 
+def _threshold_number(text: str) -> float:
+    """argparse type: a finite number (a decision threshold on segment scores)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def _threshold_option(text: str) -> float | str:
+    """argparse type: ``train --threshold``, a finite number or ``dev``."""
+    if text == "dev":
+        return text
+    try:
+        return _threshold_number(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be a finite number or 'dev', got "
+                                         f"{text!r}") from None
+
+
 def run_train(args: argparse.Namespace) -> int:
     check_output(args.output)
+    if args.threshold == "dev" and not args.dev:
+        raise InputError("--threshold dev chooses the threshold on the dev sentences: give "
+                         "--dev FILE (or a number)")
     flags = restriction_flags(args.restrict) if args.restrict else None
     model = SegmentModel(D=2 ** args.hash_bits, max_gap=_max_gap(args.max_gap),
                          restrictions=flags, average=not args.no_average, seed=args.seed,
-                         predicates=args.predicates)
+                         predicates=args.predicates,
+                         threshold=0.0 if args.threshold == "dev" else args.threshold)
     sents = read_segments(args.train, fmt=args.format)
     dev = read_segments(args.dev, fmt=args.format) if args.dev else None
     identity = {"train_sha256": file_digest(args.train)}
@@ -186,6 +220,12 @@ def run_train(args: argparse.Namespace) -> int:
     if dev is not None:                           # the trainer wrote the model; again with it
         a, b = model.calibrate(dev, source=args.dev)
         print(f"calibration on {args.dev}: p = σ({a:.4g}·score + {b:.4g})")
+        if args.threshold == "dev":
+            t = model.tune_threshold(dev, source=args.dev)
+            tuned = model.settings["threshold_tuned_on"]
+            edge = " (at the edge of the grid)" if tuned["at_edge"] else ""
+            print(f"threshold on {args.dev}: {t:+.1f}{edge}, dev P {tuned['precision']:.2f} "
+                  f"R {tuned['recall']:.2f} F {tuned['f']:.2f}")
         model.save(args.output)
     print(f"wrote {args.output}")
     return 0
@@ -204,6 +244,11 @@ def run_decode(args: argparse.Namespace) -> int:
                  else restriction_flags(args.restrict))
     if not jsonl:                     # a tag column holds non-overlapping contiguous chunks
         flags.update(no_overlap=True, contiguous=True)
+    if args.threshold is not None:
+        if args.decoder != "threshold":
+            raise InputError(f"--threshold applies to --decoder threshold, not "
+                             f"--decoder {args.decoder}")
+        model.threshold = args.threshold
     model.decode([], restrictions=flags, decoder=args.decoder, beta=args.beta)  # refusals first
     if not (0.0 <= args.min_confidence <= 1.0):
         raise InputError(f"--min-confidence must be a probability in [0, 1], got "

@@ -7,7 +7,8 @@ over the member indices of y padded with 0 and n+1 (:mod:`.features`); the score
 all steps for all types are F @ W (steps × T), scattered into a (T, n+2, n+2) array
 (−inf for the steps not allowed), from which :func:`.space.kbest` finds the k best
 segments.  A sentence's prediction (§3.1, "At test time"): the top k = n segments with
-score > threshold (0 by default; §4.3 tunes it), then the §3.2.1 restrictions
+score > threshold (0 by default, the paper's; :meth:`SegmentModel.tune_threshold`
+fixes it on dev, §4.3), then the §3.2.1 restrictions
 (:func:`.space.restrict`, greedy best first).
 
 An estimator (the scikit-learn convention): ``SegmentModel(D=..., max_gap="auto", k=...,
@@ -56,8 +57,9 @@ from ...layout import Layout
 from ...learn import objectives as lo
 from ...learn.loop import Trainer
 from ...segments.data import SegSentence, Segment, iter_types
-from ...segments.meu import calibrated, meu_set, platt_fit
+from ...segments.meu import calibrated, meu_set
 from ...segments.space import RESTRICTIONS, kbest, restrict
+from . import decisions
 from .cache import FeatureCache
 from .files import FLAGS, check_int, read_model, restriction_flags, write_model
 from .features import (DEFAULT_PREDICATES, SentenceFeatures, check_predicates,
@@ -254,34 +256,31 @@ class SegmentModel:
     def calibrate(self, sentences: Sequence[SegSentence], source: str | None = None
                   ) -> tuple[float, float]:
         """Fit p(c ∈ gold) = σ(a·s(c) + b) on the top-k candidates of held-out
-        sentences with gold segments (:func:`.meu.platt_fit`, maximum likelihood);
-        stored in ``settings["platt"]`` for ``decoder="meu"``; returns (a, b)."""
-        scores, labels = [], []
-        for s in sentences:
-            if s.segments is None:
-                raise InputError(f"{s.source}: calibration needs gold segments")
-            gold = set(s.segments)
-            for score, t, pos in self.candidates(s):
-                scores.append(score)
-                labels.append(Segment(self.types[t], pos) in gold)
-        try:
-            a, b = platt_fit(scores, labels)
-        except InputError as e:
-            raise InputError(f"{source}: {e}" if source else str(e)) from None
-        self.settings.update(platt=[a, b], calibrated_on={"source": source or "<unnamed>",
-                                                          "sentences": len(sentences),
-                                                          "candidates": len(scores)})
-        return a, b
+        sentences with gold segments (:func:`.decisions.calibrate`, Platt, maximum
+        likelihood); stored in ``settings["platt"]`` for ``decoder="meu"``; (a, b)."""
+        return decisions.calibrate(self, sentences, source)
 
     def platt(self) -> tuple[float, float]:
         """The calibration (a, b); InputError saying how to get one if there is none."""
-        ab = self.settings.get("platt")
-        if not (isinstance(ab, list) and len(ab) == 2
-                and all(isinstance(x, numbers.Real) and np.isfinite(x) for x in ab)):
-            raise InputError("this segment model has no probability calibration: MEU "
-                             "decoding needs one (fstchunk segment train --dev FILE fits it "
-                             "on the dev sentences)")
-        return float(ab[0]), float(ab[1])
+        return decisions.platt(self)
+
+    def tune_threshold(self, sentences: Sequence[SegSentence],
+                       thresholds: Sequence[float] = decisions.THRESHOLDS, beta: float = 1.0,
+                       source: str | None = None) -> float:
+        """Set ``threshold`` to the value of ``thresholds`` of the best F_β of the
+        threshold decoder on held-out ``sentences`` (§4.3, Figure 5;
+        :func:`.decisions.best_threshold`: ties nearest 0); recorded in
+        ``settings["threshold_tuned_on"]`` with the whole curve and the threshold
+        before (which a new :meth:`fit` restores); the threshold."""
+        curve = decisions.threshold_curve(self, sentences, thresholds, beta)
+        t, p, r, f = decisions.best_threshold(curve)
+        before = decisions.untuned(self.settings, self.threshold)
+        self.threshold = float(t)
+        self.settings["threshold_tuned_on"] = {"before": before,
+            "source": source or "<unnamed>", "sentences": len(sentences), "beta": beta,
+            "f": f, "precision": p, "recall": r, "at_edge": t in (curve[0][0], curve[-1][0])
+            and len(curve) > 1, "curve": [list(row) for row in curve]}
+        return self.threshold
 
     def segment_features(self, sentence: SegSentence, segment: Segment,
                          sf: SentenceFeatures | None = None) -> sp.csr_matrix:
@@ -350,7 +349,8 @@ class SegmentModel:
                 "features": feature_version(self.predicates),
                 "restrictions": ",".join(r for r, f in zip(RESTRICTIONS, FLAGS)
                                          if self.restrictions[f]),
-                "seed": self.seed, "average": self.average, "max_sweeps": self.max_sweeps}
+                "seed": self.seed, "average": self.average, "max_sweeps": self.max_sweeps,
+                **({"threshold": self.threshold} if self.threshold else {})}  # dev F reads it
 
     def fit(self, sentences: Sequence[SegSentence], dev: Sequence[SegSentence] | None = None,
             max_iter: int = 10, identity: dict | None = None,
@@ -368,6 +368,7 @@ class SegmentModel:
         options.setdefault("checkpoint_every", 1)
         select = options.get("select", "last")
         self.max_gap = self._max_gap_param
+        self.threshold = decisions.untuned(self.settings, self.threshold)  # tuned to old W
         self.types, self.type_index, self.W, self.layout = [], {}, None, None
         self.settings, self.other_weights = dict(record or {}), None
         data = self.training_data(sentences)
