@@ -33,21 +33,27 @@ follow it.  ``--cost --before DIR``: seconds per epoch against another checkout
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
 from bench_segments import _chunks
 from common import data_path, machine, write_section
-from segment_cost import cost
+from segment_cost import cost, full_epochs
 from fstchunk import SegmentModel
+from fstchunk.models.segment import train as segment_train
 from fstchunk.models.segment.decisions import THRESHOLDS, best_threshold, threshold_curve
 from fstchunk.segments.data import read_jsonl
 from fstchunk.segments.scoring import score_segments
 
+#: a CONFIGS keyword that is not SegmentModel's: the tolerance of Hildreth's KKT test
+#: (:func:`fstchunk.models.segment.train.hildreth`, 1e-8 in the library), patched in
+TOL = "hildreth_tol"
 #: name -> (description, SegmentModel keywords)
 CONFIGS = {
     "mcp05": ("mcp05 predicates (issue 19's), k = n, averaged, ≤ 1000 sweeps",
@@ -61,6 +67,10 @@ CONFIGS = {
     "sp03-k3": ("sp03, k = 3 (not n)", {"predicates": "sp03", "k": 3}),
     "sp03-s1": ("sp03, Hildreth capped at 1 sweep", {"predicates": "sp03", "max_sweeps": 1}),
     "sp03-s5": ("sp03, Hildreth capped at 5 sweeps", {"predicates": "sp03", "max_sweeps": 5}),
+    "sp03-tol2": ("sp03, Hildreth's KKT tolerance 1e-2 (not 1e-8)",
+                  {"predicates": "sp03", TOL: 1e-2}),
+    "sp03-tol4": ("sp03, Hildreth's KKT tolerance 1e-4 (not 1e-8)",
+                  {"predicates": "sp03", TOL: 1e-4}),
     "default": ("multilabel (the defaults of `segment train`: mcp05+sp03, k = n, averaged)",
                 {}),
     "default-r": ("multilabel with restrictions (no-overlap, contiguous; the defaults "
@@ -77,8 +87,12 @@ def run(name: str, args) -> dict:
     tr, dv, _ = _chunks("np", "NP", None)
     tr, dv = tr[:args.train_limit], dv[:args.dev_limit]
     desc, kw = CONFIGS[name]
+    kw = dict(kw)
+    tol = kw.pop(TOL, None)
     t = time.perf_counter()
-    m = SegmentModel(**kw).fit(tr, dev=dv, max_iter=args.epochs)
+    with mock.patch.object(segment_train, "hildreth",
+                           functools.partial(segment_train.hildreth, tol=tol or 1e-8)):
+        m = SegmentModel(**kw).fit(tr, dev=dv, max_iter=args.epochs)
     secs = time.perf_counter() - t
     hist = m.settings["history"]
     out = {"name": name, "desc": desc, "train": len(tr), "dev": len(dv), "seconds": secs,
@@ -396,10 +410,14 @@ def main() -> None:
     ap.add_argument("--before-has-sp03", action="store_true",
                     help="--cost: the --before checkout has the mcp05+sp03 predicates")
     ap.add_argument("--cost-limit", type=int, default=1000)
+    ap.add_argument("--cost-full", choices=("genia", "np"),
+                    help="seconds per epoch of this checkout on all of a training set")
     ap.add_argument("--runs", type=int, default=2)
     args = ap.parse_args()
     if args.cost:
         return cost(args)
+    if args.cost_full:
+        return full_epochs(args)
     if args.write:
         return write(args)
     if args.full and args.curve:

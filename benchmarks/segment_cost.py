@@ -98,3 +98,25 @@ def cost(args) -> None:
         "|---|---|---|---|---|", *rows])
     print(text)
     write_section("Segments (issue 37): cost of an epoch", text)
+
+
+def full_epochs(args) -> None:
+    """``--cost-full CORPUS``: wall and CPU seconds of each of ``--epochs`` epochs of this
+    checkout on all of CORPUS's training sentences (the default predicates, no dev F),
+    one fresh process, with the load average beside; the RESULTS.md section."""
+    files = {"genia": data_path("genia", "train.jsonl"), "np": data_path("conll2000", "train.txt")}
+    a = {"corpus": args.cost_full, "train": files[args.cost_full], "n": 10 ** 9,
+         "predicates": "mcp05+sp03", "epochs": args.epochs, "one_thread": False}
+    load0 = os.getloadavg()[0]
+    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(a)], check=True,
+                         capture_output=True, text=True).stdout
+    ep = json.loads(out.strip().splitlines()[-1])
+    text = "\n".join([
+        f"All training sentences of {args.cost_full}, `SegmentModel()` (the default "
+        f"predicates mcp05+sp03, one BLAS thread in the learner's step, features kept "
+        f"from epoch 2 on), {args.epochs} epochs, no dev F, one fresh process. Load "
+        f"average (1 min) before / after: {load0:.1f} / {os.getloadavg()[0]:.1f} on 2 cores.\n",
+        "| epoch | wall s | CPU s |", "|---|---|---|",
+        *(f"| {i} | {w:.1f} | {c:.1f} |" for i, (w, c) in enumerate(ep, 1))])
+    print(text)
+    write_section(f"Segments (issue 37): a full {args.cost_full} epoch", text)
