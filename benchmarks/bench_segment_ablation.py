@@ -47,6 +47,7 @@ from common import data_path, machine, write_section
 from segment_cost import cost, full_epochs
 from fstchunk import SegmentModel
 from fstchunk.models.segment import train as segment_train
+from fstchunk.segments.space import kbest
 from fstchunk.models.segment.decisions import THRESHOLDS, best_threshold, threshold_curve
 from fstchunk.segments.data import read_jsonl
 from fstchunk.segments.scoring import score_segments
@@ -54,6 +55,8 @@ from fstchunk.segments.scoring import score_segments
 #: a CONFIGS keyword that is not SegmentModel's: the tolerance of Hildreth's KKT test
 #: (:func:`fstchunk.models.segment.train.hildreth`, 1e-8 in the library), patched in
 TOL = "hildreth_tol"
+#: a CONFIGS keyword that is not SegmentModel's: the learner's top k times this factor
+WIDER = "train_k_factor"
 #: name -> (description, SegmentModel keywords)
 CONFIGS = {
     "mcp05": ("mcp05 predicates (issue 19's), k = n, averaged, ≤ 1000 sweeps",
@@ -71,6 +74,8 @@ CONFIGS = {
                   {"predicates": "sp03", TOL: 1e-2}),
     "sp03-tol4": ("sp03, Hildreth's KKT tolerance 1e-4 (not 1e-8)",
                   {"predicates": "sp03", TOL: 1e-4}),
+    "sp03-k2n": ("sp03, top 2n in training (n incorrect segments at least; decoding k = n)",
+                 {"predicates": "sp03", WIDER: 2}),
     "default": ("multilabel (the defaults of `segment train`: mcp05+sp03, k = n, averaged)",
                 {}),
     "default-r": ("multilabel with restrictions (no-overlap, contiguous; the defaults "
@@ -88,10 +93,12 @@ def run(name: str, args) -> dict:
     tr, dv = tr[:args.train_limit], dv[:args.dev_limit]
     desc, kw = CONFIGS[name]
     kw = dict(kw)
-    tol = kw.pop(TOL, None)
+    tol, wider = kw.pop(TOL, 1e-8), kw.pop(WIDER, 1)
     t = time.perf_counter()
     with mock.patch.object(segment_train, "hildreth",
-                           functools.partial(segment_train.hildreth, tol=tol or 1e-8)):
+                           functools.partial(segment_train.hildreth, tol=tol)), \
+            mock.patch.object(segment_train, "kbest",
+                              lambda a, k, g: kbest(a, wider * k, g)):
         m = SegmentModel(**kw).fit(tr, dev=dv, max_iter=args.epochs)
     secs = time.perf_counter() - t
     hist = m.settings["history"]
