@@ -78,6 +78,7 @@ CONFIGS = {
                  {"predicates": "sp03", WIDER: 2}),
     "default": ("multilabel (the defaults of `segment train`: mcp05+sp03, k = n, averaged)",
                 {}),
+    "default-d22": ("the default with 2**22 hash buckets per type (not 2**20)", {"D": 2 ** 22}),
     "default-r": ("multilabel with restrictions (no-overlap, contiguous; the defaults "
                   "otherwise)", {"restrictions": "no-overlap,contiguous"}),
 }
