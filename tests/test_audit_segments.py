@@ -7,7 +7,9 @@ against decodes at each threshold scored by an independent count."""
 
 from __future__ import annotations
 
+import io
 import json
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -15,10 +17,12 @@ from hypothesis import strategies as st
 
 from fstchunk import encodings as enc
 from fstchunk.cli import main
-from fstchunk.errors import InputError
+from fstchunk.annotation import read_partial
+from fstchunk.errors import InputError, SchemeError
 from fstchunk.models import load_model
 from fstchunk.models.segment import decisions
 from fstchunk.segments.data import read_segments
+from fstchunk.tagspace import TagSet
 from oracles import all_chunkings
 
 
@@ -164,3 +168,44 @@ def test_threshold_dev_is_the_best_f_of_the_decoding_of_the_dev_file(slices, cap
     assert m.threshold == best[0], rows
     assert m.settings["threshold_tuned_on"]["f"] == pytest.approx(best[1], abs=1e-9)
     assert f"threshold on {dev}: {best[0]:+.1f}" in out and f"F {best[1]:.2f}" in out
+
+
+# ----------------------------------------------------------------- partial annotation
+
+@pytest.mark.parametrize("scheme", ["IOB2", "IOE2", "IOBES", "BILOU"])
+@pytest.mark.parametrize("cell", ["*-PER~|O", "O|*-PER~|?", "?~|O", "*-*~|O!"])
+def test_a_not_one_chunk_mark_inside_a_cell_is_one_error_not_a_type(tmp_path, capsys,
+                                                                    scheme, cell):
+    """'~' ends a whole cell; inside one it made a chunk type 'PER~' silently."""
+    f = tmp_path / "p.txt"
+    single = enc.chunks_to_tags([("PER", 0, 1)], 1, scheme)[0]     # B-PER, E-PER, S-PER...
+    f.write_bytes(f"a NN O\r\nb NN {cell}\r\nc NN O\r\n\r\nd NN {single}\r\n".encode())
+    raw = next(x for x in cell.split("|") if "~" in x)
+    with pytest.raises(SchemeError, match=re.escape(f"{f}:2: annotation item {raw!r}: the "
+                                                     "not-one-chunk mark")):
+        read_partial(str(f), scheme=scheme)
+    code = main(["train", "--train", str(f), "--partial", "--scheme", scheme,
+                 "--data-scheme", scheme, "-o", str(tmp_path / "m.npz"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and f"{f}:2: annotation item" in err
+    assert main(["grammar", "print", "annotation", "--scheme", scheme, "--types", "PER",
+                 "--gold", f"O,{cell}"]) == 2
+    assert "--gold token 2: annotation item" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("scheme", ["IOB2", "IOE2", "IOBES", "BILOU"])
+def test_a_mark_ending_the_cell_still_rules_the_chunk_out(scheme):
+    """Control: 'B-PER|O~' style cells read as before — the span's one chunk excluded,
+    against enumeration of the scheme's sequences over PER."""
+    ts = TagSet(scheme, ("PER",))
+    (ps,) = read_partial(io.StringIO("a *-PER|O~\nb O\n"), scheme=scheme)
+    assert ps.types == {"PER"} and ps.not_chunks == ((0, 0),)
+    terms = ps.terms(ts)
+    col = {t: i for i, t in enumerate(ts.tags)}
+    passes = {tuple(y) for c in all_chunkings(2, ("PER",))
+              for y in [enc.chunks_to_tags(c, 2, scheme)]
+              if any(all(m[i, col[t]] for i, t in enumerate(y)) for m in terms)}
+    want = {tuple(enc.chunks_to_tags(c, 2, scheme)) for c in all_chunkings(2, ("PER",))
+            if ("PER", 1, 2) not in c and ("PER", 0, 1) not in c
+            and ("PER", 0, 2) not in c}
+    assert passes == want == {("O", "O")}
