@@ -12,7 +12,7 @@ With ``--partial`` (``fstchunk train``, ``fstchunk select``) and in
 * a trailing ``~`` (``?~ ?~``, ``B-*~ I-*~``): the tokens of a run of ``~`` cells are
   not exactly one chunk, of any type (a dictionary match the annotator rejected);
   each cell still allows what it says without the ``~``.  Two adjacent runs are one
-  run.  A scheme whose chunk boundaries show on one tag is needed (IOB2, IOE2, IOBES,
+  run.  A ``~`` inside a cell (``B-PER~|O``) is refused, not read as a type ``PER~``.  A scheme whose chunk boundaries show on one tag is needed (IOB2, IOE2, IOBES,
   BILOU, IOBES2, IOBES3: :func:`fstchunk.not_chunk.chunk_conditions`); IOB1 and IOE1
   are refused.
 
@@ -52,7 +52,7 @@ import numpy as np
 from . import encodings as enc
 from .conll import DOCSTART, BLANKS, Sentence, iter_conll, iter_lines, source_name
 from .errors import InputError, SchemeError
-from .not_chunk import exclusion_terms, marked, runs
+from .not_chunk import NOT_CHUNK, exclusion_terms, marked, runs
 from .tagspace import UNCONSTRAINED, TagSpace, normalize_types
 
 ANY, WILD, STRICT_O = "?", "*", "O!"
@@ -89,6 +89,10 @@ def parse_cell(cell: str, scheme: str, where: str = "") -> tuple[Item, ...]:
             items.append(("O", ""))
         elif raw == STRICT_O:
             items.append(("O!", ""))
+        elif NOT_CHUNK in raw:          # a mark inside: not a type named 'PER~'
+            raise SchemeError(f"{at}annotation item {raw!r}: the not-one-chunk mark "
+                              f"{NOT_CHUNK!r} ends a whole cell ('B-PER|O{NOT_CHUNK}', "
+                              f"'?{NOT_CHUNK}'), not an item or a chunk type")
         else:
             prefix, sep, ctype = raw.partition("-")
             if prefix not in prefixes and prefix != WILD:

@@ -13,7 +13,8 @@ writes the model again).  ``decode`` writes the input again with its segments re
 JSONL lines keep their keys with ``segments`` replaced by the predicted list; a CoNLL
 input gets a predicted IOB2 column, which can hold only non-overlapping contiguous
 segments, so for CoNLL output the restrictions no-overlap and contiguous are always
-applied (on top of ``--restrict``).  A calibrated model (``train --dev``) gives each
+applied (on top of ``--restrict``), and ``train --threshold dev`` with a CoNLL
+``--dev`` tunes the threshold for that decoding.  A calibrated model (``train --dev``) gives each
 predicted segment of a JSONL output its probability ``p`` = σ(a·score + b) (Platt);
 an uncalibrated one writes no ``p``, and refuses ``--min-confidence``, which drops
 the segments of p below it (on CoNLL output too).  ``eval`` scores predicted
@@ -49,6 +50,11 @@ from ..segments.space import RESTRICTIONS
 from ..layout import head
 from .common import (BETA_HELP, HelpFormatter, add_executor, beta_option, executor_of,
                      nonnegative_int, positive_int, warn)
+
+
+#: the restrictions a CoNLL output always adds: a tag column holds only
+#: non-overlapping contiguous segments
+CONLL_FLAGS = {"no_overlap": True, "contiguous": True}
 
 
 def add_parser(sub) -> None:
@@ -220,8 +226,11 @@ def run_train(args: argparse.Namespace) -> int:
     if dev is not None:                           # the trainer wrote the model; again with it
         a, b = model.calibrate(dev, source=args.dev)
         print(f"calibration on {args.dev}: p = σ({a:.4g}·score + {b:.4g})")
-        if args.threshold == "dev":
-            t = model.tune_threshold(dev, source=args.dev)
+        if args.threshold == "dev":           # for the decoding of files like --dev
+            flags = dict(model.restrictions)
+            if detect_format(args.dev, args.format).name == "conll":
+                flags.update(CONLL_FLAGS)
+            t = model.tune_threshold(dev, source=args.dev, restrictions=flags)
             tuned = model.settings["threshold_tuned_on"]
             edge = " (at the edge of the grid)" if tuned["at_edge"] else ""
             print(f"threshold on {args.dev}: {t:+.1f}{edge}, dev P {tuned['precision']:.2f} "
@@ -243,7 +252,7 @@ def run_decode(args: argparse.Namespace) -> int:
     flags = dict(model.restrictions if args.restrict is None
                  else restriction_flags(args.restrict))
     if not jsonl:                     # a tag column holds non-overlapping contiguous chunks
-        flags.update(no_overlap=True, contiguous=True)
+        flags.update(CONLL_FLAGS)
     if args.threshold is not None:
         if args.decoder != "threshold":
             raise InputError(f"--threshold applies to --decoder threshold, not "

@@ -9,7 +9,9 @@ non-contiguous, and a sentence's segments may overlap, nest or cross.
   keeps every key of the line (:attr:`SegSentence.record`) so that the writer can
   replace ``segments`` and leave the rest as it was.
 * CoNLL: contiguous segments from a tag column in IOB2 (or ``scheme``), read as
-  conlleval does; the writer of predictions appends a column of IOB2 tags, which
+  conlleval does — except a sentence whose tags show the IOBES family (S, U, L, or B
+  and E), which conlleval.pl misreads (S-X S-X as one chunk) and which is read in its
+  scheme; the writer of predictions appends a column of IOB2 tags, which
   exists only for non-overlapping contiguous segments (a prediction that needs more
   is refused, naming the sentence).
 
@@ -203,8 +205,9 @@ def read_conll_segments(path: str, scheme: str = "IOB2", tag_column: int = -1,
                         fmt: FileFormat | None = None) -> list[SegSentence]:
     """Sentences of a CoNLL file (word first; POS in ``pos_column`` when the lines have
     three columns or more), segments = the chunks of the tag column (contiguous,
-    non-overlapping; conlleval's reading for IOB2, else ``scheme``'s lenient one);
-    ``gold=False``: no segments read."""
+    non-overlapping; conlleval's reading for IOB2 — a sentence of IOBES-family tags
+    in its own scheme —, else ``scheme``'s lenient one); ``gold=False``: no segments
+    read."""
     return list(iter_conll_segments(path, scheme, tag_column, pos_column, gold, fmt))
 
 
@@ -237,10 +240,31 @@ def iter_conll_segments(path: str, scheme: str = "IOB2", tag_column: int = -1,
 
 #: the chunk-tag prefixes of every scheme: what a gold tag column may hold besides O
 TAG_PREFIXES = frozenset(p for name in enc.SCHEMES for p in enc.scheme_prefixes(name))
+#: the schemes conlleval.pl does not know (S-X S-X would be one chunk, E-X B-X continue
+#: one): a sentence whose tags show one of them is read in it
+IOBES_FAMILY = ("IOBES", "BILOU", "IOBES2", "IOBES3")
+_CONLLEVAL_PREFIXES = frozenset({"B", "I", "E"})
+
+
+def _reading_scheme(tags: Sequence[str], scheme: str) -> str | None:
+    """The scheme ``tags`` are read in by default (``scheme`` IOB2): the IOBES-family
+    scheme whose prefixes hold all of theirs when they show that family (a prefix
+    conlleval.pl does not know, such as S, U, L, or both B and E), else None
+    (conlleval.pl's reading); ``scheme`` itself when it is given otherwise."""
+    if enc.canonical_scheme(scheme) != "IOB2":
+        return scheme
+    prefixes = {enc.split_tag(t)[0] for t in tags if t != enc.OUTSIDE}
+    if prefixes <= _CONLLEVAL_PREFIXES and not {"B", "E"} <= prefixes:
+        return None
+    for name in IOBES_FAMILY:
+        if prefixes <= set(enc.scheme_prefixes(name)):
+            return name
+    return None                         # mixed prefixes: the tag check names the first
 
 
 def _gold_segments(s, scheme: str, tag_column: int, why: str) -> list[Segment]:
-    """The chunks of ``s``'s tag column as segments (conlleval's reading for IOB2, else
+    """The chunks of ``s``'s tag column as segments (conlleval's reading for IOB2, or
+    the IOBES-family scheme the sentence's tags show (:func:`_reading_scheme`); else
     ``scheme``'s lenient one).  A column that holds no chunk tags (a word-only file, a
     POS column) is refused at the first non-tag, naming its line."""
     width = len(s.rows[0])
@@ -254,11 +278,19 @@ def _gold_segments(s, scheme: str, tag_column: int, why: str) -> list[Segment]:
             raise InputError(f"{s.where(i)}: {tag!r} in the tag column ({column}) is not a "
                              f"chunk tag (O, or PREFIX-TYPE with a prefix of "
                              f"{', '.join(sorted(TAG_PREFIXES))}){why}")
+    reading = _reading_scheme(tags, scheme)
+    if reading is None and not {enc.split_tag(t)[0] for t in tags
+                                if t != enc.OUTSIDE} <= _CONLLEVAL_PREFIXES:
+        first = next(i for i, t in enumerate(tags)
+                     if t != enc.OUTSIDE and enc.split_tag(t)[0] not in _CONLLEVAL_PREFIXES)
+        raise InputError(f"{s.where(first)}: {tags[first]!r} in the tag column ({column}) "
+                         f"mixes schemes with the sentence's other tags (no scheme has all "
+                         f"of their prefixes){why}")
     try:                                # a type that cannot be one, at its own line
         for i, t in enumerate(tags):
             enc.tag_type(t, i)
-        chunks = (enc.conlleval_chunks(tags) if enc.canonical_scheme(scheme) == "IOB2"
-                  else enc.tags_to_chunks(tags, scheme, strict=False))
+        chunks = (enc.conlleval_chunks(tags) if reading is None
+                  else enc.tags_to_chunks(tags, reading, strict=False))
     except SchemeError as e:
         raise SchemeError(f"{s.where(e.position or 0)}: {str(e).partition(': ')[2] or e}"
                           f"{why}", e.position) from None

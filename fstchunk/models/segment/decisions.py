@@ -19,7 +19,10 @@ Pitfalls: a threshold chosen on the test set is a wrong figure (choose on dev); 
 grid bounds the choice (:data:`THRESHOLDS`, the paper's Figure 5 axis −1 … +1 in
 steps of 0.2: scores are in units of the update's margin of 1), and a best value at the
 grid's edge is reported as such (``settings["threshold_tuned_on"]["at_edge"]``); the
-model's restrictions apply after the threshold, as in decoding.
+restrictions of the decoding the threshold is for apply after it, as in decoding — the
+model's by default, and for a CoNLL output also no-overlap and contiguous, which
+``segment decode`` always adds there (``segment train --threshold dev`` with a CoNLL
+dev file tunes with them).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from ...segments.data import SegSentence, Segment
 from ...segments.meu import platt_fit
 from ...segments.scoring import score_segments
 from ...segments.space import restrict
+from .files import restriction_flags
 
 #: the thresholds of :func:`threshold_curve` by default: Figure 5's axis, −1.0 … +1.0
 THRESHOLDS = tuple(round(x / 5, 1) for x in range(-5, 6))
@@ -61,15 +65,18 @@ def check_thresholds(thresholds: Sequence[float]) -> tuple[float, ...]:
 
 
 def threshold_curve(model: Any, sentences: Sequence[SegSentence],
-                    thresholds: Sequence[float] = THRESHOLDS, beta: float = 1.0
+                    thresholds: Sequence[float] = THRESHOLDS, beta: float = 1.0,
+                    restrictions: str | dict | None = None
                     ) -> list[tuple[float, float, float, float]]:
     """Figure 5: ``(threshold, P, R, F_β)`` (percent) of ``model``'s threshold decoder
-    (its restrictions applied after the threshold) on ``sentences``, one row per
-    threshold in increasing order; the top-k candidates are computed once."""
+    (``restrictions``, default the model's, applied after the threshold, as
+    :meth:`SegmentModel.decode` applies them) on ``sentences``, one row per threshold
+    in increasing order; the top-k candidates are computed once."""
     grid, beta = check_thresholds(thresholds), check_beta(beta)
     gold = _gold(sentences, "a threshold curve")
+    flags = (model.restrictions if restrictions is None
+             else restriction_flags(restrictions))
     cands = [model.candidates(s) for s in sentences]
-    flags = model.restrictions
     rows = []
     for t in grid:
         pred = []

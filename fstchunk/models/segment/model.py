@@ -266,18 +266,22 @@ class SegmentModel:
 
     def tune_threshold(self, sentences: Sequence[SegSentence],
                        thresholds: Sequence[float] = decisions.THRESHOLDS, beta: float = 1.0,
-                       source: str | None = None) -> float:
+                       source: str | None = None,
+                       restrictions: str | dict | None = None) -> float:
         """Set ``threshold`` to the value of ``thresholds`` of the best F_β of the
         threshold decoder on held-out ``sentences`` (§4.3, Figure 5;
-        :func:`.decisions.best_threshold`: ties nearest 0); recorded in
-        ``settings["threshold_tuned_on"]`` with the whole curve and the threshold
-        before (which a new :meth:`fit` restores); the threshold."""
-        curve = decisions.threshold_curve(self, sentences, thresholds, beta)
+        :func:`.decisions.best_threshold`: ties nearest 0) under ``restrictions`` (those
+        the decoding will apply; default the model's); recorded in
+        ``settings["threshold_tuned_on"]`` with the whole curve, the restrictions and
+        the threshold before (which a new :meth:`fit` restores); the threshold."""
+        flags = self.restrictions if restrictions is None else restriction_flags(restrictions)
+        curve = decisions.threshold_curve(self, sentences, thresholds, beta, flags)
         t, p, r, f = decisions.best_threshold(curve)
         before = decisions.untuned(self.settings, self.threshold)
         self.threshold = float(t)
         self.settings["threshold_tuned_on"] = {"before": before,
             "source": source or "<unnamed>", "sentences": len(sentences), "beta": beta,
+            "restrictions": ",".join(r for r, f in zip(RESTRICTIONS, FLAGS) if flags[f]),
             "f": f, "precision": p, "recall": r, "at_edge": t in (curve[0][0], curve[-1][0])
             and len(curve) > 1, "curve": [list(row) for row in curve]}
         return self.threshold
