@@ -22,9 +22,8 @@ Where CRFsuite reads something surprising, fstchunk refuses it with one
 :class:`~fstchunk.errors.InputError` naming ``file:line`` (and the field): a label
 or name with an unescaped second ``:`` (CRFsuite would split it silently), a
 value that is not a number (CRFsuite's ``atof`` reads it as 0), a line of tabs only
-(CRFsuite drops it without a word) or of other white space (a separator line with a
-stray space, which CRFsuite's readers take differently by version), a line starting
-with a tab (CRFsuite would take its first attribute as the label).  An attribute named
+(CRFsuite drops it without a word), a line starting with a tab (CRFsuite would take
+its first attribute as the label).  An attribute named
 twice in one item counts twice (CRFsuite sums its items' values), so
 :attr:`Sequence.items` holds the summed value.
 """
@@ -120,9 +119,8 @@ def iter_data(path_or_file) -> Iterator[Sequence]:
             seq = Sequence([], [], [], source)
             continue
         fields = [f for f in line.split("\t") if f]
-        if not line.strip():
-            what = "white space only" if fields else "tabs only"
-            raise InputError(f"{where}: a line of {what} (no label); a blank line "
+        if not fields:
+            raise InputError(f"{where}: a line of tabs only (no label); a blank line "
                              f"separates sequences")
         if line.startswith("\t"):
             raise InputError(f"{where}: the line starts with a tab: no label (CRFsuite "
