@@ -237,7 +237,17 @@ class Lattice:
 
 # ---------------------------------------------------------------------- helpers
 def _array(name: str, a, ndim: int) -> np.ndarray:
-    arr = np.asarray(a, dtype=np.float64)
+    """``a`` as float64 of ``ndim`` dimensions and finite entries, else one InputError
+    naming ``name`` (a ragged list, strings, a complex array, a tensor numpy cannot read)."""
+    try:
+        arr = np.asarray(a)
+        if arr.dtype.kind == "c":
+            raise InputError(f"{name} holds complex numbers; scores are real log potentials")
+        arr = arr.astype(np.float64, copy=False)
+    except (TypeError, ValueError, RuntimeError) as e:
+        if isinstance(e, InputError):
+            raise
+        raise InputError(f"{name} is not an array of real numbers: {e}") from None
     if arr.ndim != ndim:
         raise InputError(f"{name} must be a {ndim}-D array, got shape {arr.shape}")
     bad = ~np.isfinite(arr)

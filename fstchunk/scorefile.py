@@ -20,7 +20,8 @@ one sentence per line, tag lists free per line::
 
 ``scores`` is n x len(tags) (log potentials, columns = ``tags``); ``tokens``,
 ``transitions`` (default 0: the scores alone, within the scheme), ``start`` and
-``end`` are optional.  A line that is not such an object is refused at its
+``end`` are optional; UTF-8, a byte-order mark and ``\r\n`` line ends accepted.
+A line that is not such an object is refused at its
 ``file:line``; numbers are checked when its lattice is built
 (:meth:`Lattice.from_scores`), an error of that sentence alone.  Both forms become
 :class:`ScoredSentence` items of one :class:`ScoreModel` (:func:`open_scores`),
@@ -201,7 +202,7 @@ def read_jsonl_scores(path: str) -> list[ScoredSentence]:
     ``file:line``."""
     out = []
     try:
-        fh = open(path, encoding="utf-8")
+        fh = open(path, encoding="utf-8-sig")        # a byte-order mark is dropped
     except OSError as e:
         raise InputError(f"{path}: cannot read the score file: {e.strerror}") from None
     with fh:

@@ -91,12 +91,17 @@ def gold_sequences(path: str, scheme: str | None, on_invalid: str, command: str
 
 def training_pairs(seqs: Iterable[Sequence], path: str) -> tuple[list, list]:
     """(X, y) of CRFsuite sequences for an attribute CRF; a sequence weight other than 1
-    is refused (fstchunk's objectives weigh every sequence alike)."""
+    is refused (fstchunk's objectives weigh every sequence alike), and a label with
+    white space, at its ``file:line``."""
     X, y = [], []
     for s in seqs:
         if s.weight != 1.0:
             raise InputError(f"{s.where(0)}: @weight:{s.weight:g}: fstchunk trains with "
                              f"every sequence weighing 1; drop the declaration")
+        for t, label in enumerate(s.labels):
+            if any(c.isspace() for c in label):
+                raise InputError(f"{s.where(t)}: label {label!r} holds white space, which "
+                                 f"fstchunk's labels cannot (its outputs split on it)")
         X.append(s.items)
         y.append(s.labels)
     if not X:

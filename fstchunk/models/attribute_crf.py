@@ -88,10 +88,11 @@ def detect_scheme(labels: Sequence[str], gold: Sequence[Sequence[str]]) -> str:
 
 def check_labels(X: Sequence[Any], y: Any, what: str = "y", open_ok: bool = False
                  ) -> list[list[Any]]:
-    """``y`` as lists of label strings, one per token of ``X``'s sequences
-    (``open_ok``: or sets of labels, :mod:`.partial_labels`)."""
-    if isinstance(y, (str, bytes, dict)) or not hasattr(y, "__len__"):
+    """``y`` (an iterator read once) as lists of label strings, one per token of the
+    list ``X``'s sequences (``open_ok``: or sets of labels, :mod:`.partial_labels`)."""
+    if isinstance(y, (str, bytes, dict)) or not hasattr(y, "__iter__"):
         raise InputError(f"{what} must be a list of label sequences, got {type(y).__name__}")
+    y = y if hasattr(y, "__len__") else list(y)
     if len(y) != len(X):
         raise InputError(f"len(X) = {len(X)} but len({what}) = {len(y)}: one label sequence "
                          f"per sequence of X")
@@ -342,6 +343,8 @@ class AttributeCRF(Calibrated, PairChain):
         its attributes; a fitted one trains on from θ.  ``options`` go to the trainer."""
         self.set_params(**{k: options.pop(k) for k in list(options) if k in HYPERPARAMETERS})
         if dev is not None and not isinstance(dev, TrainingData):
+            X_dev = check_sequences(dev[0], "X_dev")       # read once, scored often
+            dev = (X_dev, check_labels(X_dev, dev[1], "y_dev", open_ok=True))
             pl.refuse_open(dev[1], "y_dev", "the held-out figure needs one tag per token")
         data = self.training_data((X, y)) if self.fitted else self._prepare((X, y))
         options.setdefault("progress", False)

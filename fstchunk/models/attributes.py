@@ -5,8 +5,8 @@ reads (pycrfsuite/_pycrfsuite.pyx), flattened by :func:`flatten_item` into
 (attribute name, value) pairs:
 
 * a dict ``{name: value}``: a string (or bytes) value gives ``name:value`` with 1.0;
-  a number gives ``name`` with that weight (a bool 1.0 or 0.0); a nested dict, list
-  or set gives ``name:`` + each of its own attributes (``{"a": {"b": 2}}`` is
+  a number gives ``name`` with that weight (a bool, numpy's too: 1.0 or 0.0); a nested
+  dict, list or set gives ``name:`` + each of its own attributes (``{"a": {"b": 2}}`` is
   ``a:b`` = 2, ``{"a": ["x", "y"]}`` is ``a:x``, ``a:y`` = 1);
 * a list, tuple or set of strings: each string an attribute with 1.0.
 
@@ -44,6 +44,8 @@ from ..errors import InputError
 
 #: python-crfsuite's separator between a prefix and a nested name or a string value
 SEP = ":"
+#: ints at or beyond it (float's range) leave the fast path, to be refused by name
+BIG = 2 ** 1023
 
 
 def _name(key: Any, where: str) -> str:
@@ -69,10 +71,13 @@ def _flat(x: Any, prefix: str, names: list, values: list, where: str) -> None:
             elif isinstance(value, bytes):
                 names.append(name + SEP + _name(value, where))
                 values.append(1.0)
-            elif isinstance(value, Real):
-                v = float(value)
+            elif isinstance(value, (Real, np.bool_)):      # numpy's bool is no Real
+                try:
+                    v = float(value)
+                except OverflowError:                        # an int beyond float's range
+                    v = math.inf
                 if not math.isfinite(v):
-                    raise InputError(f"{where}: attribute {name!r} has the value {value!r}; "
+                    raise InputError(f"{where}: attribute {name!r} has the value {value!r:.40}; "
                                      f"a weight must be a finite number")
                 names.append(name)
                 values.append(v)
@@ -141,7 +146,8 @@ def _flatten_all(X: Sequence[Sequence[Any]], what: str
                     if tv is str:
                         add_name(key + SEP + value)
                         add_value(1.0)
-                    elif tv is bool or tv is int or (tv is float and isfinite(value)):
+                    elif tv is bool or (tv is float and isfinite(value)) or (
+                            tv is int and -BIG < value < BIG):
                         add_name(key)
                         add_value(float(value))
                     else:

@@ -67,6 +67,8 @@ from ..errors import InputError
 from ..expected import expected_f
 from ..learn import objectives as lo
 from ..models.attribute_crf import AttributeCRF, check_labels
+from ..models.attributes import check_sequences
+from ..models.partial_labels import refuse_open
 from ..scale import executor
 from .params import ALGORITHMS, CRFParams, resolve
 from .tagger import Tagger, TrainingLog
@@ -100,7 +102,10 @@ class CRF(CRFParams, BaseEstimator):
         if (X_dev is None) != (y_dev is None):
             raise InputError("Pass both X_dev and y_dev to use the holdout data")
         self.__dict__.pop("_tagger", None)
-        run = resolve(self, len(X) if hasattr(X, "__len__") else 0)
+        X, y = _data(X, y, open_ok=True)          # iterators read once: N is len(X)
+        if X_dev is not None:
+            X_dev, y_dev = _data(X_dev, y_dev, "X_dev", "y_dev", open_ok=True)
+        run = resolve(self, len(X))
         model = AttributeCRF(self.scheme, min_freq=run.min_freq,
                              all_possible_states=run.all_possible_states,
                              all_possible_transitions=run.all_possible_transitions,
@@ -108,7 +113,7 @@ class CRF(CRFParams, BaseEstimator):
                              max_iter=run.max_iter, tol=run.tol, algorithm=run.algorithm,
                              options=run.options)
         log = TrainingLog()
-        N = max(len(X), 1) if hasattr(X, "__len__") else 1
+        N = max(len(X), 1)
         t0 = [time.perf_counter()]
 
         def record(p) -> None:
@@ -195,7 +200,8 @@ class CRF(CRFParams, BaseEstimator):
         :func:`fstchunk.expected.expected_f`); a chunk scheme only."""
         model = self._fitted()
         model.space.require_chunks("expected_f")
-        y = check_labels(X, y)
+        X, y = _data(X, y, open_ok=True)         # a partial label: refused by name
+        refuse_open(y, "y", "expected F is taken against one tag sequence per sequence")
         return np.array([expected_f(lat, reference=g, beta=beta, method="fast").f
                          for lat, g in zip(model.lattices(X), y)])
 
@@ -207,8 +213,10 @@ class CRF(CRFParams, BaseEstimator):
         return self._fitted().calibrate((X, y), source="calibrate(X, y)")
 
     def score(self, X: Sequence[Any], y: Any) -> float:
-        """Token accuracy (sklearn-crfsuite's: ``flat_accuracy_score``)."""
-        y = check_labels(X, y)
+        """Token accuracy (sklearn-crfsuite's: ``flat_accuracy_score``) against one
+        label per token (a partial label of ``y`` is refused: it is no answer to count)."""
+        X, y = _data(X, y, open_ok=True)         # a partial label: refused by name
+        refuse_open(y, "y", "score counts the tokens whose one label is predicted")
         pred = self.predict(X)
         flat = [a == b for p, g in zip(pred, y) for a, b in zip(p, g)]
         return float(np.mean(flat)) if flat else 0.0
@@ -268,6 +276,15 @@ class CRF(CRFParams, BaseEstimator):
         state = self.__dict__.copy()
         state.pop("_tagger", None)
         return state
+
+
+def _data(X: Any, y: Any, what_x: str = "X", what_y: str = "y", open_ok: bool = False
+          ) -> tuple[list, list]:
+    """(X, y) as lists, checked (:func:`~fstchunk.models.attributes.check_sequences`,
+    :func:`~fstchunk.models.attribute_crf.check_labels`): iterators are read once, as
+    sklearn-crfsuite reads them."""
+    X = check_sequences(X, what_x)
+    return X, check_labels(X, y, what_y, open_ok)
 
 
 def _marginal_dicts(tags: Sequence[str], marg: np.ndarray) -> list[dict]:
