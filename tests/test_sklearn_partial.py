@@ -198,7 +198,7 @@ def test_auto_detects_the_scheme_of_the_named_tags_and_labels_any_chain():
     crf = CRF(max_iterations=5).fit(X, [["B-PER", "E-PER"], ["O", "*-LOC"], ["?"]])
     assert crf.scheme_ == "IOBES" and set(crf.classes_) == set(enc.scheme_tags(
         "IOBES", ["PER", "LOC"]))
-    pos = CRF(max_iterations=5).fit(X, [["NNP", {"NNP", "NN"}], ["IN", "?"], ["DT|IN"]])
+    pos = CRF(max_iterations=5).fit(X, [["NNP", {"NNP", "NN"}], ["IN", "?"], [{"DT", "IN"}]])
     assert pos.scheme_ == "none" and pos.classes_ == ["NNP", "NN", "IN", "DT"]
     assert all(len(p) == len(x) for p, x in zip(pos.predict(X), X))
 
@@ -258,7 +258,7 @@ def test_held_out_labels_must_be_full_and_wildcards_need_a_scheme():
     with pytest.raises(InputError, match="name no label"):
         CRF().fit(X, [["?", "?"], ["?"]])
     with pytest.raises(InputError, match="rule out no label anywhere"):
-        CRF().fit(X, [[{"a", "b"}, "a|b"], [("b", "a")]])
+        CRF().fit(X, [[{"a", "b"}, {"a", "b"}], [("b", "a")]])
 
 
 def test_two_workers_sum_to_one_process():
@@ -271,3 +271,35 @@ def test_two_workers_sum_to_one_process():
     a = CRF(c2=0.1, max_iterations=15).fit(X, y)
     b = CRF(c2=0.1, max_iterations=15, workers=2).fit(X, y)
     np.testing.assert_allclose(b.model_.theta, a.model_.theta, rtol=0, atol=1e-7)
+
+
+@pytest.mark.parametrize("scheme", ["auto", None])
+@pytest.mark.parametrize("label", ["Number=Sing|Person=3", "a|b", "O!", "Gender=Fem|Case=Nom~"])
+def test_a_string_outside_a_chunk_scheme_is_refused_or_read_literally(scheme, label):
+    """Outside a chunk scheme a column-syntax string is ambiguous (a morphological tag
+    holds |): refused naming y[i][t], or with literal_labels one label, the model of
+    the same data with that label renamed."""
+    X = [[{"w": "a"}, {"w": "b"}], [{"w": "c"}, {"w": "a"}], [{"w": "b"}]]
+    y = [[label, "POS=NOUN"], ["POS=NOUN", label], ["a"]]
+    with pytest.raises((InputError, SchemeError), match=r"y\[0\]\[0\]: .* is ambiguous"):
+        CRF(max_iterations=5, scheme=scheme).fit(X, y)
+    lit = CRF(max_iterations=20, scheme=scheme, literal_labels=True).fit(X, y)
+    plain = CRF(max_iterations=20, scheme=scheme).fit(
+        X, [[t if t != label else "L" for t in ys] for ys in y])
+    assert lit.classes_ == [label if t == "L" else t for t in plain.classes_]
+    assert all(type(t) is str for t in lit.classes_)
+    np.testing.assert_array_equal(lit.model_.theta, plain.model_.theta)
+    assert [list(p) for p in lit.predict(X)] == [[label if t == "L" else t for t in p]
+                                                 for p in plain.predict(X)]
+    assert lit.score(X, y) == plain.score(X, [[t if t != label else "L" for t in ys]
+                                              for ys in y])
+    with pytest.raises(InputError, match="literal_labels must be True or False"):
+        CRF(literal_labels="yes").fit(X, y)
+
+
+def test_literal_labels_in_a_chunk_scheme_are_tags_of_their_own_type():
+    X = [[{"w": "a"}, {"w": "b"}]]
+    lit = CRF(max_iterations=5, scheme="IOB2", literal_labels=True).fit(X, [["B-PER|O", "O"]])
+    assert lit.classes_ == ["B-PER|O", "O", "I-PER|O"]               # the type 'PER|O'
+    crf = CRF(max_iterations=5, scheme="IOB2").fit(X, [["B-PER|O", "O"]])
+    assert crf.classes_ == ["B-PER", "O", "I-PER"]                  # the column syntax

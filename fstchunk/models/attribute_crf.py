@@ -221,6 +221,7 @@ class AttributeCRF(Calibrated, PairChain):
             self._set_state(fit.attributes, space.tags, space.scheme, fit.pairs, fit.transitions,
                             settings={"min_freq": self.min_freq, "detected_scheme": auto})
             return TrainingData(fit.X, gold)
+        y = [[str(t) for t in ys] for ys in y]          # a Literal label: plain from here
         order: dict[str, None] = {}
         for ys in y:
             order.update(dict.fromkeys(ys))

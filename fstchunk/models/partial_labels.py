@@ -9,7 +9,13 @@ for each token, a label (as always) or a *constraint* — the tags the token may
   :func:`~fstchunk.annotation.parse_cell`): ``?`` (any tag), ``B-PER|I-PER|O``,
   ``*-PER``, ``B-*``, ``*-*``, ``O!``, and a trailing ``~`` (a run of such labels is
   not exactly one chunk, :mod:`fstchunk.not_chunk`).  A string is read so when it is
-  ``?`` or ``O!``, holds ``|`` or ``*``, or ends in ``~`` (:func:`is_open`).
+  ``?`` or ``O!``, holds ``|`` or ``*``, or ends in ``~`` (:func:`is_open`), and is
+  not a :class:`Literal`.  Outside a chunk scheme (the unconstrained chain) such a
+  string other than ``?`` and the wildcards (which need a chunk scheme) is refused as
+  ambiguous: labels there have no structure,
+  and a morphological tag ``Number=Sing|Person=3`` must not silently become two labels.
+  Pass a set for the partial label, or :class:`Literal` (``literal_labels=True`` of
+  :class:`fstchunk.sklearn.CRF`) for the one label.
 
 With any constraint in ``y`` training maximises the marginal likelihood
 log Z(x) − log Z_A(x) (:mod:`.partial`, the ML statistics' partial form), A(x) the
@@ -44,12 +50,33 @@ from .partial import PartialGold
 SETS = (set, frozenset, tuple, list)
 
 
+class AmbiguousLabel(InputError):
+    """A string label of ``y`` that outside a chunk scheme could be one label or a
+    partial label (the module doc)."""
+
+
+class Literal(str):
+    """A label of ``y`` read as one label, whatever it holds
+    (``Literal("Number=Sing|Person=3")``): never the tag-column syntax."""
+    __slots__ = ()
+
+
 def is_open(label: Any) -> bool:
     """Whether a label of ``y`` is a constraint (module doc), not one label."""
     if isinstance(label, SETS):
         return True
-    return isinstance(label, str) and (label in (ANY, STRICT_O) or "|" in label
-                                       or WILD in label or marked(label))
+    return (isinstance(label, str) and not isinstance(label, Literal)
+            and (label in (ANY, STRICT_O) or "|" in label or WILD in label
+                 or marked(label)))
+
+
+def literal(y: Any) -> Any:
+    """``y`` with every string label a :class:`Literal` (sequences as lists; anything
+    that is not label sequences is left for the checks to name)."""
+    if isinstance(y, (str, bytes, dict)) or not hasattr(y, "__iter__"):
+        return y
+    return [ys if isinstance(ys, (str, bytes)) or not hasattr(ys, "__iter__") else
+            [Literal(x) if isinstance(x, str) else x for x in ys] for ys in y]
 
 
 def first_open(y: Sequence[Sequence[Any]]) -> tuple[int, int] | None:
@@ -87,13 +114,23 @@ def check_set(label: Any, where: str) -> None:
 def label_items(label: Any, scheme: str, where: str) -> tuple[Item, ...]:
     """The annotation items of one label of ``y`` read in ``scheme``."""
     if isinstance(label, str):
+        if (scheme == UNCONSTRAINED and is_open(label) and WILD not in label
+                and label not in (ANY, ANY + NOT_CHUNK)):      # (a wildcard: parse_cell's)
+            raise AmbiguousLabel(f"{where}: {str(label)!r} is ambiguous outside a chunk scheme: "
+                             f"a partial label in the tag-column syntax, or one label "
+                             f"(as 'Number=Sing|Person=3' is); pass a set of labels for "
+                             f"the partial label, or the one label as "
+                             f"fstchunk.models.partial_labels.Literal(...) "
+                             f"(fstchunk.sklearn.CRF(literal_labels=True): every string)")
         label = label[:-1] if marked(label) else label
-        return parse_cell(label, scheme, where) if is_open(label) else (("tag", label),)
+        return parse_cell(label, scheme, where) if is_open(label) else (("tag", str(label)),)
     members = sorted(label) if isinstance(label, (set, frozenset)) else label
     return tuple(("tag", m) for m in dict.fromkeys(members))
 
 
 def _key(label: Any) -> Any:
+    if isinstance(label, Literal):
+        return ("literal", str(label))
     return label if isinstance(label, str) else (type(label) in (set, frozenset),
                                                  tuple(label))
 
@@ -208,6 +245,8 @@ def detect(y: Sequence[Sequence[Any]], schemes: Sequence[str]
         return space, masks, terms
     try:
         return annotate(y, UNCONSTRAINED)
+    except AmbiguousLabel:              # no chunk tags: the ambiguity is the whole story
+        raise
     except (SchemeError, InputError) as e:
         _, scheme, best = min(errors, key=lambda x: x[0]) if errors else (0, "", e)
         raise SchemeError(f"scheme='auto': no chunk scheme reads the partial labels (in "

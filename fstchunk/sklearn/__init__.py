@@ -44,7 +44,9 @@ over its valid sequences, other labels an ordinary chain; None forces the latter
 share the objective's statistics, :mod:`fstchunk.scale`); ``predict(X, decoder="meu",
 beta=...)``, ``predict_chunks(X)``, ``expected_f(X, y)``; partial labels in ``y`` (a set
 of tags, or ``?``, ``B-PER|O``, ``*-PER``, ...: the marginal likelihood of what they
-allow, lbfgs and ml only; :mod:`fstchunk.models.partial_labels`).
+allow, lbfgs and ml only; :mod:`fstchunk.models.partial_labels`); ``literal_labels=True``
+reads every string of ``y`` as one label (morphological tags ``Number=Sing|Person=3``;
+without it such a string is refused as ambiguous outside a chunk scheme).
 
 Pitfalls: ``classes_`` lists the labels in CRFsuite's order (first appearance in y),
 plus, under a chunk scheme, the tags the scheme needs that y lacks; ``size_`` is the
@@ -68,7 +70,7 @@ from ..expected import expected_f
 from ..learn import objectives as lo
 from ..models.attribute_crf import AttributeCRF, check_labels
 from ..models.attributes import check_sequences
-from ..models.partial_labels import refuse_open
+from ..models.partial_labels import literal, refuse_open
 from ..scale import executor
 from .params import ALGORITHMS, CRFParams, resolve
 from .tagger import Tagger, TrainingLog
@@ -102,9 +104,9 @@ class CRF(CRFParams, BaseEstimator):
         if (X_dev is None) != (y_dev is None):
             raise InputError("Pass both X_dev and y_dev to use the holdout data")
         self.__dict__.pop("_tagger", None)
-        X, y = _data(X, y, open_ok=True)          # iterators read once: N is len(X)
+        X, y = self._data(X, y)                   # iterators read once: N is len(X)
         if X_dev is not None:
-            X_dev, y_dev = _data(X_dev, y_dev, "X_dev", "y_dev", open_ok=True)
+            X_dev, y_dev = self._data(X_dev, y_dev, "X_dev", "y_dev")
         run = resolve(self, len(X))
         model = AttributeCRF(self.scheme, min_freq=run.min_freq,
                              all_possible_states=run.all_possible_states,
@@ -200,7 +202,7 @@ class CRF(CRFParams, BaseEstimator):
         :func:`fstchunk.expected.expected_f`); a chunk scheme only."""
         model = self._fitted()
         model.space.require_chunks("expected_f")
-        X, y = _data(X, y, open_ok=True)         # a partial label: refused by name
+        X, y = self._data(X, y)                  # a partial label: refused by name
         refuse_open(y, "y", "expected F is taken against one tag sequence per sequence")
         return np.array([expected_f(lat, reference=g, beta=beta, method="fast").f
                          for lat, g in zip(model.lattices(X), y)])
@@ -210,12 +212,24 @@ class CRF(CRFParams, BaseEstimator):
         training set): what a margin-trained model (ap, pa, arow, max-margin) needs
         before marginals, MEU or confidences (:mod:`fstchunk.models.calibrated`)."""
         self.__dict__.pop("_tagger", None)
-        return self._fitted().calibrate((X, y), source="calibrate(X, y)")
+        return self._fitted().calibrate(self._data(X, y), source="calibrate(X, y)")
+
+    def _data(self, X: Any, y: Any, what_x: str = "X", what_y: str = "y"
+              ) -> tuple[list, list]:
+        """(X, y) as lists, checked (:func:`~fstchunk.models.attributes.check_sequences`,
+        :func:`~fstchunk.models.attribute_crf.check_labels`): iterators are read once, as
+        sklearn-crfsuite reads them; with ``literal_labels`` every string label a
+        :class:`~fstchunk.models.partial_labels.Literal`."""
+        if not isinstance(self.literal_labels, bool):
+            raise InputError(f"literal_labels must be True or False, got "
+                             f"{self.literal_labels!r}")
+        X = check_sequences(X, what_x)
+        return X, check_labels(X, literal(y) if self.literal_labels else y, what_y, True)
 
     def score(self, X: Sequence[Any], y: Any) -> float:
         """Token accuracy (sklearn-crfsuite's: ``flat_accuracy_score``) against one
         label per token (a partial label of ``y`` is refused: it is no answer to count)."""
-        X, y = _data(X, y, open_ok=True)         # a partial label: refused by name
+        X, y = self._data(X, y)                  # a partial label: refused by name
         refuse_open(y, "y", "score counts the tokens whose one label is predicted")
         pred = self.predict(X)
         flat = [a == b for p, g in zip(pred, y) for a, b in zip(p, g)]
@@ -278,13 +292,6 @@ class CRF(CRFParams, BaseEstimator):
         return state
 
 
-def _data(X: Any, y: Any, what_x: str = "X", what_y: str = "y", open_ok: bool = False
-          ) -> tuple[list, list]:
-    """(X, y) as lists, checked (:func:`~fstchunk.models.attributes.check_sequences`,
-    :func:`~fstchunk.models.attribute_crf.check_labels`): iterators are read once, as
-    sklearn-crfsuite reads them."""
-    X = check_sequences(X, what_x)
-    return X, check_labels(X, y, what_y, open_ok)
 
 
 def _marginal_dicts(tags: Sequence[str], marg: np.ndarray) -> list[dict]:

@@ -46,7 +46,7 @@ class CRFParams:
                  calibration_max_trials=None, pa_type=None, c=None, error_sensitive=None,
                  averaging=None, variance=None, gamma=None, verbose=False,
                  model_filename=None, keep_tempfiles=False, trainer_cls=None,
-                 scheme="auto", objective="ml", beta=1.0, workers=1):
+                 scheme="auto", objective="ml", beta=1.0, workers=1, literal_labels=False):
         self.algorithm = algorithm
         self.min_freq = min_freq
         self.all_possible_states = all_possible_states
@@ -65,7 +65,7 @@ class CRFParams:
         self.verbose, self.model_filename = verbose, model_filename
         self.keep_tempfiles, self.trainer_cls = keep_tempfiles, trainer_cls
         self.scheme, self.objective, self.beta = scheme, objective, beta
-        self.workers = workers
+        self.workers, self.literal_labels = workers, literal_labels
 
 
 class BaseEstimator:
