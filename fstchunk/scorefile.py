@@ -35,6 +35,9 @@ Pitfalls:
 * sentences are read ``emissions_0, emissions_1, ...`` up to the first missing
   index; an ``emissions_k`` beyond a gap would be silently dropped, so a gap is
   an error.
+* JSONL scores without a scheme are read as IOB2, whose tags IOB1 shares: scores
+  whose best tags open chunks with ``I-`` and never with ``B-`` (an IOB1 tagger's)
+  are refused there (:func:`_refuse_iob1_scores`), naming ``--scheme IOB1``.
 """
 
 from __future__ import annotations
@@ -191,10 +194,50 @@ def open_scores(path: str, scheme: str | None,
         scheme = own
     else:
         items = read_jsonl_scores(path)
+        if scheme is None:
+            _refuse_iob1_scores(items)
         scheme = scheme or "IOB2"
     if sentences is not None:
         items = _with_tokens(items, sentences, path)
     return ScoreModel(scheme), items
+
+
+#: how many chunks the best tags must open with I- (and none with B-) for JSONL scores
+#: read without a scheme to be refused as IOB1's
+IOB1_OPENS = 3
+
+
+def _refuse_iob1_scores(items: Sequence[ScoredSentence]) -> None:
+    """InputError when JSONL scores read without ``--scheme`` (as IOB2) look like an
+    IOB1 tagger's: their per-token best tags open chunks with ``I-`` at least
+    :data:`IOB1_OPENS` times and never with ``B-`` (IOB1 and IOB2 share their tags, and
+    reading IOB1 scores as IOB2 silently drops the mass of every sequence that opens a
+    chunk with ``I-``).  Sentences whose arrays cannot be read are left to their own
+    errors."""
+    opens_i, opens_b, first = 0, 0, ""
+    for it in items:
+        tags, e = it.scores[0], it.scores[1]
+        prefixes = [enc.split_tag(t) if isinstance(t, str) else ("?", "") for t in tags]
+        if not all(p in ("B", "I", enc.OUTSIDE) for p, _ in prefixes):
+            return                                  # not IOB tags: the scheme check says
+        try:
+            arr = np.asarray(e, dtype=np.float64)
+            best = arr.argmax(axis=1) if arr.ndim == 2 and arr.shape[1] == len(tags) else []
+        except (TypeError, ValueError):
+            continue
+        prev = (enc.OUTSIDE, "")
+        for i, j in enumerate(best):
+            p, typ = prefixes[j]
+            if p != enc.OUTSIDE and (prev[0] == enc.OUTSIDE or prev[1] != typ):
+                opens_b += p == "B"
+                opens_i += p == "I"
+                first = first or (it.where(i) if p == "I" else "")
+            prev = (p, typ)
+    if opens_i >= IOB1_OPENS and not opens_b:
+        raise InputError(f"{first}: the scores' best tags open {opens_i} chunks with I- and "
+                         f"none with B-, as an IOB1 tagger's do, but JSONL scores are read "
+                         f"as IOB2 unless --scheme says otherwise: give --scheme IOB1 (or "
+                         f"--scheme IOB2 to read them as IOB2 all the same)")
 
 
 def read_jsonl_scores(path: str) -> list[ScoredSentence]:

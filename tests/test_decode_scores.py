@@ -166,3 +166,50 @@ def test_scores_workers_and_html(tmp_path, capsys):
     assert run(capsys, *base, "--workers", "2")[1] == run(capsys, *base)[1]
     code, out, _ = run(capsys, "decode", "--scores", path, "--format", "html")
     assert code == 0 and out.startswith("<!DOCTYPE html>") and "w3_4" in out
+
+
+def _tagger_scores(rng, scheme, sentences=6, n=8):
+    """Emissions of a confident tagger trained in ``scheme``: the tags of random
+    chunkings written in it, +4 on the tag, noise elsewhere."""
+    tags = list(enc.scheme_tags("IOB2", TYPES))
+    out = []
+    for _ in range(sentences):
+        chunks, i = [], 0
+        while i < n:
+            if rng.random() < 0.5:
+                j = min(n, i + 1 + int(rng.integers(3)))
+                chunks.append((TYPES[int(rng.integers(2))], i, j))
+                i = j
+            else:
+                i += 1
+        e = rng.normal(scale=0.3, size=(n, len(tags)))
+        for k, t in enumerate(enc.chunks_to_tags(chunks, n, scheme)):
+            e[k, tags.index(t)] += 4.0
+        out.append(e)
+    return tags, out
+
+
+def test_iob1_scores_without_a_scheme_are_refused(tmp_path, capsys):
+    """JSONL scores are read as IOB2 by default; scores whose best tags open chunks
+    with I- and never with B- (an IOB1 tagger's) are refused, naming the place and
+    --scheme IOB1; with a scheme given they decode as that scheme's lattices."""
+    rng = np.random.default_rng(5)
+    tags, emis = _tagger_scores(rng, "IOB1")
+    path = tmp_path / "iob1.jsonl"
+    path.write_text("".join(json.dumps({"tags": tags, "scores": e.tolist()}) + "\n"
+                            for e in emis))
+    code, out, err = run(capsys, "decode", "--scores", path, "--format", "jsonl")
+    assert code == 2 and "iob1.jsonl:" in err and "give --scheme IOB1" in err
+    for scheme in ("IOB1", "IOB2"):
+        code, out, err = run(capsys, "decode", "--scores", path, "--scheme", scheme,
+                             "--format", "jsonl")
+        assert code == 0, err
+        want = decode_lattices([Lattice.from_scores(tags, e, np.zeros((len(tags),) * 2),
+                                                    scheme=scheme) for e in emis],
+                               "map")
+        assert [json.loads(x)["tags"] for x in out.splitlines()] == want
+    tags, emis = _tagger_scores(rng, "IOB2")                    # an IOB2 tagger's: read
+    path.write_text("".join(json.dumps({"tags": tags, "scores": e.tolist()}) + "\n"
+                            for e in emis))
+    code, out, err = run(capsys, "decode", "--scores", path, "--format", "jsonl")
+    assert code == 0, err

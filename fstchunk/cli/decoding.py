@@ -79,8 +79,8 @@ def add_parser(sub) -> None:
                         "required with --model; with --scores, optional: the tokens (first "
                         "column), one sentence per scored sentence")
     p.add_argument("--scheme", default=None,
-                   help="with --scores: the scheme of the JSONL scores' tags (none: IOB2); "
-                        "a .npz says its own")
+                   help="with --scores: the scheme of the JSONL scores' tags (none: IOB2, and "
+                        "scores that look IOB1's are refused); a .npz says its own")
     p.add_argument("--format", choices=("conll", "jsonl", "html", "crfsuite"), default="conll",
                    help="conll: the input's lines plus the predicted tag; jsonl: one JSON "
                         "object per sentence with tokens, tags and chunks with their "
