@@ -170,6 +170,30 @@ def test_threshold_dev_is_the_best_f_of_the_decoding_of_the_dev_file(slices, cap
     assert f"threshold on {dev}: {best[0]:+.1f}" in out and f"F {best[1]:.2f}" in out
 
 
+@pytest.mark.parametrize("ext, restrict", [("txt", None), ("txt", "no-embedding"),
+                                           ("jsonl", None)])
+def test_dev_f_of_training_is_the_f_of_the_decoding_of_the_dev_file(slices, capsys, ext,
+                                                                   restrict):
+    """Oracle: the model each epoch kept (``--select dev``, one epoch at a time) decoded
+    by ``segment decode`` on the dev file and scored by hand gives the dev F that
+    training reported for that epoch (a CoNLL output adds no-overlap and contiguous)."""
+    conll = ext == "txt"
+    dev, gold = str(slices / f"dev.{ext}"), _gold(str(slices / f"dev.{ext}"), conll)
+    for epochs in (1, 2):
+        model = str(slices / f"m{epochs}.npz")
+        assert main(["segment", "train", "--train", str(slices / f"train.{ext}"), "--dev",
+                     dev, "--epochs", str(epochs), "--hash-bits", "14", "-o", model,
+                     "--quiet"] + (["--restrict", restrict] if restrict else [])) == 0
+        capsys.readouterr()
+        pred = slices / f"pred.{ext}"
+        assert main(["segment", "decode", "--model", model, "--input", dev,
+                     "-o", str(pred)]) == 0
+        m = load_model(model)
+        want = _f(gold, _predicted(pred, conll))
+        assert m.settings["history"][-1]["dev_f_average"] == pytest.approx(want, abs=1e-9)
+        assert m.settings["dev_f"] == pytest.approx(want, abs=1e-9)
+
+
 # ----------------------------------------------------------------- partial annotation
 
 @pytest.mark.parametrize("scheme", ["IOB2", "IOE2", "IOBES", "BILOU"])

@@ -13,8 +13,8 @@ writes the model again).  ``decode`` writes the input again with its segments re
 JSONL lines keep their keys with ``segments`` replaced by the predicted list; a CoNLL
 input gets a predicted IOB2 column, which can hold only non-overlapping contiguous
 segments, so for CoNLL output the restrictions no-overlap and contiguous are always
-applied (on top of ``--restrict``), and ``train --threshold dev`` with a CoNLL
-``--dev`` tunes the threshold for that decoding.  A calibrated model (``train --dev``) gives each
+applied (on top of ``--restrict``), and ``train`` with a CoNLL ``--dev`` measures dev
+F (``--select dev``) and tunes ``--threshold dev`` for that decoding.  A calibrated model (``train --dev``) gives each
 predicted segment of a JSONL output its probability ``p`` = σ(a·score + b) (Platt);
 an uncalibrated one writes no ``p``, and refuses ``--min-confidence``, which drops
 the segments of p below it (on CoNLL output too).  ``eval`` scores predicted
@@ -215,11 +215,14 @@ def run_train(args: argparse.Namespace) -> int:
     identity = {"train_sha256": file_digest(args.train)}
     if args.select == "dev" and args.dev:         # the best so far was measured on it
         identity["dev_sha256"] = file_digest(args.dev)
+    dev_flags = None                    # dev F of the decoding files like --dev get
+    if dev is not None and detect_format(args.dev, args.format).name == "conll":
+        dev_flags = {**model.restrictions, **CONLL_FLAGS}
     model.fit(sents, dev=dev, max_iter=args.max_iter, dev_every=args.dev_every,
               select=args.select, checkpoint=args.output + ".ckpt",
               checkpoint_every=args.checkpoint_every, resume=args.resume,
               output=args.output, progress=not args.quiet, log=print, identity=identity,
-              record={"train": args.train, "dev": args.dev})
+              record={"train": args.train, "dev": args.dev}, dev_restrictions=dev_flags)
     if args.select == "dev":
         print(f"kept epoch {model.settings['selected_epoch']} of "
               f"{model.settings['iteration']} (best dev F)")
@@ -227,10 +230,7 @@ def run_train(args: argparse.Namespace) -> int:
         a, b = model.calibrate(dev, source=args.dev)
         print(f"calibration on {args.dev}: p = σ({a:.4g}·score + {b:.4g})")
         if args.threshold == "dev":           # for the decoding of files like --dev
-            flags = dict(model.restrictions)
-            if detect_format(args.dev, args.format).name == "conll":
-                flags.update(CONLL_FLAGS)
-            t = model.tune_threshold(dev, source=args.dev, restrictions=flags)
+            t = model.tune_threshold(dev, source=args.dev, restrictions=dev_flags)
             tuned = model.settings["threshold_tuned_on"]
             edge = " (at the edge of the grid)" if tuned["at_edge"] else ""
             print(f"threshold on {args.dev}: {t:+.1f}{edge}, dev P {tuned['precision']:.2f} "

@@ -38,7 +38,7 @@ from ...segments.data import SegSentence, Segment
 from ...segments.meu import platt_fit
 from ...segments.scoring import score_segments
 from ...segments.space import restrict
-from .files import restriction_flags
+from .files import restriction_flags, restriction_text
 
 #: the thresholds of :func:`threshold_curve` by default: Figure 5's axis, −1.0 … +1.0
 THRESHOLDS = tuple(round(x / 5, 1) for x in range(-5, 6))
@@ -96,6 +96,27 @@ def best_threshold(curve: Sequence[tuple[float, float, float, float]]
     if not len(curve):
         raise InputError("an empty threshold curve has no best threshold")
     return max(curve, key=lambda r: (round(r[3], 9), -abs(r[0]), -r[0]))
+
+
+def tune_threshold(model: Any, sentences: Sequence[SegSentence],
+                   thresholds: Sequence[float] = THRESHOLDS, beta: float = 1.0,
+                   source: str | None = None, restrictions: str | dict | None = None) -> float:
+    """Set ``model.threshold`` to the value of ``thresholds`` of the best F_β of the
+    threshold decoder on held-out ``sentences`` (:func:`best_threshold`: ties nearest 0)
+    under ``restrictions`` (those the decoding will apply; default the model's);
+    recorded in ``settings["threshold_tuned_on"]`` with the whole curve, the
+    restrictions and the threshold before (which a new fit restores); the threshold."""
+    flags = model.restrictions if restrictions is None else restriction_flags(restrictions)
+    curve = threshold_curve(model, sentences, thresholds, beta, flags)
+    t, p, r, f = best_threshold(curve)
+    before = untuned(model.settings, model.threshold)
+    model.threshold = float(t)
+    model.settings["threshold_tuned_on"] = {
+        "before": before, "source": source or "<unnamed>", "sentences": len(sentences),
+        "beta": beta, "restrictions": restriction_text(flags), "f": f, "precision": p,
+        "recall": r, "at_edge": t in (curve[0][0], curve[-1][0]) and len(curve) > 1,
+        "curve": [list(row) for row in curve]}
+    return model.threshold
 
 
 def untuned(settings: dict, threshold: float) -> float:

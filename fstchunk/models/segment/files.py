@@ -54,6 +54,11 @@ def restriction_flags(restrictions: str | dict | None) -> dict[str, bool]:
                      f"{restrictions!r}")
 
 
+def restriction_text(flags: dict[str, bool]) -> str:
+    """The text of restriction flags (``"no-overlap,contiguous"``; "" for none)."""
+    return ",".join(r for r, f in zip(RESTRICTIONS, FLAGS) if flags[f])
+
+
 def write_model(path, model: Any) -> None:
     """Write a fitted segment model's file (atomically, :func:`.io.save_model`)."""
     save_model(path, model.kind, {"W": model.W}, {

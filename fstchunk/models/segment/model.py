@@ -18,18 +18,10 @@ layout and θ = W through :class:`fstchunk.learn.loop.Trainer` (objective
 ``multilabel``; the solver is :class:`.train.HildrethSolver`, one step an epoch), so
 dev F and ``select="dev"``, checkpoints, resume and Ctrl-C are the training loop's.
 
-Model files (:mod:`.files`, kind ``segment``): the array ``W`` (D × T) and the fields
-``types``, ``features`` (the feature function's version of the predicate set,
-:func:`.features.feature_version`),
-``D``, ``max_gap``, ``k`` (None: k = n), ``restrictions``, ``threshold``, ``pos``
-(whether the features read POS tags) and ``settings`` (training bookkeeping: the
-history per epoch, the learner's seed, averaging, ...); every field is validated on
-load, and files written before the training loop load and decode as they did.  A model
-trained by ``fstchunk segment train`` also records its training layout
-(:attr:`SegmentModel.layout`, :mod:`fstchunk.layout`) over the columns its reader
-gives whatever the file's format (word, and POS where the sentences have it), and the
-data scheme of a CoNLL training file (IOB2; None for JSONL);
-:meth:`SegmentModel.layout_mismatch` checks an input's first sentences against it.
+Model files: :mod:`.files` (kind ``segment``: W and every hyper-parameter, validated on
+load; the training layout, :mod:`fstchunk.layout`, that
+:meth:`SegmentModel.layout_mismatch` checks an input against).  Decision rules fixed
+on dev (threshold, calibration): :mod:`.decisions`.
 
 Pitfalls: ``types`` keep their training order (the columns of W); ``k`` too small
 drops segments that would score > 0; a sentence may hold segments of types the model
@@ -58,10 +50,10 @@ from ...learn import objectives as lo
 from ...learn.loop import Trainer
 from ...segments.data import SegSentence, Segment, iter_types
 from ...segments.meu import calibrated, meu_set
-from ...segments.space import RESTRICTIONS, kbest, restrict
+from ...segments.space import kbest, restrict
 from . import decisions
 from .cache import FeatureCache
-from .files import FLAGS, check_int, read_model, restriction_flags, write_model
+from .files import check_int, read_model, restriction_flags, restriction_text, write_model
 from .features import (DEFAULT_PREDICATES, SentenceFeatures, check_predicates,
                        feature_version, segment_vectors, sentence_features)
 from .train import HildrethSolver, SegmentData, max_gap_of, segment_f
@@ -115,6 +107,7 @@ class SegmentModel:
         #: the learner's last weights when training averaged (not saved)
         self.other_weights: np.ndarray | None = None
         self._learner: HildrethSolver | None = None     # while a Trainer runs its solver
+        self._dev_flags: dict | None = None             # fit's dev_restrictions
         self._cache: FeatureCache | None = None          # the same: features kept (.cache)
 
     def _fitted(self, types: Sequence[str], pos: bool = False, W: np.ndarray | None = None
@@ -268,23 +261,10 @@ class SegmentModel:
                        thresholds: Sequence[float] = decisions.THRESHOLDS, beta: float = 1.0,
                        source: str | None = None,
                        restrictions: str | dict | None = None) -> float:
-        """Set ``threshold`` to the value of ``thresholds`` of the best F_β of the
-        threshold decoder on held-out ``sentences`` (§4.3, Figure 5;
-        :func:`.decisions.best_threshold`: ties nearest 0) under ``restrictions`` (those
-        the decoding will apply; default the model's); recorded in
-        ``settings["threshold_tuned_on"]`` with the whole curve, the restrictions and
-        the threshold before (which a new :meth:`fit` restores); the threshold."""
-        flags = self.restrictions if restrictions is None else restriction_flags(restrictions)
-        curve = decisions.threshold_curve(self, sentences, thresholds, beta, flags)
-        t, p, r, f = decisions.best_threshold(curve)
-        before = decisions.untuned(self.settings, self.threshold)
-        self.threshold = float(t)
-        self.settings["threshold_tuned_on"] = {"before": before,
-            "source": source or "<unnamed>", "sentences": len(sentences), "beta": beta,
-            "restrictions": ",".join(r for r, f in zip(RESTRICTIONS, FLAGS) if flags[f]),
-            "f": f, "precision": p, "recall": r, "at_edge": t in (curve[0][0], curve[-1][0])
-            and len(curve) > 1, "curve": [list(row) for row in curve]}
-        return self.threshold
+        """Set ``threshold`` to the best F_β's of ``thresholds`` on held-out ``sentences``
+        under ``restrictions`` (default the model's): :func:`.decisions.tune_threshold`
+        (§4.3, Figure 5; a new :meth:`fit` restores the threshold before); the threshold."""
+        return decisions.tune_threshold(self, sentences, thresholds, beta, source, restrictions)
 
     def segment_features(self, sentence: SegSentence, segment: Segment,
                          sf: SentenceFeatures | None = None) -> sp.csr_matrix:
@@ -351,22 +331,24 @@ class SegmentModel:
         return {"types": json.dumps(self.types), "pos": self.pos, "D": self.D,
                 "max_gap": self.max_gap, "k": self.k,
                 "features": feature_version(self.predicates),
-                "restrictions": ",".join(r for r, f in zip(RESTRICTIONS, FLAGS)
-                                         if self.restrictions[f]),
+                "restrictions": restriction_text(self.restrictions),
                 "seed": self.seed, "average": self.average, "max_sweeps": self.max_sweeps,
                 **({"threshold": self.threshold} if self.threshold else {})}  # dev F reads it
 
     def fit(self, sentences: Sequence[SegSentence], dev: Sequence[SegSentence] | None = None,
             max_iter: int = 10, identity: dict | None = None,
-            record: dict | None = None, **options: Any) -> "SegmentModel":
+            record: dict | None = None, dev_restrictions: str | dict | None = None,
+            **options: Any) -> "SegmentModel":
         """Learn from ``sentences`` afresh (the fitted state of :meth:`training_data`, then
         ``max_iter`` epochs of the online learner) through
         :class:`fstchunk.learn.loop.Trainer`; ``options``: the trainer's other arguments
         (``select``, ``checkpoint``, ``resume``, ``output``, ``callbacks``, ...; dev F
         and checkpoints every epoch and no progress unless asked).  ``identity``: more
         fields a resumed run must match (the CLI: the training file's digest);
-        ``record``: entries for ``settings`` (the files' names).  Sets ``settings``
-        ``select`` and ``selected_epoch`` (the epoch θ is from); ``self``."""
+        ``record``: entries for ``settings`` (the files' names); ``dev_restrictions``:
+        those of the decoding dev F measures (default the model's; ``segment train``
+        with a CoNLL dev file: also no-overlap and contiguous, as its decoding).  Sets
+        ``settings`` ``select`` and ``selected_epoch`` (the epoch θ is from); ``self``."""
         options.setdefault("progress", False)
         options.setdefault("dev_every", 1)
         options.setdefault("checkpoint_every", 1)
@@ -376,14 +358,19 @@ class SegmentModel:
         self.types, self.type_index, self.W, self.layout = [], {}, None, None
         self.settings, self.other_weights = dict(record or {}), None
         data = self.training_data(sentences)
-        trainer = Trainer(lo.MULTILABEL, max_iter=max_iter, dev=dev,
-                          identity={**self.run_identity(), **(identity or {})}, **options)
+        self._dev_flags = None if dev_restrictions is None else restriction_flags(
+            dev_restrictions)
+        run = {**self.run_identity(), **(identity or {})}
+        if self._dev_flags is not None and self._dev_flags != self.restrictions:
+            run["dev_restrictions"] = self.settings["dev_restrictions"] = restriction_text(
+                self._dev_flags)
+        trainer = Trainer(lo.MULTILABEL, max_iter=max_iter, dev=dev, identity=run, **options)
         self.settings["select"] = select
         self._cache = FeatureCache(self)
         try:
             trainer.fit(self, data)
         finally:
-            self._learner, self._cache = None, None
+            self._learner, self._cache, self._dev_flags = None, None, None
         self._note_selection()
         return self
 

@@ -212,8 +212,9 @@ def max_gap_of(sentences: Sequence[SegSentence]) -> int:
 
 def segment_f(model: Any, dev: Sequence[SegSentence], W: np.ndarray | None = None) -> float:
     """F (percent) over exact (type, positions) matches of ``model`` (weights ``W``,
-    default its own) on ``dev``."""
-    pred = model.decode(dev, W=W)
+    default its own) on ``dev``, decoded under the restrictions of ``fit``'s
+    ``dev_restrictions`` while it runs (the model's otherwise)."""
+    pred = model.decode(dev, W=W, restrictions=getattr(model, "_dev_flags", None))
     return score_segments([s.segments or [] for s in dev], pred).overall.f()
 
 
