@@ -104,6 +104,11 @@ def test_the_grammar_is_the_annotation_within_the_scheme():
     assert paths == want
     with pytest.raises(SchemeError, match="--gold token:2"):
         registry.build("annotation", scheme="IOB2", types=("PER",), gold=("O", "I-PER"))
+    for scheme in ("IOB2", "IOBES", "BILOU"):           # a type --types lacks, by name
+        for cell in ("*-LOC", "B-LOC", "B-PER|I-LOC", "O|*-LOC~"):
+            with pytest.raises(InputError, match="--gold token 2: chunk type 'LOC' is not "
+                                                 "among the types \\(PER\\)"):
+                registry.build("annotation", scheme=scheme, types=("PER",), gold=("O", cell))
 
 
 def _strings(f):

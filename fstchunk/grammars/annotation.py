@@ -22,7 +22,7 @@ import numpy as np
 import pynini
 
 from .. import fsa
-from ..annotation import PartialSentence, check_allows, parse_column
+from ..annotation import PartialSentence, check_allows, item_types, parse_column
 from ..not_chunk import chunk_conditions
 from ..conll import Sentence
 from ..errors import InputError
@@ -58,6 +58,12 @@ def annotation_machine(cells: Sequence[str], scheme: str, types: Sequence[str],
     space = TagSet(scheme, types)
     sent = Sentence([[c] for c in cells], list(range(1, len(cells) + 1)), "--gold token")
     items, spans = parse_column(cells, space.scheme, lambda i: f"--gold token {i + 1}")
+    for i, its in enumerate(items):                 # a type the tag set lacks, by name
+        extra = sorted(item_types(its) - set(space.types))
+        if extra:
+            raise InputError(f"--gold token {i + 1}: chunk type {extra[0]!r} is not among "
+                             f"the types ({', '.join(space.types) or 'untyped'}): add it "
+                             f"to --types")
     ps = PartialSentence(sent, items, None, spans)
     mask = check_allows(ps, space)
     ps.terms(space, mask)                     # a contradiction: one error naming the span
