@@ -168,7 +168,8 @@ class SegmentModel:
         self._check_fitted()
         if self.pos and sentence.pos is None:
             raise InputError(f"{sentence.source}: the model reads POS tags, the sentence has "
-                             f"none")
+                             f"none (a CoNLL file gives them in the second of three or more "
+                             f"columns, a JSONL line as \"pos\")")
         if self._cache is not None:
             return self._cache.features(sentence, self._compute_features)
         return self._compute_features(sentence)
