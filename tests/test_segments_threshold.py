@@ -98,7 +98,7 @@ def test_tuning_errors_name_the_problem():
         m.tune_threshold([])
     with pytest.raises(InputError, match="nosegs.*needs gold segments"):
         m.tune_threshold([SegSentence(["a", "b"], None, source="nosegs:1")])
-    for bad in ([], [float("nan")], [True], ["0.1"]):
+    for bad in ([], [float("nan")], [True], ["0.1"], 0.5, "0.1", None):
         with pytest.raises(InputError, match="thresholds must be"):
             m.tune_threshold(DEV, thresholds=bad)
     with pytest.raises(InputError, match="empty threshold curve"):

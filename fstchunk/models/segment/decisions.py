@@ -56,7 +56,8 @@ def _gold(sentences: Sequence[SegSentence], what: str) -> list[list[Segment]]:
 
 def check_thresholds(thresholds: Sequence[float]) -> tuple[float, ...]:
     """``thresholds`` as finite floats in increasing order; InputError otherwise."""
-    values = list(thresholds) if not isinstance(thresholds, (str, bytes)) else [thresholds]
+    iterable = hasattr(thresholds, "__iter__") and not isinstance(thresholds, (str, bytes))
+    values = list(thresholds) if iterable else []
     if not values or any(isinstance(t, bool) or not isinstance(t, numbers.Real)
                          or not np.isfinite(t) for t in values):
         raise InputError(f"thresholds must be a non-empty list of finite numbers, got "
