@@ -195,9 +195,16 @@ def draw(plot: dict, target: float | None, corpus: str, png: Path) -> None:
         ax.fill_between(x, m - se, m + se, alpha=0.25)
     if target is not None:
         ax.axhline(target, color="0.5", ls=":", lw=1, label="95 % of full-data F")
-    ax.set_xlabel("training sentences annotated (%)")
+    _save(fig, ax, png, "training sentences annotated (%)",
+          f"active learning, {corpus} (mean ± 1 SE)")
+
+
+def _save(fig, ax, png, xlabel: str, title: str) -> None:
+    """Label a test-F plot, write it to ``png`` and close it."""
+    import matplotlib.pyplot as plt
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("test F")
-    ax.set_title(f"active learning, {corpus} (mean ± 1 SE)")
+    ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(png, dpi=110)
@@ -244,13 +251,7 @@ def partial_section(records: list[dict], corpus: str, commands: str) -> None:
     for name, pts in series.items():
         ax.plot([t for t, _ in pts], [f for _, f in pts], marker="o", ms=3, label=name,
                 ls="--" if "curve above" in name else "-")
-    ax.set_xlabel("tokens annotated")
-    ax.set_ylabel("test F")
-    ax.set_title(f"partial annotation inside active learning, {corpus}")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(png, dpi=110)
-    plt.close(fig)
+    _save(fig, ax, png, "tokens annotated", f"partial annotation inside active learning, {corpus}")
     body = (
         f"{NAMES.get(corpus, corpus)}, features {cfg['features']}, IOB2, ML CRF (default λ), "
         f"MAP, conlleval F; start {100 * cfg['start']:.0f} % (fully annotated, the seed's "

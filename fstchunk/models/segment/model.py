@@ -359,8 +359,8 @@ class SegmentModel:
         self.types, self.type_index, self.W, self.layout = [], {}, None, None
         self.settings, self.other_weights = dict(record or {}), None
         data = self.training_data(sentences)
-        self._dev_flags = None if dev_restrictions is None else restriction_flags(
-            dev_restrictions)
+        self._dev_flags = None if dev_restrictions is None or not dev else \
+            restriction_flags(dev_restrictions)                 # no dev: nothing to measure
         run = {**self.run_identity(), **(identity or {})}
         if self._dev_flags is not None and self._dev_flags != self.restrictions:
             run["dev_restrictions"] = self.settings["dev_restrictions"] = restriction_text(
