@@ -34,7 +34,7 @@ from fstchunk import encodings as enc
 from fstchunk.calibration import Reliability, bootstrap, reliability
 from fstchunk.confidence import scored_chunks
 from fstchunk.conll import read_conll
-from fstchunk.decode import decode_one
+from fstchunk.decoders import decoder as get_decoder
 from fstchunk import evaluate
 from fstchunk.gold import check_gold
 from fstchunk.models import load_model
@@ -90,7 +90,7 @@ def outcomes(lattices, gold, all_min: float) -> dict:
     for s, lat in zip(gold, lattices):
         truth = set(enc.tags_to_chunks(s.column(-1), "IOB2"))
         for decoder in DECODERS:
-            tags = decode_one(lat, decoder, 1.0, 20, None)
+            tags = get_decoder(decoder).decode(lat).tags
             chunks = scored_chunks(lat, tags)
             out[decoder][0].append((np.array([c.p for c in chunks], float),
                                     np.array([(c.type, c.start, c.end) in truth

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from common import Timer, data_path, peak_rss_mb, write_section
-from fstchunk import Lattice, decode as dec
+from fstchunk import Lattice, decode as dec, decoders
 from fstchunk.conll import Sentence, read_conll
 from fstchunk import load_model
 from fstchunk.parallel import map_sentences, single_threaded_blas, usable_cores
@@ -160,7 +160,7 @@ def _child(spec: str) -> dict:
 
 def _decode(lats, job):
     i, decoder = job
-    return dec.decode_lattices([lats[i]], decoder)[0]
+    return decoders.decode_lattices([lats[i]], decoder)[0]
 
 
 def _reference(lats, i):
@@ -207,7 +207,7 @@ def targets(models, paths) -> list[str]:
         for decoder, fn in (("meu-corpus", ref.reference_decode_meu_corpus),
                             ("posterior", None)):
             with Timer() as t, single_threaded_blas():
-                got = dec.decode_lattices(lats, decoder)
+                got = decoders.decode_lattices(lats, decoder)
             with Timer() as tr, single_threaded_blas():
                 want = fn(lats)[0] if fn else [ref.reference_decode_posterior(x)[0] for x in lats]
             same = sum(a == b for a, b in zip(got, want))

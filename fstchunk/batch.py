@@ -32,17 +32,19 @@ import numpy as np
 
 from . import encodings as enc
 from .blas import limited_iter, one_blas_thread
-from .confidence import ScoredChunk, scored_chunks
-from .decode import CORPUS_PRUNE, CorpusTable, check_decoding, corpus_table, decide_corpus, decode_one
-from .errors import FstchunkError, InputError, LayoutError
+from .confidence import ScoredChunk, marginals_all, scored_chunks_all
+from .decode import CORPUS_PRUNE, CorpusTable, corpus_table, decide_corpus
+from .decoders import Decoder, decoder as get_decoder
+from .errors import InputError, LayoutError
 from .lattice import Lattice
+from .lattices import SENTENCE_ERRORS
 from .tagspace import UNCONSTRAINED, canonical
 
-#: errors that stop one sentence, not the run: a user-level error of that sentence
-#: (:class:`~fstchunk.errors.BudgetError` included) or running out of memory on it;
-#: a :class:`~fstchunk.errors.LayoutError` (the file's columns do not fit the model)
-#: is the whole input's and stops the run (:func:`sentence_error`)
-SENTENCE_ERRORS = (FstchunkError, MemoryError)
+#: errors that stop one sentence, not the run (:data:`fstchunk.lattices.SENTENCE_ERRORS`):
+#: a user-level error of that sentence (:class:`~fstchunk.errors.BudgetError`
+#: included) or running out of memory on it; a :class:`~fstchunk.errors.LayoutError`
+#: (the file's columns do not fit the model) is the whole input's and stops the run
+#: (:func:`sentence_error`)
 
 
 def sentence_error(e: BaseException) -> BaseException:
@@ -52,9 +54,10 @@ def sentence_error(e: BaseException) -> BaseException:
         raise e
     return e.with_traceback(None)
 
-#: sentences are turned into lattices in blocks of about this many tokens, so
-#: memory stays bounded on a large file; the unit of work sent to an executor
-BLOCK_TOKENS = 2000
+#: sentences are turned into lattices and decoded in blocks of about this many
+#: tokens (ragged batches of the batched engine within a block), so memory stays
+#: bounded on a large file; the unit of work sent to an executor
+BLOCK_TOKENS = 8000
 
 
 class Decoded(NamedTuple):
@@ -105,16 +108,17 @@ def map_blocks(func: Callable[[Any, list], Any], context: Any, sentences: Iterab
         yield pending.pop(0), result
 
 
-def lattice_reader(model, decoder: str, probabilities: bool = False
+def lattice_reader(model, decoder: Decoder, probabilities: bool = False
                    ) -> Callable[[list], list[Lattice]]:
     """``model.lattices`` as ``decoder`` needs it, asked once for no sentence so that a
     refusal of the model itself (no chunk layer) comes before any work, not once per
     sentence.  A model whose scores are not probabilities (perceptron, MMVP) must be
-    calibrated before any decoder that reads the lattice as a distribution (refused
-    here too); MAP needs no probabilities, so such a model's lattices are asked for
-    without the check — unless ``probabilities`` (confidences, marginals) are read."""
+    calibrated before any decoder that reads the lattice as a distribution
+    (``decoder.needs_probabilities``, refused here too); MAP needs no probabilities, so
+    such a model's lattices are asked for without the check — unless
+    ``probabilities`` (confidences, marginals) are read."""
     require = getattr(model, "require_probabilities", None)
-    if require is None or decoder != "map" or probabilities:
+    if require is None or decoder.needs_probabilities or probabilities:
         if require is not None:
             require()
         read = model.lattices
@@ -155,25 +159,25 @@ def _convert(tags, source: str, target: str) -> list[str]:
 class _Job(NamedTuple):
     """What a worker needs to decode a block: the model and the settings."""
     model: Any
-    decoder: str
-    beta: float
-    k: int
+    decoder: Decoder
     output_scheme: str
-    memory_budget: int | None
     confidences: bool = False
     marginals: bool = False
 
 
-def iter_decode_sentences(model, sentences: Iterable, decoder: str = "map", beta: float = 1.0,
-                          k: int = 20, output_scheme: str = "IOB2",
+def iter_decode_sentences(model, sentences: Iterable, decoder: "str | Decoder" = "map",
+                          beta: float = 1.0, k: int = 20, output_scheme: str = "IOB2",
                           memory_budget: int | None = None,
                           executor: Any = None, confidences: bool = False,
                           marginals: bool = False) -> Iterator[Decoded]:
     """Decode sentences under any model of the model protocol (``model.lattices(sentences)``,
     ``model.scheme``), yielding a :class:`Decoded` per sentence, in order: its tags in
     ``output_scheme``, or the error (:data:`SENTENCE_ERRORS`) that stopped it, after
-    which decoding goes on.  Without an executor each sentence is yielded as soon as
-    it is decided; with one (:mod:`fstchunk.scale`), a block at a time.
+    which decoding goes on.  ``decoder``: a name of :data:`fstchunk.decoders.REGISTRY`
+    (with ``beta``, ``k``, ``memory_budget`` as it takes them) or a
+    :class:`~fstchunk.decoders.Decoder`.  Sentences are decoded a block at a time
+    (:data:`BLOCK_TOKENS`, ragged batches within it); with an executor
+    (:mod:`fstchunk.scale`) the blocks go to its workers.
     ``confidences``: each :class:`Decoded` carries its chunks with their exact
     probabilities; ``marginals``: its token marginals (both computed where the lattice
     is; for ``meu-corpus``, whose lattices are reduced to chunk tables before the
@@ -183,22 +187,12 @@ def iter_decode_sentences(model, sentences: Iterable, decoder: str = "map", beta
     are checked when this is called, before any work.  ``meu-corpus`` yields after
     the joint decision (module doc).
     """
-    check_decoding(decoder, beta, k, memory_budget)
+    dec = get_decoder(decoder, beta=beta, k=k, memory_budget=memory_budget)
     output_scheme = canonical(output_scheme)
-    if (output_scheme == UNCONSTRAINED) != (canonical(model.scheme) == UNCONSTRAINED):
-        raise InputError(f"the model's labels are in scheme {model.scheme}: they cannot be "
-                         f"written in {output_scheme} (the unconstrained chain's labels are "
-                         f"not chunk tags, and chunk tags are not written as such)")
-    if output_scheme == UNCONSTRAINED and (decoder not in ("map", "posterior") or confidences):
-        what = f"decoder {decoder}" if decoder not in ("map", "posterior") else \
-            "chunk confidences"
-        raise InputError(f"{what}: chunks are needed, and the model is an unconstrained chain "
-                         f"(scheme none, labels {', '.join(model.tags[:6])}"
-                         f"{' ...' if len(model.tags) > 6 else ''}): decode by map or "
-                         f"posterior, or import it with its chunk scheme")
-    lattice_reader(model, decoder, confidences or marginals)
-    job = _Job(model, decoder, beta, k, output_scheme, memory_budget, confidences, marginals)
-    if decoder == "meu-corpus":
+    check_model(model, dec, output_scheme, confidences)
+    lattice_reader(model, dec, confidences or marginals)
+    job = _Job(model, dec, output_scheme, confidences, marginals)
+    if dec.scope == "corpus":
         it = _iter_corpus(job, sentences, executor)
     elif executor is None:
         it = _iter_each(job, sentences)
@@ -207,35 +201,69 @@ def iter_decode_sentences(model, sentences: Iterable, decoder: str = "map", beta
     return limited_iter(it)        # one BLAS thread while computing, not between items
 
 
+def check_model(model: Any, dec: Decoder, output_scheme: str, confidences: bool = False) -> None:
+    """Refuse, before any work, what the model cannot give: a model that decodes no
+    tag chains (a segment model: ``fstchunk segment decode``), labels that cannot be
+    written in ``output_scheme``, chunks (MEU, confidences) of an unconstrained chain."""
+    if not hasattr(model, "lattices"):
+        kind = getattr(model, "kind", type(model).__name__)
+        raise InputError(f"a {kind} model does not decode tag sequences with this command: "
+                         f"use fstchunk {kind} decode")
+    if (output_scheme == UNCONSTRAINED) != (canonical(model.scheme) == UNCONSTRAINED):
+        raise InputError(f"the model's labels are in scheme {model.scheme}: they cannot be "
+                         f"written in {output_scheme} (the unconstrained chain's labels are "
+                         f"not chunk tags, and chunk tags are not written as such)")
+    if output_scheme == UNCONSTRAINED and (dec.needs_chunks or confidences):
+        what = f"decoder {dec.name}" if dec.needs_chunks else "chunk confidences"
+        raise InputError(f"{what}: chunks are needed, and the model is an unconstrained chain "
+                         f"(scheme none, labels {', '.join(model.tags[:6])}"
+                         f"{' ...' if len(model.tags) > 6 else ''}): decode by map or "
+                         f"posterior, or import it with its chunk scheme")
+
+
 def _iter_each(job: _Job, sentences: Iterable, start: int = 0) -> Iterator[Decoded]:
     read = lattice_reader(job.model, job.decoder, job.confidences or job.marginals)
     index = start
     for block in blocks(sentences):
         lats = block_lattices(read, block)
+        ok = [j for j, lat in enumerate(lats) if not isinstance(lat, BaseException)]
+        good = [lats[j] for j in ok]
+        got = job.decoder.tags(good, errors="return") if not (job.confidences or job.marginals) \
+            else [d if isinstance(d, BaseException) else d.tags
+                  for d in job.decoder.decode_all(good, errors="return")]
+        outcome: list = list(lats)
+        for j, d in zip(ok, got):
+            outcome[j] = d
+        extras = _extras(job, lats, outcome)
+        del lats, good
         for j, s in enumerate(block):
-            lat, lats[j] = lats[j], None              # let each lattice go once decided
-            error = lat if isinstance(lat, BaseException) else None
-            tags = extra = None
-            if error is None:
-                try:
-                    decided = decode_one(lat, job.decoder, job.beta, job.k, job.memory_budget)
-                    extra = _extras(job, lat, decided)
-                    tags = _convert(decided, job.model.scheme, job.output_scheme)
-                except SENTENCE_ERRORS as e:
-                    error, extra = sentence_error(e), None
-            del lat
-            yield Decoded(index, tags, error, s, *(extra or ()))
+            d, outcome[j] = outcome[j], None
+            if isinstance(d, BaseException):
+                yield Decoded(index, None, sentence_error(d), s)
+            elif isinstance(extras[j], BaseException):
+                yield Decoded(index, None, sentence_error(extras[j]), s)
+            else:
+                yield Decoded(index, _convert(d, job.model.scheme, job.output_scheme), None, s,
+                              *(extras[j] or ()))
             index += 1
 
 
-def _extras(job: _Job, lat: Lattice, decided: list[str]) -> tuple | None:
-    """(chunks with p, token marginals, their tags) of a decision, those the job
-    asks for."""
+def _extras(job: _Job, lats: list, decided: list) -> list:
+    """Per sentence (chunks with p, token marginals, their tags) of its decision, those
+    the job asks for (None each when it asks for none), or the error computing them."""
     if not (job.confidences or job.marginals):
-        return None
-    return (scored_chunks(lat, decided) if job.confidences else None,
-            lat.marginals() if job.marginals else None,
-            lat.tags if job.marginals else None)
+        return [None] * len(lats)
+    ok = [j for j, (lat, d) in enumerate(zip(lats, decided))
+          if not isinstance(lat, BaseException) and not isinstance(d, BaseException)]
+    good = [lats[j] for j in ok]
+    chunks = scored_chunks_all(good, [decided[j] for j in ok], errors="return") \
+        if job.confidences else [None] * len(ok)
+    margs = marginals_all(good, errors="return") if job.marginals else [None] * len(ok)
+    out: list = [None] * len(lats)
+    for j, lat, c, m in zip(ok, good, chunks, margs):
+        bad = next((x for x in (c, m) if isinstance(x, BaseException)), None)
+        out[j] = bad if bad is not None else (c, m, lat.tags if job.marginals else None)
+    return out
 
 
 def _decode_block(job: _Job, block: list) -> list[tuple]:
@@ -268,15 +296,9 @@ def _block_extras(job: _Job, block: list) -> list:
     """A worker's part of ``meu-corpus``'s second pass: each decided sentence's
     lattice built again, its (chunks, marginals), or the error."""
     read = lattice_reader(job.model, job.decoder, True)
-    out: list = []
-    for d, lat in zip(block, block_lattices(read, [d.sentence for d in block])):
-        if not isinstance(lat, BaseException):
-            try:
-                lat = _extras(job, lat, d.tags)
-            except SENTENCE_ERRORS as e:
-                lat = sentence_error(e)
-        out.append(lat)
-    return out
+    lats = block_lattices(read, [d.sentence for d in block])
+    extras = _extras(job, lats, [d.tags for d in block])
+    return [lat if isinstance(lat, BaseException) else x for lat, x in zip(lats, extras)]
 
 
 def _block_tables(context: tuple, block: list) -> list:
@@ -313,7 +335,8 @@ def _iter_corpus(job: _Job, sentences: Iterable, executor: Any) -> Iterator[Deco
                                  "listed again unpruned; decode per sentence (--decoder meu)")
         return [t for t in got if not isinstance(t, BaseException)]
     try:
-        preds = iter(decide_corpus(tables, job.beta)[0]) if sents else iter(())
+        preds = iter(decide_corpus(tables, job.decoder.beta, job.decoder.max_iter)[0]) \
+            if sents else iter(())
     except MemoryError:
         raise InputError(f"meu-corpus: out of memory deciding {len(sents)} sentences "
                          f"jointly; decode them per sentence (--decoder meu)") from None
@@ -336,11 +359,13 @@ def _iter_corpus(job: _Job, sentences: Iterable, executor: Any) -> Iterator[Deco
 
 
 @one_blas_thread
-def decode_sentences(model, sentences, decoder: str = "map", beta: float = 1.0, k: int = 20,
+def decode_sentences(model, sentences, decoder: "str | Decoder" = "map", beta: float = 1.0,
+                     k: int = 20,
                      output_scheme: str = "IOB2", memory_budget: int | None = None,
                      executor: Any = None) -> list[list[str]]:
     """Predicted tags, in ``output_scheme``, for each sentence under any model of the
-    model protocol; the first sentence that fails raises its error
+    model protocol, by ``decoder`` (a name of :data:`fstchunk.decoders.REGISTRY` or a
+    :class:`~fstchunk.decoders.Decoder`); the first sentence that fails raises its error
     (:func:`iter_decode_sentences` goes on past it)."""
     out = []
     for d in iter_decode_sentences(model, sentences, decoder, beta, k, output_scheme,

@@ -25,12 +25,16 @@ from __future__ import annotations
 
 from typing import NamedTuple, Sequence
 
+import numpy as np
+
 from . import encodings as enc
 from .blas import one_blas_thread
-from .decode import decode_meu_corpus, decode_one
+from .decoders import Decoder, decoder as get_decoder
+from .engine import inference
 from .engine.spans import chunk_probs
 from .errors import InputError
 from .lattice import Lattice
+from .lattices import apply
 
 
 class ScoredChunk(NamedTuple):
@@ -47,26 +51,67 @@ def scored_chunks(lattice: Lattice, tags: Sequence[str]) -> list[ScoredChunk]:
     """The chunks of ``tags`` (in the lattice's scheme, of its length, chunk types
     among its types; else one InputError/SchemeError naming the position) each with
     its exact marginal Pr(c ∈ chunks(y)) (module doc), in order of position."""
-    chunks = lattice.check_chunking(tags, "tags")
-    if not chunks:
-        return []
-    index = {t: i for i, t in enumerate(lattice.space.types)}
-    p = chunk_probs(lattice, [(index[t], s, e) for t, s, e in chunks])
-    return [ScoredChunk(t, s, e, float(min(max(q, 0.0), 1.0)))
-            for (t, s, e), q in zip(chunks, p)]
+    return scored_chunks_all([lattice], [tags])[0]
 
 
 @one_blas_thread
-def decode_chunks(lattice: Lattice, decoder: str = "map", beta: float = 1.0, k: int = 20,
-                  memory_budget: int | None = None) -> list[ScoredChunk]:
-    """The chunks ``decoder`` (one of :data:`fstchunk.decode.DECODERS`, ``meu-corpus``
-    on this one sentence) picks for ``lattice``, each with its probability:
-    ``scored_chunks(lattice, decode_one(lattice, ...))``."""
-    if decoder == "meu-corpus":
-        tags = decode_meu_corpus([lattice], beta=beta)[0][0]
-    else:
-        tags = decode_one(lattice, decoder, beta, k, memory_budget)
-    return scored_chunks(lattice, tags)
+def scored_chunks_all(lattices: Sequence[Lattice], decisions: Sequence[Sequence[str]],
+                      errors: str = "raise") -> list:
+    """:func:`scored_chunks` of many lattices and their decided tags at once: the dense
+    chains in ragged batches (:func:`fstchunk.engine.inference.chunk_probs`), the
+    others one at a time; ``errors="return"``: a failing sentence holds its error."""
+    lattices, decisions = list(lattices), list(decisions)
+    if len(lattices) != len(decisions):
+        raise InputError(f"{len(lattices)} lattices but {len(decisions)} tag sequences")
+    wanted: list = [None] * len(lattices)
+
+    def chunks_of(i: int) -> list:
+        if wanted[i] is None:
+            wanted[i] = lattices[i].check_chunking(decisions[i], "tags")
+        return wanted[i]
+
+    def batched(batch) -> list:
+        types = batch.space.types
+        chunks = [chunks_of(int(i)) for i in batch.index]
+        rows = [(b, types.index(t), s, e) for b, cs in enumerate(chunks) for t, s, e in cs]
+        if not rows:
+            return [[] for _ in chunks]
+        sent, typ, start, end = (np.array(c) for c in zip(*rows))
+        p = iter(inference.chunk_probs(inference.transfer_of(batch), batch, sent, typ,
+                                       start, end))
+        return [[ScoredChunk(t, s, e, float(next(p))) for t, s, e in cs] for cs in chunks]
+
+    def single(i: int) -> list:
+        lat, chunks = lattices[i], chunks_of(i)
+        if not chunks:
+            return []
+        index = {t: k for k, t in enumerate(lat.space.types)}
+        p = chunk_probs(lat, [(index[t], s, e) for t, s, e in chunks])
+        return [ScoredChunk(t, s, e, float(min(max(q, 0.0), 1.0)))
+                for (t, s, e), q in zip(chunks, p)]
+    return apply(lattices, batched, single, errors)
+
+
+@one_blas_thread
+def marginals_all(lattices: Sequence[Lattice], errors: str = "raise") -> list:
+    """The token marginals (n × tags) of each lattice (:meth:`Lattice.marginals`), the
+    dense chains in ragged batches."""
+    def batched(batch) -> list:
+        m = inference.marginals(inference.transfer_of(batch), batch)
+        return [m[b, :n] for b, n in enumerate(batch.lengths)]
+    lattices = list(lattices)
+    return apply(lattices, batched, lambda i: lattices[i].marginals(), errors)
+
+
+@one_blas_thread
+def decode_chunks(lattice: Lattice, decoder: "str | Decoder" = "map", beta: float | None = None,
+                  k: int | None = None, memory_budget: int | None = None) -> list[ScoredChunk]:
+    """The chunks ``decoder`` (a name of :data:`fstchunk.decoders.REGISTRY` or a
+    :class:`~fstchunk.decoders.Decoder`; ``meu-corpus`` on this one sentence) picks
+    for ``lattice``, each with its probability:
+    ``scored_chunks(lattice, decoder.decode(lattice).tags)``."""
+    dec = get_decoder(decoder, beta=beta, k=k, memory_budget=memory_budget)
+    return scored_chunks(lattice, dec.decode(lattice).tags)
 
 
 def check_min_confidence(p: float) -> float:

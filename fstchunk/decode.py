@@ -53,49 +53,37 @@ from . import encodings as enc
 from . import fsa
 from .blas import one_blas_thread
 from .errors import BudgetError, InputError
-from .fbeta import check_beta, to_beta_sq
-from .engine.chain import viterbi
+from .fbeta import to_beta_sq
 from .engine.intervals import SpanPairs, best_span_set
-from .engine.meu import exact_meu, utility_bounds
+from .engine.meu import utility_bounds
 from .engine.spans import tilted_spans
 from .expected import expected_f
-from .lattice import Lattice
+from .lattice import Decoding, Lattice
 
-
-class Decoding(NamedTuple):
-    """Decoded tags, the value the decoder maximised (log Pr, Σ marginals, E[F]), and
-    ``gap``, a certified bound on how far that value can be below the decoder's own
-    maximum: 0.0 for MAP and posterior (exact DPs), exact MEU's certificate
-    (max_x E[F] − score ≤ gap < 1e-12), inf for k-best MEU (no certificate)."""
-    tags: list[str]
-    score: float
-    gap: float = 0.0
+__all__ = ["CORPUS_PRUNE", "CorpusTable", "Decoding", "corpus_table", "decide_corpus",
+           "decode_map", "decode_meu", "decode_meu_corpus", "decode_posterior"]
 
 
 # ------------------------------------------------------------------------- MAP
 @one_blas_thread
 def decode_map(lattice: Lattice, method: str = "viterbi") -> Decoding:
-    """The most probable valid sequence and its log probability."""
+    """The most probable valid sequence and its log probability: Viterbi
+    (:meth:`Lattice.map`), or the shortest path of the lattice machine in the tropical
+    semiring (``method="fst"``)."""
     if method == "viterbi":
-        idx, _ = viterbi(lattice.layers)
-        tags = [lattice.tags[i] for i in idx]
-    elif method == "fst":
-        path = _shortest(lattice, 1)
-        (labels, _, w), = fsa.paths(path)
-        tags = [lattice.space.symbols.find(x) for x in labels]
-    else:
+        return lattice.map()
+    if method != "fst":
         raise InputError(f"unknown method {method!r}; use 'viterbi' or 'fst'")
+    path = _shortest(lattice, 1)
+    (labels, _, w), = fsa.paths(path)
+    tags = [lattice.space.symbols.find(x) for x in labels]
     return Decoding(tags, lattice.log_prob(tags))
 
 
 @one_blas_thread
 def decode_posterior(lattice: Lattice) -> Decoding:
-    """The valid sequence maximising the sum of token marginals."""
-    marg = lattice.marginals()
-    L = len(lattice.tags)
-    post = Lattice.from_scores(lattice.tags, marg, np.zeros((L, L)), scheme=lattice.scheme)
-    idx, best = viterbi(post.layers)
-    return Decoding([lattice.tags[i] for i in idx], best)
+    """The valid sequence maximising the sum of token marginals (:meth:`Lattice.posterior`)."""
+    return lattice.posterior()
 
 
 # ------------------------------------------------------------------------- MEU
@@ -105,8 +93,8 @@ def decode_meu(lattice: Lattice, beta: float = 1.0, method: str = "exact",
     """The hypothesis of maximum expected F_β against the lattice, that E[F_β]
     (exact), and the certified gap.
 
-    ``method="exact"``: the algorithm of the module doc, in at most
-    ``memory_budget`` bytes (None: :data:`fstchunk.engine.meu.DEFAULT_MEMORY_BUDGET`;
+    ``method="exact"``: the algorithm of the module doc (:meth:`Lattice.meu`), in at
+    most ``memory_budget`` bytes (None: :data:`fstchunk.engine.meu.DEFAULT_MEMORY_BUDGET`;
     BudgetError before more is taken); ``"kbest"``: the ``k`` best paths of the
     lattice reranked by exact expected F (no certificate: gap = inf), at about the
     cost of exact MEU plus the lattice machine: one tilted sweep bounds every path
@@ -120,21 +108,14 @@ def decode_meu(lattice: Lattice, beta: float = 1.0, method: str = "exact",
     β = 0 (F_0 = precision) gives the empty hypothesis, whose F is 0/0 := 1.
     """
     lattice.space.require_chunks("MEU decoding")
-    beta_sq = to_beta_sq(beta)
+    to_beta_sq(beta)
     if memory_budget is not None and not memory_budget > 0:
         raise InputError(f"memory_budget must be a positive number of bytes, got {memory_budget!r}")
     if method == "kbest":
         return _meu_kbest(lattice, beta, k, memory_budget)
     if method != "exact":
         raise InputError(f"unknown method {method!r}; use 'exact' or 'kbest'")
-    types = lattice.space.types
-    idx, _ = viterbi(lattice.layers)
-    map_chunks = [(types.index(t), s, e) for t, s, e in
-                  enc.tags_to_chunks([lattice.tags[i] for i in idx], lattice.scheme)]
-    res = exact_meu(lattice, beta_sq, map_chunks, memory_budget=memory_budget)
-    chunks = [(types[t], s, e) for t, s, e in res.chunks]
-    tags = enc.chunks_to_tags(chunks, lattice.n, lattice.scheme)
-    return Decoding(tags, res.value, res.gap)
+    return lattice.meu(beta, memory_budget)
 
 
 #: rounding allowed for when k-best MEU skips a hypothesis by its certified interval
@@ -292,48 +273,3 @@ def _positive_set(sp: SpanPairs, w: np.ndarray) -> tuple[list, np.ndarray]:
     at = {c: i for i, c in enumerate(zip(sp.types.tolist(), sp.starts.tolist(),
                                           sp.ends.tolist()))}
     return got, np.array([at[c] for c in got], dtype=int)
-
-
-# ------------------------------------------------------------ many lattices
-DECODERS = ("map", "posterior", "meu", "meu-kbest", "meu-corpus")
-
-
-def check_decoding(decoder: str, beta: float, k: int, memory_budget: int | None) -> None:
-    """Settings refused before any work: unknown decoder, bad β, k or budget."""
-    if decoder not in DECODERS:
-        raise InputError(f"unknown decoder {decoder!r}; use one of {', '.join(DECODERS)}")
-    if decoder.startswith("meu"):
-        check_beta(beta)
-    if decoder == "meu-kbest" and not (isinstance(k, int) and k >= 1):
-        raise InputError(f"k must be a positive integer, got {k!r}")
-    if memory_budget is not None:
-        if isinstance(memory_budget, bool) or not isinstance(memory_budget, int) \
-                or memory_budget < 1:
-            raise InputError(f"memory_budget must be a number of bytes >= 1 or None, "
-                             f"got {memory_budget!r}")
-
-
-@one_blas_thread
-def decode_one(lattice: Lattice, decoder: str, beta: float, k: int,
-               memory_budget: int | None) -> list[str]:
-    """The tags of one lattice under a per-sentence decoder (not ``meu-corpus``)."""
-    if decoder == "map":
-        return decode_map(lattice).tags
-    if decoder == "posterior":
-        return decode_posterior(lattice).tags
-    method = "kbest" if decoder == "meu-kbest" else "exact"
-    return decode_meu(lattice, beta=beta, method=method, k=k, memory_budget=memory_budget).tags
-
-
-@one_blas_thread
-def decode_lattices(lattices: Sequence[Lattice], decoder: str = "map", beta: float = 1.0,
-                    k: int = 20, memory_budget: int | None = None) -> list[list[str]]:
-    """The tags each decoder of :data:`DECODERS` picks for each lattice (in the
-    lattices' scheme); ``meu-corpus`` decides the whole sequence jointly.
-    ``memory_budget`` (bytes; None: the library default) bounds each sentence of
-    ``meu`` and ``meu-kbest``; the first error is raised.  Sentences read from a
-    file, on an executor: :mod:`fstchunk.batch`."""
-    check_decoding(decoder, beta, k, memory_budget)
-    if decoder == "meu-corpus":
-        return decode_meu_corpus(lattices, beta=beta)[0]
-    return [decode_one(lat, decoder, beta, k, memory_budget) for lat in lattices]

@@ -30,7 +30,7 @@ arrays and of :meth:`marginals`; a machine's paths must all have the same length
 from __future__ import annotations
 
 import functools
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 import pynini
@@ -42,24 +42,54 @@ from .blas import one_blas_thread
 from .engine.spans import dense_marginals
 from .grammars.models import score_lattice
 from .grammars.validity import validity_acceptor
-from .engine.chain import Layers, forward, gauge, restrict, token_marginals
+from .engine import inference
+from .engine.chain import Layers, entropy, forward, gauge, restrict, token_marginals, viterbi
+from .engine.expectation import ExpectedF, from_count_table, tp_count_table
+from .engine.meu import exact_meu
+from .engine.ragged import RaggedBatch, ragged_batches
+from .fbeta import to_beta_sq
 from .grammars.annotation import mask_acceptor
 from .tagspace import TagSpace, canonical
 
 
-class Lattice:
-    """A distribution over valid tag sequences of length ``n`` (see module doc)."""
+class Decoding(NamedTuple):
+    """Decoded tags, the value the decoder maximised (log Pr, Σ marginals, E[F]), and
+    ``gap``, a certified bound on how far that value can be below the decoder's own
+    maximum: 0.0 for MAP and posterior (exact DPs), exact MEU's certificate
+    (max_x E[F] − score ≤ gap < 1e-12), inf for k-best MEU (no certificate)."""
+    tags: list[str]
+    score: float
+    gap: float = 0.0
 
-    def __init__(self, tags: Sequence[str], scheme: str, layers: Layers,
+
+class Lattice:
+    """A distribution over valid tag sequences of length ``n`` (see module doc).
+
+    Its queries, as a distribution's methods (each also a free function of
+    :mod:`fstchunk.decode` / :mod:`fstchunk.expected`): :meth:`map`, :meth:`posterior`,
+    :meth:`meu`, :meth:`expected_f`, :meth:`marginals`, :meth:`chunk_marginals`,
+    :meth:`entropy`, :meth:`log_partition`, :meth:`log_prob`.  A dense chain (score
+    arrays) runs them on the batched engine as a batch of one
+    (:mod:`fstchunk.engine.inference`); many lattices at once:
+    :func:`fstchunk.decoders.decoder`."""
+
+    def __init__(self, tags: Sequence[str], scheme: str, layers: Layers | None = None,
                  raw_fst: pynini.Fst | Callable[[], pynini.Fst] | None = None,
-                 scores: tuple | None = None):
+                 scores: tuple | None = None, allowed: np.ndarray | None = None):
         """``layers`` are the numerical form; ``raw_fst`` the machine they came from
-        (or a function that builds it on demand), composed with validity by :attr:`fst`."""
+        (or a function that builds it on demand), composed with validity by :attr:`fst`.
+        A dense chain gives ``scores`` (emissions, transitions, start, end) and, for a
+        tag mask, ``allowed`` (n, L) instead of layers, which are then built on first
+        use (the batched engine reads the scores themselves: :mod:`fstchunk.engine.ragged`)."""
         self.space = TagSpace.of(tuple(tags), canonical(scheme))
-        self.layers = layers
-        self.n = len(layers.weights)
+        if layers is None and scores is None:
+            raise InputError("a lattice needs its layers or its score arrays")
+        if layers is not None:
+            self.__dict__["layers"] = layers
+        self.n = len(layers.weights) if layers is not None else len(scores[0])
         self._raw_fst = raw_fst
         self.scores = scores            # (emissions, transitions, start, end) if from_scores
+        self.allowed = allowed          # (n, L) bool: a tag mask on the scores, or None
 
     @property
     def tags(self) -> tuple[str, ...]:
@@ -91,17 +121,22 @@ class Lattice:
         for name, a in (("start", start), ("end", end)):
             if a.shape != (L,):
                 raise InputError(f"{name} has shape {a.shape}, expected {(L,)}")
-        ok_start, ok_trans, ok_end = space.start_ok, space.trans_ok, space.end_ok
+        return cls(tags, scheme, scores=(emissions, transitions, start, end))
+
+    @functools.cached_property
+    def layers(self) -> Layers:
+        """The lattice's layers (:class:`fstchunk.engine.chain.Layers`): for a dense
+        chain w_0 = start + emissions[0], w_i = transitions + emissions[i] (−inf where
+        the scheme forbids, or the tag mask), final = end."""
+        emissions, transitions, start, end = self.scores
+        space = self.space
         neg = -np.inf
-        n = emissions.shape[0]
-        w = [np.where(ok_start, start + emissions[0], neg)[None, :]]
-        masked = np.where(ok_trans, transitions, neg)
-        w += [masked + emissions[i][None, :] for i in range(1, n)]
-        labels = [np.arange(L)] * n
-        final = np.where(ok_end, end, neg)
-        lat = cls(tags, scheme, Layers(w, labels, final),
-                  scores=(emissions, transitions, start, end))
-        return lat
+        w = [np.where(space.start_ok, start + emissions[0], neg)[None, :]]
+        masked = np.where(space.trans_ok, transitions, neg)
+        w += [masked + emissions[i][None, :] for i in range(1, self.n)]
+        L = len(space)
+        lay = Layers(w, [np.arange(L)] * self.n, np.where(space.end_ok, end, neg))
+        return lay if self.allowed is None else restrict(lay, self.allowed)
 
     @classmethod
     def from_fst(cls, fst: pynini.Fst, tags: Sequence[str], scheme: str = "IOB2") -> "Lattice":
@@ -129,6 +164,10 @@ class Lattice:
         def machine() -> pynini.Fst:
             acc = mask_acceptor(allowed, self.space)
             return pynini.compose(self.unnormalised_fst(), acc.arcsort("ilabel")).connect()
+        if self.scores is not None:
+            both = allowed if self.allowed is None else allowed & self.allowed
+            return Lattice(self.tags, self.scheme, raw_fst=machine, scores=self.scores,
+                           allowed=both)
         return Lattice(self.tags, self.scheme, restrict(self.layers, allowed), raw_fst=machine)
 
     # ------------------------------------------------------------------ machines
@@ -183,6 +222,82 @@ class Lattice:
         return dense_marginals(self)
 
     @one_blas_thread
+    @one_blas_thread
+    def entropy(self) -> float:
+        """H(y) = −Σ_y Pr(y) log Pr(y) in nats: the chain rule over the stochastic
+        chain's transition probabilities (no cancellation at any score scale)."""
+        if self.scores is not None:
+            batch = self.batch()
+            return float(inference.entropy(inference.transfer_of(batch), batch)[0])
+        return entropy(self.chain)
+
+    @one_blas_thread
+    def map(self) -> Decoding:
+        """The most probable valid sequence (Viterbi) and its log probability."""
+        if self.scores is not None:
+            batch = self.batch()
+            paths, best = inference.viterbi(batch)
+            if not np.isfinite(best[0]):
+                raise InputError("the lattice gives no weight to any valid sequence")
+            logz = float(inference.transfer_of(batch).logz[0])
+            return Decoding([self.tags[i] for i in paths[0]], float(best[0]) - logz)
+        idx, _ = viterbi(self.layers)
+        tags = [self.tags[i] for i in idx]
+        return Decoding(tags, self.log_prob(tags))
+
+    @one_blas_thread
+    def posterior(self) -> Decoding:
+        """The valid sequence maximising Σ_i Pr(y_i = x_i), and that sum."""
+        L = len(self.tags)
+        post = Lattice.from_scores(self.tags, self.marginals(), np.zeros((L, L)),
+                                   scheme=self.scheme)
+        paths, best = inference.viterbi(post.batch())
+        return Decoding([self.tags[i] for i in paths[0]], float(best[0]))
+
+    @one_blas_thread
+    def meu(self, beta: float = 1.0, memory_budget: float | None = None) -> Decoding:
+        """The chunking of maximum expected F_β (standard β), that E[F_β], and the
+        certified gap (exact MEU, :func:`fstchunk.decode.decode_meu`)."""
+        self.space.require_chunks("MEU decoding")
+        beta_sq = to_beta_sq(beta)
+        if memory_budget is not None and not memory_budget > 0:
+            raise InputError(f"memory_budget must be a positive number of bytes, got "
+                             f"{memory_budget!r}")
+        types = self.space.types
+        map_chunks = [(types.index(t), s, e)
+                      for t, s, e in enc.tags_to_chunks(self.map().tags, self.scheme)]
+        res = exact_meu(self, beta_sq, map_chunks, memory_budget=memory_budget)
+        chunks = [(types[t], s, e) for t, s, e in res.chunks]
+        return Decoding(enc.chunks_to_tags(chunks, self.n, self.scheme), res.value, res.gap)
+
+    @one_blas_thread
+    def expected_f(self, reference: Sequence[str] | None = None,
+                   hypothesis: Sequence[str] | None = None, beta: float = 1.0) -> ExpectedF:
+        """E[tp], E[P], E[R], E[F_β] of a fixed ``reference`` (x ~ the lattice: the
+        training direction) or ``hypothesis`` (y ~ the lattice: decoding), exactly one,
+        by the expectation-semiring recursion (:func:`fstchunk.expected.expected_f`
+        gives the same by composing machines, ``method="fst"``)."""
+        beta_sq = to_beta_sq(beta)
+        if (hypothesis is None) == (reference is None):
+            raise InputError("give exactly one of hypothesis= (decoding) or reference= "
+                             "(training)")
+        direction = "decoding" if hypothesis is not None else "training"
+        chunks = self.check_chunking(list(hypothesis if hypothesis is not None else reference),
+                                     "hypothesis" if hypothesis is not None else "reference")
+        Z, T = tp_count_table(self, chunks)
+        return from_count_table(Z, T, len(chunks), beta_sq, direction)
+
+    def batch(self) -> RaggedBatch:
+        """This dense chain as a ragged batch of one (:mod:`fstchunk.engine.ragged`)."""
+        if self.scores is None:
+            raise InputError("a lattice from a machine is no dense chain: it has no batch form")
+        e, t, s, en = self.scores
+        sp = self.space
+        return ragged_batches([e], np.where(sp.trans_ok, t, -np.inf),
+                              np.where(sp.start_ok, s, -np.inf),
+                              np.where(sp.end_ok, en, -np.inf), sp,
+                              masks=None if self.allowed is None else [self.allowed])[0]
+
     def log_prob(self, seq: Sequence[str]) -> float:
         """log Pr(seq); -inf for a valid sequence the model excludes.
 

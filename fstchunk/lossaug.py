@@ -41,7 +41,7 @@ import pynini
 from . import encodings as enc
 from . import fsa
 from .blas import one_blas_thread
-from .decode import Decoding
+from .lattice import Decoding
 from .engine.lossaug import f_loss, f_loss_viterbi, hamming_viterbi
 from .errors import FstchunkError, InputError
 from .expected import composition_estimate

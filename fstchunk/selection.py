@@ -4,7 +4,7 @@ unsure a model is of them, and pick the ``budget`` most unsure.
 Strategies (:data:`STRATEGIES`), each a score per sentence, higher = picked first:
 
 * ``expected-f``: 1 − E[F_β(x̂ | y)], y ~ the model, x̂ the model's own MEU decision
-  (:func:`fstchunk.decode.decode_meu`, exact, certified): the model's estimate of how
+  (:class:`fstchunk.decoders.MEU`, exact, certified): the model's estimate of how
   wrong its best answer is, in the unit of the evaluation (Jansche 2005's utility);
 * ``entropy``: the mean over tokens of the token marginals' entropy
   −Σ_l Pr(y_i = l) log Pr(y_i = l) (the usual uncertainty-sampling baseline, Settles
@@ -21,7 +21,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .decode import decode_meu
+from .confidence import marginals_all
+from .decoders import MEU
 from .errors import InputError
 from .lattice import Lattice
 
@@ -30,14 +31,13 @@ STRATEGIES = ("expected-f", "entropy", "random")
 
 def expected_f_scores(lattices: Sequence[Lattice], beta: float = 1.0) -> np.ndarray:
     """1 − E[F_β] of each lattice's MEU decision (module doc)."""
-    return np.array([1.0 - decode_meu(lat, beta).score for lat in lattices])
+    return np.array([1.0 - d.score for d in MEU(beta=beta).decode_all(lattices)])
 
 
 def entropy_scores(lattices: Sequence[Lattice]) -> np.ndarray:
     """Mean token-marginal entropy (nats) of each lattice (module doc)."""
     out = []
-    for lat in lattices:
-        p = lat.marginals()
+    for p in marginals_all(lattices):
         with np.errstate(divide="ignore", invalid="ignore"):
             h = -np.where(p > 0, p * np.log(p), 0.0).sum(axis=1)
         out.append(float(h.mean()))

@@ -19,6 +19,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 import fstchunk.batch as batch
 import fstchunk.blas as blas
 import fstchunk.decode as dec
+import fstchunk.decoders as decoders
 import fstchunk.expected as expected
 import fstchunk.lattice as lattice_mod
 import fstchunk.lossaug as lossaug
@@ -73,7 +74,7 @@ def test_the_public_calls_run_with_one_thread_and_restore_the_callers(user_threa
         (dec, "_shortest", lambda: decode_meu(lat, method="kbest", k=3)),
         (dec, "viterbi", lambda: dec.decode_map(lat)),
         (dec, "tilted_spans", lambda: decode_meu_corpus([lat, lattice(1)])),
-        (dec, "tilted_spans", lambda: dec.decode_lattices([lat], "meu-corpus")),
+        (dec, "tilted_spans", lambda: decoders.decode_lattices([lat], "meu-corpus")),
         (dec, "viterbi", lambda: dec.decode_posterior(lat)),
         (lattice_mod, "token_marginals", lat.marginals),
         (lattice_mod, "dense_marginals", lat.chunk_marginals),

@@ -10,7 +10,8 @@ from hypothesis import given, settings, strategies as st
 from fstchunk import Lattice, encodings as enc, fsa
 from fstchunk.confidence import (ScoredChunk, check_min_confidence, decode_chunks,
                                  keep_confident, scored_chunks, tags_of)
-from fstchunk.decode import decode_map, decode_meu, decode_one
+from fstchunk.decode import decode_map, decode_meu
+from fstchunk.decoders import decoder as get_decoder
 from fstchunk.errors import FstchunkError
 from fstchunk.grammars import models
 from fstchunk.tagspace import TagSet
@@ -42,7 +43,7 @@ def test_confidences_of_map_and_meu_equal_brute_force(scheme, types, n, scale):
         lat = Lattice.from_scores(tags, *scores, scheme=scheme)
         seqs, want = _oracle(tags, scheme, types, length, scores)
         for decided in (decode_map(lat).tags, decode_meu(lat, beta=0.5).tags,
-                        decode_meu(lat, beta=2.0).tags, decode_one(lat, "posterior", 1, 1, None)):
+                        decode_meu(lat, beta=2.0).tags, get_decoder("posterior").decode(lat).tags):
             got = scored_chunks(lat, decided)
             assert [(c.type, c.start, c.end) for c in got] == \
                 enc.tags_to_chunks(decided, scheme)
@@ -135,12 +136,13 @@ def test_decode_chunks_is_decoder_then_scored_chunks(decoder):
     tags = enc.scheme_tags("BILOU", ("A", "B"))
     scores = random_scores(rng, len(tags), 7, 2.0)
     lat = Lattice.from_scores(tags, *scores, scheme="BILOU")
-    got = decode_chunks(lat, decoder, beta=1.0, k=5)
+    k = 5 if decoder == "meu-kbest" else None
+    got = decode_chunks(lat, decoder, k=k)
     if decoder == "meu-corpus":
         from fstchunk.decode import decode_meu_corpus
         y = decode_meu_corpus([lat])[0][0]
     else:
-        y = decode_one(lat, decoder, 1.0, 5, None)
+        y = get_decoder(decoder, k=k).decode(lat).tags
     assert got == scored_chunks(lat, y)
 
 

@@ -11,7 +11,7 @@ from fstchunk import Lattice, encodings as enc
 from fstchunk.cli import main
 from fstchunk.confidence import scored_chunks
 from fstchunk.conll import read_conll
-from fstchunk.decode import decode_lattices
+from fstchunk.decoders import decode_lattices
 from fstchunk.scorefile import save_scores
 from oracles import random_scores, stable_seed
 
@@ -57,7 +57,9 @@ def test_jsonl_scores_decode_with_confidences(tmp_path, capsys, scheme, decoder)
         assert r["tokens"] == [f"w{k}_{i}" for i in range(lat.n)] and r["line"] == k + 1
         assert r["tags"] == y
         got = [(c["type"], c["start"], c["end"], c["p"]) for c in r["chunks"]]
-        assert got == [tuple(c) for c in scored_chunks(lat, y)]
+        exp = [tuple(c) for c in scored_chunks(lat, y)]
+        assert [g[:3] for g in got] == [e[:3] for e in exp]
+        assert [g[3] for g in got] == pytest.approx([e[3] for e in exp], abs=1e-12)
         np.testing.assert_allclose([[m[t] for t in tags] for m in r["marginals"]],
                                    lat.marginals(), atol=1e-12)
 
@@ -78,8 +80,9 @@ def test_npz_scores_with_and_without_tokens(tmp_path, capsys):
     rows = [json.loads(x) for x in out.splitlines()]
     assert [r["tokens"] for r in rows] == [None, None] and [r["line"] for r in rows] == [None] * 2
     assert [r["tags"] for r in rows] == want
-    assert [[c["p"] for c in r["chunks"]] for r in rows] == \
-        [[c.p for c in scored_chunks(lat, y)] for lat, y in zip(lats, want)]
+    # p from the batched engine: equal to the sentence alone up to rounding
+    assert [c["p"] for r in rows for c in r["chunks"]] == pytest.approx(
+        [c.p for lat, y in zip(lats, want) for c in scored_chunks(lat, y)], abs=1e-12)
     code, out, _ = run(capsys, "decode", "--scores", npz, "--format", "html")
     assert code == 0 and all(f"[{i}]" in out for i in range(5))    # positions for tokens
     code, out, _ = run(capsys, "decode", "--scores", npz, "--decoder", "meu",

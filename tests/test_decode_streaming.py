@@ -12,6 +12,8 @@ import pytest
 
 import fstchunk.batch as batch
 import fstchunk.decode as dec
+import fstchunk.decoders as decoders
+import fstchunk.engine.inference as inference
 from fstchunk import encodings as enc
 from fstchunk.cli import main
 from fstchunk.cli.common import memory_size
@@ -49,7 +51,7 @@ def previous_output(inp, hmm, decoder: str) -> str:
     """What decode wrote before streaming: every lattice built, every sentence decoded
     (decode_lattices over the whole file), then the lines echoed with their tags."""
     sents = read_conll(inp)
-    preds = dec.decode_lattices(hmm.lattices(sents), decoder, 1.0, 20)
+    preds = decoders.decode_lattices(hmm.lattices(sents), decoder, 1.0, 20)
     tag_of = {line: t for s, p in zip(sents, preds)
               for line, t in zip(s.lines, enc.convert(p, hmm.scheme, "IOB2"))}
     out = []
@@ -64,23 +66,25 @@ def previous_output(inp, hmm, decoder: str) -> str:
 
 
 def fail_meu_on_length(monkeypatch, n: int, error: BaseException):
-    """The MEU decoder raises ``error`` on every sentence of ``n`` tokens."""
-    real = dec.decode_meu
+    """The MEU decoder raises ``error`` on every sentence of ``n`` tokens (its batched
+    path replaced by the per-sentence one, which raises)."""
+    real = decoders.MEU.decode_one
 
-    def decode_meu(lattice, *a, **kw):
+    def decode_one(self, lattice):
         if lattice.n == n:
             raise error
-        return real(lattice, *a, **kw)
-    monkeypatch.setattr(dec, "decode_meu", decode_meu)
+        return real(self, lattice)
+    monkeypatch.setattr(decoders.MEU, "decode_one", decode_one)
+    monkeypatch.setattr(decoders.MEU, "decode_batch", decoders.Decoder.decode_batch)
 
 
 # ------------------------------------------------------------------ the library
-@pytest.mark.parametrize("decoder", dec.DECODERS)
+@pytest.mark.parametrize("decoder", decoders.names())
 def test_iter_decode_sentences_gives_what_decode_lattices_gives(files, decoder):
     inp, _, hmm = files
     sents = read_conll(inp)
     want = [enc.convert(p, hmm.scheme, "IOBES")
-            for p in dec.decode_lattices(hmm.lattices(sents), decoder, 1.0, 20)]
+            for p in decoders.decode_lattices(hmm.lattices(sents), decoder, 1.0, 20)]
     got = list(batch.iter_decode_sentences(hmm, sents, decoder, output_scheme="IOBES"))
     assert [d.index for d in got] == [0, 1, 2] and all(d.error is None for d in got)
     assert [d.tags for d in got] == want
@@ -218,7 +222,7 @@ def test_a_sentence_that_fails_is_reported_and_the_others_are_written(
 
 def test_every_sentence_failing_still_writes_the_file(capsys, files, tmp_path, monkeypatch):
     inp, model, _ = files
-    monkeypatch.setattr(dec, "decode_map", lambda lat: (_ for _ in ()).throw(MemoryError()))
+    monkeypatch.setattr(inference, "viterbi", lambda batch: (_ for _ in ()).throw(MemoryError()))
     out = tmp_path / "out.txt"
     code, _, err = run(capsys, "decode", "--model", model, "--input", inp, "-o", out)
     assert code == 1 and len(err.strip().splitlines()) == 4
@@ -226,10 +230,10 @@ def test_every_sentence_failing_still_writes_the_file(capsys, files, tmp_path, m
     assert out.read_text().count(UNDECODED) == 9
 
 
-def test_each_sentence_is_written_before_the_next_is_decoded(files, tmp_path, monkeypatch,
-                                                             capsys):
-    """Standard output is flushed, and -o's temporary holds the sentence, before the
-    next sentence is decoded."""
+def test_each_block_is_written_before_the_next_is_decoded(files, tmp_path, monkeypatch,
+                                                          capsys):
+    """Standard output is flushed, and -o's temporary holds the block's sentences, before
+    the next block is decoded (blocks of one sentence here)."""
     inp, model, hmm = files
     want = previous_output(inp, hmm, "map").splitlines(keepends=True)
 
@@ -241,13 +245,14 @@ def test_each_sentence_is_written_before_the_next_is_decoded(files, tmp_path, mo
 
     out = tmp_path / "out.txt"
     seen: list[tuple[str, str]] = []
-    real = dec.decode_map
+    real = inference.viterbi
 
-    def decode_map(lattice, *a, **kw):
+    def viterbi(b):
         tmp = temp_path(out)
         seen.append((sys.stdout.flushed, open(tmp).read() if os.path.exists(tmp) else ""))
-        return real(lattice, *a, **kw)
-    monkeypatch.setattr(dec, "decode_map", decode_map)
+        return real(b)
+    monkeypatch.setattr(inference, "viterbi", viterbi)
+    monkeypatch.setattr(batch, "BLOCK_TOKENS", 1)
     monkeypatch.setattr(sys, "stdout", Recorder())
     assert main(["decode", "--model", str(model), "--input", str(inp)]) == 0
     # before sentence k is decoded, every line up to its first line is out
@@ -303,12 +308,11 @@ def test_bad_memory_budget_is_a_usage_error(capsys):
 def test_memory_budget_reaches_the_meu_decoder(capsys, files, monkeypatch):
     inp, model, _ = files
     got = []
-    real = dec.decode_meu
-
-    def decode_meu(lattice, beta=1.0, method="exact", k=20, memory_budget=None):
-        got.append((method, memory_budget))
-        return real(lattice, beta=beta, method=method, k=k)
-    monkeypatch.setattr(dec, "decode_meu", decode_meu)
+    for cls, method in ((decoders.MEU, "exact"), (decoders.MEUKBest, "kbest")):
+        def decode_all(self, lattices, errors="raise", real=cls.decode_all, method=method):
+            got.extend([(method, self.memory_budget)] * len(lattices))
+            return real(self, lattices, errors)
+        monkeypatch.setattr(cls, "decode_all", decode_all)
     code, _, err = run(capsys, "decode", "--model", model, "--input", inp, "--decoder", "meu",
                        "--memory-budget", "2G")
     assert code == 0, err

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from fstchunk.engine import batched
-from fstchunk.models import batching as O
+from fstchunk.engine import ragged as O
 from fstchunk.models.batching import Gold
 from fstchunk.models.objectives import Chain, ml_statistics
 from fstchunk.tagspace import TagSet

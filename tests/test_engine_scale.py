@@ -282,10 +282,10 @@ def test_no_valid_sequence_is_an_input_error_on_both_paths():
 def test_length_batches_are_bounded_and_give_the_same_objectives(monkeypatch):
     """Gold.batches splits a length group at BATCH_ENTRIES / (n·L²) sentences
     (the memory of the gauged path); the objectives do not change."""
-    from fstchunk.models import batching
+    from fstchunk.engine import ragged
     ch, gold, _, ys = _corpus(2, (300.0, 300.0), lengths=(3, 3, 3, 4, 4))
     want = [f(ch, gold) for f in (ml, meu_corpus)]
-    monkeypatch.setattr(batching, "BATCH_ENTRIES", 1)
+    monkeypatch.setattr(ragged, "BATCH_ENTRIES", 1)
     small = Gold([np.array(y) for y in ys], TS.tags, "IOB2")
     assert [b.rows.shape[0] for b in small.batches] == [1] * 5
     for f, (v, g) in zip((ml, meu_corpus), want):

@@ -29,7 +29,8 @@ import pytest
 
 from fstchunk import Lattice, encodings as enc
 from fstchunk.cli import build_parser, main
-from fstchunk.decode import decode_lattices, decode_meu
+from fstchunk.decode import decode_meu
+from fstchunk.decoders import decode_lattices
 from fstchunk.errors import InputError
 from fstchunk.scoring import evaluate, f_beta, sentence_f
 from fstchunk.expected import expected_f

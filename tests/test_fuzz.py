@@ -21,7 +21,8 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from fstchunk import encodings as enc
 from fstchunk.cli import main
 from fstchunk.conll import read_conll
-from fstchunk.decode import DECODERS, decode_lattices
+from fstchunk.decoders import decode_lattices, names as decoder_names
+DECODERS = decoder_names()
 from fstchunk.errors import FstchunkError
 from fstchunk.scoring import evaluate_file
 from fstchunk.expected import expected_f

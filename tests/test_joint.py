@@ -195,7 +195,7 @@ def test_tagger_and_chunker_kinds():
     chunker.fit(enc_c, "mmvp", max_iter=5)
     pos, chunk = J.predict(chunker, data)
     assert chunk == [d.chunks for d in data]
-    with pytest.raises(ValueError, match="MEU decoding needs the joint model"):
+    with pytest.raises(ValueError, match="decodes the joint model's chunk layer"):
         J.predict(chunker, data, decoder="meu")
 
 

@@ -152,4 +152,4 @@ def test_cli_decode_threshold_is_the_apis_decode(genia, capsys):
         assert len({frozenset(g) for g in got}) > 1           # not every sentence empty
     assert main(["segment", "decode", "--model", model, "--input", dev, "--decoder", "meu",
                  "--threshold", "0.5"]) == 2
-    assert "--threshold applies to --decoder threshold" in capsys.readouterr().err
+    assert "decoder meu reads no --threshold" in capsys.readouterr().err

@@ -50,7 +50,7 @@ from ..batch import Decoded, iter_decode_sentences
 from ..confidence import check_min_confidence
 from ..conll import file_delimiter, is_separator, iter_lines, split_line
 from ..crfsuite.data import iter_data
-from ..decode import DECODERS
+from ..decoders import Decoder, decoder as get_decoder, names as decoder_names
 from ..errors import BudgetError, FstchunkError, InputError
 from ..scoring import UNDECODED
 from ..models import load_model
@@ -97,7 +97,7 @@ def add_parser(sub) -> None:
                    help="drop the decided chunks whose probability is below P (their "
                         "tokens become O, neighbours re-encoded validly) on every format: "
                         "higher P, higher precision, lower recall (as a lower --beta)")
-    p.add_argument("--decoder", choices=DECODERS, default="map",
+    p.add_argument("--decoder", choices=decoder_names(), default="map",
                    help="map (Viterbi), posterior, meu (exact MEU for F_β), meu-kbest "
                         "(the --k best paths of the lattice machine reranked by E[F_β]: one "
                         "tilted sweep bounds them all, and only those it cannot rule out "
@@ -142,6 +142,8 @@ def run_decode(args: argparse.Namespace) -> int:
         raise InputError("--marginals is written by --format jsonl only")
     if (args.model is None) == (args.scores is None):
         raise InputError("give exactly one of --model MODEL or --scores FILE")
+    dec = get_decoder(args.decoder, beta=args.beta, k=args.k,
+                      memory_budget=args.memory_budget, as_options=True)
     if args.output:
         check_output(args.output)
     if args.scores and args.format == "crfsuite":
@@ -154,16 +156,15 @@ def run_decode(args: argparse.Namespace) -> int:
     scheme = args.output_scheme or output_scheme(model)
     with executor_of(args) as ex:
         results = thresholded(iter_decode_sentences(
-            model, items, args.decoder, args.beta, args.k, scheme,
-            memory_budget=args.memory_budget, executor=ex,
+            model, items, dec, output_scheme=scheme, executor=ex,
             confidences=args.format not in ("conll", "crfsuite") or args.min_confidence > 0,
             marginals=args.marginals), args.min_confidence, scheme)
         failed = Failures("decode", "decoded")
         if args.output:
             with atomic_write(args.output) as fh:
-                total = _write(args, results, fh, failed, word, model)
+                total = _write(args, results, fh, failed, word, model, dec)
         else:
-            total = _write(args, results, sys.stdout, failed, word, model)
+            total = _write(args, results, sys.stdout, failed, word, model, dec)
     if not failed.where:
         return 0
     where = f"the rest are in {args.output}" if args.output else "the rest were written"
@@ -219,15 +220,15 @@ def _scored_input(args: argparse.Namespace) -> tuple:
 
 
 def _write(args: argparse.Namespace, results: Iterator[Decoded], out: IO[str],
-           failed: Failures, word: int, model) -> int:
+           failed: Failures, word: int, model, dec: Decoder) -> int:
     """The chosen format; the number of sentences written (none: refused)."""
     total = None
     if args.format == "jsonl":
         total = write_jsonl(results, out, failed, word, model.scheme)
     elif args.format == "html":
         what = args.model or args.scores
-        sub = (f"decoder {args.decoder}" + (f", β = {args.beta:g}" if
-                                            args.decoder.startswith("meu") else "")
+        sub = (f"decoder {dec.name}" + (f", β = {dec.beta:g}" if "beta" in dec.settings
+                                         else "")
                + (f", chunks with p ≥ {args.min_confidence:g}" if args.min_confidence
                   else "") + "; shade: the chunk's probability p")
         total = write_html(results, out, failed, word, f"fstchunk decode: {what}", sub)

@@ -31,6 +31,7 @@ from contextlib import closing
 
 from ..columns import Columns
 from ..conll import Sentence, write_conll
+from ..decoders import decoder as get_decoder, names as decoder_names
 from ..errors import InputError
 from ..layout import Layout
 from ..learn.loop import SELECT, Trainer, file_digest
@@ -113,9 +114,9 @@ def add_parser(sub) -> None:
     q.add_argument("--model", required=True, help="a saved joint model")
     q.add_argument("--input", required=True, help="CoNLL file to tag")
     _columns(q)
-    q.add_argument("--decoder", choices=J.DECODERS, default="map",
-                   help="chunk layer by Viterbi (map) or by exact MEU over the calibrated "
-                        "joint model (meu)")
+    q.add_argument("--decoder", choices=decoder_names(), default="map",
+                   help="map: the joint Viterbi; any other decodes the chunk layer of the "
+                        "calibrated joint model (meu: exact MEU; POS from the Viterbi)")
     q.add_argument("--beta", type=beta_option, default=1.0,
                    help=f"the MEU decoder's F_β: {BETA_HELP}")
     q.add_argument("--json", action="store_true",
@@ -257,6 +258,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 
 def run_decode(args: argparse.Namespace) -> int:
+    dec = get_decoder(args.decoder, beta=args.beta, as_options=True)
     if args.output:
         check_output(args.output)
     model = J.JointModel.load(args.model)
@@ -269,7 +271,7 @@ def run_decode(args: argparse.Namespace) -> int:
         sents = _layout(raw, cols, gold=False)
     data = J.layered(sents, model.settings.get("collapse_pos", False),
                      model.settings.get("np_only", False), gold=bool(args.json))
-    pos, chunks = J.predict(model, data, args.decoder, args.beta)
+    pos, chunks = J.predict(model, data, dec)
     if args.json:
         text = json.dumps(J.scores(data, pos, chunks), indent=2) + "\n"
         rows = None

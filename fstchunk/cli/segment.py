@@ -36,6 +36,7 @@ from itertools import tee
 
 import sys
 
+from ..decoders import decoder as get_decoder
 from ..errors import InputError
 from ..models import load_model
 from ..outputs import atomic_write, check_output
@@ -253,12 +254,9 @@ def run_decode(args: argparse.Namespace) -> int:
                  else restriction_flags(args.restrict))
     if not jsonl:                     # a tag column holds non-overlapping contiguous chunks
         flags.update(CONLL_FLAGS)
-    if args.threshold is not None:
-        if args.decoder != "threshold":
-            raise InputError(f"--threshold applies to --decoder threshold, not "
-                             f"--decoder {args.decoder}")
-        model.threshold = args.threshold
-    model.decode([], restrictions=flags, decoder=args.decoder, beta=args.beta)  # refusals first
+    dec = get_decoder(args.decoder, beta=args.beta, threshold=args.threshold,
+                      structure="segments", as_options=True)
+    model.decode([], restrictions=flags, decoder=dec)                      # refusals first
     if not (0.0 <= args.min_confidence <= 1.0):
         raise InputError(f"--min-confidence must be a probability in [0, 1], got "
                          f"{args.min_confidence}")
@@ -266,7 +264,7 @@ def run_decode(args: argparse.Namespace) -> int:
         raise InputError(f"--min-confidence needs segment probabilities, and {args.model} "
                          "has no calibration (fstchunk segment train --dev FILE fits it)")
     _check_layout(model, args.model, args.input, fmt)
-    job = (model, flags, args.decoder, args.beta, args.min_confidence)
+    job = (model, flags, dec, args.min_confidence)
 
     def write(fh, ex) -> None:
         # (sentence, segments) in input order, a block at a time; tee in lockstep
@@ -313,6 +311,6 @@ def _check_layout(model: SegmentModel, model_path: str, path: str, fmt) -> None:
 def _decode_block(job: tuple, block: list) -> list:
     """A worker's part: the predicted (segment, p) of each sentence of ``block``, those
     of p below the threshold dropped."""
-    model, flags, decoder, beta, least = job
-    rows = model.decode_scored(block, restrictions=flags, decoder=decoder, beta=beta)
+    model, flags, decoder, least = job
+    rows = model.decode_scored(block, restrictions=flags, decoder=decoder)
     return [[(g, p) for g, p in row if least <= 0 or p >= least] for row in rows]

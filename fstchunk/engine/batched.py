@@ -98,6 +98,10 @@ class Scaled:
         """(K_t∘mask)·y for the rows (sentence s, token t) of y (..., L)."""
         return (self.u[s, t] * y) @ (self.Mt if mask is None else self.Mt * mask).T
 
+    def kernel(self, s, t) -> np.ndarray:
+        """K_t(p, q) of the rows (sentence s, token t), (..., L, L)."""
+        return self.Mt * self.u[s, t][..., None, :]
+
     def pairs(self, x: np.ndarray, y: np.ndarray, s, t) -> np.ndarray:
         """Σ_rows x(p)·K_t(p, q)·y(q), an (L, L) array."""
         L = self.Mt.shape[0]
@@ -163,6 +167,10 @@ class Gauged:
         """(K_t∘mask)·y for the rows (sentence s, token t) of y (..., L)."""
         K = self.K[s, t]
         return ((K if mask is None else K * mask) @ y[..., None])[..., 0]
+
+    def kernel(self, s, t) -> np.ndarray:
+        """K_t(p, q) of the rows (sentence s, token t), (..., L, L)."""
+        return self.K[s, t]
 
     def pairs(self, x: np.ndarray, y: np.ndarray, s, t) -> np.ndarray:
         """Σ_rows x(p)·K_t(p, q)·y(q), an (L, L) array."""

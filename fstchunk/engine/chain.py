@@ -109,6 +109,20 @@ def gauge(layers: Layers) -> Layers:
     return Layers(weights, layers.labels, final)
 
 
+def entropy(chain: Layers) -> float:
+    """H(y) = −Σ_y Pr(y) log Pr(y) of a stochastic chain (:func:`gauge`'s layers, rows
+    log-summing to 0): Σ_i Σ_p π_{i−1}(p) · H(K_i(p, ·)) with π the forward state
+    distribution (the chain rule); every term is a probability times its log."""
+    x, h = np.ones(1), 0.0
+    for w in chain.weights:
+        K = np.exp(w)
+        with np.errstate(invalid="ignore"):
+            rows = -np.where(K > 0, K * w, 0.0).sum(axis=-1)
+        h += float(x @ rows)
+        x = x @ K
+    return max(h, 0.0)
+
+
 def restrict(layers: Layers, allowed: np.ndarray) -> Layers:
     """The chain with the paths through disallowed tags removed: allowed[i, t] says
     whether token i may take tag t (shape (n, num_tags)); every arc into a state of

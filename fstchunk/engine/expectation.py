@@ -24,6 +24,7 @@ arrays of a batch of equal-length sentences instead.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -32,6 +33,47 @@ from ..errors import InputError
 
 from .batched import ALL, transfer
 from .chain import flush, scaled_layers
+
+
+@dataclass
+class ExpectedF:
+    """Expectations of one fixed sequence against a lattice's distribution."""
+    tp: float          # E[tp]
+    m_hyp: float       # m(x), or E[m(x)] in the training direction
+    m_ref: float       # E[m(y)], or m(y*) in the training direction
+    precision: float   # E[P]
+    recall: float      # E[R]
+    f: float           # E[F_β]
+    beta: float        # the standard β
+    direction: str     # "decoding" (hypothesis fixed) or "training" (reference fixed)
+    count_dist: np.ndarray        # Pr(m_random = c)
+    tp_by_count: np.ndarray       # E[tp · 1{m_random = c}]
+    joint: np.ndarray | None = None   # Pr(tp = a, m_random = b), method="fst" only
+
+
+def from_count_table(Z: np.ndarray, T: np.ndarray, m_fixed: int, beta_sq: float,
+                     direction: str, joint: np.ndarray | None = None) -> ExpectedF:
+    """The expectations from Z[c] = Pr(m = c) and T[c] = E[tp · 1{m = c}]; ``beta_sq``
+    is β² (the slides' β'), E[F] = Σ_c (1+β²)·T[c] / (m_hyp + β²·m_ref)."""
+    c = np.arange(len(Z), dtype=float)
+    tp = float(T.sum())
+    ratio_random = float(Z[0] + np.sum(T[1:] / c[1:]))      # E[tp / m_random], 0/0 := 1
+    ratio_fixed = tp / m_fixed if m_fixed else 1.0
+    if direction == "decoding":
+        m_h, m_r = float(m_fixed), c
+        m_hyp, m_ref = float(m_fixed), float(c @ Z)
+        precision, recall = ratio_fixed, ratio_random
+    else:
+        m_h, m_r = c, float(m_fixed)
+        m_hyp, m_ref = float(c @ Z), float(m_fixed)
+        precision, recall = ratio_random, ratio_fixed
+    # (1+β²)/(m_h + β² m_r), divided through by β² when β² > 1 so that no huge β overflows
+    den = m_h + beta_sq * m_r + 0 * c if beta_sq <= 1 else m_h / beta_sq + m_r + 0 * c
+    num = beta_sq + 1 if beta_sq <= 1 else 1 + 1 / beta_sq
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f_terms = np.where(den > 0, T * (num / np.where(den > 0, den, 1)), Z)
+    return ExpectedF(tp, m_hyp, m_ref, precision, recall, float(f_terms.sum()),
+                     float(np.sqrt(beta_sq)), direction, Z, T, joint)
 
 
 def _tp_rules(lattice, fixed_chunks):

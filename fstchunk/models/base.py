@@ -47,6 +47,7 @@ from ..columns import Columns
 from ..conll import Sentence
 from ..errors import InputError, SchemeError
 from ..batch import decode_sentences
+from ..decoders import MAP
 from ..scoring import evaluate
 from ..lattice import Lattice
 
@@ -115,7 +116,7 @@ def chunk_dev_f(model: Any, sentences: Sequence[Sentence]) -> float:
     tag = getattr(cols, "tag", None)
     col = -1 if tag is None else tag
     scheme = getattr(model, "data_scheme", None) or "IOB2"
-    preds = decode_sentences(model, sentences, "map", 1.0, output_scheme=scheme)
+    preds = decode_sentences(model, sentences, MAP(), output_scheme=scheme)
     return evaluate([s.column(col) for s in sentences], preds, scheme=scheme).overall.f
 
 

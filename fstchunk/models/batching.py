@@ -21,19 +21,11 @@ from typing import Sequence
 import numpy as np
 
 from .. import encodings as enc
+from ..engine import ragged
+from ..engine.ragged import cut_runs
 from ..tagspace import TagSpace, canonical
 
 
-#: The most B·n·L² entries of one length batch: the gauged forward-backward
-#: (:class:`fstchunk.engine.batched.Gauged`, taken for peaked scores) holds that
-#: many transfer weights (64 MB); the scaled path does not care.
-BATCH_ENTRIES = 2 ** 23
-
-
-#: The cost of one Python-level token step of a batched recursion, in units of one
-#: padded sentence's arithmetic at that step (L² multiply-adds): the trade-off of
-#: :attr:`Gold.buckets` between fewer, longer steps and padding.
-STEP_COST = 16
 
 
 @dataclass
@@ -79,14 +71,14 @@ class Gold:
 
     @cached_property
     def batches(self) -> list[Batch]:
-        """Sentences grouped by length, at most :data:`BATCH_ENTRIES` / (n·L²) per
+        """Sentences grouped by length, at most :data:`fstchunk.engine.ragged.BATCH_ENTRIES` / (n·L²) per
         batch (the memory of the gauged path of the engine)."""
         by_len: dict[int, list[int]] = {}
         for k, g in enumerate(self.sequences):
             by_len.setdefault(len(g), []).append(k)
         out = []
         for n, all_ids in sorted(by_len.items()):
-            size = max(1, BATCH_ENTRIES // (n * len(self.tags) ** 2))
+            size = max(1, ragged.BATCH_ENTRIES // (n * len(self.tags) ** 2))
             for lo in range(0, len(all_ids), size):
                 ids = all_ids[lo:lo + size]
                 rows = np.stack([np.arange(self.offsets[k], self.offsets[k] + n) for k in ids])
@@ -97,39 +89,20 @@ class Gold:
     def buckets(self) -> list[Batch]:
         """Ragged batches: the sentences sorted by length and cut into runs, each
         padded to its longest n and split into batches of at most
-        :data:`BATCH_ENTRIES` / (n·L²) sentences.  The cuts minimise
-        Σ_batches n·(:data:`STEP_COST` + B) by dynamic programming over the distinct
+        :data:`fstchunk.engine.ragged.BATCH_ENTRIES` / (n·L²) sentences.  The cuts minimise
+        Σ_batches n·(:data:`fstchunk.engine.ragged.STEP_COST` + B) by dynamic programming over the distinct
         lengths: one Python step per token of the longest against the padding's
         arithmetic.  The ML objective's batches
         (:func:`fstchunk.engine.batched.transfer` ``lengths``)."""
         lens = np.array([len(g) for g in self.sequences], dtype=np.int64)
-        order = np.argsort(lens, kind="stable")
-        cap = max(1, BATCH_ENTRIES // len(self.tags) ** 2)          # B·n per batch
-        d, counts = np.unique(lens, return_counts=True)
-        before = np.concatenate([[0], np.cumsum(counts)])          # sentences below d[i]
-        best, cut = np.zeros(len(d) + 1), np.zeros(len(d), dtype=np.int64)
-        for j, n in enumerate(d):                                  # run d[i..j], any i ≤ j
-            B = before[j + 1] - before[:j + 1]
-            parts = -(-B * int(n) // cap)
-            cost = best[:j + 1] + int(n) * (parts * STEP_COST + B)
-            cut[j] = int(np.argmin(cost))
-            best[j + 1] = cost[cut[j]]
-        runs, j = [], len(d)
-        while j:
-            runs.append((before[cut[j - 1]], before[j]))
-            j = cut[j - 1]
         out = []
-        for lo, hi in reversed(runs):
-            n = int(lens[order[hi - 1]])
-            size = max(1, cap // n)
-            for s in range(lo, hi, size):
-                ids = [int(k) for k in order[s:min(hi, s + size)]]
-                own = lens[ids]
-                m = int(own.max())
-                pos = np.minimum(np.arange(m)[None, :], own[:, None] - 1)  # pad: the last
-                rows = self.offsets[np.array(ids)][:, None] + pos
-                gold = np.stack([self.sequences[k][p] for k, p in zip(ids, pos)])
-                out.append(Batch(m, rows, gold, ids, own))
+        for ids in cut_runs(lens, len(self.tags)):
+            own = lens[ids]
+            m = int(own.max())
+            pos = np.minimum(np.arange(m)[None, :], own[:, None] - 1)      # pad: the last
+            rows = self.offsets[ids][:, None] + pos
+            gold = np.stack([self.sequences[k][p] for k, p in zip(ids, pos)])
+            out.append(Batch(m, rows, gold, [int(k) for k in ids], own))
         return out
 
     @cached_property

@@ -63,8 +63,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..confidence import scored_chunks
-from ..decode import decode_lattices
+from ..confidence import marginals_all, scored_chunks_all
+from ..decoders import Decoder, decoder as get_decoder
 from ..errors import InputError
 from ..expected import expected_f
 from ..learn import objectives as lo
@@ -165,12 +165,15 @@ class CRF(CRFParams, BaseEstimator):
         return model
 
     # ------------------------------------------------------------------ prediction
-    def predict(self, X: Sequence[Any], decoder: str = "map", beta: float = 1.0) -> np.ndarray:
+    def predict(self, X: Sequence[Any], decoder: "str | Decoder" = "map",
+                beta: float = 1.0) -> np.ndarray:
         """The labels of each sequence (an object array, as sklearn-crfsuite's):
         ``decoder`` map (Viterbi, the default), posterior, meu (maximum expected F_β of
-        each sentence), meu-corpus (of the corpus's expected counts)."""
-        lats = self._fitted().lattices(X, require_probabilities=decoder != "map")
-        return np.array(decode_lattices(lats, decoder, beta), dtype=object)
+        each sentence), meu-corpus (of the corpus's expected counts), or any
+        :class:`fstchunk.decoders.Decoder`."""
+        dec = get_decoder(decoder, beta=beta)
+        lats = self._fitted().lattices(X, require_probabilities=dec.needs_probabilities)
+        return _object_array(dec.tags(lats))
 
     def predict_single(self, xseq: Sequence[Any]) -> list[str]:
         """The Viterbi labels of one sequence."""
@@ -179,23 +182,23 @@ class CRF(CRFParams, BaseEstimator):
     def predict_marginals(self, X: Sequence[Any]) -> np.ndarray:
         """Per sequence, per token, {label: Pr(y_t = label | x)}."""
         model = self._fitted()
-        return np.array([_marginal_dicts(model.tags, lat.marginals())
-                         for lat in model.lattices(X)], dtype=object)
+        return _object_array([_marginal_dicts(model.tags, m)
+                              for m in marginals_all(model.lattices(X))])
 
     def predict_marginals_single(self, xseq: Sequence[Any]) -> list[dict]:
         model = self._fitted()
         return _marginal_dicts(model.tags, model.lattices([xseq])[0].marginals())
 
-    def predict_chunks(self, X: Sequence[Any], decoder: str = "map",
+    def predict_chunks(self, X: Sequence[Any], decoder: "str | Decoder" = "map",
                        beta: float = 1.0) -> list[list[Any]]:
         """Per sequence, the chunks of its decoded labels (``decoder`` as :meth:`predict`),
         each a :class:`fstchunk.confidence.ScoredChunk` (type, start, end exclusive, p)
         with its exact marginal probability; a chunk scheme only."""
         model = self._fitted()
         model.space.require_chunks("predict_chunks")
+        dec = get_decoder(decoder, beta=beta)
         lats = model.lattices(X)
-        return [scored_chunks(lat, tags)
-                for lat, tags in zip(lats, decode_lattices(lats, decoder, beta))]
+        return scored_chunks_all(lats, dec.tags(lats))
 
     def expected_f(self, X: Sequence[Any], y: Any, beta: float = 1.0) -> np.ndarray:
         """E[F_β(ŷ | y)] per sequence, ŷ drawn from the model (the training direction of
@@ -295,7 +298,15 @@ class CRF(CRFParams, BaseEstimator):
 
 
 def _marginal_dicts(tags: Sequence[str], marg: np.ndarray) -> list[dict]:
-    return [{t: float(p) for t, p in zip(tags, row)} for row in marg]
+    return [dict(zip(tags, row)) for row in marg.tolist()]
+
+
+def _object_array(rows: list) -> np.ndarray:
+    """A 1-D object array of the rows (np.array would make a 2-D array of rows of one
+    length)."""
+    out = np.empty(len(rows), dtype=object)
+    out[:] = rows
+    return out
 
 
 #: the objectives ``objective=`` takes

@@ -47,12 +47,14 @@ import numpy as np
 import torch
 
 from .. import encodings as enc
+from ..decoders import MAP, Decoder, decoder as get_decoder
 from ..errors import FstchunkError, InputError
+from ..lattice import Lattice
 from ..tagspace import TagSpace
 from . import chain as _chain
 from . import expected as _expected
 from . import tilted as _tilted
-from ..fbeta import check_beta, to_beta_sq
+from ..fbeta import to_beta_sq
 from .checks import Batch, Gold, check_allowed, check_batch, check_gold, encode_gold
 from .semiring import NEG, logmatmul
 
@@ -331,20 +333,21 @@ class ChunkCRF:
 
     # ------------------------------------------------------------------ decoding
     def decode(self, emissions, transitions, mask, start=None, end=None,
-               method: str = "map", beta: float = 1.0) -> list[list[str]]:
+               method: "str | Decoder" = "map", beta: float = 1.0) -> list[list[str]]:
         """Tag lists, one per sentence (its own length).
 
-        ``method="map"``: the most probable valid sequence, by constrained Viterbi
-        in torch.  ``method="meu"``: the chunking of maximal expected F_β (standard β),
-        exact, computed by the project's numpy engine (:func:`fstchunk.decode.decode_meu`
-        on :meth:`fstchunk.lattice.Lattice.from_scores` of each sentence's detached
-        float64 scores) — decoding needs no gradient.  MEU may use a tag of the
-        scheme that ``tags`` lacks (see :func:`~fstchunk.decode.decode_meu`)."""
-        if method not in ("map", "meu"):
-            raise InputError(f"unknown decoding method {method!r}; use 'map' or 'meu'")
+        ``method``: a decoder of :data:`fstchunk.decoders.REGISTRY` (a name or a
+        :class:`~fstchunk.decoders.Decoder`).  ``"map"``: the most probable valid
+        sequence, by constrained Viterbi in torch.  Any other (``"meu"``: the chunking
+        of maximal expected F_β, standard β, exact) runs on the project's batched
+        numpy engine over each sentence's detached float64 scores
+        (:meth:`fstchunk.lattice.Lattice.from_scores`) — decoding needs no gradient.
+        MEU may use a tag of the scheme that ``tags`` lacks (see
+        :func:`~fstchunk.decode.decode_meu`)."""
+        dec = get_decoder(method, beta=beta)
         bt = self._check(emissions, transitions, mask, start, end)
-        if method == "meu":
-            return self._decode_meu(bt, check_beta(beta))
+        if not isinstance(dec, MAP):
+            return self._decode_numpy(bt, dec)
         with torch.no_grad():
             return self._viterbi(bt)
 
@@ -388,14 +391,10 @@ class ChunkCRF:
             out.append([self.tags[i] for i in reversed(path)])
         return out
 
-    def _decode_meu(self, bt: Batch, beta: float) -> list[list[str]]:
-        from ..decode import decode_meu
-        from ..lattice import Lattice
+    def _decode_numpy(self, bt: Batch, dec: Decoder) -> list[list[str]]:
         arr = [x.detach().to("cpu", torch.float64).numpy()
                for x in (bt.emissions, bt.transitions, bt.start, bt.end)]
-        out = []
-        for b, length in enumerate(bt.lengths_list):
-            lat = Lattice.from_scores(self.tags, arr[0][b, :length], arr[1], arr[2], arr[3],
-                                      scheme=self.scheme)
-            out.append(list(decode_meu(lat, beta=beta).tags))
-        return out
+        lats = [Lattice.from_scores(self.tags, arr[0][b, :length], arr[1], arr[2], arr[3],
+                                    scheme=self.scheme)
+                for b, length in enumerate(bt.lengths_list)]
+        return [list(t) for t in dec.tags(lats)]

@@ -34,7 +34,7 @@ probabilities: MEU, marginals and lattices need a ``crf`` model or a calibrated 
 
 from .calibration import HeldOut, TemperatureFit, fit_temperature
 from .corpus import COLLAPSED_POS, Layered, collapse_pos, layered, np_only, scores
-from .data import (CHUNKER_TEMPLATES, DECODERS, JOINT_TEMPLATES, KIND_TEMPLATES,
+from .data import (CHUNKER_TEMPLATES, JOINT_TEMPLATES, KIND_TEMPLATES,
                    TAGGER_TEMPLATES, calibrate, model_for, predict)
 from .dp import chain_layers, inside_outside, viterbi
 from .files import VARIANTS, read_model
@@ -45,7 +45,7 @@ from .scoring import Encoded, PartScorer
 from .structure import (KINDS, Parts, Structure, all_structures, chunk_tag_names,
                         structure_parts, structure_score)
 
-__all__ = ["CHUNKER_TEMPLATES", "COLLAPSED_POS", "DECODERS", "Encoded", "HeldOut",
+__all__ = ["CHUNKER_TEMPLATES", "COLLAPSED_POS", "Encoded", "HeldOut",
            "JOINT_TEMPLATES", "JointModel", "KINDS", "KIND_TEMPLATES", "Layered",
            "PartScorer", "Parts", "Structure", "TAGGER_TEMPLATES", "TemperatureFit",
            "VARIANTS", "all_structures", "calibrate", "chain_layers", "chunk_fst",

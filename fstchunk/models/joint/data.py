@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ... import encodings as enc
-from ...decode import decode_meu
+from ...decoders import MAP, Decoder, decoder as get_decoder
 from ...errors import InputError
 from ..base import check_training_set
 from .corpus import Layered
@@ -58,7 +58,6 @@ CHUNKER_TEMPLATES: dict[str, list[tuple]] = {
     "start": [()], "end": [], "ctrans": [()],
 }
 KIND_TEMPLATES = dict(zip(VARIANTS, (JOINT_TEMPLATES, TAGGER_TEMPLATES, CHUNKER_TEMPLATES)))
-DECODERS = ("map", "meu")
 
 
 def _check_training_data(data: Sequence[Layered], kind: str, source: str | None) -> None:
@@ -103,28 +102,34 @@ def model_for(data: Sequence[Layered], kind: str = "joint", settings: dict | Non
     return model, [encode(model, d, cols_) for d, cols_ in zip(data, cols)]
 
 
-def predict(model: JointModel, data: Sequence[Layered], decoder: str = "map",
+def predict(model: JointModel, data: Sequence[Layered], decoder: "str | Decoder" = "map",
             beta: float = 1.0) -> tuple[list[list[str]], list[list[str]]]:
     """Predicted (POS, chunk) tags of each sentence; a tagger predicts POS only
-    (chunks copied from the input), a chunker chunk tags only.  ``decoder="meu"``
-    decodes the joint model's chunk layer by exact MEU under p(y|x) ∝ exp(score/T)
-    (POS from Viterbi); it needs a probabilistic model (:attr:`JointModel.probabilistic`:
-    trained as a CRF, or calibrated), InputError saying how to calibrate otherwise."""
-    if decoder not in DECODERS:
-        raise InputError(f"unknown decoder {decoder!r} ({', '.join(DECODERS)})")
-    if decoder == "meu":
+    (chunks copied from the input), a chunker chunk tags only.  ``decoder`` (a name of
+    :data:`fstchunk.decoders.REGISTRY` or a decoder): ``map`` is the joint Viterbi; any
+    other decodes the joint model's chunk layer under p(y|x) ∝ exp(score/T) (``meu``:
+    exact MEU; POS from the joint Viterbi); it needs a probabilistic model
+    (:attr:`JointModel.probabilistic`: trained as a CRF, or calibrated), InputError
+    saying how to calibrate otherwise."""
+    dec = get_decoder(decoder, beta=beta)
+    on_chunks = not isinstance(dec, MAP)
+    if on_chunks:
         if model.variant != "joint":
-            raise InputError("MEU decoding needs the joint model's chunk layer "
-                             f"(this is a {model.variant} model)")
+            raise InputError(f"decoder {dec.name} decodes the joint model's chunk layer "
+                             f"(this is a {model.variant} model): use map")
         model.require_probabilities()
-    pos_out, chunk_out = [], []
+    pos_out, chunk_out, lats = [], [], []
     for d in data:
         x = encode(model, d, gold=False)
         labels, chunk = model.map_tags(d, x)
-        if decoder == "meu":
-            chunk = decode_meu(model.chunk_lattice(x), beta=beta).tags
+        if on_chunks and dec.scope == "sentence":
+            chunk = dec.decode(model.chunk_lattice(x)).tags
+        elif on_chunks:
+            lats.append(model.chunk_lattice(x))
         pos_out.append(labels)
         chunk_out.append(chunk)
+    if lats:                                           # one joint decision (meu-corpus)
+        chunk_out = dec.tags(lats)
     return pos_out, chunk_out
 
 

@@ -43,13 +43,13 @@ import scipy.sparse as sp
 
 from ...columns import Columns
 from ...conll import Sentence
+from ...decoders import Decoder, decoder as get_decoder, names
 from ...errors import InputError
-from ...fbeta import check_beta
 from ...layout import Layout
 from ...learn import objectives as lo
 from ...learn.loop import Trainer
 from ...segments.data import SegSentence, Segment, iter_types
-from ...segments.meu import calibrated, meu_set
+from ...segments.meu import calibrated
 from ...segments.space import kbest, restrict
 from . import decisions
 from .cache import FeatureCache
@@ -58,8 +58,9 @@ from .features import (DEFAULT_PREDICATES, SentenceFeatures, check_predicates,
                        feature_version, segment_vectors, sentence_features)
 from .train import HildrethSolver, SegmentData, max_gap_of, segment_f
 
-#: the segment decoders: McDonald et al.'s threshold on the score, or exact MEU for F
-DECODERS = ("threshold", "meu")
+#: the segment decoders (:func:`fstchunk.decoders.names` of ``segments``): McDonald et
+#: al.'s threshold on the score, or exact MEU for F
+DECODERS = names("segments")
 
 
 class SegmentModel:
@@ -203,7 +204,8 @@ class SegmentModel:
 
     def decode(self, sentences: Sequence[SegSentence], restrictions: str | dict | None = None,
                threshold: float | None = None, W: np.ndarray | None = None,
-               decoder: str = "threshold", beta: float = 1.0) -> list[list[Segment]]:
+               decoder: "str | Decoder" = "threshold", beta: float = 1.0
+               ) -> list[list[Segment]]:
         """Per sentence the predicted segments, filtered by ``restrictions`` (default: the
         model's), best first.  ``decoder="threshold"``: the top k with score >
         ``threshold`` (default: the model's); ``"meu"``: the set of maximal expected
@@ -214,28 +216,21 @@ class SegmentModel:
 
     def decode_scored(self, sentences: Sequence[SegSentence],
                       restrictions: str | dict | None = None, threshold: float | None = None,
-                      W: np.ndarray | None = None, decoder: str = "threshold",
+                      W: np.ndarray | None = None, decoder: "str | Decoder" = "threshold",
                       beta: float = 1.0) -> list[list[tuple[Segment, float | None]]]:
         """:meth:`decode`'s segments each with its calibrated probability
         p = σ(a·s(c) + b) (:meth:`calibrate`), or None when the model has no
         calibration (then only ``decoder="threshold"`` runs)."""
-        if decoder not in DECODERS:
-            raise InputError(f"unknown segment decoder {decoder!r}; use one of "
-                             f"{', '.join(DECODERS)}")
+        dec = get_decoder(decoder, beta=beta, structure="segments")
         flags = self.restrictions if restrictions is None else restriction_flags(restrictions)
         thr = self.threshold if threshold is None else float(threshold)
-        if decoder == "meu":
-            check_beta(beta)
-        a, b = self.platt() if decoder == "meu" or self.calibrated else (None, None)
+        a, b = self.platt() if dec.needs_probabilities or self.calibrated else (None, None)
         out = []
         for s in sentences:
             cands = self.candidates(s, W=W)
             p = calibrated([c[0] for c in cands], a, b) if a is not None else [None] * len(cands)
-            if decoder == "meu":
-                chosen, _ = meu_set(p, beta)
-                top = [cands[i] + (p[i],) for i in sorted(chosen, key=lambda i: -p[i])]
-            else:
-                top = [c + (q,) for c, q in zip(cands, p) if c[0] > thr]
+            chosen = dec.choose_segments([c[0] for c in cands], p if a is not None else None, thr)
+            top = [cands[i] + (p[i],) for i in chosen]
             if any(flags.values()):
                 top = restrict(top, **flags)
             out.append([(Segment(self.types[t], pos), None if q is None else float(q))

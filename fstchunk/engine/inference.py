@@ -1,0 +1,145 @@
+"""Batched inference over ragged batches of dense chains (:mod:`.ragged`).
+
+The per-sentence recursions of :mod:`.chain` for B sentences at once, one Python
+step per token of the longest:
+
+* :func:`viterbi` — the best valid tag path of each sentence and its score, in the
+  tropical semiring (exact at any score scale); a sentence past its own end keeps
+  its Viterbi vector (identity back pointers), so each gets what it gets alone,
+  ties included (the lowest tag index, as :func:`.chain.viterbi_states`);
+* :func:`transfer_of` — the forward-backward operators of
+  :func:`.batched.transfer` (scaled where its range check passes, gauged
+  otherwise: exact at any score scale), from which
+* :func:`marginals` — token marginals Pr(y_i = t) (B, n, L), 0 on the padding;
+* :func:`chunk_probs` — Pr(c ∈ chunks(y)) of given chunks c = (sentence, type,
+  start, end): the forward mass that opens c at its start, carried through its
+  continue arcs, closed against the backward (Jansche §18–19), all chunks of the
+  batch advanced together;
+* :func:`entropy` — H(y) = −Σ_y Pr(y) log Pr(y), as the sum over arcs of the pair
+  marginals times −log Pr(next tag | tag) (the chain rule; every term a probability,
+  so no cancellation at large scores).
+
+Pitfall: a sentence whose scores give no valid sequence weight raises InputError for
+the whole batch (the caller re-runs its sentences one by one to give each its own
+outcome: :func:`fstchunk.decoders.Decoder.decode_all`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+from .batched import transfer
+from .ragged import RaggedBatch
+
+
+def viterbi(batch: RaggedBatch) -> tuple[np.ndarray, np.ndarray]:
+    """(paths (B, n) tag indices, scores (B,)): the best valid path of each sentence
+    and its score (module doc); −inf score where a sentence has no valid path.
+    Entries of a path past its sentence's length repeat its last tag."""
+    em, lens = batch.em, batch.lengths
+    B, n, L = em.shape
+    delta = batch.start[None, :] + em[:, 0]
+    back = np.empty((B, n, L), dtype=np.intp)
+    back[:, 0] = 0
+    ident = np.arange(L)
+    rows = np.arange(B)
+    done = int(np.searchsorted(np.sort(lens), 1, side="right"))    # sentences ended
+    order = np.argsort(lens, kind="stable")
+    for i in range(1, n):
+        cand = delta[:, :, None] + (batch.trans[None, :, :] + em[:, i, None, :])
+        bp = cand.argmax(axis=1)
+        new = np.take_along_axis(cand, bp[:, None, :], axis=1)[:, 0]
+        while done < B and lens[order[done]] <= i:
+            done += 1
+        if done:                                  # sentences past their end: identity
+            ended = order[:done]
+            new[ended] = delta[ended]
+            bp[ended] = ident
+        back[:, i] = bp
+        delta = new
+    total = delta + batch.end[None, :]
+    last = total.argmax(axis=1)
+    best = total[rows, last]
+    paths = np.empty((B, n), dtype=np.intp)
+    paths[:, -1] = last
+    for i in range(n - 1, 0, -1):
+        paths[:, i - 1] = back[rows, i, paths[:, i]]
+    return paths, best
+
+
+def transfer_of(batch: RaggedBatch):
+    """The forward-backward transfer operators of the batch
+    (:func:`fstchunk.engine.batched.transfer`, with the sentences' lengths)."""
+    lens = None if np.all(batch.lengths == batch.n) else batch.lengths
+    return transfer(batch.em, batch.trans, batch.start, batch.end, lengths=lens)
+
+
+def marginals(ops, batch: RaggedBatch) -> np.ndarray:
+    """Token marginals (B, n, L), each token's renormalised to sum 1 (a and b̂ carry
+    the rounding of n products), 0 on the padding."""
+    m = ops.a * ops.bt
+    s = m.sum(axis=-1, keepdims=True)
+    return np.divide(m, s, out=np.zeros_like(m), where=s > 0)
+
+
+def chunk_probs(ops, batch: RaggedBatch, sent: np.ndarray, typ: np.ndarray,
+                start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Pr(c ∈ chunks(y)) for chunks c = (sentence ``sent`` of the batch, type index
+    ``typ`` in the space's types, tokens ``start`` .. ``end`` − 1), all advanced
+    together through their continue arcs (module doc); in [0, 1]."""
+    space = batch.space
+    L = len(space)
+    sent, typ, start, end = (np.asarray(v, dtype=np.intp) for v in (sent, typ, start, end))
+    C = len(sent)
+    out = np.zeros(C)
+    if C == 0:
+        return out
+    opens, cont, closes = (t[:L].astype(float) for t in (space.opens, space.cont, space.closes))
+    of_type = (space.type_index[None, :] == typ[:, None])
+    x = np.empty((C, L))
+    first = start == 0
+    if first.any():
+        x[first] = ops.a[sent[first], 0] * space.opens[L][None, :]
+    rest = ~first
+    if rest.any():
+        x[rest] = ops.fwd(ops.a[sent[rest], start[rest] - 1], sent[rest], start[rest], opens)
+    x *= of_type
+    width = end - start
+    for d in range(1, int(width.max())):
+        act = np.flatnonzero(width > d)
+        x[act] = ops.fwd(x[act], sent[act], start[act] + d, cont)
+    last = end == batch.lengths[sent]
+    if last.any():
+        out[last] = (x[last] * ops.bt[sent[last], end[last] - 1]).sum(axis=-1)
+    inner = ~last
+    if inner.any():
+        s_, e_ = sent[inner], end[inner]
+        out[inner] = (ops.fwd(x[inner], s_, e_, closes) * ops.bt[s_, e_]).sum(axis=-1)
+    return np.clip(out, 0.0, 1.0)
+
+
+def entropy(ops, batch: RaggedBatch) -> np.ndarray:
+    """H(y) of each sentence (B,), in nats: −Σ over the first token's marginal of
+    its log, plus Σ_{i ≥ 1} Σ_{p,q} Pr(y_{i−1} = p, y_i = q) · −log Pr(y_i = q | y_{i−1} = p),
+    the conditional read off the operators as K_i(p, q)·b̂_i(q) / b̂_{i−1}(p)."""
+    B, n, L = batch.em.shape
+    a, bt = ops.a, ops.bt
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p0 = a[:, 0] * bt[:, 0]
+        h = -np.sum(np.where(p0 > 0, p0 * np.log(p0), 0.0), axis=-1)
+        for i in range(1, n):
+            act = np.flatnonzero(batch.lengths > i)
+            if len(act) == 0:
+                break
+            K = ops.kernel(act, i)                                          # (A, L, L)
+            cond = K * bt[act, i][:, None, :] / bt[act, i - 1][:, :, None]
+            pair = a[act, i - 1][:, :, None] * K * bt[act, i][:, None, :]
+            h[act] -= np.sum(np.where(pair > 0, pair * np.log(cond), 0.0), axis=(1, 2))
+    return np.maximum(h, 0.0)
+
+
+def check_live(ops) -> None:
+    """InputError if some sentence's scores give no valid sequence weight."""
+    if not np.all(np.isfinite(ops.logz)):
+        raise InputError("the lattice gives no weight to any valid sequence")
