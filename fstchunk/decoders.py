@@ -226,17 +226,29 @@ class MEU(Decoder):
         chosen, _ = meu_set(probabilities, self.beta)
         return sorted(chosen, key=lambda i: -probabilities[i])
 
-    def decode_batch(self, batch: RaggedBatch) -> list[Decoding]:
+    def decode_batch(self, batch: RaggedBatch, value: bool = True) -> list[Decoding]:
+        """MAP and log Z of the batch at once, then each sentence's exact MEU seeded by
+        its MAP chunks (:func:`fstchunk.engine.meu.exact_meu`; most sentences of a
+        confident model stop at the MAP certificate, :func:`~fstchunk.engine.meu.map_certified`)."""
         paths, best = inference.viterbi(batch)
         _no_path(best)
-        sp = batch.space
+        logz = inference.transfer_of(batch).logz
+        sp, beta_sq = batch.space, to_beta_sq(self.beta)
         out = []
-        for lat, tags in zip(_lattices_of(batch), _tag_lists(paths, batch)):
+        for lat, tags, lp in zip(_lattices_of(batch), _tag_lists(paths, batch), best - logz):
             chunks = [(sp.types.index(t), s, e) for t, s, e in enc.tags_to_chunks(tags, sp.scheme)]
-            res = exact_meu(lat, to_beta_sq(self.beta), chunks, memory_budget=self.memory_budget)
+            res = exact_meu(lat, beta_sq, chunks, memory_budget=self.memory_budget,
+                            map_logprob=float(lp), value=value)
             out.append(Decoding(enc.chunks_to_tags([(sp.types[t], s, e) for t, s, e in res.chunks],
                                                    lat.n, sp.scheme), res.value, res.gap))
         return out
+
+    def tags(self, lattices: Sequence[Lattice], errors: str = "raise") -> list:
+        lattices = list(lattices)
+        self.check(lattices)
+        got = apply(lattices, lambda b: self.decode_batch(b, value=False),
+                    lambda i: self.decode_one(lattices[i]), errors)
+        return [d if isinstance(d, BaseException) else d.tags for d in got]
 
 
 class MEUKBest(Decoder):

@@ -222,7 +222,6 @@ class Lattice:
         return dense_marginals(self)
 
     @one_blas_thread
-    @one_blas_thread
     def entropy(self) -> float:
         """H(y) = −Σ_y Pr(y) log Pr(y) in nats: the chain rule over the stochastic
         chain's transition probabilities (no cancellation at any score scale)."""
@@ -264,9 +263,11 @@ class Lattice:
             raise InputError(f"memory_budget must be a positive number of bytes, got "
                              f"{memory_budget!r}")
         types = self.space.types
+        best = self.map()
         map_chunks = [(types.index(t), s, e)
-                      for t, s, e in enc.tags_to_chunks(self.map().tags, self.scheme)]
-        res = exact_meu(self, beta_sq, map_chunks, memory_budget=memory_budget)
+                      for t, s, e in enc.tags_to_chunks(best.tags, self.scheme)]
+        res = exact_meu(self, beta_sq, map_chunks, memory_budget=memory_budget,
+                        map_logprob=best.score)
         chunks = [(types[t], s, e) for t, s, e in res.chunks]
         return Decoding(enc.chunks_to_tags(chunks, self.n, self.scheme), res.value, res.gap)
 
@@ -298,6 +299,7 @@ class Lattice:
                               np.where(sp.end_ok, en, -np.inf), sp,
                               masks=None if self.allowed is None else [self.allowed])[0]
 
+    @one_blas_thread
     def log_prob(self, seq: Sequence[str]) -> float:
         """log Pr(seq); -inf for a valid sequence the model excludes.
 

@@ -20,6 +20,7 @@ import fstchunk.batch as batch
 import fstchunk.blas as blas
 import fstchunk.decode as dec
 import fstchunk.decoders as decoders
+import fstchunk.engine.inference as inference
 import fstchunk.expected as expected
 import fstchunk.lattice as lattice_mod
 import fstchunk.lossaug as lossaug
@@ -68,14 +69,14 @@ def test_the_public_calls_run_with_one_thread_and_restore_the_callers(user_threa
     lat = lattice(0)
     hyp = dec.decode_map(lat).tags
     cases = [
-        (expected, "tp_count_table", lambda: expected_f(lat, hypothesis=hyp, method="fast")),
+        (lattice_mod, "tp_count_table", lambda: expected_f(lat, hypothesis=hyp, method="fast")),
         (expected, "joint_by_composition", lambda: expected_f(lat, reference=hyp, method="fst")),
-        (dec, "exact_meu", lambda: decode_meu(lat)),
+        (lattice_mod, "exact_meu", lambda: decode_meu(lat)),
         (dec, "_shortest", lambda: decode_meu(lat, method="kbest", k=3)),
-        (dec, "viterbi", lambda: dec.decode_map(lat)),
+        (inference, "viterbi", lambda: dec.decode_map(lat)),
         (dec, "tilted_spans", lambda: decode_meu_corpus([lat, lattice(1)])),
         (dec, "tilted_spans", lambda: decoders.decode_lattices([lat], "meu-corpus")),
-        (dec, "viterbi", lambda: dec.decode_posterior(lat)),
+        (inference, "viterbi", lambda: dec.decode_posterior(lat)),
         (lattice_mod, "token_marginals", lat.marginals),
         (lattice_mod, "dense_marginals", lat.chunk_marginals),
         (lattice_mod, "forward", lat.log_partition),
@@ -284,7 +285,7 @@ def test_a_call_from_a_worker_thread_is_limited_too(user_threads, monkeypatch):
     another thread (a Dask worker's) must still run with one thread."""
     lat = lattice(6, scheme="BILOU")
     seen: list = []
-    spy(monkeypatch, dec, "exact_meu", seen)
+    spy(monkeypatch, lattice_mod, "exact_meu", seen)
     t = threading.Thread(target=decode_meu, args=(lat,))
     t.start()
     t.join(60)

@@ -56,6 +56,7 @@ from ..encodings import tags_to_chunks
 from ..errors import BudgetError
 from .chain import viterbi
 from .counting import chunk_count_marginals, count_distribution
+from .expectation import from_count_table, tp_count_table
 from .intervals import SpanPairs, backtrace, counted_dp
 from .spans import chunk_probs, tilted_spans
 
@@ -236,15 +237,52 @@ def _window(pm: np.ndarray, tail: float) -> tuple[int, int]:
     return lo, max(lo, hi)
 
 
+def map_certified(p_map, m_map, beta_sq: float):
+    """Whether the MAP chunking x* is certainly the exact MEU decision, from its
+    probability p* = Pr(y = y*) and its chunk count M alone (arrays or scalars):
+
+        U(x*) ≥ p*·F(x*|x*) = p*,   U(x) ≤ p*·F(x|x*) + (1 − p*)  for every x,
+
+    and for x ≠ x*, F(x|x*) ≤ 1 − δ_M with 1 − δ_M = max((1+w)M/(M+1+wM),
+    (1+w)(M−1)/(M−1+wM)) (one chunk more, or one fewer: tp = M with m(x) > M, or
+    tp ≤ M − 1), δ_0 = 1; so x* wins when p*(1 + δ_M) > 1, here with a margin of
+    :data:`CERTIFY_MARGIN` for the rounding of p*.  β = 0 is never certified this way
+    (its decision is the empty set, :func:`exact_meu`)."""
+    p = np.asarray(p_map, dtype=float)
+    M = np.asarray(m_map, dtype=float)
+    w = float(beta_sq)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        more = (1 + w) * M / (M + 1 + w * M)
+        fewer = np.where(M > 1, (1 + w) * (M - 1) / (M - 1 + w * M), 0.0)
+    delta = np.where(M > 0, 1.0 - np.maximum(more, fewer), 1.0)
+    return (w > 0) & (p * (1.0 + delta) > 1.0 + CERTIFY_MARGIN)
+
+
+#: the margin by which p*(1 + δ) must exceed 1 for :func:`map_certified`: far above the
+#: rounding of p* = exp(score − log Z) (n·s·1e-16 for scores of size s), far below
+#: the margins that decide real sentences
+CERTIFY_MARGIN = 1e-6
+
+
 def exact_meu(lattice, beta_sq: float, map_chunks: list | None = None,
-              memory_budget: float | None = None) -> MEUResult:
+              memory_budget: float | None = None, map_logprob: float | None = None,
+              value: bool = True) -> MEUResult:
     """argmax_x E[F_β(x|y)] over chunk sets x of the lattice (module doc), with the
     certificate.  ``map_chunks``: (type index, s, e) of a good hypothesis (e.g. MAP)
-    that seeds the search; computed here if None.
+    that seeds the search; computed here if None.  ``map_logprob``: log Pr of the MAP
+    path whose chunks ``map_chunks`` are: when :func:`map_certified` holds, they are
+    the answer (gap 0) without any search, and its E[F_β] is computed exactly (the
+    expectation semiring) unless ``value`` is False (then ``value`` is NaN: the tags
+    alone were asked for).
 
     The quadrature is first built for the count window that holds all but 1e-9 of
     Pr(m) (its certificate still covers every m); if the gap then exceeds
     :data:`GAP_RETRY`, it is rebuilt for the 1e-18 window."""
+    if map_chunks is not None and map_logprob is not None and beta_sq > 0 and \
+            bool(map_certified(np.exp(map_logprob), len(map_chunks), beta_sq)):
+        chunks = [tuple(int(v) for v in c) for c in map_chunks]
+        u = _value_of(lattice, chunks, beta_sq) if value else float("nan")
+        return MEUResult(chunks, u, 0.0, 0, 0)
     budget = DEFAULT_MEMORY_BUDGET if memory_budget is None else memory_budget
     n = lattice.n
     ms = np.arange(n + 1)
@@ -282,6 +320,14 @@ def exact_meu(lattice, beta_sq: float, map_chunks: list | None = None,
         if res.gap <= GAP_RETRY:
             break
     return res
+
+
+def _value_of(lattice, chunks: list, beta_sq: float) -> float:
+    """E[F_β(x|y)] of the chunk set x = ``chunks`` (type index, s, e), exactly (the
+    expectation-semiring count table of :mod:`.expectation`)."""
+    types = lattice.space.types
+    Z, T = tp_count_table(lattice, [(types[t], s, e) for t, s, e in chunks])
+    return from_count_table(Z, T, len(chunks), beta_sq, "decoding").f
 
 
 def utility_bounds(lattice, beta_sq: float, hypotheses: list,
