@@ -9,7 +9,9 @@ next to nothing, and ``fstchunk eval`` does not wait for scipy or pynini):
   :func:`evaluate` (tag sequences), :func:`evaluate_file` (conlleval.pl's reading);
 * distributions and expectations: :class:`Lattice`, :func:`expected_f`,
   :class:`ExpectedF`;
-* decoders: :func:`decode_map`, :func:`decode_posterior`, :func:`decode_meu`,
+* decoders as objects: :func:`decoder` (a name of the registry and its settings, e.g.
+  ``fstchunk.decoder("meu", beta=0.5)``), :class:`Decoder`, the module :mod:`decoders`;
+  as functions: :func:`decode_map`, :func:`decode_posterior`, :func:`decode_meu`,
   :func:`decode_meu_corpus`, :func:`decode_loss_augmented`, :class:`Decoding`,
   :func:`decode_sentences` (a model over sentences);
 * entity confidences: :func:`scored_chunks` (a decision's chunks with their exact
@@ -48,6 +50,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
         "Decoding", "decode_map", "decode_meu", "decode_meu_corpus", "decode_posterior")},
     "decode_loss_augmented": ("fstchunk.lossaug", "decode_loss_augmented"),
     "decode_sentences": ("fstchunk.batch", "decode_sentences"),
+    **{n: ("fstchunk.decoders", n) for n in ("Decoder", "decoder")},
+    "decoders": ("fstchunk.decoders", None),
     **{n: ("fstchunk.confidence", n) for n in ("ScoredChunk", "scored_chunks", "decode_chunks")},
     "CRF": ("fstchunk.models.crf", "CRF"),
     "HMM": ("fstchunk.models.hmm", "HMM"),
@@ -84,6 +88,8 @@ if TYPE_CHECKING:                      # what type checkers and editors see
     from .conll import iter_conll, read_conll, write_conll
     from .decode import (Decoding, decode_map, decode_meu, decode_meu_corpus,
                          decode_posterior)
+    from . import decoders
+    from .decoders import Decoder, decoder
     from .encodings import (SCHEMES, chunks_to_tags, conlleval_chunks, convert, is_valid,
                             tags_to_chunks)
     from .scoring import evaluate, evaluate_file

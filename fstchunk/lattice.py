@@ -49,6 +49,7 @@ from .engine.meu import exact_meu
 from .engine.ragged import RaggedBatch, ragged_batches
 from .fbeta import to_beta_sq
 from .grammars.annotation import mask_acceptor
+from .layers import layers_of, normalise, to_space_labels
 from .tagspace import TagSpace, canonical
 
 
@@ -146,8 +147,8 @@ class Lattice:
         must be the labels of :class:`TagSet` (the shared symbol table).
         """
         space = TagSpace.of(tuple(tags), canonical(scheme))
-        f = _to_space_labels(fst, space)
-        return cls(space.tags, space.scheme, _layers_of(f, space), raw_fst=f)
+        f = to_space_labels(fst, space)
+        return cls(space.tags, space.scheme, layers_of(f, space), raw_fst=f)
 
     def constrained(self, allowed: np.ndarray) -> "Lattice":
         """This distribution conditioned on a product constraint A = Π_i allowed_i
@@ -174,12 +175,12 @@ class Lattice:
     @functools.cached_property
     def fst(self) -> pynini.Fst:
         """The normalised lattice machine (log64): model ∘ validity, weights pushed."""
-        return _normalise(self.unnormalised_fst())
+        return normalise(self.unnormalised_fst())
 
     def unnormalised_fst(self) -> pynini.Fst:
         """model ∘ validity acceptor, before normalisation (weights -score)."""
         if callable(self._raw_fst):        # a builder, run on first use
-            raw = _to_space_labels(self._raw_fst(), self.space)
+            raw = to_space_labels(self._raw_fst(), self.space)
         elif self._raw_fst is not None:
             raw = self._raw_fst
         else:
@@ -372,96 +373,3 @@ def _array(name: str, a, ndim: int) -> np.ndarray:
         where = tuple(int(x) for x in np.argwhere(bad)[0])
         raise InputError(f"{name} has a non-finite score {float(arr[where])} at index {where}")
     return arr
-
-
-def _to_space_labels(fst: pynini.Fst, ts: TagSpace) -> pynini.Fst:
-    tags = ts.tags
-    f = fst.copy()
-    if f.arc_type() != "log64":
-        f = fsa.to_arc_type(f, "log64")
-    if f.properties(pynini.ACCEPTOR, True) != pynini.ACCEPTOR:
-        f = f.project("input")
-    syms = fst.input_symbols()
-    if syms is not None:
-        pairs = []
-        for k in range(syms.num_symbols()):
-            key = syms.get_nth_key(k)
-            name = syms.find(key)
-            if key == 0:
-                continue
-            if name not in tags:
-                if any(a.ilabel == key for s in f.states() for a in f.arcs(s)):
-                    raise InputError(f"the machine uses symbol {name!r}, which is not among "
-                                     f"the tags {', '.join(tags)}")
-                continue
-            pairs.append((key, ts.label(name)))
-        f.relabel_pairs(ipairs=pairs, opairs=pairs)
-    else:
-        allowed = {ts.label(t) for t in tags}
-        for s in f.states():
-            for a in f.arcs(s):
-                if a.ilabel not in allowed and a.ilabel != 0:
-                    raise InputError(f"the machine has label {a.ilabel}, not the label of any "
-                                     f"tag in {', '.join(tags)}")
-    f.rmepsilon(delta=fsa.DELTA)
-    return fsa.attach(f, ts.symbols)
-
-
-def _layers_of(f: pynini.Fst, ts: TagSpace) -> Layers:
-    """Layer a machine: compose with validity and a tag-history acceptor, topsort."""
-    tags, scheme = ts.tags, ts.scheme
-    hist = pynini.Fst("log64")
-    h0 = hist.add_state()
-    hist.set_start(h0)
-    labels = [ts.label(t) for t in tags]
-    hs = {lab: hist.add_state() for lab in labels}
-    for q in [h0] + list(hs.values()):
-        hist.set_final(q)
-        for lab in labels:
-            hist.add_arc(q, pynini.Arc(lab, lab, pynini.Weight.one("log64"), hs[lab]))
-    valid = (pynini.compose(f.arcsort("olabel"), validity_acceptor(scheme, ts.types))
-             if ts.chunked else f)
-    g = pynini.compose(valid.arcsort("olabel"), hist.arcsort()).connect()
-    if g.num_states() == 0:
-        raise InputError(f"the machine accepts no valid {scheme} sequence over the given tags")
-    if g.properties(pynini.CYCLIC, True) == pynini.CYCLIC:
-        raise InputError("the lattice machine is cyclic; a sentence lattice must be acyclic")
-    index = {lab: i for i, lab in enumerate(labels)}
-    depth = {g.start(): 0}
-    order = [g.start()]
-    for s in order:                        # breadth-first; checks equal path lengths
-        for a in g.arcs(s):
-            d = depth[s] + 1
-            if a.nextstate not in depth:
-                depth[a.nextstate] = d
-                order.append(a.nextstate)
-            elif depth[a.nextstate] != d:
-                raise InputError("the lattice machine accepts sequences of different lengths")
-    n = max(depth.values())
-    layer_states = [[] for _ in range(n + 1)]
-    for s in order:
-        layer_states[depth[s]].append(s)
-    pos = {s: k for layer in layer_states for k, s in enumerate(layer)}
-    zero = pynini.Weight.zero("log64")
-    for s in order:
-        if g.final(s) != zero and depth[s] != n:
-            raise InputError("the lattice machine accepts sequences of different lengths")
-    weights, labs = [], []
-    for i in range(n):
-        src, dst = layer_states[i], layer_states[i + 1]
-        w = np.full((len(src), len(dst)), -np.inf)
-        lab = np.full(len(dst), -1)
-        for s in src:
-            for a in g.arcs(s):
-                k = pos[a.nextstate]
-                lab[k] = index[a.ilabel]
-                w[pos[s], k] = np.logaddexp(w[pos[s], k], -fsa.weight_value(a.weight))
-        weights.append(w)
-        labs.append(lab)
-    final = np.array([-fsa.weight_value(g.final(s)) for s in layer_states[n]])
-    return Layers(weights, labs, final)
-
-
-def _normalise(f: pynini.Fst) -> pynini.Fst:
-    out = pynini.push(f, push_weights=True, remove_total_weight=True, delta=fsa.DELTA)
-    return fsa.attach(out, f.input_symbols())

@@ -25,7 +25,7 @@ from threadpoolctl import threadpool_limits
 
 from fstchunk import encodings as enc, fsa
 from fstchunk.decode import decode_meu, decode_meu_corpus
-from fstchunk.engine.meu import QUAD_TOL, exp_sum
+from fstchunk.engine.quadrature import QUAD_TOL, exp_sum
 from fstchunk.errors import BudgetError, InputError, SchemeError
 from fstchunk.scoring import f_beta
 from fstchunk.expected import expected_f

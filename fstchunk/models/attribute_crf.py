@@ -40,7 +40,7 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 
 from .. import encodings as enc
-from ..decode import decode_map
+from ..decoders import MAP
 from ..errors import InputError, SchemeError
 from ..lattice import Lattice
 from ..learn import objectives as lo
@@ -332,7 +332,7 @@ class AttributeCRF(Calibrated, PairChain):
         """Dev figure (percent) of MAP decoding on ``dev`` = (X, y): conlleval F for a
         chunk scheme, token accuracy for the unconstrained chain."""
         X, y = dev
-        pred = [decode_map(lat).tags for lat in self.lattices(X, require_probabilities=False)]
+        pred = MAP().tags(self.lattices(X, require_probabilities=False))
         if not self.space.chunked:
             flat = [(a == b) for p, g in zip(pred, y) for a, b in zip(p, g)]
             return 100.0 * float(np.mean(flat)) if flat else 0.0

@@ -28,7 +28,7 @@ one of two **slot axes**:
 * the **count axis** (exact): slot m holds the sequences with m chunks so far, an
   opening moves a slot up, the axis grows by one slot per token (O(B·n²·L²) time);
 * the **node axis**: 1/(m + w·m(g)) = Σ_j W_j e^{−t_j (m + w·m(g))} + δ, the exponential
-  sum of :func:`fstchunk.engine.meu.exp_sum` (relative error δ ≤ :data:`NODE_TOL`), so
+  sum of :func:`fstchunk.engine.quadrature.exp_sum` (relative error δ ≤ :data:`NODE_TOL`), so
   that slot j tilts every opening by z_j = e^{−t_j} and E[F] = (1+w) Σ_j W_j
   e^{−t_j w m(g)} T(z_j)/Z(1) (+ Pr(m = 0) when w·m(g) = 0, the slot z = 0); K + 2
   slots throughout (O(B·n·K·L²)).  The rule covers the counts m that matter: from
@@ -60,7 +60,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..engine.meu import exp_sum
+from ..engine.quadrature import exp_sum
 from . import tilted as _tilted
 from .checks import Batch, Gold
 from .semiring import NEG, laddexp, logmatmul, lse
@@ -113,7 +113,7 @@ class _Nodes:
     """The tilted axis: slot k holds Σ_y w(y)·z_k^{m(y)} (an opening arc adds
     log z_k = τ_k); slot 0 is z = 1, slot 1 z = 0 (no chunk), the rest the nodes of
     1/x ≈ Σ_j W_j e^{−t_j x} on x = m + w·m(g) ∈ [1 + w·m(g), n + w·m(g)], w = β²
-    (:func:`fstchunk.engine.meu.exp_sum`), z_j = e^{−t_j}; the axis never grows."""
+    (:func:`fstchunk.engine.quadrature.exp_sum`), z_j = e^{−t_j}; the axis never grows."""
 
     def __init__(self, like: torch.Tensor, tau: torch.Tensor, logw: torch.Tensor):
         B, L = like.shape
@@ -166,7 +166,7 @@ def count_windows(crf, bt: Batch) -> tuple[np.ndarray, ...] | None:
 
 def _rules(a: np.ndarray, b: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
     """Per range [a_i, b_i], the nodes t and log weights of
-    :func:`fstchunk.engine.meu.exp_sum` on [a_i, a_i·r_i] ⊇ [a_i, b_i], r_i = b_i/a_i rounded
+    :func:`fstchunk.engine.quadrature.exp_sum` on [a_i, a_i·r_i] ⊇ [a_i, b_i], r_i = b_i/a_i rounded
     up to a power of :data:`GRID` (a wider range only costs nodes), as (B, K) arrays
     padded with t = 0 and log weight −inf; each rule on [1, r] built once and rescaled
     (1/x = (1/a)·1/(x/a))."""
