@@ -136,3 +136,19 @@ def test_a_new_decoder_is_one_class():
             [["O"] * len(s) for s in sents]
     finally:
         D.REGISTRY.pop("all-o-test")
+
+
+def test_the_command_line_refuses_an_option_the_decoder_does_not_read(capsys, tmp_path):
+    from fstchunk.cli import main
+    from fstchunk.conll import read_conll
+    from fstchunk.models.hmm import HMM
+    from oracles import TINY_CONLL
+    import io
+    inp = tmp_path / "in.txt"
+    inp.write_text(TINY_CONLL)
+    model = tmp_path / "hmm.npz"
+    HMM().fit(read_conll(io.StringIO(TINY_CONLL))).save(model)
+    assert main(["decode", "--model", str(model), "--input", str(inp), "--decoder", "map",
+                 "--beta", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "fstchunk decode: error: decoder map reads no --beta (its settings: none)"
