@@ -380,10 +380,25 @@ def test_exact_quadrature_boundary_12_13(scheme):
 
 
 def test_tiny_memory_budget_is_a_budget_error():
+    """A budget below the search's tables is refused — unless the MAP certificate
+    decides the sentence, which takes no table (then the MAP chunking, gap 0)."""
+    from fstchunk.engine.meu import map_certified
     tags = enc.scheme_tags("IOB2", ("NP", "VP"))
     rng = np.random.default_rng(0)
+    refused = 0
     for n in (1, 12, 13, 50):
-        lat = Lattice.from_scores(tags, *random_scores(rng, len(tags), n, 1.0))
-        for budget in ((1, 32) if n == 1 else (1, 1000, 1e4)):
-            with pytest.raises(BudgetError):
-                decode_meu(lat, 1.0, memory_budget=budget)
+        for scale in (1.0, 3.0):
+            lat = Lattice.from_scores(tags, *random_scores(rng, len(tags), n, scale))
+            best = lat.map()
+            certified = map_certified(np.exp(best.score),
+                                      len(enc.tags_to_chunks(best.tags, "IOB2")), 1.0)
+            for budget in ((1, 32) if n == 1 else (1, 1000, 1e4)):
+                if certified:
+                    d = decode_meu(lat, 1.0, memory_budget=budget)
+                    assert d.gap == 0.0 and enc.tags_to_chunks(d.tags, "IOB2") == \
+                        enc.tags_to_chunks(best.tags, "IOB2")
+                    continue
+                refused += 1
+                with pytest.raises(BudgetError):
+                    decode_meu(lat, 1.0, memory_budget=budget)
+    assert refused >= 8
