@@ -468,7 +468,7 @@ def test_bad_inputs():
                                                       gold=[["O"] * 3, ["O", "I-A"]]))
     raises("gold sentence 0: position 0: chunk type 'B'", lambda: crf.expected_f(
         em, tr, mask, gold=[["B-B", "O", "O"], ["O", "O"]]))
-    raises("unknown decoding method 'best'", lambda: crf.decode(em, tr, mask, method="best"))
+    raises("unknown decoder 'best'", lambda: crf.decode(em, tr, mask, method="best"))
     raises("beta must be a finite number", lambda: crf.expected_f(
         em, tr, mask, gold=[["O"] * 3, ["O"] * 2], beta=-1))
     raises("not a IOB2 tag", lambda: ChunkCRF(["O", "E-NP"], "IOB2"))
