@@ -46,7 +46,9 @@ from . import encodings as enc
 from .blas import one_blas_thread
 from .decode import decode_meu, decode_meu_corpus
 from .engine import inference
-from .engine.meu import exact_meu
+from .engine import meu_batch
+from .engine.meu import MEUResult, value_of, exact_meu, map_certified
+from .engine.meu_batch import table_bytes
 from .engine.ragged import RaggedBatch
 from .errors import InputError
 from .fbeta import check_beta, to_beta_sq
@@ -56,6 +58,10 @@ from .lattices import apply
 
 #: name -> decoder class, in the order the CLI lists them
 REGISTRY: dict[str, type["Decoder"]] = {}
+#: sentences up to this length are decided by the batched exact MEU
+#: (:mod:`fstchunk.engine.meu_batch`, dense span tables); longer ones, one at a time,
+#: by the pruned search (:func:`fstchunk.engine.meu.exact_meu`)
+DENSE_MAX_N = 100
 
 
 class Decoder:
@@ -227,20 +233,48 @@ class MEU(Decoder):
         return sorted(chosen, key=lambda i: -probabilities[i])
 
     def decode_batch(self, batch: RaggedBatch, value: bool = True) -> list[Decoding]:
-        """MAP and log Z of the batch at once, then each sentence's exact MEU seeded by
-        its MAP chunks (:func:`fstchunk.engine.meu.exact_meu`; most sentences of a
-        confident model stop at the MAP certificate, :func:`~fstchunk.engine.meu.map_certified`)."""
+        """MAP and log Z of the batch at once; a sentence whose MAP chunking the
+        certificate proves optimal (:func:`fstchunk.engine.meu.map_certified`) is
+        decided; the others together on the batched search
+        (:func:`fstchunk.engine.meu_batch.decide`), or, longer than
+        :data:`DENSE_MAX_N` tokens or over the memory budget, each on the pruned
+        per-sentence search (:func:`fstchunk.engine.meu.exact_meu`).  ``value``: the
+        certified decisions' E[F_β] computed exactly (else NaN)."""
         paths, best = inference.viterbi(batch)
         _no_path(best)
-        logz = inference.transfer_of(batch).logz
-        sp, beta_sq = batch.space, to_beta_sq(self.beta)
-        out = []
-        for lat, tags, lp in zip(_lattices_of(batch), _tag_lists(paths, batch), best - logz):
-            chunks = [(sp.types.index(t), s, e) for t, s, e in enc.tags_to_chunks(tags, sp.scheme)]
-            res = exact_meu(lat, beta_sq, chunks, memory_budget=self.memory_budget,
-                            map_logprob=float(lp), value=value)
-            out.append(Decoding(enc.chunks_to_tags([(sp.types[t], s, e) for t, s, e in res.chunks],
-                                                   lat.n, sp.scheme), res.value, res.gap))
+        ops = inference.transfer_of(batch)
+        sp, w = batch.space, to_beta_sq(self.beta)
+        types, lens = sp.types, batch.lengths
+        chunks = [[(types.index(t), s, e) for t, s, e in enc.tags_to_chunks(tags, sp.scheme)]
+                  for tags in _tag_lists(paths, batch)]
+        if w == 0:                       # F_0 = precision: the empty set, F = 0/0 := 1
+            return [Decoding(enc.chunks_to_tags([], int(n), sp.scheme), 1.0, 0.0) for n in lens]
+        ok = map_certified(np.exp(best - ops.logz), [len(c) for c in chunks], w)
+        out: list = [None] * batch.B
+        results: dict = {}
+        lats = _lattices_of(batch) if value or not ok.all() else None
+        for b in np.flatnonzero(ok):
+            u = value_of(lats[b], chunks[b], w) if value else float("nan")
+            results[b] = MEUResult(chunks[b], u, 0.0, 0, 0)
+        budget = self.memory_budget
+        dense = [b for b in np.flatnonzero(~ok) if lens[b] <= DENSE_MAX_N and
+                 (budget is None or table_bytes(int(lens[b]), 40, len(types)) <= budget)]
+        for b in np.flatnonzero(~ok):
+            if b not in dense:
+                results[b] = exact_meu(lats[b], w, chunks[b], memory_budget=budget)
+        if dense:
+            sub = batch.take(dense)
+            sub_ops = inference.transfer_of(sub)
+            rows = [(j, t, s, e) for j, b in enumerate(dense) for t, s, e in chunks[b]]
+            p = inference.chunk_probs(sub_ops, sub, *map(np.array, zip(*rows))) if rows \
+                else np.zeros(0)
+            split = np.cumsum([len(chunks[b]) for b in dense])[:-1]
+            got = meu_batch.decide(sub_ops, sub, w, [chunks[b] for b in dense],
+                                   np.split(p, split))
+            results.update(zip(dense, got))
+        for b, res in results.items():
+            out[b] = Decoding(enc.chunks_to_tags([(types[t], s, e) for t, s, e in res.chunks],
+                                                 int(lens[b]), sp.scheme), res.value, res.gap)
         return out
 
     def tags(self, lattices: Sequence[Lattice], errors: str = "raise") -> list:

@@ -220,7 +220,7 @@ def exact_meu(lattice, beta_sq: float, map_chunks: list | None = None,
     if map_chunks is not None and map_logprob is not None and beta_sq > 0 and \
             bool(map_certified(np.exp(map_logprob), len(map_chunks), beta_sq)):
         chunks = [tuple(int(v) for v in c) for c in map_chunks]
-        u = _value_of(lattice, chunks, beta_sq) if value else float("nan")
+        u = value_of(lattice, chunks, beta_sq) if value else float("nan")
         return MEUResult(chunks, u, 0.0, 0, 0)
     budget = DEFAULT_MEMORY_BUDGET if memory_budget is None else memory_budget
     n = lattice.n
@@ -261,7 +261,7 @@ def exact_meu(lattice, beta_sq: float, map_chunks: list | None = None,
     return res
 
 
-def _value_of(lattice, chunks: list, beta_sq: float) -> float:
+def value_of(lattice, chunks: list, beta_sq: float) -> float:
     """E[F_β(x|y)] of the chunk set x = ``chunks`` (type index, s, e), exactly (the
     expectation-semiring count table of :mod:`.expectation`)."""
     types = lattice.space.types

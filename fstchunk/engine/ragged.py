@@ -105,6 +105,14 @@ class RaggedBatch:
     def L(self) -> int:
         return self.em.shape[2]
 
+    def take(self, rows: Sequence[int]) -> "RaggedBatch":
+        """The sentences ``rows`` of this batch as a batch of their own (padded to their
+        own longest)."""
+        rows = np.asarray(rows, dtype=np.intp)
+        lens = self.lengths[rows]
+        return RaggedBatch(self.em[rows, :int(lens.max())], lens, self.trans, self.start,
+                           self.end, self.space, self.index[rows], self.masked)
+
     @property
     def valid(self) -> np.ndarray:
         """(B, n) bool: each sentence's own tokens."""
