@@ -164,6 +164,18 @@ class _Job(NamedTuple):
     marginals: bool = False
 
 
+def check_chain_model(model: Any) -> None:
+    """InputError unless ``model`` gives tag lattices (``lattices`` and ``scheme``): a
+    segment model predicts segment sets, which its own ``decode`` gives."""
+    if callable(getattr(model, "lattices", None)) and hasattr(model, "scheme"):
+        return
+    kind = getattr(model, "kind", type(model).__name__)
+    fix = ("a segment model predicts sets of segments, not tag sequences: call "
+           "model.decode(sentences) (command line: fstchunk segment decode)"
+           if kind == "segment" else "give a CRF, HMM, attribute CRF or joint model")
+    raise InputError(f"a {kind} model has no tag lattices to decode; {fix}")
+
+
 def iter_decode_sentences(model, sentences: Iterable, decoder: str = "map", beta: float = 1.0,
                           k: int = 20, output_scheme: str = "IOB2",
                           memory_budget: int | None = None,
@@ -179,10 +191,11 @@ def iter_decode_sentences(model, sentences: Iterable, decoder: str = "map", beta
     is; for ``meu-corpus``, whose lattices are reduced to chunk tables before the
     joint decision, by a second pass that builds each lattice again).
 
-    Settings (decoder, β, k, ``memory_budget``, output scheme, an uncalibrated model)
-    are checked when this is called, before any work.  ``meu-corpus`` yields after
-    the joint decision (module doc).
+    Settings (decoder, β, k, ``memory_budget``, output scheme, an uncalibrated model,
+    a model without tag lattices) are checked when this is called, before any work.
+    ``meu-corpus`` yields after the joint decision (module doc).
     """
+    check_chain_model(model)
     check_decoding(decoder, beta, k, memory_budget)
     output_scheme = canonical(output_scheme)
     if (output_scheme == UNCONSTRAINED) != (canonical(model.scheme) == UNCONSTRAINED):

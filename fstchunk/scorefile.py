@@ -42,6 +42,7 @@ Pitfalls:
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -52,6 +53,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import encodings as enc
+from . import sources
 from .conll import Sentence
 from .errors import FstchunkError, InputError, ModelFileError
 from .outputs import atomic_write
@@ -83,11 +85,12 @@ def save_scores(path: str | os.PathLike, tags: Sequence[str], emissions: Sequenc
 
 def _read_arrays(name: str) -> dict[str, np.ndarray]:
     try:
-        z = np.load(name, allow_pickle=False)
-        if not isinstance(z, np.lib.npyio.NpzFile):
-            raise ModelFileError(f"{name}: a single array, not a score file (.npz)")
-        with z:
-            return {k: z[k] for k in z.files}
+        with sources.open_binary(name) as fh:
+            z = np.load(fh, allow_pickle=False)
+            if not isinstance(z, np.lib.npyio.NpzFile):
+                raise ModelFileError(f"{name}: a single array, not a score file (.npz)")
+            with z:
+                return {k: z[k] for k in z.files}
     except ModelFileError:
         raise
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
@@ -179,7 +182,7 @@ def open_scores(path: str, scheme: str | None,
     ``scheme`` is refused.  ``sentences`` (a CoNLL input read alongside) give the
     tokens: as many sentences as scored, each of its scores' length."""
     try:
-        with open(path, "rb") as fh:
+        with sources.open_binary(path) as fh:
             is_npz = fh.read(4) == b"PK\x03\x04"
     except OSError as e:
         raise InputError(f"{path}: cannot read the score file: {e.strerror}") from None
@@ -245,7 +248,7 @@ def read_jsonl_scores(path: str) -> list[ScoredSentence]:
     ``file:line``."""
     out = []
     try:
-        fh = open(path, encoding="utf-8-sig")        # a byte-order mark is dropped
+        fh = io.TextIOWrapper(sources.open_binary(path), encoding="utf-8-sig")  # BOM dropped
     except OSError as e:
         raise InputError(f"{path}: cannot read the score file: {e.strerror}") from None
     with fh:

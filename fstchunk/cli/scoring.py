@@ -20,10 +20,11 @@ from ..models.io import read_metadata
 from ..scorefile import load_lattices
 from ..batch import SENTENCE_ERRORS, block_lattices, map_blocks, sentence_error
 from .common import (BETA_HELP, Failures, HelpFormatter, add_executor, add_on_invalid,
-                     beta_option, executor_of)
+                     beta_option, chain_model, executor_of, require_probabilities)
 from .inputs import arranged, columns_spec, iter_gold, layout_input, read_gold
 from .grammar import add_state_budget
-from .crfsuite_format import SequenceModel, gold_sequences, refuse_kind, require_kind
+from .crfsuite_format import (SequenceModel, gold_sequences, known_attributes, refuse_kind,
+                              require_kind)
 from ..crfsuite.data import Sequence
 from ..tagspace import UNCONSTRAINED, canonical
 
@@ -73,10 +74,8 @@ def _scored(args: argparse.Namespace, ex) -> Iterator[tuple]:
     if (args.scores is None) == (args.model is None):
         raise InputError("give exactly one of --model MODEL or --scores NPZ")
     if args.model:
-        model = load_model(args.model)
-        require = getattr(model, "require_probabilities", None)   # perceptron/MMVP scores
-        if require is not None:
-            require()
+        model = chain_model(load_model(args.model), args.model, "expected")
+        require_probabilities(model, args.model)     # margins: the calibrating command
         if args.format == "crfsuite":
             job, sents = _crfsuite_job(args, model)
         else:
@@ -140,7 +139,8 @@ def _crfsuite_job(args: argparse.Namespace, model) -> tuple:
                          f"to expect; import or train it with its chunk scheme")
     job = _Job(SequenceModel(model), None, -1, args.scheme, args.direction, args.beta,
                args.method, args.state_budget)
-    return job, gold_sequences(args.file, args.scheme, args.on_invalid, "expected")
+    return job, known_attributes(gold_sequences(args.file, args.scheme, args.on_invalid,
+                                                "expected"), model, args.file, "expected")
 
 
 def _row(job: _Job, s, lat) -> dict | BaseException:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import sources
 from ..errors import ModelFileError
 
 HEADER = struct.Struct("<4sI4s9I")
@@ -149,8 +150,7 @@ def read_model(path: str | os.PathLike) -> CRFsuiteModel:
     the file and the byte offset of the first inconsistency."""
     name = os.fspath(path)
     try:
-        with open(name, "rb") as fh:
-            data = fh.read()
+        data = sources.read_bytes(name)
     except OSError as e:
         raise ModelFileError(f"{name}: cannot read the CRFsuite model ({e.strerror})") from None
     buf = _Buffer(name, data)

@@ -50,6 +50,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
+from .. import sources
 from ..errors import InputError, ModelFileError, TrainingInterrupted
 from ..fbeta import STANDARD, check_beta
 from ..outputs import atomic_path, check_output
@@ -100,7 +101,7 @@ def file_digest(path) -> str:
     checkpoint.  InputError naming the file if it cannot be read."""
     h = hashlib.sha256()
     try:
-        with open(path, "rb") as f:
+        with sources.open_binary(path) as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 h.update(block)
     except OSError as e:
@@ -309,18 +310,20 @@ class Trainer:
         if not os.path.isfile(self.checkpoint):
             raise InputError(f"--resume: no checkpoint at {self.checkpoint}")
         saved = type(model).load(self.checkpoint)
-        if np.shape(saved.theta) != np.shape(model.theta):
-            raise ModelFileError(f"{self.checkpoint}: checkpoint does not fit this training "
-                                 f"set's features")
         recorded = saved.settings.get("run")
         recorded = recorded if isinstance(recorded, dict) else {}
         now = self.run
-        differ = [f"{key}: {_shown(recorded, key)} vs {_shown(now, key)}"
+        recorded = {**{k: v for k, v in ABSENT.items() if k in now}, **recorded}
+        differ = [_difference(key, recorded, now)
                   for key in list(now) + [k for k in recorded if k not in now]
                   if recorded.get(key, _MISSING) != now.get(key, _MISSING)]
-        if differ:
+        if differ:                   # before the sizes: name the setting, not its effect
             raise InputError(f"--resume: checkpoint {self.checkpoint} is of another run "
                              f"(checkpoint vs now): {'; '.join(differ)}")
+        if np.shape(saved.theta) != np.shape(model.theta):
+            raise ModelFileError(f"{self.checkpoint}: the checkpoint's {np.size(saved.theta)} "
+                                 f"weights do not fit this run's {np.size(model.theta)} (its "
+                                 f"training data gives other features)")
         done = int(saved.settings.get("iteration", 0))
         model.theta = saved.theta.copy()
         model.settings["train_seconds"] = float(saved.settings.get("train_seconds", 0.0))
@@ -346,5 +349,33 @@ class Trainer:
 _MISSING = object()
 
 
+#: run fields added after checkpoints recorded runs: their value in a checkpoint without them
+ABSENT = {"min_count": 1}
+
+#: the option that sets each run field a resume compares (named when it differs)
+OPTIONS = {
+    "objective": "--objective", "l2": "--l2", "beta": "--beta", "loss": "--loss",
+    "select": "--select", "scheme": "--scheme", "template": "--features",
+    "columns": "--columns", "train_sha256": "--train: the file's content",
+    "dev_sha256": "--dev: the file's content", "init": "--init", "partial": "--partial",
+    "min_count": "--min-count", "format": "--format", "D": "--hash-bits", "features": "--predicates",
+    "max_gap": "--max-gap", "restrictions": "--restrict", "seed": "--seed",
+    "average": "--no-average", "threshold": "--threshold", "kind": "--kind",
+    "types": "the --train file's segment types", "collapse_pos": "--collapse-pos",
+    "np_only": "--np-only", "sentences": "--sentences",
+}
+
+
 def _shown(record: dict, key: str) -> str:
     return repr(record[key]) if key in record else "(not recorded)"
+
+
+def _difference(key: str, recorded: dict, now: dict) -> str:
+    """One differing field of a resume, both values and the option that sets it."""
+    option = OPTIONS.get(key)
+    if key == "D":                           # 2**bits buckets: as --hash-bits gives them
+        bits = [f"{v.bit_length() - 1}" if isinstance(v, int) and v > 0 else "?"
+                for v in (recorded.get(key), now.get(key))]
+        option = f"--hash-bits {bits[0]} vs {bits[1]}"
+    return (f"{key}: {_shown(recorded, key)} vs {_shown(now, key)}"
+            + (f" ({option})" if option else ""))

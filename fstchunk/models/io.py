@@ -56,6 +56,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import encodings as enc
+from .. import sources
 from ..columns import Columns
 from ..errors import FstchunkError, InputError, ModelFileError
 from ..fbeta import upgrade_settings
@@ -69,6 +70,8 @@ VERSION = 2
 UNCHECKED = ("format", "version", "checksum", "settings")
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 _NPY_MAGIC = b"\x93NUMPY"
+#: the first bytes of a CRFsuite model file (crfsuite learn, pycrfsuite, sklearn-crfsuite)
+_CRFSUITE_MAGIC = b"lCRF"
 
 
 # ---------------------------------------------------------------------- writing
@@ -145,9 +148,15 @@ def _reject_constant(name: str) -> Any:
 
 
 def _open(name: str, arrays: bool) -> tuple[str, dict[str, np.ndarray]]:
-    """The raw metadata text and (if asked) the arrays of an .npz file."""
+    """The raw metadata text and (if asked) the arrays of an .npz file (a pipe is read
+    once, :mod:`fstchunk.sources`)."""
+    with sources.held():
+        return _open_held(name, arrays)
+
+
+def _open_held(name: str, arrays: bool) -> tuple[str, dict[str, np.ndarray]]:
     try:
-        with open(name, "rb") as fh:
+        with sources.open_binary(name) as fh:
             head = fh.read(8)
     except FileNotFoundError:
         raise ModelFileError(f"{name}: no such model file") from None
@@ -156,10 +165,15 @@ def _open(name: str, arrays: bool) -> tuple[str, dict[str, np.ndarray]]:
     if head.startswith(_NPY_MAGIC):
         raise ModelFileError(f"{name}: a .npy array file, not an fstchunk model "
                              f"(an .npz file written by fstchunk train)")
+    if head.startswith(_CRFSUITE_MAGIC):
+        raise ModelFileError(f"{name}: a CRFsuite model file, not an fstchunk model: convert "
+                             f"it with fstchunk import crfsuite {name} -o MODEL.npz (Python: "
+                             f"fstchunk.models.crfsuite_import.from_crfsuite({name!r}); "
+                             f"docs/howto/crfsuite.md)")
     if not head.startswith(_ZIP_MAGIC):
         raise ModelFileError(f"{name}: not a readable fstchunk model file (not an .npz)")
     try:
-        with np.load(name, allow_pickle=False) as z:
+        with sources.open_binary(name) as fh, np.load(fh, allow_pickle=False) as z:
             if "__metadata__" not in z.files:
                 raise ModelFileError(f"{name}: an .npz file but not an fstchunk model "
                                      f"(no metadata)")
