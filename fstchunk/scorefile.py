@@ -86,6 +86,8 @@ def save_scores(path: str | os.PathLike, tags: Sequence[str], emissions: Sequenc
 def _read_arrays(name: str) -> dict[str, np.ndarray]:
     try:
         with sources.open_binary(name) as fh:
+            _refuse_not_npz(name, fh.read(8))
+            fh.seek(0)
             z = np.load(fh, allow_pickle=False)
             if not isinstance(z, np.lib.npyio.NpzFile):
                 raise ModelFileError(f"{name}: a single array, not a score file (.npz)")
@@ -96,6 +98,28 @@ def _read_arrays(name: str) -> dict[str, np.ndarray]:
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
         raise ModelFileError(f"{name}: not a readable score file (.npz without pickle): "
                              f"{e}") from None
+
+
+def _refuse_not_npz(name: str, head: bytes) -> None:
+    """ModelFileError saying what the file is, unless ``head`` opens a zip (an .npz)."""
+    if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
+        return
+    if head.startswith(b"\x93NUMPY"):
+        what = "a single .npy array"
+    elif not head:
+        what = "an empty file"
+    elif head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+        what = ("JSON lines, the JSONL form of scores (which decode --scores and "
+                "open_scores read)")
+    else:
+        try:
+            head.decode("utf-8")
+            what = "text (a CoNLL file?)"
+        except UnicodeDecodeError:
+            what = "not a zip archive"
+    raise ModelFileError(f"{name}: {what}; a score file here is the .npz of score arrays "
+                         f"that fstchunk.scorefile.save_scores writes (tags, scheme, "
+                         f"transitions, emissions_K)")
 
 
 def load_lattices(path: str | os.PathLike) -> list[Lattice]:

@@ -224,7 +224,7 @@ class Trainer:
             model.theta = theta.copy()
             if self.dev and self.dev_every and k % self.dev_every == 0:
                 self._dev(model, state, k)
-            dev = {"dev_f": f"{state['dev_f']:.2f}"} if self.dev else {}   # no dev: no column
+            dev = {"dev_f": _figure(state["dev_f"])} if self.dev else {}   # no dev: no column
             bar.set_postfix(objective=f"{value:.6g}", **shown, **dev, refresh=False)
             bar.update(1)
             if self.checkpoint and self.checkpoint_every and k % self.checkpoint_every == 0:
@@ -261,7 +261,7 @@ class Trainer:
                 self._dev(model, state, done + nit)
                 self._keep(model, state)
                 model.settings["dev_f"] = state["dev_f"]
-                self.log(f"dev F = {model.settings['dev_f']:.2f}")
+                self.log(f"dev F = {_figure(state['dev_f'])}")
             if self.output:
                 model.save(self.output)
         except KeyboardInterrupt:
@@ -347,6 +347,12 @@ class Trainer:
 
 
 _MISSING = object()
+
+
+def _figure(f: float) -> str:
+    """A dev F as the progress line shows it: two decimals, ``-`` until there is one
+    (before the first measurement; a dev set with nothing to measure)."""
+    return f"{f:.2f}" if math.isfinite(f) else "-"
 
 
 #: run fields added after checkpoints recorded runs: their value in a checkpoint without them

@@ -37,6 +37,7 @@ from .. import encodings as enc
 from .. import sources
 from ..conll import iter_conll, iter_lines
 from ..errors import CoNLLError, InputError, SchemeError
+from ..outputs import json_text
 
 #: the values of ``--format``: read off the content, or given
 FORMATS = ("auto", "jsonl", "conll")
@@ -189,7 +190,7 @@ def write_jsonl(sentences: Iterable[SegSentence], predicted: Iterable[Iterable[S
         rec = dict(s.record) if s.record else {"tokens": s.tokens}
         p = next(probs) if probs is not None else {}
         rec["segments"] = [_with_p(g.to_json(), p.get(g)) for g in sorted(segs, key=_order)]
-        fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        fh.write(json_text(rec, ensure_ascii=False) + "\n")
 
 
 def _with_p(obj: dict, p: float | None) -> dict:
