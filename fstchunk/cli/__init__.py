@@ -118,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
             return _run(args, command, terminated)
     except KeyboardInterrupt:               # start-up: imports, parsing
         how, code = ("terminated", 143) if terminated else ("interrupted", 130)
-        print(f"fstchunk{' ' + command if command else ''}: {how}", file=sys.stderr)
+        name = command or _command(argv)
+        print(f"fstchunk{' ' + name if name else ''}: {how}", file=sys.stderr)
         return code
     finally:
         if previous is not None:

@@ -153,6 +153,10 @@ def read_model(path: str | os.PathLike) -> CRFsuiteModel:
         data = sources.read_bytes(name)
     except OSError as e:
         raise ModelFileError(f"{name}: cannot read the CRFsuite model ({e.strerror})") from None
+    if data[:4] == b"PK\x03\x04":
+        raise ModelFileError(f"{name}: a zip archive (an fstchunk model file, .npz?), not a "
+                             f"CRFsuite model file: an fstchunk model needs no import; give it "
+                             f"as --model (fstchunk.load_model)")
     buf = _Buffer(name, data)
     (magic, size, mtype, version, n_feat, n_labels, n_attrs, off_feat, off_labels, off_attrs,
      off_lrefs, off_arefs) = buf.unpack(HEADER, 0, "the file header")
