@@ -105,7 +105,11 @@ def _refuse_not_npz(name: str, head: bytes) -> None:
     if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
         return
     if head.startswith(b"\x93NUMPY"):
-        what = "a single .npy array"
+        raise ModelFileError(f"{name}: a single array, not a score file (.npz; "
+                             f"fstchunk.scorefile.save_scores writes one)")
+    if head.startswith(b"lCRF"):
+        what = ("a CRFsuite model file (fstchunk import crfsuite makes it a model to give "
+                "as --model)")
     elif not head:
         what = "an empty file"
     elif head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
@@ -117,9 +121,9 @@ def _refuse_not_npz(name: str, head: bytes) -> None:
             what = "text (a CoNLL file?)"
         except UnicodeDecodeError:
             what = "not a zip archive"
-    raise ModelFileError(f"{name}: {what}; a score file here is the .npz of score arrays "
-                         f"that fstchunk.scorefile.save_scores writes (tags, scheme, "
-                         f"transitions, emissions_K)")
+    raise ModelFileError(f"{name}: not a readable score file: {what}; a score file here is "
+                         f"the .npz of score arrays that fstchunk.scorefile.save_scores "
+                         f"writes (tags, scheme, transitions, emissions_K)")
 
 
 def load_lattices(path: str | os.PathLike) -> list[Lattice]:
@@ -288,7 +292,10 @@ def read_jsonl_scores(path: str) -> list[ScoredSentence]:
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as e:
-            raise InputError(f"{where}: not a JSON object ({e.msg}, column {e.colno})"
+            what = ("" if text.lstrip().startswith("{") else "; the score file is an .npz "
+                    "or JSONL scores, one JSON object per sentence, and this line is text "
+                    "(a CoNLL file? it is given as --input)")
+            raise InputError(f"{where}: not a JSON object ({e.msg}, column {e.colno}){what}"
                              ) from None
         out.append(_jsonl_sentence(obj, where, path, lineno))
     if not out:

@@ -28,6 +28,7 @@ import numpy as np
 
 from .decode import decode_meu
 from .errors import InputError
+from .fbeta import check_beta
 from .lattice import Lattice
 
 STRATEGIES = ("expected-f", "entropy", "random")
@@ -35,10 +36,12 @@ STRATEGIES = ("expected-f", "entropy", "random")
 
 def expected_f_scores(lattices: Sequence[Lattice], beta: float = 1.0) -> np.ndarray:
     """1 − E[F_β] of each lattice's MEU decision (module doc); β must be > 0."""
-    if not beta > 0:
-        raise InputError(f"beta={beta!r}: expected-f ranks by E[F_β] of the MEU decision, "
-                         f"which is 1 on every sentence at β = 0 (the decision without "
-                         f"chunks); give β > 0")
+    try:
+        check_beta(beta, positive=True)
+    except InputError as e:
+        raise InputError(f"{e}: expected-f ranks by E[F_β] of the MEU decision, which is 1 "
+                         f"on every sentence at β = 0 (the decision without chunks), so all "
+                         f"would tie") from None
     return np.array([1.0 - decode_meu(lat, beta).score for lat in lattices])
 
 

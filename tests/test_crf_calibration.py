@@ -164,7 +164,8 @@ def test_cli_train_calibrate_decode(capsys, tmp_path):
     assert "a hmm model; calibrate fits a CRF's temperature" in capsys.readouterr().err
     assert main(["train", "--train", str(train), "--model-type", "hmm", "--calibrate",
                  str(train), "-o", hmm]) == 2
-    assert "--calibrate apply to the CRF only" in capsys.readouterr().err
+    assert "--calibrate: --model-type hmm is estimated by counting and does not read it" \
+        in capsys.readouterr().err
 
 
 def test_cli_train_calibrate_failure_names_the_uncalibrated_model(capsys, tmp_path):

@@ -46,8 +46,9 @@ def files(tmp_path_factory, corpus):
     (b'{"tokens": ["a"], "tags": ["O"], "scores": [[0.0]]}\n', "JSON lines, the JSONL form"),
     (b"The DT B-NP\n\n", "text (a CoNLL file?)"),
     (b"", "an empty file"),
-    (b"\x93NUMPY\x01\x00v\x00", "a single .npy array"),
+    (b"\x93NUMPY\x01\x00v\x00", "a single array, not a score file"),
     (b"\x00\xff\x00binary", "not a zip archive"),
+    (b"lCRF\x00\x00\x00\x00FOMC", "a CRFsuite model file (fstchunk import crfsuite"),
 ])
 def test_a_file_that_is_no_score_file_says_what_it_is(files, capsys, tmp_path, content,
                                                       said):
@@ -55,9 +56,14 @@ def test_a_file_that_is_no_score_file_says_what_it_is(files, capsys, tmp_path, c
     path.write_bytes(content)
     code, out, err = run(capsys, "expected", files / "dev.txt", "--scores", path)
     assert code == 2 and out == "" and said in err, err
-    assert "pickle" not in err and "save_scores writes" in err
+    assert "pickle" not in err and "save_scores writes" in err, err
     with pytest.raises(ModelFileError, match=re.escape(said)):
         load_lattices(path)
+
+
+def test_decode_scores_given_a_conll_file_says_so(files, capsys):
+    code, out, err = run(capsys, "decode", "--scores", files / "dev.txt")
+    assert code == 2 and out == "" and "(a CoNLL file? it is given as --input)" in err, err
 
 
 def test_sentences_the_model_cannot_score_give_no_figure(files, capsys):

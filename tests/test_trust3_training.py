@@ -111,3 +111,27 @@ def test_progress_shows_no_nan_before_the_first_dev_f(data, capsys, tmp_path):
     lines = err.splitlines()
     assert len(lines) == 2 and "dev_f=-" in lines[0] and "nan" not in err, err
     assert "dev_f=-" not in lines[1]
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--beta", "2"], "--beta: --objective ml does not read β"),
+    (["--objective", "perceptron", "--beta", "0.5"], "--beta: --objective perceptron"),
+    (["--objective", "max-margin", "--beta", "2"],
+     "--beta: --objective max-margin --loss hamming does not read β"),
+    (["--loss", "hamming"], "--loss: --objective ml has no loss"),
+    (["--format", "crfsuite", "--beta", "2"], "--beta: --objective ml does not read β"),
+])
+def test_train_refuses_the_objective_options_it_would_ignore(data, capsys, argv, said,
+                                                             tmp_path):
+    """The same family in the CRF: β and the loss where the objective reads neither."""
+    code, out, err = run(capsys, "train", "--train", data / "train.txt", "--max-iter", "1",
+                         "--quiet", "-o", tmp_path / "m.npz", *argv)
+    assert code == 2 and said in err, err
+
+
+def test_train_takes_beta_where_it_is_read(data, capsys, tmp_path):
+    for argv in (["--objective", "meu", "--beta", "2"],
+                 ["--objective", "max-margin", "--loss", "f", "--beta", "2"]):
+        code, out, err = run(capsys, "train", "--train", data / "train.txt", "--max-iter",
+                             "1", "--quiet", "-o", tmp_path / "m.npz", *argv)
+        assert code == 0, err

@@ -150,6 +150,21 @@ def refuse_given(args: argparse.Namespace, dests, why: str) -> None:
             raise InputError(f"--{dest.replace('_', '-')}: {why}")
 
 
+def refuse_unread_objective_options(args: argparse.Namespace, objective: Any) -> None:
+    """train's ``--beta`` and ``--loss`` given where the objective does not read them
+    (``--beta``: the MEU objectives and the F loss; ``--loss``: max-margin): one
+    InputError naming the option."""
+    if given(args, "loss") and not objective.uses_loss:
+        raise InputError(f"--loss: --objective {objective.name} has no loss Δ (max-margin "
+                         f"reads it); drop --loss")
+    reads_beta = objective.uses_beta and (not objective.uses_loss or args.loss == "f")
+    if given(args, "beta") and not reads_beta:
+        how = (f"--objective {objective.name} --loss {args.loss}" if objective.uses_loss
+               else f"--objective {objective.name}")
+        raise InputError(f"--beta: {how} does not read β (the meu objectives and "
+                         f"max-margin's --loss f do); drop --beta")
+
+
 def warn(command: str, message: str) -> None:
     print(f"fstchunk {command}: warning: {message}", file=sys.stderr)
 

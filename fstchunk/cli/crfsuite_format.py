@@ -196,7 +196,7 @@ def run_train(args: Any) -> int:
     from ..models import maxmargin as mm
     from ..models.attribute_crf import AttributeCRF
     from ..outputs import check_output
-    from .common import executor_of, given, uncalibrated
+    from .common import executor_of, given, refuse_unread_objective_options, uncalibrated
     check_output(args.output)
     for name in NOT_FOR_CRFSUITE:
         if given(args, name):
@@ -205,6 +205,7 @@ def run_train(args: Any) -> int:
     if args.model_type != "crf":
         raise InputError("--model-type hmm reads CoNLL files; --format crfsuite trains an "
                          "attribute CRF")
+    refuse_unread_objective_options(args, lo.objective(args.objective))
     if args.init:
         crf = load_model(args.init)
         require_kind(crf, args.init, "train --format crfsuite --init")

@@ -37,8 +37,9 @@ from ..learn import objectives as lo
 from ..learn.loop import SELECT, file_digest
 from .common import (Given, GivenTrue, HelpFormatter, add_executor, add_on_invalid,
                      chain_model, executor_of, given, nonnegative_float, nonnegative_int,
-                     positive_float, positive_int, refuse_given, training_beta_option,
-                     uncalibrated, warn)
+                     positive_float, positive_int, refuse_given,
+                     refuse_unread_objective_options, training_beta_option, uncalibrated,
+                     warn)
 from . import crfsuite_format
 from .inputs import add_columns, iter_input, layout_input, no_sentences, read_gold, warn_unread
 
@@ -180,6 +181,7 @@ def run_train(args: argparse.Namespace) -> int:
         refuse_given(args, HMM_UNREAD, "--model-type hmm is estimated by counting and does "
                      "not read it (it reads --train, --columns, --scheme, --data-scheme, "
                      "--min-count and --on-invalid); drop it or train a CRF")
+    refuse_unread_objective_options(args, lo.objective(args.objective))
     if args.partial and (args.model_type == "hmm"
                          or lo.objective(args.objective) is not lo.ML):
         raise InputError(f"--partial trains a CRF by --objective {lo.ML.name} (the marginal "
@@ -333,8 +335,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
     crfsuite_format.refuse_kind(model, args.model)
     if not isinstance(model, CRF):
         hint = " (a joint model: fstchunk joint calibrate)" if model.kind == "joint" else ""
-        raise InputError(f"{args.model}: a {model.kind} model; calibrate fits the temperature "
-                         f"of a CRF or an attribute CRF{hint}")
+        raise InputError(f"{args.model}: a {model.kind} model; calibrate fits a CRF's "
+                         f"temperature (or an attribute CRF's){hint}")
     layout_input(iter_input(args.input), model, args.model, None, "calibrate", need_tag=True,
                  fix="give calibrate a held-out file in that layout")
     held = read_gold(args.input, args.data_scheme, model.columns.tag, args.on_invalid,

@@ -290,6 +290,12 @@ class Trainer:
         if self.select == "dev" and (best is None or f > best[0]):
             state["best"] = (f, k, model.theta.copy())
 
+    def _misfit(self, saved: Learnable, model: Learnable) -> ModelFileError:
+        return ModelFileError(f"{self.checkpoint}: checkpoint does not fit this run: its "
+                              f"{np.size(saved.theta)} weights, this run's "
+                              f"{np.size(model.theta)} (the training data gives other "
+                              f"features)")
+
     def _keep(self, model: Learnable, state: dict) -> None:
         """``select="dev"``: the θ of the best dev F (the last θ when it is the best)."""
         if self.select != "dev" or state["best"] is None:
@@ -311,6 +317,9 @@ class Trainer:
             raise InputError(f"--resume: no checkpoint at {self.checkpoint}")
         saved = type(model).load(self.checkpoint)
         recorded = saved.settings.get("run")
+        fits = np.shape(saved.theta) == np.shape(model.theta)
+        if not isinstance(recorded, dict) and not fits:        # no run's checkpoint at all
+            raise self._misfit(saved, model)
         recorded = recorded if isinstance(recorded, dict) else {}
         now = self.run
         recorded = {**{k: v for k, v in ABSENT.items() if k in now}, **recorded}
@@ -320,10 +329,8 @@ class Trainer:
         if differ:                   # before the sizes: name the setting, not its effect
             raise InputError(f"--resume: checkpoint {self.checkpoint} is of another run "
                              f"(checkpoint vs now): {'; '.join(differ)}")
-        if np.shape(saved.theta) != np.shape(model.theta):
-            raise ModelFileError(f"{self.checkpoint}: the checkpoint's {np.size(saved.theta)} "
-                                 f"weights do not fit this run's {np.size(model.theta)} (its "
-                                 f"training data gives other features)")
+        if not fits:
+            raise self._misfit(saved, model)
         done = int(saved.settings.get("iteration", 0))
         model.theta = saved.theta.copy()
         model.settings["train_seconds"] = float(saved.settings.get("train_seconds", 0.0))
