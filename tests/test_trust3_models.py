@@ -50,3 +50,12 @@ def test_a_segment_model_where_tag_lattices_are_read(files, capsys):
         fstchunk.decode_sentences(model, read_conll(dev))
     with pytest.raises(InputError, match="segment"):
         list(fstchunk.batch.iter_decode_sentences(model, read_conll(dev)))
+
+
+def test_a_model_of_another_kind_names_its_commands(files, capsys):
+    seg, dev = files / "seg.npz", files / "dev.txt"
+    for argv in (["train", "--train", dev, "--init", seg, "-o", files / "x.npz"],
+                 ["joint", "decode", "--model", seg, "--input", dev]):
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and "a 'segment' model, not a" in err, err
+        assert "fstchunk segment train, decode and eval" in err

@@ -70,6 +70,12 @@ VERSION = 2
 UNCHECKED = ("format", "version", "checksum", "settings")
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 _NPY_MAGIC = b"\x93NUMPY"
+#: where a model of each kind is used, named when a reader of another kind is given one
+KIND_COMMANDS = {"joint": "the commands of a joint model are fstchunk joint train, calibrate "
+                          "and decode",
+                 "segment": "the commands of a segment model are fstchunk segment train, "
+                            "decode and eval",
+                 "attribute-crf": "an attribute CRF reads CRFsuite data: --format crfsuite"}
 #: the first bytes of a CRFsuite model file (crfsuite learn, pycrfsuite, sklearn-crfsuite)
 _CRFSUITE_MAGIC = b"lCRF"
 
@@ -206,7 +212,11 @@ def _read(path, kind: str | None, arrays: bool) -> tuple[dict, dict[str, np.ndar
         raise ModelFileError(f"{name}: model version {version} is newer than this "
                              f"fstchunk reads ({VERSION})")
     if kind is not None and meta.get("kind") != kind:
-        raise ModelFileError(f"{name}: a {meta.get('kind')!r} model, not a {kind!r} model")
+        got = meta.get("kind")
+        hint = KIND_COMMANDS.get(got)
+        article = "an" if str(got)[:1] in tuple("aeiou") else "a"
+        raise ModelFileError(f"{name}: {article} {got!r} model, not a {kind!r} model"
+                             + (f" ({hint})" if hint else ""))
     _verify(name, meta, out if arrays else None)
     if isinstance(meta.get("settings"), dict):      # β of older files read as standard
         meta["settings"] = upgrade_settings(meta["settings"])
