@@ -346,10 +346,9 @@ def _parse_line(text: str, lineno: int, name: str, start: int) -> tuple:
 
 def parse_template(text: str, name: str = "<template>", saved: bool = False) -> Template:
     """The :class:`Template` of a template file's ``text``; ``name`` (the path) is what
-    errors and models name it by.  InputError naming ``name:line:column`` otherwise.  A
-    UTF-8 byte-order mark at the start is dropped.  ``saved``: the text stored in a
-    model file, whose indented lines were skipped when it was trained (before they
-    were refused) and are skipped again."""
+    errors and models name it by.  InputError naming ``name:line:column`` otherwise; a
+    byte-order mark is dropped.  ``saved``: a model file's text (its indented lines,
+    skipped when it was trained, are skipped again)."""
     text = text.removeprefix("\ufeff")
     lines: list[Line] = []
     pad, bigram = CRFPP_PAD, False
@@ -358,10 +357,8 @@ def parse_template(text: str, name: str = "<template>", saved: bool = False) -> 
         if not line or line[0] == "#" or (saved and line[0] in " \t"):
             continue
         if line[0] in " \t":            # CRF++ refuses it ("unknown type"), never skips it
-            raise InputError(f"{name}:{lineno}:1: the line starts with white space; a "
-                             f"template line starts in the first column with U, B, *, # or "
-                             f"%pad (CRF++ refuses an indented line too): remove the "
-                             f"indentation")
+            raise InputError(f"{name}:{lineno}:1: the line starts with white space; a line "
+                             f"starts in the first column (CRF++ refuses it too)")
         if line.startswith("%pad"):
             fields = line.split()
             if len(fields) != 3 or fields[0] != "%pad" or not all(
@@ -401,8 +398,7 @@ def parse_template(text: str, name: str = "<template>", saved: bool = False) -> 
 
 
 def read_template(path: str | Path) -> Template:
-    """The template file at ``path`` (UTF-8; a byte-order mark is dropped, as every
-    reader of fstchunk drops it); InputError naming it if it cannot be read."""
+    """The template file at ``path`` (UTF-8); InputError naming it if it cannot be read."""
     name = sources.name(path)
     try:
         text = sources.read_bytes(path).decode("utf-8")
