@@ -20,7 +20,7 @@ import statistics
 import sys
 from dataclasses import dataclass
 
-from common import RESULTS, Timer, data_path, peak_rss_mb, write_section
+from common import RESULTS, Timer, data_path, decoder_for, peak_rss_mb, write_section
 from fstchunk import decode as dec, decoders
 from fstchunk import encodings as enc
 from fstchunk import read_conll
@@ -36,7 +36,7 @@ CORPORA = {"conll2000": (("conll2000", "train.txt"), ("conll2000", "test.txt")),
 def _decode(lats, job):
     """One sentence's decoding in a worker; ``lats`` is the context (fork-inherited)."""
     i, decoder, beta, k = job
-    return decoders.decode_lattices([lats[i]], decoder, beta, k)[0]
+    return decoder_for(decoder, beta=beta, k=k).tags([lats[i]])[0]
 
 
 @dataclass
@@ -49,7 +49,7 @@ class TestSet:
     def decode(self, decoder: str, beta: float, k: int = 10) -> list[list[str]]:
         if decoder == "meu-corpus":                 # one joint decision: one process
             with single_threaded_blas():
-                return decoders.decode_lattices(self.lattices, decoder, beta)
+                return decoder_for(decoder, beta=beta).tags(self.lattices)
         return map_sentences(_decode, [(i, decoder, beta, k) for i in range(len(self.lattices))],
                              context=self.lattices)
 

@@ -83,3 +83,11 @@ def write_section(key: str, body: str) -> None:
         text = pat.sub(lambda m: section, text) if pat.search(text) else text + "\n" + section
         RESULTS.write_text(text)
     print(f"\n(wrote section '{key}' of {RESULTS})")
+
+
+def decoder_for(name: str, **settings):
+    """The registry's decoder ``name`` with those of ``settings`` it reads (a benchmark
+    sweeps β and k over every decoder; the registry refuses a setting a decoder ignores)."""
+    from fstchunk import decoders
+    takes = decoders.REGISTRY[name].settings
+    return decoders.decoder(name, **{k: v for k, v in settings.items() if k in takes})

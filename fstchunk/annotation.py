@@ -16,7 +16,8 @@ With ``--partial`` (``fstchunk train``, ``fstchunk select``) and in
   BILOU, IOBES2, IOBES3: :func:`fstchunk.not_chunk.chunk_conditions`); IOB1 and IOE1
   are refused.
 
-A comment line ``# annotated: PER,LOC`` before a sentence declares the chunk types
+A comment line ``# annotated: PER,LOC`` (any spacing: ``#annotated:PER,LOC`` too)
+before a sentence declares the chunk types
 annotated in the sentences that follow (until the next declaration, ``# annotated:
 *``, which declares every type again, or a ``-DOCSTART-`` line): there an ``O``
 means "not a chunk of an annotated type", i.e. ``O`` or any tag of another type
@@ -44,6 +45,7 @@ of the token where the valid prefixes run out (:func:`check_allows`).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
@@ -58,6 +60,8 @@ from .tagspace import UNCONSTRAINED, TagSpace, normalize_types
 ANY, WILD, STRICT_O = "?", "*", "O!"
 #: the comment that declares the annotated chunk types of the sentences after it
 DECLARATION = "# annotated:"
+#: how it is recognised: any spacing around ``annotated`` (``#annotated:PER`` too)
+_DECLARED = re.compile(r"#[ \t]*annotated[ \t]*:(.*)$")
 
 #: one item of a cell: ("tag", tag), ("O", ""), ("O!", ""), ("any", ""),
 #: ("prefix", P) for P-*, ("type", T) for *-T, ("chunk", "") for *-*
@@ -241,8 +245,9 @@ class _Declarations:
     def __iter__(self) -> Iterator[str]:
         for lineno, text in iter_lines(self.source):
             line = text.strip(BLANKS)
-            if line.startswith(DECLARATION):
-                spec = line[len(DECLARATION):].strip()
+            declared = _DECLARED.match(line)
+            if declared:
+                spec = declared.group(1).strip()
                 if spec == WILD:
                     self.marks.append((lineno, None))
                 else:

@@ -165,6 +165,18 @@ class _Job(NamedTuple):
     marginals: bool = False
 
 
+def check_chain_model(model: Any) -> None:
+    """InputError unless ``model`` gives tag lattices (``lattices`` and ``scheme``): a
+    segment model predicts segment sets, which its own ``decode`` gives."""
+    if callable(getattr(model, "lattices", None)) and hasattr(model, "scheme"):
+        return
+    kind = getattr(model, "kind", type(model).__name__)
+    fix = ("a segment model predicts sets of segments, not tag sequences: call "
+           "model.decode(sentences) (command line: fstchunk segment decode)"
+           if kind == "segment" else "give a CRF, HMM, attribute CRF or joint model")
+    raise InputError(f"a {kind} model has no tag lattices to decode; {fix}")
+
+
 def iter_decode_sentences(model, sentences: Iterable, decoder: "str | Decoder" = "map",
                           beta: float = 1.0, k: int = 20, output_scheme: str = "IOB2",
                           memory_budget: int | None = None,
@@ -183,10 +195,11 @@ def iter_decode_sentences(model, sentences: Iterable, decoder: "str | Decoder" =
     is; for ``meu-corpus``, whose lattices are reduced to chunk tables before the
     joint decision, by a second pass that builds each lattice again).
 
-    Settings (decoder, β, k, ``memory_budget``, output scheme, an uncalibrated model)
-    are checked when this is called, before any work.  ``meu-corpus`` yields after
-    the joint decision (module doc).
+    Settings (decoder, β, k, ``memory_budget``, output scheme, an uncalibrated model,
+    a model without tag lattices) are checked when this is called, before any work.
+    ``meu-corpus`` yields after the joint decision (module doc).
     """
+    check_chain_model(model)
     dec = get_decoder(decoder, beta=beta, k=k, memory_budget=memory_budget)
     output_scheme = canonical(output_scheme)
     check_model(model, dec, output_scheme, confidences)
@@ -202,13 +215,8 @@ def iter_decode_sentences(model, sentences: Iterable, decoder: "str | Decoder" =
 
 
 def check_model(model: Any, dec: Decoder, output_scheme: str, confidences: bool = False) -> None:
-    """Refuse, before any work, what the model cannot give: a model that decodes no
-    tag chains (a segment model: ``fstchunk segment decode``), labels that cannot be
+    """Refuse, before any work, what the model cannot give: labels that cannot be
     written in ``output_scheme``, chunks (MEU, confidences) of an unconstrained chain."""
-    if not hasattr(model, "lattices"):
-        kind = getattr(model, "kind", type(model).__name__)
-        raise InputError(f"a {kind} model does not decode tag sequences with this command: "
-                         f"use fstchunk {kind} decode")
     if (output_scheme == UNCONSTRAINED) != (canonical(model.scheme) == UNCONSTRAINED):
         raise InputError(f"the model's labels are in scheme {model.scheme}: they cannot be "
                          f"written in {output_scheme} (the unconstrained chain's labels are "

@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Sequence
 
+from . import sources
 from .errors import CoNLLError
 from .outputs import atomic_write
 
@@ -59,10 +60,11 @@ class Sentence:
 
 
 def source_name(path_or_file) -> str:
-    """The name errors give a path or a stream (``<stream>`` if it has none)."""
+    """The name errors give a path or a stream (``<stream>`` if it has none;
+    ``<stdin>`` for a command's ``-``, :func:`fstchunk.sources.name`)."""
     if hasattr(path_or_file, "read"):
         return str(getattr(path_or_file, "name", "<stream>"))
-    return os.fspath(path_or_file)
+    return sources.name(path_or_file)
 
 
 def _decode(raw: bytes | str, name: str, lineno: int) -> str:
@@ -86,7 +88,7 @@ def iter_lines(path_or_file) -> Iterator[tuple[int, str]]:
             text = _decode(raw, name, lineno)
             yield lineno, text.lstrip("\ufeff") if lineno == 1 else text
         return
-    with open(name, "rb") as fh:
+    with sources.open_binary(path_or_file) as fh:     # a pipe: read once (sources)
         for lineno, raw in enumerate(fh, 1):
             text = _decode(raw, name, lineno)
             yield lineno, text.lstrip("\ufeff") if lineno == 1 else text

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import colorsys
 import html
-import json
 from typing import Iterable, Sequence
 
 from .confidence import ScoredChunk
+from .outputs import json_text
 
 #: the hues (degrees) of chunk types, in order of first appearance, cycling
 HUES = (210, 30, 120, 0, 270, 180, 60, 320)
@@ -53,7 +53,7 @@ def record(index: int, line: int | None, tokens: Sequence[str] | None,
         if marginals is not None:
             out["marginals_scheme"] = model_scheme
             out["marginals"] = [dict(zip(model_tags, map(float, row))) for row in marginals]
-    return json.dumps(out, ensure_ascii=False) + "\n"
+    return json_text(out, ensure_ascii=False) + "\n"
 
 
 def shade(hue: int, p: float) -> tuple[int, int, int]:

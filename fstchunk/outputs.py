@@ -15,6 +15,7 @@ goes through this module:
   process's temporary is never touched.
 
 Every failure is one :class:`~fstchunk.errors.OutputError` naming the final path.
+:func:`json_text` is how every JSON output is written (strict JSON: no NaN).
 
 Pitfalls: the temporary must be in the target folder (``os.replace`` is atomic
 only within one file system); root ignores permission bits, so ``os.access`` is
@@ -25,6 +26,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
+import math
 import os
 import re
 import stat
@@ -226,3 +229,20 @@ def atomic_write(path, mode: str = "w", encoding: str | None = "utf-8",
         finally:
             with contextlib.suppress(OSError):
                 fh.close()
+
+
+def _finite(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def json_text(value, **kwargs) -> str:
+    """``json.dumps`` as every JSON output of fstchunk writes it: strict JSON, a NaN or
+    an infinity (a figure with nothing to measure) written as ``null``, which every JSON
+    reader takes (``NaN`` is no JSON)."""
+    return json.dumps(_finite(value), allow_nan=False, **kwargs)

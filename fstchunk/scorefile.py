@@ -42,6 +42,7 @@ Pitfalls:
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -52,6 +53,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import encodings as enc
+from . import sources
 from .conll import Sentence
 from .errors import FstchunkError, InputError, ModelFileError
 from .outputs import atomic_write
@@ -83,16 +85,45 @@ def save_scores(path: str | os.PathLike, tags: Sequence[str], emissions: Sequenc
 
 def _read_arrays(name: str) -> dict[str, np.ndarray]:
     try:
-        z = np.load(name, allow_pickle=False)
-        if not isinstance(z, np.lib.npyio.NpzFile):
-            raise ModelFileError(f"{name}: a single array, not a score file (.npz)")
-        with z:
-            return {k: z[k] for k in z.files}
+        with sources.open_binary(name) as fh:
+            _refuse_not_npz(name, fh.read(8))
+            fh.seek(0)
+            z = np.load(fh, allow_pickle=False)
+            if not isinstance(z, np.lib.npyio.NpzFile):
+                raise ModelFileError(f"{name}: a single array, not a score file (.npz)")
+            with z:
+                return {k: z[k] for k in z.files}
     except ModelFileError:
         raise
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
         raise ModelFileError(f"{name}: not a readable score file (.npz without pickle): "
                              f"{e}") from None
+
+
+def _refuse_not_npz(name: str, head: bytes) -> None:
+    """ModelFileError saying what the file is, unless ``head`` opens a zip (an .npz)."""
+    if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
+        return
+    if head.startswith(b"\x93NUMPY"):
+        raise ModelFileError(f"{name}: a single array, not a score file (.npz; "
+                             f"fstchunk.scorefile.save_scores writes one)")
+    if head.startswith(b"lCRF"):
+        what = ("a CRFsuite model file (fstchunk import crfsuite makes it a model to give "
+                "as --model)")
+    elif not head:
+        what = "an empty file"
+    elif head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+        what = ("JSON lines, the JSONL form of scores (which decode --scores and "
+                "open_scores read)")
+    else:
+        try:
+            head.decode("utf-8")
+            what = "text (a CoNLL file?)"
+        except UnicodeDecodeError:
+            what = "not a zip archive"
+    raise ModelFileError(f"{name}: not a readable score file: {what}; a score file here is "
+                         f"the .npz of score arrays that fstchunk.scorefile.save_scores "
+                         f"writes (tags, scheme, transitions, emissions_K)")
 
 
 def load_lattices(path: str | os.PathLike) -> list[Lattice]:
@@ -179,7 +210,7 @@ def open_scores(path: str, scheme: str | None,
     ``scheme`` is refused.  ``sentences`` (a CoNLL input read alongside) give the
     tokens: as many sentences as scored, each of its scores' length."""
     try:
-        with open(path, "rb") as fh:
+        with sources.open_binary(path) as fh:
             is_npz = fh.read(4) == b"PK\x03\x04"
     except OSError as e:
         raise InputError(f"{path}: cannot read the score file: {e.strerror}") from None
@@ -245,7 +276,7 @@ def read_jsonl_scores(path: str) -> list[ScoredSentence]:
     ``file:line``."""
     out = []
     try:
-        fh = open(path, encoding="utf-8-sig")        # a byte-order mark is dropped
+        fh = io.TextIOWrapper(sources.open_binary(path), encoding="utf-8-sig")  # BOM dropped
     except OSError as e:
         raise InputError(f"{path}: cannot read the score file: {e.strerror}") from None
     with fh:
@@ -261,7 +292,10 @@ def read_jsonl_scores(path: str) -> list[ScoredSentence]:
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as e:
-            raise InputError(f"{where}: not a JSON object ({e.msg}, column {e.colno})"
+            what = ("" if text.lstrip().startswith("{") else "; the score file is an .npz "
+                    "or JSONL scores, one JSON object per sentence, and this line is text "
+                    "(a CoNLL file? it is given as --input)")
+            raise InputError(f"{where}: not a JSON object ({e.msg}, column {e.colno}){what}"
                              ) from None
         out.append(_jsonl_sentence(obj, where, path, lineno))
     if not out:

@@ -21,7 +21,6 @@ slides, which the expected-utility code uses too.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Sequence
@@ -30,6 +29,7 @@ from . import encodings as enc
 from .conlleval import ChunkCounts, Reading, SchemeTally, iter_rows
 from .errors import InputError
 from .fbeta import check_beta, f_rates, to_beta_sq
+from .outputs import json_text
 
 Chunk = enc.Chunk
 
@@ -132,7 +132,7 @@ class Report:
                 "mean_sentence_f": 100.0 * self.mean_sentence_f}
 
     def json(self) -> str:
-        return json.dumps(self.as_dict(), indent=2, sort_keys=True)
+        return json_text(self.as_dict(), indent=2, sort_keys=True)
 
 
 def evaluate(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],

@@ -12,25 +12,37 @@ Strategies (:data:`STRATEGIES`), each a score per sentence, higher = picked firs
 * ``random``: a uniform sample without replacement (``seed``).
 
 :func:`pick` keeps the input order of the picked sentences; ties go to the earlier
-sentence.  A budget above the pool's size picks the whole pool.
+sentence.  A budget above the pool's size picks the whole pool.  :func:`distinct`
+finds the first copy of each token sequence (``fstchunk select`` scores and picks those
+only).
+
+``expected-f`` needs β > 0: at β = 0 (precision, 0/0 := 1) the decision without chunks
+has E[F] = 1 on every sentence, so every score would be 0.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Hashable, Iterable, Sequence
 
 import numpy as np
 
 from .confidence import marginals_all
 from .decoders import MEU
 from .errors import InputError
+from .fbeta import check_beta
 from .lattice import Lattice
 
 STRATEGIES = ("expected-f", "entropy", "random")
 
 
 def expected_f_scores(lattices: Sequence[Lattice], beta: float = 1.0) -> np.ndarray:
-    """1 − E[F_β] of each lattice's MEU decision (module doc)."""
+    """1 − E[F_β] of each lattice's MEU decision (module doc); β must be > 0."""
+    try:
+        check_beta(beta, positive=True)
+    except InputError as e:
+        raise InputError(f"{e}: expected-f ranks by E[F_β] of the MEU decision, which is 1 "
+                         f"on every sentence at β = 0 (the decision without chunks), so all "
+                         f"would tie") from None
     return np.array([1.0 - d.score for d in MEU(beta=beta).decode_all(lattices)])
 
 
@@ -52,6 +64,19 @@ def scores(lattices: Sequence[Lattice], strategy: str, beta: float = 1.0) -> np.
         return entropy_scores(lattices)
     raise InputError(f"strategy {strategy!r} has no score; use one of "
                      f"{', '.join(s for s in STRATEGIES if s != 'random')}")
+
+
+def distinct(keys: Iterable[Sequence[Hashable]]) -> list[int]:
+    """The indices of the first occurrence of each key (e.g. a sentence's tokens), in
+    order: a key seen before counts once."""
+    seen: set = set()
+    out = []
+    for i, k in enumerate(keys):
+        k = tuple(k)
+        if k not in seen:
+            seen.add(k)
+            out.append(i)
+    return out
 
 
 def pick(values: np.ndarray | int, budget: int, seed: int | None = None) -> list[int]:

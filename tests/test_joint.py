@@ -250,7 +250,7 @@ def test_model_protocol_lattices_and_fit():
     assert model.fit(enc_, "perceptron", max_iter=3) is model
     assert model.kind == "joint" and model.scheme == "IOB2"
     with pytest.raises(InputError, match="trained by perceptron; its scores are not "
-                                         "probabilities.*joint calibrate"):
+                                         r"probabilities.*joint\.calibrate"):
         model.lattices(TINY)
     maps = [decode_map(lat).tags for lat in model.lattices(TINY, require_probabilities=False)]
     assert maps == J.predict(model, data)[1]              # MAP needs no calibration

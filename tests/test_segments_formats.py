@@ -250,13 +250,14 @@ def test_eval_rows_of_a_models_genia_output(files, capsys):
         assert report["overlapping_or_noncontiguous"]["gold"] > 0
 
 
-def test_the_overlapping_row_shows_both_numerators():
-    """Gold DNA(0,1) and protein(1) overlap; the prediction DNA(0,1) alone does not:
-    found 1 of 2 hard gold, but none of the (no) hard predictions."""
+def test_the_overlapping_row_counts_one_population():
+    """Gold DNA(0,1) and protein(1) overlap; the prediction DNA(0,1) alone does not, and
+    DNA(3,5) is non-contiguous: the row's segments are those three (hard in the gold or
+    in the prediction), so the correct DNA(0,1) counts for P and R alike."""
     gold = [{Segment("DNA", (0, 1)), Segment("protein", (1,))}]
     pred = [{Segment("DNA", (0, 1)), Segment("DNA", (3, 5))}]
     rep = score_segments(gold, pred)
-    assert (rep.hard.tp_pred, rep.hard.pred, rep.hard.tp, rep.hard.gold) == (0, 1, 1, 2)
+    assert (rep.hard.tp_pred, rep.hard.pred, rep.hard.tp, rep.hard.gold) == (1, 2, 1, 2)
     row = [x for x in rep.text().splitlines() if x.startswith("overlapping")][0]
-    assert row.endswith("(predicted: 0 of 1 correct; gold: 1 of 2 found)")
+    assert row.endswith("(predicted: 1 of 2 correct; gold: 1 of 2 found)")
     assert _check_rows(rep.text(), rep.to_json(), 1.0) == 4

@@ -227,8 +227,8 @@ def test_cli_resume_refuses_a_checkpoint_of_another_run(files, tmp_path, monkeyp
         assert main(base + extra + ["--resume"]) == 2, field
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "is of another run" in err[0] and f"{field}:" in err[0], err
-    assert main(base + ["--hash-bits", "11", "--resume"]) == 2     # another θ size
-    assert "does not fit" in capsys.readouterr().err
+    assert main(base + ["--hash-bits", "11", "--resume"]) == 2     # another θ size: named
+    assert "D: 4096 vs 2048 (--hash-bits 12 vs 11)" in capsys.readouterr().err
     assert main(base + ["--resume"]) == 0                           # the checkpoint is intact
     s = load_model(str(tmp_path / "m.npz")).settings              # as the trainer wrote it
     assert (s["iteration"], s["selected_epoch"], s["select"]) == (3, 3, "last")

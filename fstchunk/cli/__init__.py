@@ -15,7 +15,17 @@ or destination), an :class:`OSError` (a file that cannot be read or written) or 
 program with one line ``fstchunk COMMAND: error: ...`` on standard error, exit
 status 2; Ctrl-C ends it with one line (naming the checkpoint, when training),
 exit status 130, and SIGTERM (``kill``, a job scheduler's time limit) the same way
-with exit status 143: temporaries removed, a checkpoint written when training.
+with exit status 143: temporaries removed, a checkpoint written when training; so
+also during start-up (imports, parsing, model loading), before the command runs
+(``python -m fstchunk`` and the ``fstchunk`` script start in :mod:`fstchunk.__main__`,
+which imports nothing heavy first).
+
+Inputs: every file is read through :mod:`fstchunk.sources` under one
+:func:`~fstchunk.sources.held` for the whole command, so a pipe, a FIFO, process
+substitution (``<(...)``) or ``/dev/stdin`` gives exactly what the file gives, and
+``-`` names standard input (one input option at most).  ``-o -`` writes to standard
+output where the output is text (:data:`STDOUT_COMMANDS`); a model, a FAR or a drawing
+needs a file name.
 ``decode`` goes on past a sentence it cannot decode (one line naming its file:line, its
 lines tagged ``<error>``) and ends with exit status 1 when any did.  Anything else is a bug and shows its traceback.
 """
@@ -27,9 +37,9 @@ import importlib
 import signal
 import sys
 
-from .. import __version__
-from ..errors import FstchunkError, TrainingInterrupted
-from .common import HelpFormatter, refuse_overwriting_inputs
+from .. import __version__, sources
+from ..errors import FstchunkError, InputError, OutputError, TrainingInterrupted
+from .common import INPUT_OPTIONS, HelpFormatter, refuse_overwriting_inputs
 
 #: command -> (the module of .cli that defines it, its one-line help); a command's module
 #: is imported only when that command runs (or for ``--help``), so ``fstchunk eval``
@@ -91,22 +101,67 @@ def _command(argv: list[str]) -> str | None:
     return next((a for a in argv if a in COMMANDS), None)
 
 
+#: the commands whose ``-o -`` is standard output (their output is text)
+STDOUT_COMMANDS = ("decode", "select", "segment decode", "joint decode")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(_command(argv))
-    args, extra = parser.parse_known_args(argv)
+    terminated: list[int] = []
+    previous = _on_sigterm(terminated)
+    command = None
+    try:
+        with sources.held(stdin=True):      # every input read once (pipes, -)
+            parser = build_parser(_command(argv))
+            args, extra = parser.parse_known_args(argv)
+            command = _full_command(parser, args, extra)
+            return _run(args, command, terminated)
+    except KeyboardInterrupt:               # start-up: imports, parsing
+        how, code = ("terminated", 143) if terminated else ("interrupted", 130)
+        name = command or _command(argv)
+        print(f"fstchunk{' ' + name if name else ''}: {how}", file=sys.stderr)
+        return code
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _full_command(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                  extra: list[str]) -> str:
+    """The command's name with its action (``joint train``); ``extra`` arguments
+    refused or, for grammar, taken as names."""
     if extra:
         # argparse binds an optional-length positional before the options; names
         # given after them ("grammar export -o x.far validity") arrive here.
         if args.command != "grammar" or any(x.startswith("-") for x in extra):
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         args.names = list(args.names) + extra
-    command = args.command + (f" {args.joint_command}" if args.command == "joint" else
-                              f" {args.segment_command}" if args.command == "segment" else
-                              f" {args.import_command}" if args.command == "import" else "")
-    terminated: list[int] = []
-    previous = _on_sigterm(terminated)
+    return args.command + (f" {args.joint_command}" if args.command == "joint" else
+                           f" {args.segment_command}" if args.command == "segment" else
+                           f" {args.import_command}" if args.command == "import" else "")
+
+
+def _standard_streams(args: argparse.Namespace, command: str) -> None:
+    """``-o -``: standard output (None) for a text output, else one OutputError; more
+    than one input given as ``-`` (standard input): one InputError."""
+    if getattr(args, "output", None) == "-":
+        if command not in STDOUT_COMMANDS:
+            raise OutputError(f"-o -: fstchunk {command} writes a file (a model, a FAR or a "
+                              f"drawing), not text; give a file name (standard output is "
+                              f"for {', '.join(STDOUT_COMMANDS)})")
+        args.output = None
+    dashes = [n.upper() if n in ("file", "gold", "pred") or (
+              n == "model" and args.command == "import") else "--" + n.replace("_", "-")
+              for n in INPUT_OPTIONS if getattr(args, n, None) == sources.STDIN]
+    if len(dashes) > 1:
+        raise InputError(f"{' and '.join(dashes)} are all - (standard input), which can be "
+                         f"read as one input only; give the others as files")
+
+
+def _run(args: argparse.Namespace, command: str, terminated: list[int]) -> int:
+    """The command, its errors told on one line (module doc)."""
     try:
+        _standard_streams(args, command)
         refuse_overwriting_inputs(args, ("model",) if command.endswith("calibrate") else ())
         if args.command == "eval":          # no numpy there: no BLAS to limit
             return args.func(args)
@@ -126,9 +181,6 @@ def main(argv: list[str] | None = None) -> int:
     except (FstchunkError, OSError, RuntimeError) as e:
         print(f"fstchunk {command}: error: {e}", file=sys.stderr)
         return 2
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
 
 
 def _on_sigterm(terminated: list[int]):

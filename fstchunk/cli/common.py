@@ -127,10 +127,42 @@ class Given(argparse.Action):
                 | {self.dest})
 
 
+class GivenTrue(argparse._StoreTrueAction):
+    """``store_true``, noting that the flag was given (:func:`given`)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        super().__call__(parser, namespace, values, option_string)
+        setattr(namespace, "given_options", getattr(namespace, "given_options", set())
+                | {self.dest})
+
+
 def given(args: argparse.Namespace, dest: str) -> bool:
     """Whether the option stored in ``dest`` was given on the command line (options
     added with ``action=Given``)."""
     return dest in getattr(args, "given_options", set())
+
+
+def refuse_given(args: argparse.Namespace, dests, why: str) -> None:
+    """One InputError naming the first option of ``dests`` that was given (options added
+    with ``action=Given``/``GivenTrue``), and ``why`` it does not apply."""
+    for dest in dests:
+        if given(args, dest):
+            raise InputError(f"--{dest.replace('_', '-')}: {why}")
+
+
+def refuse_unread_objective_options(args: argparse.Namespace, objective: Any) -> None:
+    """train's ``--beta`` and ``--loss`` given where the objective does not read them
+    (``--beta``: the MEU objectives and the F loss; ``--loss``: max-margin): one
+    InputError naming the option."""
+    if given(args, "loss") and not objective.uses_loss:
+        raise InputError(f"--loss: --objective {objective.name} has no loss Δ (max-margin "
+                         f"reads it); drop --loss")
+    reads_beta = objective.uses_beta and (not objective.uses_loss or args.loss == "f")
+    if given(args, "beta") and not reads_beta:
+        how = (f"--objective {objective.name} --loss {args.loss}" if objective.uses_loss
+               else f"--objective {objective.name}")
+        raise InputError(f"--beta: {how} does not read β (the meu objectives and "
+                         f"max-margin's --loss f do); drop --beta")
 
 
 def warn(command: str, message: str) -> None:
@@ -143,10 +175,10 @@ def add_executor(p: argparse.ArgumentParser, work: str, auto: str | None = None)
     par = p.add_mutually_exclusive_group()
     default = (f"none: this process, or every usable core {auto}" if auto else
                "none or 1: this process")
-    par.add_argument("--workers", type=positive_int, default=None,
+    par.add_argument("--workers", type=positive_int, default=None, action=Given,
                      help=f"split {work} over N local processes ({default}; 1: this "
                           f"process)")
-    par.add_argument("--scheduler", default=None,
+    par.add_argument("--scheduler", default=None, action=Given,
                      help="a Dask cluster instead: tcp://HOST:PORT, or local:N to start N "
                           "worker processes here (needs fstchunk[dask])")
 
@@ -218,6 +250,50 @@ class Failures:
         return text
 
 
+#: what reads each model kind that a chain command (decode, expected, select, calibrate,
+#: train --init) cannot read
+OWN_COMMANDS = {"segment": "fstchunk segment decode (segment eval scores its output)"}
+
+
+def chain_model(model: Any, path: str, command: str) -> Any:
+    """``model``, if ``command`` reads tag lattices from it; one InputError naming the
+    file and the command that reads it otherwise (a segment model)."""
+    kind = getattr(model, "kind", None)
+    if kind in OWN_COMMANDS or not callable(getattr(model, "lattices", None)):
+        raise InputError(f"{path}: a {kind} model, which fstchunk {command} cannot read (it "
+                         f"reads models of tag sequences: crf, hmm, attribute-crf, joint); "
+                         f"use {OWN_COMMANDS.get(kind, 'the command of its kind')}")
+    return model
+
+
+def calibrate_command(model: Any, path: str) -> str:
+    """The command that calibrates ``model`` (read from ``path``) on held-out data."""
+    kind = getattr(model, "kind", None)
+    if kind == "joint":
+        return (f"fstchunk joint calibrate --model {path} --input HELDOUT -o {path} (or "
+                f"fstchunk joint train --calibrate HELDOUT)")
+    if kind == "attribute-crf":
+        return (f"fstchunk calibrate --model {path} --format crfsuite --input HELDOUT -o "
+                f"{path}, HELDOUT in CRFsuite's data format (or fstchunk train --format "
+                f"crfsuite --calibrate HELDOUT)")
+    return (f"fstchunk calibrate --model {path} --input HELDOUT -o {path} (or fstchunk train "
+            f"--calibrate HELDOUT)")
+
+
+def uncalibrated(error: Exception, model: Any, path: str) -> InputError:
+    """The error of ``train --calibrate`` after the model was written to ``path``."""
+    return InputError(f"{error}; the trained model was written to {path} without "
+                      f"calibration ({calibrate_command(model, path)} fits it later)")
+
+
+def require_probabilities(model: Any, path: str) -> None:
+    """The model's own refusal to read margins as probabilities (an uncalibrated
+    max-margin, perceptron or MMVP model), naming the command that calibrates it."""
+    require = getattr(model, "require_probabilities", None)
+    if require is not None:
+        require(fix=calibrate_command(model, path))
+
+
 def split_list(text: str, option: str) -> list[str]:
     """``"a,b"`` -> ``["a", "b"]``; empty items are an error naming the option."""
     items = [t.strip() for t in text.split(",")]
@@ -228,7 +304,7 @@ def split_list(text: str, option: str) -> list[str]:
 
 #: the options that name files a command reads
 INPUT_OPTIONS = ("file", "train", "dev", "input", "model", "init", "calibrate", "scores",
-                 "from_data")
+                 "from_data", "features", "gold", "pred")
 def refuse_overwriting_inputs(args: argparse.Namespace, may_overwrite: Iterable[str] = ()
                               ) -> None:
     """OutputError, before any work, when ``-o`` names a file the command reads (the

@@ -13,13 +13,15 @@ a chunk scheme; under ``none`` any label goes.
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import chain
 from typing import IO, Any, Iterable, Iterator
 
 from ..batch import Decoded
 from ..conll import Sentence
 from ..crfsuite.data import Sequence, iter_data
-from ..errors import InputError
+from ..errors import FstchunkError, InputError
 from ..gold import GoldReport, check_gold
+from ..layout import head
 from ..tagspace import UNCONSTRAINED, canonical
 from .common import Failures, warn
 
@@ -40,6 +42,42 @@ def refuse_kind(model: Any, path: str) -> None:
     if getattr(model, "kind", None) == KIND:
         raise InputError(f"{path}: an attribute CRF reads CRFsuite data, not CoNLL columns: "
                          f"give --format crfsuite and an input in CRFsuite's format")
+
+
+#: sequences without a known attribute told one by one; further ones are counted
+SHOWN = 3
+
+
+def known_attributes(seqs: Iterable[Sequence], model: Any, path: str, command: str
+                     ) -> Iterator[Sequence]:
+    """``seqs``, checked against the attributes ``model`` knows: InputError, before any
+    work, when none of the first sequences (about 1000 items) carries one (not this
+    model's data: a CoNLL file, other features); later, one warning per sequence that
+    carries none (its labels would come from the transitions alone; the first
+    :data:`SHOWN`, then a count after the last)."""
+    known = model.fmap.index
+    first, rest = head(seqs)
+    if first and not any(a in known for s in first for item in s.items for a in item):
+        items = sum(len(s) for s in first)
+        raise InputError(f"{first[0].where(0)}: none of the first {items} items of {path} "
+                         f"carries an attribute the model knows ({len(known)} attributes, "
+                         f"e.g. {next(iter(known), '-')!r}): not CRFsuite data of this "
+                         f"model's features (an attribute CRF reads LABEL<TAB>attr... lines "
+                         f"with the attributes it was trained on)")
+    blind, total = [], 0
+    for s in chain(first, rest):
+        total += 1
+        if not any(a in known for item in s.items for a in item):
+            blind.append(s.where(0))
+            if len(blind) <= SHOWN:
+                more = " (further ones are counted)" if len(blind) == SHOWN else ""
+                warn(command, f"{s.where(0)}: no item of this sequence ({len(s)} items) "
+                              f"carries an attribute the model knows: its labels come from "
+                              f"the transitions alone{more}")
+        yield s
+    if len(blind) > SHOWN:
+        warn(command, f"{len(blind)} of {total} sequences of {path} carry no attribute the "
+                      f"model knows (first at {blind[0]})")
 
 
 class SequenceModel:
@@ -126,8 +164,21 @@ def write_reference(results: Iterator[Decoded], out: IO[str], failed: Failures,
     return total
 
 
+def _calibrate(crf: Any, held: tuple[list, list], path: str) -> None:
+    t = crf.calibrate(held, source=path)
+    print(f"temperature {t:.6g} (maximum likelihood on {len(held[0])} sequences of {path})")
+
+
+def calibrate(crf: Any, path: str, on_invalid: str, command: str) -> None:
+    """``calibrate --format crfsuite``: the temperature of an attribute CRF fitted on the
+    held-out CRFsuite data at ``path``, its labels the gold in the model's scheme."""
+    seqs = known_attributes(gold_sequences(path, crf.scheme, on_invalid, command), crf, path,
+                            command)
+    _calibrate(crf, training_pairs(seqs, path), path)
+
+
 #: train's options that CRFsuite data has no use for (their defaults are allowed)
-NOT_FOR_CRFSUITE = ("columns", "features", "data_scheme", "min_count")
+NOT_FOR_CRFSUITE = ("columns", "features", "data_scheme", "min_count", "partial")
 
 
 def run_train(args: Any) -> int:
@@ -145,7 +196,7 @@ def run_train(args: Any) -> int:
     from ..models import maxmargin as mm
     from ..models.attribute_crf import AttributeCRF
     from ..outputs import check_output
-    from .common import executor_of, given
+    from .common import executor_of, given, refuse_unread_objective_options, uncalibrated
     check_output(args.output)
     for name in NOT_FOR_CRFSUITE:
         if given(args, name):
@@ -154,6 +205,7 @@ def run_train(args: Any) -> int:
     if args.model_type != "crf":
         raise InputError("--model-type hmm reads CoNLL files; --format crfsuite trains an "
                          "attribute CRF")
+    refuse_unread_objective_options(args, lo.objective(args.objective))
     if args.init:
         crf = load_model(args.init)
         require_kind(crf, args.init, "train --format crfsuite --init")
@@ -187,9 +239,10 @@ def run_train(args: Any) -> int:
                 executor=ex)
     crf.settings.update(train=args.train, dev=args.dev, init=args.init)
     if held is not None:
-        t = crf.calibrate(held, source=args.calibrate)
-        print(f"temperature {t:.6g} (maximum likelihood on {len(held[0])} sequences of "
-              f"{args.calibrate})")
+        try:
+            _calibrate(crf, held, args.calibrate)
+        except FstchunkError as e:            # the trained model is on disk: say so
+            raise uncalibrated(e, crf, args.output) from e
     crf.save(args.output)
     print(f"wrote {args.output}: scheme {crf.scheme}, {crf.L} labels, {len(crf.fmap)} "
           f"attributes, {crf.P} state features")

@@ -58,8 +58,10 @@ from ..models.io import read_metadata
 from ..scorefile import open_scores
 from ..outputs import atomic_write, check_output
 from .common import (BETA_HELP, Failures, HelpFormatter, add_executor, beta_option,
-                     executor_of, memory_size, positive_int)
-from .crfsuite_format import KIND, SequenceModel, refuse_kind, require_kind, write_reference
+                     chain_model, executor_of, memory_size, positive_int,
+                     require_probabilities)
+from .crfsuite_format import (KIND, SequenceModel, known_attributes, refuse_kind, require_kind,
+                              write_reference)
 from .decode_formats import thresholded, write_html, write_jsonl, write_tag_column
 from .inputs import (add_columns, arranged, delimiter_arg, iter_input, layout_input,
                      no_sentences)
@@ -154,6 +156,9 @@ def run_decode(args: argparse.Namespace) -> int:
     else:
         model, items, word = _model_input(args)
     scheme = args.output_scheme or output_scheme(model)
+    if args.model and (args.decoder != "map" or args.format not in ("conll", "crfsuite")
+                       or args.min_confidence > 0):
+        require_probabilities(model, args.model)     # margins: the calibrating command
     with executor_of(args) as ex:
         results = thresholded(iter_decode_sentences(
             model, items, dec, output_scheme=scheme, executor=ex,
@@ -182,7 +187,7 @@ def _model_input(args: argparse.Namespace) -> tuple:
                          "(--output-scheme sets the output's)")
     if args.input is None:
         raise InputError("--model needs --input, the CoNLL file to tag")
-    model = load_model(args.model)
+    model = chain_model(load_model(args.model), args.model, "decode")
     if args.format == "crfsuite" or getattr(model, "kind", None) == KIND:
         if args.format == "conll":
             refuse_kind(model, args.model)
@@ -190,7 +195,8 @@ def _model_input(args: argparse.Namespace) -> tuple:
         if args.columns is not None or args.delimiter is not None:
             raise InputError("--columns and --delimiter are for CoNLL inputs; CRFsuite data "
                              "has one label and tab-separated attributes per line")
-        return SequenceModel(model), iter_data(args.input), 0
+        return SequenceModel(model), known_attributes(iter_data(args.input), model,
+                                                      args.input, "decode"), 0
     checked = layout_input(iter_input(args.input, args.delimiter), model, args.model,
                            args.columns, "decode")
     move = checked.arrangement

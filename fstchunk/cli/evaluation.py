@@ -8,11 +8,11 @@ conlleval.pl does (benchmarks/RESULTS.md, "Front door").
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..crfsuite.evaluation import evaluate, read_reference
 from ..errors import InputError
+from ..outputs import json_text
 from ..scoring import evaluate_file
 from .common import BETA_HELP, HelpFormatter, beta_option, warn
 
@@ -62,7 +62,7 @@ def _run_crfsuite(args: argparse.Namespace) -> int:
                           match=rep.match[y], model=rep.model[y], ref=rep.ref[y])
                   for y in rep.labels}
         p, r, f = rep.macro()
-        sys.stdout.write(json.dumps({"labels": labels, "macro": {"precision": p, "recall": r,
+        sys.stdout.write(json_text({"labels": labels, "macro": {"precision": p, "recall": r,
                                                                  "f1": f},
                                      "items": rep.items, "items_correct": rep.items_correct,
                                      "instances": rep.instances,

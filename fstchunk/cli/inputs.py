@@ -13,6 +13,7 @@ import argparse
 from itertools import chain
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
+from .. import sources
 from ..columns import Columns
 from ..conll import Sentence, iter_conll, read_conll
 from ..errors import InputError
@@ -60,7 +61,7 @@ def delimiter_arg(text: str) -> str:
 
 
 def no_sentences(path: str) -> InputError:
-    return InputError(f"{path}: no sentences (an empty file, or only blank and "
+    return InputError(f"{sources.name(path)}: no sentences (an empty file, or only blank and "
                       f"-DOCSTART- lines)")
 
 

@@ -25,7 +25,6 @@ algorithm, λ, kind, ``--collapse-pos``, ``--np-only``, columns, training file,
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from contextlib import closing
 
@@ -37,11 +36,12 @@ from ..layout import Layout
 from ..learn.loop import SELECT, Trainer, file_digest
 from ..models import joint as J
 from ..models.joint.train import ALGORITHMS, DEFAULT_L2, default_l2
-from ..outputs import atomic_write, check_output
+from ..outputs import atomic_write, check_output, json_text
 from ..parallel import usable_cores
 from ..scale import LocalExecutor
 from .common import (BETA_HELP, HelpFormatter, add_executor, add_on_invalid, beta_option,
-                     executor_of, nonnegative_float, nonnegative_int, positive_int)
+                     executor_of, nonnegative_float, nonnegative_int, positive_int,
+                     require_probabilities)
 from .inputs import (columns_spec, iter_input, layout_input, no_sentences, read_gold,
                      read_input, warn_unread, warn_unrecorded)
 
@@ -262,6 +262,8 @@ def run_decode(args: argparse.Namespace) -> int:
     if args.output:
         check_output(args.output)
     model = J.JointModel.load(args.model)
+    if args.decoder != "map":
+        require_probabilities(model, args.model)     # margins: the calibrating command
     cols = _model_columns(model, args.columns, args.input, args.model, "joint decode",
                           bool(args.json))
     raw = read_input(args.input)
@@ -273,7 +275,7 @@ def run_decode(args: argparse.Namespace) -> int:
                      model.settings.get("np_only", False), gold=bool(args.json))
     pos, chunks = J.predict(model, data, dec)
     if args.json:
-        text = json.dumps(J.scores(data, pos, chunks), indent=2) + "\n"
+        text = json_text(J.scores(data, pos, chunks), indent=2) + "\n"
         rows = None
     else:
         rows = [[r + [p, c] for r, p, c in zip(s.rows, ps, cs)]

@@ -5,7 +5,6 @@ under an attribute CRF, its labels the fixed sequence."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from itertools import chain
 from typing import Any, Iterator, NamedTuple
@@ -17,13 +16,15 @@ from ..expected import expected_f
 from ..grammars import budget
 from ..models import load_model
 from ..models.io import read_metadata
+from ..outputs import json_text
 from ..scorefile import load_lattices
 from ..batch import SENTENCE_ERRORS, block_lattices, map_blocks, sentence_error
 from .common import (BETA_HELP, Failures, HelpFormatter, add_executor, add_on_invalid,
-                     beta_option, executor_of)
+                     beta_option, chain_model, executor_of, require_probabilities)
 from .inputs import arranged, columns_spec, iter_gold, layout_input, read_gold
 from .grammar import add_state_budget
-from .crfsuite_format import SequenceModel, gold_sequences, refuse_kind, require_kind
+from .crfsuite_format import (SequenceModel, gold_sequences, known_attributes, refuse_kind,
+                              require_kind)
 from ..crfsuite.data import Sequence
 from ..tagspace import UNCONSTRAINED, canonical
 
@@ -73,10 +74,8 @@ def _scored(args: argparse.Namespace, ex) -> Iterator[tuple]:
     if (args.scores is None) == (args.model is None):
         raise InputError("give exactly one of --model MODEL or --scores NPZ")
     if args.model:
-        model = load_model(args.model)
-        require = getattr(model, "require_probabilities", None)   # perceptron/MMVP scores
-        if require is not None:
-            require()
+        model = chain_model(load_model(args.model), args.model, "expected")
+        require_probabilities(model, args.model)     # margins: the calibrating command
         if args.format == "crfsuite":
             job, sents = _crfsuite_job(args, model)
         else:
@@ -140,7 +139,8 @@ def _crfsuite_job(args: argparse.Namespace, model) -> tuple:
                          f"to expect; import or train it with its chunk scheme")
     job = _Job(SequenceModel(model), None, -1, args.scheme, args.direction, args.beta,
                args.method, args.state_budget)
-    return job, gold_sequences(args.file, args.scheme, args.on_invalid, "expected")
+    return job, known_attributes(gold_sequences(args.file, args.scheme, args.on_invalid,
+                                                "expected"), model, args.file, "expected")
 
 
 def _row(job: _Job, s, lat) -> dict | BaseException:
@@ -187,7 +187,7 @@ def _run_expected(args: argparse.Namespace, ex) -> int:
             failed.add(s.where(0), k, len(s), r, "no expectations")
             r = {"sentence": k, "line": s.lines[0], "tokens": len(s),
                  "error": Failures.reason(r)}
-            out.write((("," if k else "") + "\n    " + json.dumps(r)) if args.json else
+            out.write((("," if k else "") + "\n    " + json_text(r)) if args.json else
                       f"{k:>5} {s.lines[0]:>7} {len(s):>4} error: {r['error']}\n")
             continue
         r = {"sentence": k, **r}
@@ -196,22 +196,27 @@ def _run_expected(args: argparse.Namespace, ex) -> int:
         sum_f += r["f"]
         n += 1
         if args.json:
-            out.write(("," if k else "") + "\n    " + json.dumps(r))
+            out.write(("," if k else "") + "\n    " + json_text(r))
         else:
             out.write(f"{r['sentence']:>5} {r['line']:>7} {r['tokens']:>4} {r['tp']:8.4f} "
                       f"{r['m_hyp']:8.4f} {r['m_ref']:8.4f} {r['precision']:7.4f} "
                       f"{r['recall']:7.4f} {r['f']:7.4f}\n")
-    mean_f = sum_f / n if n else float("nan")
-    corpus_f = f_beta(tot["tp"], tot["m_hyp"], tot["m_ref"], args.beta)
+    # over the scored sentences only; none scored: no figure (null), not 0/0 := 1
+    mean_f = sum_f / n if n else None
+    corpus_f = f_beta(tot["tp"], tot["m_hyp"], tot["m_ref"], args.beta) if n else None
     summary = {"sentences": n, "failed": len(failed.where), "direction": args.direction,
                "beta": args.beta, "expected_tp": tot["tp"], "expected_m_hyp": tot["m_hyp"],
                "expected_m_ref": tot["m_ref"], "mean_sentence_expected_f": mean_f,
                "corpus_f_of_expectations": corpus_f}
     if args.json:
-        out.write('\n  ],\n  "summary": ' + json.dumps(summary, indent=2).replace("\n", "\n  ")
+        out.write('\n  ],\n  "summary": ' + json_text(summary, indent=2).replace("\n", "\n  ")
                   + "\n}\n")
+    elif not n:
+        print(f"no sentence scored ({len(failed.where)} not scored): no mean E[F_{args.beta:g}] "
+              f"and no corpus F ({args.direction} direction)")
     else:
-        skipped = f", {len(failed.where)} not scored" if failed.where else ""
+        skipped = (f", {len(failed.where)} not scored (left out of both figures)"
+                   if failed.where else "")
         print(f"mean per-sentence E[F_{args.beta:g}] = {mean_f:.6f} over {n} sentences"
               f"{skipped}; corpus F of expected counts = {corpus_f:.6f} ({args.direction} "
               f"direction)")

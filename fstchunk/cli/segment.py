@@ -30,7 +30,6 @@ name how it was decided.  Sentences are paired in order and must have the same t
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from itertools import tee
 
@@ -39,7 +38,7 @@ import sys
 from ..decoders import decoder as get_decoder
 from ..errors import InputError
 from ..models import load_model
-from ..outputs import atomic_write, check_output
+from ..outputs import atomic_write, check_output, json_text
 from ..batch import map_blocks
 from ..segments.data import (FORMATS, detect_format, iter_segments, paired, read_segments,
                              write_conll_predictions, write_jsonl)
@@ -163,7 +162,7 @@ def run_eval(args: argparse.Namespace) -> int:
     pred = read_segments(args.pred, fmt=args.format)
     paired(gold, pred, args.gold, args.pred)
     report = score_segments([s.segments for s in gold], [s.segments for s in pred], args.beta)
-    print(json.dumps(report.to_json(), indent=2) if args.json else report.text())
+    print(json_text(report.to_json(), indent=2) if args.json else report.text())
     return 0
 
 

@@ -35,9 +35,11 @@ from ..models.hmm import HMM
 from ..outputs import check_output
 from ..learn import objectives as lo
 from ..learn.loop import SELECT, file_digest
-from .common import (Given, HelpFormatter, add_executor, add_on_invalid, executor_of, given,
-                     nonnegative_float, nonnegative_int, positive_float, positive_int,
-                     training_beta_option, warn)
+from .common import (Given, GivenTrue, HelpFormatter, add_executor, add_on_invalid,
+                     chain_model, executor_of, given, nonnegative_float, nonnegative_int,
+                     positive_float, positive_int, refuse_given,
+                     refuse_unread_objective_options, training_beta_option, uncalibrated,
+                     warn)
 from . import crfsuite_format
 from .inputs import add_columns, iter_input, layout_input, no_sentences, read_gold, warn_unread
 
@@ -53,7 +55,7 @@ def add_parsers(sub) -> None:
                         "--features, or CRFsuite's data format (LABEL<TAB>attr[:value]..., "
                         "an attribute CRF over those attributes; --scheme none: any labels, "
                         "not given: detected; docs/howto/crfsuite.md)")
-    p.add_argument("--dev", default=None,
+    p.add_argument("--dev", action=Given, default=None,
                    help="CoNLL file (same columns) for the dev F in the progress line and "
                         "--select dev")
     add_columns(p)
@@ -63,34 +65,37 @@ def add_parsers(sub) -> None:
                         "no POS column: " + ", ".join(TEMPLATES) + ") or a template file "
                         "(CRF++'s syntax, U and B lines, %%x[row,col]; docs/howto/"
                         "templates.md); with --init: the init model's")
-    p.add_argument("--objective", default=lo.ML.name, choices=lo.names(CRF_OBJECTIVES),
+    p.add_argument("--objective", action=Given, default=lo.ML.name,
+                   choices=lo.names(CRF_OBJECTIVES),
                    help="what training minimises, a mean per sentence plus λ‖θ‖² where it "
                         "has a λ: " + lo.help_text(CRF_OBJECTIVES) + "; meu costs "
                         "O(n·L²·W) time and O(√n·L·W + n·L²) memory per sentence of n "
                         "tokens, L tags and W ≤ n + 1 likely chunk counts; the margin "
                         "objectives' scores are not probabilities (MEU needs --calibrate)")
-    p.add_argument("--loss", default="hamming", choices=mm.LOSSES,
+    p.add_argument("--loss", action=Given, default="hamming", choices=mm.LOSSES,
                    help="max-margin's Δ: per-token Hamming loss, or f: 1 - F_β(y | gold)")
-    p.add_argument("--beta", type=training_beta_option, default=1.0,
+    p.add_argument("--beta", action=Given, type=training_beta_option, default=1.0,
                    help="the standard β of the MEU objectives' and --loss f's F_β = "
                         "(1+β²)PR/(β²P+R) (β > 1 favours recall); > 0: at 0 (precision) the "
                         "tagging without chunks would win")
     reg = p.add_mutually_exclusive_group()
-    reg.add_argument("--l2", type=nonnegative_float, default=None,
+    reg.add_argument("--l2", action=Given, type=nonnegative_float, default=None,
                      help=f"λ of the penalty λ‖θ‖² (none: the objective's default: {l2})")
-    reg.add_argument("--C", type=positive_float, default=None,
+    reg.add_argument("--C", action=Given, type=positive_float, default=None,
                      help="max-margin only: C of ½‖θ‖² + C Σ_i hinge_i, i.e. λ = 1/(2·C·N) "
                           "for N training sentences (none: from --l2)")
-    p.add_argument("--tol", type=nonnegative_float, default=None,
+    p.add_argument("--tol", action=Given, type=nonnegative_float, default=None,
                    help="stopping tolerance: max-margin's duality gap (absolute; none: "
                         f"{lo.MAX_MARGIN.default_tol:g}), else L-BFGS-B's gradient "
                         f"tolerance (none: {lo.ML.default_tol:g})")
-    p.add_argument("--init", default=None,
+    p.add_argument("--init", action=Given, default=None,
                    help="start from this saved CRF (e.g. the ML one): its scheme, features, "
                         "columns and min-count, which explicit options must not contradict")
     p.add_argument("-o", "--output", required=True, help="model file to write (.npz)")
     p.add_argument("--model-type", default="crf", choices=("crf", "hmm"),
-                   help="linear-chain CRF or counting HMM")
+                   help="linear-chain CRF or counting HMM (which reads --train, --columns, "
+                        "--scheme, --data-scheme, --min-count and --on-invalid; the other "
+                        "options are refused)")
     p.add_argument("--scheme", default="IOB2", action=Given,
                    help="scheme the model tags in (with --init: the init model's)")
     p.add_argument("--data-scheme", default="IOB2", action=Given,
@@ -98,26 +103,27 @@ def add_parsers(sub) -> None:
                         "training data scheme where it records one)")
     p.add_argument("--min-count", type=positive_int, default=1, action=Given,
                    help="drop feature strings seen fewer times (with --init: the init "
-                        "model's)")
-    p.add_argument("--max-iter", type=positive_int, default=150,
+                        f"model's; --model-type hmm: words seen fewer times are read as "
+                        f"their shape class, not given: {HMM().settings['min_count']})")
+    p.add_argument("--max-iter", action=Given, type=positive_int, default=150,
                    help="L-BFGS iterations (max-margin, perceptron: passes over the "
                         "training set)")
-    p.add_argument("--dev-every", type=nonnegative_int, default=10,
+    p.add_argument("--dev-every", action=Given, type=nonnegative_int, default=10,
                    help="dev F every K iterations (0: only at the end)")
-    p.add_argument("--select", choices=SELECT, default="last",
+    p.add_argument("--select", action=Given, choices=SELECT, default="last",
                    help="the model kept: the last iterate, or (with --dev) the one of the "
                         "best dev F among those measured (every --dev-every and the last)")
-    p.add_argument("--checkpoint-every", type=nonnegative_int, default=10,
+    p.add_argument("--checkpoint-every", action=Given, type=nonnegative_int, default=10,
                    help="save OUTPUT.ckpt every K iterations (0: never)")
-    p.add_argument("--resume", action="store_true",
+    p.add_argument("--resume", action=GivenTrue,
                    help="continue from OUTPUT.ckpt (refused if its settings differ)")
     add_executor(p, "the training set (each objective evaluation)",
                  "for " + ", ".join(o.name for o in CRF_OBJECTIVES if o.spread_by_default))
-    p.add_argument("--calibrate", metavar="HELDOUT", default=None,
+    p.add_argument("--calibrate", action=Given, metavar="HELDOUT", default=None,
                    help="after training, fit the temperature T of p(y|x) ∝ exp(score/T) on "
                         "these held-out CoNLL sentences (same columns; not the training "
                         "set): what MEU decoding of a max-margin model needs")
-    p.add_argument("--partial", action="store_true",
+    p.add_argument("--partial", action=GivenTrue,
                    help="read the tag column as partial annotation: ? (any tag), sets "
                         "B-PER|I-PER|O, *-PER (any tag of type PER), B-* (a chunk of unknown "
                         "type), O! (outside every chunk), and '# annotated: PER,LOC' lines "
@@ -132,10 +138,18 @@ def add_parsers(sub) -> None:
                        help="fit a CRF's temperature on held-out sentences (maximum "
                             "likelihood), so that MEU decoding reads a max-margin model's "
                             "scores as probabilities")
-    p.add_argument("--model", required=True, help="a saved CRF (fstchunk train)")
+    p.add_argument("--model", required=True,
+                   help="a saved CRF (fstchunk train) or attribute CRF (train --format "
+                        "crfsuite, fstchunk import crfsuite)")
     p.add_argument("--input", required=True,
-                   help="held-out CoNLL file with gold tags, in the model's columns")
-    p.add_argument("--data-scheme", default="IOB2", help="scheme of the file's tag column")
+                   help="held-out file with gold tags: CoNLL in the model's columns, or "
+                        "CRFsuite data for an attribute CRF")
+    p.add_argument("--format", choices=("conll", "crfsuite"), default=None,
+                   help="of --input: CoNLL columns (a CRF), or CRFsuite's data format (an "
+                        "attribute CRF, its labels the gold); none: the one the model reads")
+    p.add_argument("--data-scheme", default="IOB2", action=Given,
+                   help="scheme of the file's tag column (CoNLL; CRFsuite labels are in the "
+                        "model's scheme)")
     p.add_argument("-o", "--output", required=True,
                    help="calibrated model file to write (may be --model itself)")
     add_on_invalid(p)
@@ -153,14 +167,21 @@ def feature_template(text: str) -> str:
     return text
 
 
+#: train's options the counting HMM does not read (refused when given)
+HMM_UNREAD = ("features", "objective", "loss", "beta", "l2", "C", "tol", "init", "dev",
+              "max_iter", "dev_every", "select", "checkpoint_every", "resume", "workers",
+              "scheduler", "calibrate", "partial")
+
+
 def run_train(args: argparse.Namespace) -> int:
     if args.format == "crfsuite":
         return crfsuite_format.run_train(args)
     check_output(args.output)
-    if args.model_type == "hmm" and (lo.objective(args.objective) is not lo.ML or args.init
-                                     or args.resume or args.calibrate):
-        raise InputError("--model-type hmm is estimated by counting: --objective, --init, "
-                         "--resume and --calibrate apply to the CRF only")
+    if args.model_type == "hmm":
+        refuse_given(args, HMM_UNREAD, "--model-type hmm is estimated by counting and does "
+                     "not read it (it reads --train, --columns, --scheme, --data-scheme, "
+                     "--min-count and --on-invalid); drop it or train a CRF")
+    refuse_unread_objective_options(args, lo.objective(args.objective))
     if args.partial and (args.model_type == "hmm"
                          or lo.objective(args.objective) is not lo.ML):
         raise InputError(f"--partial trains a CRF by --objective {lo.ML.name} (the marginal "
@@ -184,7 +205,9 @@ def run_train(args: argparse.Namespace) -> int:
              read_gold(args.train, data_scheme, cols.tag, args.on_invalid, "train"))
     plain = [getattr(s, "sentence", s) for s in train]
     if args.model_type == "hmm":
-        model = HMM(scheme=args.scheme, columns=cols).fit(train, data_scheme=data_scheme)
+        counts = {"min_count": args.min_count} if given(args, "min_count") else {}
+        model = HMM(scheme=args.scheme, columns=cols, **counts).fit(train,
+                                                                   data_scheme=data_scheme)
         warn_unread(args.columns, model.columns, train, "train")
         model.save(args.output)
         print(f"wrote {args.output}")
@@ -212,6 +235,7 @@ def run_train(args: argparse.Namespace) -> int:
                 "init": args.init}
     if args.partial:             # recorded only when set: older checkpoints stay resumable
         identity["partial"] = True
+    identity["min_count"] = crf.settings.get("min_count", 1)   # older ones: 1 (loop.ABSENT)
     l2 = args.l2
     if args.C is not None:
         if not lo.objective(args.objective).needs_l2:
@@ -230,9 +254,7 @@ def run_train(args: argparse.Namespace) -> int:
         try:
             _calibrate(crf, heldout, args.calibrate, data_scheme)
         except FstchunkError as e:            # the trained model is on disk: say so
-            raise InputError(f"{e}; the trained model was written to {args.output} without "
-                          f"calibration (fstchunk calibrate --model {args.output} --input "
-                          f"HELDOUT -o {args.output} fits it later)") from e
+            raise uncalibrated(e, crf, args.output) from e
         crf.save(args.output)
     print(f"wrote {args.output}")
     return 0
@@ -299,11 +321,22 @@ def _calibrate(crf: CRF, held: list, path: str, data_scheme: str) -> None:
 
 def run_calibrate(args: argparse.Namespace) -> int:
     check_output(args.output)
-    model = load_model(args.model)
+    model = chain_model(load_model(args.model), args.model, "calibrate")
+    fmt = args.format or ("crfsuite" if model.kind == crfsuite_format.KIND else "conll")
+    if fmt == "crfsuite":
+        crfsuite_format.require_kind(model, args.model, "calibrate --format crfsuite")
+        if given(args, "data_scheme"):
+            raise InputError(f"--data-scheme is for CoNLL files; the labels of CRFsuite data "
+                             f"are read in the model's scheme ({model.scheme})")
+        crfsuite_format.calibrate(model, args.input, args.on_invalid, "calibrate")
+        model.save(args.output)
+        print(f"wrote {args.output}")
+        return 0
+    crfsuite_format.refuse_kind(model, args.model)
     if not isinstance(model, CRF):
         hint = " (a joint model: fstchunk joint calibrate)" if model.kind == "joint" else ""
         raise InputError(f"{args.model}: a {model.kind} model; calibrate fits a CRF's "
-                         f"temperature{hint}")
+                         f"temperature (or an attribute CRF's){hint}")
     layout_input(iter_input(args.input), model, args.model, None, "calibrate", need_tag=True,
                  fix="give calibrate a held-out file in that layout")
     held = read_gold(args.input, args.data_scheme, model.columns.tag, args.on_invalid,

@@ -23,7 +23,8 @@ Where CRFsuite reads something surprising, fstchunk refuses it with one
 or name with an unescaped second ``:`` (CRFsuite would split it silently), a
 value that is not a number (CRFsuite's ``atof`` reads it as 0), a line of tabs only
 (CRFsuite drops it without a word), a line starting with a tab (CRFsuite would take
-its first attribute as the label).  An attribute named
+its first attribute as the label), a line without a tab whose label holds a space
+(space-separated columns, which CRFsuite would read as one label without attributes).  An attribute named
 twice in one item counts twice (CRFsuite sums its items' values), so
 :attr:`Sequence.items` holds the summed value.
 """
@@ -125,6 +126,12 @@ def iter_data(path_or_file) -> Iterator[Sequence]:
         if line.startswith("\t"):
             raise InputError(f"{where}: the line starts with a tab: no label (CRFsuite "
                              f"would take {fields[0]!r} as the label)")
+        if len(fields) == 1 and " " in line.strip():
+            raise InputError(f"{where}: no tab on the line, and its label {line.strip()!r} "
+                             f"holds spaces: CRFsuite data separates the label and each "
+                             f"attribute by a tab (space-separated columns — a CoNLL file, "
+                             f"or CRFsuite data whose tabs became spaces — would be read as "
+                             f"one label without attributes)")
         label, value = _split(fields[0], where)
         if label.startswith("@"):
             if label != "@weight" or seq.items or len(fields) > 1:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import sources
 from ..errors import ModelFileError
 
 HEADER = struct.Struct("<4sI4s9I")
@@ -149,10 +150,13 @@ def read_model(path: str | os.PathLike) -> CRFsuiteModel:
     the file and the byte offset of the first inconsistency."""
     name = os.fspath(path)
     try:
-        with open(name, "rb") as fh:
-            data = fh.read()
+        data = sources.read_bytes(name)
     except OSError as e:
         raise ModelFileError(f"{name}: cannot read the CRFsuite model ({e.strerror})") from None
+    if data[:4] == b"PK\x03\x04":
+        raise ModelFileError(f"{name}: a zip archive (an fstchunk model file, .npz?), not a "
+                             f"CRFsuite model file: an fstchunk model needs no import; give it "
+                             f"as --model (fstchunk.load_model)")
     buf = _Buffer(name, data)
     (magic, size, mtype, version, n_feat, n_labels, n_attrs, off_feat, off_labels, off_attrs,
      off_lrefs, off_arefs) = buf.unpack(HEADER, 0, "the file header")

@@ -50,6 +50,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
+from .. import sources
 from ..errors import InputError, ModelFileError, TrainingInterrupted
 from ..fbeta import STANDARD, check_beta
 from ..outputs import atomic_path, check_output
@@ -100,7 +101,7 @@ def file_digest(path) -> str:
     checkpoint.  InputError naming the file if it cannot be read."""
     h = hashlib.sha256()
     try:
-        with open(path, "rb") as f:
+        with sources.open_binary(path) as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 h.update(block)
     except OSError as e:
@@ -223,7 +224,7 @@ class Trainer:
             model.theta = theta.copy()
             if self.dev and self.dev_every and k % self.dev_every == 0:
                 self._dev(model, state, k)
-            dev = {"dev_f": f"{state['dev_f']:.2f}"} if self.dev else {}   # no dev: no column
+            dev = {"dev_f": _figure(state["dev_f"])} if self.dev else {}   # no dev: no column
             bar.set_postfix(objective=f"{value:.6g}", **shown, **dev, refresh=False)
             bar.update(1)
             if self.checkpoint and self.checkpoint_every and k % self.checkpoint_every == 0:
@@ -260,7 +261,7 @@ class Trainer:
                 self._dev(model, state, done + nit)
                 self._keep(model, state)
                 model.settings["dev_f"] = state["dev_f"]
-                self.log(f"dev F = {model.settings['dev_f']:.2f}")
+                self.log(f"dev F = {_figure(state['dev_f'])}")
             if self.output:
                 model.save(self.output)
         except KeyboardInterrupt:
@@ -289,6 +290,12 @@ class Trainer:
         if self.select == "dev" and (best is None or f > best[0]):
             state["best"] = (f, k, model.theta.copy())
 
+    def _misfit(self, saved: Learnable, model: Learnable) -> ModelFileError:
+        return ModelFileError(f"{self.checkpoint}: checkpoint does not fit this run: its "
+                              f"{np.size(saved.theta)} weights, this run's "
+                              f"{np.size(model.theta)} (the training data gives other "
+                              f"features)")
+
     def _keep(self, model: Learnable, state: dict) -> None:
         """``select="dev"``: the θ of the best dev F (the last θ when it is the best)."""
         if self.select != "dev" or state["best"] is None:
@@ -309,18 +316,21 @@ class Trainer:
         if not os.path.isfile(self.checkpoint):
             raise InputError(f"--resume: no checkpoint at {self.checkpoint}")
         saved = type(model).load(self.checkpoint)
-        if np.shape(saved.theta) != np.shape(model.theta):
-            raise ModelFileError(f"{self.checkpoint}: checkpoint does not fit this training "
-                                 f"set's features")
         recorded = saved.settings.get("run")
+        fits = np.shape(saved.theta) == np.shape(model.theta)
+        if not isinstance(recorded, dict) and not fits:        # no run's checkpoint at all
+            raise self._misfit(saved, model)
         recorded = recorded if isinstance(recorded, dict) else {}
         now = self.run
-        differ = [f"{key}: {_shown(recorded, key)} vs {_shown(now, key)}"
+        recorded = {**{k: v for k, v in ABSENT.items() if k in now}, **recorded}
+        differ = [_difference(key, recorded, now)
                   for key in list(now) + [k for k in recorded if k not in now]
                   if recorded.get(key, _MISSING) != now.get(key, _MISSING)]
-        if differ:
+        if differ:                   # before the sizes: name the setting, not its effect
             raise InputError(f"--resume: checkpoint {self.checkpoint} is of another run "
                              f"(checkpoint vs now): {'; '.join(differ)}")
+        if not fits:
+            raise self._misfit(saved, model)
         done = int(saved.settings.get("iteration", 0))
         model.theta = saved.theta.copy()
         model.settings["train_seconds"] = float(saved.settings.get("train_seconds", 0.0))
@@ -346,5 +356,39 @@ class Trainer:
 _MISSING = object()
 
 
+def _figure(f: float) -> str:
+    """A dev F as the progress line shows it: two decimals, ``-`` until there is one
+    (before the first measurement; a dev set with nothing to measure)."""
+    return f"{f:.2f}" if math.isfinite(f) else "-"
+
+
+#: run fields added after checkpoints recorded runs: their value in a checkpoint without them
+ABSENT = {"min_count": 1}
+
+#: the option that sets each run field a resume compares (named when it differs)
+OPTIONS = {
+    "objective": "--objective", "l2": "--l2", "beta": "--beta", "loss": "--loss",
+    "select": "--select", "scheme": "--scheme", "template": "--features",
+    "columns": "--columns", "train_sha256": "--train: the file's content",
+    "dev_sha256": "--dev: the file's content", "init": "--init", "partial": "--partial",
+    "min_count": "--min-count", "format": "--format", "D": "--hash-bits", "features": "--predicates",
+    "max_gap": "--max-gap", "restrictions": "--restrict", "seed": "--seed",
+    "average": "--no-average", "threshold": "--threshold", "kind": "--kind",
+    "types": "the --train file's segment types", "collapse_pos": "--collapse-pos",
+    "np_only": "--np-only", "sentences": "--sentences",
+}
+
+
 def _shown(record: dict, key: str) -> str:
     return repr(record[key]) if key in record else "(not recorded)"
+
+
+def _difference(key: str, recorded: dict, now: dict) -> str:
+    """One differing field of a resume, both values and the option that sets it."""
+    option = OPTIONS.get(key)
+    if key == "D":                           # 2**bits buckets: as --hash-bits gives them
+        bits = [f"{v.bit_length() - 1}" if isinstance(v, int) and v > 0 else "?"
+                for v in (recorded.get(key), now.get(key))]
+        option = f"--hash-bits {bits[0]} vs {bits[1]}"
+    return (f"{key}: {_shown(recorded, key)} vs {_shown(now, key)}"
+            + (f" ({option})" if option else ""))

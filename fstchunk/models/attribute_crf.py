@@ -126,6 +126,8 @@ class AttributeCRF(Calibrated, PairChain):
 
     kind: ClassVar[str] = "attribute-crf"
     objectives = ATTRIBUTE_OBJECTIVES
+    CALIBRATE_CALL = ("crf.calibrate(X_heldout, y_heldout) (fstchunk.sklearn.CRF; an "
+                      "AttributeCRF itself: model.calibrate((X_heldout, y_heldout)))")
 
     def __init__(self, scheme: str | None = "auto", *, min_freq: float = 0.0,
                  all_possible_states: bool = False, all_possible_transitions: bool = False,

@@ -43,16 +43,19 @@ class Calibrated:
         trained = lo.OBJECTIVES.get(name)
         return trained is None or trained.probabilistic or "temperature" in self.settings
 
-    def require_probabilities(self) -> None:
-        """InputError saying how to calibrate, unless :attr:`probabilistic`."""
+    #: the Python call that calibrates the model, which :meth:`require_probabilities` names
+    CALIBRATE_CALL = "crf.calibrate(heldout_sentences)"
+
+    def require_probabilities(self, fix: str | None = None) -> None:
+        """InputError saying how to calibrate, unless :attr:`probabilistic`: ``fix`` (the
+        command line names its command), else the Python call."""
         if not self.probabilistic:
             objective = self.settings.get("objective",
                                           self.settings.get("run", {}).get("objective"))
             raise InputError(f"this CRF was trained by {objective}; its scores are margins, "
-                             "not probabilities. Calibrate it on held-out sentences first: "
-                             "fstchunk calibrate --model MODEL --input HELDOUT -o MODEL (or "
-                             "fstchunk train --calibrate HELDOUT); MAP decoding needs no "
-                             "calibration")
+                             f"not probabilities. Calibrate it on held-out sentences first: "
+                             f"{fix or self.CALIBRATE_CALL}; MAP decoding needs no "
+                             f"calibration")
 
     def calibrate(self, sentences: Sequence[Sentence], source: str | None = None,
                   data_scheme: str | None = None) -> float:

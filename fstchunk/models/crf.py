@@ -343,7 +343,8 @@ class CRF(Calibrated, PairChain):
         cols = f.columns()
         if "template_source" in f.meta:
             try:
-                spec = parse_template(f.get("template_source", str), template).bind(cols)
+                spec = parse_template(f.get("template_source", str), template,
+                                      saved=True).bind(cols)
             except InputError as e:
                 raise f.error("template_source", str(e)) from None
         elif template not in TEMPLATES:

@@ -48,6 +48,7 @@ import scipy.sparse as sp
 
 from ..columns import Columns
 from ..conll import Sentence
+from .. import sources
 from ..errors import InputError
 from .templates import Template, capital_class, parse_template, read_template, word_shape
 
@@ -76,7 +77,7 @@ def template_of(template: "str | Template") -> Template:
         return template
     if template in TEMPLATES:
         return _builtin(template)
-    if Path(template).is_file():
+    if sources.is_readable(template):
         return read_template(template)
     raise InputError(f"unknown feature template {template!r}; use a template file or one "
                      f"of {', '.join(TEMPLATES)}")
@@ -214,6 +215,6 @@ class FeatureMap:
         names = bytes(arrays["feature_names"]).decode("utf-8").split("\n")
         template = meta["template"]
         if "template_source" in meta:
-            template = parse_template(meta["template_source"], template)
+            template = parse_template(meta["template_source"], template, saved=True)
         return cls(template, names if names != [""] else [], meta.get("word_col", 0),
                    meta.get("pos_col", 1))

@@ -56,6 +56,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import encodings as enc
+from .. import sources
 from ..columns import Columns
 from ..errors import FstchunkError, InputError, ModelFileError
 from ..fbeta import upgrade_settings
@@ -69,6 +70,14 @@ VERSION = 2
 UNCHECKED = ("format", "version", "checksum", "settings")
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 _NPY_MAGIC = b"\x93NUMPY"
+#: where a model of each kind is used, named when a reader of another kind is given one
+KIND_COMMANDS = {"joint": "the commands of a joint model are fstchunk joint train, calibrate "
+                          "and decode",
+                 "segment": "the commands of a segment model are fstchunk segment train, "
+                            "decode and eval",
+                 "attribute-crf": "an attribute CRF reads CRFsuite data: --format crfsuite"}
+#: the first bytes of a CRFsuite model file (crfsuite learn, pycrfsuite, sklearn-crfsuite)
+_CRFSUITE_MAGIC = b"lCRF"
 
 
 # ---------------------------------------------------------------------- writing
@@ -145,9 +154,15 @@ def _reject_constant(name: str) -> Any:
 
 
 def _open(name: str, arrays: bool) -> tuple[str, dict[str, np.ndarray]]:
-    """The raw metadata text and (if asked) the arrays of an .npz file."""
+    """The raw metadata text and (if asked) the arrays of an .npz file (a pipe is read
+    once, :mod:`fstchunk.sources`)."""
+    with sources.held():
+        return _open_held(name, arrays)
+
+
+def _open_held(name: str, arrays: bool) -> tuple[str, dict[str, np.ndarray]]:
     try:
-        with open(name, "rb") as fh:
+        with sources.open_binary(name) as fh:
             head = fh.read(8)
     except FileNotFoundError:
         raise ModelFileError(f"{name}: no such model file") from None
@@ -156,10 +171,15 @@ def _open(name: str, arrays: bool) -> tuple[str, dict[str, np.ndarray]]:
     if head.startswith(_NPY_MAGIC):
         raise ModelFileError(f"{name}: a .npy array file, not an fstchunk model "
                              f"(an .npz file written by fstchunk train)")
+    if head.startswith(_CRFSUITE_MAGIC):
+        raise ModelFileError(f"{name}: a CRFsuite model file, not an fstchunk model: convert "
+                             f"it with fstchunk import crfsuite {name} -o MODEL.npz (Python: "
+                             f"fstchunk.models.crfsuite_import.from_crfsuite({name!r}); "
+                             f"docs/howto/crfsuite.md)")
     if not head.startswith(_ZIP_MAGIC):
         raise ModelFileError(f"{name}: not a readable fstchunk model file (not an .npz)")
     try:
-        with np.load(name, allow_pickle=False) as z:
+        with sources.open_binary(name) as fh, np.load(fh, allow_pickle=False) as z:
             if "__metadata__" not in z.files:
                 raise ModelFileError(f"{name}: an .npz file but not an fstchunk model "
                                      f"(no metadata)")
@@ -192,7 +212,11 @@ def _read(path, kind: str | None, arrays: bool) -> tuple[dict, dict[str, np.ndar
         raise ModelFileError(f"{name}: model version {version} is newer than this "
                              f"fstchunk reads ({VERSION})")
     if kind is not None and meta.get("kind") != kind:
-        raise ModelFileError(f"{name}: a {meta.get('kind')!r} model, not a {kind!r} model")
+        got = meta.get("kind")
+        hint = KIND_COMMANDS.get(got)
+        article = "an" if str(got)[:1] in tuple("aeiou") else "a"
+        raise ModelFileError(f"{name}: {article} {got!r} model, not a {kind!r} model"
+                             + (f" ({hint})" if hint else ""))
     _verify(name, meta, out if arrays else None)
     if isinstance(meta.get("settings"), dict):      # β of older files read as standard
         meta["settings"] = upgrade_settings(meta["settings"])

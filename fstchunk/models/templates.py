@@ -3,7 +3,7 @@
 A template file has one template per line (CRF++, taku910/crfpp ``feature_index.cpp``;
 Wapiti, Jekub/Wapiti ``pattern.c``)::
 
-    # a comment; empty lines and lines starting with a space are skipped too (CRF++)
+    # a comment; empty lines are skipped too (CRF++), an indented line is refused
     %pad __BOS{}__ __EOS+{}__       what a position outside the sentence reads
     U01:%x[-1,0]/%x[0,0]            CRF++: the attribute is the whole expanded line
     U:W-1W0=%x[-1,word]|%x[0,word]  the ``U:`` marker (Wapiti's form) is dropped
@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..columns import Columns
+from .. import sources
 from ..errors import InputError
 
 #: the column roles a template may read by name
@@ -343,15 +344,21 @@ def _parse_line(text: str, lineno: int, name: str, start: int) -> tuple:
     return tuple(parts)
 
 
-def parse_template(text: str, name: str = "<template>") -> Template:
+def parse_template(text: str, name: str = "<template>", saved: bool = False) -> Template:
     """The :class:`Template` of a template file's ``text``; ``name`` (the path) is what
-    errors and models name it by.  InputError naming ``name:line:column`` otherwise."""
+    errors and models name it by.  InputError naming ``name:line:column`` otherwise; a
+    byte-order mark is dropped.  ``saved``: a model file's text (its indented lines,
+    skipped when it was trained, are skipped again)."""
+    text = text.removeprefix("\ufeff")
     lines: list[Line] = []
     pad, bigram = CRFPP_PAD, False
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.rstrip("\r\n\t ")
-        if not line or line[0] in "# ":
+        if not line or line[0] == "#" or (saved and line[0] in " \t"):
             continue
+        if line[0] in " \t":            # CRF++ refuses it ("unknown type"), never skips it
+            raise InputError(f"{name}:{lineno}:1: the line starts with white space; a line "
+                             f"starts in the first column (CRF++ refuses it too)")
         if line.startswith("%pad"):
             fields = line.split()
             if len(fields) != 3 or fields[0] != "%pad" or not all(
@@ -392,10 +399,11 @@ def parse_template(text: str, name: str = "<template>") -> Template:
 
 def read_template(path: str | Path) -> Template:
     """The template file at ``path`` (UTF-8); InputError naming it if it cannot be read."""
+    name = sources.name(path)
     try:
-        text = Path(path).read_bytes().decode("utf-8")
+        text = sources.read_bytes(path).decode("utf-8")
     except OSError as e:
-        raise InputError(f"{path}: cannot read the template file ({e.strerror})") from None
+        raise InputError(f"{name}: cannot read the template file ({e.strerror})") from None
     except UnicodeDecodeError as e:
-        raise InputError(f"{path}: not UTF-8 ({e.reason} at byte {e.start})") from None
-    return parse_template(text, str(path))
+        raise InputError(f"{name}: not UTF-8 ({e.reason} at byte {e.start})") from None
+    return parse_template(text, name)

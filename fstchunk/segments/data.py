@@ -34,8 +34,10 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, NamedTuple, Sequence
 
 from .. import encodings as enc
+from .. import sources
 from ..conll import iter_conll, iter_lines
 from ..errors import CoNLLError, InputError, SchemeError
+from ..outputs import json_text
 
 #: the values of ``--format``: read off the content, or given
 FORMATS = ("auto", "jsonl", "conll")
@@ -115,7 +117,8 @@ def detect_format(path: str, given: str = "auto") -> FileFormat:
                                            f"--format conll to read it as CoNLL")
             return FileFormat("conll", f"{first} does not start with '{{'; "
                                        f"--format jsonl to read it as JSONL")
-    raise InputError(f"{path}: an empty file (no non-blank line: neither JSONL nor CoNLL)")
+    raise InputError(f"{sources.name(path)}: an empty file (no non-blank line: neither JSONL "
+                     f"nor CoNLL)")
 
 
 def _suffix(fmt: FileFormat | None) -> str:
@@ -138,7 +141,7 @@ def iter_jsonl(path: str, gold: bool = True, fmt: FileFormat | None = None
     for k, line in iter_lines(path):
         if not line.strip():
             continue
-        where = f"{path}:{k}"
+        where = f"{sources.name(path)}:{k}"
         try:
             rec = json.loads(line)
         except json.JSONDecodeError as e:
@@ -174,7 +177,7 @@ def iter_jsonl(path: str, gold: bool = True, fmt: FileFormat | None = None
         count += 1
         yield SegSentence(list(toks), segs, where, pos, rec, [k])
     if not count:
-        raise InputError(f"{path}: no sentences{why}")
+        raise InputError(f"{sources.name(path)}: no sentences{why}")
 
 
 def write_jsonl(sentences: Iterable[SegSentence], predicted: Iterable[Iterable[Segment]],
@@ -187,7 +190,7 @@ def write_jsonl(sentences: Iterable[SegSentence], predicted: Iterable[Iterable[S
         rec = dict(s.record) if s.record else {"tokens": s.tokens}
         p = next(probs) if probs is not None else {}
         rec["segments"] = [_with_p(g.to_json(), p.get(g)) for g in sorted(segs, key=_order)]
-        fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        fh.write(json_text(rec, ensure_ascii=False) + "\n")
 
 
 def _with_p(obj: dict, p: float | None) -> dict:
@@ -229,13 +232,14 @@ def iter_conll_segments(path: str, scheme: str = "IOB2", tag_column: int = -1,
             break
         for row, line in zip(s.rows, s.lines):
             if row[0].startswith("{") and _json_object(" ".join(row)):
-                raise InputError(f"{path}:{line}: a JSON object on a CoNLL token line{why}")
+                raise InputError(f"{sources.name(path)}:{line}: a JSON object on a CoNLL token "
+                                 f"line{why}")
         segs = _gold_segments(s, scheme, tag_column, why) if gold else None
         pos = s.column(pos_column) if pos_column is not None and len(s.rows[0]) > 2 else None
         count += 1
         yield SegSentence(s.column(0), segs, s.where(0), pos, {}, list(s.lines))
     if not count:
-        raise InputError(f"{path}: no sentences{why}")
+        raise InputError(f"{sources.name(path)}: no sentences{why}")
 
 
 #: the chunk-tag prefixes of every scheme: what a gold tag column may hold besides O
@@ -339,8 +343,10 @@ def is_jsonl(path: str) -> bool:
 def read_segments(path: str, gold: bool = True, fmt: str | FileFormat = "auto"
                   ) -> list[SegSentence]:
     """Sentences of a JSONL or CoNLL file (CoNLL: segments from the last column);
-    ``fmt``: one of :data:`FORMATS` (auto: :func:`detect_format`) or a decided one."""
-    return list(iter_segments(path, gold, fmt))
+    ``fmt``: one of :data:`FORMATS` (auto: :func:`detect_format`) or a decided one; a
+    pipe is read once (:mod:`fstchunk.sources`)."""
+    with sources.held():
+        return list(iter_segments(path, gold, fmt))
 
 
 def iter_segments(path: str, gold: bool = True, fmt: str | FileFormat = "auto"

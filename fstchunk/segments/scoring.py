@@ -8,13 +8,15 @@ conlleval for contiguous chunks):
 
 (the standard β, as everywhere in fstchunk (:mod:`fstchunk.fbeta`); 0/0 := 0 for P and R
 of an empty side and for F where β²·P + R = 0, as conlleval reports).
-:func:`score_segments` reports it overall, per type, and for the **hard** gold subset —
-gold segments that overlap another gold segment of the sentence (share a position, any
-type) or are non-contiguous — which tagging schemes cannot express.  Its recall is the share of
-those gold segments predicted; its precision the share of correct predictions among
-the predictions that are hard within the predicted set (overlapping another
-prediction, or non-contiguous), as in McDonald et al.'s Table 2B: a tagger, which
-predicts none, gets P = 0/0 (reported as 0), R = 0.
+:func:`score_segments` reports it overall, per type, and for the **hard** segments,
+which tagging schemes cannot express.  Each row is P, R and F over one population of
+(type, positions) segments, to which both the gold and the predicted sets are
+restricted, so that P and R count the same true positives: overall every segment, a
+type its segments, and the hard row the segments that are hard in the gold or in the
+prediction of the sentence — overlapping another segment of their set (sharing a
+position, any type) or non-contiguous (:func:`hard_segments`).  A gold hard segment
+that a tagger predicts exactly is a correct prediction of that row; one it misses
+lowers its recall.
 
 Pitfall: duplicates in a prediction count once (a set); sentences are paired by
 order, and a count mismatch is an InputError naming both sides.
@@ -33,7 +35,7 @@ from .data import Segment
 @dataclass
 class Counts:
     """tp: gold segments found (recall's numerator); tp_pred: predicted segments that
-    are correct (precision's), the same number except for the hard subset."""
+    are correct (precision's), the same number in every row (one population each)."""
     tp: int = 0
     pred: int = 0
     gold: int = 0
@@ -78,14 +80,17 @@ class SegmentReport:
                 "types": {t: c.to_json(self.beta) for t, c in sorted(self.by_type.items())}}
 
     def text(self) -> str:
-        """One row per subset with P, R, F_β and the counts each is made of: P =
-        correct / predicted, R = found / gold (the two numerators differ in the
-        overlapping/non-contiguous row)."""
+        """One row per population with P, R, F_β and the counts each is made of: P =
+        correct / predicted, R = found / gold, both sets restricted to the row's
+        segments (module doc; the header says which)."""
         rows = [("overall", self.overall), ("overlapping/non-contiguous", self.hard),
                 *sorted(self.by_type.items())]
         width = max(len(name) for name, _ in rows)
         out = [f"{self.sentences} sentences, F_{self.beta:g} over exact (type, positions) "
-               f"matches"]
+               f"matches; each row's P = correct/predicted and R = found/gold over its "
+               f"segments of both sets: overall all, a type its own, overlapping/"
+               f"non-contiguous those overlapping another of their set or non-contiguous, "
+               f"in the gold or in the prediction"]
         for name, c in rows:
             out.append(f"{name:<{width}}  P {c.precision:6.2f}  R {c.recall:6.2f}  "
                        f"F {c.f(self.beta):6.2f}  (predicted: {c.tp_pred} of {c.pred} "
@@ -115,6 +120,6 @@ def score_segments(gold: Sequence[Iterable[Segment]], pred: Sequence[Iterable[Se
         for t in {s.type for s in g | h}:
             gt, ht = {s for s in g if s.type == t}, {s for s in h if s.type == t}
             rep.by_type.setdefault(t, Counts()).add(len(gt & ht), len(ht), len(gt))
-        gh, hh = hard_segments(g), hard_segments(h)
-        rep.hard.add(len(gh & h), len(hh), len(gh), len(hh & g))
+        hard = hard_segments(g) | hard_segments(h)      # one population for P and R
+        rep.hard.add(len(g & h & hard), len(h & hard), len(g & hard))
     return rep

@@ -80,6 +80,9 @@ from .train import (ALGORITHMS, JOINT_OBJECTIVES, algorithm_name, check_training
                     nll_statistics, solver)
 from .train import algorithm as objective_of
 
+#: the Python call that calibrates a joint model (:meth:`JointModel.require_probabilities`)
+CALIBRATE_CALL = "fstchunk.joint.calibrate(model, fstchunk.joint.layered(heldout_sentences))"
+
 
 class JointModel(PartScorer):
     """Label-chunk model (see :class:`~.scoring.PartScorer` for the parts' scores):
@@ -124,16 +127,16 @@ class JointModel(PartScorer):
         trained = self.trained_by
         return (trained is not None and trained.probabilistic) or "temperature" in self.settings
 
-    def require_probabilities(self) -> None:
-        """InputError saying how to calibrate, unless :attr:`probabilistic`."""
+    def require_probabilities(self, fix: str | None = None) -> None:
+        """InputError saying how to calibrate, unless :attr:`probabilistic`: ``fix`` (the
+        command line names its command), else the Python call."""
         if self.probabilistic:
             return
-        name, arg = (self.path, self.path) if self.path else ("this joint model", "MODEL")
+        name = self.path or "this joint model"
         how = (f"was trained by {self.settings['algorithm']}" if "algorithm" in self.settings
                else "is untrained")
         raise InputError(f"{name} {how}; its scores are not probabilities. Calibrate it on "
-                         f"held-out sentences first: fstchunk joint calibrate --model {arg} "
-                         f"--input HELDOUT -o {arg} (or joint train --calibrate HELDOUT)")
+                         f"held-out sentences first: {fix or CALIBRATE_CALL}")
 
     def calibrate(self, data: Sequence[Encoded], source: str | None = None) -> float:
         """Fit the temperature T by maximum likelihood of the gold structures of
