@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass
 
 from common import RESULTS, Timer, data_path, decoder_for, peak_rss_mb, write_section
-from fstchunk import decode as dec, decoders
+from fstchunk import decode as dec
 from fstchunk import encodings as enc
 from fstchunk import read_conll
 from fstchunk import evaluate
