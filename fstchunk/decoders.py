@@ -121,7 +121,10 @@ class Decoder:
         (the ``segments`` structure)."""
         raise NotImplementedError
 
-    def decode_batch(self, batch: RaggedBatch) -> list[Decoding]:
+    def decode_batch(self, batch: RaggedBatch, value: bool = True) -> list[Decoding]:
+        """The decisions of a ragged batch (one at a time unless overridden);
+        ``value``: False when only the tags will be read (a decoder may then skip
+        computing its scores)."""
         return [self.decode_one(lat) for lat in _lattices_of(batch)]
 
     # ------------------------------------------------------------------ plumbing
@@ -173,7 +176,7 @@ class MAP(Decoder):
     def decode_one(self, lattice: Lattice) -> Decoding:
         return lattice.map()
 
-    def decode_batch(self, batch: RaggedBatch) -> list[Decoding]:
+    def decode_batch(self, batch: RaggedBatch, value: bool = True) -> list[Decoding]:
         paths, best = inference.viterbi(batch)
         _no_path(best)
         logz = inference.transfer_of(batch).logz
@@ -199,7 +202,7 @@ class Posterior(Decoder):
     def decode_one(self, lattice: Lattice) -> Decoding:
         return lattice.posterior()
 
-    def decode_batch(self, batch: RaggedBatch) -> list[Decoding]:
+    def decode_batch(self, batch: RaggedBatch, value: bool = True) -> list[Decoding]:
         marg = inference.marginals(inference.transfer_of(batch), batch)
         sp = batch.space
         zero = np.zeros(len(sp))

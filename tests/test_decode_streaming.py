@@ -309,10 +309,10 @@ def test_memory_budget_reaches_the_meu_decoder(capsys, files, monkeypatch):
     inp, model, _ = files
     got = []
     for cls, method in ((decoders.MEU, "exact"), (decoders.MEUKBest, "kbest")):
-        def decode_all(self, lattices, errors="raise", real=cls.decode_all, method=method):
-            got.extend([(method, self.memory_budget)] * len(lattices))
-            return real(self, lattices, errors)
-        monkeypatch.setattr(cls, "decode_all", decode_all)
+        def decode_batch(self, batch, value=True, real=cls.decode_batch, method=method):
+            got.extend([(method, self.memory_budget)] * batch.B)
+            return real(self, batch, value)
+        monkeypatch.setattr(cls, "decode_batch", decode_batch)
     code, _, err = run(capsys, "decode", "--model", model, "--input", inp, "--decoder", "meu",
                        "--memory-budget", "2G")
     assert code == 0, err
