@@ -47,7 +47,8 @@ from .blas import one_blas_thread
 from .decode import decode_meu, decode_meu_corpus
 from .engine import inference
 from .engine import meu_batch
-from .engine.meu import MEUResult, value_of, exact_meu, map_certified
+from .engine.expectation import from_count_table
+from .engine.meu import MEUResult, exact_meu, map_certified
 from .engine.meu_batch import table_bytes
 from .engine.ragged import RaggedBatch
 from .errors import InputError
@@ -255,10 +256,17 @@ class MEU(Decoder):
         ok = map_certified(np.exp(best - ops.logz), [len(c) for c in chunks], w)
         out: list = [None] * batch.B
         results: dict = {}
-        lats = _lattices_of(batch) if value or not ok.all() else None
-        for b in np.flatnonzero(ok):
-            u = value_of(lats[b], chunks[b], w) if value else float("nan")
-            results[b] = MEUResult(chunks[b], u, 0.0, 0, 0)
+        lats = _lattices_of(batch) if not ok.all() else None
+        if ok.any():
+            values = np.full(batch.B, np.nan)
+            if value:                            # E[F_β] of the certified MAP chunkings
+                Z, T = inference.tp_count_tables(ops, batch, chunks)
+                for b in np.flatnonzero(ok):
+                    n = int(lens[b])
+                    values[b] = from_count_table(Z[b, :n + 1], T[b, :n + 1], len(chunks[b]),
+                                                 w, "decoding").f
+            for b in np.flatnonzero(ok):
+                results[b] = MEUResult(chunks[b], float(values[b]), 0.0, 0, 0)
         budget = self.memory_budget
         dense = [b for b in np.flatnonzero(~ok) if lens[b] <= DENSE_MAX_N and
                  (budget is None or table_bytes(int(lens[b]), 40, len(types)) <= budget)]

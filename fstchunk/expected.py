@@ -35,10 +35,12 @@ from .errors import InputError
 from .blas import one_blas_thread
 from . import fsa
 from .fbeta import to_beta_sq
+from .engine import inference
 from .engine.expectation import ExpectedF, from_count_table
 from .grammars import budget, counting
 from .grammars.conversion import encoder
 from .lattice import Lattice
+from .lattices import apply
 
 
 @one_blas_thread
@@ -62,6 +64,37 @@ def expected_f(lattice: Lattice, hypothesis: Sequence[str] | None = None,
     else:
         raise InputError(f"unknown method {method!r}; use 'fst' or 'fast'")
     return from_count_table(Z, T, len(chunks), beta_sq, direction, joint)
+
+
+@one_blas_thread
+def expected_f_all(lattices: Sequence[Lattice], fixed: Sequence[Sequence[str]],
+                   beta: float = 1.0, direction: str = "training",
+                   errors: str = "raise") -> list:
+    """:func:`expected_f` (``method="fast"``) of many lattices at once, each against its
+    fixed tag sequence: the reference (``direction="training"``, x ~ the lattice) or the
+    hypothesis (``"decoding"``, y ~ the lattice); dense chains in ragged batches
+    (:func:`fstchunk.engine.inference.tp_count_tables`), the others one at a time;
+    ``errors="return"``: a failing sentence holds its error (:mod:`fstchunk.lattices`)."""
+    if direction not in ("training", "decoding"):
+        raise InputError(f"direction must be 'training' or 'decoding', got {direction!r}")
+    beta_sq = to_beta_sq(beta)
+    lattices, fixed = list(lattices), list(fixed)
+    if len(lattices) != len(fixed):
+        raise InputError(f"{len(lattices)} lattices but {len(fixed)} fixed tag sequences")
+    what = "reference" if direction == "training" else "hypothesis"
+
+    def batched(batch) -> list:
+        types = batch.space.types
+        chunks = [lattices[i].check_chunking(fixed[i], what) for i in batch.index]
+        Z, T = inference.tp_count_tables(
+            inference.transfer_of(batch), batch,
+            [[(types.index(t), s, e) for t, s, e in c] for c in chunks])
+        return [from_count_table(Z[b, :n + 1], T[b, :n + 1], len(c), beta_sq, direction)
+                for b, (n, c) in enumerate(zip(batch.lengths, chunks))]
+
+    def single(i: int) -> ExpectedF:
+        return lattices[i].expected_f(**{what: fixed[i]}, beta=beta)
+    return apply(lattices, batched, single, errors)
 
 
 def marker_extractor(lattice: Lattice, bound: int) -> pynini.Fst:

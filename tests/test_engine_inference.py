@@ -257,3 +257,49 @@ def test_ragged_batches_pad_with_zeros_and_mask_with_minus_infinity():
     row = {int(i): r for r, i in enumerate(b.index)}
     assert np.all(b.em[row[1], 0, -1] == -np.inf) and np.all(b.em[row[1], 1:] == 0)
     assert np.all(b.em[row[2], 2] == 0) and b.valid.sum() == 6
+
+
+# ------------------------------------------------------------------ expected F
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_batched_expected_f_equals_enumeration_both_directions(scheme):
+    """expected_f_all over a ragged batch, against fixed sequences (the MAP's, a chunk of
+    a type the model lacks, none), equals summing over the enumerated sequences."""
+    from fstchunk.expected import expected_f_all
+    from oracles import brute_expectations
+    rng = np.random.default_rng(stable_seed("ef", scheme))
+    lats = lattices_of(rng, scheme, 1.5, [1, 3, 5, 2, 4, 5], masked=True)
+    fixed = []
+    for k, lat in enumerate(lats):
+        if k % 3 == 0:
+            fixed.append(lat.map().tags)
+        elif k % 3 == 1:
+            fixed.append(enc.chunks_to_tags([("VP", 0, 1)], lat.n, scheme))
+        else:
+            fixed.append(enc.chunks_to_tags([], lat.n, scheme))
+    for direction in ("training", "decoding"):
+        got = expected_f_all(lats, fixed, 0.5, direction)
+        for lat, fx, r in zip(lats, fixed, got):
+            seqs, _ = enumerate_lattice(lat)
+            want = brute_expectations(seqs, frozenset(enc.tags_to_chunks(fx, scheme)), 0.5,
+                                      direction)
+            for key in ("tp", "precision", "recall", "f"):
+                assert getattr(r, key) == pytest.approx(want[key], abs=1e-12), (direction, key)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e3, 1e5])
+def test_batched_count_tables_equal_the_per_sentence_recursion(scale):
+    from fstchunk.engine.expectation import tp_count_table
+    rng = np.random.default_rng(stable_seed("tables", scale))
+    for scheme in ("IOB1", "IOBES", "BILOU"):
+        lats = lattices_of(rng, scheme, scale, [1, 60, 7, 33, 18, 60, 2], masked=True)
+        fixed = [lat.map().tags for lat in lats]
+        (ids,), _ = groups(lats)
+        for b in batches(lats, ids):
+            chunks = [[(TYPES.index(t), s, e) for t, s, e in enc.tags_to_chunks(fixed[i], scheme)]
+                      for i in b.index]
+            Z, T = inference.tp_count_tables(inference.transfer_of(b), b, chunks)
+            for row, i in enumerate(b.index):
+                z, t = tp_count_table(lats[i], enc.tags_to_chunks(fixed[i], scheme))
+                n = lats[i].n
+                np.testing.assert_allclose(Z[row, :n + 1], z, atol=1e-10)
+                np.testing.assert_allclose(T[row, :n + 1], t, atol=1e-9)

@@ -12,7 +12,7 @@ from typing import Any, Iterator, NamedTuple
 from .. import encodings as enc
 from ..errors import FstchunkError, InputError
 from ..scoring import f_beta
-from ..expected import expected_f
+from ..expected import expected_f, expected_f_all
 from ..grammars import budget
 from ..models import load_model
 from ..models.io import read_metadata
@@ -123,8 +123,26 @@ def _expected_block(job: _Job, block: list) -> list:
     (the file's columns) stops the command."""
     with budget.use_state_budget(job.state_budget):
         lats = block_lattices(job.model.lattices, list(arranged(block, job.arrangement)))
-        return [lat if isinstance(lat, BaseException) else _row(job, s, lat)
-                for s, lat in zip(block, lats)]
+        if job.method != "fast":
+            return [lat if isinstance(lat, BaseException) else _row(job, s, lat)
+                    for s, lat in zip(block, lats)]
+        # the fast engine: the block's lattices in ragged batches
+        out: list = list(lats)
+        ok, fixed = [], []
+        for j, (s, lat) in enumerate(zip(block, lats)):
+            if isinstance(lat, BaseException):
+                continue
+            try:
+                fixed.append(_fixed(job, s, lat))
+                ok.append(j)
+            except SENTENCE_ERRORS as e:
+                out[j] = sentence_error(e)
+        got = expected_f_all([lats[j] for j in ok], fixed, job.beta, job.direction,
+                             errors="return")
+        for j, r in zip(ok, got):
+            out[j] = sentence_error(r) if isinstance(r, BaseException) else \
+                _fields(block[j], r)
+        return out
 
 
 def _crfsuite_job(args: argparse.Namespace, model) -> tuple:
@@ -143,16 +161,25 @@ def _crfsuite_job(args: argparse.Namespace, model) -> tuple:
                                                 "expected"), model, args.file, "expected")
 
 
+def _fixed(job: _Job, s, lat) -> list[str]:
+    """The sentence's fixed tag sequence, in the lattice's scheme."""
+    tags = s.labels if isinstance(s, Sequence) else s.column(job.column)
+    return enc.convert(tags, job.scheme, lat.scheme)
+
+
+def _fields(s, r) -> dict:
+    return {"line": s.lines[0], "tokens": len(s), "tp": r.tp, "m_hyp": r.m_hyp,
+            "m_ref": r.m_ref, "precision": r.precision, "recall": r.recall, "f": r.f}
+
+
 def _row(job: _Job, s, lat) -> dict | BaseException:
     try:
-        tags = s.labels if isinstance(s, Sequence) else s.column(job.column)
-        fixed = enc.convert(tags, job.scheme, lat.scheme)
+        fixed = _fixed(job, s, lat)
         kw = {"hypothesis": fixed} if job.direction == "decoding" else {"reference": fixed}
         r = expected_f(lat, beta=job.beta, method=job.method, **kw)
     except SENTENCE_ERRORS as e:
         return sentence_error(e)
-    return {"line": s.lines[0], "tokens": len(s), "tp": r.tp, "m_hyp": r.m_hyp,
-            "m_ref": r.m_ref, "precision": r.precision, "recall": r.recall, "f": r.f}
+    return _fields(s, r)
 
 
 def run_expected(args: argparse.Namespace) -> int:

@@ -143,3 +143,71 @@ def check_live(ops) -> None:
     """InputError if some sentence's scores give no valid sequence weight."""
     if not np.all(np.isfinite(ops.logz)):
         raise InputError("the lattice gives no weight to any valid sequence")
+
+
+def tp_count_tables(ops, batch: RaggedBatch, fixed: list) -> tuple[np.ndarray, np.ndarray]:
+    """(Z, T), each (B, n+1): Z[b, c] = Pr(m(y) = c), T[b, c] = E[tp(y, F_b)·1{m(y) = c}]
+    against each sentence's fixed chunk set F_b (``fixed[b]``: (type index, s, e), a type
+    index of −1 for a type the space lacks), y ~ the batch's chains: the expectation
+    semiring of :func:`fstchunk.engine.expectation.tp_count_table` on the transfer
+    operators, states (match flag, count, tag), the match logic on chunk boundaries
+    (a chunk of y opens where a fixed chunk of its type starts; it matches when both
+    close together).  Both directions of expected F read it (:mod:`fstchunk.expected`)."""
+    B, n, L = batch.em.shape
+    sp = batch.space
+    op, ct, cl = (t[:L] for t in (sp.opens, sp.cont, sp.closes))
+    rest = ~op & ~ct
+    masks = {k: m.astype(float) for k, m in (("op", op), ("ct", ct), ("rest", rest),
+                                             ("opcl", op & cl), ("restcl", rest & cl))}
+    fs = np.full((B, n + 1), -2)                  # type of a fixed chunk starting at i
+    fe = np.zeros((B, n + 1), bool)               # a fixed chunk's last token is i
+    for b, chunks in enumerate(fixed):
+        for t, s, e in chunks:
+            fs[b, s] = t if t >= 0 else -3
+            fe[b, e - 1] = True
+    tix = sp.type_index
+    P = np.zeros((B, 2, n + 1, L))
+    E = np.zeros((B, 2, n + 1, L))
+    a0, first = ops.a[:, 0], sp.opens[L]
+    m0 = first[None, :] & (tix[None, :] == fs[:, :1])
+    P[:, 0, 0] = a0 * ~first
+    P[:, 0, 1] = a0 * (first & ~m0)
+    P[:, 1, 1] = a0 * m0
+    Z, T = np.zeros((B, n + 1)), np.zeros((B, n + 1))
+    last = batch.lengths - 1
+    rows = np.arange(B)
+    for i in range(n):
+        if i:
+            act = rows[last >= i]
+            if len(act) == 0:
+                break
+            c = min(i + 1, n)                      # counts 0..c-1 hold mass before token i
+            s = act[:, None]
+            X0, X1 = P[act, 0, :c], P[act, 1, :c]
+            Y0, Y1 = E[act, 0, :c], E[act, 1, :c]
+            eb = fe[act, i - 1][:, None, None]
+            X1e, Y1e = X1 * eb, Y1 * eb
+            X1n, Y1n = X1 - X1e, Y1 - Y1e
+            fwd = ops.fwd
+            opP = fwd(X0 + X1, s, i, masks["op"])
+            opE = fwd(Y0 + Y1, s, i, masks["op"]) + fwd(X1e, s, i, masks["opcl"])
+            ms = (tix[None, :] == fs[act, i][:, None])[:, None, :] & op.any(axis=0)[None, None, :]
+            P[act] = 0.0
+            E[act] = 0.0
+            P[act, 0, :c] = fwd(X0 + X1e, s, i, masks["ct"]) + fwd(X0 + X1, s, i, masks["rest"])
+            P[act, 1, :c] = fwd(X1n, s, i, masks["ct"])
+            E[act, 0, :c] = (fwd(Y0 + Y1e, s, i, masks["ct"]) + fwd(Y0 + Y1, s, i, masks["rest"])
+                             + fwd(X1e, s, i, masks["restcl"]))
+            E[act, 1, :c] = fwd(Y1n, s, i, masks["ct"])
+            P[act, 0, 1:c + 1] += opP * ~ms
+            P[act, 1, 1:c + 1] += opP * ms
+            E[act, 0, 1:c + 1] += opE * ~ms
+            E[act, 1, 1:c + 1] += opE * ms
+        end = rows[last == i]
+        if len(end):
+            bt = ops.bt[end, i][:, None, :]
+            Z[end] = (P[end].sum(axis=1) * bt).sum(axis=-1)
+            T[end] = (E[end].sum(axis=1) * bt).sum(axis=-1) + (P[end, 1] * bt).sum(axis=-1)
+    tot = Z.sum(axis=1, keepdims=True)
+    tot = np.where(tot > 0, tot, 1.0)
+    return Z / tot, T / tot

@@ -30,7 +30,7 @@ Pitfall: an attribute repeated in one item adds up (CRFsuite's item holds both).
 
 from __future__ import annotations
 
-import itertools
+import functools
 import math
 from dataclasses import dataclass
 from numbers import Real
@@ -175,11 +175,60 @@ class AttributeMap:
         return len(self.names)
 
     def transform(self, X: Sequence[Sequence[Any]], what: str = "X") -> sp.csr_matrix:
-        """Tokens x attributes with the items' values; unknown attributes ignored."""
-        names, values, offsets = _flatten_all(X, what)
-        cols = np.fromiter(map(self.index.get, names, itertools.repeat(-1, len(names))),
-                           dtype=np.int64, count=len(names))
-        return _rows(cols, np.asarray(values, dtype=float), offsets, len(self))
+        """Tokens x attributes with the items' values; unknown attributes ignored.
+
+        The common item (a dict of str keys to str, bool, int or float values) is read
+        without building its ``name:value`` strings: (key, value) looked up in
+        :attr:`pairs`; any other item goes through :func:`flatten_item` (which checks
+        every value) and the names."""
+        cols: list[int] = []
+        values: list[float] = []
+        offsets = [0]
+        add_col, add_value = cols.append, values.append
+        pairs, index = self.pairs.get, self.index.get
+        none: dict = {}
+        for i, seq in enumerate(X):
+            for t, item in enumerate(seq):
+                if type(item) is dict:
+                    mark = len(cols)
+                    for key, value in item.items():
+                        tv = value.__class__
+                        if key.__class__ is not str:
+                            break
+                        if tv is str:
+                            add_col(pairs(key, none).get(value, -1))
+                            add_value(1.0)
+                        elif tv is float and value - value == 0.0 or tv is bool or (
+                                tv is int and -BIG < value < BIG):
+                            add_col(pairs(key, none).get(None, -1))
+                            add_value(float(value))
+                        else:
+                            break
+                    else:
+                        offsets.append(len(cols))
+                        continue
+                    del cols[mark:], values[mark:]        # the slow path instead
+                names, vals = flatten_item(item, f"{what}[{i}][{t}]")
+                cols.extend(index(n, -1) for n in names)
+                values.extend(vals)
+                offsets.append(len(cols))
+        return _rows(np.asarray(cols, dtype=np.int64), np.asarray(values, dtype=float),
+                     np.asarray(offsets, dtype=np.int64), len(self))
+
+    @functools.cached_property
+    def pairs(self) -> dict[str, dict[str | None, int]]:
+        """key -> {string value (None: a number's weight) -> column}: every way of
+        reading each name as ``key:value`` (cut at any of its colons) or as a key of
+        a number, so that a lookup by (key, value) finds what ``key + ":" + value``
+        would find (python-crfsuite's names are those strings)."""
+        out: dict[str, dict[str | None, int]] = {}
+        for name, col in self.index.items():
+            out.setdefault(name, {}).setdefault(None, col)
+            at = name.find(SEP)
+            while at >= 0:
+                out.setdefault(name[:at], {}).setdefault(name[at + 1:], col)
+                at = name.find(SEP, at + 1)
+        return out
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """The names as one UTF-8 blob (the CRF's ``feature_names`` convention)."""

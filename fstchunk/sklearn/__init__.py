@@ -66,7 +66,7 @@ import numpy as np
 from ..confidence import marginals_all, scored_chunks_all
 from ..decoders import Decoder, decoder as get_decoder
 from ..errors import InputError
-from ..expected import expected_f
+from ..expected import expected_f_all
 from ..learn import objectives as lo
 from ..models.attribute_crf import AttributeCRF, check_labels
 from ..models.attributes import check_sequences
@@ -207,8 +207,7 @@ class CRF(CRFParams, BaseEstimator):
         model.space.require_chunks("expected_f")
         X, y = self._data(X, y)                  # a partial label: refused by name
         refuse_open(y, "y", "expected F is taken against one tag sequence per sequence")
-        return np.array([expected_f(lat, reference=g, beta=beta, method="fast").f
-                         for lat, g in zip(model.lattices(X), y)])
+        return np.array([r.f for r in expected_f_all(model.lattices(X), y, beta)])
 
     def calibrate(self, X: Sequence[Any], y: Any) -> float:
         """Fit the temperature T of p(y|x) ∝ exp(score/T) on held-out (X, y) (not the
