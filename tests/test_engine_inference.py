@@ -303,3 +303,44 @@ def test_batched_count_tables_equal_the_per_sentence_recursion(scale):
                 n = lats[i].n
                 np.testing.assert_allclose(Z[row, :n + 1], z, atol=1e-10)
                 np.testing.assert_allclose(T[row, :n + 1], t, atol=1e-9)
+
+
+@pytest.mark.parametrize("scheme", ["IOB1", "IOE2", "IOBES", "BILOU"])
+@pytest.mark.parametrize("scale", [1.0, 30.0, 1e4])
+def test_batched_tilted_spans_equal_the_per_sentence_sweep(scheme, scale):
+    """Every listed chunk's marginal and tilted marginals, and the pruning certificate:
+    the batched sweep (one list of columns for all sentences) against each sentence's."""
+    from fstchunk.engine import spans, spans_batch
+    rng = np.random.default_rng(stable_seed("tilt", scheme, scale))
+    lats = lattices_of(rng, scheme, scale, [1, 40, 6, 23, 40, 11], masked=True)
+    z = np.array([0.9, 0.5, 0.1])
+    (ids,), _ = groups(lats)
+    for prune in (0.0, 1e-6):
+        for b in batches(lats, ids):
+            got = spans_batch.tilted_spans(inference.transfer_of(b), b,
+                                           np.tile(z, (b.B, 1)), prune)
+            for row, i in enumerate(b.index):
+                want = spans.tilted_spans(lats[i], z, prune=prune)
+                mine = got.sent == row
+                key = lambda t, s, e: list(zip(t.tolist(), s.tolist(), e.tolist()))  # noqa: E731
+                ours = dict(zip(key(got.typ[mine], got.start[mine], got.end[mine]),
+                                zip(got.prob[mine], got.Q[mine])))
+                theirs = dict(zip(key(want.types, want.starts, want.ends),
+                                  zip(want.prob, want.prob[:, None] * want.ratio)))
+                common = set(ours) & set(theirs)
+                # the listed sets agree but for chunks at the pruning threshold itself
+                for c in set(ours) ^ set(theirs):
+                    p = (ours.get(c) or theirs.get(c))[0]
+                    assert abs(p - prune) <= 1e-9 * max(prune, 1e-300) + 1e-15, c
+                for c in common:
+                    assert ours[c][0] == pytest.approx(theirs[c][0], rel=1e-9, abs=1e-15)
+                    np.testing.assert_allclose(ours[c][1], theirs[c][1], rtol=1e-8, atol=1e-15)
+                # the certificate bounds what was left out: per start, the largest
+                # marginal of an unlisted chunk; and each start's part is at most prune
+                full = spans.tilted_spans(lats[i], (), prune=0.0)
+                left = {}
+                for c, p in zip(key(full.types, full.starts, full.ends), full.prob):
+                    if c not in ours:
+                        left[c[1]] = max(left.get(c[1], 0.0), p)
+                assert got.pruned[row] >= sum(left.values()) * (1 - 1e-9) - 1e-300
+                assert got.pruned[row] <= lats[i].n * prune * (1 + 1e-9)

@@ -2,8 +2,8 @@
 
 The decision of :mod:`.meu` (maximum expected F_β, standard β, w = β²) for the
 sentences of a :class:`~.ragged.RaggedBatch` together, on the batch's transfer
-operators (:func:`.inference.transfer_of`) and dense span tables (T, n, n+1) per
-sentence instead of pruned span lists:
+operators (:func:`.inference.transfer_of`), with every k worth solving solved exactly
+instead of the per-sentence search's anchors:
 
 1. Pr(m(y) = m) by a counting forward (the count moves on opening arcs);
 2. the k worth solving: every k whose bound (1+w)·E[min(k, m)/(k + wm)] exceeds a
@@ -11,21 +11,23 @@ sentence instead of pruned span lists:
 3. 1/(k + wm) as Σ_r W_r e^{−t_r(k + wm)} on the range those k and the count window
    (Pr outside < 1e-18) span (:func:`.quadrature.exp_sum`; rules of different
    sizes padded with weight-0 nodes);
-4. the tilted span tables Q_z(c) = E[1{c ∈ y}·z^{m(y)}] of every span at every node
-   z_r = e^{−w t_r}, in one sweep of open chunks (:func:`tilted_tables`);
+4. the tilted marginals Q_z(c) = E[1{c ∈ y}·z^{m(y)}] of every chunk above 1e-17/n at
+   every node z_r = e^{−w t_r}, in one sweep of open chunks over the batch
+   (:func:`.spans_batch.tilted_spans`; what it leaves out enters the certificate);
 5. for every such k at once, g_k = Σ_r W_r e^{−t_r k} Q_{z_r} and the best set of
    exactly k non-overlapping spans under it (the counted interval DP, batched over
    sentences and k);
 6. the answer: the best k-set, or the empty hypothesis (U(∅) = Pr(m = 0), kept on
    ties), its Ũ, and the certificate ``gap``: every k's upper bound (solved k:
    (1+w)(h_k + e(k)), e(k) the quadrature's error bound from the exact Pr(m); the
-   others: their bound) less the answer's lower end (1+w)(h_k̂ − e(k̂)).
+   others: their bound) less the answer's lower end (1+w)(h_k̂ − e(k̂)), plus the
+   pruned mass.
 
 Every quantity is an expectation under the normalised chain (the operators' â, b̂),
 so any score scale is safe; tilted vectors and open-chunk columns are rescaled per
-token with their log scales kept apart.  Memory: R·T·n·(n+1) floats per sentence
-for R nodes (:func:`table_bytes`); the caller sends longer sentences, or those over
-the memory budget, to the per-sentence search (:func:`.meu.exact_meu`, which prunes).
+token with their log scales kept apart.  Memory: at most about R·T·n² floats per
+sentence for R nodes (:func:`table_bytes`); the caller sends longer sentences, or
+those over the memory budget, to the per-sentence search (:func:`.meu.exact_meu`).
 """
 
 from __future__ import annotations
@@ -36,14 +38,19 @@ from .chain import TINY
 from .meu import CORE_TAIL, GAP_RETRY, WINDOW_TAIL, MEUResult
 from .quadrature import exp_sum
 from .ragged import RaggedBatch
+from .spans_batch import tilted_spans
 
-#: bytes of dense tables one call may hold at once (sentences are taken in groups)
+#: bytes of tables one call may hold at once (sentences are taken in groups)
 GROUP_BYTES = 64 << 20
+#: chunks of marginal below PRUNE / n are not listed (:mod:`.spans_batch`), as the
+#: per-sentence search does (:func:`.meu.exact_meu`)
+PRUNE = 1e-17
 
 
 def table_bytes(n: int, nodes: int, types: int) -> float:
-    """Bytes of one sentence's dense tables: the tilted span table and the g_k tables."""
-    return 8.0 * (nodes + 2) * types * n * (n + 1)
+    """Bytes of one sentence's tables at most: the tilted forward and backward, the
+    listed chunks' tilted marginals, the g_k tables and the DP's."""
+    return 8.0 * (nodes + 4) * (types + 2) * n * (n + 1)
 
 
 def count_distributions(ops, batch: RaggedBatch) -> np.ndarray:
@@ -76,96 +83,6 @@ def count_distributions(ops, batch: RaggedBatch) -> np.ndarray:
             P[end] = (X[end] * ops.bt[end, i][:, None, :]).sum(axis=-1)
     tot = P.sum(axis=1, keepdims=True)
     return P / np.where(tot > 0, tot, 1.0)
-
-
-def tilted_tables(ops, batch: RaggedBatch, z: np.ndarray,
-                  rows: np.ndarray | None = None) -> np.ndarray:
-    """Q[b, r, t, s, e] = E[1{(t, s, e) ∈ chunks(y)}·z[b, r]^{m(y)}] for every span of
-    the sentences ``rows`` of the batch (all: None; 0 beyond a sentence's length) and
-    tilt z (len(rows), R) in (0, 1]: the tilted forward and backward, then every open
-    chunk advanced through its continue arcs and closed against the tilted backward
-    (module doc)."""
-    rows = np.arange(batch.B) if rows is None else np.asarray(rows)
-    B = len(rows)
-    n, L = batch.n, batch.L
-    sp = batch.space
-    T = len(sp.types)
-    op = sp.opens[:L].astype(float)
-    stay = 1.0 - op
-    cont = sp.cont[:L].astype(float)
-    close_op = (sp.closes[:L] & sp.opens[:L]).astype(float)
-    close_stay = (sp.closes[:L] & ~sp.opens[:L]).astype(float)
-    first = sp.opens[L]
-    onehot = (sp.type_index[None, :] == np.arange(T)[:, None]).astype(float)   # (T, L)
-    R = z.shape[1]
-    zz = z[:, :, None]                                    # (B, R, 1)
-    s_ = rows[:, None]
-    last = batch.lengths[rows] - 1
-    n = int(last.max()) + 1
-    # tilted forward F[i] (B, R, L) and its log scale fa[i] (B, R)
-    F = np.zeros((n, B, R, L))
-    fa = np.zeros((n, B, R))
-    x = ops.a[rows, None, 0] * np.where(first, zz, 1.0)
-    for i in range(n):
-        if i:
-            x = ops.fwd(x, s_, i, stay) + zz * ops.fwd(x, s_, i, op)
-        tot = x.sum(axis=-1)
-        ok = tot > 0
-        x = x / np.where(ok, tot, 1.0)[..., None]
-        fa[i] = (fa[i - 1] if i else 0.0) + np.log(np.where(ok, tot, 1.0))
-        F[i] = x
-    # tilted backward Bk[i] (B, R, L) (b̂ at each sentence's end) and its log scale
-    Bk = np.zeros((n, B, R, L))
-    fb = np.zeros((n, B, R))
-    y = np.zeros((B, R, L))
-    lb = np.zeros((B, R))
-    for i in range(n - 1, -1, -1):
-        if i < n - 1:
-            y = ops.bwd(y, s_, i + 1, stay) + zz * ops.bwd(y, s_, i + 1, op)
-            tot = y.sum(axis=-1)
-            ok = tot > 0
-            y = y / np.where(ok, tot, 1.0)[..., None]
-            lb = lb + np.log(np.where(ok, tot, 1.0))
-        end = last == i
-        if end.any():
-            y[end] = ops.bt[rows[end], i][:, None, :]
-            lb[end] = 0.0
-        Bk[i], fb[i] = y, lb
-    # the sweep: column c holds the chunks opened at token c, advanced to token e - 1
-    Q = np.zeros((B, R, T, n, n + 1))
-    G = np.zeros((B, R, n, L))
-    lg = np.full((B, R, n), -np.inf)
-    for e in range(1, n + 1):
-        s = e - 1                                          # open a chunk at token s
-        if s == 0:
-            G[:, :, 0] = ops.a[rows, None, 0] * first * zz
-            lg[:, :, 0] = 0.0
-        else:
-            G[:, :, s] = zz * ops.fwd(F[s - 1], s_, s, op)
-            lg[:, :, s] = fa[s - 1]
-        cols = slice(0, e)
-        g = G[:, :, cols]                                  # (B, R, e, L)
-        at_end = (last == e - 1)[:, None, None, None]
-        if e < n:
-            close = ops.bwd(Bk[e], s_, e, close_stay) + zz * ops.bwd(Bk[e], s_, e, close_op)
-            scale = fb[e]
-        else:
-            close, scale = np.zeros((B, R, L)), np.zeros((B, R))
-        vec = np.where(at_end[..., 0], Bk[e - 1], close)                # (B, R, L)
-        sc = np.where(at_end[:, :, 0, 0], fb[e - 1], scale)              # (B, R)
-        val = np.matmul(g * vec[:, :, None, :], onehot.T).transpose(0, 1, 3, 2)   # (B, R, T, e)
-        with np.errstate(over="ignore", invalid="ignore"):
-            mult = np.exp(lg[:, :, cols] + sc[..., None])                # (B, R, e)
-        live = (e - 1 <= last)[:, None, None, None]
-        Q[:, :, :, cols, e] = np.where(live, np.nan_to_num(val * mult[:, :, None, :]), 0.0)
-        if e < n:                                           # advance the open chunks
-            nxt = ops.fwd(g, s_[:, :, None], e, cont)
-            mx = nxt.max(axis=-1)
-            ok = mx > 0
-            G[:, :, cols] = np.where(ok[..., None], nxt / np.where(ok, mx, 1.0)[..., None], 0.0)
-            lg[:, :, cols] = np.where(ok, lg[:, :, cols] + np.log(np.where(ok, mx, 1.0)),
-                                      -np.inf)
-    return np.minimum(Q, 1.0)
 
 
 def _bounds(pm: np.ndarray, w: float, lengths: np.ndarray) -> np.ndarray:
@@ -253,12 +170,13 @@ def _decide(ops, batch: RaggedBatch, beta_sq: float, map_chunks: list, map_probs
         kk[b, :len(ks[b])] = ks[b]
     err = _errors(pm, w, t_nodes, logw, kk)                # (B, K)
     h = np.full((B, K), -np.inf)
+    pruned = np.zeros(B)
     picked: list = [None] * B
     for group in _groups(lens, [len(t) for t, _ in rules], [len(k) for k in ks], T):
         Rg, Kg = max(1, max(len(rules[b][0]) for b in group)), max(1, max(len(ks[b]) for b in group))
-        h[group, :Kg], picked_g = _solve(ops, batch, rows[group], w, t_nodes[group, :Rg],
-                                         logw[group, :Rg], kk[group, :Kg],
-                                         [len(ks[b]) for b in group])
+        h[group, :Kg], picked_g, pruned[group] = _solve(
+            ops, batch, rows[group], w, t_nodes[group, :Rg], logw[group, :Rg], kk[group, :Kg],
+            [len(ks[b]) for b in group])
         for b, p in zip(group, picked_g):
             picked[b] = p
     out = []
@@ -278,20 +196,19 @@ def _decide(ops, batch: RaggedBatch, beta_sq: float, map_chunks: list, map_probs
         rest = bound[b, ~solved]
         if np.isfinite(rest).any():
             ub.append(float(rest[np.isfinite(rest)].max()))
-        gap = max(0.0, max(ub) - (best_val - best_err))
+        gap = float(pruned[b]) + max(0.0, max(ub) - (best_val - best_err))
         out.append(MEUResult(best_chunks, best_val, gap, len(ks[b]), len(rules[b][0])))
     return out
 
 
 def _groups(lens, nodes, ks, T) -> list[np.ndarray]:
-    """The sentences cut into groups of similar rule sizes (each group's nodes are
-    padded to its largest rule) and dense tables of at most :data:`GROUP_BYTES`."""
+    """The sentences cut into groups whose tables take at most :data:`GROUP_BYTES`
+    (each group's rules padded to its largest), sorted by rule size."""
     order = np.lexsort((np.asarray(lens), np.asarray(nodes)))
     out, cur, top = [], [], 0.0
     for b in order:
         size = table_bytes(int(lens[b]), nodes[b] + ks[b], T)
-        if cur and (len(cur) + 1) * max(top, size) > GROUP_BYTES or \
-                cur and nodes[b] > 1.5 * nodes[cur[0]] + 4:
+        if cur and (len(cur) + 1) * max(top, size) > GROUP_BYTES:
             out.append(np.array(cur))
             cur, top = [], 0.0
         cur.append(b)
@@ -302,35 +219,34 @@ def _groups(lens, nodes, ks, T) -> list[np.ndarray]:
 
 
 def _solve(ops, batch: RaggedBatch, rows: np.ndarray, w: float, t_nodes: np.ndarray,
-           logw: np.ndarray, kk: np.ndarray, solved: list) -> tuple[np.ndarray, list]:
+           logw: np.ndarray, kk: np.ndarray, solved: list) -> tuple[np.ndarray, list, np.ndarray]:
     """For the sentences ``rows``: h[b, j] = max Σ g_k over sets of exactly k = kk[b, j]
-    spans (−inf where none fits, or j ≥ solved[b]), and per sentence a function
-    j -> those spans (steps 4 and 5 of the module doc)."""
+    listed spans (−inf where none fits, or j ≥ solved[b]), per sentence a function
+    j -> those spans, and what the pruning of the sweep left out (steps 4 and 5 of
+    the module doc)."""
     lens = batch.lengths[rows]
-    Q = tilted_tables(ops, batch, np.exp(-w * t_nodes), rows)     # (B, R, T, n, n+1)
-    B, _, _, n, _ = Q.shape
-    K = kk.shape[1]
+    B, n, K = len(rows), int(lens.max()), kk.shape[1]
+    spans = tilted_spans(ops, batch, np.exp(-w * t_nodes), PRUNE / n, rows)
+    # g_k of every listed chunk for every solved k: Σ_r W_r e^{-t_r k} Q_r
     coef = np.exp(logw[:, None, :] - t_nodes[:, None, :] * kk[:, :, None])   # (B, K, R)
-    gbest = np.empty((B, K, n, n + 1))
-    tbest = np.empty((B, K, n, n + 1), dtype=np.int64)
-    flat = Q.reshape(B, Q.shape[1], -1)
-    T = Q.shape[2]
-    for j in range(K):                      # g_k = Σ_r W_r e^{-t_r k} Q_r, best type
-        g = np.matmul(coef[:, j, None, :], flat).reshape(B, T, n, n + 1)
-        gbest[:, j] = g.max(axis=1)
-        tbest[:, j] = g.argmax(axis=1)
-    del Q
-    e_idx, s_idx = np.arange(n + 1), np.arange(n)
-    absent = (e_idx[None, None, :] > lens[:, None, None]) | \
-        (s_idx[None, :, None] >= e_idx[None, None, :])
-    gbest = np.where(absent[:, None], -np.inf, gbest)
+    g = np.einsum("ckr,cr->ck", coef[spans.sent], spans.Q) if len(spans.sent) \
+        else np.zeros((0, K))
+    gbest = np.full((B, K, n, n + 1), -np.inf)       # unlisted chunks are absent
+    tbest = np.zeros((B, K, n, n + 1), dtype=np.int64)
+    for t in np.unique(spans.typ):                   # the best type of each (start, end)
+        at = np.flatnonzero(spans.typ == t)
+        b, st, en = spans.sent[at], spans.start[at], spans.end[at]
+        cur = gbest[b, :, st, en]
+        better = g[at] > cur
+        gbest[b, :, st, en] = np.where(better, g[at], cur)
+        tbest[b, :, st, en] = np.where(better, t, tbest[b, :, st, en])
     D, arg = _counted_dp(gbest, int(kk.max()))
     h = np.take_along_axis(D[np.arange(B), :, :, lens], kk[:, :, None], axis=2)[..., 0]
     h = np.where(np.arange(K)[None, :] < np.array(solved)[:, None], h, -np.inf)
 
-    def spans(b: int):
+    def chosen(b: int):
         return lambda j: _backtrace(arg[b, j], tbest[b, j], int(kk[b, j]), int(lens[b]))
-    return h, [spans(b) for b in range(B)]
+    return h, [chosen(b) for b in range(B)], spans.pruned
 
 
 def _counted_dp(gbest: np.ndarray, J: int) -> tuple[np.ndarray, np.ndarray]:
