@@ -144,8 +144,18 @@ def iter_data(path_or_file) -> Iterator[Sequence]:
                              f"(CRFsuite would read the label {label!r}); write \\:")
         items: dict[str, float] = {}
         for k, f in enumerate(fields[1:], 2):
-            name, value = _split(f, f"{where} (field {k})")
-            items[name] = items.get(name, 0.0) + _number(value, f"{where} (field {k})", name)
+            if "\\" in f or f.count(":") > 1:          # escapes, or a second ':' refused
+                name, value = _split(f, f"{where} (field {k})")
+                v = _number(value, f"{where} (field {k})", name)
+            else:                                    # the common field: no escape
+                name, _, value = f.partition(":")
+                try:
+                    v = float(value) if value else 1.0
+                except ValueError:
+                    v = math.nan
+                if not v - v == 0.0:                 # not a finite number: refused by name
+                    v = _number(value, f"{where} (field {k})", name)
+            items[name] = items.get(name, 0.0) + v
         seq.labels.append(label)
         seq.items.append(items)
         seq.lines.append(lineno)
