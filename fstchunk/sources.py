@@ -3,11 +3,15 @@
 A path that is not a regular file — a pipe or FIFO (``<(cat dev.txt)``, ``mkfifo``),
 ``/dev/stdin``, a terminal — can be read only once, yet a command reads an input more
 than once (a sniff of its first lines, its layout checked, then the parse).  Inside
-:func:`held` (every ``fstchunk`` command runs in one) such a path is read into memory
-at its first opening and served from there at every later one, so a pipe gives
-exactly what the file would give; with ``stdin=True`` (the command line) the path
-``-`` is standard input, read once the same way and named ``<stdin>`` in messages
-(:func:`name`).  Regular files are never copied: they are opened anew each time.
+:func:`held` (every ``fstchunk`` command runs in one) what is read of such a path is
+kept in memory, up to :data:`HOLD_BYTES`, and every opening is served from there, the
+one at the front reading on from the pipe; so a pipe gives exactly what the file
+would give.  Past :data:`HOLD_BYTES` the reader at the front streams on without
+keeping what it reads (``decode`` of an endless stream holds a bounded amount), and
+an opening that would need those bytes again is refused, naming the input (give a
+file).  With ``stdin=True`` (the command line) the path ``-`` is standard input,
+held the same way and named ``<stdin>`` in messages (:func:`name`).  Regular files
+are never copied: they are opened anew each time.
 
 Outside :func:`held` a path is opened as it is: a library caller's FIFO is read as
 the call reads it, and nothing is kept between calls.
@@ -31,9 +35,118 @@ STDIN = "-"
 #: how messages name it
 STDIN_NAME = "<stdin>"
 
+#: bytes of a pipe kept for a second reading; beyond them it is streamed once
+HOLD_BYTES = 256 << 20
+
 _lock = threading.RLock()
 _state = {"depth": 0, "stdin": False}
-_held: dict[object, bytes] = {}
+_held: dict[object, "_Held"] = {}
+
+
+class _Held:
+    """A pipe read on demand and shared by its openings: ``kept``, its first bytes (at
+    most :data:`HOLD_BYTES`), for any opening; beyond them ``tail``, the bytes from
+    the slowest open reader on (a tee: decode's parser and its echo of the input read
+    the same stream a block apart), dropped once every open reader is past them."""
+
+    def __init__(self, raw: BinaryIO, name: str):
+        self.raw, self.name = raw, name
+        self.kept = bytearray()
+        self.tail = bytearray()
+        self.tail_start: int | None = None   # stream offset of tail[0] (None: no tail yet)
+        self.done = False
+        self.readers: set = set()
+
+    def frontier(self) -> int:
+        return len(self.kept) if self.tail_start is None else self.tail_start + len(self.tail)
+
+    def read_at(self, pos: int, size: int) -> bytes:
+        """Up to ``size`` bytes at ``pos`` (b"" at the end); OSError naming the input
+        for bytes no longer held."""
+        with _lock:
+            if pos < len(self.kept):
+                return bytes(self.kept[pos:pos + size])
+            end = self.frontier()
+            if self.tail_start is not None and self.tail_start <= pos < end:
+                return bytes(self.tail[pos - self.tail_start:pos - self.tail_start + size])
+            if pos != end:
+                raise OSError(f"{self.name}: a pipe or standard input larger than "
+                              f"{_size(HOLD_BYTES)} is read more than once here; give a "
+                              f"file instead")
+            if self.done:
+                return b""
+            chunk = self.raw.read(max(size, 1 << 16))
+            if not chunk:
+                self.done = True
+                return b""
+            if self.tail_start is None and len(self.kept) + len(chunk) <= HOLD_BYTES:
+                self.kept += chunk
+            else:
+                if self.tail_start is None:
+                    self.tail_start = len(self.kept)
+                self.tail += chunk
+                self._trim(pos)
+            return chunk[:size]
+
+    def _trim(self, pos: int) -> None:
+        """Drop the tail's bytes that every open reader has passed."""
+        low = min([r.pos for r in self.readers] + [pos])
+        cut = low - self.tail_start
+        if cut > 0:
+            del self.tail[:cut]
+            self.tail_start = low
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n} bytes"
+
+
+class _Reader(io.RawIOBase):
+    """One opening of a held pipe, at its own position."""
+
+    def __init__(self, held: _Held):
+        self.held, self.pos = held, 0
+        with _lock:
+            held.readers.add(self)
+
+    def close(self) -> None:
+        with _lock:
+            self.held.readers.discard(self)
+        super().close()
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        """Anywhere in the bytes held (a reader sniffs the head, then starts over);
+        SEEK_END reads to the end first."""
+        if whence == io.SEEK_END:
+            pos = self.held.frontier()
+            while True:
+                chunk = self.held.read_at(pos, 1 << 20)
+                if not chunk:
+                    break
+                pos += len(chunk)
+            target = pos + offset
+        else:
+            target = offset if whence == io.SEEK_SET else self.pos + offset
+        if target < 0:
+            raise OSError(f"{self.held.name}: seek to {target}")
+        self.pos = target
+        return target
+
+    def readinto(self, b) -> int:
+        data = self.held.read_at(self.pos, len(b))
+        n = len(data)
+        b[:n] = data
+        self.pos += n
+        return n
 
 
 @contextmanager
@@ -51,6 +164,9 @@ def held(stdin: bool = False) -> Iterator[None]:
         with _lock:
             _state["depth"] -= 1
             if not _state["depth"]:
+                for h in _held.values():
+                    if h.raw is not getattr(sys.stdin, "buffer", None):
+                        h.raw.close()
                 _held.clear()
                 _state["stdin"] = False
 
@@ -90,15 +206,11 @@ def open_binary(path) -> BinaryIO:
         key = _key(p)
         if key is None:
             return open(p, "rb")
-        data = _held.get(key)
-        if data is None:
-            if key == STDIN:
-                data = sys.stdin.buffer.read()
-            else:
-                with open(p, "rb") as fh:
-                    data = fh.read()
-            _held[key] = data
-    return io.BytesIO(data)
+        held = _held.get(key)
+        if held is None:
+            raw = sys.stdin.buffer if key == STDIN else open(p, "rb")
+            held = _held[key] = _Held(raw, name(p))
+    return io.BufferedReader(_Reader(held))
 
 
 def read_bytes(path) -> bytes:

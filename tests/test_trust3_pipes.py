@@ -329,3 +329,37 @@ def test_dash_twice_and_binary_outputs_to_dash_are_refused(data, capsys):
         code, out, err = run(capsys, *argv)
         assert code == 2 and "-o -:" in err and "give a file name" in err, (argv, err)
         assert len(err.strip().splitlines()) == 1
+
+
+def test_a_pipe_beyond_the_held_bytes_streams_once(data, pipe, capsys, monkeypatch):
+    """Beyond sources.HOLD_BYTES a pipe is streamed, not kept: decode (its last reading
+    streams) gives what the file gives; a command that reads the input twice past them
+    is refused, naming the input, instead of reading less."""
+    from fstchunk import sources
+    monkeypatch.setattr(sources, "HOLD_BYTES", 4096)
+    assert os.path.getsize(data / "dev.txt") > 4 * 4096
+    want = run(capsys, "decode", "--model", data / "crf.npz", "--input", data / "dev.txt")
+    assert run(capsys, "decode", "--model", data / "crf.npz", "--input",
+               pipe(data / "dev.txt")) == want
+    fifo = pipe(data / "train.txt")
+    code, _, err = run(capsys, "train", "--train", fifo, "--features", "tmpt1",
+                       "--max-iter", "1", "-o", data / "x.npz")
+    assert code == 2 and f"{fifo}: a pipe or standard input larger than" in err
+    assert "give a file instead" in err and "Traceback" not in err
+
+
+def test_held_readers_share_the_kept_bytes_and_seek_in_them(tmp_path):
+    from fstchunk import sources
+    payload = bytes(range(256)) * 40
+    f = Fifo(tmp_path / "f", payload)
+    try:
+        with sources.held():
+            a = sources.open_binary(f.path)
+            head = a.read(10)
+            a.seek(0)
+            assert a.read(10) == head == payload[:10]
+            b = sources.open_binary(f.path)
+            assert b.read() == payload and a.read() == payload[10:]
+            assert sources.read_bytes(f.path) == payload
+    finally:
+        f.close()

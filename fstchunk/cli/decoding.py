@@ -264,6 +264,8 @@ def _stream(path: str, results: Iterator[Decoded], out: IO[str], failed: Failure
     spaces do not make empty columns; a ``-DOCSTART-`` line gets the tag ``O`` too,
     padded with ``O`` to the token lines' width; blank lines are empty."""
     lines = iter_lines(path)
+    first = next(lines, None)          # opened now, before the parse runs ahead: a pipe's
+    lines = chain([first] if first is not None else [], lines)   # bytes are kept for it
     held: list = []                               # the first line of the next sentence
     pending: list[str] = []                       # separators before the width is known
     form: dict = {}                               # the input's delimiter and width
