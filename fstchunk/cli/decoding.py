@@ -156,7 +156,7 @@ def run_decode(args: argparse.Namespace) -> int:
     else:
         model, items, word = _model_input(args)
     scheme = args.output_scheme or output_scheme(model)
-    if args.model and (args.decoder != "map" or args.format not in ("conll", "crfsuite")
+    if args.model and (dec.needs_probabilities or args.format not in ("conll", "crfsuite")
                        or args.min_confidence > 0):
         require_probabilities(model, args.model)     # margins: the calibrating command
     with executor_of(args) as ex:

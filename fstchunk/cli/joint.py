@@ -262,7 +262,7 @@ def run_decode(args: argparse.Namespace) -> int:
     if args.output:
         check_output(args.output)
     model = J.JointModel.load(args.model)
-    if args.decoder != "map":
+    if dec.needs_probabilities:
         require_probabilities(model, args.model)     # margins: the calibrating command
     cols = _model_columns(model, args.columns, args.input, args.model, "joint decode",
                           bool(args.json))
