@@ -87,19 +87,20 @@ def tilted_spans(ops, batch: RaggedBatch, z: np.ndarray, prune: float,
             lg = np.concatenate([lg, lnew[opened]])
         if len(c_b) == 0:
             continue
-        # close every live column after token e - 1
-        at_end = last[c_b] == e - 1
-        vec = np.empty((len(c_b), R, L))
-        sc = np.empty((len(c_b), R))
-        if at_end.any():
-            vec[at_end], sc[at_end] = Bk[e - 1, c_b[at_end]], fb[e - 1, c_b[at_end]]
-        inner = ~at_end
-        if inner.any():
-            b_in = c_b[inner]
-            y = Bk[e, b_in]
-            vec[inner] = (ops.bwd(y, s_[b_in], e, close_stay)
-                          + zz[b_in] * ops.bwd(y, s_[b_in], e, close_op))
-            sc[inner] = fb[e, b_in]
+        # close every live column after token e - 1: each sentence's closing vector
+        # (its end, or the arcs that close into token e), then the columns'
+        ended = last == e - 1
+        vec_b = np.empty((B, R, L))
+        sc_b = np.empty((B, R))
+        vec_b[ended], sc_b[ended] = Bk[e - 1, ended], fb[e - 1, ended]
+        on = np.flatnonzero(last > e - 1)
+        if len(on):
+            y = Bk[e, on]
+            vec_b[on] = (ops.bwd(y, s_[on], e, close_stay)
+                         + zz[on] * ops.bwd(y, s_[on], e, close_op))
+            sc_b[on] = fb[e, on]
+        at_end = ended[c_b]
+        vec, sc = vec_b[c_b], sc_b[c_b]
         val = np.matmul(G * vec, onehot.T)                               # (C, R, T)
         with np.errstate(over="ignore", invalid="ignore"):
             scale = np.exp(lg + sc)
