@@ -63,6 +63,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..namespace import public_dir
 from ..confidence import scored_chunks
 from ..decode import decode_lattices
 from ..errors import InputError
@@ -80,7 +81,7 @@ try:                                        # scikit-learn is an optional extra
 except ImportError:                         # pragma: no cover - exercised without the extra
     from .params import BaseEstimator       # type: ignore[assignment]
 
-__all__ = ["CRF", "ALGORITHMS"]
+__all__ = ["CRF", "ALGORITHMS", "OBJECTIVES"]
 
 
 class CRF(CRFParams, BaseEstimator):
@@ -300,3 +301,5 @@ def _marginal_dicts(tags: Sequence[str], marg: np.ndarray) -> list[dict]:
 
 #: the objectives ``objective=`` takes
 OBJECTIVES = (lo.ML.name, lo.MEU.name, lo.MEU_CORPUS.name, lo.MAX_MARGIN.name)
+
+__dir__ = public_dir(globals(), __all__)
