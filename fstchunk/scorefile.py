@@ -68,7 +68,7 @@ def save_scores(path: str | os.PathLike, tags: Sequence[str], emissions: Sequenc
     Written atomically to exactly ``path`` (``np.savez`` alone would append ``.npz``).
     A tag list that cannot express ``scheme`` is refused before anything is written
     (:func:`fstchunk.tagspace.check_expresses`)."""
-    TagSpace.of(tuple(tags), enc.canonical_scheme(scheme))
+    TagSpace.of(tags, enc.canonical_scheme(scheme))
     arrays = {"tags": np.array(list(tags), dtype=str), "scheme": np.array(scheme),
               "transitions": np.asarray(transitions, float)}
     if start is not None:
@@ -121,7 +121,7 @@ def read_score_arrays(name: str) -> tuple[list[str], str, tuple, list[np.ndarray
     tags = [str(t) for t in data["tags"].tolist()]
     scheme = str(data["scheme"]) if "scheme" in data else "IOB2"
     try:                       # once for the file, not per sentence
-        TagSpace.of(tuple(tags), enc.canonical_scheme(scheme))
+        TagSpace.of(tags, enc.canonical_scheme(scheme))
     except FstchunkError as e:
         raise ModelFileError(f"{name}: arrays 'tags' and 'scheme': {e}") from None
     indices = sorted(int(m.group(1)) for m in map(_EMISSIONS.match, data) if m)

@@ -16,6 +16,7 @@ from ..encodings import is_valid
 from ..errors import InputError
 from ..lattice import Lattice
 from ..models.attribute_crf import AttributeCRF
+from ..tagseq import tag_list
 
 
 @dataclass
@@ -81,6 +82,7 @@ class Tagger:
     def probability(self, yseq: Sequence[str]) -> float:
         """Pr(yseq | x) of the current sequence (0 for a sequence the scheme rules out)."""
         lat = self._current()
+        yseq = tag_list(yseq, "yseq")
         if lat.space.chunked:
             if len(yseq) == lat.n and all(t in lat.tags for t in yseq) and \
                     not is_valid(list(yseq), lat.scheme):

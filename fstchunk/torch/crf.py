@@ -65,7 +65,7 @@ class ChunkCRF:
 
     def __init__(self, tags: Sequence[str], scheme: str = "IOB2"):
         try:
-            self.space = TagSpace.of(tuple(tags), enc.canonical_scheme(scheme))
+            self.space = TagSpace.of(tags, enc.canonical_scheme(scheme))
         except FstchunkError as e:
             raise InputError(f"ChunkCRF(scheme={scheme!r}): {e}") from None
         sp = self.space
