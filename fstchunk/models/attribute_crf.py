@@ -382,12 +382,7 @@ class AttributeCRF(Calibrated, PairChain):
             space = TagSpace.of(tuple(tags), canonical(scheme_name))
         except (InputError, SchemeError, TypeError) as e:
             raise f.error("tags", str(e)) from None
-        blob = f.array("attribute_names", "bytes", (None,))
-        try:
-            names = bytes(blob).decode("utf-8").split("\n")
-        except UnicodeDecodeError as e:
-            raise f.error("attribute_names", f"not UTF-8 ({e.reason})") from None
-        names = names if names != [""] else []
+        names = f.packed_strings("attribute_names")
         if len(set(names)) != len(names):
             raise f.error("attribute_names", "repeats an attribute")
         L = len(space.tags)

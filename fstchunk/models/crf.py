@@ -353,12 +353,7 @@ class CRF(Calibrated, PairChain):
             if spec.reads_pos and cols.pos is None:
                 raise f.error("columns", f"template {template} reads POS, but the columns "
                                          f"{cols.spec()} have none")
-        blob = f.array("feature_names", "bytes", (None,))
-        try:
-            names = bytes(blob).decode("utf-8").split("\n")
-        except UnicodeDecodeError as e:
-            raise f.error("feature_names", f"not UTF-8 ({e.reason})") from None
-        names = names if names != [""] else []
+        names = f.packed_strings("feature_names")
         if len(set(names)) != len(names):
             raise f.error("feature_names", "repeats a feature")
         alien = set() if "template_source" in f.meta else (
