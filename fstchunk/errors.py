@@ -63,6 +63,12 @@ class TrainingInterrupted(FstchunkError):
         self.checkpoint = checkpoint
 
 
+class FstchunkWarning(UserWarning):
+    """Something fstchunk can compute but that is likely not what was meant (score
+    arrays that look like probabilities); the CLI prints it as one line
+    ``fstchunk COMMAND: warning: ...``."""
+
+
 class BudgetError(FstchunkError):
     """A computation whose estimated size (machine states, bytes of memory) exceeds
     the settable budget; raised *before* the work starts.  The message names the

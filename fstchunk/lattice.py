@@ -44,6 +44,7 @@ from .grammars.models import score_lattice
 from .grammars.validity import validity_acceptor
 from .engine.chain import Layers, forward, gauge, restrict, token_marginals
 from .grammars.annotation import mask_acceptor
+from .scorecheck import looks_like_probabilities, warn_probabilities
 from .tagseq import tag_list
 from .tagspace import TagSpace, canonical
 
@@ -76,10 +77,13 @@ class Lattice:
     def from_scores(cls, tags: Sequence[str], emissions, transitions, start=None, end=None,
                     scheme: str = "IOB2") -> "Lattice":
         """Linear-chain lattice: score(y) = start[y_1] + Σ emissions[i, y_i]
-        + Σ transitions[y_{i-1}, y_i] + end[y_n] (log potentials, columns = ``tags``)."""
+        + Σ transitions[y_{i-1}, y_i] + end[y_n] (log potentials, columns = ``tags``;
+        rows that look like probabilities are warned of: :mod:`fstchunk.scorecheck`)."""
         space = TagSpace.of(tags, canonical(scheme))
         tags, L = space.tags, len(space)
         emissions = _array("emissions", emissions, 2)
+        if looks_like_probabilities(emissions):
+            warn_probabilities("emissions")
         if emissions.shape[0] == 0:
             raise InputError("empty sentence: emissions has 0 rows (a sentence has >= 1 token)")
         if emissions.shape[1] != L:

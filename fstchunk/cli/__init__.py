@@ -29,7 +29,7 @@ import sys
 
 from .. import __version__
 from ..errors import FstchunkError, TrainingInterrupted
-from .common import HelpFormatter, refuse_overwriting_inputs
+from .common import HelpFormatter, refuse_overwriting_inputs, warning_lines
 
 #: command -> (the module of .cli that defines it, its one-line help); a command's module
 #: is imported only when that command runs (or for ``--help``), so ``fstchunk eval``
@@ -111,8 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "eval":          # no numpy there: no BLAS to limit
             return args.func(args)
         from ..parallel import single_threaded_blas
-        with single_threaded_blas():        # small matrices: see fstchunk.parallel
-            return args.func(args)
+        with single_threaded_blas(), warning_lines(command):   # small matrices: see
+            return args.func(args)                            # fstchunk.parallel
     except BrokenPipeError:
         return 0
     except TrainingInterrupted as e:
