@@ -67,7 +67,7 @@ from .bcfw import BCFWSolver
 from .design import FeatureCount, TrainingData, observed_pairs, training_data
 from .base import check_training_set, chunk_dev_f, gold_tags, training_columns
 from .features import TEMPLATES, FeatureMap, feature_kinds, resolve_template, template_of
-from .templates import parse_template
+from .templates import REGEX_FLAVORS, parse_template
 from .io import Fields, load_model_file, save_model
 from .calibrated import Calibrated
 from .pairchain import PairChain
@@ -342,8 +342,13 @@ class CRF(Calibrated, PairChain):
         template = f.get("template", str)
         cols = f.columns()
         if "template_source" in f.meta:
+            flavor = f.get("template_regex", str, "python")     # files before: "python"
+            if flavor not in REGEX_FLAVORS:
+                raise f.error("template_regex", f"expected one of {', '.join(REGEX_FLAVORS)}, "
+                                                f"found {flavor!r:.40}")
             try:
-                spec = parse_template(f.get("template_source", str), template).bind(cols)
+                spec = parse_template(f.get("template_source", str), template,
+                                      flavor).bind(cols)
             except InputError as e:
                 raise f.error("template_source", str(e)) from None
         elif template not in TEMPLATES:

@@ -206,7 +206,8 @@ class FeatureMap:
         """For a model file's metadata: the template's name, and a template file's text
         (``template_source``), so that the model never depends on the file staying."""
         return {"template": self.template} if self.builtin else {
-            "template": self.template, "template_source": self.spec.source}
+            "template": self.template, "template_source": self.spec.source,
+            "template_regex": self.spec.flavor}
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], meta: dict) -> "FeatureMap":
@@ -215,6 +216,7 @@ class FeatureMap:
         names = unpack("feature_names", arrays)
         template = meta["template"]
         if "template_source" in meta:
-            template = parse_template(meta["template_source"], template)
+            template = parse_template(meta["template_source"], template,
+                                      meta.get("template_regex", "python"))
         return cls(template, names, meta.get("word_col", 0),
                    meta.get("pos_col", 1))
