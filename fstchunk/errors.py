@@ -15,7 +15,19 @@ from __future__ import annotations
 
 
 class FstchunkError(ValueError):
-    """Base class: an input, option or file that fstchunk cannot use."""
+    """Base class: an input, option or file that fstchunk cannot use.
+
+    The message names Python calls (``crf.calibrate(...)``); where the advice differs on
+    the command line, ``cli`` holds the message that names the options instead, which
+    the CLI prints (:meth:`cli_text`)."""
+
+    def __init__(self, *args, cli: str | None = None):
+        super().__init__(*args)
+        self.cli = cli
+
+    def cli_text(self) -> str:
+        """The message as the command line shows it."""
+        return self.cli or str(self)
 
 
 class CoNLLError(FstchunkError):

@@ -124,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fstchunk {command}: {how}", file=sys.stderr)
         return code
     except (FstchunkError, OSError, RuntimeError) as e:
-        print(f"fstchunk {command}: error: {e}", file=sys.stderr)
+        text = e.cli_text() if isinstance(e, FstchunkError) else e
+        print(f"fstchunk {command}: error: {text}", file=sys.stderr)
         return 2
     finally:
         if previous is not None:

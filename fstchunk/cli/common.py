@@ -26,7 +26,7 @@ import warnings
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator
 
-from ..errors import FstchunkWarning, InputError, OutputError
+from ..errors import FstchunkError, FstchunkWarning, InputError, OutputError
 from ..fbeta import beta_range, check_beta
 from ..gold import ON_INVALID
 
@@ -206,7 +206,8 @@ class Failures:
         """One line saying why (out of memory, or the error's message)."""
         if isinstance(error, MemoryError):
             return f"out of memory ({error})" if str(error) else "out of memory"
-        return " ".join(str(error).split())
+        text = error.cli_text() if isinstance(error, FstchunkError) else str(error)
+        return " ".join(text.split())
 
     @staticmethod
     def cause(error: BaseException) -> str:

@@ -126,6 +126,7 @@ class AttributeCRF(Calibrated, PairChain):
 
     kind: ClassVar[str] = "attribute-crf"
     objectives = ATTRIBUTE_OBJECTIVES
+    calibrate_call = "model.calibrate((X_held_out, y_held_out))"
 
     def __init__(self, scheme: str | None = "auto", *, min_freq: float = 0.0,
                  all_possible_states: bool = False, all_possible_transitions: bool = False,

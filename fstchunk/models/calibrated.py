@@ -43,16 +43,23 @@ class Calibrated:
         trained = lo.OBJECTIVES.get(name)
         return trained is None or trained.probabilistic or "temperature" in self.settings
 
-    def require_probabilities(self) -> None:
-        """InputError saying how to calibrate, unless :attr:`probabilistic`."""
+    #: the Python call that calibrates this kind of model, for the advice of
+    #: :meth:`require_probabilities`
+    calibrate_call = "crf.calibrate(held_out_sentences)"
+
+    def require_probabilities(self, call: str | None = None) -> None:
+        """InputError saying how to calibrate (``call``, default :attr:`calibrate_call`;
+        on the command line, ``fstchunk calibrate``), unless :attr:`probabilistic`."""
         if not self.probabilistic:
             objective = self.settings.get("objective",
                                           self.settings.get("run", {}).get("objective"))
-            raise InputError(f"this CRF was trained by {objective}; its scores are margins, "
-                             "not probabilities. Calibrate it on held-out sentences first: "
-                             "fstchunk calibrate --model MODEL --input HELDOUT -o MODEL (or "
-                             "fstchunk train --calibrate HELDOUT); MAP decoding needs no "
-                             "calibration")
+            what = (f"this CRF was trained by {objective}; its scores are margins, not "
+                    f"probabilities. Calibrate it on held-out sentences first: ")
+            raise InputError(what + f"{call or self.calibrate_call} (MAP decoding needs no "
+                             f"calibration)",
+                             cli=what + "fstchunk calibrate --model MODEL --input HELDOUT -o "
+                             "MODEL (or fstchunk train --calibrate HELDOUT); MAP decoding "
+                             "needs no calibration")
 
     def calibrate(self, sentences: Sequence[Sentence], source: str | None = None,
                   data_scheme: str | None = None) -> float:

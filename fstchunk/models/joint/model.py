@@ -131,9 +131,12 @@ class JointModel(PartScorer):
         name, arg = (self.path, self.path) if self.path else ("this joint model", "MODEL")
         how = (f"was trained by {self.settings['algorithm']}" if "algorithm" in self.settings
                else "is untrained")
-        raise InputError(f"{name} {how}; its scores are not probabilities. Calibrate it on "
-                         f"held-out sentences first: fstchunk joint calibrate --model {arg} "
-                         f"--input HELDOUT -o {arg} (or joint train --calibrate HELDOUT)")
+        what = (f"{name} {how}; its scores are not probabilities. Calibrate it on held-out "
+                f"sentences first: ")
+        raise InputError(what + "fstchunk.models.joint.calibrate(model, "
+                         "layered(held_out_sentences)); MAP decoding needs no calibration",
+                         cli=what + f"fstchunk joint calibrate --model {arg} --input HELDOUT "
+                         f"-o {arg} (or joint train --calibrate HELDOUT)")
 
     def calibrate(self, data: Sequence[Encoded], source: str | None = None) -> float:
         """Fit the temperature T by maximum likelihood of the gold structures of
