@@ -70,8 +70,8 @@ class TrainingInterrupted(FstchunkError):
     """Training stopped by the user (Ctrl-C); ``checkpoint`` is the file that
     ``--resume`` continues from (``None`` if none was written)."""
 
-    def __init__(self, message: str, checkpoint: str | None = None):
-        super().__init__(message)
+    def __init__(self, message: str, checkpoint: str | None = None, cli: str | None = None):
+        super().__init__(message, cli=cli)
         self.checkpoint = checkpoint
 
 
@@ -89,7 +89,7 @@ class BudgetError(FstchunkError):
     hold the two numbers."""
 
     def __init__(self, message: str, estimate: float | None = None,
-                 budget: float | None = None):
-        super().__init__(message)
+                 budget: float | None = None, cli: str | None = None):
+        super().__init__(message, cli=cli)
         self.estimate = estimate
         self.budget = budget

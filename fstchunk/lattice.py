@@ -75,14 +75,15 @@ class Lattice:
     # ------------------------------------------------------------------ builders
     @classmethod
     def from_scores(cls, tags: Sequence[str], emissions, transitions, start=None, end=None,
-                    scheme: str = "IOB2") -> "Lattice":
+                    scheme: str = "IOB2", warn: bool = True) -> "Lattice":
         """Linear-chain lattice: score(y) = start[y_1] + Σ emissions[i, y_i]
         + Σ transitions[y_{i-1}, y_i] + end[y_n] (log potentials, columns = ``tags``;
-        rows that look like probabilities are warned of: :mod:`fstchunk.scorecheck`)."""
+        rows that look like probabilities are warned of, :mod:`fstchunk.scorecheck`,
+        unless ``warn=False``: scores of fstchunk's own making)."""
         space = TagSpace.of(tags, canonical(scheme))
         tags, L = space.tags, len(space)
         emissions = _array("emissions", emissions, 2)
-        if looks_like_probabilities(emissions):
+        if warn and looks_like_probabilities(emissions):
             warn_probabilities("emissions")
         if emissions.shape[0] == 0:
             raise InputError("empty sentence: emissions has 0 rows (a sentence has >= 1 token)")

@@ -83,7 +83,7 @@ def test_resumed_run_is_bit_identical(tmp_path, monkeypatch, average, where, res
         callbacks = [stop]
     else:
         stop_at_visit(monkeypatch, 2 * len(TOY) + 3 if where == "inside epoch 3" else 1)
-    with pytest.raises(TrainingInterrupted, match="checkpoint .*m.ckpt.*--resume") as e:
+    with pytest.raises(TrainingInterrupted, match=r"checkpoint .*m.ckpt.*resume=True") as e:
         SegmentModel(**hyper).fit(TOY, checkpoint=ckpt, callbacks=callbacks, **options)
     assert e.value.checkpoint == ckpt
     done = 0 if where == "first visit" else 2

@@ -39,6 +39,17 @@ def test_from_scores_warns_of_probability_rows_only():
             Lattice.from_scores(TAGS, fine, np.zeros((3, 3)))
 
 
+def test_fstchunk_s_own_lattices_do_not_warn():
+    """Posterior decoding sums marginals through a lattice of them: no warning."""
+    from fstchunk.decode import decode_posterior
+    rng = np.random.default_rng(3)
+    lat = Lattice.from_scores(TAGS, rng.normal(size=(4, 3)), rng.normal(size=(3, 3)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FstchunkWarning)
+        decode_posterior(lat)
+        Lattice.from_scores(TAGS, _softmax(rng, 3), np.zeros((3, 3)), warn=False)
+
+
 @pytest.mark.parametrize("rows, want", [
     ([[0.2, 0.8], [1.0, 0.0]], True), ([[0.2, 0.8 + 2e-6]], False),
     ([[0.2, 0.8 + 5e-7]], True), ([[1.2, -0.2]], False), ([[0.5, 0.5], [0.5, 0.4]], False),

@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except TrainingInterrupted as e:
         how, code = ("terminated", 143) if terminated else ("interrupted", 130)
-        print(f"fstchunk {command}: {how}: {e}", file=sys.stderr)
+        print(f"fstchunk {command}: {how}: {e.cli_text()}", file=sys.stderr)
         return code
     except KeyboardInterrupt:
         how, code = ("terminated", 143) if terminated else ("interrupted", 130)

@@ -313,7 +313,7 @@ def output_scheme(model) -> str:
 
 def _with_hint(error: BaseException) -> BaseException:
     """A BudgetError told with the option that raises the budget."""
-    if isinstance(error, BudgetError) and "--memory-budget" not in str(error):
-        return BudgetError(f"{error} (--memory-budget sets the budget)", error.estimate,
-                           error.budget)
+    if isinstance(error, BudgetError) and "--memory-budget" not in error.cli_text():
+        return BudgetError(f"{error.cli_text()} (--memory-budget sets the budget)",
+                           error.estimate, error.budget)
     return error

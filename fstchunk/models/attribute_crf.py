@@ -327,7 +327,7 @@ class AttributeCRF(Calibrated, PairChain):
             return BCFWSolver(self, data, l2, loss, beta, tol, executor)
         if objective in (lo.PA, lo.AROW):
             return MarginSolver(self, data, objective.name, opts)
-        raise InputError(f"an attribute CRF does not train --objective {objective.name}")
+        raise lo.objective_error("an attribute CRF does not train {}", objective.name)
 
     def dev_f(self, dev: Any) -> float:
         """Dev figure (percent) of MAP decoding on ``dev`` = (X, y): conlleval F for a

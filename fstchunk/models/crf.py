@@ -289,7 +289,7 @@ class CRF(Calibrated, PairChain):
             return BCFWSolver(self, data, l2, loss, beta, tol, executor)
         if objective is lo.PERCEPTRON:
             return PerceptronSolver(self, data)
-        raise InputError(f"a CRF does not train --objective {objective.name}")
+        raise lo.objective_error("a CRF does not train {}", objective.name)
 
     def dev_f(self, dev: Sequence[Sentence]) -> float:
         """conlleval F (percent) of MAP decoding on ``dev`` (:func:`.base.chunk_dev_f`)."""

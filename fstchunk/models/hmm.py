@@ -166,7 +166,7 @@ class HMM:
     def lattice(self, sentence: Sentence) -> Lattice:
         """Pr(x | w) as a lattice (the joint Pr(w, x), renormalised over valid x)."""
         return Lattice.from_scores(self.tags, self.emissions(sentence), self.log_trans,
-                                   self.log_start, self.log_end, scheme=self.scheme)
+                                   self.log_start, self.log_end, scheme=self.scheme, warn=False)
 
     def lattices(self, sentences: Sequence[Sentence]) -> list[Lattice]:
         """One lattice per sentence (the model protocol)."""

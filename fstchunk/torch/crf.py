@@ -396,6 +396,6 @@ class ChunkCRF:
         out = []
         for b, length in enumerate(bt.lengths_list):
             lat = Lattice.from_scores(self.tags, arr[0][b, :length], arr[1], arr[2], arr[3],
-                                      scheme=self.scheme)
+                                      scheme=self.scheme, warn=False)     # checked: warned
             out.append(list(decode_meu(lat, beta=beta).tags))
         return out

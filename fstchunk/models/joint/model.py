@@ -320,7 +320,8 @@ class JointModel(PartScorer):
         """The additive statistics of a smooth objective (ML: Σ NLL and its gradient,
         :func:`.train.nll_statistics`) over ``data`` at θ (:mod:`fstchunk.scale`)."""
         if lo.objective(name, JOINT_OBJECTIVES) is not lo.ML:
-            raise InputError(f"--algorithm {name} is run by passes, not as a function of θ")
+            raise InputError(f"algorithm={name!r} is run by passes, not as a function of θ",
+                             cli=f"--algorithm {name} is run by passes, not as a function of θ")
         return nll_statistics(self, data, theta)
 
     def partitions(self, data: Sequence[Encoded], parts: int
