@@ -79,3 +79,15 @@ def test_objectives_are_named_as_the_caller_names_them():
 def test_an_error_without_a_cli_wording_is_the_same_on_both():
     e = InputError("plain")
     assert e.cli_text() == str(e) == "plain"
+
+
+def test_importing_a_crfsuite_model_names_the_scheme_parameter(tmp_path):
+    pycrfsuite = pytest.importorskip("pycrfsuite")
+    from fstchunk.models.crfsuite_import import from_crfsuite
+    trainer = pycrfsuite.Trainer(verbose=False)
+    trainer.append([{"w": "the"}, {"w": "dog"}], ["DT", "NN"])
+    trainer.set_params({"max_iterations": 5})
+    path = str(tmp_path / "pos.crfsuite")
+    trainer.train(path)
+    _refused(lambda: from_crfsuite(path, "IOB2"), "import with scheme=None for an unconstrained",
+             "import with --scheme none for an unconstrained")
