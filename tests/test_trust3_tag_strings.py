@@ -11,7 +11,7 @@ import pytest
 
 import fstchunk
 from fstchunk import encodings as enc
-from fstchunk.conll import Sentence, write_conll
+from fstchunk.conll import Sentence, read_conll, write_conll
 from fstchunk.errors import InputError
 from fstchunk.expected import expected_f
 from fstchunk.confidence import scored_chunks
@@ -123,3 +123,13 @@ def test_write_conll_refuses_what_the_file_cannot_hold(sentences, what):
     out = io.StringIO()
     write_conll([[["He", "B-NP"], ["ran", "B-VP"]]], out)
     assert out.getvalue() == "He B-NP\nran B-VP\n\n"
+
+
+def test_a_tab_delimited_file_holds_spaces_inside_a_cell():
+    out = io.StringIO()
+    write_conll([[["New York", "B-LOC"]]], out, "\t")
+    assert read_conll(io.StringIO(out.getvalue()), delimiter="\t")[0].rows == [
+        ["New York", "B-LOC"]]
+    for cell in (" York", "New\tYork", "a\nb"):
+        with pytest.raises(InputError, match="sentence 0, row 0"):
+            write_conll([[[cell, "B-LOC"]]], io.StringIO(), "\t")
