@@ -166,11 +166,12 @@ class Trainer:
                 raise InputError(f"identity field {key!r}: {value!r} is not a string, "
                                  f"finite number, bool or None (a checkpoint stores it)")
         if executor is not None and not self.objective.spreads:
-            why = (f"trains by passes in one process; {{}} applies to the objectives with a "
-                   f"value (statistics summed over sentences)")
-            raise InputError(f"objective={self.objective.name!r} " + why.format("executor="),
+            why = ("trains by passes in one process; {} to the objectives with a value "
+                   "(statistics summed over sentences)")
+            raise InputError(f"objective={self.objective.name!r} "
+                             + why.format("executor= applies"),
                              cli=f"--objective {self.objective.name} "
-                             + why.format("--workers/--scheduler"))
+                             + why.format("--workers/--scheduler apply"))
         self.l2 = self.objective.l2(l2)
         self.loss, self.tol = loss, tol
         self.max_iter = int(max_iter)
