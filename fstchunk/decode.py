@@ -93,7 +93,8 @@ def decode_posterior(lattice: Lattice) -> Decoding:
     """The valid sequence maximising the sum of token marginals."""
     marg = lattice.marginals()
     L = len(lattice.tags)
-    post = Lattice.from_scores(lattice.tags, marg, np.zeros((L, L)), scheme=lattice.scheme)
+    post = Lattice.from_scores(lattice.tags, marg, np.zeros((L, L)), scheme=lattice.scheme,
+                               warn=False)            # marginals summed: not log potentials
     idx, best = viterbi(post.layers)
     return Decoding([lattice.tags[i] for i in idx], best)
 

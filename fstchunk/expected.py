@@ -40,6 +40,7 @@ from .engine.expectation import tp_count_table
 from .grammars import budget, counting
 from .grammars.conversion import encoder
 from .lattice import Lattice
+from .tagseq import tag_list
 
 
 @dataclass
@@ -67,9 +68,9 @@ def expected_f(lattice: Lattice, hypothesis: Sequence[str] | None = None,
     if (hypothesis is None) == (reference is None):
         raise InputError("give exactly one of hypothesis= (decoding) or reference= (training)")
     direction = "decoding" if hypothesis is not None else "training"
-    fixed = list(hypothesis if hypothesis is not None else reference)
-    chunks = lattice.check_chunking(fixed, "hypothesis" if hypothesis is not None
-                                    else "reference")
+    what = "hypothesis" if hypothesis is not None else "reference"
+    fixed = list(tag_list(hypothesis if hypothesis is not None else reference, what))
+    chunks = lattice.check_chunking(fixed, what)
     if method == "fst":
         joint = joint_by_composition(lattice, chunks)
         Z = joint.sum(axis=0)

@@ -44,6 +44,8 @@ from .grammars.models import score_lattice
 from .grammars.validity import validity_acceptor
 from .engine.chain import Layers, forward, gauge, restrict, token_marginals
 from .grammars.annotation import mask_acceptor
+from .scorecheck import looks_like_probabilities, warn_probabilities
+from .tagseq import tag_list
 from .tagspace import TagSpace, canonical
 
 
@@ -55,7 +57,7 @@ class Lattice:
                  scores: tuple | None = None):
         """``layers`` are the numerical form; ``raw_fst`` the machine they came from
         (or a function that builds it on demand), composed with validity by :attr:`fst`."""
-        self.space = TagSpace.of(tuple(tags), canonical(scheme))
+        self.space = TagSpace.of(tags, canonical(scheme))
         self.layers = layers
         self.n = len(layers.weights)
         self._raw_fst = raw_fst
@@ -73,12 +75,16 @@ class Lattice:
     # ------------------------------------------------------------------ builders
     @classmethod
     def from_scores(cls, tags: Sequence[str], emissions, transitions, start=None, end=None,
-                    scheme: str = "IOB2") -> "Lattice":
+                    scheme: str = "IOB2", warn: bool = True) -> "Lattice":
         """Linear-chain lattice: score(y) = start[y_1] + Σ emissions[i, y_i]
-        + Σ transitions[y_{i-1}, y_i] + end[y_n] (log potentials, columns = ``tags``)."""
-        space = TagSpace.of(tuple(tags), canonical(scheme))
+        + Σ transitions[y_{i-1}, y_i] + end[y_n] (log potentials, columns = ``tags``;
+        rows that look like probabilities are warned of, :mod:`fstchunk.scorecheck`,
+        unless ``warn=False``: scores of fstchunk's own making)."""
+        space = TagSpace.of(tags, canonical(scheme))
         tags, L = space.tags, len(space)
         emissions = _array("emissions", emissions, 2)
+        if warn and looks_like_probabilities(emissions):
+            warn_probabilities("emissions")
         if emissions.shape[0] == 0:
             raise InputError("empty sentence: emissions has 0 rows (a sentence has >= 1 token)")
         if emissions.shape[1] != L:
@@ -110,7 +116,7 @@ class Lattice:
         Labels are matched by name if ``fst`` has an input symbol table, else they
         must be the labels of :class:`TagSet` (the shared symbol table).
         """
-        space = TagSpace.of(tuple(tags), canonical(scheme))
+        space = TagSpace.of(tags, canonical(scheme))
         f = _to_space_labels(fst, space)
         return cls(space.tags, space.scheme, _layers_of(f, space), raw_fst=f)
 
@@ -200,7 +206,7 @@ class Lattice:
         return score - self.log_partition()
 
     def check_sequence(self, seq: Sequence[str], what: str) -> list[int]:
-        if len(seq) != self.n:
+        if len(tag_list(seq, what)) != self.n:
             raise InputError(f"{what} has {len(seq)} tags but the lattice has {self.n} tokens")
         if self.space.chunked:
             enc.validate(list(seq), self.scheme)
@@ -220,7 +226,7 @@ class Lattice:
         sequence the model can produce (MEU may answer O where the lattice's tag
         list has no O; it lacks no other tag: :func:`.tagspace.check_expresses`)."""
         self.space.require_chunks(f"the chunks of a {what}")
-        if len(seq) != self.n:
+        if len(tag_list(seq, what)) != self.n:
             raise InputError(f"{what} has {len(seq)} tags but the lattice has {self.n} tokens")
         seq = list(seq)
         enc.validate(seq, self.scheme)

@@ -63,6 +63,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..namespace import public_dir
 from ..confidence import scored_chunks
 from ..decode import decode_lattices
 from ..errors import InputError
@@ -73,14 +74,14 @@ from ..models.attributes import check_sequences
 from ..models.partial_labels import literal, refuse_open
 from ..scale import executor
 from .params import ALGORITHMS, CRFParams, resolve
-from .tagger import Tagger, TrainingLog
+from .tagger import CALIBRATE, Tagger, TrainingLog
 
 try:                                        # scikit-learn is an optional extra
     from sklearn.base import BaseEstimator
 except ImportError:                         # pragma: no cover - exercised without the extra
     from .params import BaseEstimator       # type: ignore[assignment]
 
-__all__ = ["CRF", "ALGORITHMS"]
+__all__ = ["CRF", "ALGORITHMS", "OBJECTIVES"]
 
 
 class CRF(CRFParams, BaseEstimator):
@@ -169,21 +170,27 @@ class CRF(CRFParams, BaseEstimator):
         """The labels of each sequence (an object array, as sklearn-crfsuite's):
         ``decoder`` map (Viterbi, the default), posterior, meu (maximum expected F_β of
         each sentence), meu-corpus (of the corpus's expected counts)."""
-        lats = self._fitted().lattices(X, require_probabilities=decoder != "map")
+        model = self._fitted()
+        if decoder != "map":
+            model.require_probabilities(CALIBRATE)
+        lats = model.lattices(X, require_probabilities=False)
         return np.array(decode_lattices(lats, decoder, beta), dtype=object)
 
     def predict_single(self, xseq: Sequence[Any]) -> list[str]:
-        """The Viterbi labels of one sequence."""
+        """The Viterbi labels of one sequence (any model: Viterbi reads no probability)."""
+        self._fitted()
         return self.tagger_.tag(xseq)
 
     def predict_marginals(self, X: Sequence[Any]) -> np.ndarray:
         """Per sequence, per token, {label: Pr(y_t = label | x)}."""
         model = self._fitted()
+        model.require_probabilities(CALIBRATE)
         return np.array([_marginal_dicts(model.tags, lat.marginals())
                          for lat in model.lattices(X)], dtype=object)
 
     def predict_marginals_single(self, xseq: Sequence[Any]) -> list[dict]:
         model = self._fitted()
+        model.require_probabilities(CALIBRATE)
         return _marginal_dicts(model.tags, model.lattices([xseq])[0].marginals())
 
     def predict_chunks(self, X: Sequence[Any], decoder: str = "map",
@@ -193,6 +200,7 @@ class CRF(CRFParams, BaseEstimator):
         with its exact marginal probability; a chunk scheme only."""
         model = self._fitted()
         model.space.require_chunks("predict_chunks")
+        model.require_probabilities(CALIBRATE)
         lats = model.lattices(X)
         return [scored_chunks(lat, tags)
                 for lat, tags in zip(lats, decode_lattices(lats, decoder, beta))]
@@ -202,6 +210,7 @@ class CRF(CRFParams, BaseEstimator):
         :func:`fstchunk.expected.expected_f`); a chunk scheme only."""
         model = self._fitted()
         model.space.require_chunks("expected_f")
+        model.require_probabilities(CALIBRATE)
         X, y = self._data(X, y)                  # a partial label: refused by name
         refuse_open(y, "y", "expected F is taken against one tag sequence per sequence")
         return np.array([expected_f(lat, reference=g, beta=beta, method="fast").f
@@ -300,3 +309,5 @@ def _marginal_dicts(tags: Sequence[str], marg: np.ndarray) -> list[dict]:
 
 #: the objectives ``objective=`` takes
 OBJECTIVES = (lo.ML.name, lo.MEU.name, lo.MEU_CORPUS.name, lo.MAX_MARGIN.name)
+
+__dir__ = public_dir(globals(), __all__)

@@ -65,7 +65,7 @@ class ChunkCRF:
 
     def __init__(self, tags: Sequence[str], scheme: str = "IOB2"):
         try:
-            self.space = TagSpace.of(tuple(tags), enc.canonical_scheme(scheme))
+            self.space = TagSpace.of(tags, enc.canonical_scheme(scheme))
         except FstchunkError as e:
             raise InputError(f"ChunkCRF(scheme={scheme!r}): {e}") from None
         sp = self.space
@@ -396,6 +396,6 @@ class ChunkCRF:
         out = []
         for b, length in enumerate(bt.lengths_list):
             lat = Lattice.from_scores(self.tags, arr[0][b, :length], arr[1], arr[2], arr[3],
-                                      scheme=self.scheme)
+                                      scheme=self.scheme, warn=False)     # checked: warned
             out.append(list(decode_meu(lat, beta=beta).tags))
         return out
