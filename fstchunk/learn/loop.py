@@ -337,13 +337,14 @@ class Trainer:
         recorded = recorded if isinstance(recorded, dict) else {}
         now = self.run
         recorded = {**{k: v for k, v in ABSENT.items() if k in now}, **recorded}
-        differ = [_difference(key, recorded, now)
-                  for key in list(now) + [k for k in recorded if k not in now]
-                  if recorded.get(key, _MISSING) != now.get(key, _MISSING)]
-        if differ:                   # before the sizes: name the setting, not its effect
-            what = (f"checkpoint {self.checkpoint} is of another run (checkpoint vs now): "
-                    f"{'; '.join(differ)}")
-            raise InputError(f"resume=True: {what}", cli=f"--resume: {what}")
+        keys = [key for key in list(now) + [k for k in recorded if k not in now]
+                if recorded.get(key, _MISSING) != now.get(key, _MISSING)]
+        if keys:                     # before the sizes: name the setting, not its effect
+            what = f"checkpoint {self.checkpoint} is of another run (checkpoint vs now): "
+            raise InputError(
+                f"resume=True: {what}" + "; ".join(_difference(k, recorded, now) for k in keys),
+                cli=f"--resume: {what}" + "; ".join(_difference(k, recorded, now, True)
+                                                    for k in keys))
         if not fits:
             raise self._misfit(saved, model)
         done = int(saved.settings.get("iteration", 0))
@@ -399,12 +400,13 @@ def _shown(record: dict, key: str) -> str:
     return repr(record[key]) if key in record else "(not recorded)"
 
 
-def _difference(key: str, recorded: dict, now: dict) -> str:
-    """One differing field of a resume, both values and the option that sets it."""
+def _difference(key: str, recorded: dict, now: dict, cli: bool = False) -> str:
+    """One differing field of a resume, both values, and (``cli``) the option that sets
+    it."""
     option = OPTIONS.get(key)
     if key == "D":                           # 2**bits buckets: as --hash-bits gives them
         bits = [f"{v.bit_length() - 1}" if isinstance(v, int) and v > 0 else "?"
                 for v in (recorded.get(key), now.get(key))]
         option = f"--hash-bits {bits[0]} vs {bits[1]}"
     return (f"{key}: {_shown(recorded, key)} vs {_shown(now, key)}"
-            + (f" ({option})" if option else ""))
+            + (f" ({option})" if option and cli else ""))
