@@ -31,8 +31,10 @@ decoders and trainers -> CLI (:mod:`fstchunk.cli`).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+import importlib as _importlib
+from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any
+
+from .namespace import public_dir as _public_dir
 
 __version__ = "0.1.0"
 
@@ -66,23 +68,21 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     """Load a public name on first use (PEP 562)."""
     try:
         module, attr = _LAZY[name]
     except KeyError:
         raise AttributeError(f"module 'fstchunk' has no attribute {name!r}") from None
-    loaded = importlib.import_module(module)
+    loaded = _importlib.import_module(module)
     value = loaded if attr is None else getattr(loaded, attr)
     globals()[name] = value
     return value
 
 
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__dir__ = _public_dir(globals(), _LAZY)
 
-
-if TYPE_CHECKING:                      # what type checkers and editors see
+if _TYPE_CHECKING:                      # what type checkers and editors see
     from .batch import decode_sentences
     from .confidence import ScoredChunk, decode_chunks, scored_chunks
     from .conll import iter_conll, read_conll, write_conll

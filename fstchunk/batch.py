@@ -339,15 +339,17 @@ def _iter_corpus(job: _Job, sentences: Iterable, executor: Any) -> Iterator[Deco
                    for t in tabs]
             if [isinstance(t, BaseException) for t in got] != \
                     [isinstance(t, BaseException) for t in first]:
-                raise InputError("meu-corpus: a sentence failed when its chunks were "
-                                 "listed again unpruned; decode per sentence (--decoder meu)")
+                what = ("meu-corpus: a sentence failed when its chunks were listed again "
+                        "unpruned; decode per sentence ")
+                raise InputError(what + "(decoder='meu')", cli=what + "(--decoder meu)")
         return [t for t in got if not isinstance(t, BaseException)]
     try:
         preds = iter(decide_corpus(tables, job.decoder.beta, job.decoder.max_iter)[0]) \
             if sents else iter(())
     except MemoryError:
-        raise InputError(f"meu-corpus: out of memory deciding {len(sents)} sentences "
-                         f"jointly; decode them per sentence (--decoder meu)") from None
+        what = (f"meu-corpus: out of memory deciding {len(sents)} sentences jointly; decode "
+                f"them per sentence ")
+        raise InputError(what + "(decoder='meu')", cli=what + "(--decoder meu)") from None
     decided = [None if isinstance(t, BaseException) else next(preds) for t in first]
     extras = iter(lambda: (), None)                  # () for ever: nothing asked for
     if job.confidences or job.marginals:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Sequence
 
 from . import sources
-from .errors import CoNLLError
+from .errors import CoNLLError, InputError
 from .outputs import atomic_write
 
 
@@ -97,6 +97,8 @@ def iter_lines(path_or_file) -> Iterator[tuple[int, str]]:
 #: the white space that separates columns: ASCII spaces and tabs, never U+00A0
 BLANKS = " \t\r\n"
 _RUNS = re.compile("[ \t]+")
+#: what a cell written with the default delimiter may not hold: what reading splits at
+_UNWRITABLE = re.compile("[ \t\r\n]")
 DOCSTART = "-DOCSTART-"
 
 
@@ -176,15 +178,30 @@ def read_conll(path_or_file, delimiter: str | None = None,
 
 def write_conll(sentences: Iterable[Sentence | Sequence[Sequence[str]]], out,
                 delimiter: str = " ") -> None:
-    """Write sentences (or lists of rows) to a path or text stream, blank-line
-    separated; a path is written atomically (:func:`fstchunk.outputs.atomic_write`)."""
+    """Write sentences (or lists of rows, each a list of cells) to a path or text
+    stream, blank-line separated; a path is written atomically
+    (:func:`fstchunk.outputs.atomic_write`).  A cell the file cannot hold (empty, or
+    with a line break or what separates the columns — a space or tab, or with a tab
+    ``delimiter`` a tab or an outer space —, which :func:`read_conll` would read
+    otherwise) and a row or sentence given as one string are one InputError naming
+    the sentence and row."""
     if not hasattr(out, "write"):
         with atomic_write(out) as fh:
             write_conll(sentences, fh, delimiter)
         return
-    for sent in sentences:
+    bad = _UNWRITABLE if delimiter == " " else re.compile(
+        "[\r\n]|" + re.escape(delimiter) + ("|^ | $" if delimiter == "\t" else ""))
+    for k, sent in enumerate(sentences):
         rows = sent.rows if isinstance(sent, Sentence) else sent
-        for r in rows:
+        if isinstance(rows, str):
+            raise InputError(f"sentence {k} is the string {rows[:40]!r}: give its rows, "
+                             f"each a list of cells")
+        for j, r in enumerate(rows):
+            if isinstance(r, str) or not all(isinstance(c, str) and c and not bad.search(c)
+                                             for c in r):
+                raise InputError(f"sentence {k}, row {j}: {r!r:.80} cannot be a CoNLL line "
+                                 f"(a row is a list of non-empty strings without line "
+                                 f"breaks or the column delimiter {delimiter!r})")
             out.write(delimiter.join(r) + "\n")
         out.write("\n")
 

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from .errors import InputError, SchemeError
+from .tagseq import tag_list
 
 Chunk = tuple[str, int, int]
 
@@ -261,6 +262,7 @@ def _violation(tags: Sequence[str], s: SchemeSpec) -> tuple[int | None, str] | N
 def is_valid(tags: Sequence[str], scheme: str) -> bool:
     """True iff ``tags`` is a well-formed ``scheme`` sequence (unknown tags -> False)."""
     s = spec(scheme)
+    tag_list(tags)
     try:
         return _violation(tags, s) is None
     except ValueError:
@@ -270,7 +272,7 @@ def is_valid(tags: Sequence[str], scheme: str) -> bool:
 def validate(tags: Sequence[str], scheme: str) -> None:
     """Raise :class:`~fstchunk.errors.SchemeError` naming the first offending position
     and tag (also as ``e.position``)."""
-    found = _violation(tags, spec(scheme))
+    found = _violation(tag_list(tags), spec(scheme))
     if found:
         raise SchemeError(found[1], found[0])
 
@@ -282,7 +284,7 @@ def tags_to_chunks(tags: Sequence[str], scheme: str, strict: bool = True) -> lis
     sequence; ``strict=False`` reads it as conlleval.pl does (see module doc).
     """
     s = spec(scheme)
-    tags = list(tags)
+    tags = list(tag_list(tags))
     if strict:
         validate(tags, scheme)
     parsed = [_parse(t, s, i) for i, t in enumerate(tags)]
@@ -298,7 +300,7 @@ def conlleval_chunks(tags: Sequence[str]) -> list[Chunk]:
     continues one chunk.  A chunk still open after the last tag ends there, as
     conlleval.pl ends it at the end of its input.
     """
-    return _read_chunks([split_conlleval(t) for t in tags], iobes_family=False)
+    return _read_chunks([split_conlleval(t) for t in tag_list(tags)], iobes_family=False)
 
 
 def _read_chunks(parsed: list[tuple[str, str]], iobes_family: bool) -> list[Chunk]:
@@ -412,5 +414,5 @@ def convert(tags: Sequence[str], source: str, target: str, strict: bool = True) 
 def chunk_types(tags: Iterable[str]) -> tuple[str, ...]:
     """Sorted chunk types used by ``tags`` (``()`` when all are untyped or O); a type
     that :func:`type_problem` refuses raises SchemeError naming its tag."""
-    types = {tag_type(t) for t in tags if t != OUTSIDE}
+    types = {tag_type(t) for t in tag_list(tags) if t != OUTSIDE}
     return tuple(sorted(t for t in types if t))

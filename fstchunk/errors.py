@@ -15,7 +15,19 @@ from __future__ import annotations
 
 
 class FstchunkError(ValueError):
-    """Base class: an input, option or file that fstchunk cannot use."""
+    """Base class: an input, option or file that fstchunk cannot use.
+
+    The message names Python calls (``crf.calibrate(...)``); where the advice differs on
+    the command line, ``cli`` holds the message that names the options instead, which
+    the CLI prints (:meth:`cli_text`)."""
+
+    def __init__(self, *args, cli: str | None = None):
+        super().__init__(*args)
+        self.cli = cli
+
+    def cli_text(self) -> str:
+        """The message as the command line shows it."""
+        return self.cli or str(self)
 
 
 class CoNLLError(FstchunkError):
@@ -58,9 +70,15 @@ class TrainingInterrupted(FstchunkError):
     """Training stopped by the user (Ctrl-C); ``checkpoint`` is the file that
     ``--resume`` continues from (``None`` if none was written)."""
 
-    def __init__(self, message: str, checkpoint: str | None = None):
-        super().__init__(message)
+    def __init__(self, message: str, checkpoint: str | None = None, cli: str | None = None):
+        super().__init__(message, cli=cli)
         self.checkpoint = checkpoint
+
+
+class FstchunkWarning(UserWarning):
+    """Something fstchunk can compute but that is likely not what was meant (score
+    arrays that look like probabilities); the CLI prints it as one line
+    ``fstchunk COMMAND: warning: ...``."""
 
 
 class BudgetError(FstchunkError):
@@ -71,7 +89,7 @@ class BudgetError(FstchunkError):
     hold the two numbers."""
 
     def __init__(self, message: str, estimate: float | None = None,
-                 budget: float | None = None):
-        super().__init__(message)
+                 budget: float | None = None, cli: str | None = None):
+        super().__init__(message, cli=cli)
         self.estimate = estimate
         self.budget = budget

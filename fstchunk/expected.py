@@ -41,6 +41,7 @@ from .grammars import budget, counting
 from .grammars.conversion import encoder
 from .lattice import Lattice
 from .lattices import apply
+from .tagseq import tag_list
 
 
 @one_blas_thread
@@ -52,9 +53,9 @@ def expected_f(lattice: Lattice, hypothesis: Sequence[str] | None = None,
     if (hypothesis is None) == (reference is None):
         raise InputError("give exactly one of hypothesis= (decoding) or reference= (training)")
     direction = "decoding" if hypothesis is not None else "training"
-    fixed = list(hypothesis if hypothesis is not None else reference)
-    chunks = lattice.check_chunking(fixed, "hypothesis" if hypothesis is not None
-                                    else "reference")
+    what = "hypothesis" if hypothesis is not None else "reference"
+    fixed = list(tag_list(hypothesis if hypothesis is not None else reference, what))
+    chunks = lattice.check_chunking(fixed, what)
     if method == "fst":
         joint = joint_by_composition(lattice, chunks)
         Z = joint.sum(axis=0)

@@ -50,6 +50,8 @@ from .engine.ragged import RaggedBatch, ragged_batches
 from .fbeta import to_beta_sq
 from .grammars.annotation import mask_acceptor
 from .layers import layers_of, normalise, to_space_labels
+from .scorecheck import looks_like_probabilities, warn_probabilities
+from .tagseq import tag_list
 from .tagspace import TagSpace, canonical
 
 
@@ -82,7 +84,7 @@ class Lattice:
         A dense chain gives ``scores`` (emissions, transitions, start, end) and, for a
         tag mask, ``allowed`` (n, L) instead of layers, which are then built on first
         use (the batched engine reads the scores themselves: :mod:`fstchunk.engine.ragged`)."""
-        self.space = TagSpace.of(tuple(tags), canonical(scheme))
+        self.space = TagSpace.of(tags, canonical(scheme))
         if layers is None and scores is None:
             raise InputError("a lattice needs its layers or its score arrays")
         if layers is not None:
@@ -104,12 +106,16 @@ class Lattice:
     # ------------------------------------------------------------------ builders
     @classmethod
     def from_scores(cls, tags: Sequence[str], emissions, transitions, start=None, end=None,
-                    scheme: str = "IOB2") -> "Lattice":
+                    scheme: str = "IOB2", warn: bool = True) -> "Lattice":
         """Linear-chain lattice: score(y) = start[y_1] + Σ emissions[i, y_i]
-        + Σ transitions[y_{i-1}, y_i] + end[y_n] (log potentials, columns = ``tags``)."""
-        space = TagSpace.of(tuple(tags), canonical(scheme))
+        + Σ transitions[y_{i-1}, y_i] + end[y_n] (log potentials, columns = ``tags``;
+        rows that look like probabilities are warned of, :mod:`fstchunk.scorecheck`,
+        unless ``warn=False``: scores of fstchunk's own making)."""
+        space = TagSpace.of(tags, canonical(scheme))
         tags, L = space.tags, len(space)
         emissions = _array("emissions", emissions, 2)
+        if warn and looks_like_probabilities(emissions):
+            warn_probabilities("emissions")
         if emissions.shape[0] == 0:
             raise InputError("empty sentence: emissions has 0 rows (a sentence has >= 1 token)")
         if emissions.shape[1] != L:
@@ -146,7 +152,7 @@ class Lattice:
         Labels are matched by name if ``fst`` has an input symbol table, else they
         must be the labels of :class:`TagSet` (the shared symbol table).
         """
-        space = TagSpace.of(tuple(tags), canonical(scheme))
+        space = TagSpace.of(tags, canonical(scheme))
         f = to_space_labels(fst, space)
         return cls(space.tags, space.scheme, layers_of(f, space), raw_fst=f)
 
@@ -250,7 +256,7 @@ class Lattice:
         """The valid sequence maximising Σ_i Pr(y_i = x_i), and that sum."""
         L = len(self.tags)
         post = Lattice.from_scores(self.tags, self.marginals(), np.zeros((L, L)),
-                                   scheme=self.scheme)
+                                   scheme=self.scheme, warn=False)  # marginals summed
         paths, best = inference.viterbi(post.batch())
         return Decoding([self.tags[i] for i in paths[0]], float(best[0]))
 
@@ -318,7 +324,7 @@ class Lattice:
         return score - self.log_partition()
 
     def check_sequence(self, seq: Sequence[str], what: str) -> list[int]:
-        if len(seq) != self.n:
+        if len(tag_list(seq, what)) != self.n:
             raise InputError(f"{what} has {len(seq)} tags but the lattice has {self.n} tokens")
         if self.space.chunked:
             enc.validate(list(seq), self.scheme)
@@ -338,7 +344,7 @@ class Lattice:
         sequence the model can produce (MEU may answer O where the lattice's tag
         list has no O; it lacks no other tag: :func:`.tagspace.check_expresses`)."""
         self.space.require_chunks(f"the chunks of a {what}")
-        if len(seq) != self.n:
+        if len(tag_list(seq, what)) != self.n:
             raise InputError(f"{what} has {len(seq)} tags but the lattice has {self.n} tokens")
         seq = list(seq)
         enc.validate(seq, self.scheme)

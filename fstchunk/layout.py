@@ -40,6 +40,7 @@ import numpy as np
 from .columns import IGNORED, NAMES, Columns
 from .conll import Sentence
 from .errors import InputError
+from .stringpack import pack, unpack
 
 #: tokens of an input that are checked (from its first sentences)
 HEAD_TOKENS = 1000
@@ -110,28 +111,26 @@ class Vocabulary:
         values = tuple(dict.fromkeys(self.values + other.values))[:MAX_TYPES]
         return Vocabulary(values, max(self.types, other.types, len(values)))
 
-    def to_array(self) -> np.ndarray:
-        """The values as one UTF-8 byte array, newline-separated (no pickle; a CoNLL
-        value holds no line break, though it may hold U+00A0, or spaces in a
-        tab-delimited file)."""
-        return np.frombuffer("\n".join(self.values).encode("utf-8"), dtype=np.uint8)
+    def to_arrays(self, name: str) -> dict[str, np.ndarray]:
+        """The values as the arrays ``name`` (and ``name_lengths`` where needed), one
+        UTF-8 byte array, no pickle, lossless (:mod:`fstchunk.stringpack`: a word read
+        from a CoNLL file holds no line break, one given in Python may)."""
+        return pack(name, self.values)
 
     @classmethod
-    def from_array(cls, blob: np.ndarray, types: Any) -> "Vocabulary":
-        """What :meth:`to_array` wrote; InputError for bytes that are not such a list."""
-        if not (isinstance(blob, np.ndarray) and blob.dtype == np.uint8 and blob.ndim == 1):
-            raise InputError(f"expected a 1-d uint8 array, found {getattr(blob, 'dtype', '?')} "
-                             f"of shape {getattr(blob, 'shape', '?')}")
-        try:
-            text = bytes(blob).decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise InputError(f"not UTF-8 ({e.reason})") from None
-        values = tuple(text.split("\n")) if text else ()
+    def from_arrays(cls, name: str, arrays: dict[str, np.ndarray], types: Any
+                    ) -> "Vocabulary":
+        """What :meth:`to_arrays` wrote; InputError naming ``name`` for arrays that are
+        not such a list."""
+        if name not in arrays:
+            raise InputError(f"array {name} missing")
+        values = tuple(unpack(name, arrays))
         if len(set(values)) != len(values) or not all(values):
-            raise InputError("not a list of distinct non-empty values")
+            raise InputError(f"{name}: not a list of distinct non-empty values")
         if not (isinstance(types, int) and not isinstance(types, bool)
                 and types >= len(values)):
-            raise InputError(f"types must be an integer >= {len(values)}, found {types!r}")
+            raise InputError(f"{name}: types must be an integer >= {len(values)}, found "
+                             f"{types!r}")
         return cls(values, types)
 
 
@@ -246,7 +245,7 @@ class Layout:
                 "types": {r: v.types for r, v in self.vocab.items()}}
 
     def arrays(self) -> dict[str, np.ndarray]:
-        return {f"layout_{r}": v.to_array() for r, v in self.vocab.items()}
+        return {k: a for r, v in self.vocab.items() for k, a in v.to_arrays(f"layout_{r}").items()}
 
     @classmethod
     def from_json(cls, record: Any, arrays: dict[str, np.ndarray]) -> "Layout":
@@ -265,13 +264,7 @@ class Layout:
         vocab = {}
         for role in ("word", "pos"):
             if role in types:
-                if f"layout_{role}" not in arrays:
-                    raise InputError(f"array layout_{role} missing")
-                try:
-                    vocab[role] = Vocabulary.from_array(arrays[f"layout_{role}"],
-                                                        types.get(role))
-                except InputError as e:
-                    raise InputError(f"layout_{role}: {e}") from None
+                vocab[role] = Vocabulary.from_arrays(f"layout_{role}", arrays, types.get(role))
         return cls(record["width"], tuple(held), scheme, vocab)
 
     # ------------------------------------------------------------ inputs

@@ -3,7 +3,8 @@
 A score file holds, without pickle:
 
 * ``tags``: 1-D string array, the column order of all arrays;
-* ``scheme``: 0-D string array (default IOB2 if absent);
+* ``scheme``: 0-D string array (if absent, the scheme given to the reader, else the
+  one scheme the tags are of: :func:`scheme_of`);
 * ``transitions`` (L x L), optional ``start`` and ``end`` (L,);
 * ``emissions_0``, ``emissions_1``, ...: one (n_k x L) array per sentence, in the
   order of the CoNLL file they score.
@@ -35,20 +36,23 @@ Pitfalls:
 * sentences are read ``emissions_0, emissions_1, ...`` up to the first missing
   index; an ``emissions_k`` beyond a gap would be silently dropped, so a gap is
   an error.
-* JSONL scores without a scheme are read as IOB2, whose tags IOB1 shares: scores
-  whose best tags open chunks with ``I-`` and never with ``B-`` (an IOB1 tagger's)
-  are refused there (:func:`_refuse_iob1_scores`), naming ``--scheme IOB1``.
+* JSONL scores (and a ``.npz`` without ``scheme``) read without a scheme are read in
+  the one scheme their tags are of (:func:`scheme_of`): IOBES tags as IOBES.  Tags that
+  schemes share (``B-``, ``I-``: IOB1 and IOB2; ``I-``, ``E-``: IOE1 and IOE2) are
+  refused, asking for the scheme: an IOB1 tagger's scores read as IOB2 silently lose
+  the mass of every sequence that opens a chunk with ``I-``.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
 import re
 import zipfile
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -70,7 +74,7 @@ def save_scores(path: str | os.PathLike, tags: Sequence[str], emissions: Sequenc
     Written atomically to exactly ``path`` (``np.savez`` alone would append ``.npz``).
     A tag list that cannot express ``scheme`` is refused before anything is written
     (:func:`fstchunk.tagspace.check_expresses`)."""
-    TagSpace.of(tuple(tags), enc.canonical_scheme(scheme))
+    TagSpace.of(tags, enc.canonical_scheme(scheme))
     arrays = {"tags": np.array(list(tags), dtype=str), "scheme": np.array(scheme),
               "transitions": np.asarray(transitions, float)}
     if start is not None:
@@ -126,10 +130,12 @@ def _refuse_not_npz(name: str, head: bytes) -> None:
                          f"writes (tags, scheme, transitions, emissions_K)")
 
 
-def load_lattices(path: str | os.PathLike) -> list[Lattice]:
-    """One :class:`Lattice` per sentence of a score file."""
+def load_lattices(path: str | os.PathLike, scheme: str | None = None,
+                  option: str = "scheme=", fallback: str | None = None) -> list[Lattice]:
+    """One :class:`Lattice` per sentence of a score file (``scheme``, ``option``,
+    ``fallback``: as :func:`read_score_arrays`)."""
     name = os.fspath(path)
-    tags, scheme, shared, emissions = read_score_arrays(name)
+    tags, scheme, shared, emissions = read_score_arrays(name, scheme, option, fallback)
     out = []
     for k, e in enumerate(emissions):
         try:
@@ -139,9 +145,15 @@ def load_lattices(path: str | os.PathLike) -> list[Lattice]:
     return out
 
 
-def read_score_arrays(name: str) -> tuple[list[str], str, tuple, list[np.ndarray]]:
+def read_score_arrays(name: str, scheme: str | None = None, option: str = "scheme=",
+                      fallback: str | None = None
+                      ) -> tuple[list[str], str, tuple, list[np.ndarray]]:
     """(tags, scheme, (transitions, start, end), [emissions_k]) of a score file,
-    its structure checked (module doc); the numbers are checked by the lattices."""
+    its structure checked (module doc); the numbers are checked by the lattices.
+    ``scheme``: the scheme of a file without a ``scheme`` array (else ``fallback``,
+    else the one its tags are of, :func:`scheme_of`); one other than the file's own is
+    refused.  ``option`` is how errors name the scheme's option (``--scheme`` on the
+    command line)."""
     data = _read_arrays(name)
     for key in ("tags", "transitions"):
         if key not in data:
@@ -150,9 +162,17 @@ def read_score_arrays(name: str) -> tuple[list[str], str, tuple, list[np.ndarray
         raise ModelFileError(f"{name}: 'tags' must be a 1-D string array, got dtype "
                              f"{data['tags'].dtype} and shape {data['tags'].shape}")
     tags = [str(t) for t in data["tags"].tolist()]
-    scheme = str(data["scheme"]) if "scheme" in data else "IOB2"
+    if "scheme" in data:
+        own = str(data["scheme"])
+        if scheme is not None and enc.canonical_scheme(scheme) != enc.canonical_scheme(own):
+            raise InputError(f"{_ask(option, [scheme])}: {name} holds {own} scores (its "
+                             f"'scheme' array): give the file's scheme, {_ask(option, [own])}"
+                             f", or none")
+        scheme = own
+    elif scheme is None:
+        scheme = fallback or scheme_of([tags], name, option)
     try:                       # once for the file, not per sentence
-        TagSpace.of(tuple(tags), enc.canonical_scheme(scheme))
+        TagSpace.of(tags, enc.canonical_scheme(scheme))
     except FstchunkError as e:
         raise ModelFileError(f"{name}: arrays 'tags' and 'scheme': {e}") from None
     indices = sorted(int(m.group(1)) for m in map(_EMISSIONS.match, data) if m)
@@ -202,73 +222,77 @@ class ScoreModel:
         return out
 
 
-def open_scores(path: str, scheme: str | None,
-                sentences: list[Sentence] | None = None) -> tuple[ScoreModel, list]:
+def open_scores(path: str, scheme: str | None, sentences: list[Sentence] | None = None,
+                option: str = "scheme=") -> tuple[ScoreModel, list]:
     """The :class:`ScoreModel` and :class:`ScoredSentence` items of a score file —
     ``.npz`` (by content: a zip archive) or JSONL — read in full.  ``scheme``: the
-    JSONL's scheme (None: IOB2); an ``.npz`` says its own, and a different
-    ``scheme`` is refused.  ``sentences`` (a CoNLL input read alongside) give the
-    tokens: as many sentences as scored, each of its scores' length."""
+    JSONL's scheme (None: the one its tags are of, :func:`scheme_of`, which refuses
+    tags that schemes share); an ``.npz`` says its own, and a different ``scheme`` is
+    refused.  ``sentences`` (a CoNLL input read alongside) give the tokens: as many
+    sentences as scored, each of its scores' length.  ``option`` is how errors name
+    the scheme's option (``--scheme`` on the command line)."""
     try:
         with sources.open_binary(path) as fh:
             is_npz = fh.read(4) == b"PK\x03\x04"
     except OSError as e:
         raise InputError(f"{path}: cannot read the score file: {e.strerror}") from None
     if is_npz:
-        tags, own, shared, emissions = read_score_arrays(path)
-        if scheme is not None and enc.canonical_scheme(scheme) != enc.canonical_scheme(own):
-            raise InputError(f"--scheme {scheme}: {path} holds {own} scores (its 'scheme' "
-                             "array); leave --scheme out or give the file's")
+        tags, scheme, shared, emissions = read_score_arrays(path, scheme, option)
         items = [ScoredSentence([["_"]] * len(e), [], path, (tags, e, *shared),
                                 has_tokens=False, name=f"{path} (emissions_{k})")
                  for k, e in enumerate(emissions)]
-        scheme = own
     else:
         items = read_jsonl_scores(path)
         if scheme is None:
-            _refuse_iob1_scores(items)
-        scheme = scheme or "IOB2"
+            scheme = scheme_of((it.scores[0] for it in items), path, option)
     if sentences is not None:
         items = _with_tokens(items, sentences, path)
     return ScoreModel(scheme), items
 
 
-#: how many chunks the best tags must open with I- (and none with B-) for JSONL scores
-#: read without a scheme to be refused as IOB1's
-IOB1_OPENS = 3
+def scheme_of(tag_lists: Iterable[Sequence[str]], where: str, option: str = "scheme="
+              ) -> str:
+    """The one scheme whose tags every tag list is (:func:`fstchunk.tagspace.TagSpace.of`;
+    a list of no scheme is left to its own sentence's error, one of ``O`` alone fits
+    any); IOB2 when no list has a chunk tag.  InputError at ``where``, naming
+    ``option``, when the tags are those of several schemes (IOB1 and IOB2 share ``B-``
+    and ``I-``, IOE1 and IOE2 ``I-`` and ``E-``) or the lists are of different ones."""
+    common: frozenset[str] | None = None
+    for tags in tag_lists:
+        fits = _schemes(tuple(tags))
+        if fits and len(fits) < len(enc.SCHEMES):     # O alone: any scheme
+            common = fits if common is None else common & fits
+    if common is None:
+        return "IOB2"
+    if len(common) == 1:
+        return next(iter(common))
+    if not common:
+        raise InputError(f"{where}: the sentences' tag lists are of different schemes; "
+                         f"give the scheme ({option.rstrip('=')})")
+    names = [s for s in enc.SCHEMES if s in common]
+    raise InputError(f"{where}: the tags are those of {' and '.join(names)}, which read "
+                     f"them apart: give the scheme, {_ask(option, names)}")
 
 
-def _refuse_iob1_scores(items: Sequence[ScoredSentence]) -> None:
-    """InputError when JSONL scores read without ``--scheme`` (as IOB2) look like an
-    IOB1 tagger's: their per-token best tags open chunks with ``I-`` at least
-    :data:`IOB1_OPENS` times and never with ``B-`` (IOB1 and IOB2 share their tags, and
-    reading IOB1 scores as IOB2 silently drops the mass of every sequence that opens a
-    chunk with ``I-``).  Sentences whose arrays cannot be read are left to their own
-    errors."""
-    opens_i, opens_b, first = 0, 0, ""
-    for it in items:
-        tags, e = it.scores[0], it.scores[1]
-        prefixes = [enc.split_tag(t) if isinstance(t, str) else ("?", "") for t in tags]
-        if not all(p in ("B", "I", enc.OUTSIDE) for p, _ in prefixes):
-            return                                  # not IOB tags: the scheme check says
+@functools.lru_cache(maxsize=256)
+def _schemes(tags: tuple) -> frozenset[str]:
+    """The schemes whose tag lists ``tags`` is."""
+    out = []
+    for s in enc.SCHEMES:
         try:
-            arr = np.asarray(e, dtype=np.float64)
-            best = arr.argmax(axis=1) if arr.ndim == 2 and arr.shape[1] == len(tags) else []
-        except (TypeError, ValueError):
+            TagSpace.of(tags, s)
+        except (FstchunkError, TypeError):
             continue
-        prev = (enc.OUTSIDE, "")
-        for i, j in enumerate(best):
-            p, typ = prefixes[j]
-            if p != enc.OUTSIDE and (prev[0] == enc.OUTSIDE or prev[1] != typ):
-                opens_b += p == "B"
-                opens_i += p == "I"
-                first = first or (it.where(i) if p == "I" else "")
-            prev = (p, typ)
-    if opens_i >= IOB1_OPENS and not opens_b:
-        raise InputError(f"{first}: the scores' best tags open {opens_i} chunks with I- and "
-                         f"none with B-, as an IOB1 tagger's do, but JSONL scores are read "
-                         f"as IOB2 unless --scheme says otherwise: give --scheme IOB1 (or "
-                         f"--scheme IOB2 to read them as IOB2 all the same)")
+        out.append(s)
+    return frozenset(out)
+
+
+def _ask(option: str, names: Sequence[str]) -> str:
+    """``--scheme IOB1 or --scheme IOB2`` (an option), ``scheme='IOB1' or ...`` (a
+    parameter)."""
+    if option.startswith("-"):
+        return " or ".join(f"{option} {n}" for n in names)
+    return " or ".join(f"{option}{n!r}" for n in names)
 
 
 def read_jsonl_scores(path: str) -> list[ScoredSentence]:

@@ -30,6 +30,7 @@ from .conlleval import ChunkCounts, Reading, SchemeTally, iter_rows
 from .errors import InputError
 from .fbeta import check_beta, f_rates, to_beta_sq
 from .outputs import json_text
+from .tagseq import tag_sentences
 
 Chunk = enc.Chunk
 
@@ -141,9 +142,11 @@ def evaluate(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
     """Score predicted against gold tag sequences (one list per sentence).
 
     ``scheme=None`` reads tags exactly as conlleval.pl; a scheme reads them
-    leniently in that scheme.  ``where`` names each sentence in error messages.
+    leniently in that scheme.  ``where`` names each sentence in error messages.  A
+    flat list of tags is one sentence (as in seqeval); a string is no sentence.
     """
     beta = check_beta(beta)
+    gold, pred = tag_sentences(gold, "gold"), tag_sentences(pred, "pred")
     if len(gold) != len(pred):
         raise InputError(f"{len(gold)} gold sentences but {len(pred)} predicted")
     return _score(((g, p, where[k] if where else f"sentence {k}")

@@ -50,6 +50,7 @@ import pynini
 
 from . import encodings as enc
 from .errors import InputError, SchemeError
+from .tagseq import tag_list
 
 EPSILON = "<epsilon>"
 #: the scheme name of the unconstrained chain (module doc); ``None`` means the same
@@ -82,7 +83,7 @@ def label_table(labels: tuple[str, ...]) -> pynini.SymbolTable:
 def check_labels(labels: Sequence[str]) -> tuple[str, ...]:
     """``labels`` of an unconstrained chain as a tuple: not empty, no repeats, each a
     non-empty string without white space (a column of a CoNLL file)."""
-    labels = tuple(labels)
+    labels = tuple(tag_list(labels, "the label list"))
     if not labels:
         raise InputError("the label list is empty")
     for i, t in enumerate(labels):
@@ -133,7 +134,7 @@ def normalize_types(types: Sequence[str] | str | None) -> tuple[str, ...]:
 def check_tags(tags: Sequence[str], scheme: str) -> tuple[str, ...]:
     """``tags`` as a tuple: not empty, no repeats, each a tag of ``scheme`` (any
     subset: a linear chain over some labels, as a cascade's chunker has)."""
-    tags = tuple(tags)
+    tags = tuple(tag_list(tags, "the tag list"))
     if not tags:
         raise InputError("the tag list is empty")
     if len(set(tags)) != len(tags):
@@ -226,7 +227,7 @@ class TagSpace:
     @classmethod
     def of(cls, tags: tuple[str, ...], scheme: str | None) -> "TagSpace":
         """The (cached) tag space of ``tags`` in ``scheme`` (None: unconstrained)."""
-        return _space(tuple(tags), canonical(scheme))
+        return _space(tuple(tag_list(tags, "the tag list")), canonical(scheme))
 
     def _compile(self) -> None:
         tags, s, L = self.tags, self.scheme, len(self.tags)
@@ -310,7 +311,7 @@ class TagSet(TagSpace):
     @classmethod
     def from_tags(cls, tags, scheme: str) -> "TagSet":
         """The tag set of ``scheme`` over the chunk types that ``tags`` use."""
-        return cls(scheme, tag_types(tags))
+        return cls(scheme, tag_types(tag_list(tags)))
 
     def __repr__(self) -> str:
         return f"TagSet({self.scheme!r}, {list(self.types)!r})"

@@ -23,7 +23,9 @@ expected, 2 where the output shown ends in ``fstchunk ...: error: ...``) and
 Shown output matches when every line does: ``...`` alone matches any lines (none
 included), ``...`` within a line any text, and a number with a decimal point may
 differ from the shown one by one unit of its last digit (BLAS and L-BFGS round
-differently on other machines); everything else is compared exactly.
+differently on other machines); everything else is compared exactly.  A figure that
+moves by more from one CPU to another (an online learner's trajectory, whose decisions
+hang on the last bits of BLAS sums, and what its model decodes) is shown as ``...``.
 
 ``python tests/codeblocks.py PAGE.md ... --update`` runs pages from a scratch folder
 (``FSTCHUNK_DATA`` read as the pages read it) and writes each output that no longer

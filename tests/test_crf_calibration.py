@@ -96,8 +96,9 @@ def test_an_uncalibrated_max_margin_model_decodes_map_only(tmp_path):
     crf = _margin_model()
     maps = decode_sentences(crf, HELD, "map")
     for decoder in ("meu", "posterior", "meu-kbest", "meu-corpus"):
-        with pytest.raises(InputError, match=r"crf\.calibrate\(heldout_sentences\)"):
-            decode_sentences(crf, HELD, decoder)      # Python users: the Python call
+        with pytest.raises(InputError, match=r"crf\.calibrate\(held_out_sentences\)") as e:
+            decode_sentences(crf, HELD, decoder)
+        assert "fstchunk calibrate --model" in e.value.cli_text()
     with pytest.raises(InputError, match="scores are margins"):
         crf.lattices(HELD)
     crf.calibrate(HELD)

@@ -66,7 +66,7 @@ SENTENCES = [["<script>alert(1)</script>", "Tom", "&", "Jerry", "\"quoted\"", "'
 def test_html_structure_matches_jsonl(tmp_path, capsys, decoder):
     path = tmp_path / "s.jsonl"
     _scores_file(path, SENTENCES)
-    base = ["decode", "--scores", path, "--decoder", decoder]
+    base = ["decode", "--scores", path, "--scheme", "IOB2", "--decoder", decoder]
     rows = [json.loads(x) for x in run(capsys, *base, "--format", "jsonl")[1].splitlines()]
     code, page, err = run(capsys, *base, "--format", "html")
     assert code == 0, err
@@ -97,8 +97,8 @@ def test_html_min_confidence_and_errors(tmp_path, capsys):
                  + "\n")
     counts = []
     for least in (0.0, 0.5, 0.95):
-        code, page, err = run(capsys, "decode", "--scores", path, "--format", "html",
-                              "--min-confidence", least)
+        code, page, err = run(capsys, "decode", "--scores", path, "--scheme", "IOB2",
+                              "--format", "html", "--min-confidence", least)
         assert code == 1 and "1 of 4 sentences not decoded" in err
         p = Page()
         p.feed(page)
@@ -140,8 +140,8 @@ def test_page_renders_in_headless_chromium(tmp_path, capsys):
                 e[1] = [0, 0, big * 2]
             fh.write(json.dumps({"tokens": t, "tags": tags, "scores": e.tolist()}) + "\n")
     page = tmp_path / "page.html"
-    code, _, err = run(capsys, "decode", "--scores", tmp_path / "s.jsonl", "--format", "html",
-                       "-o", page)
+    code, _, err = run(capsys, "decode", "--scores", tmp_path / "s.jsonl", "--scheme", "IOB2",
+                       "--format", "html", "-o", page)
     assert code == 0, err
     shot = tmp_path / "screenshot.png"
     proc = subprocess.run(

@@ -149,14 +149,15 @@ def test_a_bad_sentence_is_its_own_error(tmp_path, capsys):
     lines = path.read_text().splitlines()
     lines[1] = json.dumps({"tags": ["O", "B-NP"], "scores": [[0, 1]]})     # lacks I-NP
     path.write_text("\n".join(lines) + "\n")
-    code, out, err = run(capsys, "decode", "--scores", path, "--format", "jsonl")
+    code, out, err = run(capsys, "decode", "--scores", path, "--scheme", "IOB2", "--format",
+                         "jsonl")
     rows = [json.loads(x) for x in out.splitlines()]
     assert code == 1 and len(rows) == 3
     assert "error" in rows[1] and "I-NP" in rows[1]["error"] and "tags" in rows[2]
     assert "s.jsonl:2" in err and "1 of 3 sentences not decoded" in err
     path.write_text(json.dumps({"tags": ["O", "B-NP", "I-NP"],
                                 "scores": [[0, 1, float("inf")]]}) + "\n")
-    code, out, err = run(capsys, "decode", "--scores", path)
+    code, out, err = run(capsys, "decode", "--scores", path, "--scheme", "IOB2")
     assert code == 1 and "non-finite score inf" in err and out == "<error>\n\n"
 
 
@@ -165,9 +166,11 @@ def test_scores_workers_and_html(tmp_path, capsys):
     tags, sents = _sentences(rng, "IOB2", [3, 6, 2, 5])
     path = tmp_path / "s.jsonl"
     _write_jsonl(path, tags, sents, transitions=False)
-    base = ["decode", "--scores", path, "--decoder", "meu", "--format", "jsonl"]
+    base = ["decode", "--scores", path, "--scheme", "IOB2", "--decoder", "meu", "--format",
+            "jsonl"]
     assert run(capsys, *base, "--workers", "2")[1] == run(capsys, *base)[1]
-    code, out, _ = run(capsys, "decode", "--scores", path, "--format", "html")
+    code, out, _ = run(capsys, "decode", "--scores", path, "--scheme", "IOB2", "--format",
+                       "html")
     assert code == 0 and out.startswith("<!DOCTYPE html>") and "w3_4" in out
 
 
@@ -193,16 +196,16 @@ def _tagger_scores(rng, scheme, sentences=6, n=8):
 
 
 def test_iob1_scores_without_a_scheme_are_refused(tmp_path, capsys):
-    """JSONL scores are read as IOB2 by default; scores whose best tags open chunks
-    with I- and never with B- (an IOB1 tagger's) are refused, naming the place and
-    --scheme IOB1; with a scheme given they decode as that scheme's lattices."""
+    """JSONL scores of tags that IOB1 and IOB2 share are refused without a scheme,
+    naming the file and both --scheme options; with a scheme given they decode as that
+    scheme's lattices."""
     rng = np.random.default_rng(5)
     tags, emis = _tagger_scores(rng, "IOB1")
     path = tmp_path / "iob1.jsonl"
     path.write_text("".join(json.dumps({"tags": tags, "scores": e.tolist()}) + "\n"
                             for e in emis))
     code, out, err = run(capsys, "decode", "--scores", path, "--format", "jsonl")
-    assert code == 2 and "iob1.jsonl:" in err and "give --scheme IOB1" in err
+    assert code == 2 and "iob1.jsonl:" in err and "--scheme IOB1 or --scheme IOB2" in err
     for scheme in ("IOB1", "IOB2"):
         code, out, err = run(capsys, "decode", "--scores", path, "--scheme", scheme,
                              "--format", "jsonl")
@@ -211,8 +214,8 @@ def test_iob1_scores_without_a_scheme_are_refused(tmp_path, capsys):
                                                     scheme=scheme) for e in emis],
                                "map")
         assert [json.loads(x)["tags"] for x in out.splitlines()] == want
-    tags, emis = _tagger_scores(rng, "IOB2")                    # an IOB2 tagger's: read
+    tags, emis = _tagger_scores(rng, "IOB2")          # an IOB2 tagger's: its tags too
     path.write_text("".join(json.dumps({"tags": tags, "scores": e.tolist()}) + "\n"
                             for e in emis))
     code, out, err = run(capsys, "decode", "--scores", path, "--format", "jsonl")
-    assert code == 0, err
+    assert code == 2 and "--scheme IOB1 or --scheme IOB2" in err

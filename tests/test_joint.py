@@ -250,8 +250,9 @@ def test_model_protocol_lattices_and_fit():
     assert model.fit(enc_, "perceptron", max_iter=3) is model
     assert model.kind == "joint" and model.scheme == "IOB2"
     with pytest.raises(InputError, match="trained by perceptron; its scores are not "
-                                         r"probabilities.*joint\.calibrate"):
+                                         r"probabilities.*joint\.calibrate\(model, ") as e:
         model.lattices(TINY)
+    assert "fstchunk joint calibrate" in e.value.cli_text()
     maps = [decode_map(lat).tags for lat in model.lattices(TINY, require_probabilities=False)]
     assert maps == J.predict(model, data)[1]              # MAP needs no calibration
     model.settings["temperature"] = 0.7                    # as calibrate() would store it

@@ -279,8 +279,9 @@ def test_bad_settings_are_refused(kwargs, message):
 
 
 def test_loss_f_with_another_objective_and_a_trained_start_are_refused():
-    with pytest.raises(InputError, match="--loss f applies to --objective max-margin only"):
+    with pytest.raises(InputError, match="loss='f' applies to objective='max-margin' only") as e:
         Trainer(objective="ml", loss="f")
+    assert e.value.cli_text() == "--loss f applies to --objective max-margin only"
     crf, data = _problem()
     crf.theta[:] = 0.1
     with pytest.raises(InputError, match="θ = 0"):

@@ -146,7 +146,7 @@ def test_resume_refuses_a_state_of_another_run(corpus, tmp_path):
 
 
 def test_refusals(corpus):
-    with pytest.raises(InputError, match="perceptron has no λ"):
+    with pytest.raises(InputError, match="objective='perceptron' has no λ"):
         Trainer(objective="perceptron", l2=0.1)
     _, crf, data = _data(corpus, 10)
     with pytest.raises(InputError, match="no objective function"):

@@ -54,8 +54,8 @@ def write(path, **arrs):
 
 def good(**over):
     emis, trans, _, _ = arrays(lengths=(2, 3))
-    d = {"tags": np.array(TAGS), "transitions": trans, "emissions_0": emis[0],
-         "emissions_1": emis[1]}
+    d = {"tags": np.array(TAGS), "scheme": np.array("IOB2"), "transitions": trans,
+         "emissions_0": emis[0], "emissions_1": emis[1]}
     d.update(over)
     return {k: v for k, v in d.items() if v is not None}
 

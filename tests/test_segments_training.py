@@ -83,7 +83,7 @@ def test_resumed_run_is_bit_identical(tmp_path, monkeypatch, average, where, res
         callbacks = [stop]
     else:
         stop_at_visit(monkeypatch, 2 * len(TOY) + 3 if where == "inside epoch 3" else 1)
-    with pytest.raises(TrainingInterrupted, match="checkpoint .*m.ckpt.*--resume") as e:
+    with pytest.raises(TrainingInterrupted, match=r"checkpoint .*m.ckpt.*resume=True") as e:
         SegmentModel(**hyper).fit(TOY, checkpoint=ckpt, callbacks=callbacks, **options)
     assert e.value.checkpoint == ckpt
     done = 0 if where == "first visit" else 2
@@ -275,7 +275,9 @@ def test_sigterm_during_segment_training_writes_the_checkpoint(tmp_path, corpus)
 def test_old_model_file_loads_decodes_and_is_reproduced(tmp_path):
     """tests/data/v2/segment.npz (written before the training loop): it loads with its
     learner's settings, decodes as recorded, and retraining it (same data, seed,
-    epochs) gives its weights bit for bit."""
+    epochs) gives its weights — to 1e-9: the file was written on another CPU, whose
+    BLAS sums in another order (bit for bit holds on one machine: the resume tests) —
+    and its history (the toy data's margins are far from the learner's ties)."""
     with open(os.path.join(V2, "expected.json"), encoding="utf-8") as fh:
         ref = json.load(fh)
     write_conll(ref["train"], tmp_path / "v2seg.txt")
@@ -297,7 +299,7 @@ def test_old_model_file_loads_decodes_and_is_reproduced(tmp_path):
     again = SegmentModel(D=old.D, predicates=old.predicates).fit(
         sents, max_iter=old.settings["epochs"])
     assert again.types == old.types and again.max_gap == old.max_gap
-    np.testing.assert_array_equal(again.W, old.W)
+    np.testing.assert_allclose(again.W, old.W, rtol=1e-9, atol=1e-12)
     assert again.settings["history"] == old.settings["history"]
 
 

@@ -116,7 +116,9 @@ def test_online_algorithms_fit_separable_data(algorithm, params):
 @pytest.mark.parametrize("algorithm, options", [
     ("pa", {"pa_type": 1}), ("arow", {}), ("l2sgd", {"period": 10, "delta": 1e-6}),
     ("lbfgs", {})])
-def test_resume_after_interrupt_gives_the_same_model(tmp_path, algorithm, options):
+def test_resume_after_interrupt_continues_the_run(tmp_path, algorithm, options):
+    """The online solvers keep their state: the resumed run is the uninterrupted model;
+    L-BFGS restarts its curvature memory: the same iterations, not the same iterates."""
     X, y = toy(30, seed=5)
     objective = {"pa": "pa", "arow": "arow"}.get(algorithm, "ml")
     kw = dict(scheme=None, objective=objective, algorithm=algorithm, options=options,

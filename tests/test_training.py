@@ -105,11 +105,11 @@ def test_resume_without_a_checkpoint_is_refused(tmp_path):
     data = crf._prepare(SENTS)
     theta = crf.theta.copy()
     missing = str(tmp_path / "none.ckpt")
-    with pytest.raises(InputError, match=f"--resume: no checkpoint at {missing}$"):
+    with pytest.raises(InputError, match=f"resume=True: no checkpoint at {missing}$"):
         Trainer(l2=0.1, max_iter=3, checkpoint=missing, resume=True,
                 progress=False).fit(crf, data)
     np.testing.assert_array_equal(crf.theta, theta)              # nothing trained
-    with pytest.raises(InputError, match="--resume: no checkpoint file given"):
+    with pytest.raises(InputError, match=r"resume=True: no checkpoint file given \(checkpoint"):
         Trainer(resume=True)
 
 
@@ -184,7 +184,8 @@ def _interrupted_run(tmp_path, at=4, **opts):
 
 def test_ctrl_c_saves_the_latest_iterate_and_resumes(tmp_path):
     crf, ckpt, kw, err = _interrupted_run(tmp_path)
-    assert str(err) == f"stopped at iteration 4; checkpoint {ckpt} (continue with --resume)"
+    assert str(err) == f"stopped at iteration 4; checkpoint {ckpt} (continue with resume=True)"
+    assert err.cli_text() == f"stopped at iteration 4; checkpoint {ckpt} (continue with --resume)"
     assert err.checkpoint == ckpt
     saved = CRF.load(ckpt)                  # written at 4 though checkpoint_every is 100
     assert saved.settings["iteration"] == 4

@@ -138,7 +138,7 @@ def test_calibrate_an_attribute_crf_on_crfsuite_data(files, capsys, tmp_path):
 def test_the_python_message_names_the_python_call(files):
     mm = load_model(files / "mm.npz")
     X = [_items(s) for s in read_conll(files / "dev.txt")[:3]]
-    with pytest.raises(InputError, match=r"crf\.calibrate\(X_heldout, y_heldout\)") as e:
+    with pytest.raises(InputError, match=r"crf\.calibrate\(X_held_out, y_held_out\)") as e:
         mm.lattices(X)
     assert "fstchunk calibrate" not in str(e.value)
     assert [decode_map(lat).tags for lat in mm.lattices(X, require_probabilities=False)]

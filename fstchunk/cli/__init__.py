@@ -39,7 +39,7 @@ import sys
 
 from .. import __version__, sources
 from ..errors import FstchunkError, InputError, OutputError, TrainingInterrupted
-from .common import INPUT_OPTIONS, HelpFormatter, refuse_overwriting_inputs
+from .common import INPUT_OPTIONS, HelpFormatter, refuse_overwriting_inputs, warning_lines
 
 #: command -> (the module of .cli that defines it, its one-line help); a command's module
 #: is imported only when that command runs (or for ``--help``), so ``fstchunk eval``
@@ -166,20 +166,21 @@ def _run(args: argparse.Namespace, command: str, terminated: list[int]) -> int:
         if args.command == "eval":          # no numpy there: no BLAS to limit
             return args.func(args)
         from ..parallel import single_threaded_blas
-        with single_threaded_blas():        # small matrices: see fstchunk.parallel
-            return args.func(args)
+        with single_threaded_blas(), warning_lines(command):   # small matrices: see
+            return args.func(args)                            # fstchunk.parallel
     except BrokenPipeError:
         return 0
     except TrainingInterrupted as e:
         how, code = ("terminated", 143) if terminated else ("interrupted", 130)
-        print(f"fstchunk {command}: {how}: {e}", file=sys.stderr)
+        print(f"fstchunk {command}: {how}: {e.cli_text()}", file=sys.stderr)
         return code
     except KeyboardInterrupt:
         how, code = ("terminated", 143) if terminated else ("interrupted", 130)
         print(f"fstchunk {command}: {how}", file=sys.stderr)
         return code
     except (FstchunkError, OSError, RuntimeError) as e:
-        print(f"fstchunk {command}: error: {e}", file=sys.stderr)
+        text = e.cli_text() if isinstance(e, FstchunkError) else e
+        print(f"fstchunk {command}: error: {text}", file=sys.stderr)
         return 2
 
 

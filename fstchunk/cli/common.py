@@ -22,10 +22,11 @@ import math
 import os
 import re
 import sys
+import warnings
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator
 
-from ..errors import InputError, OutputError
+from ..errors import FstchunkError, FstchunkWarning, InputError, OutputError
 from ..fbeta import beta_range, check_beta
 from ..gold import ON_INVALID
 
@@ -169,6 +170,24 @@ def warn(command: str, message: str) -> None:
     print(f"fstchunk {command}: warning: {message}", file=sys.stderr)
 
 
+@contextmanager
+def warning_lines(command: str) -> Iterator[None]:
+    """The library's :class:`~fstchunk.errors.FstchunkWarning` as :func:`warn` lines,
+    each message once; other warnings as Python shows them."""
+    shown: set[str] = set()
+    with warnings.catch_warnings():
+        python = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if not issubclass(category, FstchunkWarning):
+                return python(message, category, filename, lineno, file, line)
+            if str(message) not in shown:
+                shown.add(str(message))
+                warn(command, str(message))
+        warnings.showwarning = show
+        yield
+
+
 def add_executor(p: argparse.ArgumentParser, work: str, auto: str | None = None) -> None:
     """``--workers N`` or ``--scheduler ADDR`` (:mod:`fstchunk.scale`); ``work`` says
     what is split; ``auto`` says when no option spreads it over every usable core."""
@@ -219,7 +238,8 @@ class Failures:
         """One line saying why (out of memory, or the error's message)."""
         if isinstance(error, MemoryError):
             return f"out of memory ({error})" if str(error) else "out of memory"
-        return " ".join(str(error).split())
+        text = error.cli_text() if isinstance(error, FstchunkError) else str(error)
+        return " ".join(text.split())
 
     @staticmethod
     def cause(error: BaseException) -> str:

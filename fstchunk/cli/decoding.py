@@ -81,8 +81,9 @@ def add_parser(sub) -> None:
                         "required with --model; with --scores, optional: the tokens (first "
                         "column), one sentence per scored sentence")
     p.add_argument("--scheme", default=None,
-                   help="with --scores: the scheme of the JSONL scores' tags (none: IOB2, and "
-                        "scores that look IOB1's are refused); a .npz says its own")
+                   help="with --scores: the scheme of the JSONL scores' tags (none: the one "
+                        "scheme their tags are of; tags that schemes share, as IOB1 and "
+                        "IOB2 do, are refused); a .npz says its own")
     p.add_argument("--format", choices=("conll", "jsonl", "html", "crfsuite"), default="conll",
                    help="conll: the input's lines plus the predicted tag; jsonl: one JSON "
                         "object per sentence with tokens, tags and chunks with their "
@@ -221,7 +222,7 @@ def _scored_input(args: argparse.Namespace) -> tuple:
         sents = list(iter_input(args.input, args.delimiter))
         if not sents:
             raise no_sentences(args.input)
-    model, items = open_scores(args.scores, args.scheme, sents)
+    model, items = open_scores(args.scores, args.scheme, sents, "--scheme")
     return model, items, 0
 
 
@@ -321,7 +322,7 @@ def output_scheme(model) -> str:
 
 def _with_hint(error: BaseException) -> BaseException:
     """A BudgetError told with the option that raises the budget."""
-    if isinstance(error, BudgetError) and "--memory-budget" not in str(error):
-        return BudgetError(f"{error} (--memory-budget sets the budget)", error.estimate,
-                           error.budget)
+    if isinstance(error, BudgetError) and "--memory-budget" not in error.cli_text():
+        return BudgetError(f"{error.cli_text()} (--memory-budget sets the budget)",
+                           error.estimate, error.budget)
     return error

@@ -44,7 +44,9 @@ def add_parsers(sub) -> None:
                    help="score arrays, one lattice per sentence (see fstchunk.scorefile)")
     p.add_argument("--column", type=int, default=-1,
                    help="the column holding the fixed tag sequence (negative: from the right)")
-    p.add_argument("--scheme", default="IOB2", help="scheme of that column's tags")
+    p.add_argument("--scheme", default="IOB2", help="scheme of that column's tags (and of a "
+                                                     "--scores file's that does not say its "
+                                                     "own)")
     p.add_argument("--direction", choices=("training", "decoding"), default="training",
                    help="training: the column is the gold, hypotheses ~ model; "
                         "decoding: the column is a hypothesis, references ~ model")
@@ -93,7 +95,7 @@ def _scored(args: argparse.Namespace, ex) -> Iterator[tuple]:
     try:
         read_metadata(args.scores)
     except FstchunkError:
-        lattices = load_lattices(args.scores)
+        lattices = load_lattices(args.scores, fallback=args.scheme)
     else:
         raise InputError(f"{args.scores} is a saved fstchunk model, not a score file: "
                          f"give it as --model {args.scores}")

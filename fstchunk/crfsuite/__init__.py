@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ..namespace import public_dir
+
 _WHERE = {"CRFsuiteModel": "model", "read_model": "model", "Sequence": "data",
           "escape": "data", "format_sequence": "data", "iter_data": "data",
           "read_data": "data", "write_data": "data", "evaluate": "evaluation",
@@ -20,3 +22,5 @@ def __getattr__(name: str) -> Any:
     if name not in _WHERE:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+
+__dir__ = public_dir(globals(), __all__)

@@ -126,7 +126,7 @@ def iter_data(path_or_file) -> Iterator[Sequence]:
         if line.startswith("\t"):
             raise InputError(f"{where}: the line starts with a tab: no label (CRFsuite "
                              f"would take {fields[0]!r} as the label)")
-        if len(fields) == 1 and " " in line.strip():
+        if "\t" not in line and " " in line.strip():
             raise InputError(f"{where}: no tab on the line, and its label {line.strip()!r} "
                              f"holds spaces: CRFsuite data separates the label and each "
                              f"attribute by a tab (space-separated columns — a CoNLL file, "
@@ -171,13 +171,16 @@ def read_data(path_or_file) -> list[Sequence]:
 def format_sequence(labels: Iterable[str], items: Iterable[dict[str, float] | Iterable[str]],
                     weight: float = 1.0) -> str:
     """One sequence in CRFsuite's format, its blank line included: a value of 1 is
-    left out, others are written exactly (``repr``); items may be lists of names."""
+    left out, others are written exactly (``repr``); items may be lists of names. An
+    item without attributes whose label holds a space ends in a tab, so that the
+    reader does not take it for space-separated columns."""
     out = [] if weight == 1.0 else [f"@weight:{weight!r}\n"]
     for label, item in zip(labels, items, strict=True):
         pairs = item.items() if isinstance(item, dict) else ((n, 1.0) for n in item)
         fields = [escape(label)] + [escape(n) if v == 1.0 else f"{escape(n)}:{float(v)!r}"
                                     for n, v in pairs]
-        out.append("\t".join(fields) + "\n")
+        tail = "\t" if len(fields) == 1 and " " in fields[0] else ""
+        out.append("\t".join(fields) + tail + "\n")
     return "".join(out) + "\n"
 
 

@@ -119,10 +119,11 @@ def _count_basis(lattice, beta_sq: float, budget: float):
     n, T = lattice.n, len(lattice.space.types)
     need = 8.0 * T * n * (n + 1) ** 2
     if need > budget:
-        raise BudgetError(f"exact MEU of this {n}-token sentence needs more than the memory "
-                          f"budget of {budget / 2**20:.0f} MiB for its count table; raise the "
-                          "budget (memory_budget=, --memory-budget) or decode it with map or "
-                          "posterior", estimate=need, budget=budget)
+        what = (f"exact MEU of this {n}-token sentence needs more than the memory budget of "
+                f"{budget / 2**20:.0f} MiB for its count table; raise the budget ({{}}) or "
+                f"decode it with map or posterior")
+        raise BudgetError(what.format("memory_budget="), estimate=need, budget=budget,
+                          cli=what.format("--memory-budget"))
     ms = np.arange(n + 1)
     pcm = chunk_count_marginals(lattice)
     t_i, s_i, e_i = np.nonzero(pcm.sum(axis=3) > 0)
@@ -347,11 +348,11 @@ def _search(lattice, beta_sq: float, pm: np.ndarray, basis: _Basis, map_chunks: 
         J = max(J, k0)
         need = 8.0 * (J + 1) * (n + 1) + basis.nbytes
         if need > budget:
-            raise BudgetError(f"exact MEU of this {n}-token sentence needs more than the "
-                              f"memory budget of {budget / 2**20:.0f} MiB for its DP table "
-                              "and span table; raise the budget (memory_budget=, "
-                              "--memory-budget) or decode it with map or posterior",
-                              estimate=need, budget=budget)
+            what = (f"exact MEU of this {n}-token sentence needs more than the memory "
+                    f"budget of {budget / 2**20:.0f} MiB for its DP table and span table; "
+                    f"raise the budget ({{}}) or decode it with map or posterior")
+            raise BudgetError(what.format("memory_budget="), estimate=need, budget=budget,
+                              cli=what.format("--memory-budget"))
         g = weights(k0)
         wpair = sw.pairs(g) if len(g) else np.zeros(0)
         D = counted_dp(sw, wpair, J)

@@ -222,11 +222,11 @@ def tilted_spans(lattice, z=(1.0,), prune: float = 0.0,
 
 def _check(budget: float | None, need: float, n: int, what: str) -> None:
     if budget is not None and need > budget:
-        raise BudgetError(
-            f"exact MEU of this {n}-token sentence needs more than the memory budget of "
-            f"{budget / 2**20:.0f} MiB {what}; raise the budget (memory_budget=, "
-            "--memory-budget) or decode it with map or posterior",
-            estimate=float(need), budget=float(budget))
+        text = (f"exact MEU of this {n}-token sentence needs more than the memory budget of "
+                f"{budget / 2**20:.0f} MiB {what}; raise the budget ({{}}) or decode it with "
+                f"map or posterior")
+        raise BudgetError(text.format("memory_budget="), estimate=float(need),
+                          budget=float(budget), cli=text.format("--memory-budget"))
 
 
 def dense_marginals(lattice) -> np.ndarray:

@@ -12,9 +12,12 @@ Models (:mod:`fstchunk.models`) sit above this package: they import it, it impor
 model.
 """
 
+from ..namespace import public_dir
 from .loop import Progress, Trainer, file_digest
 from .objectives import OBJECTIVES, Objective, objective
 from .solvers import LBFGS, Outcome, Solver
 
 __all__ = ["LBFGS", "OBJECTIVES", "Objective", "Outcome", "Progress", "Solver", "Trainer",
            "file_digest", "objective"]
+
+__dir__ = public_dir(globals(), __all__)

@@ -22,7 +22,12 @@ everything else:
   ``select="dev"``, the best θ so far (``CHECKPOINT.best.npz``).  ``resume=True``
   continues from them, refusing a missing checkpoint and one of another run (naming
   each differing field); at or past ``max_iter`` it takes no step and writes the
-  checkpoint's θ.  The checkpoint files go once the final model is written;
+  checkpoint's θ.  The checkpoint files go once the final model is written.  The
+  online solvers (perceptron, PA, AROW, l2sgd, max-margin's BCFW, the joint and
+  segment learners) keep their whole state, so a resumed run is the uninterrupted one
+  bit for bit (on one machine); L-BFGS (and OWL-QN) restarts its curvature memory
+  from θ, so a resumed run takes other steps to the same optimum (to the stopping
+  tolerance), not the same iterates;
 * Ctrl-C (KeyboardInterrupt; the CLI turns SIGTERM into one) from the first step until
   the final model is written saves what the solver keeps
   (:meth:`~fstchunk.learn.solvers.Solver.interrupted`) to the checkpoint and raises
@@ -137,7 +142,8 @@ class Trainer:
         if o.uses_loss and loss not in o.losses:
             raise InputError(f"unknown loss {loss!r}; use one of {', '.join(o.losses)}")
         if not o.uses_loss and loss != "hamming":
-            raise InputError(f"--loss {loss} applies to {with_loss()} only")
+            raise InputError(f"loss={loss!r} applies to {with_loss(python=True)} only",
+                             cli=f"--loss {loss} applies to {with_loss()} only")
         if tol is not None and not (isinstance(tol, (int, float)) and math.isfinite(tol)
                                     and tol >= 0):
             raise InputError(f"tol must be a finite number >= 0, got {tol!r}")
@@ -149,9 +155,11 @@ class Trainer:
         if select not in SELECT:
             raise InputError(f"select must be one of {', '.join(SELECT)}, got {select!r}")
         if select == "dev" and not dev:
-            raise InputError("select='dev' (--select dev) needs dev sentences (--dev)")
+            raise InputError("select='dev' needs dev sentences (dev=...)",
+                             cli="--select dev needs dev sentences (--dev)")
         if resume and not checkpoint:
-            raise InputError("--resume: no checkpoint file given")
+            raise InputError("resume=True: no checkpoint file given (checkpoint=...)",
+                             cli="--resume: no checkpoint file given")
         if identity is not None and not isinstance(identity, dict):
             raise InputError(f"identity must be a dict, got {type(identity).__name__}")
         for key, value in (identity or {}).items():
@@ -159,9 +167,12 @@ class Trainer:
                 raise InputError(f"identity field {key!r}: {value!r} is not a string, "
                                  f"finite number, bool or None (a checkpoint stores it)")
         if executor is not None and not self.objective.spreads:
-            raise InputError(f"--objective {self.objective.name} trains by passes in one "
-                             f"process; --workers/--scheduler apply to the objectives "
-                             f"with a value (statistics summed over sentences)")
+            why = ("trains by passes in one process; {} to the objectives with a value "
+                   "(statistics summed over sentences)")
+            raise InputError(f"objective={self.objective.name!r} "
+                             + why.format("executor= applies"),
+                             cli=f"--objective {self.objective.name} "
+                             + why.format("--workers/--scheduler apply"))
         self.l2 = self.objective.l2(l2)
         self.loss, self.tol = loss, tol
         self.max_iter = int(max_iter)
@@ -274,8 +285,10 @@ class Trainer:
                                           f"written (no checkpoint file set)") from None
             save_checkpoint(k)
             raise TrainingInterrupted(f"stopped at iteration {k}; checkpoint "
-                                      f"{self.checkpoint} (continue with --resume)",
-                                      checkpoint=self.checkpoint) from None
+                                      f"{self.checkpoint} (continue with resume=True)",
+                                      checkpoint=self.checkpoint,
+                                      cli=f"stopped at iteration {k}; checkpoint "
+                                      f"{self.checkpoint} (continue with --resume)") from None
         if self.checkpoint and not idle:
             for path in (self.checkpoint, self.checkpoint + BEST_SUFFIX,
                          *([self.checkpoint + solver.suffix] if solver.suffix else [])):
@@ -314,7 +327,8 @@ class Trainer:
             model.settings["train_seconds"] = 0.0
             return 0, None
         if not os.path.isfile(self.checkpoint):
-            raise InputError(f"--resume: no checkpoint at {self.checkpoint}")
+            raise InputError(f"resume=True: no checkpoint at {self.checkpoint}",
+                             cli=f"--resume: no checkpoint at {self.checkpoint}")
         saved = type(model).load(self.checkpoint)
         recorded = saved.settings.get("run")
         fits = np.shape(saved.theta) == np.shape(model.theta)
@@ -323,12 +337,14 @@ class Trainer:
         recorded = recorded if isinstance(recorded, dict) else {}
         now = self.run
         recorded = {**{k: v for k, v in ABSENT.items() if k in now}, **recorded}
-        differ = [_difference(key, recorded, now)
-                  for key in list(now) + [k for k in recorded if k not in now]
-                  if recorded.get(key, _MISSING) != now.get(key, _MISSING)]
-        if differ:                   # before the sizes: name the setting, not its effect
-            raise InputError(f"--resume: checkpoint {self.checkpoint} is of another run "
-                             f"(checkpoint vs now): {'; '.join(differ)}")
+        keys = [key for key in list(now) + [k for k in recorded if k not in now]
+                if recorded.get(key, _MISSING) != now.get(key, _MISSING)]
+        if keys:                     # before the sizes: name the setting, not its effect
+            what = f"checkpoint {self.checkpoint} is of another run (checkpoint vs now): "
+            raise InputError(
+                f"resume=True: {what}" + "; ".join(_difference(k, recorded, now) for k in keys),
+                cli=f"--resume: {what}" + "; ".join(_difference(k, recorded, now, True)
+                                                    for k in keys))
         if not fits:
             raise self._misfit(saved, model)
         done = int(saved.settings.get("iteration", 0))
@@ -339,8 +355,9 @@ class Trainer:
         elif done < self.max_iter:
             path = self.checkpoint + solver.suffix
             if not os.path.isfile(path):
-                raise InputError(f"--resume: no {solver.state_name} at {path} (it is "
-                                 f"written next to the checkpoint)")
+                what = (f"no {solver.state_name} at {path} (it is written next to the "
+                        f"checkpoint)")
+                raise InputError(f"resume=True: {what}", cli=f"--resume: {what}")
             solver.restore(path, model.theta, done)
         best = None
         if self.select == "dev" and os.path.isfile(self.checkpoint + BEST_SUFFIX):
@@ -383,12 +400,13 @@ def _shown(record: dict, key: str) -> str:
     return repr(record[key]) if key in record else "(not recorded)"
 
 
-def _difference(key: str, recorded: dict, now: dict) -> str:
-    """One differing field of a resume, both values and the option that sets it."""
+def _difference(key: str, recorded: dict, now: dict, cli: bool = False) -> str:
+    """One differing field of a resume, both values, and (``cli``) the option that sets
+    it."""
     option = OPTIONS.get(key)
     if key == "D":                           # 2**bits buckets: as --hash-bits gives them
         bits = [f"{v.bit_length() - 1}" if isinstance(v, int) and v > 0 else "?"
                 for v in (recorded.get(key), now.get(key))]
         option = f"--hash-bits {bits[0]} vs {bits[1]}"
     return (f"{key}: {_shown(recorded, key)} vs {_shown(now, key)}"
-            + (f" ({option})" if option else ""))
+            + (f" ({option})" if option and cli else ""))

@@ -94,10 +94,10 @@ class Objective:
                 or not np.isfinite(given) or given < 0:
             raise InputError(f"l2 must be a finite number >= 0, got {given!r}")
         if self.default_l2 is None and given != 0:
-            raise InputError(f"--objective {self.name} has no λ (its averaging regularises); "
-                             f"got l2 = {given!r}")
+            raise objective_error(f"{{}} has no λ (its averaging regularises); got l2 = "
+                                  f"{given!r}", self.name)
         if self.needs_l2 and given == 0:
-            raise InputError(f"--objective {self.name} needs λ > 0 (C = 1/(2λN) finite)")
+            raise objective_error("{} needs λ > 0 (C = 1/(2λN) finite)", self.name)
         return float(given)
 
     def combine(self, values: np.ndarray, sentences: int, beta_sq: float = 1.0
@@ -113,8 +113,8 @@ class Objective:
         if self.combination == NEGATED_MEAN:
             return -float(values[0]) * s, np.array([-s])
         if self.combination != CORPUS_RATIO:
-            raise InputError(f"--objective {self.name} is run by passes of its solver, "
-                             f"not as a function of θ")
+            raise objective_error("{} is run by passes of its solver, not as a function "
+                                  "of θ", self.name)
         tp, m_hyp, m_gold = (float(v) for v in values)
         den = m_hyp + beta_sq * m_gold
         if den <= 0:
@@ -166,15 +166,24 @@ def objective(name: str | Objective, among: tuple[Objective, ...] | None = None)
         found = OBJECTIVES.get(name)
     choices = among if among is not None else tuple(OBJECTIVES.values())
     if found is None or found not in choices:
-        raise InputError(f"unknown objective {name!r}; use one of "
+        shown = name.name if isinstance(name, Objective) else name      # not its repr
+        raise InputError(f"unknown objective {shown!r}; use one of "
                          f"{', '.join(o.name for o in choices)}")
     return found
 
 
-def with_loss(among: tuple[Objective, ...] | None = None) -> str:
-    """``--objective A`` (or ``A or B``) for the objectives that take a ``--loss``."""
-    return " or ".join(f"--objective {o.name}" for o in (among or OBJECTIVES.values())
-                       if o.uses_loss)
+def objective_error(template: str, name: str) -> InputError:
+    """One InputError of ``template`` (``{}`` where the objective is named): to Python
+    users ``objective='NAME'``, on the command line ``--objective NAME``."""
+    return InputError(template.format(f"objective={name!r}"),
+                      cli=template.format(f"--objective {name}"))
+
+
+def with_loss(among: tuple[Objective, ...] | None = None, python: bool = False) -> str:
+    """``--objective A`` (or ``A or B``; ``python``: ``objective='A'``) for the objectives
+    that take a ``--loss``."""
+    return " or ".join(f"objective={o.name!r}" if python else f"--objective {o.name}"
+                       for o in (among or OBJECTIVES.values()) if o.uses_loss)
 
 
 def names(among: tuple[Objective, ...]) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ..namespace import public_dir
 from ..errors import ModelFileError
 from .io import read_metadata
 
@@ -76,3 +77,5 @@ if TYPE_CHECKING:
     from .segment import SegmentModel
 
     MODELS: dict[str, type]
+
+__dir__ = public_dir(globals(), __all__)

@@ -126,8 +126,8 @@ class AttributeCRF(Calibrated, PairChain):
 
     kind: ClassVar[str] = "attribute-crf"
     objectives = ATTRIBUTE_OBJECTIVES
-    CALIBRATE_CALL = ("crf.calibrate(X_heldout, y_heldout) (fstchunk.sklearn.CRF; an "
-                      "AttributeCRF itself: model.calibrate((X_heldout, y_heldout)))")
+    calibrate_call = ("crf.calibrate(X_held_out, y_held_out) (fstchunk.sklearn.CRF; an "
+                      "AttributeCRF itself: model.calibrate((X_held_out, y_held_out)))")
 
     def __init__(self, scheme: str | None = "auto", *, min_freq: float = 0.0,
                  all_possible_states: bool = False, all_possible_transitions: bool = False,
@@ -328,7 +328,7 @@ class AttributeCRF(Calibrated, PairChain):
             return BCFWSolver(self, data, l2, loss, beta, tol, executor)
         if objective in (lo.PA, lo.AROW):
             return MarginSolver(self, data, objective.name, opts)
-        raise InputError(f"an attribute CRF does not train --objective {objective.name}")
+        raise lo.objective_error("an attribute CRF does not train {}", objective.name)
 
     def dev_f(self, dev: Any) -> float:
         """Dev figure (percent) of MAP decoding on ``dev`` = (X, y): conlleval F for a
@@ -384,12 +384,7 @@ class AttributeCRF(Calibrated, PairChain):
             space = TagSpace.of(tuple(tags), canonical(scheme_name))
         except (InputError, SchemeError, TypeError) as e:
             raise f.error("tags", str(e)) from None
-        blob = f.array("attribute_names", "bytes", (None,))
-        try:
-            names = bytes(blob).decode("utf-8").split("\n")
-        except UnicodeDecodeError as e:
-            raise f.error("attribute_names", f"not UTF-8 ({e.reason})") from None
-        names = names if names != [""] else []
+        names = f.packed_strings("attribute_names")
         if len(set(names)) != len(names):
             raise f.error("attribute_names", "repeats an attribute")
         L = len(space.tags)

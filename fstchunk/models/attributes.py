@@ -41,6 +41,7 @@ import scipy.sparse as sp
 
 from ..conll import Sentence
 from ..errors import InputError
+from ..stringpack import pack
 
 #: python-crfsuite's separator between a prefix and a nested name or a string value
 SEP = ":"
@@ -231,9 +232,9 @@ class AttributeMap:
         return out
 
     def to_arrays(self) -> dict[str, np.ndarray]:
-        """The names as one UTF-8 blob (the CRF's ``feature_names`` convention)."""
-        return {"attribute_names": np.frombuffer("\n".join(self.names).encode("utf-8"),
-                                                 dtype=np.uint8)}
+        """The names, losslessly (:mod:`fstchunk.stringpack`, as the CRF's
+        ``feature_names``)."""
+        return pack("attribute_names", self.names)
 
 
 def _rows(cols: np.ndarray, values: np.ndarray, offsets: np.ndarray, width: int

@@ -99,9 +99,11 @@ class BCFW(ChainBlocks):
         self.chunks = data.gold.chunks if loss == "f" else [()] * self.N
         if state is None:
             if np.any(model.theta != 0):
-                raise InputError("max-margin training starts from the dual point α = the "
-                                 "gold, i.e. θ = 0: it cannot start from a trained model "
-                                 "(no --init); resume from its checkpoint instead")
+                what = ("max-margin training starts from the dual point α = the gold, i.e. "
+                        "θ = 0: it cannot start from a trained model ")
+                raise InputError(what + "(fit a new one); resume from its checkpoint instead "
+                                 "(Trainer(checkpoint=..., resume=True))",
+                                 cli=what + "(no --init); resume from its checkpoint instead")
             state = DualState([([g.astype(np.int16)], np.ones(1), np.zeros(1))
                                for g in data.gold.sequences], 0)
         self._check_state(state)

@@ -43,19 +43,24 @@ class Calibrated:
         trained = lo.OBJECTIVES.get(name)
         return trained is None or trained.probabilistic or "temperature" in self.settings
 
-    #: the Python call that calibrates the model, which :meth:`require_probabilities` names
-    CALIBRATE_CALL = "crf.calibrate(heldout_sentences)"
+    #: the Python call that calibrates this kind of model, for the advice of
+    #: :meth:`require_probabilities`
+    calibrate_call = "crf.calibrate(held_out_sentences)"
 
     def require_probabilities(self, fix: str | None = None) -> None:
         """InputError saying how to calibrate, unless :attr:`probabilistic`: ``fix`` (the
-        command line names its command), else the Python call."""
+        command line names its command), else the Python call :attr:`calibrate_call`
+        (on the command line: ``fstchunk calibrate``)."""
         if not self.probabilistic:
             objective = self.settings.get("objective",
                                           self.settings.get("run", {}).get("objective"))
-            raise InputError(f"this CRF was trained by {objective}; its scores are margins, "
-                             f"not probabilities. Calibrate it on held-out sentences first: "
-                             f"{fix or self.CALIBRATE_CALL}; MAP decoding needs no "
-                             f"calibration")
+            what = (f"this CRF was trained by {objective}; its scores are margins, not "
+                    f"probabilities. Calibrate it on held-out sentences first: ")
+            raise InputError(what + f"{fix or self.calibrate_call}; MAP decoding needs no "
+                             f"calibration",
+                             cli=what + (fix or "fstchunk calibrate --model MODEL --input "
+                                         "HELDOUT -o MODEL (or fstchunk train --calibrate "
+                                         "HELDOUT)") + "; MAP decoding needs no calibration")
 
     def calibrate(self, sentences: Sequence[Sentence], source: str | None = None,
                   data_scheme: str | None = None) -> float:

@@ -67,7 +67,7 @@ from .bcfw import BCFWSolver
 from .design import FeatureCount, TrainingData, observed_pairs, training_data
 from .base import check_training_set, chunk_dev_f, gold_tags, training_columns
 from .features import TEMPLATES, FeatureMap, feature_kinds, resolve_template, template_of
-from .templates import parse_template
+from .templates import REGEX_FLAVORS, parse_template
 from .io import Fields, load_model_file, save_model
 from .calibrated import Calibrated
 from .pairchain import PairChain
@@ -289,7 +289,7 @@ class CRF(Calibrated, PairChain):
             return BCFWSolver(self, data, l2, loss, beta, tol, executor)
         if objective is lo.PERCEPTRON:
             return PerceptronSolver(self, data)
-        raise InputError(f"a CRF does not train --objective {objective.name}")
+        raise lo.objective_error("a CRF does not train {}", objective.name)
 
     def dev_f(self, dev: Sequence[Sentence]) -> float:
         """conlleval F (percent) of MAP decoding on ``dev`` (:func:`.base.chunk_dev_f`)."""
@@ -342,9 +342,13 @@ class CRF(Calibrated, PairChain):
         template = f.get("template", str)
         cols = f.columns()
         if "template_source" in f.meta:
+            flavor = f.get("template_regex", str, "python")     # files before: "python"
+            if flavor not in REGEX_FLAVORS:
+                raise f.error("template_regex", f"expected one of {', '.join(REGEX_FLAVORS)}, "
+                                                f"found {flavor!r:.40}")
             try:
                 spec = parse_template(f.get("template_source", str), template,
-                                      saved=True).bind(cols)
+                                      flavor, saved=True).bind(cols)
             except InputError as e:
                 raise f.error("template_source", str(e)) from None
         elif template not in TEMPLATES:
@@ -354,12 +358,7 @@ class CRF(Calibrated, PairChain):
             if spec.reads_pos and cols.pos is None:
                 raise f.error("columns", f"template {template} reads POS, but the columns "
                                          f"{cols.spec()} have none")
-        blob = f.array("feature_names", "bytes", (None,))
-        try:
-            names = bytes(blob).decode("utf-8").split("\n")
-        except UnicodeDecodeError as e:
-            raise f.error("feature_names", f"not UTF-8 ({e.reason})") from None
-        names = names if names != [""] else []
+        names = f.packed_strings("feature_names")
         if len(set(names)) != len(names):
             raise f.error("feature_names", "repeats a feature")
         alien = set() if "template_source" in f.meta else (

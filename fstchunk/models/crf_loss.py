@@ -27,7 +27,6 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import InputError
 from ..fbeta import to_beta_sq
 from ..learn import objectives as lo
 from ..scale import split
@@ -110,8 +109,8 @@ def value_and_grad(crf: Any, data: TrainingData, objective: lo.Objective, l2: fl
     the statistics are summed over its partitions of ``data``."""
     beta_sq = to_beta_sq(beta)
     if objective.combination is None:
-        raise InputError(f"--objective {objective.name} has no objective function of θ: it "
-                         f"is trained by passes of its solver")
+        raise lo.objective_error("{} has no objective function of θ: it is trained by "
+                                 "passes of its solver", objective.name)
     parts = executor.partitioned(crf, data) if executor is not None else None
 
     def fun(theta: np.ndarray) -> tuple[float, np.ndarray]:

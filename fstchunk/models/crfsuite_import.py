@@ -66,16 +66,17 @@ def from_crfsuite(path: str | os.PathLike, scheme: str | None = None) -> Attribu
             try:
                 enc.tags_to_chunks([y], scheme, strict=False)
             except (SchemeError, InputError) as e:
-                raise InputError(f"{name}: label {y!r} is not a tag of {scheme} ({e}); "
-                                 f"import with --scheme none for an unconstrained chain"
+                what = f"{name}: label {y!r} is not a tag of {scheme} ({e}); import with "
+                raise InputError(what + "scheme=None for an unconstrained chain",
+                                 cli=what + "--scheme none for an unconstrained chain"
                                  ) from None
         added = list(missing_tags(labels, scheme))
         alone = [t for t in added if enc.is_valid([t], scheme)]
         if alone:
-            raise InputError(f"{name}: the model has no label {alone[0]}, which {scheme} "
-                             f"needs for its chunk type and which would tag a one-token "
-                             f"sentence alone: fstchunk cannot make it impossible; import "
-                             f"with another scheme or --scheme none")
+            what = (f"{name}: the model has no label {alone[0]}, which {scheme} needs for its "
+                    f"chunk type and which would tag a one-token sentence alone: fstchunk "
+                    f"cannot make it impossible; import with another scheme or ")
+            raise InputError(what + "scheme=None", cli=what + "--scheme none")
     L, C = len(labels) + len(added), len(labels)
     flags = np.zeros((L, L), dtype=bool)
     flags[:C, :C] = m.has_transition

@@ -50,6 +50,7 @@ from ..columns import Columns
 from ..conll import Sentence
 from .. import sources
 from ..errors import InputError
+from ..stringpack import pack, unpack
 from .templates import Template, capital_class, parse_template, read_template, word_shape
 
 __all__ = ["TEMPLATES", "NOPOS", "FeatureMap", "Template", "capital_class", "feature_kinds",
@@ -197,24 +198,26 @@ class FeatureMap:
                              shape=(len(indptr) - 1, len(self.names)))
 
     def to_arrays(self) -> dict[str, np.ndarray]:
-        """For a model file: the names as one UTF-8 byte array (no pickle, compact); the
-        template's text goes to the metadata (:meth:`meta`)."""
-        blob = "\n".join(self.names).encode("utf-8")
-        return {"feature_names": np.frombuffer(blob, dtype=np.uint8)}
+        """For a model file: the names as one UTF-8 byte array (no pickle, compact,
+        lossless: :mod:`fstchunk.stringpack`); the template's text goes to the metadata
+        (:meth:`meta`)."""
+        return pack("feature_names", self.names)
 
     def meta(self) -> dict:
         """For a model file's metadata: the template's name, and a template file's text
         (``template_source``), so that the model never depends on the file staying."""
         return {"template": self.template} if self.builtin else {
-            "template": self.template, "template_source": self.spec.source}
+            "template": self.template, "template_source": self.spec.source,
+            "template_regex": self.spec.flavor}
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], meta: dict) -> "FeatureMap":
         """The feature map :meth:`to_arrays` wrote, with ``meta``'s template and columns
         (``word_col``/``pos_col``, defaults 0 and 1); the model's loader validates them."""
-        names = bytes(arrays["feature_names"]).decode("utf-8").split("\n")
+        names = unpack("feature_names", arrays)
         template = meta["template"]
         if "template_source" in meta:
-            template = parse_template(meta["template_source"], template, saved=True)
-        return cls(template, names if names != [""] else [], meta.get("word_col", 0),
+            template = parse_template(meta["template_source"], template,
+                                      meta.get("template_regex", "python"), saved=True)
+        return cls(template, names, meta.get("word_col", 0),
                    meta.get("pos_col", 1))

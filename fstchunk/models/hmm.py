@@ -42,6 +42,7 @@ from ..columns import Columns
 from ..conll import Sentence
 from ..errors import FstchunkError, InputError
 from ..lattice import Lattice
+from ..stringpack import pack
 from ..layout import Layout
 from ..tagspace import TagSet
 from .base import check_training_set, gold_tags, training_columns
@@ -165,7 +166,7 @@ class HMM:
     def lattice(self, sentence: Sentence) -> Lattice:
         """Pr(x | w) as a lattice (the joint Pr(w, x), renormalised over valid x)."""
         return Lattice.from_scores(self.tags, self.emissions(sentence), self.log_trans,
-                                   self.log_start, self.log_end, scheme=self.scheme)
+                                   self.log_start, self.log_end, scheme=self.scheme, warn=False)
 
     def lattices(self, sentences: Sequence[Sentence]) -> list[Lattice]:
         """One lattice per sentence (the model protocol)."""
@@ -176,7 +177,7 @@ class HMM:
         inv = sorted(self.vocab, key=self.vocab.get)
         pinv = sorted(self.pos_vocab, key=self.pos_vocab.get)
         save_model(path, "hmm", {
-            "vocab": np.array(inv, dtype=str), "pos_vocab": np.array(pinv, dtype=str),
+            **pack("vocab", inv), **pack("pos_vocab", pinv),
             "log_start": self.log_start, "log_trans": self.log_trans, "log_end": self.log_end,
             "log_word": self.log_word, "log_pos": self.log_pos},
             {"tags": list(self.tags), "scheme": self.scheme, "columns": self.columns.to_json(),

@@ -2,8 +2,10 @@
 
 The metadata (kind, version, tags, scheme, feature map, columns, training
 settings) is stored as the 0-d string array ``__metadata__``; arrays are plain
-numeric or string arrays.  ``np.load`` runs with ``allow_pickle=False``: no
-pickle, ever.
+numeric arrays, and lists of strings (feature and attribute names, vocabularies) UTF-8
+byte arrays, any string kept as it is (:mod:`fstchunk.stringpack`: a line break in a
+name, a trailing NUL, a lone surrogate; :meth:`Fields.packed_strings`).  ``np.load``
+runs with ``allow_pickle=False``: no pickle, ever.
 
 Writing (:func:`save_model`): the JSON is strict (``allow_nan=False``): a
 non-finite number in ``settings`` (bookkeeping such as a dev F never measured) is
@@ -62,6 +64,7 @@ from ..errors import FstchunkError, InputError, ModelFileError
 from ..fbeta import upgrade_settings
 from ..layout import Layout
 from ..outputs import atomic_write
+from ..stringpack import unpack
 from ..tagspace import TagSet, check_expresses, check_tags
 
 FORMAT = "fstchunk-model"
@@ -352,9 +355,21 @@ class Fields:
                                        f"reading columns {columns.spec()}")
         return layout
 
+    def packed_strings(self, field: str) -> list[str]:
+        """The list of strings :func:`fstchunk.stringpack.pack` wrote as ``field``."""
+        self.array(field, "bytes", (None,))
+        try:
+            return unpack(field, self.arrays)
+        except InputError as e:
+            raise self.error(field, str(e).removeprefix(f"{field}: ")) from None
+
     def strings(self, field: str) -> list[str]:
-        """A 1-d string array as a list of distinct strings."""
-        values = self.array(field, "str", (None,)).tolist()
+        """A list of distinct strings: packed (:meth:`packed_strings`), or a 1-d string
+        array (files written before packing, which lost a trailing NUL)."""
+        if field in self.arrays and self.arrays[field].dtype == np.uint8:
+            values = self.packed_strings(field)
+        else:
+            values = self.array(field, "str", (None,)).tolist()
         if len(set(values)) != len(values):
             raise self.error(field, "repeats an entry")
         return values

@@ -87,7 +87,7 @@ def most_violating(tags: Sequence[str], scheme: str, em: np.ndarray, trans: np.n
                    loss: str, beta_sq: float) -> tuple[np.ndarray, float]:
     """ŷ = argmax_{valid y} Δ(y, gold) + score(y) on unmasked score arrays (the
     lattice masks them) and Δ(ŷ, gold)."""
-    lat = Lattice.from_scores(tags, em, trans, start, end, scheme=scheme)
+    lat = Lattice.from_scores(tags, em, trans, start, end, scheme=scheme, warn=False)
     if loss == "hamming":
         idx, _ = hamming_viterbi(lat.layers, gold)
     else:

@@ -109,7 +109,7 @@ class Chain:
         if self.bucketed:
             raise InputError("a bucketed chain has no sentence rows (ml_statistics only)")
         return Lattice.from_scores(self.tags, self.emissions[lo:hi], self.trans, self.start,
-                                   self.end, scheme=self.scheme)
+                                   self.end, scheme=self.scheme, warn=False)
 
 
 class ChainGrad(NamedTuple):

@@ -11,9 +11,9 @@ for each token, a label (as always) or a *constraint* — the tags the token may
   not exactly one chunk, :mod:`fstchunk.not_chunk`).  A string is read so when it is
   ``?`` or ``O!``, holds ``|`` or ``*``, or ends in ``~`` (:func:`is_open`), and is
   not a :class:`Literal`.  Outside a chunk scheme (the unconstrained chain) such a
-  string other than ``?`` and the wildcards (which need a chunk scheme) is refused as
-  ambiguous: labels there have no structure,
-  and a morphological tag ``Number=Sing|Person=3`` must not silently become two labels.
+  string is refused as ambiguous (a wildcard: as needing a chunk scheme): labels there
+  have no structure, a morphological tag ``Number=Sing|Person=3`` must not silently
+  become two labels, nor a POS tag ``?`` (sklearn-crfsuite's label ``?``) "any label".
   Pass a set for the partial label, or :class:`Literal` (``literal_labels=True`` of
   :class:`fstchunk.sklearn.CRF`) for the one label.
 
@@ -26,7 +26,7 @@ the tags the scheme needs for the chunk types named (``*-PER`` names PER).
 ``scheme="auto"`` takes the first scheme of :data:`.attribute_crf.DETECT` in which
 every named tag is a tag, every column string parses and every sequence allows a
 valid tag sequence (:func:`fstchunk.annotation.check_mask`); else the unconstrained
-chain, where only ``?`` and label sets mean anything (a wildcard is refused) — as
+chain, where only label sets are partial labels (a column string is refused) — as
 with full labels, a sequence that no scheme accepts sends ``auto`` to the
 unconstrained chain: force the scheme to get its error, which names ``y[i][t]``.
 """
@@ -48,6 +48,8 @@ from .partial import PartialGold
 
 #: the Python containers that hold a token's allowed labels
 SETS = (set, frozenset, tuple, list)
+NO_LABEL = ("y: the partial labels name no label (only ? and wildcards without a type): "
+            "nothing to learn")
 
 
 class AmbiguousLabel(InputError):
@@ -114,14 +116,16 @@ def check_set(label: Any, where: str) -> None:
 def label_items(label: Any, scheme: str, where: str) -> tuple[Item, ...]:
     """The annotation items of one label of ``y`` read in ``scheme``."""
     if isinstance(label, str):
-        if (scheme == UNCONSTRAINED and is_open(label) and WILD not in label
-                and label not in (ANY, ANY + NOT_CHUNK)):      # (a wildcard: parse_cell's)
+        if scheme == UNCONSTRAINED and is_open(label) and WILD not in label:
+            what = ("any label, or the label '?' (a POS tag set may have one)"
+                    if label.rstrip(NOT_CHUNK) == ANY else
+                    "a partial label in the tag-column syntax, or one label (as "
+                    "'Number=Sing|Person=3' is)")       # (a wildcard: parse_cell's error)
             raise AmbiguousLabel(f"{where}: {str(label)!r} is ambiguous outside a chunk scheme: "
-                             f"a partial label in the tag-column syntax, or one label "
-                             f"(as 'Number=Sing|Person=3' is); pass a set of labels for "
-                             f"the partial label, or the one label as "
-                             f"fstchunk.models.partial_labels.Literal(...) "
-                             f"(fstchunk.sklearn.CRF(literal_labels=True): every string)")
+                                 f"{what}; pass a set of labels for the partial label, or "
+                                 f"the one label as "
+                                 f"fstchunk.models.partial_labels.Literal(...) "
+                                 f"(fstchunk.sklearn.CRF(literal_labels=True): every string)")
         label = label[:-1] if marked(label) else label
         return parse_cell(label, scheme, where) if is_open(label) else (("tag", str(label)),)
     members = sorted(label) if isinstance(label, (set, frozenset)) else label
@@ -175,8 +179,7 @@ def annotate(y: Sequence[Sequence[Any]], scheme: str, space: TagSpace | None = N
                 types.update(dict.fromkeys(sorted(item_types(its))))
     if space is None:
         if not named and not types:
-            raise InputError("y: the partial labels name no label (only ? and wildcards "
-                             "without a type): nothing to learn")
+            raise InputError(NO_LABEL)
         labels = list(named)
         if scheme != UNCONSTRAINED:
             labels += [x for x in missing_tags(labels, scheme) if x not in named]
@@ -230,7 +233,7 @@ def detect(y: Sequence[Sequence[Any]], schemes: Sequence[str]
     errors: list[tuple[int, str, Exception]] = []
     if not any(isinstance(lab, SETS) or lab not in (ANY, ANY + NOT_CHUNK)
                for ys in y for lab in ys):
-        annotate(y, UNCONSTRAINED)                  # raises: no label named
+        raise InputError(NO_LABEL)
     for scheme in schemes:
         try:
             space, masks, spans = annotate(y, scheme, check=False)

@@ -56,8 +56,10 @@ class AveragedPerceptron(ChainBlocks):
         """From θ = 0, or from the :meth:`save_state` file ``state`` (a resumed run)."""
         super().__init__(model, data)
         if state is None and np.any(model.theta != 0):
-            raise InputError("perceptron training starts from θ = 0: it cannot start from "
-                             "a trained model (no --init); resume from its checkpoint instead")
+            what = "perceptron training starts from θ = 0: it cannot start from a trained model "
+            raise InputError(what + "(fit a new one); resume from its checkpoint instead "
+                             "(Trainer(checkpoint=..., resume=True))",
+                             cli=what + "(no --init); resume from its checkpoint instead")
         F, L = self.mask.shape
         self.W, self.U = np.zeros((F, L)), np.zeros((F, L))
         self.rest, self.rest_u = np.zeros(L * L + 2 * L), np.zeros(L * L + 2 * L)

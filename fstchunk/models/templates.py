@@ -16,7 +16,8 @@ Macros, ``%c[ROW,COL]`` (white space inside the brackets is ignored):
   ``true``/``false`` whether the regular expression matches, ``%m[r,c,"re"]`` its
   first match, empty if none (Wapiti, whose regex subset — ``.``, ``^``, ``$``, ``*``,
   ``?``, classes ``\\d \\a \\w \\l \\u \\p \\s`` and their upper-case complements — is
-  translated to Python's :mod:`re`); an upper-case command (``%X``, ``%T``, ``%M``)
+  translated to Python's :mod:`re` so as to match what Wapiti's matcher matches, lazy
+  ``*`` included: :func:`wapiti_regex`); an upper-case command (``%X``, ``%T``, ``%M``)
   lower-cases its result (Wapiti); ``@r`` is an absolute row (Wapiti: ``@1`` the first
   token, ``@-1`` the last).
 * ``c`` is a column number, 0-based as in CRF++ (of the training file; it must be the
@@ -54,6 +55,7 @@ from typing import Callable, Sequence
 from ..columns import Columns
 from .. import sources
 from ..errors import InputError
+from .wapiti import REGEX_FLAVORS, wapiti_regex
 
 #: the column roles a template may read by name
 ROLES = ("word", "pos")
@@ -102,34 +104,6 @@ def _function(name: str) -> Callable[[str], str | None] | None:
 
 FUNCTIONS = ("lower", "shape", "cap", "preK", "sufK", "out")
 
-_WAPITI_CLASSES = {"d": "0-9", "a": "A-Za-z", "w": "A-Za-z0-9", "l": "a-z", "u": "A-Z",
-                   "p": re.escape("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"), "s": " \\t\\n\\r\\f\\v"}
-
-
-@functools.lru_cache(maxsize=None)
-def wapiti_regex(rx: str) -> re.Pattern:
-    """Wapiti's regex subset (``pattern.c``) as a Python pattern: ``.``, ``^`` (at the
-    start), ``$`` (at the end), ``*``, ``?``, ``\\d \\a \\w \\l \\u \\p \\s`` (upper
-    case: the complement), ``\\x`` any other escaped character, the rest literal."""
-    out, i = [], 0
-    while i < len(rx):
-        c = rx[i]
-        if c == "\\" and i + 1 < len(rx):
-            d = rx[i + 1]
-            if d.lower() in _WAPITI_CLASSES:
-                out.append(("[^" if d.isupper() else "[") + _WAPITI_CLASSES[d.lower()] + "]")
-            else:
-                out.append(re.escape(d))
-            i += 2
-            continue
-        if c == "." or c in "*?" or (c == "^" and i == 0) or (c == "$" and i == len(rx) - 1):
-            out.append(c)
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return re.compile("".join(out), re.DOTALL)
-
-
 @dataclass(frozen=True)
 class Ref:
     """One macro: command (``x``, ``t``, ``m``), row (relative, or absolute), column
@@ -144,6 +118,7 @@ class Ref:
     caps: bool
     line: int
     column: int
+    flavor: str = "wapiti"               # how ``regex`` reads (:data:`REGEX_FLAVORS`)
 
     def transform(self, v: str, inside: bool) -> str | None:
         """The macro's result for the value ``v`` at a position inside the sentence or
@@ -156,9 +131,9 @@ class Ref:
             if v is None:
                 return None
         if self.command == "t":
-            v = "true" if wapiti_regex(self.regex).search(v) else "false"
+            v = "true" if wapiti_regex(self.regex, self.flavor).search(v) else "false"
         elif self.command == "m":
-            m = wapiti_regex(self.regex).search(v)
+            m = wapiti_regex(self.regex, self.flavor).search(v)
             v = m.group(0) if m else ""
         return v.lower() if self.caps else v
 
@@ -166,7 +141,7 @@ class Ref:
                ) -> list[str | None]:
         """The macro's result at every token of a sentence whose column is ``column``;
         ``cache`` holds the transformed column per macro kind, for the sentence."""
-        key = (self.col, self.functions, self.command, self.regex, self.caps)
+        key = (self.col, self.functions, self.command, self.regex, self.caps, self.flavor)
         whole = cache.get((key, self.row, self.absolute))
         if whole is None:
             whole = cache[key, self.row, self.absolute] = self._values(column, pad, cache, key)
@@ -211,11 +186,13 @@ class Line:
 @dataclass(frozen=True)
 class Template:
     """A parsed template file: its unigram lines, padding, name (a built-in name or the
-    file's path) and text (what a model file stores)."""
+    file's path), text (what a model file stores) and how its regular expressions read
+    (:data:`REGEX_FLAVORS`, stored as the model's ``template_regex``)."""
     name: str
     source: str
     lines: tuple[Line, ...]
     pad: tuple[str, str]
+    flavor: str = "wapiti"
 
     @property
     def refs(self) -> list[Ref]:
@@ -296,7 +273,7 @@ _MACRO = re.compile(r"%([xtmXTM])\[")
 _ARGS = re.compile(r"\s*(@?)\s*([+-]?\d+)\s*,\s*([A-Za-z]+|\d+)\s*((?::[A-Za-z0-9]+)*)\s*")
 
 
-def _parse_line(text: str, lineno: int, name: str, start: int) -> tuple:
+def _parse_line(text: str, lineno: int, name: str, start: int, flavor: str) -> tuple:
     """The parts of a unigram line's body (from column ``start``)."""
     parts: list[str | Ref] = []
     pos = start
@@ -333,22 +310,31 @@ def _parse_line(text: str, lineno: int, name: str, start: int) -> tuple:
                 raise bad(f'%{m.group(1)}[ROW,COLUMN,"REGEX"] needs its quoted regular '
                           f'expression', end + 1)
             regex, end = r.group(1), r.end()
+            try:
+                wapiti_regex(regex, flavor)
+            except InputError as e:
+                raise bad(str(e), r.start(1) + 1) from None
         if end >= len(text) or text[end] != "]":
             raise bad("the macro is not closed by ']'", end + 1)
         row, absolute = int(a.group(2)), bool(a.group(1))
         if absolute and row == 0:
             raise bad("absolute row @0 does not exist (@1 is the first token, @-1 the last)")
         parts.append(Ref(command, row, absolute, int(c) if c.isdigit() else c, funcs, regex,
-                         caps, lineno, col))
+                         caps, lineno, col, flavor))
         pos = end + 1
     return tuple(parts)
 
 
-def parse_template(text: str, name: str = "<template>", saved: bool = False) -> Template:
+def parse_template(text: str, name: str = "<template>", flavor: str = "wapiti",
+                   saved: bool = False) -> Template:
     """The :class:`Template` of a template file's ``text``; ``name`` (the path) is what
-    errors and models name it by.  InputError naming ``name:line:column`` otherwise; a
-    byte-order mark is dropped.  ``saved``: a model file's text (its indented lines,
-    skipped when it was trained, are skipped again)."""
+    errors and models name it by; ``flavor``: how its regular expressions read
+    (:data:`REGEX_FLAVORS`); ``saved``: a model file's text (its indented lines, skipped
+    when it was trained, are skipped again).  InputError naming ``name:line:column``
+    otherwise; a byte-order mark is dropped."""
+    if flavor not in REGEX_FLAVORS:
+        raise InputError(f"{name}: unknown regular-expression flavor {flavor!r} "
+                         f"({', '.join(REGEX_FLAVORS)})")
     text = text.removeprefix("\ufeff")
     lines: list[Line] = []
     pad, bigram = CRFPP_PAD, False
@@ -384,7 +370,7 @@ def parse_template(text: str, name: str = "<template>", saved: bool = False) -> 
                              f"(bigram), * (Wapiti's both), # (a comment) or %pad; got "
                              f"{line[:20]!r}")
         start = 2 if line.startswith("U:") else 0
-        body = _parse_line(line, lineno, name, start)
+        body = _parse_line(line, lineno, name, start, flavor)
         if not body:
             raise InputError(f"{name}:{lineno}:1: an empty unigram template")
         lines.append(Line(body, lineno))
@@ -394,7 +380,7 @@ def parse_template(text: str, name: str = "<template>", saved: bool = False) -> 
                          f"have; add a line B")
     if not lines:
         raise InputError(f"{name}: no U line: the template writes no attribute")
-    return Template(name, text, tuple(lines), pad)
+    return Template(name, text, tuple(lines), pad, flavor)
 
 
 def read_template(path: str | Path) -> Template:

@@ -15,8 +15,11 @@ The model that scores segments (features g(j, i), the online large-margin multil
 learner) is :mod:`fstchunk.models.segment`, above this package.
 """
 
+from ..namespace import public_dir
 from .space import (RESTRICTIONS, kbest, kbest_fst, parse_restrictions, restrict,
                     segment_score, segment_space_fst)
 
 __all__ = ["RESTRICTIONS", "kbest", "kbest_fst", "parse_restrictions", "restrict",
            "segment_score", "segment_space_fst"]
+
+__dir__ = public_dir(globals(), __all__)

@@ -63,6 +63,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..namespace import public_dir
 from ..confidence import marginals_all, scored_chunks_all
 from ..decoders import Decoder, decoder as get_decoder
 from ..errors import InputError
@@ -73,14 +74,14 @@ from ..models.attributes import check_sequences
 from ..models.partial_labels import literal, refuse_open
 from ..scale import executor
 from .params import ALGORITHMS, CRFParams, resolve
-from .tagger import Tagger, TrainingLog
+from .tagger import CALIBRATE, Tagger, TrainingLog
 
 try:                                        # scikit-learn is an optional extra
     from sklearn.base import BaseEstimator
 except ImportError:                         # pragma: no cover - exercised without the extra
     from .params import BaseEstimator       # type: ignore[assignment]
 
-__all__ = ["CRF", "ALGORITHMS"]
+__all__ = ["CRF", "ALGORITHMS", "OBJECTIVES"]
 
 
 class CRF(CRFParams, BaseEstimator):
@@ -172,21 +173,27 @@ class CRF(CRFParams, BaseEstimator):
         each sentence), meu-corpus (of the corpus's expected counts), or any
         :class:`fstchunk.decoders.Decoder`."""
         dec = get_decoder(decoder, beta=beta)
-        lats = self._fitted().lattices(X, require_probabilities=dec.needs_probabilities)
+        model = self._fitted()
+        if dec.needs_probabilities:
+            model.require_probabilities(CALIBRATE)
+        lats = model.lattices(X, require_probabilities=False)
         return _object_array(dec.tags(lats))
 
     def predict_single(self, xseq: Sequence[Any]) -> list[str]:
-        """The Viterbi labels of one sequence."""
+        """The Viterbi labels of one sequence (any model: Viterbi reads no probability)."""
+        self._fitted()
         return self.tagger_.tag(xseq)
 
     def predict_marginals(self, X: Sequence[Any]) -> np.ndarray:
         """Per sequence, per token, {label: Pr(y_t = label | x)}."""
         model = self._fitted()
+        model.require_probabilities(CALIBRATE)
         return _object_array([_marginal_dicts(model.tags, m)
                               for m in marginals_all(model.lattices(X))])
 
     def predict_marginals_single(self, xseq: Sequence[Any]) -> list[dict]:
         model = self._fitted()
+        model.require_probabilities(CALIBRATE)
         return _marginal_dicts(model.tags, model.lattices([xseq])[0].marginals())
 
     def predict_chunks(self, X: Sequence[Any], decoder: "str | Decoder" = "map",
@@ -197,6 +204,7 @@ class CRF(CRFParams, BaseEstimator):
         model = self._fitted()
         model.space.require_chunks("predict_chunks")
         dec = get_decoder(decoder, beta=beta)
+        model.require_probabilities(CALIBRATE)
         lats = model.lattices(X)
         return scored_chunks_all(lats, dec.tags(lats))
 
@@ -205,6 +213,7 @@ class CRF(CRFParams, BaseEstimator):
         :func:`fstchunk.expected.expected_f`); a chunk scheme only."""
         model = self._fitted()
         model.space.require_chunks("expected_f")
+        model.require_probabilities(CALIBRATE)
         X, y = self._data(X, y)                  # a partial label: refused by name
         refuse_open(y, "y", "expected F is taken against one tag sequence per sequence")
         return np.array([r.f for r in expected_f_all(model.lattices(X), y, beta)])
@@ -310,3 +319,5 @@ def _object_array(rows: list) -> np.ndarray:
 
 #: the objectives ``objective=`` takes
 OBJECTIVES = (lo.ML.name, lo.MEU.name, lo.MEU_CORPUS.name, lo.MAX_MARGIN.name)
+
+__dir__ = public_dir(globals(), __all__)

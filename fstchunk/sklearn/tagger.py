@@ -16,6 +16,7 @@ from ..encodings import is_valid
 from ..errors import InputError
 from ..lattice import Lattice
 from ..models.attribute_crf import AttributeCRF
+from ..tagseq import tag_list
 
 
 @dataclass
@@ -44,8 +45,14 @@ def model_info(model: AttributeCRF) -> ModelInfo:
                       "num_features": len(state) + len(transitions)})
 
 
+#: the advice of a refusal to read a margin-trained model's scores as probabilities
+CALIBRATE = "crf.calibrate(X_held_out, y_held_out)"
+
+
 class Tagger:
-    """pycrfsuite.Tagger's methods over a fitted attribute CRF."""
+    """pycrfsuite.Tagger's methods over a fitted attribute CRF: :meth:`tag` (Viterbi)
+    for any model, :meth:`marginal` and :meth:`probability` for one whose scores are
+    probabilities (a margin-trained one once calibrated: :data:`CALIBRATE`)."""
 
     def __init__(self, model: AttributeCRF):
         self.model = model
@@ -58,7 +65,7 @@ class Tagger:
 
     def set(self, xseq: Sequence[Any]) -> None:
         """The sequence :meth:`tag`, :meth:`marginal` and :meth:`probability` read."""
-        self._lattice = self.model.lattices([xseq])[0]
+        self._lattice = self.model.lattices([xseq], require_probabilities=False)[0]
 
     def _current(self) -> Lattice:
         if self._lattice is None:
@@ -73,6 +80,7 @@ class Tagger:
 
     def marginal(self, y: str, pos: int) -> float:
         """Pr(y_pos = y | x) of the current sequence."""
+        self.model.require_probabilities(CALIBRATE)
         lat = self._current()
         if not isinstance(pos, (int, np.integer)) or not 0 <= pos < lat.n:
             raise InputError(f"position {pos!r} is outside the sequence of {lat.n} items")
@@ -80,7 +88,9 @@ class Tagger:
 
     def probability(self, yseq: Sequence[str]) -> float:
         """Pr(yseq | x) of the current sequence (0 for a sequence the scheme rules out)."""
+        self.model.require_probabilities(CALIBRATE)
         lat = self._current()
+        yseq = tag_list(yseq, "yseq")
         if lat.space.chunked:
             if len(yseq) == lat.n and all(t in lat.tags for t in yseq) and \
                     not is_valid(list(yseq), lat.scheme):

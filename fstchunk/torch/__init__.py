@@ -7,7 +7,10 @@ expected` for the expected-F DP, :mod:`fstchunk.torch.module` for the
 ``nn.Module`` layer and sub-word pooling.
 """
 
+from ..namespace import public_dir
 from .crf import ChunkCRF
 from .module import CRFLayer, first_subword_pool
 
 __all__ = ["ChunkCRF", "CRFLayer", "first_subword_pool"]
+
+__dir__ = public_dir(globals(), __all__)

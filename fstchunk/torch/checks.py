@@ -20,6 +20,7 @@ import torch
 
 from .. import encodings as enc
 from ..errors import FstchunkError, InputError
+from ..scorecheck import TOLERANCE, warn_probabilities
 
 
 @dataclass
@@ -59,6 +60,18 @@ def _finite(name: str, x: torch.Tensor, ok: torch.Tensor | None = None) -> None:
                          f"index {where}")
 
 
+def _probabilities(em: torch.Tensor, mk: torch.Tensor) -> None:
+    """The warning of :mod:`fstchunk.scorecheck` when every real token's row sums to 1
+    (within its tolerance, or float32's rounding of L terms) with entries in [0, 1]."""
+    rows = em.detach()[mk]
+    if rows.numel() == 0:
+        return
+    slack = max(TOLERANCE, 4 * rows.shape[-1] * torch.finfo(rows.dtype).eps)
+    if bool((rows.min() >= 0) & (rows.max() <= 1)
+            & ((rows.sum(-1) - 1).abs().max() <= slack)):
+        warn_probabilities("emissions", "torch.log", stacklevel=4)
+
+
 def check_batch(L: int, emissions, transitions, mask, start=None, end=None) -> Batch:
     """Check shapes, dtypes, devices, the mask and finiteness (see module doc)."""
     em = _tensor("emissions", emissions, 3)
@@ -92,6 +105,7 @@ def check_batch(L: int, emissions, transitions, mask, start=None, end=None) -> B
             raise InputError(f"{name} has dtype {x.dtype} but emissions {em.dtype}")
     _check_mask(mk)
     _finite("emissions", em, mk.unsqueeze(-1))
+    _probabilities(em, mk)
     for name, x in (("transitions", tr), ("start", st), ("end", en)):
         _finite(name, x)
     lengths = mk.sum(1)

@@ -67,7 +67,7 @@ class ChunkCRF:
 
     def __init__(self, tags: Sequence[str], scheme: str = "IOB2"):
         try:
-            self.space = TagSpace.of(tuple(tags), enc.canonical_scheme(scheme))
+            self.space = TagSpace.of(tags, enc.canonical_scheme(scheme))
         except FstchunkError as e:
             raise InputError(f"ChunkCRF(scheme={scheme!r}): {e}") from None
         sp = self.space
@@ -395,6 +395,6 @@ class ChunkCRF:
         arr = [x.detach().to("cpu", torch.float64).numpy()
                for x in (bt.emissions, bt.transitions, bt.start, bt.end)]
         lats = [Lattice.from_scores(self.tags, arr[0][b, :length], arr[1], arr[2], arr[3],
-                                    scheme=self.scheme)
+                                    scheme=self.scheme, warn=False)     # checked: warned
                 for b, length in enumerate(bt.lengths_list)]
         return [list(t) for t in dec.tags(lats)]

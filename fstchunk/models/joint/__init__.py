@@ -32,6 +32,7 @@ probabilities: MEU, marginals and lattices need a ``crf`` model or a calibrated 
 (:attr:`JointModel.probabilistic`); MAP decoding needs neither.
 """
 
+from ...namespace import public_dir
 from .calibration import HeldOut, TemperatureFit, fit_temperature
 from .corpus import COLLAPSED_POS, Layered, collapse_pos, layered, np_only, scores
 from .data import (CHUNKER_TEMPLATES, JOINT_TEMPLATES, KIND_TEMPLATES,
@@ -53,3 +54,5 @@ __all__ = ["CHUNKER_TEMPLATES", "COLLAPSED_POS", "Encoded", "HeldOut",
            "fst_log_partition", "fst_token_marginals", "fst_viterbi", "inside_outside",
            "input_columns", "joint_fst", "layered", "model_for", "np_only", "pair_symbol",
            "predict", "read_model", "scores", "structure_parts", "structure_score", "viterbi"]
+
+__dir__ = public_dir(globals(), __all__)

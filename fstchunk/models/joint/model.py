@@ -81,7 +81,7 @@ from .train import (ALGORITHMS, JOINT_OBJECTIVES, algorithm_name, check_training
 from .train import algorithm as objective_of
 
 #: the Python call that calibrates a joint model (:meth:`JointModel.require_probabilities`)
-CALIBRATE_CALL = "fstchunk.joint.calibrate(model, fstchunk.joint.layered(heldout_sentences))"
+CALIBRATE_CALL = "fstchunk.joint.calibrate(model, fstchunk.joint.layered(held_out_sentences))"
 
 
 class JointModel(PartScorer):
@@ -135,8 +135,12 @@ class JointModel(PartScorer):
         name = self.path or "this joint model"
         how = (f"was trained by {self.settings['algorithm']}" if "algorithm" in self.settings
                else "is untrained")
-        raise InputError(f"{name} {how}; its scores are not probabilities. Calibrate it on "
-                         f"held-out sentences first: {fix or CALIBRATE_CALL}")
+        what = (f"{name} {how}; its scores are not probabilities. Calibrate it on held-out "
+                f"sentences first: ")
+        arg = self.path or "MODEL"
+        raise InputError(what + f"{fix or CALIBRATE_CALL}; MAP decoding needs no calibration",
+                         cli=what + (fix or f"fstchunk joint calibrate --model {arg} --input "
+                                     f"HELDOUT -o {arg} (or joint train --calibrate HELDOUT)"))
 
     def calibrate(self, data: Sequence[Encoded], source: str | None = None) -> float:
         """Fit the temperature T by maximum likelihood of the gold structures of
@@ -320,7 +324,8 @@ class JointModel(PartScorer):
         """The additive statistics of a smooth objective (ML: Σ NLL and its gradient,
         :func:`.train.nll_statistics`) over ``data`` at θ (:mod:`fstchunk.scale`)."""
         if lo.objective(name, JOINT_OBJECTIVES) is not lo.ML:
-            raise InputError(f"--algorithm {name} is run by passes, not as a function of θ")
+            raise InputError(f"algorithm={name!r} is run by passes, not as a function of θ",
+                             cli=f"--algorithm {name} is run by passes, not as a function of θ")
         return nll_statistics(self, data, theta)
 
     def partitions(self, data: Sequence[Encoded], parts: int

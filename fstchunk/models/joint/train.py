@@ -154,7 +154,7 @@ def solver(model: Any, objective: lo.Objective, data: Sequence[Any], l2: float,
                      objective.default_tol if tol is None else tol)
     if objective is lo.PERCEPTRON or objective is lo.MMVP:
         return PerceptronSolver(model, data, objective is lo.MMVP)
-    raise InputError(f"the joint model does not train --objective {objective.name}")
+    raise lo.objective_error("the joint model does not train {}", objective.name)
 
 
 # ------------------------------------------------------- perceptron and MMVP

@@ -17,6 +17,9 @@ The segments themselves (files, the segment space and its machine, scoring, MEU 
 independent segments) are in :mod:`fstchunk.segments`, below every model.
 """
 
+from ...namespace import public_dir
 from .model import DECODERS, SegmentModel, restriction_flags
 
 __all__ = ["DECODERS", "SegmentModel", "restriction_flags"]
+
+__dir__ = public_dir(globals(), __all__)

@@ -154,7 +154,9 @@ def platt(model: Any) -> tuple[float, float]:
     ab = model.settings.get("platt")
     if not (isinstance(ab, list) and len(ab) == 2
             and all(isinstance(x, numbers.Real) and np.isfinite(x) for x in ab)):
-        raise InputError("this segment model has no probability calibration: MEU "
-                         "decoding needs one (fstchunk segment train --dev FILE fits it "
-                         "on the dev sentences)")
+        what = "this segment model has no probability calibration: MEU decoding needs one "
+        raise InputError(what + "(model.calibrate(held_out_sentences) fits it on held-out "
+                         "sentences with gold segments)",
+                         cli=what + "(fstchunk segment train --dev FILE fits it on the dev "
+                         "sentences)")
     return float(ab[0]), float(ab[1])

@@ -312,7 +312,7 @@ class SegmentModel:
         """The online multilabel learner (:class:`.train.HildrethSolver`) with this model's
         ``seed``, ``average`` and ``max_sweeps``; it answers :meth:`dev_f` while it runs."""
         if objective is not lo.MULTILABEL:
-            raise InputError(f"a segment model does not train --objective {objective.name}")
+            raise lo.objective_error("a segment model does not train {}", objective.name)
         self._learner = HildrethSolver(self, data, self.seed, self.average, self.max_sweeps)
         return self._learner
 
