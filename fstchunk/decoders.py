@@ -257,31 +257,28 @@ class MEU(Decoder):
         out: list = [None] * batch.B
         results: dict = {}
         lats = _lattices_of(batch) if not ok.all() else None
-        if ok.any():
-            values = np.full(batch.B, np.nan)
-            if value:                            # E[F_β] of the certified MAP chunkings
-                Z, T = inference.tp_count_tables(ops, batch, chunks)
-                for b in np.flatnonzero(ok):
-                    n = int(lens[b])
-                    values[b] = from_count_table(Z[b, :n + 1], T[b, :n + 1], len(chunks[b]),
-                                                 w, "decoding").f
-            for b in np.flatnonzero(ok):
-                results[b] = MEUResult(chunks[b], float(values[b]), 0.0, 0, 0)
         budget = self.memory_budget
         dense = [b for b in np.flatnonzero(~ok) if lens[b] <= DENSE_MAX_N and
                  (budget is None or table_bytes(int(lens[b]), 40, len(types)) <= budget)]
+        values = np.full(batch.B, np.nan)        # E[F_β] of the MAP chunkings: the certified
+        need = np.flatnonzero(ok) if value else np.zeros(0, int)    # decisions' values, the
+        need = np.union1d(need, dense).astype(int)                  # search's lower bound
+        if len(need):
+            Z, T = inference.tp_count_tables(ops, batch, [chunks[b] if b in need else []
+                                                          for b in range(batch.B)])
+            for b in need:
+                n = int(lens[b])
+                values[b] = from_count_table(Z[b, :n + 1], T[b, :n + 1], len(chunks[b]),
+                                             w, "decoding").f
+        for b in np.flatnonzero(ok):
+            results[b] = MEUResult(chunks[b], float(values[b]), 0.0, 0, 0)
         for b in np.flatnonzero(~ok):
             if b not in dense:
                 results[b] = exact_meu(lats[b], w, chunks[b], memory_budget=budget)
         if dense:
             sub = batch.take(dense)
-            sub_ops = inference.transfer_of(sub)
-            rows = [(j, t, s, e) for j, b in enumerate(dense) for t, s, e in chunks[b]]
-            p = inference.chunk_probs(sub_ops, sub, *map(np.array, zip(*rows))) if rows \
-                else np.zeros(0)
-            split = np.cumsum([len(chunks[b]) for b in dense])[:-1]
-            got = meu_batch.decide(sub_ops, sub, w, [chunks[b] for b in dense],
-                                   np.split(p, split))
+            got = meu_batch.decide(inference.transfer_of(sub), sub, w,
+                                   [chunks[b] for b in dense], values[dense])
             results.update(zip(dense, got))
         for b, res in results.items():
             out[b] = Decoding(enc.chunks_to_tags([(types[t], s, e) for t, s, e in res.chunks],

@@ -107,24 +107,25 @@ def _window(pm: np.ndarray, tail: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def decide(ops, batch: RaggedBatch, beta_sq: float, map_chunks: list,
-           map_probs: list) -> list[MEUResult]:
+           map_values: np.ndarray) -> list[MEUResult]:
     """The exact MEU decision of every sentence of the batch (module doc); ``map_chunks``:
-    each sentence's MAP chunks (type index, s, e), ``map_probs`` their marginals.  The
+    each sentence's MAP chunks (type index, s, e), ``map_values`` their exact E[F_β]
+    (the lower bound of step 2).  The
     quadrature is first built for the count window holding all but 1e-9 of Pr(m); a
     sentence whose certificate then exceeds :data:`.meu.GAP_RETRY` is decided again
     on the 1e-18 window (the per-sentence search's rule)."""
     pm = count_distributions(ops, batch)
-    out = _decide(ops, batch, beta_sq, map_chunks, map_probs, pm, np.arange(batch.B),
+    out = _decide(ops, batch, beta_sq, map_chunks, map_values, pm, np.arange(batch.B),
                   CORE_TAIL)
     again = [b for b, r in enumerate(out) if r.gap > GAP_RETRY]
     if again:
-        for b, r in zip(again, _decide(ops, batch, beta_sq, map_chunks, map_probs, pm,
+        for b, r in zip(again, _decide(ops, batch, beta_sq, map_chunks, map_values, pm,
                                        np.array(again), WINDOW_TAIL)):
             out[b] = r
     return out
 
 
-def _decide(ops, batch: RaggedBatch, beta_sq: float, map_chunks: list, map_probs: list,
+def _decide(ops, batch: RaggedBatch, beta_sq: float, map_chunks: list, map_values: np.ndarray,
             pm_all: np.ndarray, rows: np.ndarray, tail: float) -> list[MEUResult]:
     """:func:`decide` for the sentences ``rows``, the quadrature on the ``tail`` window."""
     T = len(batch.space.types)
@@ -135,18 +136,9 @@ def _decide(ops, batch: RaggedBatch, beta_sq: float, map_chunks: list, map_probs
     n = pm.shape[1] - 1
     bound = _bounds(pm, w, lens)
     m_lo, m_hi = _window(pm, tail)
-    # lower bounds on U(MAP) from its chunks' marginals: Jensen, E[1{c}/(k + wm)] ≥
-    # Pr(c)²/(k·Pr(c) + w·E[m]); and (Pr(c) − Pr(m > m_hi))/(k + w·m_hi)
-    mean_m = pm @ np.arange(n + 1)
-    p_above = np.array([pm[b, m_hi[b] + 1:].sum() for b in range(B)])
+    # the lower bound: U(MAP), exact, less a margin for its rounding; or U(∅)
     k_map = np.array([len(map_chunks[r]) for r in rows])
-    lb = pm[:, 0].copy()
-    for b, r in enumerate(rows):
-        if k_map[b]:
-            pc = np.asarray(map_probs[r], dtype=float)
-            jensen = (pc ** 2 / np.maximum(k_map[b] * pc + w * mean_m[b], 1e-300)).sum()
-            window = np.maximum(pc - p_above[b], 0).sum() / (k_map[b] + w * m_hi[b])
-            lb[b] = max(lb[b], (1 + w) * max(jensen, window))
+    lb = np.maximum(pm[:, 0], np.asarray(map_values, dtype=float)[rows] - 1e-9)
     alive = bound > lb[:, None]
     alive[np.arange(B), k_map] |= k_map > 0
     ks = [np.flatnonzero(a) for a in alive]
