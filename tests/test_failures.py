@@ -5,7 +5,6 @@ times and then counted in the summary."""
 
 import pytest
 
-import fstchunk.decode as dec
 from fstchunk.cli import main
 from fstchunk.conll import read_conll
 from fstchunk.errors import BudgetError
@@ -68,10 +67,13 @@ def test_a_layout_fault_stops_expected_before_its_header(capsys, tmp_path, model
 
 def test_a_repeated_cause_is_shown_three_times_then_counted(capsys, tmp_path, models,
                                                            monkeypatch):
-    def refuse(lattice, *a, **kw):
-        raise BudgetError(f"estimated {lattice.n * 3.5} GiB exceeds the budget of 1.0 GiB",
-                          lattice.n * 3.5, 1.0)
-    monkeypatch.setattr(dec, "decode_meu", refuse)
+    from fstchunk.decoders import MEU
+
+    def refuse(self, batch, *a, **kw):         # the batched engine refuses every sentence
+        n = int(batch.lengths.max())
+        raise BudgetError(f"estimated {n * 3.5} GiB exceeds the budget of 1.0 GiB",
+                          n * 3.5, 1.0)
+    monkeypatch.setattr(MEU, "decode_batch", refuse)
     inp = tmp_path / "in.txt"
     inp.write_text((TINY_CONLL + "\n") * 40)           # 120 sentences, lengths 4, 3, 2
     code, stdout, err = run(capsys, "decode", "--model", models["hmm"], "--input", inp,
@@ -86,14 +88,14 @@ def test_a_repeated_cause_is_shown_three_times_then_counted(capsys, tmp_path, mo
 
 def test_expected_reports_a_failing_sentence_and_goes_on(capsys, tmp_path, models,
                                                         monkeypatch):
-    import fstchunk.cli.scoring as scoring
-    real = scoring.expected_f
+    from fstchunk.engine import inference
+    real = inference.tp_count_tables
 
-    def fail_on_three(lattice, *a, **kw):
-        if lattice.n == 3:
+    def fail_on_three(ops, batch, *a, **kw):      # a batch holding the 3-token sentence
+        if 3 in batch.lengths:
             raise BudgetError("estimated 9.0 GiB exceeds the budget of 1.0 GiB", 9e9, 1e9)
-        return real(lattice, *a, **kw)
-    monkeypatch.setattr(scoring, "expected_f", fail_on_three)
+        return real(ops, batch, *a, **kw)
+    monkeypatch.setattr(inference, "tp_count_tables", fail_on_three)
     inp = tmp_path / "in.txt"
     inp.write_text(TINY_CONLL)
     code, stdout, err = run(capsys, "expected", inp, "--model", models["hmm"])

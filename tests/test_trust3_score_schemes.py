@@ -11,7 +11,7 @@ import pytest
 
 from fstchunk import Lattice, encodings as enc
 from fstchunk.cli import main
-from fstchunk.decode import decode_lattices
+from fstchunk.decoders import decode_lattices
 from fstchunk.errors import InputError
 from fstchunk.expected import expected_f
 from fstchunk.scorefile import load_lattices, open_scores, scheme_of
