@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import os
+import struct
 import sys
 from typing import Iterable, Iterator, Sequence
 
@@ -168,6 +169,8 @@ def _far_problem(tmp: str, keys: list[str], arc_type: str) -> str:
     of ``arc_type`` under each, else what is wrong."""
     if not os.path.isfile(tmp) or os.path.getsize(tmp) == 0:
         return "no data was written"
+    if not _sttable_intact(tmp, len(keys)):
+        return "the file read back is damaged"
     got = []
     with outputs.captured_stderr():         # OpenFst's own complaints: reported below
         try:
@@ -186,6 +189,24 @@ def _far_problem(tmp: str, keys: list[str], arc_type: str) -> str:
     if got != keys:
         return f"read back {len(got)} of {len(keys)} machines"
     return ""
+
+
+def _sttable_intact(path: str, count: int) -> bool:
+    """Whether the trailer of the STTable FAR at ``path`` (OpenFst's default: int32
+    magic and version, the entries, their int64 offsets, then their int64 count) holds
+    ``count`` offsets, increasing from 8, inside the file.  Checked before OpenFst
+    reads it: a truncated file's trailer is garbage, and OpenFst spends half a minute
+    on a count it reads there."""
+    size = os.path.getsize(path)
+    table = size - 8 - 8 * count
+    if table < 8:
+        return False
+    with open(path, "rb") as fh:
+        fh.seek(table)
+        tail = fh.read()
+    *offsets, n = struct.unpack(f"<{count + 1}q", tail)
+    return n == count and offsets[0] == 8 and all(
+        a < b for a, b in zip(offsets, offsets[1:] + [table]))
 
 
 def unweighted_optimize(fst: pynini.Fst) -> pynini.Fst:

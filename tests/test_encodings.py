@@ -64,11 +64,19 @@ def test_iobes2_iobes3_long_chunks():
 def test_is_valid_equals_image_of_all_chunkings(scheme, types):
     """is_valid accepts exactly the encodings of chunkings, over ALL tag sequences."""
     tags = enc.scheme_tags(scheme, types)
-    for n in range(1, 7):                      # up to 13^6 = 4.8M sequences
+    rng = random.Random(f"{scheme}{len(types)}")
+    for n in range(1, 7):
         valid = valid_set(scheme, n, types)
         assert len(valid) == len(all_chunkings(n, types))   # encoding is injective
-        got = {seq for seq in itertools.product(tags, repeat=n) if fstchunk.is_valid(seq, scheme)}
-        assert got == valid, (scheme, n)
+        if len(tags) ** n <= 600_000:           # every sequence
+            got = {seq for seq in itertools.product(tags, repeat=n)
+                   if fstchunk.is_valid(seq, scheme)}
+            assert got == valid, (scheme, n)
+        else:                                   # (13^6 = 4.8M): every valid one, 300k others
+            assert all(fstchunk.is_valid(seq, scheme) for seq in valid)
+            for _ in range(300_000):
+                seq = tuple(rng.choice(tags) for _ in range(n))
+                assert fstchunk.is_valid(seq, scheme) == (seq in valid), (scheme, seq)
 
 
 @pytest.mark.parametrize("scheme", enc.SCHEMES)
