@@ -130,6 +130,16 @@ class Lattice:
                 raise InputError(f"{name} has shape {a.shape}, expected {(L,)}")
         return cls(tags, scheme, scores=(emissions, transitions, start, end))
 
+    @classmethod
+    def of_chain(cls, space: TagSpace, emissions: np.ndarray, transitions: np.ndarray,
+                 start: np.ndarray, end: np.ndarray) -> "Lattice":
+        """:meth:`from_scores` for arrays a model has already checked (float64, shapes
+        of ``space``): no checks, no copies — the many lattices of a model's batch."""
+        lat = cls.__new__(cls)
+        lat.space, lat.n, lat._raw_fst, lat.allowed = space, len(emissions), None, None
+        lat.scores = (emissions, transitions, start, end)
+        return lat
+
     @functools.cached_property
     def layers(self) -> Layers:
         """The lattice's layers (:class:`fstchunk.engine.chain.Layers`): for a dense

@@ -97,9 +97,13 @@ class Chain:
     bucketed: bool = False
 
     @cached_property
+    def space(self) -> TagSpace:
+        return TagSpace.of(tuple(self.tags), self.scheme)
+
+    @cached_property
     def masked(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(trans, start, end) with −∞ where the scheme forbids the tag (pair)."""
-        ts = TagSpace.of(tuple(self.tags), self.scheme)
+        ts = self.space
         ok_s, ok_t, ok_e = ts.start_ok, ts.trans_ok, ts.end_ok
         return (np.where(ok_t, self.trans, -np.inf), np.where(ok_s, self.start, -np.inf),
                 np.where(ok_e, self.end, -np.inf))
@@ -108,8 +112,8 @@ class Chain:
         """The lattice of the sentence with token rows lo..hi−1."""
         if self.bucketed:
             raise InputError("a bucketed chain has no sentence rows (ml_statistics only)")
-        return Lattice.from_scores(self.tags, self.emissions[lo:hi], self.trans, self.start,
-                                   self.end, scheme=self.scheme, warn=False)
+        return Lattice.of_chain(self.space, self.emissions[lo:hi], self.trans, self.start,
+                                self.end)
 
 
 class ChainGrad(NamedTuple):
