@@ -47,7 +47,6 @@ from .blas import one_blas_thread
 from .decode import decode_meu, decode_meu_corpus
 from .engine import inference
 from .engine import meu_batch
-from .engine.expectation import from_count_table
 from .engine.meu import MEUResult, exact_meu, map_certified
 from .engine.meu_batch import table_bytes
 from .engine.ragged import RaggedBatch
@@ -55,7 +54,7 @@ from .errors import InputError
 from .fbeta import check_beta, to_beta_sq
 from .segments.meu import meu_set
 from .lattice import Decoding, Lattice
-from .lattices import apply
+from .lattices import apply, of_batch, tag_lists
 
 #: name -> decoder class, in the order the CLI lists them
 REGISTRY: dict[str, type["Decoder"]] = {}
@@ -126,7 +125,7 @@ class Decoder:
         """The decisions of a ragged batch (one at a time unless overridden);
         ``value``: False when only the tags will be read (a decoder may then skip
         computing its scores)."""
-        return [self.decode_one(lat) for lat in _lattices_of(batch)]
+        return [self.decode_one(lat) for lat in of_batch(batch)]
 
     # ------------------------------------------------------------------ plumbing
     def __repr__(self) -> str:
@@ -139,26 +138,6 @@ class Decoder:
 
     def __hash__(self) -> int:
         return hash((type(self), tuple(getattr(self, k) for k in self.settings)))
-
-
-def _lattices_of(batch: RaggedBatch) -> list[Lattice]:
-    """The sentences of a ragged batch as lattices (the per-sentence fallback)."""
-    sp = batch.space
-    out = []
-    for b, n in enumerate(batch.lengths):
-        em = batch.em[b, :n]
-        allowed = None
-        if batch.masked:
-            allowed = em != -np.inf
-            em = np.where(allowed, em, 0.0)
-        out.append(Lattice(sp.tags, sp.scheme, scores=(em, batch.trans, batch.start, batch.end),
-                           allowed=allowed))
-    return out
-
-
-def _tag_lists(paths: np.ndarray, batch: RaggedBatch) -> list[list[str]]:
-    tags = batch.space.tags
-    return [[tags[i] for i in paths[b, :n]] for b, n in enumerate(batch.lengths)]
 
 
 def _no_path(best: np.ndarray) -> None:
@@ -181,7 +160,7 @@ class MAP(Decoder):
         paths, best = inference.viterbi(batch)
         _no_path(best)
         logz = inference.transfer_of(batch).logz
-        return [Decoding(t, float(s - z)) for t, s, z in zip(_tag_lists(paths, batch), best, logz)]
+        return [Decoding(t, float(s - z)) for t, s, z in zip(tag_lists(paths, batch), best, logz)]
 
     def tags(self, lattices: Sequence[Lattice], errors: str = "raise") -> list:
         lattices = list(lattices)
@@ -190,7 +169,7 @@ class MAP(Decoder):
         def batched(batch: RaggedBatch) -> list[list[str]]:
             paths, best = inference.viterbi(batch)
             _no_path(best)
-            return _tag_lists(paths, batch)
+            return tag_lists(paths, batch)
         return apply(lattices, batched, lambda i: lattices[i].map().tags, errors)
 
 
@@ -211,7 +190,7 @@ class Posterior(Decoder):
                            np.where(sp.start_ok, zero, -np.inf),
                            np.where(sp.end_ok, zero, -np.inf), sp, batch.index)
         paths, best = inference.viterbi(post)
-        return [Decoding(t, float(s)) for t, s in zip(_tag_lists(paths, batch), best)]
+        return [Decoding(t, float(s)) for t, s in zip(tag_lists(paths, batch), best)]
 
 
 class MEU(Decoder):
@@ -250,26 +229,21 @@ class MEU(Decoder):
         sp, w = batch.space, to_beta_sq(self.beta)
         types, lens = sp.types, batch.lengths
         chunks = [[(types.index(t), s, e) for t, s, e in enc.tags_to_chunks(tags, sp.scheme)]
-                  for tags in _tag_lists(paths, batch)]
+                  for tags in tag_lists(paths, batch)]
         if w == 0:                       # F_0 = precision: the empty set, F = 0/0 := 1
             return [Decoding(enc.chunks_to_tags([], int(n), sp.scheme), 1.0, 0.0) for n in lens]
         ok = map_certified(np.exp(best - ops.logz), [len(c) for c in chunks], w)
         out: list = [None] * batch.B
         results: dict = {}
-        lats = _lattices_of(batch) if not ok.all() else None
+        lats = of_batch(batch) if not ok.all() else None
         budget = self.memory_budget
         dense = [b for b in np.flatnonzero(~ok) if lens[b] <= DENSE_MAX_N and
                  (budget is None or table_bytes(int(lens[b]), 40, len(types)) <= budget)]
-        values = np.full(batch.B, np.nan)        # E[F_β] of the MAP chunkings: the certified
-        need = np.flatnonzero(ok) if value else np.zeros(0, int)    # decisions' values, the
-        need = np.union1d(need, dense).astype(int)                  # search's lower bound
-        if len(need):
-            Z, T = inference.tp_count_tables(ops, batch, [chunks[b] if b in need else []
-                                                          for b in range(batch.B)])
-            for b in need:
-                n = int(lens[b])
-                values[b] = from_count_table(Z[b, :n + 1], T[b, :n + 1], len(chunks[b]),
-                                             w, "decoding").f
+        values = np.full(batch.B, np.nan)        # E[F_β] of the certified MAP chunkings
+        if value and ok.any():
+            fixed = [chunks[b] if ok[b] else [] for b in range(batch.B)]
+            got = inference.expected_f_batch(ops, batch, fixed, w)
+            values[ok] = np.array([r.f for r in got])[ok]
         for b in np.flatnonzero(ok):
             results[b] = MEUResult(chunks[b], float(values[b]), 0.0, 0, 0)
         for b in np.flatnonzero(~ok):
@@ -277,8 +251,10 @@ class MEU(Decoder):
                 results[b] = exact_meu(lats[b], w, chunks[b], memory_budget=budget)
         if dense:
             sub = batch.take(dense)
-            got = meu_batch.decide(inference.transfer_of(sub), sub, w,
-                                   [chunks[b] for b in dense], values[dense])
+            sub_ops = inference.transfer_of(sub)
+            sub_chunks = [chunks[b] for b in dense]      # U(MAP): the search's lower bound
+            lower = [r.f for r in inference.expected_f_batch(sub_ops, sub, sub_chunks, w)]
+            got = meu_batch.decide(sub_ops, sub, w, sub_chunks, np.array(lower))
             results.update(zip(dense, got))
         for b, res in results.items():
             out[b] = Decoding(enc.chunks_to_tags([(types[t], s, e) for t, s, e in res.chunks],

@@ -87,11 +87,9 @@ def expected_f_all(lattices: Sequence[Lattice], fixed: Sequence[Sequence[str]],
     def batched(batch) -> list:
         types = batch.space.types
         chunks = [lattices[i].check_chunking(fixed[i], what) for i in batch.index]
-        Z, T = inference.tp_count_tables(
+        return inference.expected_f_batch(
             inference.transfer_of(batch), batch,
-            [[(types.index(t), s, e) for t, s, e in c] for c in chunks])
-        return [from_count_table(Z[b, :n + 1], T[b, :n + 1], len(c), beta_sq, direction)
-                for b, (n, c) in enumerate(zip(batch.lengths, chunks))]
+            [[(types.index(t), s, e) for t, s, e in c] for c in chunks], beta_sq, direction)
 
     def single(i: int) -> ExpectedF:
         return lattices[i].expected_f(**{what: fixed[i]}, beta=beta)

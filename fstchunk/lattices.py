@@ -17,15 +17,13 @@ the others their results; ``errors="raise"`` raises the first.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .engine.ragged import RaggedBatch, ragged_batches
 from .errors import FstchunkError
-
-if TYPE_CHECKING:
-    from .lattice import Lattice
+from .lattice import Lattice
 
 #: errors that belong to one sentence (its scores, its budget), not to the run
 SENTENCE_ERRORS = (FstchunkError, MemoryError)
@@ -107,3 +105,24 @@ def _failed(e: BaseException, errors: str) -> BaseException:
     if errors == "raise":
         raise e
     return e.with_traceback(None)
+
+
+def of_batch(batch: RaggedBatch) -> list[Lattice]:
+    """The sentences of a ragged batch as lattices again (a per-sentence fallback)."""
+    sp = batch.space
+    out = []
+    for b, n in enumerate(batch.lengths):
+        em = batch.em[b, :n]
+        allowed = None
+        if batch.masked:
+            allowed = em != -np.inf
+            em = np.where(allowed, em, 0.0)
+        out.append(Lattice(sp.tags, sp.scheme, scores=(em, batch.trans, batch.start, batch.end),
+                           allowed=allowed))
+    return out
+
+
+def tag_lists(paths: np.ndarray, batch: RaggedBatch) -> list[list[str]]:
+    """Each sentence's tag names from its row of tag indices ``paths`` (B, n)."""
+    tags = batch.space.tags
+    return [[tags[i] for i in paths[b, :n]] for b, n in enumerate(batch.lengths)]

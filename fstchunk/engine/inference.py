@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import InputError
 from .batched import transfer
+from .expectation import ExpectedF, from_count_table
 from .ragged import RaggedBatch
 
 
@@ -211,3 +212,14 @@ def tp_count_tables(ops, batch: RaggedBatch, fixed: list) -> tuple[np.ndarray, n
     tot = Z.sum(axis=1, keepdims=True)
     tot = np.where(tot > 0, tot, 1.0)
     return Z / tot, T / tot
+
+
+def expected_f_batch(ops, batch: RaggedBatch, fixed: list, beta_sq: float,
+                     direction: str = "decoding") -> list[ExpectedF]:
+    """E[F_β] and its parts (:func:`.expectation.from_count_table`) of each sentence's
+    fixed chunk set (``fixed[b]``: (type index, s, e)) against the batch's chains, the
+    hypothesis (``direction="decoding"``) or the reference (``"training"``);
+    ``beta_sq`` = β²."""
+    Z, T = tp_count_tables(ops, batch, fixed)
+    return [from_count_table(Z[b, :n + 1], T[b, :n + 1], len(c), beta_sq, direction)
+            for b, (n, c) in enumerate(zip(batch.lengths, fixed))]
