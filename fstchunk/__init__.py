@@ -16,9 +16,14 @@ next to nothing, and ``fstchunk eval`` does not wait for scipy or pynini):
   :func:`decode_sentences` (a model over sentences);
 * entity confidences: :func:`scored_chunks` (a decision's chunks with their exact
   marginals, :class:`ScoredChunk`), :func:`decode_chunks` (decode and score);
-* models and learning: :class:`CRF`, :class:`HMM`, :class:`JointModel`,
-  :class:`SegmentModel`, :func:`load_model`, :class:`Trainer`, :data:`OBJECTIVES`;
-* the subpackage :mod:`joint` (Shimizu & Haas).
+* models and learning: :class:`CRF`, :class:`AttributeCRF` (CRFsuite's features over
+  weighted attributes), :class:`HMM`, :class:`JointModel`, :class:`SegmentModel`,
+  :func:`load_model`, :class:`Trainer`, :data:`OBJECTIVES`;
+* the errors (:mod:`fstchunk.errors`): :class:`FstchunkError` and its kinds
+  :class:`InputError`, :class:`LayoutError`, :class:`SchemeError`, :class:`CoNLLError`,
+  :class:`ModelFileError`, :class:`OutputError`, :class:`BudgetError`,
+  :class:`TrainingInterrupted`; the warning :class:`FstchunkWarning`;
+* the subpackage :mod:`joint` (Shimizu & Haas; ``import fstchunk.joint`` works too).
 
 The tree follows the design: encodings (:mod:`fstchunk.encodings`) -> machines
 (:mod:`fstchunk.grammars`) -> models and lattices -> expectations and gradients ->
@@ -55,14 +60,19 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     **{n: ("fstchunk.decoders", n) for n in ("Decoder", "decoder")},
     "decoders": ("fstchunk.decoders", None),
     **{n: ("fstchunk.confidence", n) for n in ("ScoredChunk", "scored_chunks", "decode_chunks")},
+    **{n: ("fstchunk.errors", n) for n in (
+        "BudgetError", "CoNLLError", "FstchunkError", "FstchunkWarning", "InputError",
+        "LayoutError", "ModelFileError", "OutputError", "SchemeError",
+        "TrainingInterrupted")},
     "CRF": ("fstchunk.models.crf", "CRF"),
+    "AttributeCRF": ("fstchunk.models.attribute_crf", "AttributeCRF"),
     "HMM": ("fstchunk.models.hmm", "HMM"),
     "JointModel": ("fstchunk.models.joint", "JointModel"),
     "SegmentModel": ("fstchunk.models.segment", "SegmentModel"),
     "load_model": ("fstchunk.models", "load_model"),
     "Trainer": ("fstchunk.learn", "Trainer"),
     "OBJECTIVES": ("fstchunk.learn.objectives", "OBJECTIVES"),
-    "joint": ("fstchunk.models.joint", None),
+    "joint": ("fstchunk.joint", None),
 }
 
 __all__ = sorted(_LAZY)
@@ -90,6 +100,9 @@ if _TYPE_CHECKING:                      # what type checkers and editors see
                          decode_posterior)
     from . import decoders
     from .decoders import Decoder, decoder
+    from .errors import (BudgetError, CoNLLError, FstchunkError, FstchunkWarning,
+                         InputError, LayoutError, ModelFileError, OutputError, SchemeError,
+                         TrainingInterrupted)
     from .encodings import (SCHEMES, chunks_to_tags, conlleval_chunks, convert, is_valid,
                             tags_to_chunks)
     from .scoring import evaluate, evaluate_file
@@ -99,7 +112,8 @@ if _TYPE_CHECKING:                      # what type checkers and editors see
     from .learn.objectives import OBJECTIVES
     from .lossaug import decode_loss_augmented
     from .models import load_model
-    from .models import joint
+    from . import joint
+    from .models.attribute_crf import AttributeCRF
     from .models.crf import CRF
     from .models.hmm import HMM
     from .models.joint import JointModel

@@ -135,7 +135,3 @@ def limited_iter(items: Iterable[T]) -> Iterator[T]:
                 return
         yield item
 
-
-def blas_threads() -> list[int]:
-    """The thread count of each loaded BLAS library now (threadpoolctl's view)."""
-    return [lib.num_threads for lib in ONE_THREAD.libraries()]

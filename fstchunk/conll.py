@@ -24,7 +24,6 @@ Pitfalls:
 
 from __future__ import annotations
 
-import io
 import os
 import re
 from dataclasses import dataclass, field
@@ -204,12 +203,6 @@ def write_conll(sentences: Iterable[Sentence | Sequence[Sequence[str]]], out,
                                  f"breaks or the column delimiter {delimiter!r})")
             out.write(delimiter.join(r) + "\n")
         out.write("\n")
-
-
-def conll_string(sentences) -> str:
-    buf = io.StringIO()
-    write_conll(sentences, buf)
-    return buf.getvalue()
 
 
 def data_path(*parts: str) -> str:

@@ -29,7 +29,7 @@ import math
 import os
 import struct
 import sys
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Sequence
 
 import pynini
 
@@ -316,18 +316,3 @@ def properties(fst: pynini.Fst) -> dict[str, object]:
         "epsilon-free": has(pynini.NO_EPSILONS),
         "unweighted": has(pynini.UNWEIGHTED),
     }
-
-
-def accepted_strings(fst: pynini.Fst, symbols: pynini.SymbolTable,
-                     max_len: int) -> Iterator[tuple[str, ...]]:
-    """Input strings of length <= ``max_len`` accepted by ``fst`` (test helper)."""
-    f = pynini.arcmap(fst.copy(), map_type="rmweight").project("input").rmepsilon()
-    f = pynini.determinize(f)
-    stack = [(f.start(), ())]
-    while stack:
-        s, seq = stack.pop()
-        if f.final(s) != pynini.Weight.zero(f.weight_type()):
-            yield seq
-        if len(seq) < max_len:
-            for a in f.arcs(s):
-                stack.append((a.nextstate, seq + (symbols.find(a.ilabel),)))

@@ -2,6 +2,7 @@
 
 Each enumerates the answer from a definition, independent of the code under test:
 
+* :func:`accepted_strings` — the strings an acceptor accepts, up to a length;
 * :func:`all_chunkings` — every set of non-overlapping typed chunks of a sentence,
   from the definition of a chunking (no scheme, no machine);
 * :func:`brute_force` — every valid tag sequence of a linear-chain model with its
@@ -26,6 +27,23 @@ import numpy as np
 import pytest
 
 from fstchunk import encodings as enc
+
+
+def accepted_strings(fst, symbols, max_len: int):
+    """Input strings of length <= ``max_len`` accepted by ``fst``: an acceptor's
+    language, enumerated (pynini imported here: most oracles do not need it)."""
+    import pynini
+
+    f = pynini.arcmap(fst.copy(), map_type="rmweight").project("input").rmepsilon()
+    f = pynini.determinize(f)
+    stack = [(f.start(), ())]
+    while stack:
+        s, seq = stack.pop()
+        if f.final(s) != pynini.Weight.zero(f.weight_type()):
+            yield seq
+        if len(seq) < max_len:
+            for a in f.arcs(s):
+                stack.append((a.nextstate, seq + (symbols.find(a.ilabel),)))
 
 
 @functools.lru_cache(maxsize=None)

@@ -2,7 +2,14 @@ import io
 
 import pytest
 
-from fstchunk.conll import CoNLLError, conll_string, read_conll, write_conll
+from fstchunk.conll import CoNLLError, read_conll, write_conll
+
+
+def conll_string(sentences) -> str:
+    """What :func:`write_conll` writes, as a string."""
+    buf = io.StringIO()
+    write_conll(sentences, buf)
+    return buf.getvalue()
 
 
 def test_read_sentences_docstart_and_columns():

@@ -21,7 +21,7 @@ from fstchunk import encodings as enc
 from fstchunk import fsa
 from fstchunk.grammars import conversion, local, validity
 from fstchunk.tagspace import TagSet, symbol_table
-from oracles import all_chunkings
+from oracles import accepted_strings, all_chunkings
 
 TYPE_SETS = [("",), ("NP",), ("NP", "VP"), ("A", "B", "C")]
 
@@ -150,7 +150,7 @@ THREE = ("NP", "PP", "VP")
 def test_validity_accepts_every_chunking_written_in_the_scheme(scheme):
     """Over 3 types, lengths 1..5: the accepted strings are exactly the chunkings."""
     acc = validity.validity_acceptor(scheme, THREE)
-    got = set(fsa.accepted_strings(acc, symbol_table(THREE), 5))
+    got = set(accepted_strings(acc, symbol_table(THREE), 5))
     want = {tuple(enc.chunks_to_tags(c, n, scheme))
             for n in range(1, 6) for c in all_chunkings(n, THREE)}
     assert got == want

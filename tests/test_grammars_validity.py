@@ -6,7 +6,7 @@ from fstchunk import encodings as enc
 from fstchunk import fsa
 from fstchunk.grammars import validity
 from fstchunk.tagspace import TagSet
-from oracles import all_chunkings
+from oracles import accepted_strings, all_chunkings
 
 
 @pytest.mark.parametrize("scheme", enc.SCHEMES)
@@ -15,7 +15,7 @@ from oracles import all_chunkings
 def test_acceptor_accepts_exactly_the_valid_sequences(scheme, types):
     ts = TagSet(scheme, types)
     acc = validity.validity_acceptor(scheme, types)
-    got = set(fsa.accepted_strings(acc, ts.symbols, 6))
+    got = set(accepted_strings(acc, ts.symbols, 6))
     want = {tuple(enc.chunks_to_tags(c, n, scheme))
             for n in range(1, 7) for c in all_chunkings(n, types)}
     assert got == want

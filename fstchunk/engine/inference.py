@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError
 from .batched import transfer
 from .expectation import ExpectedF, from_count_table
 from .ragged import RaggedBatch
@@ -138,12 +137,6 @@ def entropy(ops, batch: RaggedBatch) -> np.ndarray:
             pair = a[act, i - 1][:, :, None] * K * bt[act, i][:, None, :]
             h[act] -= np.sum(np.where(pair > 0, pair * np.log(cond), 0.0), axis=(1, 2))
     return np.maximum(h, 0.0)
-
-
-def check_live(ops) -> None:
-    """InputError if some sentence's scores give no valid sequence weight."""
-    if not np.all(np.isfinite(ops.logz)):
-        raise InputError("the lattice gives no weight to any valid sequence")
 
 
 def tp_count_tables(ops, batch: RaggedBatch, fixed: list) -> tuple[np.ndarray, np.ndarray]:

@@ -84,10 +84,6 @@ def template_of(template: "str | Template") -> Template:
                      f"of {', '.join(TEMPLATES)}")
 
 
-def _check_template(template: "str | Template") -> None:
-    template_of(template)
-
-
 def reads_pos(template: "str | Template") -> bool:
     """Whether ``template`` reads a POS column (every built-in but the ``-nopos`` ones;
     a template file: whether a macro reads ``pos``, or a column number before it is

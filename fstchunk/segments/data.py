@@ -335,11 +335,6 @@ def iter_types(sentences: Iterable[SegSentence]) -> Iterator[str]:
     return iter(seen)
 
 
-def is_jsonl(path: str) -> bool:
-    """Whether :func:`detect_format` reads ``path`` as JSONL (else CoNLL)."""
-    return detect_format(path).name == "jsonl"
-
-
 def read_segments(path: str, gold: bool = True, fmt: str | FileFormat = "auto"
                   ) -> list[SegSentence]:
     """Sentences of a JSONL or CoNLL file (CoNLL: segments from the last column);
