@@ -3,8 +3,10 @@
 * :mod:`.objectives`: every training objective as an :class:`~.objectives.Objective`
   (default λ, whether its scores are probabilities, its solver, how its additive
   statistics combine), and the one L2 convention;
-* :mod:`.solvers`: the :class:`~.solvers.Solver` protocol and :class:`~.solvers.LBFGS`
-  (the online solvers live beside their models);
+* :mod:`.solvers`: the :class:`~.solvers.Solver` protocol and :class:`~.solvers.LBFGS`;
+* :mod:`.epochs`: :class:`~.epochs.EpochSolver`, the shell of every solver that runs in
+  passes (the online solvers subclass it beside their models), and
+  :class:`~.epochs.Average`, the averaged perceptron's bookkeeping, written once;
 * :mod:`.loop`: :class:`~.loop.Trainer`, the loop every model family trains through
   (progress, dev F and best-on-dev selection, checkpoints, resume, Ctrl-C, callbacks).
 

@@ -9,9 +9,9 @@ beyond θ (BCFW's dual, a perceptron's average) saves it beside the checkpoint
 :meth:`Solver.interrupted`.
 
 Solvers of this module: :class:`LBFGS` (scipy's L-BFGS-B; Liu & Nocedal 1989) over a
-value-and-gradient function.  The online solvers live beside their models
-(:mod:`fstchunk.models.bcfw`, :mod:`fstchunk.models.perceptron`,
-:mod:`fstchunk.models.joint.train`, :mod:`fstchunk.models.segment.train`).
+value-and-gradient function.  The solvers that run in passes subclass
+:class:`fstchunk.learn.epochs.EpochSolver` beside their models; which solver runs an
+objective is the table :data:`fstchunk.models.solvers.SOLVERS`.
 
 Pitfalls: L-BFGS keeps its curvature memory within one run only, so a resumed run
 starts it afresh (the same optimum of a convex objective, not the same iterates);

@@ -56,10 +56,7 @@ from .batching import Gold
 from . import partial_labels as pl
 from .partial import PartialGold
 from .pairchain import PairChain
-from .perceptron import PerceptronSolver
-from .bcfw import BCFWSolver
-from .online import MarginSolver
-from .sgd import L2SGDSolver
+from .solvers import make_solver
 
 #: schemes tried by ``scheme="auto"``, in order
 DETECT = ("IOB2", "IOBES", "BILOU", "IOB1", "IOE2", "IOE1", "IOBES2", "IOBES3")
@@ -289,46 +286,47 @@ class AttributeCRF(Calibrated, PairChain):
     # --------------------------------------------------------------- training
     def solver(self, objective: lo.Objective, data: TrainingData, *, l2: float,
                beta: float, loss: str, tol: float | None, executor: Any) -> Solver:
-        """The solver of ``algorithm`` for ``objective`` (module doc); the gradient of
-        the entries that are not parameters (:attr:`free`) is 0, so they stay 0."""
-        from ..learn.owlqn import OWLQN, Stopping
-        tol = objective.default_tol if tol is None else tol
-        opts = self.options
+        """The solver of ``algorithm`` for ``objective`` (module doc) from the table
+        :data:`.solvers.SOLVERS` (``l2sgd`` in place of L-BFGS when ``algorithm`` says
+        so); refuses what ``algorithm``, ``l1`` and partial labels do not train."""
         if isinstance(data.gold, PartialGold) and self.algorithm != "lbfgs":
             raise InputError(f"partial labels are trained by algorithm='lbfgs' only, not "
                              f"{self.algorithm!r}")
+        name = None
         if objective.smooth and self.algorithm == "l2sgd":
             if objective is not lo.ML or self.l1:
                 raise InputError(f"algorithm 'l2sgd' trains the L2-regularised likelihood "
                                  f"(objective ml, no l1), not {objective.name}")
-            return L2SGDSolver(self, data, l2, opts)
-        if objective.smooth:
-            if self.algorithm != "lbfgs":
-                raise InputError(f"algorithm {self.algorithm!r} does not train the smooth "
-                                 f"objective {objective.name}")
-            fun = self.objective_function(objective, data, l2, beta, loss, executor)
-            free = self.free
-
-            def masked(theta: np.ndarray) -> tuple[float, np.ndarray]:
-                value, grad = fun(theta)
-                return value, np.where(free, grad, 0.0)
-            stop = Stopping(len(data.gold), opts.get("epsilon"), opts.get("period"),
-                            opts.get("delta"))
-            memory = int(opts.get("num_memories", 10))
-            if self.l1:
-                return OWLQN(masked, float(self.l1), free, memory, stop)
-            return LBFGS(masked, tol, memory, stop=stop,
-                         max_linesearch=int(opts.get("max_linesearch", 20)))
-        if self.l1:
+            name = "l2sgd"
+        elif objective.smooth and self.algorithm != "lbfgs":
+            raise InputError(f"algorithm {self.algorithm!r} does not train the smooth "
+                             f"objective {objective.name}")
+        elif not objective.smooth and self.l1:
             raise InputError(f"l1 (c1) applies to L-BFGS training (OWL-QN) only, not to "
                              f"{objective.name}")
-        if objective is lo.PERCEPTRON:
-            return PerceptronSolver(self, data)
-        if objective is lo.MAX_MARGIN:
-            return BCFWSolver(self, data, l2, loss, beta, tol, executor)
-        if objective in (lo.PA, lo.AROW):
-            return MarginSolver(self, data, objective.name, opts)
-        raise lo.objective_error("an attribute CRF does not train {}", objective.name)
+        return make_solver(self, objective, data, l2=l2, beta=beta, loss=loss, tol=tol,
+                           executor=executor, name=name, kind="an attribute CRF")
+
+    def smooth_solver(self, call: Any) -> Solver:
+        """L-BFGS (OWL-QN with ``l1``) under CRFsuite's stopping test for a smooth
+        objective (:func:`.solvers.make_solver` asks for it); the gradient of the
+        entries that are not parameters (:attr:`free`) is 0, so they stay 0."""
+        from ..learn.owlqn import OWLQN, Stopping
+        opts = self.options
+        fun = self.objective_function(call.objective, call.data, call.l2, call.beta,
+                                      call.loss, call.executor)
+        free = self.free
+
+        def masked(theta: np.ndarray) -> tuple[float, np.ndarray]:
+            value, grad = fun(theta)
+            return value, np.where(free, grad, 0.0)
+        stop = Stopping(len(call.data.gold), opts.get("epsilon"), opts.get("period"),
+                        opts.get("delta"))
+        memory = int(opts.get("num_memories", 10))
+        if self.l1:
+            return OWLQN(masked, float(self.l1), free, memory, stop)
+        return LBFGS(masked, call.tol, memory, stop=stop,
+                     max_linesearch=int(opts.get("max_linesearch", 20)))
 
     def dev_f(self, dev: Any) -> float:
         """Dev figure (percent) of MAP decoding on ``dev`` = (X, y): conlleval F for a

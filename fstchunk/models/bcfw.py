@@ -55,7 +55,7 @@ import numpy as np
 from ..errors import InputError, ModelFileError
 from ..fbeta import to_beta_sq
 from ..learn import objectives as lo
-from ..learn.solvers import Outcome, check_resumed
+from ..learn.epochs import EpochSolver
 from ..outputs import atomic_path
 from ..tagspace import TagSpace
 from .blocks import ChainBlocks, ChainModel, Data
@@ -270,52 +270,58 @@ def load_gaps(path: str) -> list[float]:
         return [float(g) for g in f["gaps"]] if "gaps" in f.files else []
 
 
-class BCFWSolver:
-    """Max-margin training by :class:`BCFW` as a :class:`fstchunk.learn.solvers.Solver`:
+class BCFWSolver(EpochSolver):
+    """Max-margin training by :class:`BCFW` as an :class:`~fstchunk.learn.epochs.EpochSolver`:
     a step is a pass; it stops when the duality gap is <= ``tol``; its state (the dual
     point and the gaps so far) sits beside the checkpoint."""
 
-    unit, suffix, state_name = "pass", DUAL_SUFFIX, "max-margin dual state"
+    suffix, state_name = DUAL_SUFFIX, "max-margin dual state"
 
     def __init__(self, model: ChainModel, data: Data, l2: float, loss: str, beta: float,
                  tol: float, executor: Any = None):
-        self.model, self.data, self.executor = model, data, executor
+        super().__init__(model, data)
+        self.executor = executor
         self.l2, self.loss, self.beta, self.tol = l2, loss, beta, tol
-        self.bcfw: BCFW | None = None
         self.gaps: list[float] = []
+        self.gap = math.inf
 
-    def restore(self, path: str, theta: np.ndarray, done: int) -> None:
+    def start(self, theta: np.ndarray) -> None:
+        self.learner = BCFW(self.model, self.data, self.l2, self.loss, self.beta,
+                            executor=self.executor)
+
+    def load(self, path: str) -> None:
         state = load_state(path, [len(g) for g in self.data.gold.sequences])
-        self.bcfw = BCFW(self.model, self.data, self.l2, self.loss, self.beta, state=state,
-                         executor=self.executor)
-        check_resumed(path, self.bcfw.theta, theta, state.passes, done)
+        self.learner = BCFW(self.model, self.data, self.l2, self.loss, self.beta,
+                            state=state, executor=self.executor)
         self.gaps = load_gaps(path)
 
-    def run(self, theta: np.ndarray, done: int, max_steps: int, on_step) -> Outcome:
-        if self.bcfw is None:
-            self.bcfw = BCFW(self.model, self.data, self.l2, self.loss, self.beta,
-                             executor=self.executor)
-        s = self.bcfw
-        primal, gap = s.certificate()
-        nit = 0
-        while gap > self.tol and done + nit < max_steps:
-            estimate = s.run_pass()
-            primal, gap = s.certificate()
-            self.gaps.append(gap)
-            nit += 1
-            on_step(s.theta, primal, {"gap": f"{gap:.3g}", "estimate": f"{estimate:.3g}"})
-        return Outcome(nit, gap <= self.tol, primal, {
-            "solver": "bcfw", "steps": s.method, "loss": self.loss,
-            "C": l2_to_c(self.l2, s.N), "passes": done + nit, "duality_gap": gap,
-            "duality_gaps": list(self.gaps), "gap_tol": self.tol})
+    def begin(self) -> tuple[bool, float]:
+        primal, self.gap = self.learner.certificate()
+        return self.gap <= self.tol, primal
 
-    def save_state(self, path: str) -> None:
-        save_state(path, self.bcfw.state, self.gaps)
+    def epoch(self) -> tuple[float, bool, dict]:
+        estimate = self.learner.run_pass()
+        primal, self.gap = self.learner.certificate()
+        self.gaps.append(self.gap)
+        return primal, self.gap <= self.tol, {"gap": f"{self.gap:.3g}",
+                                                   "estimate": f"{estimate:.3g}"}
+
+    def current(self) -> tuple[np.ndarray, int]:
+        return self.learner.theta, self.learner.state.passes
+
+    def settings(self, epochs: int, value: float) -> dict:
+        return {"solver": "bcfw", "steps": self.learner.method, "loss": self.loss,
+                "C": l2_to_c(self.l2, self.learner.N), "passes": epochs,
+                "duality_gap": self.gap, "duality_gaps": list(self.gaps), "gap_tol": self.tol}
+
+    def write(self, path: str) -> None:
+        save_state(path, self.learner.state, self.gaps)
 
     def interrupted(self) -> tuple[np.ndarray, int]:
         """BCFW's w of its active sets (every block step is one assignment)."""
-        self.bcfw.sync()
-        return self.bcfw.theta, self.bcfw.state.passes
+        if self.learner is not None:
+            self.learner.sync()
+        return super().interrupted()
 
 
 def load_state(path: str, lengths: Sequence[int]) -> DualState:

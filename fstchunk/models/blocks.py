@@ -106,3 +106,20 @@ class ChainBlocks:
         """(W, trans, start, end) in the CRF's θ layout (state weights at the pairs)."""
         return np.concatenate([W[self.pairs[:, 0], self.pairs[:, 1]], trans.ravel(), start,
                                end])
+
+    def rest_parts(self, rest: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(trans, start, end) of a flat ``rest`` (L² + 2L entries), as views."""
+        L = self.L
+        return rest[:L * L].reshape(L, L), rest[L * L:L * L + L], rest[L * L + L:]
+
+    def theta_flat(self, W: np.ndarray, rest: np.ndarray) -> np.ndarray:
+        """(W, flat rest) in the CRF's θ layout."""
+        return self.theta_of(W, *self.rest_parts(rest))
+
+    def blocks_of(self, theta: np.ndarray, fill: float = 0.0) -> list[np.ndarray]:
+        """[W, rest] of a θ-layout vector (W dense, ``fill`` off the pairs): the inverse
+        of :meth:`theta_flat`."""
+        P = len(self.pairs)
+        W = np.full(self.mask.shape, fill)
+        W[self.pairs[:, 0], self.pairs[:, 1]] = theta[:P]
+        return [W, theta[P:].copy()]

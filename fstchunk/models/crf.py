@@ -61,9 +61,8 @@ from ..lattice import Lattice
 from ..layout import Layout
 from ..learn import objectives as lo
 from ..learn.loop import Trainer
-from ..learn.solvers import LBFGS, Solver
+from ..learn.solvers import Solver
 from ..tagspace import TagSet
-from .bcfw import BCFWSolver
 from .design import FeatureCount, TrainingData, observed_pairs, training_data
 from .base import check_training_set, chunk_dev_f, gold_tags, training_columns
 from .features import TEMPLATES, FeatureMap, feature_kinds, resolve_template, template_of
@@ -72,7 +71,7 @@ from .io import Fields, load_model_file, save_model
 from .calibrated import Calibrated
 from .pairchain import PairChain
 from . import partial
-from .perceptron import PerceptronSolver
+from .solvers import make_solver
 
 #: the objectives a CRF trains (:mod:`fstchunk.learn.objectives`)
 CRF_OBJECTIVES = (lo.ML, lo.MEU, lo.MEU_CORPUS, lo.MAX_MARGIN, lo.PERCEPTRON)
@@ -276,20 +275,13 @@ class CRF(Calibrated, PairChain):
     # --------------------------------------------------------------- objectives
     def solver(self, objective: lo.Objective, data: TrainingData, *, l2: float,
                beta: float, loss: str, tol: float | None, executor: Any) -> Solver:
-        """The solver of ``objective`` (:class:`fstchunk.learn.loop.Trainer` runs it):
-        L-BFGS for the smooth objectives, BCFW for max-margin, passes of the averaged
-        perceptron."""
-        tol = objective.default_tol if tol is None else tol
+        """The solver of ``objective`` (:class:`fstchunk.learn.loop.Trainer` runs it) from
+        the table :data:`.solvers.SOLVERS`: L-BFGS for the smooth objectives, BCFW for
+        max-margin, passes of the averaged perceptron."""
         if isinstance(data.gold, partial.PartialGold):
             partial.check_objective(objective)
-        if objective.smooth:
-            return LBFGS(self.objective_function(objective, data, l2, beta, loss, executor),
-                         tol)
-        if objective is lo.MAX_MARGIN:
-            return BCFWSolver(self, data, l2, loss, beta, tol, executor)
-        if objective is lo.PERCEPTRON:
-            return PerceptronSolver(self, data)
-        raise lo.objective_error("a CRF does not train {}", objective.name)
+        return make_solver(self, objective, data, l2=l2, beta=beta, loss=loss, tol=tol,
+                           executor=executor, kind="a CRF")
 
     def dev_f(self, dev: Sequence[Sentence]) -> float:
         """conlleval F (percent) of MAP decoding on ``dev`` (:func:`.base.chunk_dev_f`)."""

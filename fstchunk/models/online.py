@@ -8,8 +8,9 @@ number); for a sequence with gold y whose Viterbi labels ŷ differ from y at d t
     Δ = φ(x, y) − φ(x, ŷ)              (the model's features only: pairs, its transitions)
     PA:   cost = s(ŷ) − s(y) + √d  (``error_sensitive``; else + 1)
           τ = cost/‖Δ‖² (type 0), min(c, cost/‖Δ‖²) (type I), cost/(‖Δ‖² + 1/(2c)) (II)
-          w ← w + τ·Δ;   ``averaging``: the model is w − ws/u with ws ← ws + τ·u·Δ and
-          u the visits + 1 (Collins' trick, as the averaged perceptron's)
+          w ← w + τ·Δ;   ``averaging``: the model is the mean of w over the visits and
+          the start (:class:`fstchunk.learn.epochs.Average` from count 1: w − ws/u with
+          ws ← ws + τ·u·Δ and u the visits + 1)
     AROW: cost = s(ŷ) − s(y) + d;  α = cost / (γ + Σ_k Δ_k²·Σ_k)
           μ ← μ + α·Σ∘Δ;   Σ_k ← 1/(1/Σ_k + Δ_k²/γ)     (Σ₀ = ``variance``; the model is μ)
 
@@ -29,7 +30,7 @@ import math
 import numpy as np
 
 from ..errors import InputError, ModelFileError
-from ..learn.solvers import Outcome, check_resumed
+from ..learn.epochs import Average, EpochSolver
 from ..outputs import atomic_path
 from .blocks import ChainBlocks, ChainModel, Data
 from .maxmargin import sequence_score
@@ -41,7 +42,9 @@ STATE_SUFFIX = ".online.npz"
 class MarginLearner(ChainBlocks):
     """PA or AROW (``rule``) on one model's training data (module doc).  The weights
     live as the dense W (attributes x labels, zero off the pairs) and ``rest``
-    (transitions, start, end), so a visit touches only its sequence's columns."""
+    (transitions, start, end), so a visit touches only its sequence's columns; PA
+    averages them (:class:`~fstchunk.learn.epochs.Average`), AROW keeps their
+    variances Σ (``var``, the same layout)."""
 
     def __init__(self, model: ChainModel, data: Data, rule: str, options: dict):
         super().__init__(model, data)
@@ -53,41 +56,40 @@ class MarginLearner(ChainBlocks):
         self.variance = float(options.get("variance", 1.0))
         self.gamma = float(options.get("gamma", 1.0))
         F, L = self.mask.shape
-        fill = 0.0 if rule == "pa" else self.variance
-        self.W, self.rest = np.zeros((F, L)), np.zeros(L * L + 2 * L)
-        self.AW, self.arest = np.full((F, L), fill), np.full(L * L + 2 * L, fill)
-        self.u, self.passes = 1, 0
+        self.avg = Average([np.zeros((F, L)), np.zeros(L * L + 2 * L)], count=1)
+        self.var = [np.full((F, L), self.variance), np.full(L * L + 2 * L, self.variance)]
+        self.passes = 0
         self._snap()
 
-    def _theta(self, W: np.ndarray, rest: np.ndarray) -> np.ndarray:
-        L = self.L
-        return self.theta_of(W, rest[:L * L].reshape(L, L), rest[L * L:L * L + L],
-                             rest[L * L + L:])
+    @property
+    def aux(self) -> list[np.ndarray]:
+        """PA's accumulators, AROW's variances: the state beside w."""
+        return self.avg.u if self.rule == "pa" else self.var
 
     def _snap(self) -> None:
         """(w, aux, u, passes) in θ layout after the last complete pass: what
         checkpoints and Ctrl-C keep."""
-        self.snapshot = (self._theta(self.W, self.rest), self._theta(self.AW, self.arest),
-                         self.u, self.passes)
+        self.snapshot = (self.theta_flat(*self.avg.w), self.theta_flat(*self.aux),
+                         self.avg.count, self.passes)
 
     @property
     def theta(self) -> np.ndarray:
         """The model after the last complete pass: PA's average (or its w), AROW's mean."""
         w, aux, u, _ = self.snapshot
-        return w - aux / u if self.rule == "pa" and self.averaging else w
+        return Average.mean(w, aux, u) if self.rule == "pa" and self.averaging else w
 
     def run_pass(self) -> float:
         """One pass; its summed cost over N."""
         order = np.random.default_rng(self.passes).permutation(self.N)
-        total, L = 0.0, self.L
+        total = 0.0
+        (W, rest), (AW, arest) = self.avg.w, self.var
         for k in order:
             k = int(k)
-            trans, start, end = (self.rest[:L * L].reshape(L, L), self.rest[L * L:L * L + L],
-                                 self.rest[L * L + L:])
-            (y, d), = self.oracles([k], self.W, trans, start, end, cost=0.0)
+            trans, start, end = self.rest_parts(rest)
+            (y, d), = self.oracles([k], W, trans, start, end, cost=0.0)
             if d > 0:
                 g = self.gold.sequences[k]
-                em = self.emissions(k, self.W)
+                em = self.emissions(k, W)
                 err = (sequence_score(em, trans, start, end, y)
                        - sequence_score(em, trans, start, end, g))
                 E, T, S, En = self.onehots(k, [g, y], [1.0, -1.0])
@@ -100,21 +102,19 @@ class MarginLearner(ChainBlocks):
                     tau = (cost / norm2 if self.pa_type == 0 else
                            min(self.c, cost / norm2) if self.pa_type == 1 else
                            cost / (norm2 + 0.5 / self.c)) if norm2 > 0 else 0.0
-                    self.W[cols] += tau * dW
-                    self.rest += tau * drest
-                    self.AW[cols] += tau * self.u * dW
-                    self.arest += tau * self.u * drest
+                    self.avg.add(0, cols, dW, tau)
+                    self.avg.add(1, slice(None), drest, tau)
                 else:
                     cost = err + d
                     pW, prest = dW * dW, drest * drest
-                    cW = self.AW[cols]
-                    alpha = cost / (self.gamma + float((pW * cW).sum() + prest @ self.arest))
-                    self.W[cols] += alpha * cW * dW
-                    self.rest += alpha * self.arest * drest
-                    self.AW[cols] = 1.0 / (1.0 / cW + pW / self.gamma)
-                    self.arest = 1.0 / (1.0 / self.arest + prest / self.gamma)
+                    cW = AW[cols]
+                    alpha = cost / (self.gamma + float((pW * cW).sum() + prest @ arest))
+                    W[cols] += alpha * cW * dW
+                    rest += alpha * arest * drest
+                    AW[cols] = 1.0 / (1.0 / cW + pW / self.gamma)
+                    arest[:] = 1.0 / (1.0 / arest + prest / self.gamma)
                 total += cost
-            self.u += 1
+            self.avg.visit()
         self.passes += 1
         self._snap()
         return total / max(self.N, 1)
@@ -137,50 +137,47 @@ class MarginLearner(ChainBlocks):
                 not np.array_equal(pairs, self.pairs) or u < 1 or passes < 0:
             raise ModelFileError(f"{path}: the {self.rule} state does not fit this training "
                                  f"set's features")
-        for dense, flat in ((self.W, w), (self.AW, aux)):
-            dense[self.pairs[:, 0], self.pairs[:, 1]] = flat[:P]
-        self.rest, self.arest = w[P:].copy(), aux[P:].copy()
-        self.u, self.passes = u, passes
+        self.avg.w = self.blocks_of(w)
+        if self.rule == "pa":
+            self.avg.u = self.blocks_of(aux)
+        else:
+            self.var = self.blocks_of(aux, self.variance)
+        self.avg.count, self.passes = u, passes
         self._snap()
 
 
-class MarginSolver:
-    """PA or AROW as a :class:`fstchunk.learn.solvers.Solver` (a step is a pass)."""
+class MarginSolver(EpochSolver):
+    """PA or AROW as an :class:`~fstchunk.learn.epochs.EpochSolver` (a step is a pass;
+    it stops when a pass's cost over N is below ``epsilon``)."""
 
-    unit, suffix, state_name = "pass", STATE_SUFFIX, "online learner state"
+    suffix, state_name = STATE_SUFFIX, "online learner state"
 
     def __init__(self, model: ChainModel, data: Data, rule: str, options: dict):
         if rule not in ("pa", "arow"):
             raise InputError(f"unknown online rule {rule!r}; use pa or arow")
-        self.model, self.data, self.rule, self.options = model, data, rule, dict(options)
+        super().__init__(model, data)
+        self.rule, self.options = rule, dict(options)
         self.epsilon = float(options.get("epsilon", 0.0))
-        self.learner: MarginLearner | None = None
-        self._snapshot: tuple[np.ndarray, int] | None = None
 
-    def restore(self, path: str, theta: np.ndarray, done: int) -> None:
+    def start(self, theta: np.ndarray) -> None:
+        if np.any(theta != 0):
+            raise InputError(f"{self.rule} training starts from θ = 0, not from a "
+                             f"trained model; resume from its checkpoint instead")
+        self.learner = MarginLearner(self.model, self.data, self.rule, self.options)
+
+    def load(self, path: str) -> None:
         self.learner = MarginLearner(self.model, self.data, self.rule, self.options)
         self.learner.load_state(path)
-        check_resumed(path, self.learner.theta, theta, self.learner.passes, done)
 
-    def run(self, theta: np.ndarray, done: int, max_steps: int, on_step) -> Outcome:
-        if self.learner is None:
-            if np.any(theta != 0):
-                raise InputError(f"{self.rule} training starts from θ = 0, not from a "
-                                 f"trained model; resume from its checkpoint instead")
-            self.learner = MarginLearner(self.model, self.data, self.rule, self.options)
-        s = self.learner
-        nit, converged, loss = 0, False, float("nan")
-        while not converged and done + nit < max_steps:
-            loss = s.run_pass()
-            nit += 1
-            converged = loss < self.epsilon             # CRFsuite's test: sum_loss / N < ε
-            on_step(s.theta, loss, {})
-        return Outcome(nit, converged, loss, {"solver": self.rule, "passes": done + nit})
+    def epoch(self) -> tuple[float, bool, dict]:
+        loss = self.learner.run_pass()
+        return loss, loss < self.epsilon, {}        # CRFsuite's test: sum_loss / N < ε
 
-    def save_state(self, path: str) -> None:
+    def current(self) -> tuple[np.ndarray, int]:
+        return self.learner.theta, self.learner.passes
+
+    def write(self, path: str) -> None:
         self.learner.save_state(path)
 
-    def interrupted(self) -> tuple[np.ndarray, int]:
-        if self.learner is None:
-            return self.model.theta.copy(), 0
-        return self.learner.theta, self.learner.snapshot[3]
+    def settings(self, epochs: int, value: float) -> dict:
+        return {"solver": self.rule, "passes": epochs}

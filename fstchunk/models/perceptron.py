@@ -7,9 +7,8 @@ For each pass, each training sentence in a random order (seeded by the pass numb
     θ ← θ + φ(x, y_gold) − φ(x, ŷ)                 (only where ŷ ≠ y_gold),
 
 and the model keeps the average of θ over every visit (Collins' averaging), kept in
-O(1) per update by the usual trick: with c the visits made before the current one and
-u ← u + c·Δφ at each update, the average of θ_1..θ_c after c visits is θ − u/c
-(θ_j: θ after visit j; 0 before any visit).
+O(1) per update by :class:`fstchunk.learn.epochs.Average` from count 0: the average
+of θ_1..θ_c after c visits is θ − u/c (θ_j: θ after visit j).
 
 Pitfalls:
 
@@ -30,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError, ModelFileError
-from ..learn.solvers import Outcome, check_resumed
+from ..learn.epochs import Average, EpochSolver
 from ..outputs import atomic_path
 from .blocks import ChainBlocks, ChainModel, Data
 
@@ -50,7 +49,9 @@ class PassReport:
 
 
 class AveragedPerceptron(ChainBlocks):
-    """The averaged perceptron of the module doc on one CRF's training data."""
+    """The averaged perceptron of the module doc on one CRF's training data: the weights
+    W (features x tags) and ``rest`` (transitions, start, end) averaged by
+    :class:`~fstchunk.learn.epochs.Average`."""
 
     def __init__(self, model: ChainModel, data: Data, state: str | None = None):
         """From θ = 0, or from the :meth:`save_state` file ``state`` (a resumed run)."""
@@ -61,34 +62,31 @@ class AveragedPerceptron(ChainBlocks):
                              "(Trainer(checkpoint=..., resume=True))",
                              cli=what + "(no --init); resume from its checkpoint instead")
         F, L = self.mask.shape
-        self.W, self.U = np.zeros((F, L)), np.zeros((F, L))
-        self.rest, self.rest_u = np.zeros(L * L + 2 * L), np.zeros(L * L + 2 * L)
-        self.c, self.passes = 0, 0
+        self.avg = Average([np.zeros((F, L)), np.zeros(L * L + 2 * L)])
+        self.passes = 0
         self._snap()
         if state is not None:
             self.load_state(state)
 
+    @property
+    def W(self) -> np.ndarray:
+        return self.avg.w[0]
+
+    @property
+    def rest(self) -> np.ndarray:
+        return self.avg.w[1]
+
     def _snap(self) -> None:
         """Keep (θ, u, c, passes) in θ layout: the state after the last complete pass,
         which checkpoints and Ctrl-C save (a pass cut short is redone on resume)."""
-        self.snapshot = (self._theta(self.W, self.rest), self._theta(self.U, self.rest_u),
-                         self.c, self.passes)
+        a = self.avg
+        self.snapshot = (self.theta_flat(*a.w), self.theta_flat(*a.u), a.count, self.passes)
 
     @property
     def theta(self) -> np.ndarray:
         """The averaged θ after the last complete pass, in the CRF's layout: θ − u/c."""
         w, u, c, _ = self.snapshot
-        return w - u / c if c else w
-
-    def _theta(self, W: np.ndarray, rest: np.ndarray) -> np.ndarray:
-        L = self.L
-        return self.theta_of(W, rest[:L * L].reshape(L, L), rest[L * L:L * L + L],
-                             rest[L * L + L:])
-
-    def _parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        L = self.L
-        return (self.rest[:L * L].reshape(L, L), self.rest[L * L:L * L + L],
-                self.rest[L * L + L:])
+        return Average.mean(w, u, c)
 
     def run_pass(self) -> PassReport:
         """One pass in a random order (seeded by the pass number)."""
@@ -96,19 +94,15 @@ class AveragedPerceptron(ChainBlocks):
         mistakes = 0
         for k in order:
             k = int(k)
-            (y, wrong), = self.oracles([k], self.W, *self._parts(), cost=0.0)
+            (y, wrong), = self.oracles([k], self.W, *self.rest_parts(self.rest), cost=0.0)
             if wrong:
                 g = self.gold.sequences[k]
                 E, T, S, En = [a - b for a, b in zip(self.onehots(k, [g], [1.0]),
                                                      self.onehots(k, [y], [1.0]))]
-                gE, rest = self.image(k, E), np.concatenate([T.ravel(), S, En])
-                cols = self.local[k][0]
-                self.W[cols] += gE
-                self.U[cols] += self.c * gE
-                self.rest += rest
-                self.rest_u += self.c * rest
+                self.avg.add(0, self.local[k][0], self.image(k, E))
+                self.avg.add(1, slice(None), np.concatenate([T.ravel(), S, En]))
                 mistakes += 1
-            self.c += 1
+            self.avg.visit()
         self.passes += 1
         self._snap()
         return PassReport(mistakes, self.N)
@@ -136,46 +130,36 @@ class AveragedPerceptron(ChainBlocks):
                 and c >= 0 and passes >= 0 and np.all(np.isfinite(w)) and np.all(np.isfinite(u))):
             raise ModelFileError(f"{path}: the perceptron state does not fit this training "
                                  f"set's features")
-        for dense, flat in ((self.W, w), (self.U, u)):
-            dense[:] = 0.0
-            dense[self.pairs[:, 0], self.pairs[:, 1]] = flat[:P]
-        self.rest, self.rest_u = w[P:].copy(), u[P:].copy()
-        self.c, self.passes = c, passes
+        self.avg.w, self.avg.u = self.blocks_of(w), self.blocks_of(u)
+        self.avg.count, self.passes = c, passes
         self._snap()
 
 
-class PerceptronSolver:
-    """The averaged perceptron as a :class:`fstchunk.learn.solvers.Solver`: a step is a
-    pass; it stops after a pass without a mistake; its state (θ, u, c, passes of the
-    last complete pass) sits beside the checkpoint."""
+class PerceptronSolver(EpochSolver):
+    """The averaged perceptron as an :class:`~fstchunk.learn.epochs.EpochSolver`: a step
+    is a pass; it stops after a pass without a mistake; its state (θ, u, c, passes of
+    the last complete pass) sits beside the checkpoint."""
 
-    unit, suffix, state_name = "pass", STATE_SUFFIX, "perceptron state"
+    suffix, state_name = STATE_SUFFIX, "perceptron state"
+    mistakes = 0
 
-    def __init__(self, model: ChainModel, data: Data):
-        self.model, self.data = model, data
-        self.perceptron: AveragedPerceptron | None = None
+    def start(self, theta: np.ndarray) -> None:
+        self.learner = AveragedPerceptron(self.model, self.data)
 
-    def restore(self, path: str, theta: np.ndarray, done: int) -> None:
-        self.perceptron = AveragedPerceptron(self.model, self.data, path)
-        check_resumed(path, self.perceptron.theta, theta, self.perceptron.snapshot[3], done)
+    def load(self, path: str) -> None:
+        self.learner = AveragedPerceptron(self.model, self.data, path)
 
-    def run(self, theta: np.ndarray, done: int, max_steps: int, on_step) -> Outcome:
-        if self.perceptron is None:
-            self.perceptron = AveragedPerceptron(self.model, self.data)
-        s = self.perceptron
-        nit, converged, rate, mistakes = 0, False, float("nan"), 0
-        while not converged and done + nit < max_steps:
-            report = s.run_pass()
-            nit += 1
-            converged, rate = report.converged, report.mistakes / report.sentences
-            mistakes = report.mistakes
-            on_step(s.theta, rate, {"mistakes": str(report.mistakes)})
-        return Outcome(nit, converged, rate, {"solver": "averaged-perceptron",
-                                              "passes": done + nit, "mistakes": mistakes})
+    def epoch(self) -> tuple[float, bool, dict]:
+        report = self.learner.run_pass()
+        self.mistakes = report.mistakes
+        return (report.mistakes / report.sentences, report.converged,
+                {"mistakes": str(report.mistakes)})
 
-    def save_state(self, path: str) -> None:
-        self.perceptron.save_state(path)
+    def current(self) -> tuple[np.ndarray, int]:
+        return self.learner.theta, self.learner.passes
 
-    def interrupted(self) -> tuple[np.ndarray, int]:
-        """The average after the last complete pass (a pass cut short is redone)."""
-        return self.perceptron.theta, self.perceptron.snapshot[3]
+    def write(self, path: str) -> None:
+        self.learner.save_state(path)
+
+    def settings(self, epochs: int, value: float) -> dict:
+        return {"solver": "averaged-perceptron", "passes": epochs, "mistakes": self.mistakes}

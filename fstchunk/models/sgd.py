@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from ..errors import ModelFileError
-from ..learn.solvers import Outcome, check_resumed
+from ..learn.epochs import EpochSolver
 from ..outputs import atomic_path
 from .blocks import ChainBlocks, ChainModel, Data
 from .batching import Gold
@@ -152,56 +152,53 @@ class L2SGD(ChainBlocks):
         self._snap()
 
 
-class L2SGDSolver:
-    """:class:`L2SGD` as a :class:`fstchunk.learn.solvers.Solver` (a step is an epoch)."""
+class L2SGDSolver(EpochSolver):
+    """:class:`L2SGD` as an :class:`~fstchunk.learn.epochs.EpochSolver` (a step is an
+    epoch; it stops when the figure improved by less than ``delta`` over ``period``)."""
 
-    unit, suffix, state_name = "pass", STATE_SUFFIX, "l2sgd state"
+    suffix, state_name = STATE_SUFFIX, "l2sgd state"
 
     def __init__(self, model: ChainModel, data: Data, l2: float, options: dict):
-        self.model, self.data, self.l2, self.options = model, data, l2, dict(options)
+        super().__init__(model, data)
+        self.l2, self.options = l2, dict(options)
         self.period = int(options.get("period", 10))
         self.delta = float(options.get("delta", 1e-6))
-        self.sgd: L2SGD | None = None
+        self.why = "max_iterations"
 
-    def restore(self, path: str, theta: np.ndarray, done: int) -> None:
-        self.sgd = L2SGD(self.model, self.data, self.l2, self.options)
-        self.sgd.load_state(path)
-        check_resumed(path, self.sgd.snapshot[0], theta, self.sgd.epochs, done)
+    def start(self, theta: np.ndarray) -> None:
+        self.learner = s = L2SGD(self.model, self.data, self.l2, self.options)
+        s.eta0 = s.calibrate()
+        if np.any(theta != 0):                    # --init: start from the given θ
+            P = len(s.pairs)
+            s.W[s.pairs[:, 0], s.pairs[:, 1]] = theta[:P]
+            s.rest = theta[P:].copy()
 
-    def run(self, theta: np.ndarray, done: int, max_steps: int, on_step) -> Outcome:
-        if self.sgd is None:
-            self.sgd = s = L2SGD(self.model, self.data, self.l2, self.options)
-            s.eta0 = s.calibrate()
-            if np.any(theta != 0):                    # --init: start from the given θ
-                P = len(s.pairs)
-                s.W[s.pairs[:, 0], s.pairs[:, 1]] = theta[:P]
-                s.rest = theta[P:].copy()
-        s = self.sgd
-        N = max(s.N, 1)
+    def load(self, path: str) -> None:
+        self.learner = L2SGD(self.model, self.data, self.l2, self.options)
+        self.learner.load_state(path)
+
+    def epoch(self) -> tuple[float, bool, dict]:
+        s = self.learner
         t0 = 1.0 / (s.lam * s.eta0) if s.lam > 0 else 1.0 / s.eta0
-        nit, converged, figure, why = 0, False, math.nan, "max_iterations"
-        while done + nit < max_steps:
-            figure = s.epoch(np.random.default_rng(s.epochs + 1).permutation(s.N), t0)
-            s.epochs += 1
-            s.figures.append(figure)
-            s._snap()
-            nit += 1
-            on_step(s.snapshot[0], figure / N, {})
-            if len(s.figures) > self.period:
-                before = s.figures[-1 - self.period]
-                improvement = (before - figure) / figure if figure else 0.0
-                if improvement < self.delta:
-                    converged = True
-                    why = (f"improvement {improvement:.3g} over {self.period} epochs < delta "
-                           f"{self.delta:g}")
-                    break
-        return Outcome(nit, converged, figure / N, {"solver": "l2sgd", "eta0": s.eta0,
-                                                    "stopped_by": why})
+        figure = s.epoch(np.random.default_rng(s.epochs + 1).permutation(s.N), t0)
+        s.epochs += 1
+        s.figures.append(figure)
+        s._snap()
+        converged = False
+        if len(s.figures) > self.period:
+            before = s.figures[-1 - self.period]
+            improvement = (before - figure) / figure if figure else 0.0
+            if improvement < self.delta:
+                converged = True
+                self.why = (f"improvement {improvement:.3g} over {self.period} epochs < "
+                            f"delta {self.delta:g}")
+        return figure / max(s.N, 1), converged, {}
 
-    def save_state(self, path: str) -> None:
-        self.sgd.save_state(path)
+    def current(self) -> tuple[np.ndarray, int]:
+        return self.learner.snapshot[0], self.learner.snapshot[2]
 
-    def interrupted(self) -> tuple[np.ndarray, int]:
-        if self.sgd is None:
-            return self.model.theta.copy(), 0
-        return self.sgd.snapshot[0], self.sgd.snapshot[2]
+    def write(self, path: str) -> None:
+        self.learner.save_state(path)
+
+    def settings(self, epochs: int, value: float) -> dict:
+        return {"solver": "l2sgd", "eta0": self.learner.eta0, "stopped_by": self.why}

@@ -66,7 +66,7 @@ from ...lattice import Lattice
 from ...layout import Layout
 from ...learn import objectives as lo
 from ...learn.loop import Trainer
-from ...learn.solvers import Solver
+from ...learn.solvers import LBFGS, Solver
 from ...scale import split
 from ..io import save_model
 from .calibration import HeldOut, fit_temperature
@@ -76,8 +76,8 @@ from .files import read_model, reading
 from .machine import chunk_fst, joint_fst, pair_symbol
 from .scoring import Encoded, PartScorer
 from .structure import Parts, Structure, structure_parts
-from .train import (ALGORITHMS, JOINT_OBJECTIVES, algorithm_name, check_training, default_l2,
-                    nll_statistics, solver)
+from .train import (ALGORITHMS, JOINT_OBJECTIVES, JointPerceptronSolver, algorithm_name,
+                    check_training, default_l2, nll_statistics, smooth_objective)
 from .train import algorithm as objective_of
 
 #: the Python call that calibrates a joint model (:meth:`JointModel.require_probabilities`)
@@ -256,6 +256,10 @@ class JointModel(PartScorer):
 
     #: the objectives it trains (``--algorithm``: :data:`.train.ALGORITHMS`)
     objectives = JOINT_OBJECTIVES
+    #: its own solvers of names of :data:`fstchunk.models.solvers.SOLVERS`
+    own_solvers = {"perceptron": lambda m, c: JointPerceptronSolver(m, c.data, False),
+                   "lbfgs": lambda m, c: LBFGS(smooth_objective(m, c.objective, c.data, c.l2,
+                                                                c.executor), c.tol)}
 
     @property
     def theta(self) -> np.ndarray:
@@ -300,12 +304,15 @@ class JointModel(PartScorer):
     def solver(self, objective: lo.Objective, data: Sequence[Encoded], *, l2: float,
                beta: float, loss: str, tol: float | None, executor: Any) -> Solver:
         """L-BFGS over the mean NLL for ML (``crf``; the statistics over ``executor``'s
-        partitions when given), the perceptron or MMVP's passes (:func:`.train.solver`);
-        records the ``algorithm`` and the training sentences in the settings."""
+        partitions when given), the perceptron or MMVP's passes, by
+        :func:`fstchunk.models.solvers.make_solver`; records the ``algorithm`` and the
+        training sentences in the settings."""
+        from ..solvers import make_solver          # the table imports this package
         for key in ("crf_iterations", "iterations"):
             self.settings.pop(key, None)
         self.settings.update(algorithm=algorithm_name(objective), sentences=len(data))
-        return solver(self, objective, data, l2, tol, executor)
+        return make_solver(self, objective, data, l2=l2, beta=beta, loss=loss, tol=tol,
+                           executor=executor, kind="the joint model")
 
     def dev_f(self, dev: Sequence[Layered]) -> float:
         """Percent, of Viterbi decoding on held-out layered ``dev`` sentences (gold POS

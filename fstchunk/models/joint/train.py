@@ -21,13 +21,13 @@ checkpoints, resume, Ctrl-C), over three objectives of the registry
 * ``perceptron`` and ``mmvp``: Shimizu & Haas (2006), Algorithm 4.1 with Collins'
   averaging, and Algorithm 4.3 (the perceptron with the max-margin step
   δ = clip((loss − margin) / ‖Δf‖², 0, 1), C = 1), with the first-iteration trick
-  (lexicalised weights frozen in epoch 1); one step of :class:`PerceptronSolver` is an
-  epoch over the sentences in their order; no λ (averaging regularises).
+  (lexicalised weights frozen in epoch 1); one step of :class:`JointPerceptronSolver`
+  is an epoch over the sentences in their order; no λ (averaging regularises).
 
 Pitfalls:
 
-* The perceptron's weights are the average w − u/t (u = Σ_t t·Δ_t, t the visits + 1),
-  not the last w; a resumed run needs the state file beside the checkpoint
+* The perceptron's weights are the average w − u/t (u = Σ_t t·Δ_t, t the visits + 1:
+  :class:`fstchunk.learn.epochs.Average` from count 1), not the last w; a resumed run needs the state file beside the checkpoint
   (:data:`STATE_SUFFIX`: w, u, t and the epochs of the last complete epoch), so that it
   continues exactly as an uninterrupted run would; an epoch cut short is redone.
 * An epoch without a mistake has converged (the training set is separated) and
@@ -43,7 +43,7 @@ import numpy as np
 
 from ...errors import InputError, ModelFileError
 from ...learn import objectives as lo
-from ...learn.solvers import LBFGS, OnStep, Outcome, Solver, check_resumed
+from ...learn.epochs import Average, EpochSolver
 from ...outputs import atomic_path
 from .dp import inside_outside, viterbi
 from .structure import Parts, Structure, structure_parts, structure_score
@@ -146,40 +146,35 @@ def smooth_objective(model: Any, objective: lo.Objective, data: Sequence[Any], l
     return value_and_grad
 
 
-def solver(model: Any, objective: lo.Objective, data: Sequence[Any], l2: float,
-           tol: float | None, executor: Any) -> Solver:
-    """L-BFGS for ML, :class:`PerceptronSolver` for the perceptron and MMVP."""
-    if objective is lo.ML:
-        return LBFGS(smooth_objective(model, objective, data, l2, executor),
-                     objective.default_tol if tol is None else tol)
-    if objective is lo.PERCEPTRON or objective is lo.MMVP:
-        return PerceptronSolver(model, data, objective is lo.MMVP)
-    raise lo.objective_error("the joint model does not train {}", objective.name)
-
-
 # ------------------------------------------------------- perceptron and MMVP
-class AveragedPerceptron:
-    """Algorithm 4.1 (or 4.3 with ``mmvp``) from w₀: w, u = Σ t·Δ_t, t, epochs done;
-    the state after the last complete epoch in :attr:`snapshot`."""
+class JointPerceptronSolver(EpochSolver):
+    """Algorithm 4.1 (or 4.3 with ``mmvp``) as an :class:`~fstchunk.learn.epochs.EpochSolver`
+    from w₀ (the model's θ): a step is an epoch over the sentences in order; it stops
+    after an epoch without a mistake; the learner is w and u = Σ t·Δ_t averaged by
+    :class:`~fstchunk.learn.epochs.Average` from count 1; its state (w, u, t and the
+    epochs of the last complete epoch) sits beside the checkpoint (:data:`STATE_SUFFIX`)."""
 
-    def __init__(self, model: Trainable, data: Sequence[Any], mmvp: bool, w: np.ndarray):
-        self.model, self.data, self.mmvp = model, data, mmvp
-        self.w, self.u = np.array(w, dtype=float), np.zeros(len(w))
-        self.t, self.epochs = 1, 0
+    suffix, state_name = STATE_SUFFIX, "perceptron state"
+    mistakes = 0
+
+    def __init__(self, model: Trainable, data: Sequence[Any], mmvp: bool):
+        super().__init__(model, data)
+        self.mmvp = mmvp
+        self.epochs = 0
+
+    def start(self, theta: np.ndarray) -> None:
+        self.learner = Average([np.array(theta, dtype=float)], count=1)
+        self.epochs = 0
         self._snap()
 
     def _snap(self) -> None:
-        self.snapshot = (self.w.copy(), self.u.copy(), self.t, self.epochs)
+        a = self.learner
+        self.snapshot = (a.w[0].copy(), a.u[0].copy(), a.count, self.epochs)
 
-    @property
-    def average(self) -> np.ndarray:
-        """w − u/t after the last complete epoch."""
-        w, u, t, _ = self.snapshot
-        return w - u / t
-
-    def run_epoch(self) -> int:
-        """One epoch over the sentences in order; the number of mistakes."""
-        model, w, u = self.model, self.w, self.u
+    def epoch(self) -> tuple[float, bool, dict]:
+        """One epoch over the sentences in order; (mistakes over S, none, shown)."""
+        model, a = self.model, self.learner
+        w = a.w[0]
         first, mistakes = self.epochs == 0, 0
         for x in self.data:
             y, _ = viterbi(model.parts(x, w))
@@ -195,14 +190,23 @@ class AveragedPerceptron:
                 if first:                                 # the first-iteration trick
                     keep = ~model.lexical[idx]
                     idx, val = idx[keep], val[keep]
-                w[idx] += step * val
-                u[idx] += self.t * step * val
-            self.t += 1
+                a.add(0, idx, val, step)
+            a.visit()
         self.epochs += 1
         self._snap()
-        return mistakes
+        self.mistakes = mistakes
+        return mistakes / len(self.data), mistakes == 0, {"mistakes": str(mistakes)}
 
-    def save(self, path: str) -> None:
+    def current(self) -> tuple[np.ndarray, int]:
+        """w − u/t after the last complete epoch, and the epochs."""
+        w, u, t, epochs = self.snapshot
+        return Average.mean(w, u, t), epochs
+
+    def settings(self, epochs: int, value: float) -> dict:
+        return {"solver": "mmvp" if self.mmvp else "averaged-perceptron", "passes": epochs,
+                "mistakes": self.mistakes}
+
+    def write(self, path: str) -> None:
         """w, u, t, epochs of the last complete epoch, atomically to ``path`` (.npz)."""
         w, u, t, epochs = self.snapshot
         with atomic_path(path, "checkpoint") as tmp, open(tmp, "wb") as fh:
@@ -210,7 +214,7 @@ class AveragedPerceptron:
                      mmvp=np.bool_(self.mmvp))
 
     def load(self, path: str) -> None:
-        """Restore :meth:`save`'s file; ModelFileError naming it if it cannot be read or
+        """Restore :meth:`write`'s file; ModelFileError naming it if it cannot be read or
         is of another model or algorithm."""
         try:
             with np.load(path, allow_pickle=False) as f:
@@ -218,52 +222,14 @@ class AveragedPerceptron:
                 t, epochs, mmvp = int(f["t"]), int(f["epochs"]), bool(f["mmvp"])
         except (OSError, KeyError, ValueError, TypeError) as e:
             raise ModelFileError(f"{path}: not a joint perceptron state ({e})") from None
-        if not (w.shape == u.shape == self.w.shape and t >= 1 and epochs >= 0
+        if not (w.shape == u.shape == np.shape(self.model.theta) and t >= 1 and epochs >= 0
                 and np.all(np.isfinite(w)) and np.all(np.isfinite(u))):
             raise ModelFileError(f"{path}: the perceptron state does not fit this model's "
                                  f"weights")
         if mmvp != self.mmvp:
             raise ModelFileError(f"{path}: a state of {'mmvp' if mmvp else 'perceptron'}, "
                                  f"not of {'mmvp' if self.mmvp else 'perceptron'}")
-        self.w, self.u, self.t, self.epochs = w, u, t, epochs
+        self.learner = Average([w], count=t)
+        self.learner.u = [u]
+        self.epochs = epochs
         self._snap()
-
-
-class PerceptronSolver:
-    """The averaged perceptron or MMVP as a :class:`~fstchunk.learn.solvers.Solver`: a
-    step is an epoch; it stops after an epoch without a mistake; its state sits beside
-    the checkpoint (:data:`STATE_SUFFIX`)."""
-
-    unit, suffix, state_name = "pass", STATE_SUFFIX, "perceptron state"
-
-    def __init__(self, model: Trainable, data: Sequence[Any], mmvp: bool):
-        self.model, self.data, self.mmvp = model, data, mmvp
-        self.state: AveragedPerceptron | None = None
-
-    def restore(self, path: str, theta: np.ndarray, done: int) -> None:
-        self.state = AveragedPerceptron(self.model, self.data, self.mmvp, theta)
-        self.state.load(path)
-        check_resumed(path, self.state.average, theta, self.state.epochs, done)
-
-    def run(self, theta: np.ndarray, done: int, max_steps: int, on_step: OnStep) -> Outcome:
-        if self.state is None:
-            self.state = AveragedPerceptron(self.model, self.data, self.mmvp, theta)
-        s = self.state
-        nit, converged, rate, mistakes = 0, False, float("nan"), 0
-        while not converged and done + nit < max_steps:
-            mistakes = s.run_epoch()
-            nit += 1
-            converged, rate = mistakes == 0, mistakes / len(self.data)
-            on_step(s.average, rate, {"mistakes": str(mistakes)})
-        name = "mmvp" if self.mmvp else "averaged-perceptron"
-        return Outcome(nit, converged, rate, {"solver": name, "passes": done + nit,
-                                              "mistakes": mistakes})
-
-    def save_state(self, path: str) -> None:
-        self.state.save(path)
-
-    def interrupted(self) -> tuple[np.ndarray, int]:
-        """The average after the last complete epoch (an epoch cut short is redone)."""
-        if self.state is None:
-            raise RuntimeError("the solver has not run")
-        return self.state.average, self.state.epochs

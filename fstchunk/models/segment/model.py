@@ -309,11 +309,12 @@ class SegmentModel:
 
     def solver(self, objective: lo.Objective, data: SegmentData, *, l2: float, beta: float,
                loss: str, tol: float | None, executor: Any) -> HildrethSolver:
-        """The online multilabel learner (:class:`.train.HildrethSolver`) with this model's
-        ``seed``, ``average`` and ``max_sweeps``; it answers :meth:`dev_f` while it runs."""
-        if objective is not lo.MULTILABEL:
-            raise lo.objective_error("a segment model does not train {}", objective.name)
-        self._learner = HildrethSolver(self, data, self.seed, self.average, self.max_sweeps)
+        """The online multilabel learner (:class:`.train.HildrethSolver`, from the table
+        :data:`fstchunk.models.solvers.SOLVERS`) with this model's ``seed``, ``average``
+        and ``max_sweeps``; it answers :meth:`dev_f` while it runs."""
+        from ..solvers import make_solver          # the table imports this package
+        self._learner = make_solver(self, objective, data, l2=l2, beta=beta, loss=loss,
+                                    tol=tol, executor=executor, kind="a segment model")
         return self._learner
 
     def dev_f(self, dev: Sequence[SegSentence]) -> float:

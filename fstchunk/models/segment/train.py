@@ -20,8 +20,9 @@ until the largest KKT violation is < 1e-8 (or ``max_sweeps``); Δ = Σ_c α_c a_
 constraint violated: no change (the update is conservative).
 
 Averaging (``average=True``, the default; Collins 2002): θ is the mean of w over all
-visits, computed with the usual trick — W and an accumulator U, U += (c − 1)·Δ at
-visit c, mean = W − U / c — so an update costs O(touched entries).  The learner's W
+visits, computed with the usual trick (:class:`fstchunk.learn.epochs.Average` from
+count 0: W and an accumulator U, U += (c − 1)·Δ at visit c, mean = W − U / c), so an
+update costs O(touched entries).  The learner's W
 and U are solver state (:class:`HildrethSolver`, saved beside a checkpoint); the
 model's W is θ.
 
@@ -47,7 +48,7 @@ import numpy as np
 
 from ...blas import one_blas_thread
 from ...errors import InputError, ModelFileError
-from ...learn.solvers import Outcome, check_resumed
+from ...learn.epochs import Average, EpochSolver
 from ...outputs import atomic_path
 from ...segments.data import SegSentence, iter_types
 from ...segments.scoring import score_segments
@@ -116,12 +117,31 @@ class OnlineLearner:
         self.flags = model.restrictions
         self.max_sweeps = max_sweeps
         shape = (model.D, len(model.types))
-        self.W = np.zeros(shape) if W is None else W
-        self.U = np.zeros(shape) if U is None else U
-        self.steps = steps
+        self.avg = Average([np.zeros(shape) if W is None else W], steps)
+        if U is not None:
+            self.avg.u = [U]
         self._logged = np.zeros(shape[0], dtype=bool)
         #: (the step count at the last commit, the journal since: (rows, W, U) each)
         self._undo: tuple[int, list] = (steps, [])
+
+    @property
+    def W(self) -> np.ndarray:
+        """The learner's weights (D × T)."""
+        return self.avg.w[0]
+
+    @property
+    def U(self) -> np.ndarray:
+        """The averaging accumulator (D × T)."""
+        return self.avg.u[0]
+
+    @property
+    def steps(self) -> int:
+        """The visits so far."""
+        return self.avg.count
+
+    @steps.setter
+    def steps(self, value: int) -> None:
+        self.avg.count = value
 
     @property
     def committed(self) -> int:
@@ -143,20 +163,22 @@ class OnlineLearner:
         self.commit()
 
     def averaged(self) -> np.ndarray:
-        """The mean of W over the steps so far (W itself before any step): W − U/c,
-        computed in one new array."""
-        if not self.steps:
-            return self.W.copy()
-        out = np.divide(self.U, self.steps)
-        return np.subtract(self.W, out, out=out)
+        """The mean of W over the steps so far (W itself before any step): W − U/c."""
+        return Average.mean(self.W, self.U, self.steps)
 
     @one_blas_thread
     def step(self, sentence: SegSentence) -> int:
         """Apply the update of one sentence; the number of violated constraints (one
         BLAS thread: the Gram matrices are small, and a multithreaded BLAS made an
         epoch 5x slower on 2 cores, benchmarks/RESULTS.md "Segments (issue 37): cost")."""
+        try:
+            return self._update(sentence)
+        finally:
+            self.avg.visit()
+
+    def _update(self, sentence: SegSentence) -> int:
+        """The update of one sentence at the present visit count (:meth:`step`)."""
         m = self.model
-        self.steps += 1
         if sentence.segments is None:
             raise InputError(f"{sentence.source}: a training sentence needs gold segments")
         sf = m.features(sentence)
@@ -198,8 +220,7 @@ class OnlineLearner:
         if len(new):                            # journal first: Ctrl-C may come anywhere
             self._undo[1].append((new, self.W[new], self.U[new]))
             self._logged[new] = True
-        self.W[cols] = Wc + delta
-        self.U[cols] += (self.steps - 1) * delta
+        self.avg.add(0, cols, delta)
         return violated
 
 
@@ -239,8 +260,8 @@ class SegmentData:
         return cls(sentences)
 
 
-class HildrethSolver:
-    """The online multilabel learner as a :class:`fstchunk.learn.solvers.Solver`: a step
+class HildrethSolver(EpochSolver):
+    """The online multilabel learner as an :class:`~fstchunk.learn.epochs.EpochSolver`: a step
     is an epoch (a pass over the sentences in epoch e's order, :meth:`order`); θ is the
     average of W over every visit (``average=True``), else the last W; its state (W, U,
     visits, epochs and the history, after the last complete epoch: an epoch cut short
@@ -252,9 +273,8 @@ class HildrethSolver:
 
     def __init__(self, model: Any, data: SegmentData, seed: int = 0, average: bool = True,
                  max_sweeps: int = 1000):
-        self.model, self.data = model, data
+        super().__init__(model, data)
         self.seed, self.average, self.max_sweeps = seed, average, max_sweeps
-        self.learner: OnlineLearner | None = None
         self.history: list[dict] = []
         self._rng, self._order, self._shuffles = random.Random(seed), [], 0
         self._dev: Sequence[SegSentence] | None = None
@@ -290,32 +310,35 @@ class HildrethSolver:
             self._theta = (L.committed, theta)
         return theta
 
-    def run(self, theta: np.ndarray, done: int, max_steps: int, on_step) -> Outcome:
-        if self.learner is None:
-            if np.any(theta != 0):
-                raise InputError("segment training starts from W = 0: it cannot start from "
-                                 "a trained model; resume from its checkpoint instead")
-            self.learner = OnlineLearner(self.model, self.max_sweeps)
+    def start(self, theta: np.ndarray) -> None:
+        if np.any(theta != 0):
+            raise InputError("segment training starts from W = 0: it cannot start from "
+                             "a trained model; resume from its checkpoint instead")
+        self.learner = OnlineLearner(self.model, self.max_sweeps)
+
+    def epoch(self) -> tuple[float, bool, dict]:
         L, sentences = self.learner, self.data.sentences
-        nit, value = 0, float("nan")
-        while done + nit < max_steps:
-            epoch = done + nit + 1
-            updates = violated = 0
-            for i in self.order(epoch):
-                v = L.step(sentences[i])
-                updates += v > 0
-                violated += v
-            self.history.append({"epoch": epoch, "updates": updates, "violated": violated})
-            L.commit()                  # the epoch is complete (its record came first)
-            nit += 1
-            value = updates / len(sentences)
-            on_step(self.theta, value, {"updates": str(updates)})
-        self.model.other_weights = L.W if self.average else None
-        return Outcome(nit, False, value, {
-            "solver": "hildreth", "trainer": "online-multilabel (Fig. 4, Hildreth)",
-            "epochs": done + nit, "seed": self.seed, "average": self.average,
-            "sentences": len(sentences), "max_sweeps": self.max_sweeps,
-            "history": self.history})
+        epoch = self.epochs + 1
+        updates = violated = 0
+        for i in self.order(epoch):
+            v = L.step(sentences[i])
+            updates += v > 0
+            violated += v
+        self.history.append({"epoch": epoch, "updates": updates, "violated": violated})
+        L.commit()                  # the epoch is complete (its record came first)
+        return updates / len(sentences), False, {"updates": str(updates)}
+
+    def current(self) -> tuple[np.ndarray, int]:
+        return self.theta, self.epochs
+
+    def settings(self, epochs: int, value: float) -> dict:
+        """The run's record; hands the model the last W (``other_weights``) when θ is
+        the average."""
+        self.model.other_weights = self.learner.W if self.average else None
+        return {"solver": "hildreth", "trainer": "online-multilabel (Fig. 4, Hildreth)",
+                "epochs": epochs, "seed": self.seed, "average": self.average,
+                "sentences": len(self.data.sentences), "max_sweeps": self.max_sweeps,
+                "history": self.history}
 
     def interrupted(self) -> tuple[np.ndarray, int]:
         """θ after the last complete epoch (an epoch cut short is rolled back and redone
@@ -347,7 +370,7 @@ class HildrethSolver:
         return rec[key]
 
     # ------------------------------------------------------------------ files
-    def save_state(self, path: str) -> None:
+    def write(self, path: str) -> None:
         """The state after the last complete epoch to ``path`` (.npz, atomically): the
         rows of W and U that are not zero, the visits, the epochs and the history (JSON).
         Called at the end of an epoch or after :meth:`interrupted`."""
@@ -359,9 +382,9 @@ class HildrethSolver:
                      U=U[rows], visits=np.int64(c), epochs=np.int64(epochs),
                      history=np.array(json.dumps(self.history)))
 
-    def restore(self, path: str, theta: np.ndarray, done: int) -> None:
-        """The state saved at ``path``; ModelFileError naming it if it cannot be read, is
-        of another training set, or its θ is not the checkpoint's after ``done`` epochs."""
+    def load(self, path: str) -> None:
+        """The state saved at ``path``; ModelFileError naming it if it cannot be read or
+        is of another training set."""
         m, N = self.model, len(self.data.sentences)
         try:
             with np.load(path, allow_pickle=False) as f:
@@ -383,4 +406,3 @@ class HildrethSolver:
         W[rows], U[rows] = Wr, Ur
         self.learner = OnlineLearner(m, self.max_sweeps, W, U, c)
         self.history[:] = history
-        check_resumed(path, self.theta, theta, epochs, done)
