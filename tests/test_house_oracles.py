@@ -6,7 +6,7 @@ One family per structure, each over random small models:
 * the chain lattice (:meth:`fstchunk.lattice.Lattice.enumerate`): the eight schemes
   with two chunk types (and one untyped), the unconstrained chain (``scheme=None``),
   free or under a random tag mask (:meth:`Lattice.constrained`), ragged corpora of
-  lengths 1–5, score scales 1, 30 and 1e5.  Every quantity — log Z, token and chunk
+  lengths 1, 4, 2, 5, score scales 1, 30 and 1e5.  Every quantity — log Z, token and chunk
   marginals, MAP, posterior decoding, exact MEU (value, maximality over every
   chunking, certificate), expected F in both directions, entropy, log Pr — on each
   fast path: the per-sentence :class:`Lattice` methods, the batched decoders and
@@ -54,7 +54,7 @@ from oracles import (all_chunkings, brute_chunk_marginals, brute_expectations,
 EPS = float(np.finfo(float).eps)
 TOL = 1e-12
 BETAS = (0.5, 1.0, 2.0)
-LENGTHS = (1, 4, 2, 5, 3)                     # a ragged corpus
+LENGTHS = (1, 4, 2, 5)                        # a ragged corpus
 SCHEMES = enc.SCHEMES + ("none",)
 SCALES = (1.0, 30.0, 1e5)
 
@@ -204,15 +204,15 @@ def check_distribution(c: Case, s: Sentence, lat: Lattice, where, tol_scale=1.0,
                        entropy=True):
     """log Z, token and chunk marginals, entropy and log Pr of ``lat`` (a per-sentence
     path) against the enumeration ``s``."""
-    ptol = lambda p: s.prob_tol(p) * tol_scale  # noqa: E731
     assert lat.log_partition() == pytest.approx(s.logz, rel=TOL * tol_scale, abs=s.kappa), where
     got = lat.marginals()
-    assert np.all(np.abs(got - s.token) <= ptol(s.token)), (where, np.abs(got - s.token).max())
+    err = np.abs(got - s.token)
+    assert np.all(err <= s.prob_tol(s.token) * tol_scale), (where, err.max())
     if c.chunked:
         got = lat.chunk_marginals()
         assert got.shape == s.chunk.shape, where
-        assert np.all(np.abs(got - s.chunk) <= ptol(s.chunk)), (where,
-                                                                 np.abs(got - s.chunk).max())
+        err = np.abs(got - s.chunk)
+        assert np.all(err <= s.prob_tol(s.chunk) * tol_scale), (where, err.max())
     p = np.array([q for _, _, q in s.seqs])
     lp = np.array([s.logp[y] for y, _, _ in s.seqs])
     H = -float(np.sum(np.where(p > 0, p * lp, 0.0)))
@@ -316,8 +316,10 @@ def check_corpus(c: Case, decided, beta):
     each sentence's term maximised over its enumerated chunkings)."""
     w = beta ** 2
     em = sum(np.sum(s.chunk) for s in c.sentences)
-    gain = lambda s, x, r: (1 + w) * sum(s.chunk[s.lat.space.types.index(t), a, b]  # noqa
-                                         for t, a, b in x) - r * len(x)
+
+    def gain(s, x, r):
+        return (1 + w) * sum(s.chunk[s.lat.space.types.index(t), a, b] for t, a, b in x) \
+            - r * len(x)
     chosen = [enc.tags_to_chunks(list(d.tags), c.scheme) for d in decided]
     tp = sum(gain(s, x, 0.0) for s, x in zip(c.sentences, chosen)) / (1 + w)
     den = sum(len(x) for x in chosen) + w * em

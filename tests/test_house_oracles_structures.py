@@ -31,7 +31,7 @@ from fstchunk.models import joint as J
 from fstchunk.models.joint.structure import structure_count
 from fstchunk.segments import enumerate_segments, kbest, kbest_fst, meu
 from oracles import f_standard, stable_seed
-from test_house_oracles import (BETAS, EPS, Sentence, check_distribution, check_map,
+from test_house_oracles import (BETAS, EPS, Sentence, check_distribution,
                                 check_meu, check_posterior)
 
 SCALES = (1.0, 30.0, 1e5)
@@ -57,6 +57,7 @@ def test_segment_space_against_enumeration(n, T, max_gap, scale):
     chains = [c for m in range(1, n + 1) for c in itertools.combinations(range(n), m)
               if max_gap is None or all(j - i - 1 <= max_gap for i, j in zip(c, c[1:]))]
     assert len(every) == T * len(chains) - sum(1 for c in chains if c[0] == 0)
+    assert len({(t, pos) for _, t, pos in every}) == len(every)
     for x, t, pos in every:                            # the formula, summed here
         idx = [0] + [i + 1 for i in pos] + [n + 1]
         assert x == pytest.approx(sum(a[t, j, i] for j, i in zip(idx, idx[1:])), rel=1e-12)
