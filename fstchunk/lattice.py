@@ -250,7 +250,8 @@ class Lattice:
 
     @one_blas_thread
     def map(self) -> Decoding:
-        """The most probable valid sequence (Viterbi) and its log probability."""
+        """The most probable valid sequence (Viterbi) and its log probability (a machine
+        with several states per tag: the tags of its best path, e.g. the joint model's)."""
         if self.scores is not None:
             batch = self.batch()
             paths, best = inference.viterbi(batch)
