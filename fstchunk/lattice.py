@@ -30,7 +30,7 @@ arrays and of :meth:`marginals`; a machine's paths must all have the same length
 from __future__ import annotations
 
 import functools
-from typing import Callable, NamedTuple, Sequence
+from typing import Callable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 import pynini
@@ -47,6 +47,7 @@ from .engine.chain import Layers, entropy, forward, gauge, restrict, token_margi
 from .engine.expectation import ExpectedF, from_count_table, tp_count_table
 from .engine.meu import exact_meu
 from .engine.ragged import RaggedBatch, ragged_batches
+from .enumeration import LIMIT, layer_paths
 from .fbeta import to_beta_sq
 from .grammars.annotation import mask_acceptor
 from .layers import layers_of, normalise, to_space_labels
@@ -249,7 +250,8 @@ class Lattice:
 
     @one_blas_thread
     def map(self) -> Decoding:
-        """The most probable valid sequence (Viterbi) and its log probability."""
+        """The most probable valid sequence (Viterbi) and its log probability (a machine
+        with several states per tag: the tags of its best path, e.g. the joint model's)."""
         if self.scores is not None:
             batch = self.batch()
             paths, best = inference.viterbi(batch)
@@ -304,6 +306,15 @@ class Lattice:
                                      "hypothesis" if hypothesis is not None else "reference")
         Z, T = tp_count_table(self, chunks)
         return from_count_table(Z, T, len(chunks), beta_sq, direction)
+
+    def enumerate(self, limit: int = LIMIT) -> Iterator[tuple[tuple[str, ...], float]]:
+        """Every valid sequence y of non-zero weight and log Pr(y) = score(y) − log Z,
+        sorted by tag index: the oracle of every query above, for small lattices
+        (:mod:`fstchunk.enumeration`); InputError above ``limit`` state paths."""
+        paths = layer_paths(self.layers, limit, f"the lattice of {self.n} tokens and "
+                            f"{len(self.tags)} tags")
+        return ((tuple(self.tags[i] for i in row), float(lp))
+                for row, lp in zip(paths.tags, paths.log_probs))
 
     def batch(self) -> RaggedBatch:
         """This dense chain as a ragged batch of one (:mod:`fstchunk.engine.ragged`)."""

@@ -12,12 +12,17 @@ Each enumerates the answer from a definition, independent of the code under test
 * :func:`all_utilities` — E[F_β(x | ·)] of every valid hypothesis x (MEU's oracle);
   :func:`all_utilities_by_count` — the same numbers in time linear in the number of
   sequences (from the enumerated law of (c ∈ y, m(y))), for lengths where the V x V
-  matrix of :func:`all_utilities` does not fit;
+  matrix of :func:`all_utilities` does not fit; :func:`utilities_of` — the same for
+  any list of hypotheses (chunkings outside the support too);
 * :func:`brute_chunk_marginals`, :func:`brute_token_marginals` — Pr(c ∈ chunks(y)) and
   Pr(y_i = tag) by summing the enumerated sequences' probabilities;
 * :func:`path_score_bound` — how much rounding the enumerated probabilities carry;
 * :func:`brute_joint` — every label-chunk structure of the joint model with its score
-  (the model's own enumerator :func:`fstchunk.models.joint.all_structures`).
+  (the model's own enumerator :func:`fstchunk.models.joint.structure.scored_structures`).
+
+The library's own enumerations (``Lattice.enumerate()``, ``enumerate_segments``,
+``Parts.enumerate``) are checked against these definitions in
+tests/test_house_oracles.py, which holds every fast path to them.
 """
 
 import functools
@@ -151,27 +156,42 @@ def all_utilities(seqs, beta):
 
 def all_utilities_by_count(seqs, beta):
     """E[F_β(x | ·)] for EVERY valid x, in the order of ``seqs``, without the V x V
-    matrix: by linearity of F in tp for fixed chunk counts,
+    matrix: :func:`utilities_of` with the sequences' own chunk sets as hypotheses.
+    Agrees with :func:`all_utilities` (the definition) wherever that one fits in memory."""
+    return utilities_of([c for _, c, _ in seqs], seqs, beta)
+
+
+def utilities_of(hyps, seqs, beta):
+    """E_y[F_β(x | y)] of every chunk set x in ``hyps`` (any chunkings, in or out of the
+    support), y ~ the law of ``seqs``: by linearity of F in tp for fixed chunk counts,
 
         U(x) = (1+β²) Σ_{c ∈ x} Σ_m Pr(c ∈ y, m(y) = m) / (m(x) + β² m)   (m(x) > 0),
         U(∅) = Pr(m(y) = 0), or 1 at β = 0                                (0/0 := 1),
 
-    with Pr(c ∈ y, m(y) = m) summed over the enumerated sequences.  Agrees with
-    :func:`all_utilities` (the definition) wherever that one fits in memory."""
-    B, p = _chunk_bits(seqs)
-    m = B.sum(axis=1).astype(int)
-    C = int(m.max()) + 1 if len(m) else 1
+    with Pr(c ∈ y, m(y) = m) summed over the enumerated sequences."""
+    spans = sorted({c for _, cs, _ in seqs for c in cs} | {c for h in hyps for c in h})
+    col = {c: i for i, c in enumerate(spans)}
+
+    def bits(sets):
+        B = np.zeros((len(sets), len(spans)))
+        for r, cs in enumerate(sets):
+            B[r, [col[c] for c in cs]] = 1
+        return B
+    By, Bx = bits([cs for _, cs, _ in seqs]), bits(hyps)
+    p = np.array([q for _, _, q in seqs])
+    my, mx = By.sum(axis=1).astype(int), Bx.sum(axis=1)
+    C = int(my.max()) + 1 if len(my) else 1
     by_count = np.zeros((len(seqs), C))
-    by_count[np.arange(len(seqs)), m] = p                # p(y) in column m(y)
-    joint = B.T @ by_count                               # Pr(c ∈ y, m(y) = j)
-    tp_by_count = B @ joint                              # E[tp(x, y) 1{m(y) = j}]
+    by_count[np.arange(len(seqs)), my] = p               # p(y) in column m(y)
+    joint = By.T @ by_count                              # Pr(c ∈ y, m(y) = j)
+    tp_by_count = Bx @ joint                             # E[tp(x, y) 1{m(y) = j}]
     j = np.arange(C, dtype=float)
-    den = m[:, None] + beta ** 2 * j[None, :]
+    den = mx[:, None] + beta ** 2 * j[None, :]
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(den > 0, (1 + beta ** 2) * tp_by_count / np.where(den > 0, den, 1),
                          0.0)
     u = terms.sum(axis=1)
-    return np.where(m == 0, p[m == 0].sum() if beta else 1.0, u)
+    return np.where(mx == 0, p[my == 0].sum() if beta else 1.0, u)
 
 
 def brute_chunk_marginals(seqs, types, n):
@@ -209,10 +229,9 @@ def path_score_bound(emissions, transitions, start, end):
 
 
 def brute_joint(parts, c, p, outside):
-    from fstchunk.models import joint as J
-    ys = list(J.all_structures(parts.shape[0], c, p, outside))
-    sc = np.array([J.structure_score(parts, y) for y in ys])
-    return ys, sc
+    from fstchunk.models.joint.structure import scored_structures
+    assert parts.shape[1:] == (c, p)
+    return scored_structures(parts, outside)
 
 
 #: a tiny corpus (word, POS, IOB2 chunk tag) for command-line tests

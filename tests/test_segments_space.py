@@ -1,13 +1,11 @@
 """The segment space (fstchunk.segments.space) against brute-force enumeration."""
 
-import itertools
-
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from fstchunk.errors import InputError
-from fstchunk.segments import space
+from fstchunk.segments import enumerate_segments, space
 from fstchunk.segments.space import (RESTRICTIONS, kbest, kbest_fst, parse_restrictions,
                                      restrict, segment_space_fst)
 
@@ -21,20 +19,10 @@ def random_scores(n, T=2, seed=0, p_forbid=0.15):
 
 
 def enumerate_all(a, max_gap=None):
-    """Every (score, t, positions) with finite score, by the formula, best first."""
-    T, n = a.shape[0], a.shape[1] - 2
-    out = []
-    for t in range(T):
-        for m in range(1, n + 1):
-            for members in itertools.combinations(range(1, n + 1), m):
-                if max_gap is not None and any(i - j - 1 > max_gap
-                                               for j, i in zip(members, members[1:])):
-                    continue
-                idx = (0,) + members + (n + 1,)
-                s = sum(a[t, j, i] for j, i in zip(idx, idx[1:]))
-                if s > -np.inf:
-                    out.append((float(s), t, tuple(i - 1 for i in members)))
-    return sorted(out, key=lambda x: (-x[0], x[1], tuple(reversed(x[2]))))
+    """Every (score, t, positions) with finite score, by the formula, best first:
+    :func:`fstchunk.segments.enumerate_segments` (held to the formula in
+    tests/test_house_oracles_structures.py)."""
+    return enumerate_segments(a, max_gap)
 
 
 def assert_same(got, want):

@@ -112,7 +112,14 @@ def gauge(layers: Layers) -> Layers:
 def entropy(chain: Layers) -> float:
     """H(y) = −Σ_y Pr(y) log Pr(y) of a stochastic chain (:func:`gauge`'s layers, rows
     log-summing to 0): Σ_i Σ_p π_{i−1}(p) · H(K_i(p, ·)) with π the forward state
-    distribution (the chain rule); every term is a probability times its log."""
+    distribution (the chain rule); every term is a probability times its log.  That is
+    the entropy of the state paths, H(y) only where each tag sequence has one path:
+    InputError otherwise (:func:`tag_deterministic`)."""
+    if not tag_deterministic(chain):
+        raise InputError("entropy: this lattice has several state paths for one tag "
+                         "sequence (a machine with several states per tag, e.g. the joint "
+                         "model's chunk layer), so H(y) of its tags is not a chain's entropy "
+                         "and is not computed; a lattice from score arrays has it")
     x, h = np.ones(1), 0.0
     for w in chain.weights:
         K = np.exp(w)
@@ -121,6 +128,17 @@ def entropy(chain: Layers) -> float:
         h += float(x @ rows)
         x = x @ K
     return max(h, 0.0)
+
+
+def tag_deterministic(layers: Layers) -> bool:
+    """Whether every tag sequence has at most one path: from the start and from every
+    state, the arcs of finite weight lead to states of distinct tags."""
+    for w, lab in zip(layers.weights, layers.labels):
+        lab = np.asarray(lab)
+        onehot = lab[:, None] == np.unique(lab)[None, :]
+        if (np.isfinite(w).astype(int) @ onehot > 1).any():
+            return False
+    return True
 
 
 def restrict(layers: Layers, allowed: np.ndarray) -> Layers:

@@ -16,10 +16,10 @@ learner) is :mod:`fstchunk.models.segment`, above this package.
 """
 
 from ..namespace import public_dir
-from .space import (RESTRICTIONS, kbest, kbest_fst, parse_restrictions, restrict,
-                    segment_score, segment_space_fst)
+from .space import (RESTRICTIONS, enumerate_segments, kbest, kbest_fst, parse_restrictions,
+                    restrict, segment_score, segment_space_fst)
 
-__all__ = ["RESTRICTIONS", "kbest", "kbest_fst", "parse_restrictions", "restrict",
-           "segment_score", "segment_space_fst"]
+__all__ = ["RESTRICTIONS", "enumerate_segments", "kbest", "kbest_fst", "parse_restrictions",
+           "restrict", "segment_score", "segment_space_fst"]
 
 __dir__ = public_dir(globals(), __all__)

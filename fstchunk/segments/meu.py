@@ -33,10 +33,12 @@ model is the assumption this decoder is exact under, not a property of the data.
 
 from __future__ import annotations
 
-from typing import Sequence
+import itertools
+from typing import Iterator, Sequence
 
 import numpy as np
 
+from ..enumeration import LIMIT, check_size
 from ..errors import InputError
 from ..fbeta import to_beta_sq
 
@@ -115,6 +117,19 @@ def expected_f(p: Sequence[float], chosen: Sequence[int], beta: float = 1.0) -> 
     with np.errstate(divide="ignore", invalid="ignore"):
         f = np.where(den > 0, (1 + beta_sq) * tp / np.where(den > 0, den, 1.0), 1.0)
     return float(a @ f @ b)
+
+
+def enumerate_sets(p: Sequence[float], limit: int = LIMIT
+                   ) -> Iterator[tuple[tuple[int, ...], float]]:
+    """Every gold set G ⊆ candidates of non-zero probability, with
+    Pr(G) = Π_{i∈G} p_i · Π_{i∉G} (1 − p_i) (independent decisions), subsets in
+    binary order: the oracle of :func:`expected_f`, :func:`expected_f_by_size` and
+    :func:`meu_set` (U(S) = Σ_G Pr(G)·F_β(S | G)).  InputError above ``limit`` sets."""
+    p = _check_probs(p)
+    check_size(2.0 ** len(p), limit, f"the gold sets of {len(p)} candidates", "sets")
+    probs = ((z, float(np.prod(np.where(z, p, 1 - p))))
+             for z in itertools.product((False, True), repeat=len(p)))
+    return ((tuple(i for i, b in enumerate(z) if b), pr) for z, pr in probs if pr > 0)
 
 
 def platt_fit(scores: Sequence[float], labels: Sequence[bool], iters: int = 100

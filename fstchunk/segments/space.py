@@ -53,6 +53,7 @@ import numpy as np
 import pynini
 
 from .. import fsa
+from ..enumeration import LIMIT, check_size
 from ..errors import InputError
 
 #: (score, type index, 0-based positions)
@@ -175,6 +176,33 @@ def segment_score(arc_scores, type_index: int, positions: Sequence[int]) -> floa
 
 def _order_key(s: Scored) -> tuple:
     return (-s[0], s[1], tuple(reversed(s[2])))
+
+
+def enumerate_segments(arc_scores, max_gap: int | None = None, limit: int = LIMIT
+                       ) -> list[Scored]:
+    """Every segment ``(score, type_index, positions)`` of finite score, by the
+    formula s(t, i) = Σ_j arc[t, i_{j−1}, i_j] (:func:`segment_score`), in
+    :func:`kbest`'s order: the oracle of :func:`kbest` and :func:`kbest_fst`
+    (``kbest(a, k) == enumerate_segments(a)[:k]``).  InputError above ``limit``
+    segments (T·(2^n − 1) without ``max_gap``)."""
+    a = _check(arc_scores, None, max_gap)
+    T, n = a.shape[0], a.shape[1] - 2
+    ways = np.zeros(n + 1)                   # ways[i]: member chains ending at index i
+    ways[0] = 1.0
+    for i in range(1, n + 1):
+        ways[i] = ways[_sources(i, max_gap)].sum()
+    check_size(T * ways[1:].sum(), limit, f"the segment space of {n} tokens and {T} types",
+               "segments")
+    out, stack = [], [(i,) for i in range(n, 0, -1)]
+    while stack:
+        m = stack.pop()
+        for t in range(T):
+            score = segment_score(a, t, [i - 1 for i in m])
+            if score > -np.inf:
+                out.append((score, t, tuple(i - 1 for i in m)))
+        hi = n if max_gap is None else min(n, m[-1] + 1 + max_gap)
+        stack.extend(m + (i,) for i in range(hi, m[-1], -1))
+    return sorted(out, key=_order_key)
 
 
 def segment_symbols(types: Sequence[str], n: int) -> pynini.SymbolTable:

@@ -34,6 +34,9 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from ...engine.chain import logsumexp
+from ...enumeration import LIMIT, check_size
+
 KINDS = ("node", "trans", "start", "end", "ctrans")
 
 
@@ -60,6 +63,15 @@ class Parts:
         """All parts of an n-token sentence with c chunk and p POS labels, zero."""
         return cls(np.zeros((n, c, p)), np.zeros((n, c, p, p)), np.zeros((n, c)),
                    np.zeros((n, c)), np.zeros((n, c, c)))
+
+    def enumerate(self, outside: int, limit: int = LIMIT) -> Iterator[tuple["Structure", float]]:
+        """Every structure y of non-zero weight (O→O excluded; ``outside`` the O
+        label) with log Pr(y) = score(y) − log Z, score by :func:`structure_score`:
+        the oracle of :mod:`.dp` and :mod:`.machine` for small sentences.
+        InputError above ``limit`` structures."""
+        ys, sc = scored_structures(self, outside, limit)
+        logz = float(logsumexp(sc)) if len(sc) else -np.inf
+        return ((y, float(s - logz)) for y, s in zip(ys, sc) if s > -np.inf)
 
     def scaled(self, factor: float) -> "Parts":
         """Every part score times ``factor`` > 0 (−inf stays −inf): the scores
@@ -119,6 +131,28 @@ def all_structures(n: int, c: int, p: int, outside: int) -> Iterator[Structure]:
             segs = tuple((C, q, e) for C, (q, e) in zip(labels, spans))
             for pos in itertools.product(range(p), repeat=n):
                 yield Structure(pos, segs)
+
+
+def structure_count(n: int, c: int, p: int, outside: int) -> float:
+    """How many structures :func:`all_structures` lists: p^n times the labelled
+    segmentations with no two adjacent O segments (a DP over the last segment's end)."""
+    inner, out = np.zeros(n + 1), np.zeros(n + 1)  # ending at e in a non-O / O segment
+    for e in range(1, n + 1):
+        before = 1.0 + (inner[1:e] + out[1:e]).sum()             # the start, or any end q
+        inner[e] = (c - (0 <= outside < c)) * before
+        out[e] = (0 <= outside < c) * (1.0 + inner[1:e].sum())
+    return float(p) ** n * (inner[n] + out[n])
+
+
+def scored_structures(parts: Parts, outside: int, limit: int = LIMIT
+                      ) -> tuple[list[Structure], np.ndarray]:
+    """Every structure of ``parts``'s sentence and its score (−inf included):
+    :func:`all_structures` and :func:`structure_score`, the size checked first."""
+    n, c, p = parts.shape
+    check_size(structure_count(n, c, p, outside), limit,
+               f"the structures of {n} tokens, {c} chunk and {p} POS labels", "structures")
+    ys = list(all_structures(n, c, p, outside))
+    return ys, np.array([structure_score(parts, y) for y in ys])
 
 
 def chunk_tag_names(chunk_labels: Sequence[str], outside: int) -> list[list[str]]:
