@@ -42,26 +42,19 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from . import encodings as enc
 from .blas import one_blas_thread
 from .decode import decode_meu, decode_meu_corpus
 from .engine import inference
-from .engine import meu_batch
-from .engine.meu import MEUResult, exact_meu, map_certified
-from .engine.meu_batch import table_bytes
 from .engine.ragged import RaggedBatch
 from .errors import InputError
 from .fbeta import check_beta, to_beta_sq
 from .segments.meu import meu_set
 from .lattice import Decoding, Lattice
-from .lattices import apply, of_batch, tag_lists
+from .lattices import (apply, kbest_decisions, meu_decisions, no_path, of_batch,
+                       tag_lists)
 
 #: name -> decoder class, in the order the CLI lists them
 REGISTRY: dict[str, type["Decoder"]] = {}
-#: sentences up to this length are decided by the batched exact MEU
-#: (:mod:`fstchunk.engine.meu_batch`, dense span tables); longer ones, one at a time,
-#: by the pruned search (:func:`fstchunk.engine.meu.exact_meu`)
-DENSE_MAX_N = 100
 
 
 class Decoder:
@@ -140,11 +133,6 @@ class Decoder:
         return hash((type(self), tuple(getattr(self, k) for k in self.settings)))
 
 
-def _no_path(best: np.ndarray) -> None:
-    if not np.all(np.isfinite(best)):
-        raise InputError("the lattice gives no weight to any valid sequence")
-
-
 # ---------------------------------------------------------------------- decoders
 class MAP(Decoder):
     """Viterbi: the most probable valid sequence; score log Pr(y)."""
@@ -158,7 +146,7 @@ class MAP(Decoder):
 
     def decode_batch(self, batch: RaggedBatch, value: bool = True) -> list[Decoding]:
         paths, best = inference.viterbi(batch)
-        _no_path(best)
+        no_path(best)
         logz = inference.transfer_of(batch).logz
         return [Decoding(t, float(s - z)) for t, s, z in zip(tag_lists(paths, batch), best, logz)]
 
@@ -168,7 +156,7 @@ class MAP(Decoder):
 
         def batched(batch: RaggedBatch) -> list[list[str]]:
             paths, best = inference.viterbi(batch)
-            _no_path(best)
+            no_path(best)
             return tag_lists(paths, batch)
         return apply(lattices, batched, lambda i: lattices[i].map().tags, errors)
 
@@ -216,50 +204,8 @@ class MEU(Decoder):
         return sorted(chosen, key=lambda i: -probabilities[i])
 
     def decode_batch(self, batch: RaggedBatch, value: bool = True) -> list[Decoding]:
-        """MAP and log Z of the batch at once; a sentence whose MAP chunking the
-        certificate proves optimal (:func:`fstchunk.engine.meu.map_certified`) is
-        decided; the others together on the batched search
-        (:func:`fstchunk.engine.meu_batch.decide`), or, longer than
-        :data:`DENSE_MAX_N` tokens or over the memory budget, each on the pruned
-        per-sentence search (:func:`fstchunk.engine.meu.exact_meu`).  ``value``: the
-        certified decisions' E[F_β] computed exactly (else NaN)."""
-        paths, best = inference.viterbi(batch)
-        _no_path(best)
-        ops = inference.transfer_of(batch)
-        sp, w = batch.space, to_beta_sq(self.beta)
-        types, lens = sp.types, batch.lengths
-        chunks = [[(types.index(t), s, e) for t, s, e in enc.tags_to_chunks(tags, sp.scheme)]
-                  for tags in tag_lists(paths, batch)]
-        if w == 0:                       # F_0 = precision: the empty set, F = 0/0 := 1
-            return [Decoding(enc.chunks_to_tags([], int(n), sp.scheme), 1.0, 0.0) for n in lens]
-        ok = map_certified(np.exp(best - ops.logz), [len(c) for c in chunks], w)
-        out: list = [None] * batch.B
-        results: dict = {}
-        lats = of_batch(batch) if not ok.all() else None
-        budget = self.memory_budget
-        dense = [b for b in np.flatnonzero(~ok) if lens[b] <= DENSE_MAX_N and
-                 (budget is None or table_bytes(int(lens[b]), 40, len(types)) <= budget)]
-        values = np.full(batch.B, np.nan)        # E[F_β] of the certified MAP chunkings
-        if value and ok.any():
-            fixed = [chunks[b] if ok[b] else [] for b in range(batch.B)]
-            got = inference.expected_f_batch(ops, batch, fixed, w)
-            values[ok] = np.array([r.f for r in got])[ok]
-        for b in np.flatnonzero(ok):
-            results[b] = MEUResult(chunks[b], float(values[b]), 0.0, 0, 0)
-        for b in np.flatnonzero(~ok):
-            if b not in dense:
-                results[b] = exact_meu(lats[b], w, chunks[b], memory_budget=budget)
-        if dense:
-            sub = batch.take(dense)
-            sub_ops = inference.transfer_of(sub)
-            sub_chunks = [chunks[b] for b in dense]      # U(MAP): the search's lower bound
-            lower = [r.f for r in inference.expected_f_batch(sub_ops, sub, sub_chunks, w)]
-            got = meu_batch.decide(sub_ops, sub, w, sub_chunks, np.array(lower))
-            results.update(zip(dense, got))
-        for b, res in results.items():
-            out[b] = Decoding(enc.chunks_to_tags([(types[t], s, e) for t, s, e in res.chunks],
-                                                 int(lens[b]), sp.scheme), res.value, res.gap)
-        return out
+        """The batched exact MEU (:func:`fstchunk.lattices.meu_decisions`)."""
+        return meu_decisions(batch, to_beta_sq(self.beta), value, self.memory_budget)
 
     def tags(self, lattices: Sequence[Lattice], errors: str = "raise") -> list:
         lattices = list(lattices)
@@ -270,8 +216,9 @@ class MEU(Decoder):
 
 
 class MEUKBest(Decoder):
-    """The ``k`` best paths of the lattice machine reranked by exact E[F_β]; no
-    certificate (gap = inf)."""
+    """The ``k`` best paths reranked by exact E[F_β] (the first best kept); no
+    certificate (gap = inf).  Dense chains: the batched list Viterbi in float64
+    (:func:`fstchunk.lattices.kbest_decisions`); machines: OpenFst's n-shortest."""
     name = "meu-kbest"
     returns = "E[F_β(x | y)]"
     settings = ("beta", "k", "memory_budget")
@@ -286,6 +233,9 @@ class MEUKBest(Decoder):
     def decode_one(self, lattice: Lattice) -> Decoding:
         return decode_meu(lattice, beta=self.beta, method="kbest", k=self.k,
                           memory_budget=self.memory_budget)
+
+    def decode_batch(self, batch: RaggedBatch, value: bool = True) -> list[Decoding]:
+        return kbest_decisions(batch, to_beta_sq(self.beta), self.k)
 
 
 class MEUCorpus(Decoder):

@@ -68,6 +68,39 @@ def viterbi(batch: RaggedBatch) -> tuple[np.ndarray, np.ndarray]:
     return paths, best
 
 
+def kbest(batch: RaggedBatch, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(paths (B, k, n), scores (B, k)): the k best valid paths of each sentence, best
+    first (list Viterbi: per token and tag the k best (previous tag, rank) extensions;
+    ties in the order of (previous tag, rank)), −inf scores where a sentence has fewer
+    than k valid paths.  Distinct rows are distinct tag sequences (a state is a tag)."""
+    em, lens = batch.em, batch.lengths
+    B, n, L = em.shape
+    D = np.full((B, L, k), -np.inf)
+    D[:, :, 0] = batch.start[None, :] + em[:, 0]
+    back = np.zeros((B, n, L, k), dtype=np.intp)        # previous tag · k + previous rank
+    keep = np.arange(L * k).reshape(L, k)                 # a sentence past its end
+    rows = np.arange(B)
+    for i in range(1, n):
+        cand = D[:, :, None, :] + (batch.trans[None, :, :, None] + em[:, i, None, :, None])
+        cand = cand.transpose(0, 2, 1, 3).reshape(B, L, L * k)     # (B, tag, prev·k + rank)
+        idx = np.argsort(-cand, axis=2, kind="stable")[:, :, :k]
+        new = np.take_along_axis(cand, idx, axis=2)
+        ended = lens <= i
+        new[ended], idx[ended] = D[ended], keep
+        D, back[:, i] = new, idx
+    total = (D + batch.end[None, :, None]).reshape(B, L * k)
+    idx = np.argsort(-total, axis=1, kind="stable")[:, :k]
+    scores = np.take_along_axis(total, idx, axis=1)
+    paths = np.zeros((B, k, n), dtype=np.intp)
+    tag, rank = idx // k, idx % k
+    paths[:, :, n - 1] = tag
+    for i in range(n - 1, 0, -1):
+        prev = back[rows[:, None], i, tag, rank]
+        tag, rank = prev // k, prev % k
+        paths[:, :, i - 1] = tag
+    return paths, scores
+
+
 def transfer_of(batch: RaggedBatch):
     """The forward-backward transfer operators of the batch
     (:func:`fstchunk.engine.batched.transfer`, with the sentences' lengths)."""
