@@ -20,12 +20,12 @@ from typing import Sequence
 
 import numpy as np
 
-from fstchunk import encodings as enc
-from fstchunk.confidence import scored_chunks
-from fstchunk.conll import Sentence
-from fstchunk.decode import decode_map
-from fstchunk.lattice import Lattice
+from fstchunk.decoding.confidence import scored_chunks
+from fstchunk.decoding.decode import decode_map
+from fstchunk.io.conll import Sentence
 from fstchunk.models.crf import CRF
+from fstchunk.schemes import encodings as enc
+from fstchunk.structures.lattice import Lattice
 
 
 def carried_theta(old: CRF, new: CRF) -> tuple[np.ndarray, int]:
@@ -83,7 +83,7 @@ def partial_cells(lattice: Lattice, gold: Sequence[str], p_min: float, kept: str
 
     x̂ = the model's MAP tags.  A token is *confident* when it lies in a chunk c of x̂
     with Pr(c ∈ chunks(y)) ≥ ``p_min`` (the exact chunk marginal,
-    :func:`fstchunk.confidence.scored_chunks`), or x̂ tags it O with the token marginal
+    :func:`fstchunk.decoding.confidence.scored_chunks`), or x̂ tags it O with the token marginal
     Pr(y_i = O) ≥ ``p_min``.  Every other token is *unsure*: the annotator labels it;
     whole chunks are the unit of annotation, so every gold chunk that touches a
     labelled token is labelled whole, and a confident chunk of x̂ that touches a

@@ -3,7 +3,7 @@
 Start from a random ``--start`` share of the training sentences (the seed; the same
 start, and the same round-0 model, for every strategy); each round trains a CRF on the
 sentences annotated so far, scores it on the test file (MAP, conlleval F), and adds
-``--step`` of the training set chosen by the strategy (:mod:`fstchunk.selection`, what
+``--step`` of the training set chosen by the strategy (:mod:`fstchunk.decoding.selection`, what
 ``fstchunk select`` runs): ``expected-f`` (lowest E[F] of the model's own MEU decision),
 ``entropy`` (highest mean token entropy) or ``random``, until ``--until``.  Round 0
 trains ``--first-iter`` L-BFGS iterations from θ = 0; every later round trains
@@ -41,10 +41,10 @@ from active_sim import partial_cells, round_rng, warm_start, with_cells
 from common import Timer, data_path
 from fstchunk import evaluate
 from fstchunk.engine.chain import viterbi
-from fstchunk.conll import read_conll
+from fstchunk.io.conll import read_conll
 from fstchunk.models.base import gold_tags
 from fstchunk.models.crf import CRF
-from fstchunk.selection import STRATEGIES, pick, scores
+from fstchunk.decoding.selection import STRATEGIES, pick, scores
 
 CORPORA = {"ned": ("conll2002", "ned.train", "ned.testb", "ner"),
            "conll2000": ("conll2000", "train.txt", "test.txt", "tmpt3")}

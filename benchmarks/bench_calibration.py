@@ -1,10 +1,10 @@
 """Calibration of entity confidences (issue 35, part 5): reliability tables, ECE and MCE.
 
 Each chunk a decoder predicts (MAP, MEU for F1) gets its confidence p = Pr(chunk ∈ y),
-its exact chunk marginal (:func:`fstchunk.confidence.scored_chunks`), and an outcome:
+its exact chunk marginal (:func:`fstchunk.decoding.confidence.scored_chunks`), and an outcome:
 whether the chunk (type, start, end) is in the gold.  Per model, split and decoder: the
 reliability table (10 equal bins: count, mean confidence, accuracy), the expected and
-maximum calibration errors (:mod:`fstchunk.calibration`) with their bootstrap standard
+maximum calibration errors (:mod:`fstchunk.evaluation.reliability`) with their bootstrap standard
 errors over sentences, and, as a decoder-free variant, every chunk of marginal ≥
 ``--all-min`` (the marginals themselves, predicted or not).
 
@@ -30,15 +30,15 @@ from pathlib import Path
 import numpy as np
 
 from common import Timer, data_path, write_section
-from fstchunk import encodings as enc
-from fstchunk.calibration import Reliability, bootstrap, reliability
-from fstchunk.confidence import scored_chunks
-from fstchunk.conll import read_conll
-from fstchunk.decoders import decoder as get_decoder
+from fstchunk.schemes import encodings as enc
+from fstchunk.evaluation.reliability import Reliability, bootstrap, reliability
+from fstchunk.decoding.confidence import scored_chunks
+from fstchunk.io.conll import read_conll
+from fstchunk.decoding.decoders import decoder as get_decoder
 from fstchunk import evaluate
-from fstchunk.gold import check_gold
+from fstchunk.io.gold import check_gold
 from fstchunk.models import load_model
-from fstchunk.scorefile import load_lattices
+from fstchunk.models.scorefile import load_lattices
 
 CORPORA = {"conll2000": ("tmpt3", ("conll2000", "train.txt"), ("conll2000", "dev.txt"),
                          ("conll2000", "test.txt")),
@@ -169,10 +169,10 @@ HEAD = ["| corpus | model | split (sentences) | chunks of | F | chunks | mean p 
         "| ECE (%) | MCE (%) |", "|---|---|---|---|---|---|---|---|---|---|"]
 DEFINITIONS = (
     "Confidence of a chunk: its exact marginal Pr(chunk ∈ y) under the model "
-    "(`fstchunk.confidence.scored_chunks`); outcome: the chunk (type, start, end) is in "
+    "(`fstchunk.decoding.confidence.scored_chunks`); outcome: the chunk (type, start, end) is in "
     "the gold. ECE = Σ_b (n_b/N)|acc_b − conf_b| over 10 equal bins, MCE the largest "
     "non-empty bin's gap, whatever its count, so the sparse low-confidence bins drive it and "
-    "its error (`fstchunk.calibration`); ± the bootstrap standard error over sentences "
+    "its error (`fstchunk.evaluation.reliability`); ± the bootstrap standard error over sentences "
     "({resamples} resamples). Rows `all p ≥ {all_min}`: every chunk of "
     "marginal at least that, decoded or not.")
 
@@ -220,7 +220,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="first N sentences of each split")
     ap.add_argument("--plot", default=str(PLOT))
     ap.add_argument("--no-write", action="store_true", help="print, do not write RESULTS.md")
-    ap.add_argument("--scores", help="instead: a score file (fstchunk.scorefile) of the "
+    ap.add_argument("--scores", help="instead: a score file (fstchunk.models.scorefile) of the "
                                      "first sentences of --gold, e.g. the transformers "
                                      "example's --scores")
     ap.add_argument("--gold", help="with --scores: the CoNLL file of its sentences (IOB2)")

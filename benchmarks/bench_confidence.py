@@ -2,7 +2,7 @@
 
 Decodes a test set with each decoder three times in one process — tags only (the
 CoNLL output's work), tags plus each chunk's p (``--format jsonl``), and tags, p and
-token marginals (``--marginals``) — through :func:`fstchunk.batch.iter_decode_sentences`,
+token marginals (``--marginals``) — through :func:`fstchunk.decoding.batch.iter_decode_sentences`,
 the path the CLI takes, and reports the seconds and the ratio to tags only.  The
 model: the counting HMM fitted on the training set (no tuning; δ = 0.1, min_count =
 2), or a saved model with ``--model``.  Also checks that every p equals the dense
@@ -17,9 +17,9 @@ import argparse
 import os
 
 from common import Timer, data_path, write_section
-from fstchunk import encodings as enc
-from fstchunk.batch import iter_decode_sentences
-from fstchunk.conll import read_conll
+from fstchunk.schemes import encodings as enc
+from fstchunk.decoding.batch import iter_decode_sentences
+from fstchunk.io.conll import read_conll
 from fstchunk.models import load_model
 from fstchunk.models.hmm import HMM
 

@@ -19,7 +19,7 @@ F − ℓ + R has the mean E[F] and only the curvature's share of the noise); th
 differences E[F(D)] − R(D) and between decisions are paired (the same sampled
 corpora).  The sampler is checked against the exact expectations: the sampled mean
 of Σ tp and of Σ m(y) against Σ E[tp] and Σ E[m(y)] (z-scores).  F_β is
-``fstchunk.scoring.f_beta`` (β = 1).
+``fstchunk.evaluation.chunks.f_beta`` (β = 1).
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ import numpy as np
 
 from common import Timer, data_path, write_section
 from fstchunk import decode_map, decode_meu, decode_meu_corpus, expected_f
-from fstchunk import encodings as enc
+from fstchunk.schemes import encodings as enc
 from fstchunk import read_conll
-from fstchunk.scoring import f_beta
+from fstchunk.evaluation.chunks import f_beta
 from fstchunk import load_model
-from fstchunk.parallel import single_threaded_blas
+from fstchunk.runtime.parallel import single_threaded_blas
 
 BETA = 1.0
 

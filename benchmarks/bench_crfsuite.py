@@ -26,9 +26,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import Timer, data_path, write_section  # noqa: E402
-from fstchunk import encodings as enc  # noqa: E402
-from fstchunk.conll import read_conll  # noqa: E402
-from fstchunk.decode import decode_map, decode_meu  # noqa: E402
+from fstchunk.schemes import encodings as enc  # noqa: E402
+from fstchunk.io.conll import read_conll  # noqa: E402
+from fstchunk.decoding.decode import decode_map, decode_meu  # noqa: E402
 from fstchunk import evaluate  # noqa: E402
 from fstchunk.models.crfsuite_import import from_crfsuite  # noqa: E402
 from fstchunk.models.features import token_features  # noqa: E402

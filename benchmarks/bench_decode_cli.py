@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 
 from common import data_path, machine, write_section
-from fstchunk.conll import read_conll
-from fstchunk.crfsuite.data import escape
+from fstchunk.io.conll import read_conll
+from fstchunk.io.crfsuite.data import escape
 
 #: the peer: python-crfsuite tagging a CRFsuite data file (what a user's script does)
 PEER = r'''

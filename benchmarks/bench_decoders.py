@@ -21,13 +21,13 @@ import sys
 from dataclasses import dataclass
 
 from common import RESULTS, Timer, data_path, decoder_for, peak_rss_mb, write_section
-from fstchunk import decode as dec
-from fstchunk import encodings as enc
+from fstchunk.decoding import decode as dec
+from fstchunk.schemes import encodings as enc
 from fstchunk import read_conll
 from fstchunk import evaluate
 from fstchunk.models import ChunkModel, load_model
 from fstchunk import HMM
-from fstchunk.parallel import map_sentences, single_threaded_blas, usable_cores
+from fstchunk.runtime.parallel import map_sentences, single_threaded_blas, usable_cores
 
 CORPORA = {"conll2000": (("conll2000", "train.txt"), ("conll2000", "test.txt")),
            "ned": (("conll2002", "ned.train"), ("conll2002", "ned.testb"))}

@@ -22,7 +22,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from bench_sklearn import featurize                   # noqa: E402
 from common import data_path, machine, write_section  # noqa: E402
-from fstchunk.conll import read_conll                 # noqa: E402
+from fstchunk.io.conll import read_conll                 # noqa: E402
 
 
 def main() -> None:

@@ -18,10 +18,11 @@ import sys
 import numpy as np
 
 from common import Timer, data_path, peak_rss_mb, write_section
-from fstchunk import Lattice, TagSet, encodings as enc, expected_f
+from fstchunk import Lattice, TagSet, expected_f
+from fstchunk.schemes import encodings as enc
 from fstchunk import read_conll
-from fstchunk.scoring import f_beta
-from fstchunk.parallel import map_sentences, usable_cores
+from fstchunk.evaluation.chunks import f_beta
+from fstchunk.runtime.parallel import map_sentences, usable_cores
 
 TYPES = "ADJP ADVP CONJP INTJ LST NP PP PRT SBAR UCP VP".split()
 TAGS = TagSet("IOB2", TYPES).tags

@@ -31,8 +31,8 @@ from fstchunk import read_conll
 from fstchunk import decode_meu
 from fstchunk.models import joint as J
 from fstchunk.models.joint.train import ALGORITHMS
-from fstchunk.parallel import usable_cores
-from fstchunk.scale import LocalExecutor
+from fstchunk.runtime.parallel import usable_cores
+from fstchunk.runtime.scale import LocalExecutor
 
 # Table 7 (POS acc., NP acc., NP F1; None = N/A or "given") and Table 8 iterations.
 PAPER = {

@@ -1,5 +1,5 @@
 """Training layouts (issue 32, item 2): the figures behind the thresholds of
-:mod:`fstchunk.layout`, the size of the record in a model file and the cost of the check.
+:mod:`fstchunk.io.layout`, the size of the record in a model file and the cost of the check.
 
 For each pairing of a training file's column with an input's column: the share of the
 input's first 1000 tokens seen in training and the distinct values among them, and the
@@ -17,9 +17,9 @@ import json
 import numpy as np
 
 from common import Timer, data_path, write_section
-from fstchunk.columns import Columns
-from fstchunk.conll import Sentence, read_conll
-from fstchunk.layout import HEAD_TOKENS, Layout, head, looks_like
+from fstchunk.io.columns import Columns
+from fstchunk.io.conll import Sentence, read_conll
+from fstchunk.io.layout import HEAD_TOKENS, Layout, head, looks_like
 
 
 def project(sents, cols):

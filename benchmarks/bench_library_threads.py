@@ -18,7 +18,7 @@ BLAS's default thread count, time:
 
 Each figure is the median of ``--repeats`` runs, the API and CLI runs interleaved.
 Then, in this checkout: the two API calls with the limit set to 1, 2, … up to the
-usable cores (``fstchunk.blas.LIMIT``), and the limit's own cost per call, against
+usable cores (``fstchunk.core.blas.LIMIT``), and the limit's own cost per call, against
 threadpoolctl's ``threadpool_limits``.
 """
 
@@ -69,7 +69,7 @@ def _api(model_path: str, doc: str, repeats: int, limits: str) -> None:
     out: dict = {}
     for limit in limits.split(","):
         if limit != "-":
-            import fstchunk.blas as blas
+            import fstchunk.core.blas as blas
             blas.LIMIT = int(limit)
 
         def expected():
@@ -120,7 +120,7 @@ def overhead() -> list[str]:
     """The limit's own cost per call (µs), nested and outermost, against threadpoolctl."""
     from threadpoolctl import threadpool_limits
     import fstchunk  # noqa: F401  (the libraries a user's process has loaded)
-    from fstchunk.blas import ONE_THREAD, one_blas_thread
+    from fstchunk.core.blas import ONE_THREAD, one_blas_thread
 
     @one_blas_thread
     def limited():
@@ -209,7 +209,7 @@ def main() -> None:
         "library; the CLI limited its whole run); `after`: this checkout; " + load + ".", "",
         *rows, "",
         "The limit's value, chosen by measurement (this checkout, the same two API "
-        "calls with `fstchunk.blas.LIMIT` = k):", "", *lrows, "",
+        "calls with `fstchunk.core.blas.LIMIT` = k):", "", *lrows, "",
         "The limit's own cost:", "", *orows])
     print(body)
     if not args.no_write:

@@ -39,13 +39,13 @@ import numpy as np
 from common import RESULTS, Timer, data_path, peak_rss_mb, write_section
 from fstchunk import read_conll
 from fstchunk import decode_sentences
-from fstchunk.scoring import evaluate, read_chunks
+from fstchunk.evaluation.chunks import evaluate, read_chunks
 from fstchunk import CRF
 from fstchunk.learn.objectives import MAX_MARGIN, ML
 from fstchunk.models.maxmargin import l2_to_c
 
 MM_L2 = MAX_MARGIN.default_l2
-from fstchunk.parallel import single_threaded_blas
+from fstchunk.runtime.parallel import single_threaded_blas
 
 SCHEMES = ("IOB1", "IOB2", "IOE1", "IOE2", "IOBES", "IOBES2", "IOBES3")
 TEMPLATES = ("tmpt1", "tmpt2", "tmpt3", "tmpt4")

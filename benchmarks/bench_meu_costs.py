@@ -43,7 +43,7 @@ HERE = Path(__file__).resolve()
 
 def document(n: int):
     """The first n tokens of CoNLL-2000 dev joined into one sentence."""
-    from fstchunk.conll import Sentence, read_conll
+    from fstchunk.io.conll import Sentence, read_conll
     dev = read_conll(data_path("conll2000", "dev.txt"))
     rows, lines = [], []
     for s in dev:

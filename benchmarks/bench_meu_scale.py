@@ -34,10 +34,11 @@ from pathlib import Path
 import numpy as np
 
 from common import Timer, data_path, peak_rss_mb, write_section
-from fstchunk import Lattice, decode as dec, decoders
-from fstchunk.conll import Sentence, read_conll
+from fstchunk import Lattice
+from fstchunk.decoding import decode as dec, decoders
+from fstchunk.io.conll import Sentence, read_conll
 from fstchunk import load_model
-from fstchunk.parallel import map_sentences, single_threaded_blas, usable_cores
+from fstchunk.runtime.parallel import map_sentences, single_threaded_blas, usable_cores
 from fstchunk import TagSet
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

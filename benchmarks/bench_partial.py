@@ -29,10 +29,10 @@ import numpy as np
 
 from common import Timer, data_path, write_section
 from fstchunk import evaluate
-from fstchunk.annotation import read_partial
-from fstchunk.batch import decode_sentences
-from fstchunk.conll import read_conll
-from fstchunk.gold import check_gold
+from fstchunk.io.annotation import read_partial
+from fstchunk.decoding.batch import decode_sentences
+from fstchunk.io.conll import read_conll
+from fstchunk.io.gold import check_gold
 from fstchunk.models.crf import CRF
 
 CORPORA = {"ned": ("conll2002", "ned.train", "ned.testb", "ner"),
@@ -135,7 +135,7 @@ def damage(docs, scenario: str, share: float, rng) -> tuple[list, list, list]:
 
 
 def rows_to_sentences(sentences) -> list:
-    """Sentences' rows as :class:`~fstchunk.conll.Sentence` objects."""
+    """Sentences' rows as :class:`~fstchunk.io.conll.Sentence` objects."""
     return read_conll(io.StringIO("".join(" ".join(r) + "\n" for s in sentences
                                           for r in s + [[]])))
 
@@ -163,7 +163,7 @@ def describe(partial, docs, scheme: str = "IOB2") -> str:
     """What the damage left in the touched sentences (read back as ``--partial`` reads
     them): cells that allow every tag, the other cells that rule out the gold tag
     (noise), and the entity tokens held in some chunk (O ruled out, gold allowed)."""
-    from fstchunk.tagspace import TagSet
+    from fstchunk.schemes.tagspace import TagSet
     gold = [[r[-1] for r in s] for d in docs for s in d]
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "partial.txt")

@@ -31,8 +31,8 @@ from fstchunk import decode_sentences
 from fstchunk import read_conll
 from fstchunk import CRF
 from fstchunk.learn.objectives import ML
-from fstchunk.parallel import single_threaded_blas
-from fstchunk.scale import DaskExecutor, LocalExecutor, shard_statistics
+from fstchunk.runtime.parallel import single_threaded_blas
+from fstchunk.runtime.scale import DaskExecutor, LocalExecutor, shard_statistics
 
 
 def median_seconds(fun, theta, repeats: int) -> float:

@@ -47,10 +47,10 @@ from common import data_path, machine, write_section
 from segment_cost import cost, full_epochs
 from fstchunk import SegmentModel
 from fstchunk.models.segment import train as segment_train
-from fstchunk.segments.space import kbest
+from fstchunk.structures.segments import kbest
 from fstchunk.models.segment.decisions import THRESHOLDS, best_threshold, threshold_curve
-from fstchunk.segments.data import read_jsonl
-from fstchunk.segments.scoring import score_segments
+from fstchunk.io.segments import read_jsonl
+from fstchunk.evaluation.segments import score_segments
 
 #: a CONFIGS keyword that is not SegmentModel's: the tolerance of Hildreth's KKT test
 #: (:func:`fstchunk.models.segment.train.hildreth`, 1e-8 in the library), patched in

@@ -41,17 +41,17 @@ from pathlib import Path
 import numpy as np
 
 from common import Timer, data_path, peak_rss_mb, write_section
-from fstchunk.columns import Columns
-from fstchunk.conll import Sentence
+from fstchunk.io.columns import Columns
+from fstchunk.io.conll import Sentence
 from fstchunk import decode_sentences
 from fstchunk import load_model
 from fstchunk import CRF
 from fstchunk import SegmentModel
-from fstchunk.parallel import single_threaded_blas
-from fstchunk.segments.data import (SegSentence, Segment, read_conll_segments, read_jsonl,
-                                    segments_to_tags)
-from fstchunk.segments.scoring import hard_segments, score_segments
-from fstchunk import encodings as enc
+from fstchunk.runtime.parallel import single_threaded_blas
+from fstchunk.io.segments import (SegSentence, Segment, read_conll_segments, read_jsonl,
+                                  segments_to_tags)
+from fstchunk.evaluation.segments import hard_segments, score_segments
+from fstchunk.schemes import encodings as enc
 
 #: McDonald et al.'s figures (Table 1: F of NE / NP; Table 2 is another corpus)
 PAPER = {"ned": {"CRF": 83.47, "multilabel": 82.33, "multilabel, restricted": 83.26},
@@ -260,7 +260,7 @@ def _loop_files(corpus: str, folder: Path, limit: int) -> tuple[str, str, int]:
             (folder / f"{name}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
             sizes.append(len(lines))
         return str(folder / "train.jsonl"), str(folder / "dev.jsonl"), sizes[0]
-    from fstchunk.conll import read_conll, write_conll
+    from fstchunk.io.conll import read_conll, write_conll
     sizes = []
     for name in ("train", "dev"):
         sents = read_conll(data_path("conll2000", f"{name}.txt"))

@@ -21,7 +21,7 @@ import time
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from fstchunk.conll import data_path, read_conll        # noqa: E402
+from fstchunk.io.conll import data_path, read_conll        # noqa: E402
 from fstchunk import evaluate                    # noqa: E402
 
 

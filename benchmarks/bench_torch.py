@@ -33,8 +33,8 @@ import numpy as np
 import torch
 
 from common import write_section
-from fstchunk import encodings as enc
-from fstchunk.decode import decode_map
+from fstchunk.schemes import encodings as enc
+from fstchunk.decoding.decode import decode_map
 from fstchunk import Lattice
 from fstchunk.torch import ChunkCRF
 

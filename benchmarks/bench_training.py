@@ -26,12 +26,12 @@ import numpy as np
 from common import Timer, data_path, peak_rss_mb, write_section
 from fstchunk import decode_sentences
 from fstchunk import read_conll
-from fstchunk import encodings as enc
+from fstchunk.schemes import encodings as enc
 from fstchunk import CRF
 from fstchunk import OBJECTIVES
 from fstchunk import evaluate
 from fstchunk.models.features import token_features
-from fstchunk.parallel import single_threaded_blas
+from fstchunk.runtime.parallel import single_threaded_blas
 
 CORPORA = {"conll2000": (("conll2000", "train.txt"), ("conll2000", "dev.txt"),
                          ("conll2000", "test.txt"), "tmpt3"),

@@ -42,7 +42,7 @@ import numpy as np
 
 from bench_training import CORPORA, f_of
 from common import Timer, data_path, write_section
-from fstchunk import encodings as enc
+from fstchunk.schemes import encodings as enc
 from fstchunk import read_conll
 from fstchunk import Trainer
 from fstchunk.learn.objectives import ML, MEU, MEU_CORPUS
@@ -50,7 +50,7 @@ from fstchunk.learn.objectives import ML, MEU, MEU_CORPUS
 DEFAULT_L2 = {o.name: o.default_l2 for o in (ML, MEU, MEU_CORPUS)}
 from fstchunk import CRF
 from fstchunk import SCHEMES
-from fstchunk.parallel import single_threaded_blas
+from fstchunk.runtime.parallel import single_threaded_blas
 
 
 def grid(text: str) -> list[float]:

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from fstchunk.conll import data_path as corpus_path
+from fstchunk.io.conll import data_path as corpus_path
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
@@ -88,6 +88,6 @@ def write_section(key: str, body: str) -> None:
 def decoder_for(name: str, **settings):
     """The registry's decoder ``name`` with those of ``settings`` it reads (a benchmark
     sweeps β and k over every decoder; the registry refuses a setting a decoder ignores)."""
-    from fstchunk import decoders
+    from fstchunk.decoding import decoders
     takes = decoders.REGISTRY[name].settings
     return decoders.decoder(name, **{k: v for k, v in settings.items() if k in takes})

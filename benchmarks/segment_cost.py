@@ -19,7 +19,7 @@ from common import data_path, write_section
 CHILD = """
 import json, resource, sys, time
 from fstchunk import SegmentModel
-from fstchunk.segments.data import read_conll_segments, read_jsonl
+from fstchunk.io.segments import read_conll_segments, read_jsonl
 a = json.loads(sys.argv[1])
 if a["corpus"] == "genia":
     tr = read_jsonl(a["train"])[:a["n"]]

@@ -1,7 +1,7 @@
 """Griffe extension of the documentation build: the docstrings' reST roles as links.
 
 fstchunk's docstrings name code with Sphinx roles (``:func:`decode_meu```,
-``:class:`~fstchunk.errors.SchemeError```, ``:mod:`.objectives```).  Each is rewritten,
+``:class:`~fstchunk.core.errors.SchemeError```, ``:mod:`.objectives```).  Each is rewritten,
 before mkdocstrings renders the docstring as Markdown, to an *optional* autorefs
 cross-reference ``<autoref identifier="PATH" optional><code>TITLE</code></autoref>``:
 a link where PATH is rendered on an API page, plain code elsewhere.  PATH is the role's

@@ -36,8 +36,8 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from fstchunk.conll import data_path, read_conll
-from fstchunk.encodings import conlleval_chunks
+from fstchunk.io.conll import data_path, read_conll
+from fstchunk.schemes.encodings import conlleval_chunks
 from fstchunk import evaluate
 from fstchunk import TagSet
 from fstchunk.torch import CRFLayer

@@ -11,7 +11,7 @@ import argparse
 
 import numpy as np
 
-from fstchunk import demo
+from fstchunk.cli import demo
 
 
 def main() -> None:

@@ -12,7 +12,7 @@ first_subword_pool` gives each word its first piece's scores, which are the emis
    prints conlleval F of both, and each chunk of the first ``--show`` sentences with its
    confidence p = Pr(chunk ∈ y), the exact chunk marginal (``CRFLayer.decode_chunks``);
 3. with ``--scores FILE``, writes the dev sentences' scores as an fstchunk score file
-   (:mod:`fstchunk.scorefile`) that ``fstchunk expected --scores`` reads.
+   (:mod:`fstchunk.models.scorefile`) that ``fstchunk expected --scores`` reads.
 
 ``--model`` is any checkpoint name or path (its tokenizer must be a fast one: ``word_ids``);
 without it a tiny randomly initialised BERT (``--layers``, ``--hidden``) and a WordPiece
@@ -38,14 +38,14 @@ import time
 
 import torch
 
-from fstchunk import encodings as enc
-from fstchunk.conll import data_path, read_conll
-from fstchunk.errors import FstchunkError, InputError
+from fstchunk.schemes import encodings as enc
+from fstchunk.io.conll import data_path, read_conll
+from fstchunk.core.errors import FstchunkError, InputError
 from fstchunk import evaluate
-from fstchunk.fbeta import check_beta
-from fstchunk.gold import check_gold
-from fstchunk.scorefile import save_scores
-from fstchunk.tagspace import TagSet
+from fstchunk.core.fbeta import check_beta
+from fstchunk.io.gold import check_gold
+from fstchunk.models.scorefile import save_scores
+from fstchunk.schemes.tagspace import TagSet
 from fstchunk.torch import CRFLayer, first_subword_pool
 
 CORPORA = {"ned": (("conll2002", "ned.train"), ("conll2002", "ned.testa")),
@@ -56,7 +56,7 @@ SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 def read(path: str, limit: int | None, data_scheme: str, scheme: str
          ) -> list[tuple[list[str], list[str]]]:
     """(words, tags in ``scheme``) of the first ``limit`` sentences of a CoNLL file: word
-    first, tag last; invalid gold repaired as conlleval reads it (:mod:`fstchunk.gold`)."""
+    first, tag last; invalid gold repaired as conlleval reads it (:mod:`fstchunk.io.gold`)."""
     sents = check_gold(read_conll(path)[:limit], data_scheme).sentences
     return [(s.column(0), enc.convert(s.column(-1), data_scheme, scheme)) for s in sents]
 

@@ -19,13 +19,13 @@ next to nothing, and ``fstchunk eval`` does not wait for scipy or pynini):
 * models and learning: :class:`CRF`, :class:`AttributeCRF` (CRFsuite's features over
   weighted attributes), :class:`HMM`, :class:`JointModel`, :class:`SegmentModel`,
   :func:`load_model`, :class:`Trainer`, :data:`OBJECTIVES`;
-* the errors (:mod:`fstchunk.errors`): :class:`FstchunkError` and its kinds
+* the errors (:mod:`fstchunk.core.errors`): :class:`FstchunkError` and its kinds
   :class:`InputError`, :class:`LayoutError`, :class:`SchemeError`, :class:`CoNLLError`,
   :class:`ModelFileError`, :class:`OutputError`, :class:`BudgetError`,
   :class:`TrainingInterrupted`; the warning :class:`FstchunkWarning`;
 * the subpackage :mod:`joint` (Shimizu & Haas; ``import fstchunk.joint`` works too).
 
-The tree follows the design: encodings (:mod:`fstchunk.encodings`) -> machines
+The tree follows the design: encodings (:mod:`fstchunk.schemes.encodings`) -> machines
 (:mod:`fstchunk.grammars`) -> models and lattices -> expectations and gradients ->
 decoders and trainers -> CLI (:mod:`fstchunk.cli`).
 
@@ -39,28 +39,28 @@ from __future__ import annotations
 import importlib as _importlib
 from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any
 
-from .namespace import public_dir as _public_dir
+from .core.namespace import public_dir as _public_dir
 
 __version__ = "0.1.0"
 
 #: public name -> (module, attribute); attribute None: the module itself
 _LAZY: dict[str, tuple[str, str | None]] = {
-    **{n: ("fstchunk.encodings", n) for n in (
+    **{n: ("fstchunk.schemes.encodings", n) for n in (
         "SCHEMES", "chunks_to_tags", "conlleval_chunks", "convert", "is_valid",
         "tags_to_chunks")},
-    "TagSet": ("fstchunk.tagspace", "TagSet"),
-    **{n: ("fstchunk.conll", n) for n in ("read_conll", "iter_conll", "write_conll")},
-    **{n: ("fstchunk.scoring", n) for n in ("evaluate", "evaluate_file")},
-    "Lattice": ("fstchunk.lattice", "Lattice"),
-    **{n: ("fstchunk.expected", n) for n in ("ExpectedF", "expected_f")},
-    **{n: ("fstchunk.decode", n) for n in (
+    "TagSet": ("fstchunk.schemes.tagspace", "TagSet"),
+    **{n: ("fstchunk.io.conll", n) for n in ("read_conll", "iter_conll", "write_conll")},
+    **{n: ("fstchunk.evaluation.chunks", n) for n in ("evaluate", "evaluate_file")},
+    "Lattice": ("fstchunk.structures.lattice", "Lattice"),
+    **{n: ("fstchunk.decoding.expected", n) for n in ("ExpectedF", "expected_f")},
+    **{n: ("fstchunk.decoding.decode", n) for n in (
         "Decoding", "decode_map", "decode_meu", "decode_meu_corpus", "decode_posterior")},
-    "decode_loss_augmented": ("fstchunk.lossaug", "decode_loss_augmented"),
-    "decode_sentences": ("fstchunk.batch", "decode_sentences"),
-    **{n: ("fstchunk.decoders", n) for n in ("Decoder", "decoder")},
-    "decoders": ("fstchunk.decoders", None),
-    **{n: ("fstchunk.confidence", n) for n in ("ScoredChunk", "scored_chunks", "decode_chunks")},
-    **{n: ("fstchunk.errors", n) for n in (
+    "decode_loss_augmented": ("fstchunk.decoding.lossaug", "decode_loss_augmented"),
+    "decode_sentences": ("fstchunk.decoding.batch", "decode_sentences"),
+    **{n: ("fstchunk.decoding.decoders", n) for n in ("Decoder", "decoder")},
+    "decoders": ("fstchunk.decoding.decoders", None),
+    **{n: ("fstchunk.decoding.confidence", n) for n in ("ScoredChunk", "scored_chunks", "decode_chunks")},
+    **{n: ("fstchunk.core.errors", n) for n in (
         "BudgetError", "CoNLLError", "FstchunkError", "FstchunkWarning", "InputError",
         "LayoutError", "ModelFileError", "OutputError", "SchemeError",
         "TrainingInterrupted")},
@@ -93,24 +93,24 @@ def __getattr__(name: str) -> _Any:
 __dir__ = _public_dir(globals(), _LAZY)
 
 if _TYPE_CHECKING:                      # what type checkers and editors see
-    from .batch import decode_sentences
-    from .confidence import ScoredChunk, decode_chunks, scored_chunks
-    from .conll import iter_conll, read_conll, write_conll
-    from .decode import (Decoding, decode_map, decode_meu, decode_meu_corpus,
-                         decode_posterior)
-    from . import decoders
-    from .decoders import Decoder, decoder
-    from .errors import (BudgetError, CoNLLError, FstchunkError, FstchunkWarning,
-                         InputError, LayoutError, ModelFileError, OutputError, SchemeError,
-                         TrainingInterrupted)
-    from .encodings import (SCHEMES, chunks_to_tags, conlleval_chunks, convert, is_valid,
-                            tags_to_chunks)
-    from .scoring import evaluate, evaluate_file
-    from .expected import ExpectedF, expected_f
-    from .lattice import Lattice
+    from .decoding.batch import decode_sentences
+    from .decoding.confidence import ScoredChunk, decode_chunks, scored_chunks
+    from .io.conll import iter_conll, read_conll, write_conll
+    from .decoding.decode import (Decoding, decode_map, decode_meu, decode_meu_corpus,
+                                  decode_posterior)
+    from .decoding import decoders
+    from .decoding.decoders import Decoder, decoder
+    from .core.errors import (BudgetError, CoNLLError, FstchunkError, FstchunkWarning,
+                              InputError, LayoutError, ModelFileError, OutputError,
+                              SchemeError, TrainingInterrupted)
+    from .schemes.encodings import (SCHEMES, chunks_to_tags, conlleval_chunks, convert,
+                                    is_valid, tags_to_chunks)
+    from .evaluation.chunks import evaluate, evaluate_file
+    from .decoding.expected import ExpectedF, expected_f
+    from .structures.lattice import Lattice
     from .learn import Trainer
     from .learn.objectives import OBJECTIVES
-    from .lossaug import decode_loss_augmented
+    from .decoding.lossaug import decode_loss_augmented
     from .models import load_model
     from . import joint
     from .models.attribute_crf import AttributeCRF
@@ -118,4 +118,4 @@ if _TYPE_CHECKING:                      # what type checkers and editors see
     from .models.hmm import HMM
     from .models.joint import JointModel
     from .models.segment import SegmentModel
-    from .tagspace import TagSet
+    from .schemes.tagspace import TagSet

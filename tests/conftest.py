@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from fstchunk.conll import data_path
+from fstchunk.io.conll import data_path
 
 # The corpora's folder as an absolute path, read once from where pytest starts: tests
 # that run pages and commands change the working folder, and a relative FSTCHUNK_DATA
@@ -89,7 +89,7 @@ def crf_document(corpus):
     (real long-sentence lattices for the cost rewrites' equivalence tests)."""
     import numpy as np
 
-    from fstchunk.conll import Sentence, read_conll
+    from fstchunk.io.conll import Sentence, read_conll
     from fstchunk.models.crf import CRF
 
     train = read_conll(corpus("conll2000", "train.txt"))[:200]

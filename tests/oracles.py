@@ -31,7 +31,7 @@ import math
 import numpy as np
 import pytest
 
-from fstchunk import encodings as enc
+from fstchunk.schemes import encodings as enc
 
 
 def accepted_strings(fst, symbols, max_len: int):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fstchunk.errors import InputError
+from fstchunk.core.errors import InputError
 
 TINY = 1e-280
 

@@ -1,7 +1,7 @@
 """Issue 17's reference: the exact MEU decoder as it was before the rewrite.
 
 Copied verbatim from git commit e7dd7ee (the HEAD when issue 17's rewrite began):
-``fstchunk/decode.py`` (decode_posterior, meu_weights, decode_meu, decode_meu_corpus),
+``fstchunk/decoding/decode.py`` (decode_posterior, meu_weights, decode_meu, decode_meu_corpus),
 ``fstchunk/engine/counting.py`` (chunk count marginals: the lattice composed with the
 chunk counter M, scaled per layer), ``fstchunk/engine/intervals.py`` (the span DPs),
 ``fstchunk/engine/expectation.py`` (tp_count_table, for Pr(m(y) = 0) and E[m(y)]) and
@@ -28,10 +28,10 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from fstchunk import encodings as enc
+from fstchunk.core.errors import InputError
 from fstchunk.engine.chain import Layers, viterbi
-from fstchunk.errors import InputError
-from fstchunk.lattice import Lattice
+from fstchunk.schemes import encodings as enc
+from fstchunk.structures.lattice import Lattice
 
 
 class Decoding(NamedTuple):
@@ -41,7 +41,7 @@ class Decoding(NamedTuple):
 
 
 def _check_beta(beta: float) -> None:
-    # fstchunk/scoring.py @ e7dd7ee
+    # fstchunk/evaluation/chunks.py @ e7dd7ee
     if not (beta >= 0 and beta < float("inf")):
         raise InputError(f"beta must be a finite number >= 0, got {beta!r}")
 
@@ -365,7 +365,7 @@ def best_chunk_set(weights: np.ndarray) -> list[tuple[int, int, int]]:
     return _backtrace(arg[0], wt, 1, n, counted=False)
 
 
-# ---- fstchunk/decode.py @ e7dd7ee
+# ---- fstchunk/decoding/decode.py @ e7dd7ee
 
 
 def decode_posterior(lattice: Lattice) -> Decoding:
@@ -452,7 +452,7 @@ def _corpus_ratio(cms, decided, m_ref: float, beta: float) -> float:
 
 # ---- the entry points of the tests
 # The copy above reads ``beta`` as the slides' β' (F = (β'+1)·tp / (m(x) + β'·m(y))); the
-# entry points take the standard β of fstchunk.fbeta and pass it on as β' = β².
+# entry points take the standard β of fstchunk.core.fbeta and pass it on as β' = β².
 def reference_decode_meu(lattice: Lattice, beta: float = 1.0) -> tuple[list[str], float]:
     """The old exact MEU decision and its expected F_β: (tags, U(tags)); standard β."""
     tags, u = decode_meu(lattice, beta=beta ** 2, method="exact")

@@ -9,14 +9,16 @@ import pynini
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fstchunk import Lattice, encodings as enc, fsa
-from fstchunk.annotation import (PartialSentence, annotation_types, check_allows,
-                                 parse_cell, read_partial)
-from fstchunk.conll import Sentence, read_conll
-from fstchunk.errors import CoNLLError, InputError, SchemeError
+from fstchunk import Lattice
+from fstchunk.schemes import encodings as enc
+from fstchunk.grammars import fsa
+from fstchunk.io.annotation import (PartialSentence, annotation_types, check_allows,
+                                    parse_cell, read_partial)
+from fstchunk.io.conll import Sentence, read_conll
+from fstchunk.core.errors import CoNLLError, InputError, SchemeError
 from fstchunk.grammars import registry
 from fstchunk.grammars.annotation import mask_acceptor
-from fstchunk.tagspace import TagSet
+from fstchunk.schemes.tagspace import TagSet
 from oracles import brute_log_partition
 
 SCHEMES = ("IOB1", "IOB2", "IOE1", "IOE2", "IOBES", "BILOU", "IOBES2", "IOBES3")
@@ -24,7 +26,7 @@ SCHEMES = ("IOB1", "IOB2", "IOE1", "IOE2", "IOBES", "BILOU", "IOBES2", "IOBES3")
 
 def machine_log_partition(lat):
     """-(the total weight) of the lattice machine ∘ the acceptor, in log64, exactly
-    (:func:`fstchunk.fsa.total_weight`: pynini's shortestdistance rounds to 9 digits,
+    (:func:`fstchunk.grammars.fsa.total_weight`: pynini's shortestdistance rounds to 9 digits,
     4.6e-7 at log Z ≈ 11, beyond the test's tolerance)."""
     return -fsa.total_weight(lat.unnormalised_fst())
 

@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fstchunk.decode import decode_map, decode_meu, decode_posterior
-from fstchunk.errors import FstchunkError, InputError, ModelFileError, SchemeError
-from fstchunk.expected import expected_f
-from fstchunk.lattice import Lattice
+from fstchunk.decoding.decode import decode_map, decode_meu, decode_posterior
+from fstchunk.core.errors import FstchunkError, InputError, ModelFileError, SchemeError
+from fstchunk.decoding.expected import expected_f
+from fstchunk.structures.lattice import Lattice
 from fstchunk.models import load_model
 from fstchunk.models.attribute_crf import AttributeCRF, detect_scheme
 from fstchunk.models.attributes import AttributeMap, fit_attributes, flatten_item
-from fstchunk.tagspace import TagSpace
+from fstchunk.schemes.tagspace import TagSpace
 
 
 # ------------------------------------------------------------------ items

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fstchunk.errors import InputError
+from fstchunk.core.errors import InputError
 from fstchunk.models.attributes import AttributeMap, flatten_item
 
 TEXT = st.text(alphabet="ab:c", min_size=0, max_size=4)

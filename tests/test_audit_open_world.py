@@ -21,10 +21,11 @@ import json
 import numpy as np
 import pytest
 
-from fstchunk import Lattice, encodings as enc
+from fstchunk import Lattice
+from fstchunk.schemes import encodings as enc
 from fstchunk.cli import main
-from fstchunk.errors import InputError
-from fstchunk.scorefile import open_scores
+from fstchunk.core.errors import InputError
+from fstchunk.models.scorefile import open_scores
 from fstchunk.sklearn import CRF
 from oracles import brute_force, brute_token_marginals, random_scores, stable_seed
 

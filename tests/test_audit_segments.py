@@ -15,14 +15,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fstchunk import encodings as enc
+from fstchunk.schemes import encodings as enc
 from fstchunk.cli import main
-from fstchunk.annotation import read_partial
-from fstchunk.errors import InputError, SchemeError
+from fstchunk.io.annotation import read_partial
+from fstchunk.core.errors import InputError, SchemeError
 from fstchunk.models import load_model
 from fstchunk.models.segment import decisions
-from fstchunk.segments.data import read_segments
-from fstchunk.tagspace import TagSet
+from fstchunk.io.segments import read_segments
+from fstchunk.schemes.tagspace import TagSet
 from oracles import all_chunkings
 
 

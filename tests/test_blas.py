@@ -1,4 +1,4 @@
-"""fstchunk.blas: the public calls run with one BLAS thread, and give the caller's
+"""fstchunk.core.blas: the public calls run with one BLAS thread, and give the caller's
 setting back.
 
 Each check reads the BLAS libraries' thread counts (threadpoolctl) before a call,
@@ -16,19 +16,19 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
-import fstchunk.batch as batch
-import fstchunk.blas as blas
-import fstchunk.decode as dec
-import fstchunk.decoders as decoders
+import fstchunk.decoding.batch as batch
+import fstchunk.core.blas as blas
+import fstchunk.decoding.decode as dec
+import fstchunk.decoding.decoders as decoders
 import fstchunk.engine.inference as inference
-import fstchunk.expected as expected
-import fstchunk.lattice as lattice_mod
-import fstchunk.lossaug as lossaug
+import fstchunk.decoding.expected as expected
+import fstchunk.structures.lattice as lattice_mod
+import fstchunk.decoding.lossaug as lossaug
 import fstchunk.models.objectives as obj
 from fstchunk import Lattice, TagSet, decode_meu, decode_meu_corpus, expected_f
-from fstchunk.blas import ONE_THREAD, limited_iter, one_blas_thread
-from fstchunk.errors import InputError
-from fstchunk.parallel import single_threaded_blas
+from fstchunk.core.blas import ONE_THREAD, limited_iter, one_blas_thread
+from fstchunk.core.errors import InputError
+from fstchunk.runtime.parallel import single_threaded_blas
 from oracles import random_scores
 
 USER = 3

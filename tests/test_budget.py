@@ -7,15 +7,17 @@ import numpy as np
 import pynini
 import pytest
 
-from fstchunk import Lattice, encodings as enc, expected_f, fsa
+from fstchunk import Lattice, expected_f
+from fstchunk.schemes import encodings as enc
+from fstchunk.grammars import fsa
 from fstchunk.cli import main
-from fstchunk.errors import BudgetError, InputError
-from fstchunk.expected import composition_estimate, marker_extractor
+from fstchunk.core.errors import BudgetError, InputError
+from fstchunk.decoding.expected import composition_estimate, marker_extractor
 from fstchunk.grammars import budget as B
 from fstchunk.grammars import counting as C
 from fstchunk.grammars import loss, registry
 from fstchunk.grammars.conversion import encoder
-from fstchunk.tagspace import TagSet
+from fstchunk.schemes.tagspace import TagSet
 
 TYPE_SETS = [("",), ("NP", "VP"), ("NP", "VP", "PP")]
 
@@ -264,7 +266,7 @@ def test_higher_budget_lets_a_mid_size_one_through():
 
 
 def test_expected_command_budget(capsys, tmp_path):
-    from fstchunk.scorefile import save_scores
+    from fstchunk.models.scorefile import save_scores
     conll = tmp_path / "s.txt"
     conll.write_text("".join(f"w{i} NN {t}\n" for i, t in
                              enumerate(["B-NP", "I-NP", "O"] * 4)), encoding="utf-8")

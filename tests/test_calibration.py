@@ -1,4 +1,4 @@
-"""fstchunk.calibration: reliability tables, ECE and MCE against a hand computation and a
+"""fstchunk.evaluation.reliability: reliability tables, ECE and MCE against a hand computation and a
 brute-force loop, perfectly calibrated and over-confident synthetic sources, the bootstrap
 against a direct resampling loop, and the errors for what is not a probability."""
 
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fstchunk.calibration import bootstrap, reliability
-from fstchunk.errors import InputError
+from fstchunk.evaluation.reliability import bootstrap, reliability
+from fstchunk.core.errors import InputError
 
 
 def brute(p, c, bins):

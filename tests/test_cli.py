@@ -66,8 +66,8 @@ def test_grammar_export_from_data(capsys, tmp_path, corpus):
     assert code == 0
     with pynini.Far(far, "r") as f:
         (key, fst), = [(k, v.copy()) for k, v in f]
-    from fstchunk.conll import read_conll
-    from fstchunk.encodings import chunk_types
+    from fstchunk.io.conll import read_conll
+    from fstchunk.schemes.encodings import chunk_types
     types = chunk_types(t for s in read_conll(corpus("conll2000", "test.txt")) for t in s.column(-1))
     assert key == "validity.IOB2" and len(types) >= 10
     assert fst.num_states() == 2 + len(types)    # start, O, one state per chunk type
@@ -138,7 +138,7 @@ def test_counting_machines_in_registry(capsys, tmp_path):
 def test_expected_command(capsys, tmp_path):
     import numpy as np
     from fstchunk import Lattice, expected_f
-    from fstchunk.scorefile import save_scores
+    from fstchunk.models.scorefile import save_scores
     tags = ("O", "B-NP", "I-NP")
     rng = np.random.default_rng(0)
     conll = tmp_path / "s.txt"
@@ -168,7 +168,7 @@ def test_expected_command_errors(capsys, tmp_path):
     code, _, err = run(capsys, "expected", str(conll), "--scores", str(bad))
     assert code == 2 and "bad.npz: not a readable score file" in err
     import numpy as np
-    from fstchunk.scorefile import save_scores
+    from fstchunk.models.scorefile import save_scores
     npz = tmp_path / "s.npz"
     save_scores(npz, ("O", "B-NP", "I-NP"), [np.zeros((2, 3))], np.zeros((3, 3)))
     code, _, err = run(capsys, "expected", str(conll), "--scores", str(npz))
@@ -183,7 +183,7 @@ def test_expected_command_errors(capsys, tmp_path):
 
 @pytest.mark.parametrize("decoder", ["map", "posterior", "meu", "meu-kbest", "meu-corpus"])
 def test_decode_then_eval(capsys, tmp_path, decoder, corpus):
-    from fstchunk.conll import read_conll, write_conll
+    from fstchunk.io.conll import read_conll, write_conll
     from fstchunk.models.hmm import HMM
     model = tmp_path / "hmm.npz"
     HMM().fit(read_conll(corpus("conll2000", "train.txt"))[:500]).save(model)
@@ -212,7 +212,7 @@ def test_decode_bad_model(capsys, tmp_path):
 
 
 def test_train_ml_then_meu_from_init_and_resume(capsys, tmp_path, corpus):
-    from fstchunk.conll import read_conll, write_conll
+    from fstchunk.io.conll import read_conll, write_conll
     from fstchunk.models.crf import CRF
     train = read_conll(corpus("conll2000", "train.txt"))[:60]
     dev = read_conll(corpus("conll2000", "dev.txt"))[:20]
@@ -246,7 +246,7 @@ def test_train_ml_then_meu_from_init_and_resume(capsys, tmp_path, corpus):
 
 def test_expected_with_saved_model(capsys, tmp_path, corpus):
     from fstchunk import expected_f
-    from fstchunk.conll import read_conll, write_conll
+    from fstchunk.io.conll import read_conll, write_conll
     from fstchunk.models.hmm import HMM
     model = tmp_path / "hmm.npz"
     hmm = HMM().fit(read_conll(corpus("conll2000", "train.txt"))[:300])
@@ -266,7 +266,7 @@ def test_expected_with_saved_model(capsys, tmp_path, corpus):
 def test_joint_train_and_decode(capsys, tmp_path, corpus):
     import json
     from fstchunk.models import joint as J
-    from fstchunk.conll import read_conll, write_conll
+    from fstchunk.io.conll import read_conll, write_conll
     test_file = tmp_path / "test.txt"
     test = read_conll(corpus("conll2000", "test.txt"))[:25]
     write_conll(test, test_file)
@@ -307,10 +307,10 @@ def test_joint_train_and_decode(capsys, tmp_path, corpus):
 def test_train_in_iobes_decodes_to_iob2(capsys, tmp_path, corpus):
     """A CRF trained with --scheme IOBES (data converted from IOB2) keeps its scheme
     through --init, and decode writes IOB2 unless --output-scheme says otherwise."""
-    from fstchunk import encodings as enc
-    from fstchunk.conll import read_conll, write_conll
+    from fstchunk.schemes import encodings as enc
+    from fstchunk.io.conll import read_conll, write_conll
     from fstchunk.models.crf import CRF
-    from fstchunk.decode import decode_map
+    from fstchunk.decoding.decode import decode_map
     train = read_conll(corpus("conll2000", "train.txt"))[:60]
     dev = read_conll(corpus("conll2000", "dev.txt"))[:10]
     tr, dv = tmp_path / "train.txt", tmp_path / "dev.txt"
@@ -343,7 +343,7 @@ def test_train_in_iobes_decodes_to_iob2(capsys, tmp_path, corpus):
 def test_generic_map_decode_of_an_uncalibrated_joint_model(capsys, tmp_path, corpus):
     """MAP needs no probabilities: `fstchunk decode --decoder map` works on an MMVP joint
     model; MEU on it is refused until it is calibrated."""
-    from fstchunk.conll import read_conll, write_conll
+    from fstchunk.io.conll import read_conll, write_conll
     test_file = tmp_path / "test.txt"
     write_conll(read_conll(corpus("conll2000", "test.txt"))[:10], test_file)
     model = str(tmp_path / "joint.npz")

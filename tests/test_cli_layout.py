@@ -12,11 +12,11 @@ import os
 
 import pytest
 
-from fstchunk.batch import decode_sentences
 from fstchunk.cli import main
-from fstchunk.conll import read_conll, write_conll
-from fstchunk.encodings import convert
+from fstchunk.decoding.batch import decode_sentences
+from fstchunk.io.conll import read_conll, write_conll
 from fstchunk.models import load_model
+from fstchunk.schemes.encodings import convert
 
 V2 = os.path.join(os.path.dirname(__file__), "data", "v2")
 #: per layout: its columns of the four-column file, the --columns a model is trained with

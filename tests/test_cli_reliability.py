@@ -8,7 +8,7 @@ import pytest
 
 from fstchunk import __version__
 from fstchunk.cli import build_parser, main
-from fstchunk.conll import read_conll, write_conll
+from fstchunk.io.conll import read_conll, write_conll
 from oracles import TINY_CONLL
 
 TRAIN = TINY_CONLL

@@ -1,11 +1,11 @@
-"""fstchunk.columns: naming the word, POS and tag columns of a CoNLL file."""
+"""fstchunk.io.columns: naming the word, POS and tag columns of a CoNLL file."""
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fstchunk.columns import Columns
-from fstchunk.errors import FstchunkError, InputError
+from fstchunk.core.errors import FstchunkError, InputError
+from fstchunk.io.columns import Columns
 
 
 @pytest.mark.parametrize("spec, want", [

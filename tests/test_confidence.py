@@ -1,4 +1,4 @@
-"""Chunk confidences (fstchunk.confidence) against brute-force enumeration."""
+"""Chunk confidences (fstchunk.decoding.confidence) against brute-force enumeration."""
 
 import itertools
 
@@ -7,14 +7,16 @@ import pynini
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fstchunk import Lattice, encodings as enc, fsa
-from fstchunk.confidence import (ScoredChunk, check_min_confidence, decode_chunks,
-                                 keep_confident, scored_chunks, tags_of)
-from fstchunk.decode import decode_map, decode_meu
-from fstchunk.decoders import decoder as get_decoder
-from fstchunk.errors import FstchunkError
+from fstchunk import Lattice
+from fstchunk.schemes import encodings as enc
+from fstchunk.grammars import fsa
+from fstchunk.decoding.confidence import (ScoredChunk, check_min_confidence, decode_chunks,
+                                          keep_confident, scored_chunks, tags_of)
+from fstchunk.decoding.decode import decode_map, decode_meu
+from fstchunk.decoding.decoders import decoder as get_decoder
+from fstchunk.core.errors import FstchunkError
 from fstchunk.grammars import models
-from fstchunk.tagspace import TagSet
+from fstchunk.schemes.tagspace import TagSet
 from oracles import brute_chunk_marginals, brute_force, path_score_bound, random_scores, stable_seed
 
 CASES = [("IOB2", ("NP", "VP"), 5), ("IOB1", ("NP", "VP"), 5), ("IOE1", ("NP", "VP"), 5),
@@ -139,7 +141,7 @@ def test_decode_chunks_is_decoder_then_scored_chunks(decoder):
     k = 5 if decoder == "meu-kbest" else None
     got = decode_chunks(lat, decoder, k=k)
     if decoder == "meu-corpus":
-        from fstchunk.decode import decode_meu_corpus
+        from fstchunk.decoding.decode import decode_meu_corpus
         y = decode_meu_corpus([lat])[0][0]
     else:
         y = get_decoder(decoder, k=k).decode(lat).tags

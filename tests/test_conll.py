@@ -2,7 +2,7 @@ import io
 
 import pytest
 
-from fstchunk.conll import CoNLLError, read_conll, write_conll
+from fstchunk.io.conll import CoNLLError, read_conll, write_conll
 
 
 def conll_string(sentences) -> str:

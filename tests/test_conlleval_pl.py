@@ -14,9 +14,9 @@ import subprocess
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from fstchunk import encodings as enc
+from fstchunk.schemes import encodings as enc
 from fstchunk.cli import main
-from fstchunk.scoring import evaluate_file
+from fstchunk.evaluation.chunks import evaluate_file
 
 
 def conlleval(script, path, *options):
@@ -197,7 +197,7 @@ def test_crlf_is_read_without_carriage_returns(tmp_path, capsys):
 @pytest.fixture(scope="module")
 def tiny_models(tmp_path_factory):
     """HMMs on TINY_CONLL: word/POS/tag and word/tag (IOB2); an IOBES-data one."""
-    from fstchunk.conll import read_conll
+    from fstchunk.io.conll import read_conll
     from fstchunk.models.hmm import HMM
     from oracles import TINY_CONLL
     d = tmp_path_factory.mktemp("models")
@@ -255,7 +255,7 @@ def test_decode_writes_what_conlleval_pl_reads(conlleval_pl, tiny_models, tmp_pa
 def test_decode_of_conll2002_is_read_by_conlleval_pl(conlleval_pl, corpus, tmp_path, capsys):
     """Real data with -DOCSTART- lines: conlleval.pl reads decode's output, and eval
     gives the same report, token count included."""
-    from fstchunk.conll import read_conll
+    from fstchunk.io.conll import read_conll
     from fstchunk.models.hmm import HMM
     train = read_conll(corpus("conll2002", "ned.train"))[:3000]
     model = tmp_path / "hmm.npz"
@@ -279,7 +279,7 @@ def test_decode_in_another_scheme_then_eval_is_refused_not_misscored(corpus, tmp
                                                                      capsys, conlleval_pl):
     """The issue's case on real data: decode --output-scheme IOBES against IOB2 gold
     is refused (naming --scheme), --scheme IOBES scores it as the IOB2 output scores."""
-    from fstchunk.conll import read_conll, write_conll
+    from fstchunk.io.conll import read_conll, write_conll
     from fstchunk.models.hmm import HMM
     model = tmp_path / "hmm.npz"
     HMM().fit(read_conll(corpus("conll2000", "train.txt"))[:1000]).save(model)
@@ -306,7 +306,7 @@ def test_decode_in_another_scheme_then_eval_is_refused_not_misscored(corpus, tmp
 def test_decode_writes_the_scheme_of_the_training_data(tmp_path, capsys, kind, scheme):
     """A model trained with --data-scheme X writes X unless told otherwise, and eval
     scores its output as it scores the same prediction written in IOB2."""
-    from fstchunk.conll import read_conll, write_conll
+    from fstchunk.io.conll import read_conll, write_conll
     from oracles import TINY_CONLL
     src = tmp_path / "tiny.txt"
     src.write_text(TINY_CONLL)
@@ -331,7 +331,7 @@ def test_decode_writes_the_scheme_of_the_training_data(tmp_path, capsys, kind, s
     assert [r[-1] for r in rows] == [t for s in read_conll(out)
                                       for t in enc.convert(s.column(-1), scheme, "IOB2")]
     assert gold == [t for s in sents for t in s.column(-1)]
-    from fstchunk.scoring import evaluate
+    from fstchunk.evaluation.chunks import evaluate
     want = evaluate([enc.convert(s.column(-1), scheme, "IOB2") for s in sents],
                     [s.column(-1) for s in read_conll(iob2)]).overall
     code, got, _ = fstchunk_eval(capsys, out, "--scheme", scheme)

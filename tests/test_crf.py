@@ -2,11 +2,11 @@ import numpy as np
 import pytest
 
 from fstchunk import expected_f
-from fstchunk.columns import Columns
-from fstchunk.conll import Sentence, read_conll
-from fstchunk.batch import decode_sentences
-from fstchunk.errors import InputError, ModelFileError, SchemeError
-from fstchunk.scoring import evaluate
+from fstchunk.io.columns import Columns
+from fstchunk.io.conll import Sentence, read_conll
+from fstchunk.decoding.batch import decode_sentences
+from fstchunk.core.errors import InputError, ModelFileError, SchemeError
+from fstchunk.evaluation.chunks import evaluate
 from fstchunk.models import crf as crf_module
 from fstchunk.models.crf import CRF, TrainingData
 from fstchunk.models.hmm import HMM

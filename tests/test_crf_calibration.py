@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from fstchunk import encodings as enc
+from fstchunk.schemes import encodings as enc
 from fstchunk.cli import main
-from fstchunk.conll import Sentence
-from fstchunk.batch import decode_sentences
-from fstchunk.errors import InputError
+from fstchunk.io.conll import Sentence
+from fstchunk.decoding.batch import decode_sentences
+from fstchunk.core.errors import InputError
 from fstchunk.models import load_model
 from fstchunk.models.crf import CRF
 from fstchunk.models.maxmargin import sequence_score

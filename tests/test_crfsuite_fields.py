@@ -7,8 +7,8 @@ import io
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fstchunk.crfsuite.data import _number, _split, iter_data
-from fstchunk.errors import InputError
+from fstchunk.io.crfsuite.data import _number, _split, iter_data
+from fstchunk.core.errors import InputError
 
 FIELD = st.text(alphabet="ab:\\1.e-+", min_size=1, max_size=7).filter(lambda f: f.strip())
 

@@ -1,4 +1,4 @@
-"""CRFsuite's files read (and written) without python-crfsuite (fstchunk/crfsuite/):
+"""CRFsuite's files read (and written) without python-crfsuite (fstchunk/io/crfsuite/):
 model files against pycrfsuite.Tagger's dump and its probabilities, damaged files
 refused naming file and offset, the data format's escapes and refusals."""
 
@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fstchunk.conll import read_conll
-from fstchunk.crfsuite import (Sequence, escape, format_sequence, iter_data, read_data,
-                               read_model, write_data)
-from fstchunk.errors import InputError, ModelFileError
+from fstchunk.io.conll import read_conll
+from fstchunk.io.crfsuite import (Sequence, escape, format_sequence, iter_data, read_data,
+                                  read_model, write_data)
+from fstchunk.core.errors import InputError, ModelFileError
 from fstchunk.models.features import token_features
 
 pycrfsuite = pytest.importorskip("pycrfsuite")

@@ -14,14 +14,14 @@ import sys
 import numpy as np
 import pytest
 
-from fstchunk import encodings as enc
-from fstchunk.conll import read_conll
-from fstchunk.crfsuite import Sequence, read_reference, write_data
-from fstchunk.decode import decode_map
-from fstchunk.errors import InputError, ModelFileError
+from fstchunk.core.errors import InputError, ModelFileError
+from fstchunk.decoding.decode import decode_map
+from fstchunk.io.conll import read_conll
+from fstchunk.io.crfsuite import Sequence, read_reference, write_data
 from fstchunk.models import load_model
 from fstchunk.models.crfsuite_import import IMPOSSIBLE, from_crfsuite
 from fstchunk.models.features import token_features
+from fstchunk.schemes import encodings as enc
 
 pycrfsuite = pytest.importorskip("pycrfsuite")
 DATA = os.environ.get("FSTCHUNK_DATA", "/work/shared/data")

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from fstchunk import (Lattice, decode_map, decode_meu, decode_meu_corpus, decode_posterior,
-                      encodings as enc, expected_f)
+                      expected_f)
+from fstchunk.schemes import encodings as enc
 from oracles import all_utilities, brute_force, random_scores
 
 
@@ -81,7 +82,7 @@ def test_posterior_decoder_maximises_summed_marginals():
 
 
 def test_meu_on_the_toy_model_prefers_bbb():
-    from fstchunk.demo import toy_lattice
+    from fstchunk.cli.demo import toy_lattice
     lat = toy_lattice(0.35)
     assert "".join(decode_meu(lat, beta=3 ** 0.5).tags) == "BBB"   # the slides' β' = 3
     assert "".join(decode_map(lat).tags) == "BOB"

@@ -7,11 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from fstchunk import encodings as enc
 from fstchunk.cli import main
-from fstchunk.confidence import scored_chunks
-from fstchunk.conll import read_conll, write_conll
+from fstchunk.decoding.confidence import scored_chunks
+from fstchunk.io.conll import read_conll, write_conll
 from fstchunk.models import load_model
+from fstchunk.schemes import encodings as enc
 
 DECODERS = ["map", "posterior", "meu", "meu-kbest", "meu-corpus"]
 

@@ -10,9 +10,9 @@ import subprocess
 import numpy as np
 import pytest
 
-from fstchunk import encodings as enc
+from fstchunk.schemes import encodings as enc
 from fstchunk.cli import main
-from fstchunk.display import HUES, shade
+from fstchunk.decoding.display import HUES, shade
 from oracles import random_scores
 
 

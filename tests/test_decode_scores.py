@@ -7,12 +7,13 @@ import json
 import numpy as np
 import pytest
 
-from fstchunk import Lattice, encodings as enc
+from fstchunk import Lattice
+from fstchunk.schemes import encodings as enc
 from fstchunk.cli import main
-from fstchunk.confidence import scored_chunks
-from fstchunk.conll import read_conll
-from fstchunk.decoders import decode_lattices
-from fstchunk.scorefile import save_scores
+from fstchunk.decoding.confidence import scored_chunks
+from fstchunk.io.conll import read_conll
+from fstchunk.decoding.decoders import decode_lattices
+from fstchunk.models.scorefile import save_scores
 from oracles import random_scores, stable_seed
 
 TYPES = ("NP", "VP")
@@ -111,7 +112,7 @@ def test_score_file_refusals(tmp_path, capsys):
     inp.write_text("a\nb\n\nc\nd\n", encoding="utf-8")
     bad = tmp_path / "bad.jsonl"
     from fstchunk.models.hmm import HMM
-    from fstchunk.conll import Sentence
+    from fstchunk.io.conll import Sentence
     model = tmp_path / "m.npz"
     HMM().fit([Sentence([["a", "DT", "B-NP"], ["b", "NN", "I-NP"], ["c", "VB", "O"]])]
               ).save(model)

@@ -10,18 +10,18 @@ import sys
 
 import pytest
 
-import fstchunk.batch as batch
-import fstchunk.decode as dec
-import fstchunk.decoders as decoders
+import fstchunk.decoding.batch as batch
+import fstchunk.decoding.decode as dec
+import fstchunk.decoding.decoders as decoders
 import fstchunk.engine.inference as inference
-from fstchunk import encodings as enc
+from fstchunk.schemes import encodings as enc
 from fstchunk.cli import main
 from fstchunk.cli.common import memory_size
-from fstchunk.conll import iter_lines, read_conll
-from fstchunk.errors import BudgetError, FstchunkError, InputError
-from fstchunk.scoring import UNDECODED
+from fstchunk.io.conll import iter_lines, read_conll
+from fstchunk.core.errors import BudgetError, FstchunkError, InputError
+from fstchunk.evaluation.chunks import UNDECODED
 from fstchunk.models.hmm import HMM
-from fstchunk.outputs import temp_path
+from fstchunk.core.outputs import temp_path
 from oracles import TINY_CONLL
 
 # TINY_CONLL behind a document header and with extra blank lines: token lines of the

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import fstchunk
-from fstchunk import decoders as D
-from fstchunk.errors import InputError, SchemeError
-from fstchunk.lattice import Decoding, Lattice
-from fstchunk.tagspace import TagSet
+from fstchunk.decoding import decoders as D
+from fstchunk.core.errors import InputError, SchemeError
+from fstchunk.structures.lattice import Decoding, Lattice
+from fstchunk.schemes.tagspace import TagSet
 from oracles import random_scores, stable_seed
 
 
@@ -128,7 +128,7 @@ def test_a_new_decoder_is_one_class():
             [["O"] * lat.n for lat in lats]
         from fstchunk.models.hmm import HMM
         from oracles import TINY_CONLL
-        from fstchunk.conll import read_conll
+        from fstchunk.io.conll import read_conll
         import io
         sents = read_conll(io.StringIO(TINY_CONLL))
         hmm = HMM().fit(sents)
@@ -140,7 +140,7 @@ def test_a_new_decoder_is_one_class():
 
 def test_the_command_line_refuses_an_option_the_decoder_does_not_read(capsys, tmp_path):
     from fstchunk.cli import main
-    from fstchunk.conll import read_conll
+    from fstchunk.io.conll import read_conll
     from fstchunk.models.hmm import HMM
     from oracles import TINY_CONLL
     import io

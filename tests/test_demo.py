@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from fstchunk import demo, encodings as enc
+from fstchunk.cli import demo
+from fstchunk.schemes import encodings as enc
 
 
 def test_toy_table_matches_the_slides():
@@ -20,7 +21,7 @@ def test_toy_sweep_against_direct_enumeration():
     seqs = demo.valid_sequences(3)
     prob = {x: np.prod([b[(p, c)] for p, c in zip("O" + x[:-1], x)]) for x in seqs}
     assert sum(prob.values()) == pytest.approx(1.0)
-    from fstchunk.scoring import sentence_f
+    from fstchunk.evaluation.chunks import sentence_f
     ch = {x: enc.tags_to_chunks(list(x), "IOB2") for x in seqs}
     ef = {x: sum(prob[y] * sentence_f(ch[x], ch[y], 3 ** 0.5) for y in seqs)   # slides' 3
           for x in seqs}

@@ -109,8 +109,8 @@ def test_api_reference_renders_docstring_roles_as_links(site):
         assert not re.search(r":(func|class|mod|meth|attr|data):<code>", html), page
         assert not re.search(r":(func|class|mod|meth|attr|data):`", html), page
     html = _html(site, "api/decoding")
-    assert 'href="#fstchunk.decode.decode_meu"' in html            # a role, linked
-    assert 'id="fstchunk.lattice.Lattice.chunk_marginals"' in html
+    assert 'href="#fstchunk.decoding.decode.decode_meu"' in html            # a role, linked
+    assert 'id="fstchunk.structures.lattice.Lattice.chunk_marginals"' in html
 
 
 # ---------------------------------------------------------------- the pages' code

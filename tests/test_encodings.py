@@ -4,7 +4,7 @@ import random
 import pytest
 
 import fstchunk
-from fstchunk import encodings as enc
+from fstchunk.schemes import encodings as enc
 from oracles import all_chunkings
 
 TYPED = ("NP", "VP")
@@ -156,7 +156,7 @@ def test_lenient_equals_strict_on_valid_random_long():
 
 def test_conll2000_train_matches_seqeval_and_survives_conversion(corpus):
     from seqeval.metrics.sequence_labeling import get_entities
-    from fstchunk.conll import read_conll
+    from fstchunk.io.conll import read_conll
     sents = read_conll(corpus("conll2000", "train.txt"))
     assert len(sents) == 8936
     for s in sents:

@@ -5,9 +5,10 @@ import itertools
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from fstchunk import Lattice, encodings as enc
+from fstchunk import Lattice
+from fstchunk.schemes import encodings as enc
 from fstchunk.engine import chain, scaled
-from fstchunk.tagspace import TagSet
+from fstchunk.schemes.tagspace import TagSet
 from oracles import brute_force, random_scores
 
 

@@ -3,7 +3,8 @@ import pytest
 
 import fstchunk.engine.expectation as ex
 import reference_expectation as ref
-from fstchunk import Lattice, decode_map, encodings as enc
+from fstchunk import Lattice, decode_map
+from fstchunk.schemes import encodings as enc
 from fstchunk.engine.expectation import tp_count_table, tp_count_table_grad
 from oracles import brute_force, random_scores, stable_seed
 

@@ -11,17 +11,17 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fstchunk import encodings as enc
-from fstchunk.decoders import decoder
+from fstchunk.schemes import encodings as enc
+from fstchunk.decoding.decoders import decoder
 from fstchunk.engine import inference
 from fstchunk.engine.chain import entropy, viterbi
 from fstchunk.engine.meu import exact_meu, map_certified
 from fstchunk.engine.ragged import cut_runs, ragged_batches
 from fstchunk.engine.spans import chunk_probs
-from fstchunk.fbeta import to_beta_sq
-from fstchunk.lattice import Lattice
-from fstchunk.lattices import batches, groups
-from fstchunk.tagspace import TagSet
+from fstchunk.core.fbeta import to_beta_sq
+from fstchunk.structures.lattice import Lattice
+from fstchunk.structures.lattices import batches, groups
+from fstchunk.schemes.tagspace import TagSet
 from oracles import all_chunkings, all_utilities, stable_seed
 
 SCHEMES = ["IOB1", "IOB2", "IOE1", "IOE2", "IOBES", "BILOU", "IOBES2", "IOBES3"]
@@ -264,7 +264,7 @@ def test_ragged_batches_pad_with_zeros_and_mask_with_minus_infinity():
 def test_batched_expected_f_equals_enumeration_both_directions(scheme):
     """expected_f_all over a ragged batch, against fixed sequences (the MAP's, a chunk of
     a type the model lacks, none), equals summing over the enumerated sequences."""
-    from fstchunk.expected import expected_f_all
+    from fstchunk.decoding.expected import expected_f_all
     from oracles import brute_expectations
     rng = np.random.default_rng(stable_seed("ef", scheme))
     lats = lattices_of(rng, scheme, 1.5, [1, 3, 5, 2, 4, 5], masked=True)

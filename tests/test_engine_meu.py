@@ -9,7 +9,7 @@ from fstchunk import Lattice
 from fstchunk.engine import meu as M
 from fstchunk.engine.counting import chunk_count_marginals, count_distribution
 from fstchunk.engine.spans import chunk_probs, tilted_spans
-from fstchunk.tagspace import TagSet
+from fstchunk.schemes.tagspace import TagSet
 from oracles import all_utilities, brute_force, random_scores
 
 TYPES = ("A", "B")

@@ -15,7 +15,7 @@ from fstchunk.engine import batched
 from fstchunk.engine import ragged as O
 from fstchunk.models.batching import Gold
 from fstchunk.models.objectives import Chain, ml_statistics
-from fstchunk.tagspace import TagSet
+from fstchunk.schemes.tagspace import TagSet
 from oracles import stable_seed
 
 SCALES = [1.0, 30.0, 1e3, 1e5]

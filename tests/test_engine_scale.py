@@ -7,12 +7,13 @@ import itertools
 import numpy as np
 import pytest
 
-from fstchunk import Lattice, encodings as enc
+from fstchunk import Lattice
+from fstchunk.schemes import encodings as enc
 from fstchunk.engine import batched, chain, scaled
 from fstchunk.engine.expectation import corpus_expectations, tp_count_table_grad
-from fstchunk.errors import InputError
+from fstchunk.core.errors import InputError
 from fstchunk.models.objectives import Chain, Gold, meu_corpus, ml
-from fstchunk.tagspace import TagSet
+from fstchunk.schemes.tagspace import TagSet
 
 TS = TagSet("IOB2", ("NP", "VP"))               # L = 5
 L = len(TS)

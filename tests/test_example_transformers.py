@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from fstchunk import encodings as enc
-from fstchunk.confidence import scored_chunks
-from fstchunk.decode import decode_map, decode_meu
-from fstchunk.scorefile import load_lattices
-from fstchunk.tagspace import TagSet
+from fstchunk.decoding.confidence import scored_chunks
+from fstchunk.decoding.decode import decode_map, decode_meu
+from fstchunk.models.scorefile import load_lattices
+from fstchunk.schemes import encodings as enc
+from fstchunk.schemes.tagspace import TagSet
 
 
 def _need(module: str):

@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
-from fstchunk import Lattice, encodings as enc, expected_f
-from fstchunk.scoring import f_beta
+from fstchunk import Lattice, expected_f
+from fstchunk.schemes import encodings as enc
+from fstchunk.evaluation.chunks import f_beta
 from fstchunk.grammars.models import toy_bigram_scores
 from oracles import brute_expectations, brute_force, random_scores, stable_seed
 
@@ -40,7 +41,7 @@ def test_expectations_equal_brute_force(scheme, types, n, method):
 
 def test_fast_equals_fst_on_real_sentences(corpus):
     """CoNLL-2000 sentences, the 23 training tags, a random CRF: both paths, 1e-9."""
-    from fstchunk.conll import read_conll
+    from fstchunk.io.conll import read_conll
     train = read_conll(corpus("conll2000", "train.txt"))
     from fstchunk import TagSet
     tags = TagSet.from_tags({t for s in train for t in s.column(-1)}, "IOB2").tags

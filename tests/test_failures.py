@@ -6,8 +6,8 @@ times and then counted in the summary."""
 import pytest
 
 from fstchunk.cli import main
-from fstchunk.conll import read_conll
-from fstchunk.errors import BudgetError
+from fstchunk.io.conll import read_conll
+from fstchunk.core.errors import BudgetError
 from fstchunk.models.crf import CRF
 from fstchunk.models.hmm import HMM
 from oracles import TINY_CONLL
@@ -67,7 +67,7 @@ def test_a_layout_fault_stops_expected_before_its_header(capsys, tmp_path, model
 
 def test_a_repeated_cause_is_shown_three_times_then_counted(capsys, tmp_path, models,
                                                            monkeypatch):
-    from fstchunk.decoders import MEU
+    from fstchunk.decoding.decoders import MEU
 
     def refuse(self, batch, *a, **kw):         # the batched engine refuses every sentence
         n = int(batch.lengths.max())

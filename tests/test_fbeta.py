@@ -27,19 +27,20 @@ import warnings
 import numpy as np
 import pytest
 
-from fstchunk import Lattice, encodings as enc
+from fstchunk import Lattice
+from fstchunk.schemes import encodings as enc
 from fstchunk.cli import build_parser, main
-from fstchunk.decode import decode_meu
-from fstchunk.decoders import decode_lattices
-from fstchunk.errors import InputError
-from fstchunk.scoring import evaluate, f_beta, sentence_f
-from fstchunk.expected import expected_f
-from fstchunk.fbeta import check_beta, to_beta_sq, upgrade_settings
+from fstchunk.decoding.decode import decode_meu
+from fstchunk.decoding.decoders import decode_lattices
+from fstchunk.core.errors import InputError
+from fstchunk.evaluation.chunks import evaluate, f_beta, sentence_f
+from fstchunk.decoding.expected import expected_f
+from fstchunk.core.fbeta import check_beta, to_beta_sq, upgrade_settings
 from fstchunk.grammars.registry import Options
 from fstchunk.models.crf import CRF
-from fstchunk.segments.meu import meu_set
-from fstchunk.segments.scoring import score_segments
-from fstchunk.selection import expected_f_scores
+from fstchunk.decoding.segments import meu_set
+from fstchunk.evaluation.segments import score_segments
+from fstchunk.decoding.selection import expected_f_scores
 from fstchunk.learn import Trainer
 from oracles import TINY_CONLL, random_scores
 from test_training import IDENTITY, SENTS
@@ -151,7 +152,7 @@ def _check_eval_cli(capsys, tmp_path, beta):
 
 
 def test_segment_scores_use_the_standard_beta():
-    from fstchunk.segments.data import Segment
+    from fstchunk.io.segments import Segment
     gold = [[Segment("A", (0, 1)), Segment("B", (2,)), Segment("A", (4,))]]
     pred = [[Segment("A", (0, 1)), Segment("B", (3,))]]
     for beta in BETAS:
@@ -239,7 +240,7 @@ def test_beta_zero_runs_through_the_commands(capsys, tmp_path):
     """End to end at β = 0: eval, expected, decode (MEU maximises expected precision;
     with 0/0 := 1 that is the tagging without chunks), grammar f-loss, segment eval."""
     from fstchunk.models.hmm import HMM
-    from fstchunk.conll import read_conll
+    from fstchunk.io.conll import read_conll
     data = tmp_path / "tiny.txt"
     data.write_text(TINY_CONLL, encoding="utf-8")
     model = tmp_path / "hmm.npz"
@@ -267,7 +268,7 @@ def test_beta_zero_runs_through_the_commands(capsys, tmp_path):
 
 def test_expected_cli_corpus_f_uses_the_standard_beta(capsys, tmp_path):
     from fstchunk.models.hmm import HMM
-    from fstchunk.conll import read_conll
+    from fstchunk.io.conll import read_conll
     data = tmp_path / "tiny.txt"
     data.write_text(TINY_CONLL, encoding="utf-8")
     model = tmp_path / "hmm.npz"

@@ -4,9 +4,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fstchunk.columns import Columns
-from fstchunk.conll import Sentence
-from fstchunk.errors import InputError
+from fstchunk.io.columns import Columns
+from fstchunk.io.conll import Sentence
+from fstchunk.core.errors import InputError
 from fstchunk.models.features import (TEMPLATES, FeatureMap, feature_kinds, reads_pos,
                                       resolve_template, template_of, token_features)
 

@@ -1,4 +1,4 @@
-"""fstchunk.fsa: the machine helpers, checked on small hand-made machines."""
+"""fstchunk.grammars.fsa: the machine helpers, checked on small hand-made machines."""
 
 import math
 import os
@@ -7,8 +7,9 @@ import pynini
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fstchunk import fsa, outputs
-from fstchunk.errors import InputError, OutputError
+from fstchunk.grammars import fsa
+from fstchunk.core import outputs
+from fstchunk.core.errors import InputError, OutputError
 from oracles import accepted_strings
 
 

@@ -18,18 +18,18 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from fstchunk import encodings as enc
+from fstchunk.schemes import encodings as enc
 from fstchunk.cli import main
-from fstchunk.conll import read_conll
-from fstchunk.decoders import decode_lattices, names as decoder_names
+from fstchunk.io.conll import read_conll
+from fstchunk.decoding.decoders import decode_lattices, names as decoder_names
 DECODERS = decoder_names()
-from fstchunk.errors import FstchunkError
-from fstchunk.scoring import evaluate_file
-from fstchunk.expected import expected_f
-from fstchunk.gold import check_gold
-from fstchunk.lattice import Lattice
+from fstchunk.core.errors import FstchunkError
+from fstchunk.evaluation.chunks import evaluate_file
+from fstchunk.decoding.expected import expected_f
+from fstchunk.io.gold import check_gold
+from fstchunk.structures.lattice import Lattice
 from fstchunk.models import load_model
-from fstchunk.scorefile import load_lattices
+from fstchunk.models.scorefile import load_lattices
 from oracles import TINY_CONLL
 
 FUZZ = settings(max_examples=60, deadline=None,

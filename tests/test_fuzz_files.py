@@ -20,7 +20,7 @@ import subprocess
 import pytest
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
-from fstchunk import encodings as enc
+from fstchunk.schemes import encodings as enc
 from fstchunk.cli import main
 
 WORDS = ["the", "dog", "barks", "10\u00a0000", "naïve", "x-y", "A", "cat", "ran", "."]

@@ -1,13 +1,13 @@
-"""fstchunk.gold: invalid gold sequences repaired (as conlleval reads them), skipped or refused
+"""fstchunk.io.gold: invalid gold sequences repaired (as conlleval reads them), skipped or refused
 at the offending tag's own line."""
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fstchunk import encodings as enc
-from fstchunk.conll import Sentence
-from fstchunk.errors import InputError, SchemeError
-from fstchunk.gold import check_gold, repair
+from fstchunk.schemes import encodings as enc
+from fstchunk.io.conll import Sentence
+from fstchunk.core.errors import InputError, SchemeError
+from fstchunk.io.gold import check_gold, repair
 
 
 def sent(tags, first_line=10, source="c.txt"):

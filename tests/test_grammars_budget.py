@@ -12,12 +12,12 @@ import time
 import pynini
 import pytest
 
-from fstchunk import encodings as enc
+from fstchunk.schemes import encodings as enc
 from fstchunk.cli import main
-from fstchunk.errors import BudgetError, InputError, SchemeError
+from fstchunk.core.errors import BudgetError, InputError, SchemeError
 from fstchunk.grammars import budget as B
 from fstchunk.grammars import conversion, counting, loss, models, registry as R, validity
-from fstchunk.tagspace import TagSet
+from fstchunk.schemes.tagspace import TagSet
 from oracles import all_chunkings
 
 HUGE_TYPES = tuple(f"T{i}" for i in range(10_000))

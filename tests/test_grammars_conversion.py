@@ -2,10 +2,10 @@ import pynini
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fstchunk import encodings as enc
-from fstchunk import fsa
+from fstchunk.schemes import encodings as enc
+from fstchunk.grammars import fsa
 from fstchunk.grammars import conversion
-from fstchunk.tagspace import TagSet
+from fstchunk.schemes.tagspace import TagSet
 from oracles import all_chunkings
 
 TYPES = ("NP", "VP")
@@ -56,7 +56,7 @@ def test_is_functional_detects_non_functional():
 
 
 def test_conversion_on_real_sentences(corpus):
-    from fstchunk.conll import read_conll
+    from fstchunk.io.conll import read_conll
     sents = read_conll(corpus("conll2000", "test.txt"))[:40]
     types = enc.chunk_types(t for s in sents for t in s.column(-1))
     ts = TagSet("IOB2", types)

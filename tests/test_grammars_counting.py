@@ -4,9 +4,10 @@ import itertools
 import pynini
 import pytest
 
-from fstchunk import encodings as enc, fsa
+from fstchunk.schemes import encodings as enc
+from fstchunk.grammars import fsa
 from fstchunk.grammars import counting as C
-from fstchunk.tagspace import TagSet
+from fstchunk.schemes.tagspace import TagSet
 from oracles import all_chunkings
 
 TYPES = ("NP", "VP")

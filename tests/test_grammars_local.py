@@ -7,7 +7,7 @@ against two independent constructions:
   IOBES acceptor, conversions as E_S⁻¹ ∘ E_T; compared as languages/relations over
   encoded label pairs (pynini.equivalent) and in size (both minimal);
 * enumeration: every chunking of up to 5 tokens over 3 chunk types, written in each scheme
-  (:func:`oracles.all_chunkings`, :func:`fstchunk.encodings.chunks_to_tags`).
+  (:func:`oracles.all_chunkings`, :func:`fstchunk.schemes.encodings.chunks_to_tags`).
 """
 
 import functools
@@ -17,10 +17,10 @@ import pynini
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fstchunk import encodings as enc
-from fstchunk import fsa
+from fstchunk.schemes import encodings as enc
+from fstchunk.grammars import fsa
 from fstchunk.grammars import conversion, local, validity
-from fstchunk.tagspace import TagSet, symbol_table
+from fstchunk.schemes.tagspace import TagSet, symbol_table
 from oracles import accepted_strings, all_chunkings
 
 TYPE_SETS = [("",), ("NP",), ("NP", "VP"), ("A", "B", "C")]

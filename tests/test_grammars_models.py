@@ -6,11 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from fstchunk import encodings as enc
-from fstchunk import fsa
-from fstchunk.errors import InputError
-from fstchunk.grammars import models
-from fstchunk.tagspace import TagSet
+from fstchunk.core.errors import InputError
+from fstchunk.grammars import fsa, models
+from fstchunk.schemes import encodings as enc
+from fstchunk.schemes.tagspace import TagSet
 
 
 def test_score_lattice_weights_are_minus_scores():

@@ -2,10 +2,10 @@ import pynini
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fstchunk import encodings as enc
-from fstchunk import fsa
+from fstchunk.schemes import encodings as enc
+from fstchunk.grammars import fsa
 from fstchunk.grammars import validity
-from fstchunk.tagspace import TagSet
+from fstchunk.schemes.tagspace import TagSet
 from oracles import accepted_strings, all_chunkings
 
 

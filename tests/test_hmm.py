@@ -2,14 +2,15 @@ import numpy as np
 import pynini
 import pytest
 
-from fstchunk import Lattice, fsa
-from fstchunk.conll import Sentence, read_conll
+from fstchunk import Lattice
+from fstchunk.grammars import fsa
+from fstchunk.io.conll import Sentence, read_conll
 from fstchunk.grammars.models import hmm_transducer
 from fstchunk.models.features import word_shape
-from fstchunk.columns import Columns
+from fstchunk.io.columns import Columns
 from fstchunk.models.hmm import HMM, UNKNOWN
-from fstchunk.errors import InputError, ModelFileError
-from fstchunk.tagspace import TagSet
+from fstchunk.core.errors import InputError, ModelFileError
+from fstchunk.schemes.tagspace import TagSet
 
 TOY = [Sentence([["The", "DT", "B-NP"], ["dog", "NN", "I-NP"], ["barks", "VBZ", "B-VP"]]),
        Sentence([["A", "DT", "B-NP"], ["cat", "NN", "I-NP"], ["sleeps", "VBZ", "B-VP"],

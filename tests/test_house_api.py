@@ -15,7 +15,7 @@ import types
 import pytest
 
 import fstchunk
-import fstchunk.errors
+import fstchunk.core.errors
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 API = os.path.join(ROOT, "docs", "api")
@@ -42,13 +42,13 @@ def test_the_exports_users_reach_for_are_there():
 
 
 def test_every_error_class_is_exported():
-    classes = [n for n, v in vars(fstchunk.errors).items()
-               if isinstance(v, type) and issubclass(v, (fstchunk.errors.FstchunkError,
-                                                         fstchunk.errors.FstchunkWarning))]
+    classes = [n for n, v in vars(fstchunk.core.errors).items()
+               if isinstance(v, type) and issubclass(v, (fstchunk.core.errors.FstchunkError,
+                                                         fstchunk.core.errors.FstchunkWarning))]
     assert len(classes) >= 10
     assert not [n for n in classes if n not in fstchunk.__all__]
     for name in classes:
-        assert getattr(fstchunk, name) is getattr(fstchunk.errors, name)
+        assert getattr(fstchunk, name) is getattr(fstchunk.core.errors, name)
 
 
 @pytest.mark.parametrize("name", fstchunk.__all__)

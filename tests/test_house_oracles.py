@@ -3,19 +3,19 @@
 
 One family per structure, each over random small models:
 
-* the chain lattice (:meth:`fstchunk.lattice.Lattice.enumerate`): the eight schemes
+* the chain lattice (:meth:`fstchunk.structures.lattice.Lattice.enumerate`): the eight schemes
   with two chunk types (and one untyped), the unconstrained chain (``scheme=None``),
   free or under a random tag mask (:meth:`Lattice.constrained`), ragged corpora of
   lengths 1, 4, 2, 5, score scales 1, 30 and 1e5.  Every quantity — log Z, token and chunk
   marginals, MAP, posterior decoding, exact MEU (value, maximality over every
   chunking, certificate), expected F in both directions, entropy, log Pr — on each
   fast path: the per-sentence :class:`Lattice` methods, the batched decoders and
-  expectations (:func:`fstchunk.decoders.decoder` ``.decode_all``,
-  :func:`fstchunk.expected.expected_f_all`) on the ragged list, the machine path
+  expectations (:func:`fstchunk.decoding.decoders.decoder` ``.decode_all``,
+  :func:`fstchunk.decoding.expected.expected_f_all`) on the ragged list, the machine path
   (a lattice from the model's acceptor, the machine's total weight, expected F by
   composition) and the torch layer (:class:`fstchunk.torch.ChunkCRF`, if installed);
-* the segment space (:func:`fstchunk.segments.enumerate_segments`,
-  :func:`fstchunk.segments.meu.enumerate_sets`): k-best by DP and by machine, the
+* the segment space (:func:`fstchunk.structures.segments.enumerate_segments`,
+  :func:`fstchunk.decoding.segments.enumerate_sets`): k-best by DP and by machine, the
   MEU set over independent decisions and the registry's segment decoders;
 * the joint POS+chunk structure (:meth:`fstchunk.models.joint.Parts.enumerate`):
   Figure 1's DP, inside-outside, the machine twin and the chunk-layer lattice.
@@ -41,12 +41,13 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-from fstchunk import encodings as enc, fsa
-from fstchunk.decoders import decoder
-from fstchunk.enumeration import layer_paths
-from fstchunk.errors import InputError, SchemeError
-from fstchunk.expected import expected_f, expected_f_all
-from fstchunk.lattice import Lattice
+from fstchunk.schemes import encodings as enc
+from fstchunk.grammars import fsa
+from fstchunk.decoding.decoders import decoder
+from fstchunk.structures.enumeration import layer_paths
+from fstchunk.core.errors import InputError, SchemeError
+from fstchunk.decoding.expected import expected_f, expected_f_all
+from fstchunk.structures.lattice import Lattice
 from oracles import (all_chunkings, brute_chunk_marginals, brute_expectations,
                      brute_token_marginals, f_standard, path_score_bound, stable_seed,
                      utilities_of)

@@ -2,9 +2,9 @@
 POS+chunk structure against their ``enumerate()`` (the chain lattice's family is
 tests/test_house_oracles.py, whose checks the joint model's chunk layer reuses).
 
-* segments: :func:`fstchunk.segments.enumerate_segments` (every segment by the
-  formula) against the k-best DP (:func:`~fstchunk.segments.kbest`) and its machine
-  (:func:`~fstchunk.segments.kbest_fst`); :func:`fstchunk.segments.meu.enumerate_sets`
+* segments: :func:`fstchunk.structures.segments.enumerate_segments` (every segment by the
+  formula) against the k-best DP (:func:`~fstchunk.structures.segments.kbest`) and its machine
+  (:func:`~fstchunk.structures.segments.kbest_fst`); :func:`fstchunk.decoding.segments.enumerate_sets`
   (every gold set of independent decisions) against expected F of any set, of the
   k most probable, the MEU set, and the registry's segment decoder;
 * joint: :meth:`fstchunk.models.joint.Parts.enumerate` against Figure 1's DP
@@ -24,12 +24,13 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-from fstchunk.decoders import decoder
-from fstchunk.errors import InputError
-from fstchunk.lattice import Lattice
+from fstchunk.decoding.decoders import decoder
+from fstchunk.core.errors import InputError
+from fstchunk.structures.lattice import Lattice
 from fstchunk.models import joint as J
 from fstchunk.models.joint.structure import structure_count
-from fstchunk.segments import enumerate_segments, kbest, kbest_fst, meu
+from fstchunk.structures.segments import enumerate_segments, kbest, kbest_fst
+from fstchunk.decoding import segments as meu
 from oracles import f_standard, stable_seed
 from test_house_oracles import (BETAS, EPS, Sentence, check_distribution,
                                 check_meu, check_posterior)

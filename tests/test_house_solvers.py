@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fstchunk.conll import read_conll
-from fstchunk.errors import TrainingInterrupted
+from fstchunk.io.conll import read_conll
+from fstchunk.core.errors import TrainingInterrupted
 from fstchunk.learn import Trainer
 from fstchunk.learn import objectives as lo
 from fstchunk.learn.epochs import Average, EpochSolver

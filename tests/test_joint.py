@@ -7,13 +7,14 @@ import numpy as np
 import pytest
 
 from fstchunk.models import joint as J
-from fstchunk.conll import Sentence, read_conll
-from fstchunk.decode import decode_map, decode_meu
-from fstchunk.errors import CoNLLError, InputError, SchemeError
-from fstchunk.expected import expected_f
-from fstchunk.lattice import Lattice
+from fstchunk.io.conll import Sentence, read_conll
+from fstchunk.decoding.decode import decode_map, decode_meu
+from fstchunk.core.errors import CoNLLError, InputError, SchemeError
+from fstchunk.decoding.expected import expected_f
+from fstchunk.structures.lattice import Lattice
 from fstchunk.models.io import ModelFileError
 from fstchunk.models.features import capital_class
+from fstchunk.models.joint.train import feature_difference
 from oracles import brute_joint as brute
 
 CHUNKS, POS = ("A", "B", "O"), ("x", "y")
@@ -65,7 +66,7 @@ def test_structures_are_tag_pairs_one_to_one():
 
 def _invalid_iob2(n):
     import itertools
-    from fstchunk.encodings import is_valid
+    from fstchunk.schemes.encodings import is_valid
     return sum(not is_valid(list(t), "IOB2")
                for t in itertools.product(("B-NP", "I-NP", "O"), repeat=n))
 
@@ -175,7 +176,7 @@ def test_mmvp_step_is_clipped_and_margin_based():
     x = enc_[0]
     w0 = np.zeros(model.size)
     y, _ = J.viterbi(model.parts(x, w0))
-    idx, val = model._difference(x, x.gold, y)
+    idx, val = feature_difference(model, x, x.gold, y)
     step = min(model.loss(x.gold, y) / float(val @ val), 1.0)
     w = w0.copy()
     w[idx] += step * val

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fstchunk.conll import data_path, read_conll
-from fstchunk.decode import decode_map, decode_meu
-from fstchunk.errors import InputError
+from fstchunk.io.conll import data_path, read_conll
+from fstchunk.decoding.decode import decode_map, decode_meu
+from fstchunk.core.errors import InputError
 from fstchunk.models import joint as J
 from fstchunk.models.joint import calibration as cal
 from oracles import brute_joint as brute

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fstchunk import encodings as enc
-from fstchunk.conll import Sentence
-from fstchunk.errors import InputError, SchemeError
+from fstchunk.core.errors import InputError, SchemeError
+from fstchunk.io.conll import Sentence
 from fstchunk.models import joint as J
+from fstchunk.schemes import encodings as enc
 
 FILE = "corpus.txt"
 

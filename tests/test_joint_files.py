@@ -11,8 +11,8 @@ import pytest
 from hypothesis import example, given, HealthCheck, settings
 from hypothesis import strategies as st
 
-from fstchunk.conll import Sentence
-from fstchunk.errors import FstchunkError, ModelFileError
+from fstchunk.io.conll import Sentence
+from fstchunk.core.errors import FstchunkError, ModelFileError
 from fstchunk.models import joint as J
 from fstchunk.models import load_model
 from fstchunk.models.io import checksum

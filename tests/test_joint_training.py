@@ -22,13 +22,13 @@ import pytest
 
 from fstchunk.cli import joint as cli_joint
 from fstchunk.cli import main
-from fstchunk.conll import Sentence, read_conll, write_conll
-from fstchunk.errors import InputError, ModelFileError, TrainingInterrupted
+from fstchunk.io.conll import Sentence, read_conll, write_conll
+from fstchunk.core.errors import InputError, ModelFileError, TrainingInterrupted
 from fstchunk.learn import Trainer
 from fstchunk.learn import objectives as lo
 from fstchunk.models import joint as J
 from fstchunk.models.joint import train as JT
-from fstchunk.scale import LocalExecutor
+from fstchunk.runtime.scale import LocalExecutor
 from oracles import brute_joint
 
 HERE = os.path.join(os.path.dirname(__file__), "data")
@@ -208,7 +208,7 @@ def test_partitions_give_the_one_process_value_and_gradient(conll, executor):
     kind, n = executor.split(":")
     if kind == "dask":
         pytest.importorskip("distributed")
-        from fstchunk.scale import DaskExecutor
+        from fstchunk.runtime.scale import DaskExecutor
         ex = DaskExecutor(f"local:{n}")
     else:
         ex = LocalExecutor(int(n))

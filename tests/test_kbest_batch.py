@@ -5,10 +5,11 @@ one (OpenFst's n-shortest, then exact E[F] of each path) picks."""
 import numpy as np
 import pytest
 
-from fstchunk import Lattice, TagSet, decode as dec
-from fstchunk.decoders import decoder
+from fstchunk import Lattice, TagSet
+from fstchunk.decoding import decode as dec
+from fstchunk.decoding.decoders import decoder
 from fstchunk.engine import inference
-from fstchunk.lattices import batches, groups
+from fstchunk.structures.lattices import batches, groups
 from oracles import stable_seed
 
 SCHEMES = [("IOB2", ("A", "B")), ("IOBES", ("A",)), ("BILOU", ("A", "B")),

@@ -4,9 +4,11 @@ import numpy as np
 import pynini
 import pytest
 
-from fstchunk import Lattice, encodings as enc, fsa
+from fstchunk import Lattice
+from fstchunk.schemes import encodings as enc
+from fstchunk.grammars import fsa
 from fstchunk.grammars import models
-from fstchunk.tagspace import TagSet
+from fstchunk.schemes.tagspace import TagSet
 from oracles import brute_force, random_scores, stable_seed
 
 CASES = [("IOB2", ("NP", "VP"), 6), ("IOB1", ("NP", "VP"), 5), ("IOE1", ("NP", "VP"), 5),

@@ -1,4 +1,4 @@
-"""fstchunk.layout: a model's training layout, and whether an input has it (issue 32,
+"""fstchunk.io.layout: a model's training layout, and whether an input has it (issue 32,
 item 2); Columns specs that must name every column (item 3); the record in model files,
 old files without it."""
 
@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fstchunk import layout as L
-from fstchunk.batch import decode_sentences
-from fstchunk.columns import Columns
-from fstchunk.encodings import convert
-from fstchunk.conll import Sentence, read_conll
-from fstchunk.errors import InputError, ModelFileError
-from fstchunk.layout import Arrangement, Layout, Vocabulary
+from fstchunk.io import layout as L
+from fstchunk.decoding.batch import decode_sentences
+from fstchunk.io.columns import Columns
+from fstchunk.schemes.encodings import convert
+from fstchunk.io.conll import Sentence, read_conll
+from fstchunk.core.errors import InputError, ModelFileError
+from fstchunk.io.layout import Arrangement, Layout, Vocabulary
 from fstchunk.models import joint as J
 from fstchunk.models import load_model
 from fstchunk.models.crf import CRF

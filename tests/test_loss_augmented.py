@@ -19,15 +19,15 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 import fstchunk
-from fstchunk import encodings as enc
-from fstchunk import fsa
-from fstchunk.conll import read_conll
-from fstchunk.errors import BudgetError, InputError
+from fstchunk.schemes import encodings as enc
+from fstchunk.grammars import fsa
+from fstchunk.io.conll import read_conll
+from fstchunk.core.errors import BudgetError, InputError
 from fstchunk.grammars.budget import use_state_budget
 from fstchunk.grammars.loss import f_loss_machine, hamming_loss_machine
 from fstchunk.grammars.models import score_lattice
-from fstchunk.lattice import Lattice
-from fstchunk.lossaug import decode_loss_augmented, loss_value
+from fstchunk.structures.lattice import Lattice
+from fstchunk.decoding.lossaug import decode_loss_augmented, loss_value
 from fstchunk.models.crf import CRF
 from oracles import brute_force, f_standard, path_score_bound, random_scores
 

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import scipy.optimize
 
-from fstchunk import encodings as enc
+from fstchunk.schemes import encodings as enc
 from fstchunk.cli import main
-from fstchunk.conll import Sentence
-from fstchunk.errors import InputError, TrainingInterrupted
-from fstchunk.lossaug import loss_value
+from fstchunk.io.conll import Sentence
+from fstchunk.core.errors import InputError, TrainingInterrupted
+from fstchunk.decoding.lossaug import loss_value
 from fstchunk.models import bcfw, maxmargin as mm
 from fstchunk.models.crf import CRF
 from fstchunk.models.crf_loss import chain_rule

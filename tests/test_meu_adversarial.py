@@ -5,13 +5,13 @@ xfail); the others pin tricky cases that were checked and hold:
 
 * lattices from machines with several states per tag (``Lattice.from_fst``) and the
   joint model's chunk layer, against enumeration of the lattice's own paths;
-* every scheme of ``fstchunk.encodings.SCHEMES``, typed and untyped;
+* every scheme of ``fstchunk.schemes.encodings.SCHEMES``, typed and untyped;
 * the exact/quadrature switch (n = 12 / 13) against the old decoder;
 * β² = 1e-3 and 1e3 (the standard β = √1e-3, √1e3); tiny memory budgets.
 
 Brute force here is ``Lattice.enumerate()`` (the layers' state paths summed by tag
 sequence; no engine recursion, no ``Lattice.log_prob``), and U(x) = E_y[F_β(x | y)] with the library's F_β
-(``fstchunk.scoring.f_beta``: 0/0 := 1).
+(``fstchunk.evaluation.chunks.f_beta``: 0/0 := 1).
 """
 
 from __future__ import annotations
@@ -23,14 +23,15 @@ import pynini
 import pytest
 from threadpoolctl import threadpool_limits
 
-from fstchunk import encodings as enc, fsa
-from fstchunk.decode import decode_meu, decode_meu_corpus
+from fstchunk.schemes import encodings as enc
+from fstchunk.grammars import fsa
+from fstchunk.decoding.decode import decode_meu, decode_meu_corpus
 from fstchunk.engine.quadrature import QUAD_TOL, exp_sum
-from fstchunk.errors import BudgetError, InputError, SchemeError
-from fstchunk.scoring import f_beta
-from fstchunk.expected import expected_f
-from fstchunk.lattice import Lattice
-from fstchunk.tagspace import TagSet
+from fstchunk.core.errors import BudgetError, InputError, SchemeError
+from fstchunk.evaluation.chunks import f_beta
+from fstchunk.decoding.expected import expected_f
+from fstchunk.structures.lattice import Lattice
+from fstchunk.schemes.tagspace import TagSet
 from oracles import all_chunkings, random_scores
 from reference_meu import reference_decode_meu
 

@@ -1,6 +1,6 @@
 """Issue 17: exact MEU decoding at any length and any score scale, against oracles.
 
-The contract (``fstchunk.decode.decode_meu(lattice, beta, method="exact", k=20,
+The contract (``fstchunk.decoding.decode.decode_meu(lattice, beta, method="exact", k=20,
 memory_budget=None) -> Decoding(tags, score, gap)``):
 
 * ``tags`` is a valid sequence in the lattice's scheme, ``score`` its exact expected
@@ -31,14 +31,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from threadpoolctl import threadpool_limits
 
-from fstchunk import encodings as enc
-from fstchunk.conll import read_conll
-from fstchunk.decode import (Decoding, decode_map, decode_meu, decode_meu_corpus,
-                             decode_posterior)
+from fstchunk.schemes import encodings as enc
+from fstchunk.io.conll import read_conll
+from fstchunk.decoding.decode import (Decoding, decode_map, decode_meu, decode_meu_corpus,
+                                      decode_posterior)
 from fstchunk.engine.chain import Layers
-from fstchunk.errors import InputError, SchemeError
-from fstchunk.expected import expected_f
-from fstchunk.lattice import Lattice
+from fstchunk.core.errors import InputError, SchemeError
+from fstchunk.decoding.expected import expected_f
+from fstchunk.structures.lattice import Lattice
 from fstchunk.models.crf import CRF
 from oracles import (all_utilities, all_utilities_by_count, brute_chunk_marginals, brute_force,
                      brute_token_marginals, path_score_bound, random_scores)

@@ -8,8 +8,10 @@ OpenFst's n-shortest, each scored by ``expected_f(method="fast")``, the first be
 import numpy as np
 import pytest
 
-import fstchunk.decode as dec
-from fstchunk import Lattice, TagSet, encodings as enc, fsa
+import fstchunk.decoding.decode as dec
+from fstchunk import Lattice, TagSet
+from fstchunk.schemes import encodings as enc
+from fstchunk.grammars import fsa
 from fstchunk.engine.meu import utility_bounds
 from oracles import all_utilities, brute_force, random_scores, stable_seed
 

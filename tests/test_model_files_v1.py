@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from fstchunk.conll import Sentence
-from fstchunk.batch import decode_sentences
+from fstchunk.io.conll import Sentence
+from fstchunk.decoding.batch import decode_sentences
 from fstchunk.models import load_model
 from fstchunk.models import joint as J
 

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fstchunk.conll import Sentence
-from fstchunk.batch import decode_sentences
-from fstchunk.errors import FstchunkError, ModelFileError
+from fstchunk.io.conll import Sentence
+from fstchunk.decoding.batch import decode_sentences
+from fstchunk.core.errors import FstchunkError, ModelFileError
 from fstchunk.models import load_model
 from fstchunk.models.crf import CRF
 from fstchunk.models.hmm import HMM

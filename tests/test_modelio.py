@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from fstchunk.models import io as modelio
-from fstchunk.errors import InputError, ModelFileError, OutputError
+from fstchunk.core.errors import InputError, ModelFileError, OutputError
 from fstchunk.models.io import Fields, load_model_file, read_metadata, save_model
 
 

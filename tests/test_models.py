@@ -3,14 +3,14 @@
 import numpy as np
 import pytest
 
-from fstchunk.conll import Sentence
-from fstchunk.errors import ModelFileError
-from fstchunk.lattice import Lattice
+from fstchunk.core.errors import ModelFileError
+from fstchunk.io.conll import Sentence
 from fstchunk.models import MODELS, ChunkModel, TrainableModel, load_model
 from fstchunk.models import joint as J
 from fstchunk.models.crf import CRF
 from fstchunk.models.hmm import HMM
 from fstchunk.models.io import save_model
+from fstchunk.structures.lattice import Lattice
 
 SENTS = [Sentence([["The", "DT", "B-NP"], ["dog", "NN", "I-NP"], ["barks", "VBZ", "B-VP"]]),
          Sentence([["A", "DT", "B-NP"], ["cat", "NN", "I-NP"], ["sleeps", "VBZ", "B-VP"],

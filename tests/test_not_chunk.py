@@ -11,17 +11,17 @@ import pynini
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fstchunk import encodings as enc
-from fstchunk import fsa
-from fstchunk.annotation import PartialSentence, check_allows, read_partial
-from fstchunk.conll import Sentence
-from fstchunk.errors import SchemeError
+from fstchunk.schemes import encodings as enc
+from fstchunk.grammars import fsa
+from fstchunk.io.annotation import PartialSentence, check_allows, read_partial
+from fstchunk.io.conll import Sentence
+from fstchunk.core.errors import SchemeError
 from fstchunk.grammars.annotation import annotation_acceptor, annotation_machine
-from fstchunk.lattice import Lattice
+from fstchunk.structures.lattice import Lattice
 from fstchunk.models.crf import CRF
 from fstchunk.models.objectives import Chain
 from fstchunk.models.partial import PartialGold, partial_ml_statistics
-from fstchunk.tagspace import TagSet
+from fstchunk.schemes.tagspace import TagSet
 from oracles import all_chunkings
 
 SCHEMES = ("IOB2", "IOE2", "IOBES", "BILOU", "IOBES2", "IOBES3")

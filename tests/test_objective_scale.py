@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from fstchunk.conll import Sentence, read_conll
+from fstchunk.io.conll import Sentence, read_conll
 from fstchunk.models.crf import CRF
 from fstchunk.learn.objectives import ML, MEU, MEU_CORPUS
 from fstchunk.learn import Trainer

@@ -1,4 +1,4 @@
-"""fstchunk.outputs: checked destinations, atomic writes, stale temporaries."""
+"""fstchunk.core.outputs: checked destinations, atomic writes, stale temporaries."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import sys
 
 import pytest
 
-from fstchunk import outputs
-from fstchunk.errors import FstchunkError, OutputError
-from fstchunk.outputs import atomic_path, atomic_write, check_output, clean_stale, temp_path
+from fstchunk.core import outputs
+from fstchunk.core.errors import FstchunkError, OutputError
+from fstchunk.core.outputs import (atomic_path, atomic_write, check_output, clean_stale,
+                                   temp_path)
 
 root = pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0,
                           reason="root ignores file permissions")

@@ -1,4 +1,4 @@
-"""fstchunk.parallel.map_sentences: order, context, errors, dead workers, serial fallback.
+"""fstchunk.runtime.parallel.map_sentences: order, context, errors, dead workers, serial fallback.
 
 The functions handed to map_sentences are module-level: a forked worker runs them
 as they are, and only their results (or exceptions) are pickled back.
@@ -12,7 +12,7 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 
-from fstchunk.parallel import WorkerError, map_sentences, usable_cores
+from fstchunk.runtime.parallel import WorkerError, map_sentences, usable_cores
 
 
 def affine(context, x):
@@ -127,7 +127,7 @@ def test_workers_ignore_sigint_and_the_caller_keeps_its_handler():
 
 CTRL_C_SCRIPT = r'''
 import os, signal, sys, time
-from fstchunk.parallel import map_sentences
+from fstchunk.runtime.parallel import map_sentences
 
 # as in a terminal, whatever the test runner left to inherit across exec: SIGINT
 # handled (a background job inherits it ignored) and not blocked

@@ -6,16 +6,16 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fstchunk import scale
-from fstchunk.annotation import read_partial
+from fstchunk.runtime import scale
+from fstchunk.io.annotation import read_partial
 from fstchunk.cli import main
-from fstchunk.conll import Sentence
-from fstchunk.errors import InputError, SchemeError
+from fstchunk.io.conll import Sentence
+from fstchunk.core.errors import InputError, SchemeError
 from fstchunk.models.crf import CRF
 from fstchunk.models.objectives import Chain, Gold, ml_statistics
 from fstchunk.models.partial import PartialGold, partial_ml_statistics
-from fstchunk.tagspace import TagSet
-from fstchunk import encodings as enc
+from fstchunk.schemes.tagspace import TagSet
+from fstchunk.schemes import encodings as enc
 from oracles import all_chunkings, brute_log_partition, finite_difference_check
 
 SCHEMES = ("IOB1", "IOB2", "IOE2", "IOBES", "BILOU", "IOBES3")

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from fstchunk.cli import main
-from fstchunk.conll import read_conll
-from fstchunk.batch import decode_sentences
+from fstchunk.io.conll import read_conll
+from fstchunk.decoding.batch import decode_sentences
 from fstchunk.engine.chain import viterbi
-from fstchunk.errors import InputError, TrainingInterrupted
-from fstchunk.lattice import Lattice
+from fstchunk.core.errors import InputError, TrainingInterrupted
+from fstchunk.structures.lattice import Lattice
 from fstchunk.models import perceptron as pc
 from fstchunk.models.crf import CRF
 from fstchunk.models.crf_loss import chain_rule

@@ -1,7 +1,7 @@
 """Issue 32: progress bars only on a terminal.  Written to a file or a pipe, every
 command that shows progress writes plain lines — no carriage return — one per epoch or
 pass (online learners) or per N iterations (L-BFGS), with the bar's figures; a
-terminal still gets the tqdm bar (:func:`fstchunk.progress.is_terminal` forced)."""
+terminal still gets the tqdm bar (:func:`fstchunk.core.progress.is_terminal` forced)."""
 
 import io
 import os
@@ -9,11 +9,11 @@ import os
 import pytest
 from tqdm import tqdm
 
-from fstchunk import progress as progress_module
 from fstchunk.cli import main
-from fstchunk.conll import read_conll, write_conll
+from fstchunk.core import progress as progress_module
+from fstchunk.core.progress import LineLog, is_terminal, progress
+from fstchunk.io.conll import read_conll, write_conll
 from fstchunk.models import load_model
-from fstchunk.progress import LineLog, is_terminal, progress
 
 
 def _steps(log: LineLog, n: int) -> None:

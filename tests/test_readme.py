@@ -49,7 +49,7 @@ def test_readme_commands_run_on_a_slice(tmp_path, monkeypatch, corpus):
     """Each command line of the README, on slices of CoNLL-2000 (train.txt: 120 sentences,
     dev.txt and test.txt: 40; words.txt: the train slice without its POS column), with
     ``--max-iter 8 --quiet`` added to ``train`` for speed.  Each must exit 0."""
-    from fstchunk.conll import read_conll, write_conll
+    from fstchunk.io.conll import read_conll, write_conll
 
     for name, src, n in (("train.txt", "train.txt", 120), ("dev.txt", "dev.txt", 40),
                          ("test.txt", "test.txt", 40)):

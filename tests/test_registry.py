@@ -6,13 +6,12 @@ import shutil
 import pynini
 import pytest
 
-from fstchunk import encodings as enc
-from fstchunk import fsa
-from fstchunk.errors import FstchunkError, InputError, OutputError, SchemeError
+from fstchunk.core.errors import FstchunkError, InputError, OutputError, SchemeError
 from fstchunk.grammars import drawing as D
+from fstchunk.grammars import fsa, validity
 from fstchunk.grammars import registry as R
-from fstchunk.grammars import validity
-from fstchunk.tagspace import symbol_table
+from fstchunk.schemes import encodings as enc
+from fstchunk.schemes.tagspace import symbol_table
 
 TYPESETS = [("",), ("NP", "VP")]
 

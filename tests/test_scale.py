@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from fstchunk.cli import main
-from fstchunk.conll import read_conll
-from fstchunk.errors import InputError
+from fstchunk.io.conll import read_conll
+from fstchunk.core.errors import InputError
 from fstchunk.models.crf import CRF
-from fstchunk import scale
+from fstchunk.runtime import scale
 
 distributed = pytest.importorskip("distributed")
 

@@ -18,13 +18,13 @@ import time
 
 import pytest
 
-import fstchunk.batch as batch
+import fstchunk.decoding.batch as batch
 from fstchunk.cli import main
-from fstchunk.conll import read_conll
+from fstchunk.io.conll import read_conll
 from fstchunk.models.crf import CRF
 from fstchunk.models.segment import SegmentModel
-from fstchunk.segments.data import read_segments
-from fstchunk import scale
+from fstchunk.io.segments import read_segments
+from fstchunk.runtime import scale
 
 distributed = pytest.importorskip("distributed")
 

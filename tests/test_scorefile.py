@@ -1,12 +1,12 @@
-"""fstchunk.scorefile: save_scores/load_lattices round trip, and every malformed file
+"""fstchunk.models.scorefile: save_scores/load_lattices round trip, and every malformed file
 raising ModelFileError with the file's name."""
 
 import numpy as np
 import pytest
 
 from fstchunk import Lattice
-from fstchunk.errors import FstchunkError, ModelFileError
-from fstchunk.scorefile import load_lattices, save_scores
+from fstchunk.core.errors import FstchunkError, ModelFileError
+from fstchunk.models.scorefile import load_lattices, save_scores
 
 TAGS = ("O", "B-NP", "I-NP", "B-VP", "I-VP")
 

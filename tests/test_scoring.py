@@ -2,9 +2,9 @@ import random
 
 import pytest
 
-from fstchunk import encodings as enc
-from fstchunk.errors import CoNLLError, InputError
-from fstchunk.scoring import evaluate, evaluate_file, f_beta, sentence_f
+from fstchunk.schemes import encodings as enc
+from fstchunk.core.errors import CoNLLError, InputError
+from fstchunk.evaluation.chunks import evaluate, evaluate_file, f_beta, sentence_f
 from oracles import all_chunkings
 
 
@@ -169,7 +169,7 @@ def test_evaluate_file_needs_two_columns(tmp_path):
 
 
 def test_evaluate_file_on_real_data(corpus, tmp_path):
-    from fstchunk.conll import read_conll, write_conll
+    from fstchunk.io.conll import read_conll, write_conll
     sents = read_conll(corpus("conll2000", "test.txt"))
     rng = random.Random(3)
     rows = []

@@ -14,10 +14,10 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 import fstchunk.models.segment.cache as cache_mod
 import fstchunk.models.segment.train as train_mod
+from fstchunk.io.segments import Segment, SegSentence
 from fstchunk.models.segment import SegmentModel
 from fstchunk.models.segment.cache import FeatureCache, Packed
 from fstchunk.models.segment.features import PREDICATES, sentence_features, step_index
-from fstchunk.segments.data import Segment, SegSentence
 
 
 def sent(text: str, segs=(), pos: bool = False) -> SegSentence:

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from fstchunk.cli import main
-from fstchunk.conll import read_conll, write_conll
+from fstchunk.io.conll import read_conll, write_conll
+from fstchunk.io.segments import read_jsonl
 from fstchunk.models import load_model
-from fstchunk.segments.data import read_jsonl
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from fstchunk.cli import main
+from fstchunk.decoding.segments import calibrated
+from fstchunk.io.segments import Segment, read_jsonl
 from fstchunk.models import load_model
-from fstchunk.segments.data import Segment, read_jsonl
-from fstchunk.segments.meu import calibrated
 
 
 @pytest.fixture(scope="module")

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from fstchunk.cli import main
-from fstchunk.conll import read_conll, write_conll
-from fstchunk.errors import FstchunkError
-from fstchunk.segments.data import (FileFormat, Segment, detect_format, read_segments)
-from fstchunk.segments.scoring import score_segments
+from fstchunk.io.conll import read_conll, write_conll
+from fstchunk.core.errors import FstchunkError
+from fstchunk.io.segments import FileFormat, Segment, detect_format, read_segments
+from fstchunk.evaluation.segments import score_segments
 
 # (BOM, line end, blank lines before, blank lines after, white space before each line)
 VARIANTS = list(itertools.product((False, True), ("\n", "\r\n"), (0, 2), (0, 2),

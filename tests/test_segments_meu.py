@@ -12,11 +12,11 @@ import scipy.optimize
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fstchunk.errors import InputError
-from fstchunk.segments import meu
-from fstchunk.segments.data import (Segment, read_conll_segments, read_jsonl, segments_to_tags,
-                                    write_jsonl)
-from fstchunk.segments.scoring import hard_segments, score_segments
+from fstchunk.core.errors import InputError
+from fstchunk.decoding import segments as meu
+from fstchunk.io.segments import (Segment, read_conll_segments, read_jsonl, segments_to_tags,
+                                  write_jsonl)
+from fstchunk.evaluation.segments import hard_segments, score_segments
 from oracles import f_standard
 
 

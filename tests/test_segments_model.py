@@ -2,7 +2,7 @@
 Hildreth's QP solver, the online learner, model files.
 
 The k best segments come from a brute-force enumeration here (all position subsets,
-n <= 6), so these tests do not depend on :func:`fstchunk.segments.space.kbest`.
+n <= 6), so these tests do not depend on :func:`fstchunk.structures.segments.kbest`.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import scipy.optimize
 
 import fstchunk.models.segment.model as model_mod
 import fstchunk.models.segment.train as train_mod
-from fstchunk.errors import InputError, ModelFileError
+from fstchunk.core.errors import InputError, ModelFileError
 from fstchunk.models import load_model
 from fstchunk.models.io import load_model_file, save_model
-from fstchunk.segments.data import Segment, SegSentence
+from fstchunk.io.segments import Segment, SegSentence
 from fstchunk.models.segment.features import allowed_arcs, members, sentence_features, token_ids
 from fstchunk.models.segment.model import SegmentModel
 from fstchunk.models.segment.train import OnlineLearner, hildreth

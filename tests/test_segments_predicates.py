@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 
 from fstchunk.cli import main
-from fstchunk.errors import InputError, ModelFileError
+from fstchunk.core.errors import InputError, ModelFileError
 from fstchunk.models import load_model
 from fstchunk.models.io import load_model_file, save_model
 from fstchunk.models.segment.features import (FEATURES, NEXT, PREDICATES, START, _AT_I, _AT_J,
                                               _mix, at_columns, crc, feature_version,
                                               predicates_of, sentence_features, token_ids)
 from fstchunk.models.segment.model import SegmentModel
-from fstchunk.segments.data import Segment, SegSentence
+from fstchunk.io.segments import Segment, SegSentence
 
 WORDS, TAGS = ["The", "cat", "sat"], ["DT", "NN", "VBD"]
 

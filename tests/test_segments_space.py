@@ -1,13 +1,14 @@
-"""The segment space (fstchunk.segments.space) against brute-force enumeration."""
+"""The segment space (fstchunk.structures.segments) against brute-force enumeration."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fstchunk.errors import InputError
-from fstchunk.segments import enumerate_segments, space
-from fstchunk.segments.space import (RESTRICTIONS, kbest, kbest_fst, parse_restrictions,
-                                     restrict, segment_space_fst)
+from fstchunk.core.errors import InputError
+from fstchunk.structures.segments import enumerate_segments
+from fstchunk.structures import segments as space
+from fstchunk.structures.segments import (RESTRICTIONS, kbest, kbest_fst, parse_restrictions,
+                                          restrict, segment_space_fst)
 
 
 def random_scores(n, T=2, seed=0, p_forbid=0.15):
@@ -20,7 +21,7 @@ def random_scores(n, T=2, seed=0, p_forbid=0.15):
 
 def enumerate_all(a, max_gap=None):
     """Every (score, t, positions) with finite score, by the formula, best first:
-    :func:`fstchunk.segments.enumerate_segments` (held to the formula in
+    :func:`fstchunk.structures.segments.enumerate_segments` (held to the formula in
     tests/test_house_oracles_structures.py)."""
     return enumerate_segments(a, max_gap)
 

@@ -14,12 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fstchunk.cli import main
-from fstchunk.errors import InputError
+from fstchunk.core.errors import InputError
 from fstchunk.models import load_model
 from fstchunk.models.segment import decisions
 from fstchunk.models.segment.model import SegmentModel
-from fstchunk.segments.data import Segment, SegSentence, read_jsonl
-from fstchunk.segments.scoring import score_segments
+from fstchunk.io.segments import Segment, SegSentence, read_jsonl
+from fstchunk.evaluation.segments import score_segments
 
 from test_segments_model import TRAIN, sent
 

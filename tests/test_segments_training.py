@@ -18,12 +18,12 @@ import pytest
 
 import fstchunk.models.segment.train as train_mod
 from fstchunk.cli import main
-from fstchunk.conll import read_conll, write_conll
-from fstchunk.errors import InputError, ModelFileError, TrainingInterrupted
+from fstchunk.io.conll import read_conll, write_conll
+from fstchunk.core.errors import InputError, ModelFileError, TrainingInterrupted
 from fstchunk.learn.loop import Trainer
 from fstchunk.models import load_model
 from fstchunk.models.segment import SegmentModel
-from fstchunk.segments.data import SegSentence, Segment, read_conll_segments, read_segments
+from fstchunk.io.segments import SegSentence, Segment, read_conll_segments, read_segments
 
 V2 = os.path.join(os.path.dirname(__file__), "data", "v2")
 

@@ -1,4 +1,4 @@
-"""Choosing what to annotate (issue 36, part 4): fstchunk.selection's scores against
+"""Choosing what to annotate (issue 36, part 4): fstchunk.decoding.selection's scores against
 brute force, pick's order, ties and budget, and the select command."""
 
 import numpy as np
@@ -6,11 +6,11 @@ import pytest
 
 from fstchunk import Lattice
 from fstchunk.cli import main
-from fstchunk.conll import Sentence, read_conll, write_conll
-from fstchunk.errors import InputError
+from fstchunk.io.conll import Sentence, read_conll, write_conll
+from fstchunk.core.errors import InputError
 from fstchunk.models.crf import CRF
-from fstchunk.selection import entropy_scores, expected_f_scores, pick, scores
-from fstchunk.tagspace import TagSet
+from fstchunk.decoding.selection import entropy_scores, expected_f_scores, pick, scores
+from fstchunk.schemes.tagspace import TagSet
 from oracles import all_utilities, brute_force, brute_token_marginals, random_scores
 
 

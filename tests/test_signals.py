@@ -37,7 +37,7 @@ def temporaries(folder):
 
 @pytest.fixture(scope="module")
 def model_and_input(tmp_path_factory, corpus):
-    from fstchunk.conll import read_conll
+    from fstchunk.io.conll import read_conll
     from fstchunk.models.hmm import HMM
     d = tmp_path_factory.mktemp("sig")
     HMM().fit(read_conll(corpus("conll2000", "train.txt"))[:2000]).save(d / "hmm.npz")
@@ -60,7 +60,7 @@ def test_sigterm_during_decode_leaves_no_temporary(model_and_input, tmp_path, wo
 
 
 def test_sigterm_during_training_writes_the_checkpoint(corpus, tmp_path):
-    from fstchunk.conll import read_conll, write_conll
+    from fstchunk.io.conll import read_conll, write_conll
     write_conll(read_conll(corpus("conll2000", "train.txt"))[:300], tmp_path / "train.txt")
     model = tmp_path / "m.npz"
     proc = start("train", "--train", "train.txt", "--max-iter", "500", "--checkpoint-every",

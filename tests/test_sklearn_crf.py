@@ -11,7 +11,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from fstchunk.errors import FstchunkError, InputError, SchemeError
+from fstchunk.core.errors import FstchunkError, InputError, SchemeError
 from fstchunk.models.attributes import flatten_item
 from fstchunk.sklearn import CRF
 
@@ -34,7 +34,7 @@ def word2features(sent, i):
 
 
 def corpus_xy(path, n, column=-1, start=0):
-    from fstchunk.conll import read_conll
+    from fstchunk.io.conll import read_conll
     sents = [s for s in read_conll(path) if s.rows[0][0] != "-DOCSTART-"][start:start + n]
     return ([[word2features(s.rows, i) for i in range(len(s.rows))] for s in sents],
             [[r[column] for r in s.rows] for s in sents])
@@ -99,7 +99,7 @@ def test_l1_is_sparse_and_reported(pos_data):
 def brute_marginals(crf, xseq):
     """Token marginals from the fitted weights by name, over every label sequence (every
     valid one under a scheme)."""
-    from fstchunk import encodings as enc
+    from fstchunk.schemes import encodings as enc
     labels, sf, tf = crf.classes_, crf.state_features_, crf.transition_features_
     items = [dict(zip(*flatten_item(x))) for x in xseq]
     n = len(xseq)
@@ -146,7 +146,7 @@ def test_chunk_methods(ner_data):
     meu = crf.predict(X[:20], decoder="meu", beta=1.0)
     assert all(len(p) == len(x) for p, x in zip(meu, X[:20]))
     chunks = crf.predict_chunks(X[:20])
-    from fstchunk import encodings as enc
+    from fstchunk.schemes import encodings as enc
     for found, tags in zip(chunks, crf.predict(X[:20])):
         assert [(c.type, c.start, c.end) for c in found] == enc.tags_to_chunks(list(tags), "IOB2")
         assert all(0.0 <= c.p <= 1.0 + 1e-12 for c in found)
@@ -315,7 +315,7 @@ def test_verbose_prints_a_line_per_iteration(pos_data, capsys):
 
 
 def test_model_filename_of_a_crfsuite_file_is_one_error(pos_data, tmp_path):
-    from fstchunk.errors import ModelFileError
+    from fstchunk.core.errors import ModelFileError
     X, y = pos_data
     path = str(tmp_path / "model.crfsuite")
     sklearn_crfsuite.CRF(c2=0.1, max_iterations=3, model_filename=path).fit(X, y)

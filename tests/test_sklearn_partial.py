@@ -8,9 +8,9 @@ import itertools
 import numpy as np
 import pytest
 
-from fstchunk import encodings as enc
-from fstchunk.errors import InputError, SchemeError
+from fstchunk.core.errors import InputError, SchemeError
 from fstchunk.models.attribute_crf import AttributeCRF
+from fstchunk.schemes import encodings as enc
 from fstchunk.sklearn import CRF
 
 WORDS = ["Jan", "Peeters", "zegt", "in", "Gent", "de", "bank", "Piet"]

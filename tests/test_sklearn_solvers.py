@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.optimize
 
-from fstchunk.errors import TrainingInterrupted
+from fstchunk.core.errors import TrainingInterrupted
 from fstchunk.learn.owlqn import OWLQN, Stopping, pseudo_gradient
 from fstchunk.learn.solvers import LBFGS
 from fstchunk.models.attribute_crf import AttributeCRF

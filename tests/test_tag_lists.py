@@ -19,19 +19,19 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fstchunk import encodings as enc
+from fstchunk.schemes import encodings as enc
 from fstchunk.cli import main
-from fstchunk.conll import Sentence
-from fstchunk.errors import InputError, ModelFileError, SchemeError
-from fstchunk.expected import expected_f
-from fstchunk.gold import check_gold
-from fstchunk.lattice import Lattice
+from fstchunk.io.conll import Sentence
+from fstchunk.core.errors import InputError, ModelFileError, SchemeError
+from fstchunk.decoding.expected import expected_f
+from fstchunk.io.gold import check_gold
+from fstchunk.structures.lattice import Lattice
 from fstchunk.models import load_model
 from fstchunk.models.crf import CRF
 from fstchunk.models.hmm import HMM
-from fstchunk.scorefile import load_lattices, save_scores
-from fstchunk.segments.data import read_conll_segments
-from fstchunk.tagspace import TagSet, TagSpace, normalize_types
+from fstchunk.models.scorefile import load_lattices, save_scores
+from fstchunk.io.segments import read_conll_segments
+from fstchunk.schemes.tagspace import TagSet, TagSpace, normalize_types
 from oracles import (all_chunkings, brute_chunk_marginals, brute_expectations, brute_force,
                      prepared,
                      brute_token_marginals)

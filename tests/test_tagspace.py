@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fstchunk import encodings as enc
-from fstchunk.errors import InputError, SchemeError
-from fstchunk.tagspace import TagSet, TagSpace
+from fstchunk.schemes import encodings as enc
+from fstchunk.core.errors import InputError, SchemeError
+from fstchunk.schemes.tagspace import TagSet, TagSpace
 
 TYPINGS = [("NP", "VP"), ("",), ("LOC",)]
 
@@ -37,7 +37,7 @@ def test_tables_equal_the_scheme_rules(scheme, types, data):
        n=st.integers(1, 5), data=st.data())
 def test_boundary_tables_read_chunks_like_the_encodings(scheme, types, n, data):
     """Chunk starts and ends read off opens/closes on a random valid sequence are
-    the chunks of :func:`fstchunk.encodings.tags_to_chunks`."""
+    the chunks of :func:`fstchunk.schemes.encodings.tags_to_chunks`."""
     ts = TagSet(scheme, types)
     chunks, pos = [], 0
     while pos < n:

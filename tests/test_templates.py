@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import template_oracle as oracle
-from fstchunk.columns import Columns
-from fstchunk.conll import Sentence, read_conll
-from fstchunk.errors import InputError, ModelFileError
+from fstchunk.io.columns import Columns
+from fstchunk.io.conll import Sentence, read_conll
+from fstchunk.core.errors import InputError, ModelFileError
 from fstchunk.models.crf import CRF
 from fstchunk.models.features import TEMPLATES, FeatureMap, template_of, token_features
 from fstchunk.models.templates import parse_template, read_template, wapiti_regex

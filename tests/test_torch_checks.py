@@ -12,8 +12,8 @@ from hypothesis import given, settings, strategies as st
 
 torch = pytest.importorskip("torch")
 
-from fstchunk import encodings as enc  # noqa: E402
-from fstchunk.errors import InputError  # noqa: E402
+from fstchunk.schemes import encodings as enc  # noqa: E402
+from fstchunk.core.errors import InputError  # noqa: E402
 from fstchunk.torch import ChunkCRF, CRFLayer  # noqa: E402
 from oracles import brute_chunk_marginals, brute_force, brute_token_marginals  # noqa: E402
 

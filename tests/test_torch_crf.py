@@ -1,8 +1,8 @@
 """fstchunk.torch.ChunkCRF against the numpy engine, brute force, and gradcheck.
 
-Oracles: :class:`fstchunk.lattice.Lattice` (log Z, token and chunk marginals),
-:func:`fstchunk.expected.expected_f` (training direction, ``reference=gold``),
-:func:`fstchunk.decode.decode_map` / ``decode_meu``; and an enumeration of every
+Oracles: :class:`fstchunk.structures.lattice.Lattice` (log Z, token and chunk marginals),
+:func:`fstchunk.decoding.expected.expected_f` (training direction, ``reference=gold``),
+:func:`fstchunk.decoding.decode.decode_map` / ``decode_meu``; and an enumeration of every
 valid tag sequence (itertools over all tag strings, filtered by the scheme).
 """
 
@@ -16,12 +16,12 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from oracles import f_standard, stable_seed  # noqa: E402
-from fstchunk import encodings as enc  # noqa: E402
-from fstchunk.decode import decode_map, decode_meu  # noqa: E402
-from fstchunk.errors import InputError  # noqa: E402
-from fstchunk.expected import expected_f  # noqa: E402
+from fstchunk.schemes import encodings as enc  # noqa: E402
+from fstchunk.decoding.decode import decode_map, decode_meu  # noqa: E402
+from fstchunk.core.errors import InputError  # noqa: E402
+from fstchunk.decoding.expected import expected_f  # noqa: E402
 from fstchunk.torch.expected import NODE_TOL  # noqa: E402
-from fstchunk.lattice import Lattice  # noqa: E402
+from fstchunk.structures.lattice import Lattice  # noqa: E402
 from fstchunk.torch import ChunkCRF  # noqa: E402
 
 SCHEMES = ["IOB2", "IOE2", "IOBES", "IOB1", "BILOU"]
@@ -114,7 +114,7 @@ def test_corpus_counts_are_sums_of_chunk_marginals(scheme, scale):
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_vectorised_gold_equals_the_sequence_reader(scheme):
     """ChunkCRF._gold (index tables, vectorised) against check_gold (every sequence
-    read by fstchunk.encodings): chunks, ends, starts and counts, with padding, a
+    read by fstchunk.schemes.encodings): chunks, ends, starts and counts, with padding, a
     1-token sentence and an all-O sentence; gold as an index tensor gives the same
     expected F; a gold tag the columns lack still takes the sequence reader."""
     from fstchunk.torch.checks import check_gold

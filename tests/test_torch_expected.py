@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings, strategies as hst
 torch = pytest.importorskip("torch")
 
 from oracles import f_standard  # noqa: E402
-from fstchunk import encodings as enc  # noqa: E402
-from fstchunk.errors import FstchunkError  # noqa: E402
-from fstchunk.expected import expected_f as engine_expected_f  # noqa: E402
+from fstchunk.schemes import encodings as enc  # noqa: E402
+from fstchunk.core.errors import FstchunkError  # noqa: E402
+from fstchunk.decoding.expected import expected_f as engine_expected_f  # noqa: E402
 from fstchunk.torch import ChunkCRF  # noqa: E402
 from fstchunk.torch import expected as texp  # noqa: E402
 from fstchunk.torch.checks import check_gold  # noqa: E402
@@ -160,7 +160,7 @@ def test_real_sentences_against_the_engine(corpus, name, path, scheme):
     ordinary ones) under tagger-like scores (the gold tag favoured by 4 nats, noise),
     in float64: expected F and expected corpus F of the torch fast paths equal the
     numpy engine's to 1e-10; the fast path is the one taken."""
-    from fstchunk.conll import read_conll
+    from fstchunk.io.conll import read_conll
     from fstchunk.torch import tilted
     sents = [enc.convert(list(s.column(-1)), "IOB2", scheme, strict=False)
              for s in read_conll(corpus(*path))]

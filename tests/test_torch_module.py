@@ -1,7 +1,7 @@
 """fstchunk.torch.CRFLayer, ChunkCRF.score and first_subword_pool.
 
 Oracles: the gold score against the sum of its arrays' entries and −log p(gold) of the
-numpy :class:`fstchunk.lattice.Lattice`; the losses against the ChunkCRF quantities they
+numpy :class:`fstchunk.structures.lattice.Lattice`; the losses against the ChunkCRF quantities they
 are made of; gradients by gradcheck; a tiny tagger that must learn its training data.
 """
 
@@ -10,8 +10,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from fstchunk import encodings as enc  # noqa: E402
-from fstchunk.errors import InputError  # noqa: E402
+from fstchunk.schemes import encodings as enc  # noqa: E402
+from fstchunk.core.errors import InputError  # noqa: E402
 from fstchunk.torch import ChunkCRF, CRFLayer, first_subword_pool  # noqa: E402
 from test_torch_crf import F64, lattice, make_batch, random_gold  # noqa: E402
 

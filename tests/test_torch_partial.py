@@ -8,8 +8,8 @@ from hypothesis import given, settings, strategies as st
 torch = pytest.importorskip("torch")
 
 from fstchunk import Lattice  # noqa: E402
-from fstchunk.errors import InputError  # noqa: E402
-from fstchunk.tagspace import TagSet  # noqa: E402
+from fstchunk.core.errors import InputError  # noqa: E402
+from fstchunk.schemes.tagspace import TagSet  # noqa: E402
 from fstchunk.torch import ChunkCRF, CRFLayer  # noqa: E402
 from oracles import brute_log_partition  # noqa: E402
 

@@ -6,9 +6,9 @@ import pathlib
 import numpy as np
 import pytest
 
-from fstchunk.columns import Columns
-from fstchunk.conll import Sentence
-from fstchunk.errors import InputError, ModelFileError, OutputError, TrainingInterrupted
+from fstchunk.io.columns import Columns
+from fstchunk.io.conll import Sentence
+from fstchunk.core.errors import InputError, ModelFileError, OutputError, TrainingInterrupted
 from fstchunk.learn import Progress, Trainer, file_digest
 from fstchunk.learn.objectives import ML, MEU, MEU_CORPUS
 from fstchunk.models.base import chunk_dev_f as dev_f
@@ -353,7 +353,7 @@ def test_cli_resume_past_max_iter_says_so(tmp_path, capsys):
     """``fstchunk train --resume`` with ``--max-iter`` below the checkpoint: one plain line
     on standard output, the checkpoint's θ written, exit 0."""
     from fstchunk.cli import main
-    from fstchunk.conll import write_conll
+    from fstchunk.io.conll import write_conll
     train, out = tmp_path / "t.txt", str(tmp_path / "m.npz")
     write_conll(SENTS, train)
     argv = ["train", "--train", str(train), "--features", "tmpt1", "--l2", "0.1", "-o", out,

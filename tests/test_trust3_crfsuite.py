@@ -11,10 +11,10 @@ import os
 import pytest
 
 from fstchunk.cli import main
-from fstchunk.conll import read_conll, write_conll
-from fstchunk.crfsuite import Sequence, read_data, write_data
-from fstchunk.decode import decode_map
-from fstchunk.errors import InputError, ModelFileError
+from fstchunk.core.errors import InputError, ModelFileError
+from fstchunk.decoding.decode import decode_map
+from fstchunk.io.conll import read_conll, write_conll
+from fstchunk.io.crfsuite import Sequence, read_data, write_data
 from fstchunk.models import load_model
 from fstchunk.models.attribute_crf import AttributeCRF
 from fstchunk.models.features import token_features

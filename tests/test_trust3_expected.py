@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from fstchunk.cli import main
-from fstchunk.conll import read_conll, write_conll
-from fstchunk.errors import ModelFileError
+from fstchunk.core.errors import ModelFileError
+from fstchunk.io.conll import read_conll, write_conll
 from fstchunk.models.crf import CRF
-from fstchunk.scorefile import load_lattices
+from fstchunk.models.scorefile import load_lattices
 
 
 def run(capsys, *argv):
@@ -92,7 +92,7 @@ def test_sentences_the_model_cannot_score_give_no_figure(files, capsys):
 
 def test_json_outputs_are_strict(files, capsys, tmp_path):
     """json_text writes NaN and infinities as null; the commands' JSON reads strictly."""
-    from fstchunk.outputs import json_text
+    from fstchunk.core.outputs import json_text
     assert json_text({"a": float("nan"), "b": [1.0, float("inf")], "c": np.float64("nan")}) \
         == '{"a": null, "b": [1.0, null], "c": null}'
     decoded = tmp_path / "decoded.txt"

@@ -6,15 +6,15 @@ and R the same true positives), checked against a hand count."""
 
 import pytest
 
-from fstchunk.annotation import read_partial
 from fstchunk.cli import main
-from fstchunk.conll import read_conll, write_conll
-from fstchunk.errors import InputError
+from fstchunk.core.errors import InputError
+from fstchunk.evaluation.segments import score_segments
+from fstchunk.io.annotation import read_partial
+from fstchunk.io.conll import read_conll, write_conll
+from fstchunk.io.segments import Segment
 from fstchunk.models.crf import CRF
 from fstchunk.models.io import load_model_file, save_model
 from fstchunk.models.templates import parse_template, read_template
-from fstchunk.segments.data import Segment
-from fstchunk.segments.scoring import score_segments
 
 TEMPLATE = "# words\nU00:%x[-1,0]\nU01:%x[0,0]\nB\n"
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from fstchunk.cli import main
-from fstchunk.conll import Sentence
-from fstchunk.errors import InputError
+from fstchunk.io.conll import Sentence
+from fstchunk.core.errors import InputError
 from fstchunk.learn import Trainer
 from fstchunk.models.crf import CRF as ChainCRF
 from fstchunk.sklearn import CRF

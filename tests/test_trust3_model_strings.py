@@ -9,14 +9,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fstchunk.conll import Sentence
-from fstchunk.errors import InputError, ModelFileError
+from fstchunk.core.errors import InputError, ModelFileError
+from fstchunk.core.stringpack import pack, unpack
+from fstchunk.io.conll import Sentence
 from fstchunk.models import load_model
 from fstchunk.models.crf import CRF
 from fstchunk.models.hmm import HMM
 from fstchunk.models.io import load_model_file, save_model
 from fstchunk.sklearn import CRF as SkCRF
-from fstchunk.stringpack import pack, unpack
 
 AWKWARD = ["a\nb", "\n", "", "x\n", "\ny", "caf\u00e9", "\udcff", "a\x00", "a", "\r\n"]
 

@@ -7,9 +7,9 @@ import pytest
 
 import fstchunk
 from fstchunk.cli import main
-from fstchunk.conll import read_conll, write_conll
-from fstchunk.errors import InputError
-from fstchunk.segments.data import read_segments
+from fstchunk.io.conll import read_conll, write_conll
+from fstchunk.core.errors import InputError
+from fstchunk.io.segments import read_segments
 from fstchunk.models.segment import SegmentModel
 
 
@@ -49,7 +49,7 @@ def test_a_segment_model_where_tag_lattices_are_read(files, capsys):
                                          r"decode"):
         fstchunk.decode_sentences(model, read_conll(dev))
     with pytest.raises(InputError, match="segment"):
-        list(fstchunk.batch.iter_decode_sentences(model, read_conll(dev)))
+        list(fstchunk.decoding.batch.iter_decode_sentences(model, read_conll(dev)))
 
 
 def test_a_model_of_another_kind_names_its_commands(files, capsys):

@@ -8,8 +8,8 @@ import importlib
 import pytest
 
 PACKAGES = ["fstchunk", "fstchunk.sklearn", "fstchunk.models", "fstchunk.models.joint",
-            "fstchunk.models.segment", "fstchunk.segments", "fstchunk.learn",
-            "fstchunk.crfsuite", "fstchunk.torch"]
+            "fstchunk.models.segment", "fstchunk.structures.segments", "fstchunk.learn",
+            "fstchunk.io.crfsuite", "fstchunk.torch"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

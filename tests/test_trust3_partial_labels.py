@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from fstchunk.errors import InputError
+from fstchunk.core.errors import InputError
 from fstchunk.models.attribute_crf import AttributeCRF
 from fstchunk.models.partial_labels import AmbiguousLabel, Literal
 from fstchunk.sklearn import CRF

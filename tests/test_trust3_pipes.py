@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from fstchunk.cli import main
-from fstchunk.conll import read_conll, write_conll
-from fstchunk.crfsuite import Sequence, write_data
+from fstchunk.io.conll import read_conll, write_conll
+from fstchunk.io.crfsuite import Sequence, write_data
 from fstchunk.models import load_model
 from fstchunk.models.crf import CRF
 from fstchunk.models.features import TEMPLATES, token_features
@@ -198,7 +198,7 @@ def test_calibrate_select_and_expected_read_pipes(data, pipe, capsys, tmp_path):
 
 def test_score_files_through_pipes(data, pipe, capsys, tmp_path):
     """expected --scores (.npz) and decode --scores (.npz and JSONL) from pipes."""
-    from fstchunk.scorefile import save_scores
+    from fstchunk.models.scorefile import save_scores
     held = read_conll(data / "held.txt")
     tags = ["O", "B-NP", "I-NP"]
     rng = np.random.default_rng(0)
@@ -335,7 +335,7 @@ def test_a_pipe_beyond_the_held_bytes_streams_once(data, pipe, capsys, monkeypat
     """Beyond sources.HOLD_BYTES a pipe is streamed, not kept: decode (its last reading
     streams) gives what the file gives; a command that reads the input twice past them
     is refused, naming the input, instead of reading less."""
-    from fstchunk import sources
+    from fstchunk.core import sources
     monkeypatch.setattr(sources, "HOLD_BYTES", 4096)
     assert os.path.getsize(data / "dev.txt") > 4 * 4096
     want = run(capsys, "decode", "--model", data / "crf.npz", "--input", data / "dev.txt")
@@ -349,7 +349,7 @@ def test_a_pipe_beyond_the_held_bytes_streams_once(data, pipe, capsys, monkeypat
 
 
 def test_held_readers_share_the_kept_bytes_and_seek_in_them(tmp_path):
-    from fstchunk import sources
+    from fstchunk.core import sources
     payload = bytes(range(256)) * 40
     f = Fifo(tmp_path / "f", payload)
     try:

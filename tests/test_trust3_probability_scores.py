@@ -13,9 +13,9 @@ import pytest
 
 from fstchunk import Lattice
 from fstchunk.cli import main
-from fstchunk.errors import FstchunkWarning
-from fstchunk.scorecheck import looks_like_probabilities
-from fstchunk.scorefile import load_lattices, save_scores
+from fstchunk.core.errors import FstchunkWarning
+from fstchunk.core.scorecheck import looks_like_probabilities
+from fstchunk.models.scorefile import load_lattices, save_scores
 
 TAGS = ["O", "B-X", "I-X"]
 
@@ -41,7 +41,7 @@ def test_from_scores_warns_of_probability_rows_only():
 
 def test_fstchunk_s_own_lattices_do_not_warn():
     """Posterior decoding sums marginals through a lattice of them: no warning."""
-    from fstchunk.decode import decode_posterior
+    from fstchunk.decoding.decode import decode_posterior
     rng = np.random.default_rng(3)
     lat = Lattice.from_scores(TAGS, rng.normal(size=(4, 3)), rng.normal(size=(3, 3)))
     with warnings.catch_warnings():

@@ -8,10 +8,10 @@ import re
 
 import pytest
 
-from fstchunk.errors import FstchunkError, InputError, TrainingInterrupted
+from fstchunk.core.errors import FstchunkError, InputError, TrainingInterrupted
 from fstchunk.learn import Trainer
 from fstchunk.models.crf import CRF
-from fstchunk.scale import LocalExecutor
+from fstchunk.runtime.scale import LocalExecutor
 from test_training import SENTS
 
 OPTION = re.compile(r"(^|[\s(])--[a-z]")

@@ -9,12 +9,13 @@ import json
 import numpy as np
 import pytest
 
-from fstchunk import Lattice, encodings as enc
+from fstchunk import Lattice
+from fstchunk.schemes import encodings as enc
 from fstchunk.cli import main
-from fstchunk.decoders import decode_lattices
-from fstchunk.errors import InputError
-from fstchunk.expected import expected_f
-from fstchunk.scorefile import load_lattices, open_scores, scheme_of
+from fstchunk.decoding.decoders import decode_lattices
+from fstchunk.core.errors import InputError
+from fstchunk.decoding.expected import expected_f
+from fstchunk.models.scorefile import load_lattices, open_scores, scheme_of
 
 
 def run(capsys, *argv):

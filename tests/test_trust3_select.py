@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from fstchunk.cli import main
-from fstchunk.conll import Sentence, read_conll, write_conll
-from fstchunk.errors import InputError
+from fstchunk.core.errors import InputError
+from fstchunk.decoding.selection import expected_f_scores
+from fstchunk.io.conll import Sentence, read_conll, write_conll
 from fstchunk.models.crf import CRF
-from fstchunk.selection import expected_f_scores
 
 
 def run(capsys, *argv):
@@ -66,5 +66,5 @@ def test_repeated_sentences_count_once(pool, capsys):
             stdout, stdout
         assert [s.rows for s in picked if s.column(0) == a.column(0)] == [a.rows]
         assert "is not below the pool's 12 distinct sentences" in err
-    from fstchunk.selection import distinct
+    from fstchunk.decoding.selection import distinct
     assert distinct([["a"], ["b"], ["a"], ["a", "b"], ["b"]]) == [0, 1, 3]

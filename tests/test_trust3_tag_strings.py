@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 
 import fstchunk
-from fstchunk import encodings as enc
-from fstchunk.conll import Sentence, read_conll, write_conll
-from fstchunk.errors import InputError
-from fstchunk.expected import expected_f
-from fstchunk.confidence import scored_chunks
-from fstchunk.lattice import Lattice
-from fstchunk.lossaug import decode_loss_augmented
-from fstchunk.scorefile import save_scores
-from fstchunk.tagspace import TagSet, TagSpace
+from fstchunk.schemes import encodings as enc
+from fstchunk.io.conll import Sentence, read_conll, write_conll
+from fstchunk.core.errors import InputError
+from fstchunk.decoding.expected import expected_f
+from fstchunk.decoding.confidence import scored_chunks
+from fstchunk.structures.lattice import Lattice
+from fstchunk.decoding.lossaug import decode_loss_augmented
+from fstchunk.models.scorefile import save_scores
+from fstchunk.schemes.tagspace import TagSet, TagSpace
 
 
 def test_a_flat_list_of_tags_is_one_sentence_as_in_seqeval():

@@ -6,7 +6,7 @@ training set's features"); the progress line shows ``dev_f=-`` until a dev F exi
 import pytest
 
 from fstchunk.cli import main
-from fstchunk.conll import read_conll, write_conll
+from fstchunk.io.conll import read_conll, write_conll
 from fstchunk.learn.loop import Trainer
 from fstchunk.models import load_model
 

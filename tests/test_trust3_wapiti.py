@@ -14,9 +14,9 @@ import random
 
 import pytest
 
-from fstchunk.columns import Columns
-from fstchunk.conll import Sentence
-from fstchunk.errors import InputError
+from fstchunk.core.errors import InputError
+from fstchunk.io.columns import Columns
+from fstchunk.io.conll import Sentence
 from fstchunk.models import load_model
 from fstchunk.models.crf import CRF
 from fstchunk.models.io import load_model_file, save_model

@@ -9,7 +9,7 @@ calibrate (``tagging``), joint, grammar and segment; the shared option types in
 nothing and computes little: it reads files and calls the library.  Only the module
 of the command that runs is imported (:func:`build_parser`).
 
-Errors: a :class:`~fstchunk.errors.FstchunkError` (bad input, option, model file
+Errors: a :class:`~fstchunk.core.errors.FstchunkError` (bad input, option, model file
 or destination), an :class:`OSError` (a file that cannot be read or written) or a
 :class:`RuntimeError` (an external tool or a worker process failing) ends the
 program with one line ``fstchunk COMMAND: error: ...`` on standard error, exit
@@ -20,8 +20,8 @@ also during start-up (imports, parsing, model loading), before the command runs
 (``python -m fstchunk`` and the ``fstchunk`` script start in :mod:`fstchunk.__main__`,
 which imports nothing heavy first).
 
-Inputs: every file is read through :mod:`fstchunk.sources` under one
-:func:`~fstchunk.sources.held` for the whole command, so a pipe, a FIFO, process
+Inputs: every file is read through :mod:`fstchunk.core.sources` under one
+:func:`~fstchunk.core.sources.held` for the whole command, so a pipe, a FIFO, process
 substitution (``<(...)``) or ``/dev/stdin`` gives exactly what the file gives, and
 ``-`` names standard input (one input option at most).  ``-o -`` writes to standard
 output where the output is text (:data:`STDOUT_COMMANDS`); a model, a FAR or a drawing
@@ -37,8 +37,9 @@ import importlib
 import signal
 import sys
 
-from .. import __version__, sources
-from ..errors import FstchunkError, InputError, OutputError, TrainingInterrupted
+from .. import __version__
+from ..core import sources
+from ..core.errors import FstchunkError, InputError, OutputError, TrainingInterrupted
 from .common import INPUT_OPTIONS, HelpFormatter, refuse_overwriting_inputs, warning_lines
 
 #: command -> (the module of .cli that defines it, its one-line help); a command's module
@@ -48,7 +49,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("demo", "the slides' toy example and the encodings, on built-in data"),
     "eval": ("evaluation", "conlleval.pl's report for a CoNLL file (last two columns: "
                            "gold, predicted)"),
-    "expected": ("scoring", "expected tp, P, R and F_β of each sentence of a CoNLL file "
+    "expected": ("expected", "expected tp, P, R and F_β of each sentence of a CoNLL file "
                             "under a saved model (--model) or score arrays (--scores)"),
     "decode": ("decoding", "tag a CoNLL file with a saved model; writes its lines plus a "
                            "predicted-tag column"),
@@ -92,7 +93,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def _run_demo(args: argparse.Namespace) -> int:
-    from ..demo import run
+    from .demo import run
     return run()
 
 
@@ -165,9 +166,9 @@ def _run(args: argparse.Namespace, command: str, terminated: list[int]) -> int:
         refuse_overwriting_inputs(args, ("model",) if command.endswith("calibrate") else ())
         if args.command == "eval":          # no numpy there: no BLAS to limit
             return args.func(args)
-        from ..parallel import single_threaded_blas
+        from ..runtime.parallel import single_threaded_blas
         with single_threaded_blas(), warning_lines(command):   # small matrices: see
-            return args.func(args)                            # fstchunk.parallel
+            return args.func(args)                            # fstchunk.runtime.parallel
     except BrokenPipeError:
         return 0
     except TrainingInterrupted as e:

@@ -4,7 +4,7 @@ the report of sentences that failed (inputs: :mod:`fstchunk.cli.inputs`).
 Option values are checked where argparse reads them (a non-finite β, a negative
 count, a malformed column spec end in argparse's one-line usage error, exit 2),
 so no command starts work on a value it would later choke on.  ``--beta`` is the
-standard β of F_β = (1+β²)PR/(β²P+R) everywhere (:mod:`fstchunk.fbeta`), read by
+standard β of F_β = (1+β²)PR/(β²P+R) everywhere (:mod:`fstchunk.core.fbeta`), read by
 :func:`beta_option` (>= 0, as the API) or, for training, :func:`training_beta_option`
 (> 0).
 
@@ -26,9 +26,9 @@ import warnings
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator
 
-from ..errors import FstchunkError, FstchunkWarning, InputError, OutputError
-from ..fbeta import beta_range, check_beta
-from ..gold import ON_INVALID
+from ..core.errors import FstchunkError, FstchunkWarning, InputError, OutputError
+from ..core.fbeta import beta_range, check_beta
+from ..io.gold import ON_INVALID
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -58,7 +58,7 @@ BETA_HELP = "the standard β of F_β = (1+β²)PR/(β²P+R) (β > 1 favours reca
 
 def beta_option(text: str) -> float:
     """argparse type: ``--beta``, the standard β, accepted where the API accepts it
-    (:func:`fstchunk.fbeta.check_beta`: finite, 0 or within its range)."""
+    (:func:`fstchunk.core.fbeta.check_beta`: finite, 0 or within its range)."""
     return _beta(text, False)
 
 
@@ -172,7 +172,7 @@ def warn(command: str, message: str) -> None:
 
 @contextmanager
 def warning_lines(command: str) -> Iterator[None]:
-    """The library's :class:`~fstchunk.errors.FstchunkWarning` as :func:`warn` lines,
+    """The library's :class:`~fstchunk.core.errors.FstchunkWarning` as :func:`warn` lines,
     each message once; other warnings as Python shows them."""
     shown: set[str] = set()
     with warnings.catch_warnings():
@@ -189,7 +189,7 @@ def warning_lines(command: str) -> Iterator[None]:
 
 
 def add_executor(p: argparse.ArgumentParser, work: str, auto: str | None = None) -> None:
-    """``--workers N`` or ``--scheduler ADDR`` (:mod:`fstchunk.scale`); ``work`` says
+    """``--workers N`` or ``--scheduler ADDR`` (:mod:`fstchunk.runtime.scale`); ``work`` says
     what is split; ``auto`` says when no option spreads it over every usable core."""
     par = p.add_mutually_exclusive_group()
     default = (f"none: this process, or every usable core {auto}" if auto else
@@ -207,8 +207,8 @@ def executor_of(args: argparse.Namespace, auto: bool = False) -> Iterator[Any]:
     """The executor of ``--workers``/``--scheduler`` (None: this process), closed after;
     with neither given and ``auto``, local processes on every usable core (if more
     than one)."""
-    from ..parallel import usable_cores          # process machinery: only where work is
-    from ..scale import executor                 # spread (eval starts without it)
+    from ..runtime.parallel import usable_cores          # process machinery: only where work is
+    from ..runtime.scale import executor                 # spread (eval starts without it)
     workers = args.workers
     if auto and workers is None and args.scheduler is None and usable_cores() > 1:
         workers = usable_cores()

@@ -1,4 +1,4 @@
-"""``--format crfsuite``: CRFsuite's data files (:mod:`fstchunk.crfsuite.data`) as the
+"""``--format crfsuite``: CRFsuite's data files (:mod:`fstchunk.io.crfsuite.data`) as the
 input of ``train``, ``decode`` and ``expected``, and ``crfsuite tag -r``'s output
 (``LABEL<TAB>PREDICTED`` per item, a blank line after each sequence) as what
 ``decode --format crfsuite`` writes and ``eval --format crfsuite`` reads.
@@ -6,7 +6,7 @@ input of ``train``, ``decode`` and ``expected``, and ``crfsuite tag -r``'s outpu
 A model that reads CRFsuite data is an attribute CRF (kind ``attribute-crf``: ``fstchunk
 import crfsuite``, ``train --format crfsuite``, ``fstchunk.sklearn.CRF``); it reads
 nothing else, and no other model reads CRFsuite data.  Gold labels pass through
-:func:`fstchunk.gold.check_gold` as every gold column does (``--on-invalid``), under
+:func:`fstchunk.io.gold.check_gold` as every gold column does (``--on-invalid``), under
 a chunk scheme; under ``none`` any label goes.
 """
 
@@ -16,13 +16,13 @@ from dataclasses import replace
 from itertools import chain
 from typing import IO, Any, Iterable, Iterator
 
-from ..batch import Decoded
-from ..conll import Sentence
-from ..crfsuite.data import Sequence, iter_data
-from ..errors import FstchunkError, InputError
-from ..gold import GoldReport, check_gold
-from ..layout import head
-from ..tagspace import UNCONSTRAINED, canonical
+from ..decoding.batch import Decoded
+from ..io.conll import Sentence
+from ..io.crfsuite.data import Sequence, iter_data
+from ..core.errors import FstchunkError, InputError
+from ..io.gold import GoldReport, check_gold
+from ..io.layout import head
+from ..schemes.tagspace import UNCONSTRAINED, canonical
 from .common import Failures, warn
 
 #: the model kind that reads CRFsuite data
@@ -82,7 +82,7 @@ def known_attributes(seqs: Iterable[Sequence], model: Any, path: str, command: s
 
 class SequenceModel:
     """An attribute CRF seen through CRFsuite sequences: :meth:`lattices` of
-    :class:`~fstchunk.crfsuite.data.Sequence` objects (their items), everything else
+    :class:`~fstchunk.io.crfsuite.data.Sequence` objects (their items), everything else
     the model's own.  Its ``data_scheme`` is the model's scheme (what decode writes)."""
 
     def __init__(self, model: Any):
@@ -105,7 +105,7 @@ def _proxy(seq: Sequence) -> Sentence:
 def gold_sequences(path: str, scheme: str | None, on_invalid: str, command: str
                    ) -> Iterator[Sequence]:
     """The sequences of a CRFsuite data file, lazily, their labels checked in ``scheme``
-    (:func:`fstchunk.gold.check_gold`: repaired, skipped or refused; one warning after
+    (:func:`fstchunk.io.gold.check_gold`: repaired, skipped or refused; one warning after
     the last); under ``none`` as they are.  InputError for a file without sequences."""
     chunked = canonical(scheme) != UNCONSTRAINED
     report, kept = GoldReport([]), 0
@@ -191,11 +191,11 @@ def run_train(args: Any) -> int:
     # imported here, not at the top: decode and expected import this module too, and
     # must not load the training machinery (scipy.optimize; the front door's budget)
     from ..learn import objectives as lo
-    from ..learn.loop import file_digest
+    from ..learn.runs import file_digest
     from ..models import load_model
     from ..models import maxmargin as mm
     from ..models.attribute_crf import AttributeCRF
-    from ..outputs import check_output
+    from ..core.outputs import check_output
     from .common import executor_of, given, refuse_unread_objective_options, uncalibrated
     check_output(args.output)
     for name in NOT_FOR_CRFSUITE:

@@ -1,10 +1,10 @@
 """The outputs of ``fstchunk decode`` besides CoNLL lines: ``--format jsonl`` and
-``--format html`` (:mod:`fstchunk.display`), the tag column of a score file without
+``--format html`` (:mod:`fstchunk.decoding.display`), the tag column of a score file without
 tokens, and ``--min-confidence`` on every format.
 
 ``--min-confidence P`` drops every decided chunk whose probability p =
 Pr(chunk ∈ chunks(y)) is below P, then writes the remaining chunks' tags in the
-output scheme (:func:`fstchunk.confidence.tags_of`): the dropped chunks' tokens
+output scheme (:func:`fstchunk.decoding.confidence.tags_of`): the dropped chunks' tokens
 become ``O`` and a neighbour's tags are rewritten where the scheme needs it (an
 IOB1 ``B-`` whose same-type predecessor was dropped becomes ``I-``; IOE1's ``E-``
 likewise), so every output stays a valid sequence whose chunks are exactly the
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import IO, Iterator
 
-from ..batch import Decoded
-from ..confidence import keep_confident, tags_of
-from ..display import HtmlPage, record
+from ..decoding.batch import Decoded
+from ..decoding.confidence import keep_confident, tags_of
+from ..decoding.display import HtmlPage, record
 from .common import Failures
 
 
@@ -48,7 +48,7 @@ def _failed(failed: Failures, d: Decoded, outcome: str) -> None:
 
 def write_jsonl(results: Iterator[Decoded], out: IO[str], failed: Failures, word: int,
                 model_scheme: str | None = None) -> int:
-    """One JSON object per sentence (:mod:`fstchunk.display`), flushed as each is
+    """One JSON object per sentence (:mod:`fstchunk.decoding.display`), flushed as each is
     decoded; returns the number of sentences."""
     total = 0
     for d in results:
@@ -68,7 +68,7 @@ def write_jsonl(results: Iterator[Decoded], out: IO[str], failed: Failures, word
 
 def write_html(results: Iterator[Decoded], out: IO[str], failed: Failures, word: int,
                title: str, subtitle: str) -> int:
-    """The one page (:class:`fstchunk.display.HtmlPage`), written at the end;
+    """The one page (:class:`fstchunk.decoding.display.HtmlPage`), written at the end;
     tokens of a score file without them are shown as their positions."""
     page, total = HtmlPage(title, subtitle), 0
     for d in results:

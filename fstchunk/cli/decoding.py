@@ -1,7 +1,7 @@
 """``fstchunk decode``: tag a CoNLL file with a saved model.
 
 The destination (``-o``) is checked before any work and written atomically
-(:mod:`fstchunk.outputs`).  ``decode`` writes every input line — ``-DOCSTART-``
+(:mod:`fstchunk.core.outputs`).  ``decode`` writes every input line — ``-DOCSTART-``
 and blank lines included — with the predicted tag appended, in a form that
 conlleval.pl reads: the columns joined by one space (a tab when the input's first
 token line holds one), ``O`` as the tag of a ``-DOCSTART-`` line, and, by default,
@@ -12,21 +12,21 @@ are checked against the model's training layout before any work
 ``decode`` streams: each sentence is written (and standard output flushed) as soon
 as it is decoded, in input order, into the temporary of ``-o`` or to standard
 output.  A sentence that cannot be decoded (an
-:class:`~fstchunk.errors.FstchunkError` such as a
-:class:`~fstchunk.errors.BudgetError`, or a :class:`MemoryError`) gets one error
+:class:`~fstchunk.core.errors.FstchunkError` such as a
+:class:`~fstchunk.core.errors.BudgetError`, or a :class:`MemoryError`) gets one error
 line naming its ``file:line`` and length (a cause that repeats is shown three times,
 then counted: :class:`~fstchunk.cli.common.Failures`); its lines are echoed with the
-tag :data:`~fstchunk.scoring.UNDECODED` (``<error>``, which ``fstchunk eval``
+tag :data:`~fstchunk.evaluation.chunks.UNDECODED` (``<error>``, which ``fstchunk eval``
 refuses), decoding goes on, the file is still completed, and the command ends with
 a one-line summary and exit status 1.  A fault of the whole input (a
-:class:`~fstchunk.errors.LayoutError`) stops it at once, writing nothing.
+:class:`~fstchunk.core.errors.LayoutError`) stops it at once, writing nothing.
 
 ``--format jsonl`` writes one JSON object per sentence (tokens, tags, chunks with
 their probabilities, token marginals with ``--marginals``), ``--format html`` one
-self-contained page (:mod:`fstchunk.display`); a failed sentence is an object with
+self-contained page (:mod:`fstchunk.decoding.display`); a failed sentence is an object with
 its ``error`` (a page paragraph) there.  ``--min-confidence`` applies to every
 format (:mod:`fstchunk.cli.decode_formats`).  ``--scores FILE`` decodes a score
-file (``.npz`` or JSONL, :mod:`fstchunk.scorefile`) instead of a model's
+file (``.npz`` or JSONL, :mod:`fstchunk.models.scorefile`) instead of a model's
 lattices: tokens from ``--input`` (its first column) or from the JSONL's
 ``tokens``; without either, JSONL ``tokens`` are null, the HTML shows positions and
 the CoNLL output is the tag column alone (a blank line after each sentence).
@@ -46,17 +46,17 @@ import sys
 from itertools import chain
 from typing import IO, Iterator
 
-from ..batch import Decoded, iter_decode_sentences
-from ..confidence import check_min_confidence
-from ..conll import file_delimiter, is_separator, iter_lines, split_line
-from ..crfsuite.data import iter_data
-from ..decoders import Decoder, decoder as get_decoder, names as decoder_names
-from ..errors import BudgetError, FstchunkError, InputError
-from ..scoring import UNDECODED
+from ..decoding.batch import Decoded, iter_decode_sentences
+from ..decoding.confidence import check_min_confidence
+from ..io.conll import file_delimiter, is_separator, iter_lines, split_line
+from ..io.crfsuite.data import iter_data
+from ..decoding.decoders import Decoder, decoder as get_decoder, names as decoder_names
+from ..core.errors import BudgetError, FstchunkError, InputError
+from ..evaluation.chunks import UNDECODED
 from ..models import load_model
 from ..models.io import read_metadata
-from ..scorefile import open_scores
-from ..outputs import atomic_write, check_output
+from ..models.scorefile import open_scores
+from ..core.outputs import atomic_write, check_output
 from .common import (BETA_HELP, Failures, HelpFormatter, add_executor, beta_option,
                      chain_model, executor_of, memory_size, positive_int,
                      require_probabilities)
@@ -75,7 +75,7 @@ def add_parser(sub) -> None:
     p.add_argument("--scores", default=None, metavar="FILE",
                    help="decode score arrays instead of a model: the .npz score file of "
                         "expected --scores or JSONL (per line tokens, tags, scores n x "
-                        "|tags|, optional transitions, start, end; fstchunk.scorefile)")
+                        "|tags|, optional transitions, start, end; fstchunk.models.scorefile)")
     p.add_argument("--input", default=None,
                    help="CoNLL file with the columns the model reads (its --columns); "
                         "required with --model; with --scores, optional: the tokens (first "
@@ -259,7 +259,7 @@ def _stream(path: str, results: Iterator[Decoded], out: IO[str], failed: Failure
     is held, whatever the file's size.  Returns the number of sentences; those that
     failed are told to ``failed``.
 
-    What is written, conlleval.pl reads (:mod:`fstchunk.conlleval`): a token line's
+    What is written, conlleval.pl reads (:mod:`fstchunk.evaluation.conlleval`): a token line's
     columns are joined by one space (by a tab when the input's first token line
     holds one, by ``delimiter`` when given), so runs of white space and trailing
     spaces do not make empty columns; a ``-DOCSTART-`` line gets the tag ``O`` too,

@@ -1,5 +1,5 @@
 """``fstchunk eval``: conlleval.pl's report for a CoNLL file whose last two columns are
-gold and predicted tags, read as conlleval.pl reads it (:mod:`fstchunk.conlleval`).
+gold and predicted tags, read as conlleval.pl reads it (:mod:`fstchunk.evaluation.conlleval`).
 
 Light by design: it imports neither numpy nor pynini, so it answers about as soon as
 conlleval.pl does (benchmarks/RESULTS.md, "Front door").
@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..crfsuite.evaluation import evaluate, read_reference
-from ..errors import InputError
-from ..outputs import json_text
-from ..scoring import evaluate_file
+from ..core.errors import InputError
+from ..core.outputs import json_text
+from ..evaluation.chunks import evaluate_file
+from ..io.crfsuite.evaluation import evaluate, read_reference
 from .common import BETA_HELP, HelpFormatter, beta_option, warn
 
 
@@ -49,7 +49,7 @@ def run_eval(args: argparse.Namespace) -> int:
 
 
 def _run_crfsuite(args: argparse.Namespace) -> int:
-    """CRFsuite's evaluation report (:mod:`fstchunk.crfsuite.evaluation`)."""
+    """CRFsuite's evaluation report (:mod:`fstchunk.io.crfsuite.evaluation`)."""
     for option, value, default in (("--scheme", args.scheme, None),
                                    ("--delimiter", args.delimiter, None),
                                    ("--beta", args.beta, 1.0)):

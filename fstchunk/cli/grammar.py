@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import encodings as enc
-from .. import fsa
-from ..annotation import cell_types
-from ..conll import iter_conll
-from ..errors import FstchunkError, InputError, SchemeError
+from ..schemes import encodings as enc
+from ..grammars import fsa
+from ..io.annotation import cell_types
+from ..io.conll import iter_conll
+from ..core.errors import FstchunkError, InputError, SchemeError
 from ..grammars import budget, drawing, registry
-from ..tagspace import TagSpace
+from ..schemes.tagspace import TagSpace
 from .common import BETA_HELP, HelpFormatter, beta_option, positive_int, split_list, warn
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import argparse
 
+from ..core.outputs import check_output
 from ..models.crfsuite_import import from_crfsuite
-from ..outputs import check_output
-from ..tagspace import UNCONSTRAINED
+from ..schemes.tagspace import UNCONSTRAINED
 from .common import HelpFormatter
 
 

@@ -3,7 +3,7 @@ the layout check of an input against a saved model, and the outputs that would
 overwrite an input.
 
 Inputs read with a saved model go through :func:`layout_input` first (its training
-layout, :mod:`fstchunk.layout`): the first sentences are checked before any work,
+layout, :mod:`fstchunk.io.layout`): the first sentences are checked before any work,
 and :func:`arranged` moves the columns to where the model reads them.
 """
 
@@ -13,12 +13,12 @@ import argparse
 from itertools import chain
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
-from .. import sources
-from ..columns import Columns
-from ..conll import Sentence, iter_conll, read_conll
-from ..errors import InputError
-from ..gold import GoldReport, check_gold
-from ..layout import Arrangement, Layout, head
+from ..core import sources
+from ..core.errors import InputError
+from ..io.columns import Columns
+from ..io.conll import Sentence, iter_conll, read_conll
+from ..io.gold import GoldReport, check_gold
+from ..io.layout import Arrangement, Layout, head
 from ..models.base import reading_columns
 from .common import Given, warn
 
@@ -27,7 +27,7 @@ def read_gold(path: str, scheme: str, column: int | None, on_invalid: str, comma
               select: Callable[[list[Sentence]], list[Sentence]] | None = None
               ) -> list[Sentence]:
     """Sentences of a CoNLL file with a gold tag column, invalid sequences handled by
-    ``on_invalid`` (:func:`fstchunk.gold.check_gold`; a warning names the repairs);
+    ``on_invalid`` (:func:`fstchunk.io.gold.check_gold`; a warning names the repairs);
     an empty file is an error naming it."""
     if column is None:
         raise InputError(f"{path}: --columns names no tag column, and {command} reads gold "
@@ -93,7 +93,7 @@ def read_input(path: str) -> list[Sentence]:
 
 
 def columns_spec(text: str) -> Columns:
-    """argparse type: a ``--columns`` spec (:meth:`fstchunk.columns.Columns.parse`)."""
+    """argparse type: a ``--columns`` spec (:meth:`fstchunk.io.columns.Columns.parse`)."""
     try:
         return Columns.parse(text)
     except InputError as e:
@@ -103,7 +103,7 @@ def columns_spec(text: str) -> Columns:
 class Checked(NamedTuple):
     """An input checked against a model's training layout (:func:`layout_input`): its
     sentences (the head already read, the rest lazily), where its word, POS (and tag)
-    columns are (``source``, absolute), and the :class:`~fstchunk.layout.Arrangement`
+    columns are (``source``, absolute), and the :class:`~fstchunk.io.layout.Arrangement`
     that moves them to where the model reads them (None: read as they are)."""
     sentences: Iterator[Sentence]
     source: Columns | None
@@ -114,7 +114,7 @@ def layout_input(sents: Iterable[Sentence], model: Any, model_path: str,
                  given: Columns | None, command: str, need_tag: bool = False,
                  fix: str | None = None) -> Checked:
     """Check an input against ``model``'s training layout before any work
-    (:mod:`fstchunk.layout`), reading only its first sentences.
+    (:mod:`fstchunk.io.layout`), reading only its first sentences.
 
     Without ``--columns`` (``given`` None) the input must have the training width, or
     one column less (no tag column; not with ``need_tag``), and its feature columns

@@ -3,7 +3,7 @@
 
 The joint model reads words, POS and chunk tags; ``--columns`` says where they
 are, and the model remembers it (``settings["columns"]``) and its training layout
-(:mod:`fstchunk.layout`), so ``decode`` and ``calibrate`` read their files the same
+(:mod:`fstchunk.io.layout`), so ``decode`` and ``calibrate`` read their files the same
 way, after checking them against that layout
 (:func:`~fstchunk.cli.inputs.layout_input`).  MEU decoding needs probabilities:
 a perceptron or MMVP model must be calibrated first (``joint calibrate``, or
@@ -28,17 +28,18 @@ import argparse
 import sys
 from contextlib import closing
 
-from ..columns import Columns
-from ..conll import Sentence, write_conll
-from ..decoders import decoder as get_decoder, names as decoder_names
-from ..errors import InputError
-from ..layout import Layout
-from ..learn.loop import SELECT, Trainer, file_digest
+from ..io.columns import Columns
+from ..io.conll import Sentence, write_conll
+from ..decoding.decoders import decoder as get_decoder, names as decoder_names
+from ..core.errors import InputError
+from ..io.layout import Layout
+from ..learn.loop import SELECT, Trainer
+from ..learn.runs import file_digest
 from ..models import joint as J
 from ..models.joint.train import ALGORITHMS, DEFAULT_L2, default_l2
-from ..outputs import atomic_write, check_output, json_text
-from ..parallel import usable_cores
-from ..scale import LocalExecutor
+from ..core.outputs import atomic_write, check_output, json_text
+from ..runtime.parallel import usable_cores
+from ..runtime.scale import LocalExecutor
 from .common import (BETA_HELP, HelpFormatter, add_executor, add_on_invalid, beta_option,
                      executor_of, nonnegative_float, nonnegative_int, positive_int,
                      require_probabilities)

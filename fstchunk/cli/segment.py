@@ -1,5 +1,5 @@
 """``fstchunk segment train|decode|eval``: the flexible segment model (McDonald et al.
-2005; :mod:`fstchunk.segments`) from the command line.
+2005; :mod:`fstchunk.structures.segments`) from the command line.
 
 ``train`` runs the online large-margin multilabel learner through the one training loop
 (:meth:`fstchunk.models.segment.SegmentModel.fit`, :class:`fstchunk.learn.loop.Trainer`):
@@ -22,9 +22,9 @@ against gold segment sets.
 
 Files are JSONL (GENIA's format: ``tokens`` and ``segments`` per line) or CoNLL (the
 segments are the chunks of the last column, conlleval's reading); the format is read
-off each file's content (:func:`fstchunk.segments.data.detect_format`: a first
+off each file's content (:func:`fstchunk.io.segments.detect_format`: a first
 non-blank line starting with ``{`` is JSONL), or given by ``--format``, and errors
-name how it was decided.  Sentences are paired in order and must have the same tokens.  Scores: :func:`fstchunk.segments.scoring.score_segments`.
+name how it was decided.  Sentences are paired in order and must have the same tokens.  Scores: :func:`fstchunk.evaluation.segments.score_segments`.
 """
 
 from __future__ import annotations
@@ -35,19 +35,20 @@ from itertools import tee
 
 import sys
 
-from ..decoders import decoder as get_decoder
-from ..errors import InputError
+from ..decoding.decoders import decoder as get_decoder
+from ..core.errors import InputError
 from ..models import load_model
-from ..outputs import atomic_write, check_output, json_text
-from ..batch import map_blocks
-from ..segments.data import (FORMATS, detect_format, iter_segments, paired, read_segments,
-                             write_conll_predictions, write_jsonl)
+from ..core.outputs import atomic_write, check_output, json_text
+from ..decoding.batch import map_blocks
+from ..io.segments import (FORMATS, detect_format, iter_segments, paired, read_segments,
+                           write_conll_predictions, write_jsonl)
 from ..models.segment import DECODERS, SegmentModel, restriction_flags
 from ..models.segment.features import DEFAULT_PREDICATES, PREDICATES
-from ..learn.loop import SELECT, file_digest
-from ..segments.scoring import score_segments
-from ..segments.space import RESTRICTIONS
-from ..layout import head
+from ..learn.loop import SELECT
+from ..learn.runs import file_digest
+from ..evaluation.segments import score_segments
+from ..structures.segments import RESTRICTIONS
+from ..io.layout import head
 from .common import (BETA_HELP, HelpFormatter, add_executor, beta_option, executor_of,
                      nonnegative_int, positive_int, warn)
 
@@ -293,7 +294,7 @@ def run_decode(args: argparse.Namespace) -> int:
 def _check_layout(model: SegmentModel, model_path: str, path: str, fmt) -> None:
     """The input's first sentences (read in ``fmt``, as decoding reads them) against the
     model's training layout: one error if
-    their words or POS tags do not look like training's (:mod:`fstchunk.layout`), one
+    their words or POS tags do not look like training's (:mod:`fstchunk.io.layout`), one
     warning for a model file without the record."""
     if model.layout is None:
         warn("segment decode", f"{model_path} records no training layout (a model file "

@@ -1,5 +1,5 @@
 """``fstchunk select``: the sentences of a pool to annotate next, by a model's
-uncertainty (:mod:`fstchunk.selection`: expected F of its MEU decision, token
+uncertainty (:mod:`fstchunk.decoding.selection`: expected F of its MEU decision, token
 entropy, or at random), written as CoNLL in input order.
 
 The pool is read in the model's training layout (checked before any work,
@@ -18,10 +18,10 @@ import argparse
 
 import sys
 
-from ..conll import write_conll
+from ..io.conll import write_conll
 from ..models import load_model
-from ..outputs import check_output
-from ..selection import STRATEGIES, distinct, pick, scores
+from ..core.outputs import check_output
+from ..decoding.selection import STRATEGIES, distinct, pick, scores
 from .common import (BETA_HELP, HelpFormatter, chain_model, nonnegative_int, positive_int,
                      require_probabilities, training_beta_option, warn)
 from .inputs import add_columns, arranged, iter_input, layout_input, no_sentences

@@ -7,9 +7,9 @@ needs it before any decoder but MAP reads its scores as probabilities).
 template or a template file (:mod:`fstchunk.models.templates`).
 
 Both check their destination (``-o``) before any work, and write it atomically
-(:mod:`fstchunk.outputs`).
+(:mod:`fstchunk.core.outputs`).
 
-Layouts (:mod:`fstchunk.layout`): a model records its training layout; ``calibrate``
+Layouts (:mod:`fstchunk.io.layout`): a model records its training layout; ``calibrate``
 checks its input's first sentences against it before any work
 (:func:`~fstchunk.cli.inputs.layout_input`), and so does ``train`` for ``--dev``,
 ``--calibrate`` and the training file of an ``--init`` model.  ``train --init``
@@ -23,18 +23,19 @@ from __future__ import annotations
 
 import argparse
 
-from .. import encodings as enc
-from ..annotation import read_partial
-from ..columns import Columns
-from ..errors import FstchunkError, InputError
+from ..schemes import encodings as enc
+from ..io.annotation import read_partial
+from ..io.columns import Columns
+from ..core.errors import FstchunkError, InputError
 from ..models import load_model
 from ..models.crf import CRF, CRF_OBJECTIVES
 from ..models.features import TEMPLATES, resolve_template, template_of
 from ..models import maxmargin as mm
 from ..models.hmm import HMM
-from ..outputs import check_output
+from ..core.outputs import check_output
 from ..learn import objectives as lo
-from ..learn.loop import SELECT, file_digest
+from ..learn.loop import SELECT
+from ..learn.runs import file_digest
 from .common import (Given, GivenTrue, HelpFormatter, add_executor, add_on_invalid,
                      chain_model, executor_of, given, nonnegative_float, nonnegative_int,
                      positive_float, positive_int, refuse_given,
@@ -261,7 +262,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def _read_partial(path: str, data_scheme: str, column: int | None) -> list:
-    """The partially annotated sentences of a training file (:func:`fstchunk.annotation.
+    """The partially annotated sentences of a training file (:func:`fstchunk.io.annotation.
     read_partial`); an empty file is an error naming it."""
     if column is None:
         raise InputError(f"{path}: --columns names no tag column, and --partial reads the "

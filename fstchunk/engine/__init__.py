@@ -4,5 +4,5 @@ the lattice as a stochastic chain), its arrays built once per lattice
 marginals under count tilts (:mod:`.spans`), the expectation semiring
 (:mod:`.expectation`), interval DPs over sparse span lists (:mod:`.intervals`) and
 exact MEU with its certificate (:mod:`.meu`).  Pure numpy over arrays; it knows
-nothing of files, models or machines, and imports only :mod:`fstchunk.tagspace`,
-:mod:`fstchunk.encodings` and :mod:`fstchunk.errors`."""
+nothing of files, models or machines, and imports only :mod:`fstchunk.schemes.tagspace`,
+:mod:`fstchunk.schemes.encodings` and :mod:`fstchunk.core.errors`."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 
 @dataclass
@@ -147,7 +147,7 @@ def restrict(layers: Layers, allowed: np.ndarray) -> Layers:
     layer i+1 whose tag is not allowed at token i gets log weight −inf.  Forward on
     the result is the constrained log partition log Σ_{y ∈ A} exp(score(y)) of the
     product constraint A = Π_i allowed_i (partial annotation,
-    :mod:`fstchunk.annotation`)."""
+    :mod:`fstchunk.io.annotation`)."""
     allowed = np.asarray(allowed, dtype=bool)
     if allowed.shape[0] != len(layers.weights):
         raise InputError(f"the mask has {allowed.shape[0]} rows but the chain has "

@@ -9,7 +9,7 @@ gives Pr(m(y) = m) streamed.  Chunk marginals without the count dimension come
 from :mod:`.spans`.
 
 ``lattice`` is any object with ``chain`` (:class:`.chain.Layers`, stochastic: :func:`.chain.gauge`), ``space``
-(:class:`fstchunk.tagspace.TagSpace`) and ``n`` — a :class:`fstchunk.lattice.Lattice`.
+(:class:`fstchunk.schemes.tagspace.TagSpace`) and ``n`` — a :class:`fstchunk.structures.lattice.Lattice`.
 
 Pitfall: the count dimension makes the tables O(n²) per state; values are kept
 scaled per layer (log scales carried apart), and sub-:data:`.chain.TINY` values are
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 from .chain import flush, scaled_layers
 from .tables import chain_arrays

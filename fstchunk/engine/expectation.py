@@ -5,7 +5,7 @@
       Z[c] = Pr(m(y) = c),    T[c] = E[tp(C, y) · 1{m(y) = c}],
 
   which give E[tp], E[P], E[R] and E[F_β] in either direction (see
-  :mod:`fstchunk.expected`).  The composition path carries ct (the running tp)
+  :mod:`fstchunk.decoding.expected`).  The composition path carries ct (the running tp)
   in its states, O(n³) states per sentence (Jansche §19).  F is linear in tp,
   so ct can go into the weights instead: the first-order expectation semiring of
   pairs ⟨p, p·r⟩ (Eisner 2002; Li & Eisner 2009) with ⟨a, b⟩⊗⟨c, d⟩ = ⟨ac, ad + bc⟩,
@@ -18,7 +18,7 @@ the same factor), which is exact in floating point for any length; plain
 probabilities would underflow beyond a few hundred tokens.
 
 ``lattice`` is any object with ``chain`` (the stochastic layers), ``space``, ``n`` and ``scores`` (a
-:class:`fstchunk.lattice.Lattice`); :func:`corpus_expectations` works on the score
+:class:`fstchunk.structures.lattice.Lattice`); :func:`corpus_expectations` works on the score
 arrays of a batch of equal-length sentences instead.
 """
 
@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 from .batched import ALL, transfer
 from .chain import flush, scaled_layers

@@ -21,7 +21,7 @@ step per token of the longest:
 
 Pitfall: a sentence whose scores give no valid sequence weight raises InputError for
 the whole batch (the caller re-runs its sentences one by one to give each its own
-outcome: :func:`fstchunk.decoders.Decoder.decode_all`).
+outcome: :func:`fstchunk.decoding.decoders.Decoder.decode_all`).
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ def tp_count_tables(ops, batch: RaggedBatch, fixed: list) -> tuple[np.ndarray, n
     semiring of :func:`fstchunk.engine.expectation.tp_count_table` on the transfer
     operators, states (match flag, count, tag), the match logic on chunk boundaries
     (a chunk of y opens where a fixed chunk of its type starts; it matches when both
-    close together).  Both directions of expected F read it (:mod:`fstchunk.expected`)."""
+    close together).  Both directions of expected F read it (:mod:`fstchunk.decoding.expected`)."""
     B, n, L = batch.em.shape
     sp = batch.space
     op, ct, cl = (t[:L] for t in (sp.opens, sp.cont, sp.closes))

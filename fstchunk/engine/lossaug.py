@@ -13,7 +13,7 @@ log space over the lattice's :class:`~.chain.Layers`:
   Viterbi with +1 added on every arc entering a state whose tag differs from y*_i.
 * :func:`f_loss_viterbi` — Δ_F(y, y*) = 1 − F_β(y | y*),
   F_β(y | y*) = (1+w)·tp / (m(y) + w·m(y*)) with 0/0 := 1 (Jansche's slides, §2),
-  w = β² of the standard β (the slides' β', passed as ``beta_sq``; :mod:`fstchunk.fbeta`),
+  w = β² of the standard β (the slides' β', passed as ``beta_sq``; :mod:`fstchunk.core.fbeta`),
   is not decomposable, but against a fixed y* it depends only on (tp, m(y)).  The
   DP runs over states (lattice state, match, tp, m) — T⊠M specialised to y*
   (:func:`fstchunk.grammars.counting.specialised_pair_acceptor`), read on chunk
@@ -26,7 +26,7 @@ log space over the lattice's :class:`~.chain.Layers`:
 
 Pitfall: the DPs maximise over *state* paths.  That is the maximum over tag
 sequences when the layers are unambiguous (one state path per tag sequence: every
-lattice from score arrays); :func:`fstchunk.lossaug.decode_loss_augmented` makes a
+lattice from score arrays); :func:`fstchunk.decoding.lossaug.decode_loss_augmented` makes a
 machine lattice unambiguous (determinised) before calling these.
 """
 
@@ -36,7 +36,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import BudgetError, InputError
+from ..core.errors import BudgetError, InputError
 from .chain import Layers, pair_table, viterbi, viterbi_states
 from .expectation import _terms
 
@@ -57,7 +57,7 @@ def hamming_viterbi_batch(ems: Sequence[np.ndarray], golds: Sequence[np.ndarray]
                           cost: float = 1.0) -> tuple[list[np.ndarray], np.ndarray]:
     """:func:`hamming_viterbi` of many sentences of one dense chain at once: ``ems`` the
     (n_k, L) emission scores, ``golds`` the gold tag indices, ``trans``/``start``/``end``
-    the unmasked scores, ``space`` the :class:`~fstchunk.tagspace.TagSpace` whose
+    the unmasked scores, ``space`` the :class:`~fstchunk.schemes.tagspace.TagSpace` whose
     validity masks apply.  The batch is padded to the longest sentence with identity
     layers (:func:`~fstchunk.engine.chain.viterbi_states`).  Returns the best tag
     indices of each sentence and their values score(y) + cost·Δ(y, gold) (``cost`` 0:
@@ -115,7 +115,7 @@ def f_loss_viterbi(layers: Layers, space, gold_chunks, beta_sq: float,
                    memory_budget: float | None = None) -> tuple[list[int], float]:
     """argmax_y score(y) + 1 − F_β(y | gold) over the state paths of ``layers``
     (see module doc; ``beta_sq`` = β²).  ``space`` is the lattice's
-    :class:`~fstchunk.tagspace.TagSpace` (boundary tables ``opens``/``closes``,
+    :class:`~fstchunk.schemes.tagspace.TagSpace` (boundary tables ``opens``/``closes``,
     ``type_index``), ``gold_chunks`` the gold's (type, start, end).  Returns (tag
     indices, value); InputError if no path has weight; BudgetError, before the work,
     if :func:`f_loss_memory` exceeds ``memory_budget`` bytes (None:

@@ -6,7 +6,7 @@ For a hypothesis x with k ≥ 1 chunks (Jansche §10, §21),
     f_k(m) = 1/(k + w m),
 
 and U(∅) = Pr(m(y) = 0), where w = β² (``beta_sq``) is the slides' weight β' of
-F_β = (1+β²)·tp / (m(x) + β²·m(y)) with the standard β (:mod:`fstchunk.fbeta`).  The
+F_β = (1+β²)·tp / (m(x) + β²·m(y)) with the standard β (:mod:`fstchunk.core.fbeta`).  The
 best k-chunk hypothesis is a maximum-weight set of k non-overlapping spans under g_k
 (:func:`.intervals.counted_dp`).  Instead of tabulating
 Pr(c, m) for every span and count (O(n³) memory) and solving every k (O(n⁴) time):
@@ -50,8 +50,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..encodings import tags_to_chunks
-from ..errors import BudgetError
+from ..core.errors import BudgetError
+from ..schemes.encodings import tags_to_chunks
 from .chain import viterbi
 from .counting import chunk_count_marginals, count_distribution
 from .expectation import from_count_table, tp_count_table

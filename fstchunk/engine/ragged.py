@@ -5,8 +5,8 @@ A *dense chain* has one state per tag: for a sentence of n tokens over L tags,
     score(y) = start[y_1] + Σ_i em[i, y_i] + Σ_i trans[y_{i−1}, y_i] + end[y_n],
 
 with −inf on the arcs a scheme forbids and, for a tag mask (partial annotation,
-:meth:`fstchunk.lattice.Lattice.constrained`), on the emissions of forbidden tags.
-Every score-array lattice (:meth:`fstchunk.lattice.Lattice.from_scores`, a CRF's, an
+:meth:`fstchunk.structures.lattice.Lattice.constrained`), on the emissions of forbidden tags.
+Every score-array lattice (:meth:`fstchunk.structures.lattice.Lattice.from_scores`, a CRF's, an
 HMM's, a network's) is one.  A :class:`RaggedBatch` holds B of them that share
 their tags, scheme and (trans, start, end), sorted by length and padded to the
 longest: em (B, n, L), ``lengths`` (B,).  One Python step per token of the longest
@@ -82,7 +82,7 @@ class RaggedBatch:
     ``em`` (B, n, L): emission scores, −inf where a tag mask forbids a tag, 0 on the
     padding; ``lengths`` (B,); ``trans`` (L, L), ``start``, ``end`` (L,): the log
     scores with −inf where the scheme forbids (masked); ``space``: the
-    :class:`fstchunk.tagspace.TagSpace`; ``index``: each sentence's position in the
+    :class:`fstchunk.schemes.tagspace.TagSpace`; ``index``: each sentence's position in the
     caller's list."""
     em: np.ndarray
     lengths: np.ndarray

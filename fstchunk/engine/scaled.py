@@ -16,7 +16,7 @@ import functools
 
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 
 #: The smallest unnormalised forward or backward weight of a live state that

@@ -7,7 +7,7 @@ counter M, read at z instead of by count: the generating function of m(y) on the
 paths through c).  z = 1 is the plain chunk marginal Pr(c ∈ y).  Exact MEU
 (:mod:`.meu`) reads 1/(k + β²m) as a sum of exponentials in m, so that
 g_k(c) = E[1{c} / (k + β² m(y))] is a positive combination of tilted marginals;
-corpus MEU and :meth:`fstchunk.lattice.Lattice.chunk_marginals` read z = 1.
+corpus MEU and :meth:`fstchunk.structures.lattice.Lattice.chunk_marginals` read z = 1.
 
 The sweep follows all open chunks together, one layer at a time (the forward
 mass that opened a chunk at s, advanced by the layer's continue arcs), and
@@ -24,7 +24,7 @@ never listed (nothing is lost).
 Pitfalls: the tilted forward/backward are rescaled per layer and tilt (log scales
 kept apart), since E[z^m] underflows on long sentences; open-chunk columns are
 rescaled too.  Memory is O(spans · tilts): the sweep raises
-:class:`fstchunk.errors.BudgetError` as soon as what it keeps exceeds ``budget``
+:class:`fstchunk.core.errors.BudgetError` as soon as what it keeps exceeds ``budget``
 bytes, naming the sentence length, never exhausting memory.
 """
 
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import BudgetError
+from ..core.errors import BudgetError
 from .tables import chain_arrays
 
 

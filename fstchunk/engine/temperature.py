@@ -34,7 +34,7 @@ Pitfalls:
   1e-12 of Σ|gold score|), with ``at_bound`` set (a point mass on the MAP
   structure, whose MEU decision is the MAP one).  If the gold scores below the
   average structure (h < 0 for every T up to :data:`T_MAX` times the scale) the
-  scores carry no information: :class:`~fstchunk.errors.InputError`.
+  scores carry no information: :class:`~fstchunk.core.errors.InputError`.
 * The layers of all held-out sentences are kept between evaluations only while they
   fit in :data:`CACHE_FLOATS` numbers; beyond that they are rebuilt at each one.
 """
@@ -47,7 +47,7 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .chain import Layers, backward, forward
 
 #: the fit's range, relative to the scale of the scores (their mean |gold score| per token)

@@ -14,7 +14,7 @@
   state budget that refuses (``BudgetError``) what would not fit in memory.
 
 Each family module is pure builders: a tag set (scheme, chunk types) in, a pynini
-machine out, with the shared symbol table of :mod:`fstchunk.tagspace` attached.
+machine out, with the shared symbol table of :mod:`fstchunk.schemes.tagspace` attached.
 
 Pitfall: the family modules must not import :mod:`.registry` (it imports them),
 nor anything above the machines (lattice, expected, models): the package layers

@@ -1,12 +1,12 @@
 """Annotation acceptors: the tag sequences a partial annotation allows.
 
-A partial annotation of n tokens (:mod:`fstchunk.annotation`: ``?``, tag sets
+A partial annotation of n tokens (:mod:`fstchunk.io.annotation`: ``?``, tag sets
 ``B-PER|I-PER|O``, wildcards ``*-PER``, declared annotated types) allows at token i a
 set of tags allowed_i; its acceptor is the product A = allowed_1 ⋯ allowed_n, a chain
-of n + 1 states over the tag space's shared symbol table (:mod:`fstchunk.tagspace`),
+of n + 1 states over the tag space's shared symbol table (:mod:`fstchunk.schemes.tagspace`),
 so it composes with any lattice, validity acceptor or counter without relabelling.
 Training on partial annotation maximises the mass of lattice ∘ A
-(:meth:`fstchunk.lattice.Lattice.constrained`, whose fast path masks the chain
+(:meth:`fstchunk.structures.lattice.Lattice.constrained`, whose fast path masks the chain
 engine's layers instead).
 
 ``fstchunk grammar print annotation --gold '?,B-PER|I-PER,O' --types PER,LOC`` shows
@@ -21,12 +21,12 @@ from typing import Sequence
 import numpy as np
 import pynini
 
-from .. import fsa
-from ..annotation import PartialSentence, check_allows, item_types, parse_column
-from ..not_chunk import chunk_conditions
-from ..conll import Sentence
-from ..errors import InputError
-from ..tagspace import TagSet, TagSpace
+from . import fsa
+from ..io.annotation import PartialSentence, check_allows, item_types, parse_column
+from ..io.not_chunk import chunk_conditions
+from ..io.conll import Sentence
+from ..core.errors import InputError
+from ..schemes.tagspace import TagSet, TagSpace
 from .validity import validity_acceptor
 
 
@@ -77,7 +77,7 @@ def annotation_acceptor(mask: np.ndarray, not_chunks: Sequence[tuple[int, int]],
                         space: TagSpace, arc_type: str = "log64") -> pynini.Fst:
     """The acceptor of A ∖ (C_1 ∪ … ∪ C_k): the mask's chain minus, for each span
     (t, u) marked not one chunk, the chain C_s of
-    :func:`fstchunk.not_chunk.chunk_conditions` (on valid sequences: t..u exactly one
+    :func:`fstchunk.io.not_chunk.chunk_conditions` (on valid sequences: t..u exactly one
     chunk) — OpenFst's difference with an unweighted deterministic chain; compose
     with validity."""
     acc = mask_acceptor(mask, space, arc_type)

@@ -5,11 +5,11 @@ here, in states and arcs, from the numbers that fix it (chunk bound K, number of
 chunk types k, sentence length n, the fixed sequence's chunk spans, the lattice's
 layers); none builds anything but the small, cached scheme encoder (itself checked
 first), and none costs more than O(n + chunks).  Callers (:mod:`.registry` for
-``fstchunk grammar``, :func:`fstchunk.expected.joint_by_composition` for
+``fstchunk grammar``, :func:`fstchunk.decoding.expected.joint_by_composition` for
 ``expected_f(method="fst")``) call :func:`check` *before* building, and so do the
 builders of validity, encoders, conversions, T, M, T⊠M, the toy model and the loss
 machines themselves, so a machine that would exhaust memory (or take minutes) is one
-:class:`~fstchunk.errors.BudgetError` instead, whichever way it is asked for.
+:class:`~fstchunk.core.errors.BudgetError` instead, whichever way it is asked for.
 
 The budget counts states, with ``ARCS_PER_STATE`` arcs weighing as much as one state
 (:attr:`Estimate.size`): OpenFst spends ~80 bytes on a state of a VectorFst plus ~25-40
@@ -64,7 +64,7 @@ from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import BudgetError, InputError
+from ..core.errors import BudgetError, InputError
 from . import local
 
 DEFAULT_STATE_BUDGET = 4_000_000

@@ -31,10 +31,9 @@ from __future__ import annotations
 
 import pynini
 
-from .. import encodings as enc
-from .. import fsa
-from ..tagspace import normalize_types, symbol_table
-from . import budget, local
+from ..schemes import encodings as enc
+from ..schemes.tagspace import normalize_types, symbol_table
+from . import budget, fsa, local
 
 
 def encoder(scheme: str, types=None, arc_type: str = "log64") -> pynini.Fst:

@@ -42,11 +42,10 @@ from typing import Sequence
 
 import pynini
 
-from .. import encodings as enc
-from .. import fsa
-from ..errors import InputError
-from ..tagspace import normalize_types, symbol_table
-from . import budget
+from ..core.errors import InputError
+from ..schemes import encodings as enc
+from ..schemes.tagspace import normalize_types, symbol_table
+from . import budget, fsa
 
 #: Markers are numbered from here on, far above any tag label.
 MARKER_BASE = 1_000_000

@@ -5,9 +5,9 @@ Pitfalls:
 
 * :func:`draw` always writes the ``.dot`` file (next to an SVG/PNG/PDF: ``v.svg``
   also writes ``v.dot``); SVG/PNG/PDF need Graphviz's ``dot`` on ``PATH``.
-* every file is written atomically (:mod:`fstchunk.outputs`): a missing folder, a
+* every file is written atomically (:mod:`fstchunk.core.outputs`): a missing folder, a
   folder given as the file, a full disk, a missing or failing ``dot`` are an
-  :class:`~fstchunk.errors.OutputError` naming the path, and leave nothing at the
+  :class:`~fstchunk.core.errors.OutputError` naming the path, and leave nothing at the
   destination.  OpenFst's ``Fst.draw`` only prints ``ERROR:`` lines and carries on,
   so the ``.dot`` is checked complete after writing.  A caller that builds the
   machine itself checks the destination first with :func:`check_drawing`.
@@ -22,8 +22,8 @@ import sys
 
 import pynini
 
-from .. import outputs
-from ..errors import InputError, OutputError
+from ..core import outputs
+from ..core.errors import InputError, OutputError
 
 
 def att_text(fst: pynini.Fst) -> str:

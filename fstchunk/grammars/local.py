@@ -1,11 +1,11 @@
 """Strictly 2-local machines built in one pass: validity acceptors, encoders, conversions.
 
-Every scheme's validity language is strictly 2-local (:mod:`fstchunk.encodings`): a
+Every scheme's validity language is strictly 2-local (:mod:`fstchunk.schemes.encodings`): a
 sequence is valid iff its first tag may start one, each bigram is allowed and its last
 tag may end one.  Two valid sequences x (scheme S) and y (scheme T) of one length
 denote the same chunks iff at every position i their tags agree on being outside or
 inside a chunk of one type, and on whether the tag continues the chunk of the tag
-before (:func:`fstchunk.encodings.continues`).  So the conversion relation S -> T,
+before (:func:`fstchunk.schemes.encodings.continues`).  So the conversion relation S -> T,
 {(x, convert(x, S, T))}, is strictly 2-local as well, over letters x_i:y_i:
 
     start_ok(a:b) = start_S(a) ∧ start_T(b)          end_ok(a:b) = end_S(a) ∧ end_T(b)
@@ -28,7 +28,7 @@ The rules are read at the level of prefixes (:func:`rules`): ``allowed`` and
 equal, so the work is the arcs themselves, O(k²) for k chunk types (the IOB1/IOE1
 states after a chunk of type X allow every other type's I).
 
-Pitfall: the prefix rules are read off :func:`fstchunk.encodings.allowed` with the
+Pitfall: the prefix rules are read off :func:`fstchunk.schemes.encodings.allowed` with the
 placeholder types ``X``/``Y``, never off a tag space (whose tables are O(k²) calls).
 """
 
@@ -41,10 +41,10 @@ from typing import Sequence
 
 import pynini
 
-from .. import encodings as enc
-from .. import fsa
-from ..errors import InputError
-from ..tagspace import normalize_types, symbol_table
+from ..core.errors import InputError
+from ..schemes import encodings as enc
+from ..schemes.tagspace import normalize_types, symbol_table
+from . import fsa
 
 O = enc.OUTSIDE
 
@@ -68,8 +68,8 @@ def _tag(prefix: str, ctype: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def rules(scheme: str) -> Rules:
-    """:class:`Rules` of ``scheme``, from :func:`~fstchunk.encodings.allowed` and
-    :func:`~fstchunk.encodings.continues` on placeholder tags."""
+    """:class:`Rules` of ``scheme``, from :func:`~fstchunk.schemes.encodings.allowed` and
+    :func:`~fstchunk.schemes.encodings.continues` on placeholder tags."""
     s = enc.canonical_scheme(scheme)
     kinds = (O,) + enc.scheme_prefixes(s)
     triples = [(p, c, same) for p in kinds for c in kinds for same in (True, False)]

@@ -13,7 +13,7 @@ machines (they are not in :mod:`.registry`, whose options hold no sequence).
   position; from i to i+1 an arc for every tag, weight −1 unless it is y*_i.
 * :func:`f_loss_machine` — Δ_F(y, y*) = 1 − F_β(y | y*), F_β(y | y*) =
   (1+β²)·tp / (m(y) + β²·m(y*)) with the standard β (the slides' β' = β²,
-  :mod:`fstchunk.fbeta`), 0/0 := 1: T⊠M specialised to y*
+  :mod:`fstchunk.core.fbeta`), 0/0 := 1: T⊠M specialised to y*
   (:func:`.counting.specialised_pair_acceptor`: states (i, tp, match, m), paths
   ending in <tp=a><m=b>), through the scheme's encoder
   (:func:`.conversion.encoder`, IOBES -> scheme), composed with a scorer that
@@ -34,19 +34,18 @@ from typing import Sequence
 
 import pynini
 
-from .. import encodings as enc
-from .. import fsa
-from ..errors import InputError, SchemeError
-from ..fbeta import to_beta_sq
-from ..tagspace import TagSpace, normalize_types, symbol_table
-from . import budget, counting
+from ..core.errors import InputError, SchemeError
+from ..core.fbeta import to_beta_sq
+from ..schemes import encodings as enc
+from ..schemes.tagspace import TagSpace, normalize_types, symbol_table
+from . import budget, counting, fsa
 from .conversion import encoder
 
 
 @dataclass(frozen=True)
 class SchemeTags:
     """Every tag of a scheme over chunk types and its label: all that the loss machines
-    read of a tag space, made in O(k) by :meth:`of` (a :class:`~fstchunk.tagspace.TagSet`
+    read of a tag space, made in O(k) by :meth:`of` (a :class:`~fstchunk.schemes.tagspace.TagSet`
     also compiles its O(k²) validity and boundary tables, minutes for 10⁴ types)."""
     scheme: str
     types: tuple[str, ...]

@@ -23,10 +23,9 @@ from typing import Sequence
 import numpy as np
 import pynini
 
-from .. import fsa
-from ..errors import InputError
-from ..tagspace import TagSet
-from . import budget
+from ..core.errors import InputError
+from ..schemes.tagspace import TagSet
+from . import budget, fsa
 
 
 def score_lattice(labels: Sequence[int], emissions: np.ndarray, transitions: np.ndarray,

@@ -5,7 +5,7 @@ each entry names a builder of a grammar module (:mod:`~fstchunk.grammars.validit
 :mod:`~fstchunk.grammars.conversion`, :mod:`~fstchunk.grammars.counting`,
 :mod:`~fstchunk.grammars.models`, :mod:`~fstchunk.grammars.loss`) and the options it
 reads (scheme, chunk types, target scheme, length bound, θ, arc type; the loss
-machines: a gold tag sequence and the standard β of F_β, :mod:`fstchunk.fbeta`).
+machines: a gold tag sequence and the standard β of F_β, :mod:`fstchunk.core.fbeta`).
 :func:`export_far` is the one FAR exporter of the package: the grammar modules only
 build machines.
 
@@ -20,14 +20,14 @@ Pitfalls:
   with names, ``convert`` is written for ``--target`` only.
 * a FAR holds one arc type; every machine is built in ``options.arc_type``.
 * a FAR is checked before any machine is built and written atomically
-  (:mod:`fstchunk.outputs`): a missing folder, a folder given as the file, a full
-  disk are an :class:`~fstchunk.errors.OutputError` naming the path, and leave
+  (:mod:`fstchunk.core.outputs`): a missing folder, a folder given as the file, a full
+  disk are an :class:`~fstchunk.core.errors.OutputError` naming the path, and leave
   nothing at the destination.  OpenFst's ``Far`` writer only prints ``ERROR:`` lines
   and carries on, so the FAR is read back after writing.  Drawing and AT&T text:
   :mod:`.drawing`.
 * every machine is checked against the state budget (:mod:`.budget`) before it is
   built: :func:`build` and :func:`export_far` refuse with one
-  :class:`~fstchunk.errors.BudgetError` naming the largest ``--max-length`` that
+  :class:`~fstchunk.core.errors.BudgetError` naming the largest ``--max-length`` that
   fits.  ``grammar info`` also decides "functional" by composing the machine's
   inverse with it (``fsa.is_functional``), which for T, M, T⊠M is quadratic in
   their size: :func:`check_budget` with ``info=True`` counts it.  No estimate compiles
@@ -43,12 +43,13 @@ from typing import Callable
 
 import pynini
 
-from .. import encodings as enc
-from .. import fsa, outputs
-from ..errors import InputError
-from ..fbeta import check_beta
-from ..tagspace import normalize_types
-from ..annotation import parse_column
+from ..schemes import encodings as enc
+from . import fsa
+from ..core import outputs
+from ..core.errors import InputError
+from ..core.fbeta import check_beta
+from ..schemes.tagspace import normalize_types
+from ..io.annotation import parse_column
 from . import annotation, budget, conversion, counting, loss, models, validity
 
 

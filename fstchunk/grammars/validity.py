@@ -5,7 +5,7 @@ For untyped IOB2 the language is the star-free set of the Jansche slides (§6),
     {O, B} Γ* − Γ* {O I} Γ*,
 
 and in general, since every scheme is strictly 2-local (see
-:mod:`fstchunk.encodings`), it is
+:mod:`fstchunk.schemes.encodings`), it is
 
     Γ+ − ( Bad₀ Γ*  ∪  Γ* Bad₂ Γ*  ∪  Γ* Bad₁ )
 
@@ -26,15 +26,14 @@ from __future__ import annotations
 
 import pynini
 
-from .. import encodings as enc
-from .. import fsa
-from ..tagspace import TagSet, normalize_types, symbol_table
-from . import budget, local
+from ..schemes import encodings as enc
+from ..schemes.tagspace import TagSet, normalize_types, symbol_table
+from . import budget, fsa, local
 
 
 def validity_acceptor(scheme: str, types=None, arc_type: str = "log64") -> pynini.Fst:
     """Deterministic minimal acceptor of the valid ``scheme`` sequences over ``types``;
-    :class:`~fstchunk.errors.BudgetError` before building if it would not fit."""
+    :class:`~fstchunk.core.errors.BudgetError` before building if it would not fit."""
     scheme, types = enc.canonical_scheme(scheme), normalize_types(types)
     fsa.check_arc_type(arc_type)
     budget.check(f"the {scheme} validity acceptor over {budget.types_phrase(types)}",

@@ -8,15 +8,18 @@
   passes (the online solvers subclass it beside their models), and
   :class:`~.epochs.Average`, the averaged perceptron's bookkeeping, written once;
 * :mod:`.loop`: :class:`~.loop.Trainer`, the loop every model family trains through
-  (progress, dev F and best-on-dev selection, checkpoints, resume, Ctrl-C, callbacks).
+  (progress, dev F and best-on-dev selection, checkpoints, resume, Ctrl-C, callbacks);
+* :mod:`.runs`: what a resumed run must match (the run fields a checkpoint records,
+  :func:`~.runs.file_digest` of the training file).
 
 Models (:mod:`fstchunk.models`) sit above this package: they import it, it imports no
 model.
 """
 
-from ..namespace import public_dir
-from .loop import Progress, Trainer, file_digest
+from ..core.namespace import public_dir
+from .loop import Progress, Trainer
 from .objectives import OBJECTIVES, Objective, objective
+from .runs import file_digest
 from .solvers import LBFGS, Outcome, Solver
 
 __all__ = ["LBFGS", "OBJECTIVES", "Objective", "Outcome", "Progress", "Solver", "Trainer",

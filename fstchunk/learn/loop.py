@@ -9,7 +9,7 @@ everything else:
 * the objective and its λ (the registry's default when none is given; one L2
   convention, :mod:`fstchunk.learn.objectives`), ``max_iter`` steps in all (counting
   those before a resume);
-* progress: a bar on a terminal, a line each N steps in a log (:mod:`fstchunk.progress`);
+* progress: a bar on a terminal, a line each N steps in a log (:mod:`fstchunk.core.progress`);
 * the destinations (``output``, ``checkpoint``) checked before any work;
 * the dev F every ``dev_every`` steps and at the end (``settings["dev_f"]``);
   ``select="dev"`` keeps the θ of the best dev F (ties: the earlier;
@@ -31,8 +31,8 @@ everything else:
 * Ctrl-C (KeyboardInterrupt; the CLI turns SIGTERM into one) from the first step until
   the final model is written saves what the solver keeps
   (:meth:`~fstchunk.learn.solvers.Solver.interrupted`) to the checkpoint and raises
-  :class:`~fstchunk.errors.TrainingInterrupted` naming it (the CLI exits 130);
-* ``executor`` (:mod:`fstchunk.scale`): the smooth objectives' statistics summed over
+  :class:`~fstchunk.core.errors.TrainingInterrupted` naming it (the CLI exits 130);
+* ``executor`` (:mod:`fstchunk.runtime.scale`): the smooth objectives' statistics summed over
   its partitions of the training set (the model's solver uses it);
 * ``callbacks``: called after every step with a :class:`Progress`; one may raise to
   stop (the checkpoint then stays for ``resume``).
@@ -45,7 +45,6 @@ bools, None), which a checkpoint gives back unchanged.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -55,12 +54,12 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-from .. import sources
-from ..errors import InputError, ModelFileError, TrainingInterrupted
-from ..fbeta import STANDARD, check_beta
-from ..outputs import atomic_path, check_output
-from ..progress import progress
+from ..core.errors import InputError, ModelFileError, TrainingInterrupted
+from ..core.fbeta import STANDARD, check_beta
+from ..core.outputs import atomic_path, check_output
+from ..core.progress import progress
 from .objectives import Objective, objective as find_objective, with_loss
+from .runs import check_same_run, plain
 from .solvers import Solver
 
 #: the file of the best θ so far beside a checkpoint (``select="dev"``)
@@ -101,27 +100,8 @@ class Progress:
     model: Any
 
 
-def file_digest(path) -> str:
-    """sha256 (hex) of the file at ``path``: the training file's identity in a
-    checkpoint.  InputError naming the file if it cannot be read."""
-    h = hashlib.sha256()
-    try:
-        with sources.open_binary(path) as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-    except OSError as e:
-        raise InputError(f"{path}: cannot read ({e.strerror or e})") from None
-    return h.hexdigest()
-
-
 def _count(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
-def _plain(value: Any) -> bool:
-    """A value a checkpoint's JSON gives back unchanged (an identity field)."""
-    return value is None or isinstance(value, (str, bool, int)) or (
-        isinstance(value, float) and math.isfinite(value))
 
 
 class Trainer:
@@ -163,7 +143,7 @@ class Trainer:
         if identity is not None and not isinstance(identity, dict):
             raise InputError(f"identity must be a dict, got {type(identity).__name__}")
         for key, value in (identity or {}).items():
-            if not _plain(value):
+            if not plain(value):
                 raise InputError(f"identity field {key!r}: {value!r} is not a string, "
                                  f"finite number, bool or None (a checkpoint stores it)")
         if executor is not None and not self.objective.spreads:
@@ -334,17 +314,9 @@ class Trainer:
         fits = np.shape(saved.theta) == np.shape(model.theta)
         if not isinstance(recorded, dict) and not fits:        # no run's checkpoint at all
             raise self._misfit(saved, model)
-        recorded = recorded if isinstance(recorded, dict) else {}
-        now = self.run
-        recorded = {**{k: v for k, v in ABSENT.items() if k in now}, **recorded}
-        keys = [key for key in list(now) + [k for k in recorded if k not in now]
-                if recorded.get(key, _MISSING) != now.get(key, _MISSING)]
-        if keys:                     # before the sizes: name the setting, not its effect
-            what = f"checkpoint {self.checkpoint} is of another run (checkpoint vs now): "
-            raise InputError(
-                f"resume=True: {what}" + "; ".join(_difference(k, recorded, now) for k in keys),
-                cli=f"--resume: {what}" + "; ".join(_difference(k, recorded, now, True)
-                                                    for k in keys))
+        # before the sizes: name the setting, not its effect
+        check_same_run(self.checkpoint, recorded if isinstance(recorded, dict) else {},
+                       self.run)
         if not fits:
             raise self._misfit(saved, model)
         done = int(saved.settings.get("iteration", 0))
@@ -370,43 +342,7 @@ class Trainer:
         return done, best
 
 
-_MISSING = object()
-
-
 def _figure(f: float) -> str:
     """A dev F as the progress line shows it: two decimals, ``-`` until there is one
     (before the first measurement; a dev set with nothing to measure)."""
     return f"{f:.2f}" if math.isfinite(f) else "-"
-
-
-#: run fields added after checkpoints recorded runs: their value in a checkpoint without them
-ABSENT = {"min_count": 1}
-
-#: the option that sets each run field a resume compares (named when it differs)
-OPTIONS = {
-    "objective": "--objective", "l2": "--l2", "beta": "--beta", "loss": "--loss",
-    "select": "--select", "scheme": "--scheme", "template": "--features",
-    "columns": "--columns", "train_sha256": "--train: the file's content",
-    "dev_sha256": "--dev: the file's content", "init": "--init", "partial": "--partial",
-    "min_count": "--min-count", "format": "--format", "D": "--hash-bits", "features": "--predicates",
-    "max_gap": "--max-gap", "restrictions": "--restrict", "seed": "--seed",
-    "average": "--no-average", "threshold": "--threshold", "kind": "--kind",
-    "types": "the --train file's segment types", "collapse_pos": "--collapse-pos",
-    "np_only": "--np-only", "sentences": "--sentences",
-}
-
-
-def _shown(record: dict, key: str) -> str:
-    return repr(record[key]) if key in record else "(not recorded)"
-
-
-def _difference(key: str, recorded: dict, now: dict, cli: bool = False) -> str:
-    """One differing field of a resume, both values, and (``cli``) the option that sets
-    it."""
-    option = OPTIONS.get(key)
-    if key == "D":                           # 2**bits buckets: as --hash-bits gives them
-        bits = [f"{v.bit_length() - 1}" if isinstance(v, int) and v > 0 else "?"
-                for v in (recorded.get(key), now.get(key))]
-        option = f"--hash-bits {bits[0]} vs {bits[1]}"
-    return (f"{key}: {_shown(recorded, key)} vs {_shown(now, key)}"
-            + (f" ({option})" if option and cli else ""))

@@ -3,7 +3,7 @@
 An :class:`Objective` says what a training run minimises and how: its name (the
 ``--objective`` of ``fstchunk train``, ``--algorithm`` of ``joint train``), whether
 it is a smooth function of θ built from **additive statistics** over sentences
-(what :mod:`fstchunk.scale`'s executors sum over partitions) or is run by passes of
+(what :mod:`fstchunk.runtime.scale`'s executors sum over partitions) or is run by passes of
 an online solver, the statistics it adds up and how :meth:`Objective.combine` turns
 their sums into a value and gradient weights, its default λ, whether the scores it
 trains are probabilities (MEU decoding reads them so; the others need a temperature
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 #: how the summed statistics make the objective (:meth:`Objective.combine`)
 MEAN, NEGATED_MEAN, CORPUS_RATIO = "mean", "negated mean", "corpus ratio"
@@ -74,7 +74,7 @@ class Objective:
 
     @property
     def spreads(self) -> bool:
-        """Whether an executor (:mod:`fstchunk.scale`) spreads its work: the additive
+        """Whether an executor (:mod:`fstchunk.runtime.scale`) spreads its work: the additive
         statistics of the objectives with a value (the smooth ones, and max-margin's
         hinge, BCFW's certificate); the online learners run in one process."""
         return self.combination is not None

@@ -26,7 +26,7 @@ from typing import Callable, Protocol
 
 import numpy as np
 
-from ..errors import ModelFileError
+from ..core.errors import ModelFileError
 
 #: what a solver reports after each step: (θ, the objective's value, figures to show)
 OnStep = Callable[[np.ndarray, float, dict], None]

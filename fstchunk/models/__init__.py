@@ -7,10 +7,10 @@ files carry.  :func:`load_model` reads the file's metadata only
 
 Every field a class reads from its file is validated (and version 2 files are
 checked against the checksum written with them, :mod:`fstchunk.models.io`), so a
-damaged, foreign or edited file is one :class:`~fstchunk.errors.ModelFileError`
+damaged, foreign or edited file is one :class:`~fstchunk.core.errors.ModelFileError`
 naming the file and the field, never a traceback or a silently wrong model.  The
 CRF and the HMM expose the columns they read as ``model.columns``
-(:class:`~fstchunk.columns.Columns`).
+(:class:`~fstchunk.io.columns.Columns`).
 
 Pitfall: a new model class must be added to :data:`MODELS` (its kind and where its
 class lives), or its files cannot be read by ``fstchunk decode`` / ``expected``; the
@@ -23,8 +23,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ..namespace import public_dir
-from ..errors import ModelFileError
+from ..core.namespace import public_dir
+from ..core.errors import ModelFileError
 from .io import read_metadata
 
 #: model kind -> (module, class): the registry; a class is imported when first needed
@@ -59,7 +59,7 @@ def __getattr__(name: str) -> Any:
 
 def load_model(path) -> Any:
     """The model saved at ``path``, of whichever kind its file says
-    (:class:`~fstchunk.errors.ModelFileError` naming the file, and the field where
+    (:class:`~fstchunk.core.errors.ModelFileError` naming the file, and the field where
     one is at fault, otherwise)."""
     kind = read_metadata(path).get("kind")
     if not isinstance(kind, str) or kind not in _KINDS:

@@ -14,7 +14,7 @@ gradient masked), so the model is CRFsuite's.
 **Labels**: ``scheme="auto"`` (default) takes the first of :data:`DETECT` under which
 every label is a chunk tag and every training sequence is valid, else the
 unconstrained chain; ``scheme=None`` (or ``"none"``) forces the unconstrained chain
-(any labels, every transition allowed: :data:`fstchunk.tagspace.UNCONSTRAINED`); a
+(any labels, every transition allowed: :data:`fstchunk.schemes.tagspace.UNCONSTRAINED`); a
 scheme name forces it (an invalid training sequence is refused, naming it).  With a
 chunk scheme, Z sums over the scheme's valid sequences only, and the tags the data
 lack for the scheme to be expressed are added after the labels seen (in order of
@@ -39,15 +39,15 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from .. import encodings as enc
-from ..decoders import MAP
-from ..errors import InputError, SchemeError
-from ..lattice import Lattice
+from ..schemes import encodings as enc
+from ..decoding.decoders import MAP
+from ..core.errors import InputError, SchemeError
+from ..structures.lattice import Lattice
 from ..learn import objectives as lo
 from ..learn.loop import Trainer
 from ..learn.solvers import LBFGS, Solver
-from ..scoring import evaluate
-from ..tagspace import UNCONSTRAINED, TagSpace, canonical, missing_tags
+from ..evaluation.chunks import evaluate
+from ..schemes.tagspace import UNCONSTRAINED, TagSpace, canonical, missing_tags
 from .attributes import AttributeMap, check_sequences, fit_attributes
 from .calibrated import Calibrated
 from .design import TrainingData
@@ -198,7 +198,7 @@ class AttributeCRF(Calibrated, PairChain):
                                 dict(self.settings))
 
     def scoring_copy(self) -> "AttributeCRF":
-        """What a worker of :mod:`fstchunk.scale` receives (the same model)."""
+        """What a worker of :mod:`fstchunk.runtime.scale` receives (the same model)."""
         return self.copy()
 
     # --------------------------------------------------------------- data

@@ -39,9 +39,9 @@ from typing import Any, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from ..conll import Sentence
-from ..errors import InputError
-from ..stringpack import pack
+from ..core.errors import InputError
+from ..core.stringpack import pack
+from ..io.conll import Sentence
 
 #: python-crfsuite's separator between a prefix and a nested name or a string value
 SEP = ":"
@@ -232,7 +232,7 @@ class AttributeMap:
         return out
 
     def to_arrays(self) -> dict[str, np.ndarray]:
-        """The names, losslessly (:mod:`fstchunk.stringpack`, as the CRF's
+        """The names, losslessly (:mod:`fstchunk.core.stringpack`, as the CRF's
         ``feature_names``)."""
         return pack("attribute_names", self.names)
 

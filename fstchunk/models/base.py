@@ -8,11 +8,11 @@ part everyone relies on: ``kind`` (the tag stored in its model file, the key of
 are ``lattice.tags``; the joint model's ``tags`` is a method of its own),
 ``lattices(sentences)``, ``fit(...) -> self``, ``save(path)`` and
 ``load(path)``; the CRF and the HMM also have ``columns`` (the
-:class:`~fstchunk.columns.Columns` they read, stored in their files), and every model
+:class:`~fstchunk.io.columns.Columns` they read, stored in their files), and every model
 that reads CoNLL columns says which it reads in ``reads`` (the CRF's POS only if its
 template reads it; the joint model's fixed word 0, POS 1): :func:`reading_columns`.
 Models trained by this version also carry ``layout`` (their training layout,
-:class:`~fstchunk.layout.Layout`, or None) and ``data_scheme``.  :class:`TrainableModel` adds what
+:class:`~fstchunk.io.layout.Layout`, or None) and ``data_scheme``.  :class:`TrainableModel` adds what
 :class:`fstchunk.learn.loop.Trainer` needs to run a solver over a differentiable
 objective: a parameter vector θ, prepared training data, and the objective as
 a function of θ.
@@ -42,14 +42,14 @@ from typing import Any, ClassVar, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from .. import encodings as enc
-from ..columns import Columns
-from ..conll import Sentence
-from ..errors import InputError, SchemeError
-from ..batch import decode_sentences
-from ..decoders import MAP
-from ..scoring import evaluate
-from ..lattice import Lattice
+from ..schemes import encodings as enc
+from ..io.columns import Columns
+from ..io.conll import Sentence
+from ..core.errors import InputError, SchemeError
+from ..decoding.batch import decode_sentences
+from ..decoding.decoders import MAP
+from ..evaluation.chunks import evaluate
+from ..structures.lattice import Lattice
 
 
 
@@ -65,7 +65,7 @@ class ChunkModel(Protocol):
     settings: dict
 
     def lattices(self, sentences: Sequence[Sentence]) -> list[Lattice]:
-        """One :class:`~fstchunk.lattice.Lattice` per sentence, in order."""
+        """One :class:`~fstchunk.structures.lattice.Lattice` per sentence, in order."""
         ...
 
     def fit(self, *args: Any, **kwargs: Any) -> "ChunkModel":
@@ -78,7 +78,7 @@ class ChunkModel(Protocol):
 
     @classmethod
     def load(cls, path) -> "ChunkModel":
-        """Read a model file of this kind; :class:`~fstchunk.errors.ModelFileError`
+        """Read a model file of this kind; :class:`~fstchunk.core.errors.ModelFileError`
         naming the file if it cannot."""
         ...
 
@@ -122,10 +122,10 @@ def chunk_dev_f(model: Any, sentences: Sequence[Sentence]) -> float:
 
 def gold_tags(sentence: Sentence, data_scheme: str, scheme: str,
               column: int | None = -1) -> list[str]:
-    """The sentence's tag ``column`` (a :class:`~fstchunk.columns.Columns`' ``tag``),
+    """The sentence's tag ``column`` (a :class:`~fstchunk.io.columns.Columns`' ``tag``),
     read in ``data_scheme`` and written in ``scheme``.  An invalid sequence raises
     :class:`SchemeError` at the offending tag's own ``file:line``, naming the tag and
-    what it follows (models are strict: :mod:`fstchunk.gold` repairs or skips such
+    what it follows (models are strict: :mod:`fstchunk.io.gold` repairs or skips such
     sentences before they reach a model)."""
     width = len(sentence.rows[0]) if sentence.rows else 0
     if column is None or not -width <= column < width:
@@ -153,7 +153,7 @@ def reading_columns(model: Any) -> Columns | None:
 
 def training_columns(sentences: Sequence[Sentence], columns: Columns | None,
                      what: str) -> Columns:
-    """``columns`` (default ``Columns()``, :mod:`fstchunk.columns`) resolved to absolute
+    """``columns`` (default ``Columns()``, :mod:`fstchunk.io.columns`) resolved to absolute
     indices for training ``sentences``, whose lines must all have the same number of
     columns; InputError naming the file for no sentences, an empty sentence or columns
     that do not fit (``what``: the model, for the message)."""

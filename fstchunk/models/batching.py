@@ -20,10 +20,10 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import encodings as enc
+from ..schemes import encodings as enc
 from ..engine import ragged
 from ..engine.ragged import cut_runs
-from ..tagspace import TagSpace, canonical
+from ..schemes.tagspace import TagSpace, canonical
 
 
 

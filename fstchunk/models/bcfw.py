@@ -52,12 +52,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import InputError, ModelFileError
-from ..fbeta import to_beta_sq
+from ..core.errors import InputError, ModelFileError
+from ..core.fbeta import to_beta_sq
 from ..learn import objectives as lo
 from ..learn.epochs import EpochSolver
-from ..outputs import atomic_path
-from ..tagspace import TagSpace
+from ..core.outputs import atomic_path
+from ..schemes.tagspace import TagSpace
 from .blocks import ChainBlocks, ChainModel, Data
 from .maxmargin import (Chain, check_loss, hinge, l2_to_c, loss_of, most_violating,
                         sequence_score)
@@ -109,7 +109,7 @@ class BCFW(ChainBlocks):
         self._check_state(state)
         self.state = state
         self.sync()
-        #: the executor's partitions (:mod:`fstchunk.scale`) that compute the certificate's
+        #: the executor's partitions (:mod:`fstchunk.runtime.scale`) that compute the certificate's
         #: hinge (every oracle of a pass) on its workers; None: in this process
         self.parts = executor.partitioned(model, data) if executor is not None else None
 

@@ -19,9 +19,9 @@ from typing import Sequence
 
 import numpy as np
 
-from ..conll import Sentence
+from ..core.errors import InputError
 from ..engine.temperature import HeldOut, fit_temperature, stack_layers
-from ..errors import InputError
+from ..io.conll import Sentence
 from ..learn import objectives as lo
 from .maxmargin import sequence_score
 

@@ -4,7 +4,7 @@
     Pr(y | x) = exp(score) / Z(x),   Z over the *valid* sequences of the scheme
 
 (Lafferty et al. 2001; the validity restriction is the scheme's acceptor,
-:class:`fstchunk.tagspace.TagSpace`).  State weights exist only for
+:class:`fstchunk.schemes.tagspace.TagSpace`).  State weights exist only for
 (attribute, label) pairs seen in training (as in CRFsuite), so the parameter
 vector θ = (state weights, trans, start, end) stays small.
 
@@ -26,7 +26,7 @@ and POS tags from them, :meth:`CRF.training_data` the gold tags too.  Trained on
 columns without POS, a template that reads POS becomes its ``-nopos`` variant
 (:func:`~fstchunk.models.features.resolve_template`) and the model records that
 name.  ``l2=None`` is the objective's own default λ (the trainer resolves it).
-It also records its training layout (:attr:`CRF.layout`, :mod:`fstchunk.layout`:
+It also records its training layout (:attr:`CRF.layout`, :mod:`fstchunk.io.layout`:
 the training file's columns, what each held, the data scheme, the word and POS
 vocabularies), which the CLI checks inputs against; :attr:`CRF.data_scheme` is
 its data scheme (None for files written before the record).
@@ -38,10 +38,10 @@ Pitfalls:
   the last θ, since rebuilding it per sentence (180 MB for CoNLL-2000) made
   decoding a file take minutes;
 * the model's tags are those seen in training: data for ``--init`` training
-  with an unseen tag is refused (:class:`~fstchunk.errors.SchemeError`);
+  with an unseen tag is refused (:class:`~fstchunk.core.errors.SchemeError`);
 * training data with no chunk or a single distinct tag, or no sentences, is
-  refused (:class:`~fstchunk.errors.InputError` naming the file), and so is a
-  file whose POS column would be the tag column (see :mod:`fstchunk.columns`);
+  refused (:class:`~fstchunk.core.errors.InputError` naming the file), and so is a
+  file whose POS column would be the tag column (see :mod:`fstchunk.io.columns`);
 * :meth:`CRF.load` validates every field of the file (tags of the scheme in
   their order, template, columns, array dtypes, shapes, ranges, finite weights)
   and the checksum of version 2 files (:mod:`fstchunk.models.io`).
@@ -53,16 +53,16 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from .. import encodings as enc
-from ..columns import Columns
-from ..conll import Sentence
-from ..errors import InputError
-from ..lattice import Lattice
-from ..layout import Layout
+from ..schemes import encodings as enc
+from ..io.columns import Columns
+from ..io.conll import Sentence
+from ..core.errors import InputError
+from ..structures.lattice import Lattice
+from ..io.layout import Layout
 from ..learn import objectives as lo
 from ..learn.loop import Trainer
 from ..learn.solvers import Solver
-from ..tagspace import TagSet
+from ..schemes.tagspace import TagSet
 from .design import FeatureCount, TrainingData, observed_pairs, training_data
 from .base import check_training_set, chunk_dev_f, gold_tags, training_columns
 from .features import TEMPLATES, FeatureMap, feature_kinds, resolve_template, template_of
@@ -290,7 +290,7 @@ class CRF(Calibrated, PairChain):
     def scoring_copy(self) -> "CRF":
         """This CRF without its feature dictionary (a :class:`FeatureCount` in its
         place): it scores prepared features (:meth:`statistics`) but reads no
-        sentence; what a worker of :mod:`fstchunk.scale` receives."""
+        sentence; what a worker of :mod:`fstchunk.runtime.scale` receives."""
         fm = self.fmap
         return CRF._fitted(FeatureCount(len(fm), fm.word_col, fm.pos_col), self.tags,
                            self.scheme, self.pairs, columns=self.columns)

@@ -11,7 +11,7 @@ prepared training set (:class:`~fstchunk.models.design.TrainingData`):
   gradients in θ-space by the chain rule through the pair design matrix:
   vec(E) = A·θ_pairs, ∇θ_pairs = Aᵀ·vec(∇E) (:mod:`fstchunk.models.design`);
 * :func:`partitions` — the training set in runs of about equal token counts, each with
-  a scoring copy of the CRF, the unit :mod:`fstchunk.scale`'s executors place on a
+  a scoring copy of the CRF, the unit :mod:`fstchunk.runtime.scale`'s executors place on a
   worker; the statistics of the runs add up to those of the whole;
 * :func:`value_and_grad` — P(θ) = combine(Σ statistics) + λ‖θ‖² and its gradient
   (:meth:`fstchunk.learn.objectives.Objective.combine`: the mean per sentence, or the
@@ -27,9 +27,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..fbeta import to_beta_sq
+from ..core.fbeta import to_beta_sq
 from ..learn import objectives as lo
-from ..scale import split
+from ..runtime.scale import split
 from .design import TrainingData
 from .maxmargin import hinge_statistics
 from . import partial

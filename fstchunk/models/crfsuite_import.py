@@ -1,7 +1,7 @@
 """A CRFsuite model file as an fstchunk :class:`~.attribute_crf.AttributeCRF`
 (``fstchunk import crfsuite MODEL --scheme ... -o model.npz``).
 
-CRFsuite's model (:mod:`fstchunk.crfsuite.model`) scores y as
+CRFsuite's model (:mod:`fstchunk.io.crfsuite.model`) scores y as
 Σ_t Σ_a x_t[a]·w[a, y_t] + Σ_t trans[y_{t-1}, y_t], with no start or end weight;
 so does the AttributeCRF built here: its pairs are the state features, its transition
 features CRFsuite's, start and end 0.
@@ -14,7 +14,7 @@ features CRFsuite's, start and end 0.
   valid y, 0 for the rest).  Where CRFsuite's Viterbi path is valid it is the MAP
   path here too; where it is not, fstchunk's MAP is the best valid path.  The tags
   the scheme needs for the chunk types CRFsuite's labels use but that the model lacks
-  (:func:`fstchunk.tagspace.missing_tags`, e.g. ``I-LST`` when training saw only
+  (:func:`fstchunk.schemes.tagspace.missing_tags`, e.g. ``I-LST`` when training saw only
   one-token LST chunks) are added after CRFsuite's labels as impossible tags: every
   transition into or out of them weighs :data:`IMPOSSIBLE`, so no sequence of two or
   more tokens holding one has a probability above exp(−10⁶) (0 in floating point).
@@ -22,10 +22,10 @@ features CRFsuite's, start and end 0.
   IOB2's ``B-X``) could still tag a one-token sentence, so the import refuses it,
   naming the tag.
 
-Errors: the file's (:class:`~fstchunk.errors.ModelFileError`, naming file and byte
+Errors: the file's (:class:`~fstchunk.core.errors.ModelFileError`, naming file and byte
 offset), a label that is not a tag of the scheme, a missing tag that stands alone,
 a label with white space or an attribute with a line break (which fstchunk's files
-cannot hold): one :class:`~fstchunk.errors.InputError` naming the file and the label.
+cannot hold): one :class:`~fstchunk.core.errors.InputError` naming the file and the label.
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ import os
 
 import numpy as np
 
-from .. import encodings as enc
-from ..crfsuite.model import read_model
-from ..errors import InputError, SchemeError
-from ..tagspace import UNCONSTRAINED, canonical, missing_tags
+from ..core.errors import InputError, SchemeError
+from ..io.crfsuite.model import read_model
+from ..schemes import encodings as enc
+from ..schemes.tagspace import UNCONSTRAINED, canonical, missing_tags
 from .attribute_crf import AttributeCRF
 from .attributes import AttributeMap
 

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import SchemeError
+from ..core.errors import SchemeError
 from .batching import Gold
 
 

@@ -33,7 +33,7 @@ Pitfalls:
   files' ``%pad``; ``__PAD__-1``/``__PAD__1`` in ner), so W-2 at the first token is a
   feature, not a missing value;
 * a template that reads POS on lines without the POS column is refused
-  (:class:`~fstchunk.errors.InputError` naming file:line and the fix); it is never
+  (:class:`~fstchunk.core.errors.InputError` naming file:line and the fix); it is never
   read from another column.
 """
 
@@ -46,11 +46,11 @@ from typing import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from ..columns import Columns
-from ..conll import Sentence
-from .. import sources
-from ..errors import InputError
-from ..stringpack import pack, unpack
+from ..io.columns import Columns
+from ..io.conll import Sentence
+from ..core import sources
+from ..core.errors import InputError
+from ..core.stringpack import pack, unpack
 from .templates import Template, capital_class, parse_template, read_template, word_shape
 
 __all__ = ["TEMPLATES", "NOPOS", "FeatureMap", "Template", "capital_class", "feature_kinds",
@@ -195,7 +195,7 @@ class FeatureMap:
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """For a model file: the names as one UTF-8 byte array (no pickle, compact,
-        lossless: :mod:`fstchunk.stringpack`); the template's text goes to the metadata
+        lossless: :mod:`fstchunk.core.stringpack`); the template's text goes to the metadata
         (:meth:`meta`)."""
         return pack("feature_names", self.names)
 

@@ -12,14 +12,14 @@ tags -> words transducer is :func:`fstchunk.grammars.models.hmm_transducer`.
 
     HMM(scheme="IOB2", delta=0.1, min_count=2).fit(sentences).save("hmm.npz")
 
-The columns it reads are :attr:`HMM.columns` (:class:`~fstchunk.columns.Columns`,
+The columns it reads are :attr:`HMM.columns` (:class:`~fstchunk.io.columns.Columns`,
 resolved against the training file and stored in the model file); without a POS
 column (``Columns.parse("word,tag")``) the HMM emits the words only.
 
     HMM(scheme="IOB2", columns=Columns.parse("word,tag")).fit(sentences)
 
 Like the CRF it records its training layout (:attr:`HMM.layout`,
-:mod:`fstchunk.layout`) and its data scheme (:attr:`HMM.data_scheme`; None when
+:mod:`fstchunk.io.layout`) and its data scheme (:attr:`HMM.data_scheme`; None when
 loaded from a file written before the record).
 
 Pitfalls: the HMM has no iterative training (``fit`` counts once; it is no
@@ -37,14 +37,14 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 
-from .. import encodings as enc
-from ..columns import Columns
-from ..conll import Sentence
-from ..errors import FstchunkError, InputError
-from ..lattice import Lattice
-from ..stringpack import pack
-from ..layout import Layout
-from ..tagspace import TagSet
+from ..schemes import encodings as enc
+from ..io.columns import Columns
+from ..io.conll import Sentence
+from ..core.errors import FstchunkError, InputError
+from ..structures.lattice import Lattice
+from ..core.stringpack import pack
+from ..io.layout import Layout
+from ..schemes.tagspace import TagSet
 from .base import check_training_set, gold_tags, training_columns
 from .features import word_shape
 from .io import Fields, load_model_file, save_model

@@ -3,7 +3,7 @@
 The metadata (kind, version, tags, scheme, feature map, columns, training
 settings) is stored as the 0-d string array ``__metadata__``; arrays are plain
 numeric arrays, and lists of strings (feature and attribute names, vocabularies) UTF-8
-byte arrays, any string kept as it is (:mod:`fstchunk.stringpack`: a line break in a
+byte arrays, any string kept as it is (:mod:`fstchunk.core.stringpack`: a line break in a
 name, a trailing NUL, a lone surrogate; :meth:`Fields.packed_strings`).  ``np.load``
 runs with ``allow_pickle=False``: no pickle, ever.
 
@@ -12,19 +12,19 @@ non-finite number in ``settings`` (bookkeeping such as a dev F never measured) i
 written as ``null``, one anywhere else is refused; numpy scalars are written as
 numbers.  The file is written to a temporary name in the target folder and
 renamed, so a reader never sees half a file; a missing folder, a folder given as
-the file, or a failed write raise :class:`~fstchunk.errors.OutputError` naming
+the file, or a failed write raise :class:`~fstchunk.core.errors.OutputError` naming
 the path (the temporary file is removed).
 
 Reading (:func:`load_model_file`, :func:`read_metadata`): a missing, truncated,
 foreign or non-zip file (a ``.npy`` array, a text file), non-strict JSON (bare
 ``NaN``), a model of another kind or a newer version raise
-:class:`~fstchunk.errors.ModelFileError` naming the file.  Each model's ``load``
+:class:`~fstchunk.core.errors.ModelFileError` naming the file.  Each model's ``load``
 then reads its fields through :class:`Fields`, which validates every one (type,
 tags of the scheme, array dtype, shape, range, finiteness) and names the file and
 the field: ``model.npz: field 'pairs': ...``.
 
 Layout: models trained by this version record their training layout
-(:class:`~fstchunk.layout.Layout`: columns, what each held, the data scheme, the
+(:class:`~fstchunk.io.layout.Layout`: columns, what each held, the data scheme, the
 vocabularies) as the metadata field ``layout`` and the arrays ``layout_word`` and
 ``layout_pos`` (:meth:`Fields.layout`; the field is in the checksum).  Files
 written before have none: ``Fields.layout()`` is None, and the CLI warns that their
@@ -38,7 +38,7 @@ reordered, another POS column or template) would decode silently wrong, so on
 load a field whose digest differs is refused: "field(s) tags do not match the
 checksum written with the model (the file was edited)".  ``settings`` is
 bookkeeping and may be edited; a ``beta`` in it is read as the standard β
-(:func:`fstchunk.fbeta.upgrade_settings`: a file without ``beta_convention`` stored the
+(:func:`fstchunk.core.fbeta.upgrade_settings`: a file without ``beta_convention`` stored the
 slides' β' = β²).  :func:`read_metadata` reads (and checks) the
 metadata record only, which is how :func:`fstchunk.models.load_model` learns the
 kind before loading.
@@ -57,15 +57,15 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import encodings as enc
-from .. import sources
-from ..columns import Columns
-from ..errors import FstchunkError, InputError, ModelFileError
-from ..fbeta import upgrade_settings
-from ..layout import Layout
-from ..outputs import atomic_write
-from ..stringpack import unpack
-from ..tagspace import TagSet, check_expresses, check_tags
+from ..core import sources
+from ..core.errors import FstchunkError, InputError, ModelFileError
+from ..core.fbeta import upgrade_settings
+from ..core.outputs import atomic_write
+from ..core.stringpack import unpack
+from ..io.columns import Columns
+from ..io.layout import Layout
+from ..schemes import encodings as enc
+from ..schemes.tagspace import TagSet, check_expresses, check_tags
 
 FORMAT = "fstchunk-model"
 VERSION = 2
@@ -158,7 +158,7 @@ def _reject_constant(name: str) -> Any:
 
 def _open(name: str, arrays: bool) -> tuple[str, dict[str, np.ndarray]]:
     """The raw metadata text and (if asked) the arrays of an .npz file (a pipe is read
-    once, :mod:`fstchunk.sources`)."""
+    once, :mod:`fstchunk.core.sources`)."""
     with sources.held():
         return _open_held(name, arrays)
 
@@ -285,7 +285,7 @@ class Fields:
 
     def tags(self, scheme: str, field: str = "tags") -> tuple[str, ...]:
         """The model's tags: strings of ``scheme``, all of the scheme's tags over their
-        chunk types in the order :class:`~fstchunk.tagspace.TagSet` gives them (the
+        chunk types in the order :class:`~fstchunk.schemes.tagspace.TagSet` gives them (the
         order the CRF and the HMM write)."""
         tags = self.get(field, list)
         if not tags or not all(isinstance(t, str) for t in tags):
@@ -356,7 +356,7 @@ class Fields:
         return layout
 
     def packed_strings(self, field: str) -> list[str]:
-        """The list of strings :func:`fstchunk.stringpack.pack` wrote as ``field``."""
+        """The list of strings :func:`fstchunk.core.stringpack.pack` wrote as ``field``."""
         self.array(field, "bytes", (None,))
         try:
             return unpack(field, self.arrays)

@@ -11,7 +11,7 @@ a mean per sentence like the other objectives (:mod:`.objectives`); multiplied b
 1/(2λ) it is the usual ½‖θ‖² + C Σ_i H_i with **C = 1/(2λN)** (:func:`c_to_l2`).
 Δ is the Hamming loss Σ_t 1{y_t ≠ y_i,t} (``loss="hamming"``) or 1 − F_β(y | y_i)
 (``loss="f"``; the functions here take β² of the standard β as ``beta_sq``, the slides'
-β', :mod:`fstchunk.fbeta`); the max is exact loss-augmented Viterbi
+β', :mod:`fstchunk.core.fbeta`); the max is exact loss-augmented Viterbi
 (:func:`fstchunk.engine.lossaug.hamming_viterbi`, :func:`~fstchunk.engine.lossaug.f_loss_viterbi`)
 on the CRF's score arrays with the scheme's validity masks.  :func:`hinge` gives
 the mean hinge and a subgradient, (1/N) Σ_i φ(x_i, ŷ_i) − φ(x_i, y_i), on the score
@@ -32,12 +32,12 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import encodings as enc
+from ..schemes import encodings as enc
 from ..engine.lossaug import f_loss, f_loss_viterbi, hamming_viterbi, hamming_viterbi_batch
-from ..errors import InputError
-from ..lattice import Lattice
+from ..core.errors import InputError
+from ..structures.lattice import Lattice
 from ..learn import objectives as lo
-from ..tagspace import TagSpace
+from ..schemes.tagspace import TagSpace
 from .batching import Gold
 from .objectives import Chain, ChainGrad, Statistics
 
@@ -110,7 +110,7 @@ def hamming_oracles(tags: Sequence[str], scheme: str, ems: Sequence[np.ndarray],
 def hinge_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0, loss: str = "hamming"
                      ) -> Statistics:
     """Σ_i H_i and its subgradient Σ_i φ(x_i, ŷ_i) − φ(x_i, y_i) on the score arrays
-    (the additive statistics of :func:`hinge`; an executor of :mod:`fstchunk.scale`
+    (the additive statistics of :func:`hinge`; an executor of :mod:`fstchunk.runtime.scale`
     spreads the sentences: its partitions).  The oracles run in shards of 32 sentences
     of similar lengths."""
     check_loss(loss, beta_sq)

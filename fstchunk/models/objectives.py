@@ -18,12 +18,12 @@ penalty λ‖θ‖² means about the same strength for every objective (issue 16
   value and gradient are right for scores of any finite magnitude (issue 17).
 * ``meu``: −(1/S) Σ_i E_{x~Pr(·|x_i)}[F_β(x | y_i)] (Jansche §12, §20), in [−1, 0],
   F_β = (1+w)·tp / (m(x) + w·m(y)) with w = β² of the standard β (the slides' β',
-  passed here as ``beta_sq``; :mod:`fstchunk.fbeta`).
+  passed here as ``beta_sq``; :mod:`fstchunk.core.fbeta`).
   F_β is linear in tp for a fixed hypothesis count c, so
   E[F] = Σ_c (1+w)·T[c] / (c + w·m(y)) (0/0 := 1, i.e. Z[0] when there are no
   chunks at all) from the reference-count table (Z, T) of
   :func:`fstchunk.engine.expectation.tp_count_table_grad`, whose reverse mode
-  gives the gradient.  An executor (:mod:`fstchunk.scale`, ``--workers``) spreads
+  gives the gradient.  An executor (:mod:`fstchunk.runtime.scale`, ``--workers``) spreads
   the sentences, as for every objective; ~15x an ML evaluation.  Per sentence of n
   tokens, L tags and W ≤ n + 1 likely chunk counts (the spread of m(x), a few
   hundred at n = 2000 on CoNLL-2000): O(n·L²·W) time, O(√n·L·W + n·L²) memory
@@ -59,7 +59,7 @@ Pitfalls:
   invalid starts, transitions and ends to −∞ (a lattice from the raw arrays
   does that itself);
 * nothing here forks: the statistics of a set of sentences are computed where they
-  are asked for, and :mod:`fstchunk.scale` asks each worker for its partition's.
+  are asked for, and :mod:`fstchunk.runtime.scale` asks each worker for its partition's.
 """
 
 from __future__ import annotations
@@ -70,14 +70,14 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from ..blas import one_blas_thread
-from ..errors import InputError
+from ..core.blas import one_blas_thread
+from ..core.errors import InputError
 from ..engine.batched import scaled_weights, transfer
 from ..engine.expectation import corpus_expectations, tp_count_table_grad
-from ..expected import from_count_table
-from ..lattice import Lattice
+from ..decoding.expected import from_count_table
+from ..structures.lattice import Lattice
 from ..learn.objectives import ML, MEU, MEU_CORPUS, Objective
-from ..tagspace import TagSpace
+from ..schemes.tagspace import TagSpace
 from .batching import Gold
 
 
@@ -189,7 +189,7 @@ def ml_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Statistics:
 @one_blas_thread
 def meu_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Statistics:
     """Σ_i E[F_β(x | y_i)] (``beta_sq`` = β²) and its gradient, sentence by sentence (an
-    executor of :mod:`fstchunk.scale` spreads the sentences: its partitions)."""
+    executor of :mod:`fstchunk.runtime.scale` spreads the sentences: its partitions)."""
     L = len(chain.tags)
     job = (chain, gold.offsets, gold.chunks, beta_sq)
     parts = [_meu_shard(job, np.arange(len(gold)))]

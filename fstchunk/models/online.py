@@ -29,9 +29,9 @@ import math
 
 import numpy as np
 
-from ..errors import InputError, ModelFileError
+from ..core.errors import InputError, ModelFileError
+from ..core.outputs import atomic_path
 from ..learn.epochs import Average, EpochSolver
-from ..outputs import atomic_path
 from .blocks import ChainBlocks, ChainModel, Data
 from .maxmargin import sequence_score
 

@@ -67,10 +67,10 @@ class PairChain:
     def statistics(self, data: TrainingData, theta: np.ndarray, name: str,
                    beta_sq: float = 1.0, loss: str = "hamming") -> tuple[np.ndarray, np.ndarray]:
         """The additive statistics of objective ``name`` on ``data`` at θ
-        (:func:`.crf_loss.statistics`; what a worker of :mod:`fstchunk.scale` computes)."""
+        (:func:`.crf_loss.statistics`; what a worker of :mod:`fstchunk.runtime.scale` computes)."""
         return crf_loss.statistics(self, data, theta, lo.objective(name, self.objectives),
                                    beta_sq, loss)
 
     def partitions(self, data: TrainingData, parts: int) -> list[tuple[Any, TrainingData]]:
-        """The shards of ``data`` for :mod:`fstchunk.scale` (:func:`.crf_loss.partitions`)."""
+        """The shards of ``data`` for :mod:`fstchunk.runtime.scale` (:func:`.crf_loss.partitions`)."""
         return crf_loss.partitions(self, data, parts)

@@ -1,6 +1,6 @@
 """Training a chain model on partial annotation: the marginal likelihood.
 
-A partially annotated sentence (:mod:`fstchunk.annotation`) allows a set A(x) of tag
+A partially annotated sentence (:mod:`fstchunk.io.annotation`) allows a set A(x) of tag
 sequences, a product of per-token tag sets.  The ML objective reads it as the event
 "the gold is in A(x)" (Tsuboi et al. 2008; Jansche's lattice ∘ acceptor view):
 
@@ -13,7 +13,7 @@ emissions at −inf (:func:`fstchunk.engine.batched.transfer`, exact at any scor
 scale).  With A(x) = {y} it is −log Pr(y | x): ML on full annotation is the special
 case (tested).  The statistics are additive over sentences like ML's, so the one
 :data:`fstchunk.learn.objectives.ML` objective combines them (its mean per sentence
-and λ) and :mod:`fstchunk.scale`'s executors sum them over partitions unchanged.
+and λ) and :mod:`fstchunk.runtime.scale`'s executors sum them over partitions unchanged.
 
 :class:`PartialGold` is the annotation prepared for one model's tags (the masks);
 :func:`partial_training_data` reads partially annotated sentences for a feature map;
@@ -34,13 +34,13 @@ from typing import Any, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from ..annotation import PartialSentence, annotation_types, check_allows, parse_column
-from ..conll import Sentence
-from ..blas import one_blas_thread
+from ..io.annotation import PartialSentence, annotation_types, check_allows, parse_column
+from ..io.conll import Sentence
+from ..core.blas import one_blas_thread
 from ..engine.batched import ALL, scaled_weights, transfer
-from ..errors import InputError, SchemeError
+from ..core.errors import InputError, SchemeError
 from ..learn import objectives as lo
-from ..tagspace import TagSet, TagSpace
+from ..schemes.tagspace import TagSet, TagSpace
 from .base import gold_tags
 from .design import TrainingData
 from .batching import Gold
@@ -52,7 +52,7 @@ class PartialGold(Gold):
     the tags; :attr:`sequences` hold each token's first allowed tag (only their
     lengths matter: the batches).  ``terms[k]``, where given (a sentence with spans
     marked not one chunk), is its annotation as disjoint product masks
-    (:func:`fstchunk.not_chunk.exclusion_terms`), each within ``masks[k]``."""
+    (:func:`fstchunk.io.not_chunk.exclusion_terms`), each within ``masks[k]``."""
 
     def __init__(self, masks: Sequence[np.ndarray], tags: Sequence[str], scheme: str,
                  terms: Sequence[Sequence[np.ndarray] | None] | None = None):
@@ -153,7 +153,7 @@ def statistics(objective: lo.Objective, chain: Chain, gold: PartialGold,
 
 def annotation_masks(sentences: Sequence[PartialSentence], space: TagSpace
                      ) -> list[np.ndarray]:
-    """Each sentence's mask over ``space``, checked (:func:`fstchunk.annotation.
+    """Each sentence's mask over ``space``, checked (:func:`fstchunk.io.annotation.
     check_allows`: a contradiction is one SchemeError at its file:line)."""
     return [check_allows(ps, space) for ps in sentences]
 
@@ -200,8 +200,8 @@ def partial_training_data(fmap: Any, space: TagSpace, sentences: Sequence[Partia
 def as_partial(items: Sequence[Sentence | PartialSentence], column: int, data_scheme: str,
                scheme: str) -> list[PartialSentence]:
     """Training items as partial annotations in the model's ``scheme``: a
-    :class:`~fstchunk.conll.Sentence`'s tag ``column`` parsed (no declarations: those
-    need :func:`fstchunk.annotation.read_partial`), a :class:`PartialSentence` as it
+    :class:`~fstchunk.io.conll.Sentence`'s tag ``column`` parsed (no declarations: those
+    need :func:`fstchunk.io.annotation.read_partial`), a :class:`PartialSentence` as it
     is.  In another ``data_scheme`` a fully annotated sentence is converted (one tag
     sequence); an open one is refused at its first open cell, since a set of tags is
     read in the scheme it is written in."""

@@ -5,10 +5,10 @@ for each token, a label (as always) or a *constraint* — the tags the token may
 
 * a Python ``set``/``frozenset``/``tuple``/``list`` of labels, each taken literally
   (``{"B-PER", "O"}``; ``{"a|b"}`` is the one label ``a|b``);
-* a string in the tag-column syntax of :mod:`fstchunk.annotation` (the one parser,
-  :func:`~fstchunk.annotation.parse_cell`): ``?`` (any tag), ``B-PER|I-PER|O``,
+* a string in the tag-column syntax of :mod:`fstchunk.io.annotation` (the one parser,
+  :func:`~fstchunk.io.annotation.parse_cell`): ``?`` (any tag), ``B-PER|I-PER|O``,
   ``*-PER``, ``B-*``, ``*-*``, ``O!``, and a trailing ``~`` (a run of such labels is
-  not exactly one chunk, :mod:`fstchunk.not_chunk`).  A string is read so when it is
+  not exactly one chunk, :mod:`fstchunk.io.not_chunk`).  A string is read so when it is
   ``?`` or ``O!``, holds ``|`` or ``*``, or ends in ``~`` (:func:`is_open`), and is
   not a :class:`Literal`.  Outside a chunk scheme (the unconstrained chain) such a
   string is refused as ambiguous (a wildcard: as needing a chunk scheme): labels there
@@ -25,7 +25,7 @@ the tags the scheme needs for the chunk types named (``*-PER`` names PER).
 
 ``scheme="auto"`` takes the first scheme of :data:`.attribute_crf.DETECT` in which
 every named tag is a tag, every column string parses and every sequence allows a
-valid tag sequence (:func:`fstchunk.annotation.check_mask`); else the unconstrained
+valid tag sequence (:func:`fstchunk.io.annotation.check_mask`); else the unconstrained
 chain, where only label sets are partial labels (a column string is refused) — as
 with full labels, a sequence that no scheme accepts sends ``auto`` to the
 unconstrained chain: force the scheme to get its error, which names ``y[i][t]``.
@@ -37,12 +37,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import encodings as enc
-from ..annotation import ANY, STRICT_O, WILD, Item, allows, check_mask, item_types, \
-    parse_cell
-from ..not_chunk import NOT_CHUNK, exclusion_terms, marked, runs
-from ..errors import InputError, SchemeError
-from ..tagspace import UNCONSTRAINED, TagSpace, canonical, missing_tags
+from ..schemes import encodings as enc
+from ..io.annotation import (ANY, STRICT_O, WILD, Item, allows, check_mask, item_types,
+                             parse_cell)
+from ..io.not_chunk import NOT_CHUNK, exclusion_terms, marked, runs
+from ..core.errors import InputError, SchemeError
+from ..schemes.tagspace import UNCONSTRAINED, TagSpace, canonical, missing_tags
 from .attributes import Fitted, fit_attributes
 from .partial import PartialGold
 
@@ -154,7 +154,7 @@ def annotate(y: Sequence[Sequence[Any]], scheme: str, space: TagSpace | None = N
     """The tag space of ``y`` in ``scheme`` (module doc; ``space``: a fitted model's,
     which must hold every tag and type ``y`` names), each sequence's mask allowed
     (n, L) and, where ``y`` marks spans not one chunk (``?~``), each sequence's
-    disjoint product masks (:func:`fstchunk.not_chunk.exclusion_terms`; None
+    disjoint product masks (:func:`fstchunk.io.not_chunk.exclusion_terms`; None
     elsewhere), checked by :func:`check_masks` (``check=False``: unchecked, and the
     spans in place of the product masks); errors name ``y[i][t]``."""
     items: dict[Any, tuple[Item, ...]] = {}
@@ -201,7 +201,7 @@ def annotate(y: Sequence[Sequence[Any]], scheme: str, space: TagSpace | None = N
 def check_masks(space: TagSpace, masks: Sequence[np.ndarray],
                 spans: Sequence[tuple[tuple[int, int], ...]]) -> list | None:
     """SchemeError naming ``y[i][t]`` where a sequence's mask allows no valid tag
-    sequence (:func:`fstchunk.annotation.check_mask`); the product masks of the
+    sequence (:func:`fstchunk.io.annotation.check_mask`); the product masks of the
     sequences with ``~`` spans (None where none has one)."""
     terms: list = []
     for i, (m, sp) in enumerate(zip(masks, spans)):

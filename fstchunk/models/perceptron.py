@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError, ModelFileError
+from ..core.errors import InputError, ModelFileError
+from ..core.outputs import atomic_path
 from ..learn.epochs import Average, EpochSolver
-from ..outputs import atomic_path
 from .blocks import ChainBlocks, ChainModel, Data
 
 #: the solver state's file next to a checkpoint: CHECKPOINT + STATE_SUFFIX

@@ -25,9 +25,9 @@ import math
 
 import numpy as np
 
-from ..errors import ModelFileError
+from ..core.errors import ModelFileError
 from ..learn.epochs import EpochSolver
-from ..outputs import atomic_path
+from ..core.outputs import atomic_path
 from .blocks import ChainBlocks, ChainModel, Data
 from .batching import Gold
 from .objectives import Chain, ml_statistics

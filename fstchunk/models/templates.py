@@ -52,9 +52,9 @@ from itertools import repeat
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..columns import Columns
-from .. import sources
-from ..errors import InputError
+from ..io.columns import Columns
+from ..core import sources
+from ..core.errors import InputError
 from .wapiti import REGEX_FLAVORS, wapiti_regex
 
 #: the column roles a template may read by name

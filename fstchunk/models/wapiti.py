@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import re
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 #: the classes of pattern.c's rex_matchit: C's isdigit, isalpha, ... (ASCII)
 _WAPITI_CLASSES = {"d": "0-9", "a": "A-Za-z", "w": "A-Za-z0-9", "l": "a-z", "u": "A-Z",

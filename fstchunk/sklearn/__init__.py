@@ -41,7 +41,7 @@ trainer_cls                a pycrfsuite Trainer subclass                    refu
 fstchunk's own on top: ``scheme`` ("auto": chunk tags of a scheme give a distribution
 over its valid sequences, other labels an ordinary chain; None forces the latter),
 ``objective`` (ml, meu, meu-corpus, max-margin), ``beta``, ``workers`` (processes that
-share the objective's statistics, :mod:`fstchunk.scale`); ``predict(X, decoder="meu",
+share the objective's statistics, :mod:`fstchunk.runtime.scale`); ``predict(X, decoder="meu",
 beta=...)``, ``predict_chunks(X)``, ``expected_f(X, y)``; partial labels in ``y`` (a set
 of tags, or ``?``, ``B-PER|O``, ``*-PER``, ...: the marginal likelihood of what they
 allow, lbfgs and ml only; :mod:`fstchunk.models.partial_labels`); ``literal_labels=True``
@@ -63,16 +63,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..namespace import public_dir
-from ..confidence import marginals_all, scored_chunks_all
-from ..decoders import Decoder, decoder as get_decoder
-from ..errors import InputError
-from ..expected import expected_f_all
+from ..core.namespace import public_dir
+from ..decoding.confidence import marginals_all, scored_chunks_all
+from ..decoding.decoders import Decoder, decoder as get_decoder
+from ..core.errors import InputError
+from ..decoding.expected import expected_f_all
 from ..learn import objectives as lo
 from ..models.attribute_crf import AttributeCRF, check_labels
 from ..models.attributes import check_sequences
 from ..models.partial_labels import literal, refuse_open
-from ..scale import executor
+from ..runtime.scale import executor
 from .params import ALGORITHMS, CRFParams, resolve
 from .tagger import CALIBRATE, Tagger, TrainingLog
 
@@ -171,7 +171,7 @@ class CRF(CRFParams, BaseEstimator):
         """The labels of each sequence (an object array, as sklearn-crfsuite's):
         ``decoder`` map (Viterbi, the default), posterior, meu (maximum expected F_β of
         each sentence), meu-corpus (of the corpus's expected counts), or any
-        :class:`fstchunk.decoders.Decoder`."""
+        :class:`fstchunk.decoding.decoders.Decoder`."""
         dec = get_decoder(decoder, beta=beta)
         model = self._fitted()
         if dec.needs_probabilities:
@@ -199,7 +199,7 @@ class CRF(CRFParams, BaseEstimator):
     def predict_chunks(self, X: Sequence[Any], decoder: "str | Decoder" = "map",
                        beta: float = 1.0) -> list[list[Any]]:
         """Per sequence, the chunks of its decoded labels (``decoder`` as :meth:`predict`),
-        each a :class:`fstchunk.confidence.ScoredChunk` (type, start, end exclusive, p)
+        each a :class:`fstchunk.decoding.confidence.ScoredChunk` (type, start, end exclusive, p)
         with its exact marginal probability; a chunk scheme only."""
         model = self._fitted()
         model.space.require_chunks("predict_chunks")
@@ -210,7 +210,7 @@ class CRF(CRFParams, BaseEstimator):
 
     def expected_f(self, X: Sequence[Any], y: Any, beta: float = 1.0) -> np.ndarray:
         """E[F_β(ŷ | y)] per sequence, ŷ drawn from the model (the training direction of
-        :func:`fstchunk.expected.expected_f`); a chunk scheme only."""
+        :func:`fstchunk.decoding.expected.expected_f`); a chunk scheme only."""
         model = self._fitted()
         model.space.require_chunks("expected_f")
         model.require_probabilities(CALIBRATE)

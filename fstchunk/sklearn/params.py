@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InputError
+from ..core.errors import InputError
 from ..learn import objectives as lo
 
 #: CRFsuite's training algorithms, all trained here

@@ -11,12 +11,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..decode import decode_map
-from ..encodings import is_valid
-from ..errors import InputError
-from ..lattice import Lattice
+from ..core.errors import InputError
+from ..decoding.decode import decode_map
 from ..models.attribute_crf import AttributeCRF
-from ..tagseq import tag_list
+from ..schemes.encodings import is_valid
+from ..schemes.tagseq import tag_list
+from ..structures.lattice import Lattice
 
 
 @dataclass

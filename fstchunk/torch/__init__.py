@@ -7,7 +7,7 @@ expected` for the expected-F DP, :mod:`fstchunk.torch.module` for the
 ``nn.Module`` layer and sub-word pooling.
 """
 
-from ..namespace import public_dir
+from ..core.namespace import public_dir
 from .crf import ChunkCRF
 from .module import CRFLayer, first_subword_pool
 

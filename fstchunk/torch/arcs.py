@@ -1,7 +1,7 @@
 """The column space of the real-space expected-F DP (issue 21): each tag split by the
 kind of arc that entered it.
 
-A scheme's arcs are of two kinds (:class:`~fstchunk.tagspace.TagSpace` ``cont``): a
+A scheme's arcs are of two kinds (:class:`~fstchunk.schemes.tagspace.TagSpace` ``cont``): a
 continuation arc keeps the open chunk; any other arc closes it (if one is open) and
 opens a new chunk (into a chunk tag) or enters O.  The expected-F DP of
 :mod:`fstchunk.torch.tilted` must know which kind a path took into its tag: an

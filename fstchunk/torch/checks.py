@@ -1,5 +1,5 @@
 """Input checks of the torch CRF: every bad input is an
-:class:`~fstchunk.errors.InputError` naming the problem (tensor, shape, row,
+:class:`~fstchunk.core.errors.InputError` naming the problem (tensor, shape, row,
 position, sentence), raised before any computation.
 
 Pitfalls: the mask must be left-aligned (True on each row's first n >= 1 tokens,
@@ -18,9 +18,9 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from .. import encodings as enc
-from ..errors import FstchunkError, InputError
-from ..scorecheck import TOLERANCE, warn_probabilities
+from ..core.errors import FstchunkError, InputError
+from ..core.scorecheck import TOLERANCE, warn_probabilities
+from ..schemes import encodings as enc
 
 
 @dataclass
@@ -61,7 +61,7 @@ def _finite(name: str, x: torch.Tensor, ok: torch.Tensor | None = None) -> None:
 
 
 def _probabilities(em: torch.Tensor, mk: torch.Tensor) -> None:
-    """The warning of :mod:`fstchunk.scorecheck` when every real token's row sums to 1
+    """The warning of :mod:`fstchunk.core.scorecheck` when every real token's row sums to 1
     (within its tolerance, or float32's rounding of L terms) with entries in [0, 1]."""
     rows = em.detach()[mk]
     if rows.numel() == 0:

@@ -7,7 +7,7 @@ optional start/end scores; over the scheme's **valid** tag sequences y
             + Σ_t transitions[y_{t-1}, y_t] + end[y_n]
 
 (the linear-chain CRF of Lafferty, McCallum & Pereira 2001, restricted to the
-scheme's 2-local language: :class:`fstchunk.tagspace.TagSpace` masks).
+scheme's 2-local language: :class:`fstchunk.schemes.tagspace.TagSpace` masks).
 :class:`ChunkCRF` computes, batched and differentiable by autograd:
 
 * ``log_partition``: log Z by the forward recursion;
@@ -33,7 +33,7 @@ with zeroed emissions and selecting each sentence's own end with ``torch.where``
 forbidden arcs are NEG = -1e30 (:mod:`fstchunk.torch.semiring`), so scores must
 stay far below 1e30; chunk marginals are laid out (B, n, n+1, T) with the types
 in order of first appearance in ``tags`` (:attr:`ChunkCRF.types`) — the numpy
-:meth:`fstchunk.lattice.Lattice.chunk_marginals` is (T, n, n+1) per sentence
+:meth:`fstchunk.structures.lattice.Lattice.chunk_marginals` is (T, n, n+1) per sentence
 with the sorted ``TagSpace.types``.  Only MEU decoding leaves torch (it needs no
 gradient); everything differentiable is torch ops on the emissions' device and
 dtype.
@@ -46,15 +46,15 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from .. import encodings as enc
-from ..decoders import MAP, Decoder, decoder as get_decoder
-from ..errors import FstchunkError, InputError
-from ..lattice import Lattice
-from ..tagspace import TagSpace
+from ..schemes import encodings as enc
+from ..decoding.decoders import MAP, Decoder, decoder as get_decoder
+from ..core.errors import FstchunkError, InputError
+from ..structures.lattice import Lattice
+from ..schemes.tagspace import TagSpace
 from . import chain as _chain
 from . import expected as _expected
 from . import tilted as _tilted
-from ..fbeta import to_beta_sq
+from ..core.fbeta import to_beta_sq
 from .checks import Batch, Gold, check_allowed, check_batch, check_gold, encode_gold
 from .semiring import NEG, logmatmul
 
@@ -141,7 +141,7 @@ class ChunkCRF:
         gradient (the token and pair marginals) by one backward recursion, not by
         autograd through the n steps (:func:`fstchunk.torch.chain.log_partition`;
         differentiable once).  ``allowed`` (B, n, L) bool: log Z_A over the valid y
-        with every y_t allowed (partial labels, :mod:`fstchunk.annotation`): the
+        with every y_t allowed (partial labels, :mod:`fstchunk.io.annotation`): the
         forbidden emissions set to NEG, so log Z − log Z_A is the partial-label NLL."""
         bt = self._check(emissions, transitions, mask, start, end)
         em = bt.emissions
@@ -299,7 +299,7 @@ class ChunkCRF:
     def expected_f(self, emissions, transitions, mask, start=None, end=None,
                    gold: Sequence[Sequence[str]] | None = None,
                    beta: float = 1.0) -> torch.Tensor:
-        """E_y[F_β(y | gold)] (B,), standard β (:mod:`fstchunk.fbeta`): y ~ the CRF, gold
+        """E_y[F_β(y | gold)] (B,), standard β (:mod:`fstchunk.core.fbeta`): y ~ the CRF, gold
         fixed (the training direction), by the DP of :mod:`fstchunk.torch.expected`:
         tilted nodes in real space (relative error ≤ 1e-11, O(n·K) per sentence), the
         exact count axis or the log-space DP where those would lose precision; in
@@ -336,14 +336,14 @@ class ChunkCRF:
                method: "str | Decoder" = "map", beta: float = 1.0) -> list[list[str]]:
         """Tag lists, one per sentence (its own length).
 
-        ``method``: a decoder of :data:`fstchunk.decoders.REGISTRY` (a name or a
+        ``method``: a decoder of :data:`fstchunk.decoding.decoders.REGISTRY` (a name or a
         :class:`~fstchunk.decoders.Decoder`).  ``"map"``: the most probable valid
         sequence, by constrained Viterbi in torch.  Any other (``"meu"``: the chunking
         of maximal expected F_β, standard β, exact) runs on the project's batched
         numpy engine over each sentence's detached float64 scores
-        (:meth:`fstchunk.lattice.Lattice.from_scores`) — decoding needs no gradient.
+        (:meth:`fstchunk.structures.lattice.Lattice.from_scores`) — decoding needs no gradient.
         MEU may use a tag of the scheme that ``tags`` lacks (see
-        :func:`~fstchunk.decode.decode_meu`)."""
+        :func:`~fstchunk.decoding.decode.decode_meu`)."""
         dec = get_decoder(method, beta=beta)
         bt = self._check(emissions, transitions, mask, start, end)
         if not isinstance(dec, MAP):

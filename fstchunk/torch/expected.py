@@ -1,12 +1,12 @@
 """Exact expected sentence F_β against a fixed gold, differentiable (issue 21).
 
 For y ~ the CRF and the gold chunking g fixed (the training direction of
-:func:`fstchunk.expected.expected_f`, ``reference=g``):
+:func:`fstchunk.decoding.expected.expected_f`, ``reference=g``):
 
     E_y[F_β(y | g)] = Σ_y Pr(y) · (1+w)·tp(y, g) / (m(y) + w·m(g)),   0/0 := 1
 
 (Jansche's slides, "expected F"), w = β² of the standard β (the slides' β', passed here
-as ``beta_sq``; :mod:`fstchunk.fbeta`).  For a fixed m(y)
+as ``beta_sq``; :mod:`fstchunk.core.fbeta`).  For a fixed m(y)
 F is linear in tp, so the DP needs only Z[c] = Pr(m(y) = c) and
 T[c] = E[tp · 1{m(y) = c}]: a forward recursion in the **expectation semiring**
 (pairs (a, b) = (Σ w, Σ w·tp), b' = b·w + a·w·[a tp is completed]) over states

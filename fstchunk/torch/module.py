@@ -12,7 +12,7 @@ sentences unless ``reduction="sum"``:
 * ``"expected-corpus-f"``: 1 − (1+β²)·Σ E[tp] / (Σ E[m] + β²·Σ m(gold)), the batch's
   expected corpus F (one number for the batch; ``reduction`` does not apply).
 
-``beta`` is the standard β of F_β = (1+β²)PR/(β²P+R) (:mod:`fstchunk.fbeta`).
+``beta`` is the standard β of F_β = (1+β²)PR/(β²P+R) (:mod:`fstchunk.core.fbeta`).
 
 :func:`first_subword_pool` maps sub-word scores (the output of a token-classification
 model over word pieces) to word scores: each word takes its first piece's scores, as
@@ -30,7 +30,7 @@ from typing import Sequence
 
 import torch
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .crf import ChunkCRF
 
 #: the losses of :meth:`CRFLayer.loss`

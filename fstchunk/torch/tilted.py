@@ -115,7 +115,7 @@ def expected_f_real(crf, bt: Batch, g: Gold, beta_sq: float, tau: torch.Tensor,
     """E_y[F_β(y | gold)] (B,) by :func:`real_dp` over the node axis (τ, log weights
     (B, K) of :func:`~fstchunk.torch.expected.node_axis`; its slot 1, z = 0, is left out
     and Pr(m(y) = 0) taken from :func:`empty_prob`); ``beta_sq`` = β² of the standard β
-    (:mod:`fstchunk.fbeta`); None on an underflow."""
+    (:mod:`fstchunk.core.fbeta`); None on an underflow."""
     keep = [0] + list(range(2, tau.shape[1]))
     tau, logw = tau[:, keep], logw[:, keep]
     out = real_dp(crf, bt, g, tau, t0=1)          # node 0 (z = 1) only normalises

@@ -32,7 +32,7 @@ probabilities: MEU, marginals and lattices need a ``crf`` model or a calibrated 
 (:attr:`JointModel.probabilistic`); MAP decoding needs neither.
 """
 
-from ...namespace import public_dir
+from ...core.namespace import public_dir
 from .calibration import HeldOut, TemperatureFit, fit_temperature
 from .corpus import COLLAPSED_POS, Layered, collapse_pos, layered, np_only, scores
 from .data import (CHUNKER_TEMPLATES, JOINT_TEMPLATES, KIND_TEMPLATES,

@@ -9,7 +9,7 @@ Table 7's columns (POS accuracy, chunk-tag accuracy, conlleval chunk F1) of
 predictions against gold layers.
 
 Gold chunk tags are read strictly: an invalid IOB2 sequence (``I-NP`` after ``O``)
-raises :class:`~fstchunk.errors.SchemeError` at the offending tag's own
+raises :class:`~fstchunk.core.errors.SchemeError` at the offending tag's own
 ``file:line``, naming the tag and what it follows (:func:`fstchunk.models.base.gold_tags`;
 the CLI's ``--on-invalid`` repairs or skips such sentences before they get here).
 
@@ -19,7 +19,7 @@ Pitfalls:
   columns and leaves ``chunks`` ``None``; with ``gold=None`` (the default) a
   sentence whose lines have three or more columns gets its chunk column, one with
   exactly two does not.  A line with fewer columns than needed raises
-  :class:`~fstchunk.errors.CoNLLError` naming its file and line.
+  :class:`~fstchunk.core.errors.CoNLLError` naming its file and line.
 * The tags are validated before the NP-only mapping (which keeps valid sequences
   valid), so an error names the tag as it is in the file.
 """
@@ -30,9 +30,9 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from ...conll import Sentence
-from ...errors import CoNLLError, InputError
-from ...scoring import evaluate
+from ...core.errors import CoNLLError, InputError
+from ...evaluation.chunks import evaluate
+from ...io.conll import Sentence
 from ..base import gold_tags
 
 # Table 3: the 45 Penn tags collapsed to 5 classes.

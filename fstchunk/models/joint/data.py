@@ -20,16 +20,16 @@ Pitfalls:
   first label when encoding training data.
 * Training data with no sentence, with no chunk (joint: every tag O, e.g. after
   ``np_only`` on a file without NP chunks; chunker: a single tag) or a tagger's with
-  a single POS label raise :class:`~fstchunk.errors.InputError` naming the file.
+  a single POS label raise :class:`~fstchunk.core.errors.InputError` naming the file.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from ... import encodings as enc
-from ...decoders import MAP, Decoder, decoder as get_decoder
-from ...errors import InputError
+from ...schemes import encodings as enc
+from ...decoding.decoders import MAP, Decoder, decoder as get_decoder
+from ...core.errors import InputError
 from ..base import check_training_set
 from .corpus import Layered
 from .files import VARIANTS
@@ -106,7 +106,7 @@ def predict(model: JointModel, data: Sequence[Layered], decoder: "str | Decoder"
             beta: float = 1.0) -> tuple[list[list[str]], list[list[str]]]:
     """Predicted (POS, chunk) tags of each sentence; a tagger predicts POS only
     (chunks copied from the input), a chunker chunk tags only.  ``decoder`` (a name of
-    :data:`fstchunk.decoders.REGISTRY` or a decoder): ``map`` is the joint Viterbi; any
+    :data:`fstchunk.decoding.decoders.REGISTRY` or a decoder): ``map`` is the joint Viterbi; any
     other decodes the joint model's chunk layer under p(y|x) ∝ exp(score/T) (``meu``:
     exact MEU; POS from the joint Viterbi); it needs a probabilistic model
     (:attr:`JointModel.probabilistic`: trained as a CRF, or calibrated), InputError

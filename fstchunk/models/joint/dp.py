@@ -15,15 +15,15 @@ Pitfalls:
   that is what makes the chain form exact (the end half is paid on leaving a
   segment).  Decoding itself follows Figure 1.
 * An empty sentence, or one where every structure scores −inf, raises
-  :class:`~fstchunk.errors.InputError`.
+  :class:`~fstchunk.core.errors.InputError`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...core.errors import InputError
 from ...engine.chain import Layers, logsumexp
-from ...errors import InputError
 from .structure import Parts, Structure
 
 
@@ -134,7 +134,7 @@ def chain_layers(parts: Parts, chunk_tag_index: np.ndarray) -> Layers:
     """The model as a first-order chain over token states (C, P, s), s = 1 if the
     token starts a segment; each state is labelled by ``chunk_tag_index[s, C]``
     (its chunk tag; any (2, c) integer labelling works).  The chunk layer's
-    :class:`~fstchunk.lattice.Lattice` runs on these layers."""
+    :class:`~fstchunk.structures.lattice.Lattice` runs on these layers."""
     n, c, p = parts.shape
     neg = -np.inf
     C_, P_, s_ = np.meshgrid(np.arange(c), np.arange(p), np.arange(2), indexing="ij")

@@ -9,7 +9,7 @@ validates each against the others (labels distinct, templates of known columns,
 one vocabulary per template, ``w`` a finite float vector of exactly the size they
 imply) and the settings that change what the model computes (``kind``,
 ``collapse_pos``, ``np_only``, ``algorithm``, ``temperature``, ``columns``), raising
-:class:`~fstchunk.errors.ModelFileError` ``"<file>: field '<name>': ..."``.
+:class:`~fstchunk.core.errors.ModelFileError` ``"<file>: field '<name>': ..."``.
 
 Pitfall: ``settings`` are outside the file's checksum (bookkeeping may be edited),
 which is why they are checked here value by value: a temperature of 0, ``NaN``
@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from ...columns import Columns
-from ...errors import FstchunkError
-from ...tagspace import check_tags
+from ...core.errors import FstchunkError
+from ...io.columns import Columns
+from ...schemes.tagspace import check_tags
 from ..io import Fields, load_model_file
 from .structure import KINDS
 from .train import ALGORITHMS

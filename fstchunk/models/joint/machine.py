@@ -11,7 +11,7 @@ and arc posteriors (:func:`fst_token_marginals`) are the twins of
 
 Pitfalls: the machine has O(n²·c·p) states: it is for checking and
 inspection, not for speed.  The tropical shortest path runs in float32 weights
-(compare scores to ~1e-5); log Z is read exactly (:func:`fstchunk.fsa.total_weight`).
+(compare scores to ~1e-5); log Z is read exactly (:func:`fstchunk.grammars.fsa.total_weight`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Sequence
 import numpy as np
 import pynini
 
-from ... import fsa
+from ...grammars import fsa
 from .structure import Parts, chunk_tag_names
 
 

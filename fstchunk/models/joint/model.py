@@ -3,11 +3,11 @@
 :class:`JointModel` is a :class:`~.scoring.PartScorer` (templates,
 vocabularies, one weight vector: a sentence's part scores) that hands the parts
 to Figure 1's DP (:mod:`.dp`: Viterbi, inside-outside), the machine twin
-(:mod:`.machine`) or the chunk layer's :class:`~fstchunk.lattice.Lattice`, and
+(:mod:`.machine`) or the chunk layer's :class:`~fstchunk.structures.lattice.Lattice`, and
 trains through :class:`fstchunk.learn.loop.Trainer` (its ``Learnable``:
 ``objectives``, ``theta`` = ``w``, ``training_data``, ``solver``, ``dev_f``; the
 objectives, solvers and statistics in :mod:`.train`; ``statistics`` and
-``partitions`` for :mod:`fstchunk.scale`'s executors).  It follows the model
+``partitions`` for :mod:`fstchunk.runtime.scale`'s executors).  It follows the model
 protocol: ``kind``, ``scheme``, ``lattices``, ``fit`` (returns the model), ``save``
 and ``load``.
 
@@ -26,7 +26,7 @@ Pitfalls:
   only, the POS layer carries the tags) or chunker (the chunk tags as the label
   layer, the POS column as input) it was built as.  Only the joint variant has
   a chunk layer (:meth:`JointModel.lattices` raises
-  :class:`~fstchunk.errors.InputError` otherwise).
+  :class:`~fstchunk.core.errors.InputError` otherwise).
 * The chunk node's score is split into a start half and an end half, so the
   chunk layer is also a first-order chain over token states (C, P,
   starts-a-segment): :meth:`JointModel.chunk_lattice` uses it to hand the chunk
@@ -38,17 +38,17 @@ Pitfalls:
   :meth:`~JointModel.token_marginals`, :meth:`~JointModel.chunk_lattice`,
   :meth:`~JointModel.lattices`, MEU in :func:`~.data.predict`) applies T, and
   refuses an uncalibrated non-probabilistic model with
-  :class:`~fstchunk.errors.InputError` saying how to calibrate it, unless the
+  :class:`~fstchunk.core.errors.InputError` saying how to calibrate it, unless the
   caller passes ``require_probabilities=False`` (MAP decoding through the generic
   decoders: Viterbi does not change with T).  :meth:`~JointModel.decode` and
   :meth:`~JointModel.fst` never refuse.
 * The model reads word column 0 and POS column 1 of the sentences it is given
   (:attr:`JointModel.reads`); the CLI moves a file's columns there.  Its training
-  layout (:attr:`JointModel.layout`, :mod:`fstchunk.layout`) is recorded by the
+  layout (:attr:`JointModel.layout`, :mod:`fstchunk.io.layout`) is recorded by the
   trainer that saw the file (``fstchunk joint train``), None otherwise.
 * The model file (kind ``joint``) stores labels, templates, vocabularies in id
   order, settings and ``w``; :mod:`.files` checks every field on load and names the
-  file and field of one that does not fit (:class:`~fstchunk.errors.ModelFileError`).
+  file and field of one that does not fit (:class:`~fstchunk.core.errors.ModelFileError`).
 """
 
 from __future__ import annotations
@@ -58,24 +58,24 @@ from typing import Any, Sequence
 import numpy as np
 import pynini
 
-from ...columns import Columns
-from ...conll import Sentence
+from ...io.columns import Columns
+from ...io.conll import Sentence
 from ...engine.chain import Layers, token_marginals
-from ...errors import InputError
-from ...lattice import Lattice
-from ...layout import Layout
+from ...core.errors import InputError
+from ...structures.lattice import Lattice
+from ...io.layout import Layout
 from ...learn import objectives as lo
 from ...learn.loop import Trainer
 from ...learn.solvers import LBFGS, Solver
-from ...scale import split
+from ...runtime.scale import split
 from ..io import save_model
 from .calibration import HeldOut, fit_temperature
 from .corpus import Layered, layered, scores
 from .dp import chain_layers, inside_outside, viterbi
 from .files import read_model, reading
 from .machine import chunk_fst, joint_fst, pair_symbol
-from .scoring import Encoded, PartScorer
-from .structure import Parts, Structure, structure_parts
+from .scoring import Encoded, PartScorer, Size
+from .structure import Parts, Structure
 from .train import (ALGORITHMS, JOINT_OBJECTIVES, JointPerceptronSolver, algorithm_name,
                     check_training, default_l2, nll_statistics, smooth_objective)
 from .train import algorithm as objective_of
@@ -329,7 +329,7 @@ class JointModel(PartScorer):
                    beta_sq: float = 1.0, loss: str = "hamming"
                    ) -> tuple[np.ndarray, np.ndarray]:
         """The additive statistics of a smooth objective (ML: Σ NLL and its gradient,
-        :func:`.train.nll_statistics`) over ``data`` at θ (:mod:`fstchunk.scale`)."""
+        :func:`.train.nll_statistics`) over ``data`` at θ (:mod:`fstchunk.runtime.scale`)."""
         if lo.objective(name, JOINT_OBJECTIVES) is not lo.ML:
             raise InputError(f"algorithm={name!r} is run by passes, not as a function of θ",
                              cli=f"--algorithm {name} is run by passes, not as a function of θ")
@@ -338,7 +338,7 @@ class JointModel(PartScorer):
     def partitions(self, data: Sequence[Encoded], parts: int
                    ) -> list[tuple["JointModel", list[Encoded]]]:
         """``data`` in ``parts`` runs of sentences of about equal token counts, each with a
-        :meth:`scoring_copy` (the shards of :mod:`fstchunk.scale`)."""
+        :meth:`scoring_copy` (the shards of :mod:`fstchunk.runtime.scale`)."""
         copy = self.scoring_copy()
         return [(copy, [data[i] for i in r]) for r in split([x.n for x in data], parts)]
 
@@ -346,17 +346,7 @@ class JointModel(PartScorer):
         """This model without its vocabularies' strings (their sizes only) and settings:
         it scores encoded sentences but encodes none; what a worker receives."""
         return JointModel(self.chunk_labels, self.pos_labels, self.templates,
-                          [_Size(len(v)) for v in self.vocabs])
-
-    def _difference(self, x: Encoded, gold: Structure, y: Structure
-                    ) -> tuple[np.ndarray, np.ndarray]:
-        """f(x, gold) − f(x, y) as a sparse (indices, values) vector."""
-        gi, gv = self.features(x, structure_parts(gold, self.c, self.p))
-        pi, pv = self.features(x, structure_parts(y, self.c, self.p))
-        idx, inv = np.unique(np.concatenate([gi, pi]), return_inverse=True)
-        val = np.bincount(inv, weights=np.concatenate([gv, -pv]), minlength=len(idx))
-        keep = val != 0
-        return idx[keep], val[keep]
+                          [Size(len(v)) for v in self.vocabs])
 
     # -------------------------------------------------------------------- io
     def save(self, path) -> None:
@@ -371,7 +361,7 @@ class JointModel(PartScorer):
     @classmethod
     def load(cls, path) -> "JointModel":
         """Read a joint model file, every field checked (:func:`.files.read_model`):
-        :class:`~fstchunk.errors.ModelFileError` naming the file and the field."""
+        :class:`~fstchunk.core.errors.ModelFileError` naming the file and the field."""
         got = read_model(path)
         fields, w = got.pop("fields"), got.pop("w")
         model = cls(**got)
@@ -382,16 +372,6 @@ class JointModel(PartScorer):
         model.layout = fields.layout()
         model.path = str(path)
         return model
-
-
-class _Size:
-    """A vocabulary's size without its strings (:meth:`JointModel.scoring_copy`)."""
-
-    def __init__(self, n: int):
-        self.n = n
-
-    def __len__(self) -> int:
-        return self.n
 
 
 def input_columns(variant: str, d: Layered) -> dict[str, list[str]]:

@@ -17,7 +17,7 @@ Pitfalls:
 * ``trans[0]`` and ``ctrans[0]`` are zeroed and O→O is −inf in every score
   (O segments are maximal), so structures and tag pairs are one-to-one.
 * Unknown POS labels or chunk types in gold tags, and invalid IOB2 sequences,
-  raise :class:`~fstchunk.errors.SchemeError` naming where and which token.
+  raise :class:`~fstchunk.core.errors.SchemeError` naming where and which token.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ... import encodings as enc
-from ...errors import InputError, SchemeError
+from ...core.errors import InputError, SchemeError
+from ...schemes import encodings as enc
 from ..features import capital_class
 from .structure import KINDS, Parts, Structure, chunk_tag_names
 
@@ -208,3 +208,13 @@ class PartScorer:
         idx, val = np.concatenate(idx), np.concatenate(val)
         u, inv = np.unique(idx, return_inverse=True)
         return u, np.bincount(inv, weights=val, minlength=len(u))
+
+
+class Size:
+    """A vocabulary's size without its strings (:meth:`JointModel.scoring_copy`)."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n

@@ -35,7 +35,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from ...engine.chain import logsumexp
-from ...enumeration import LIMIT, check_size
+from ...structures.enumeration import LIMIT, check_size
 
 KINDS = ("node", "trans", "start", "end", "ctrans")
 

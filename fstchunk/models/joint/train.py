@@ -13,7 +13,7 @@ checkpoints, resume, Ctrl-C), over three objectives of the registry
       ∇P   = (1/S) Σ_i [E[f(x_i, ·)] − f(x_i, y_i)] + 2λw,
 
   E[f] from the part marginals of :func:`~.dp.inside_outside`; minimised by L-BFGS
-  over additive statistics (:func:`nll_statistics`, what :mod:`fstchunk.scale`'s
+  over additive statistics (:func:`nll_statistics`, what :mod:`fstchunk.runtime.scale`'s
   executors sum over partitions).  The joint model's default λ is its own
   (:data:`DEFAULT_L2`, not the CRF's): the old summed default 0.5 over the 8936
   CoNLL-2000 training sentences; a λ of the old summed scale divided by S is the same
@@ -41,10 +41,10 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-from ...errors import InputError, ModelFileError
+from ...core.errors import InputError, ModelFileError
+from ...core.outputs import atomic_path
 from ...learn import objectives as lo
 from ...learn.epochs import Average, EpochSolver
-from ...outputs import atomic_path
 from .dp import inside_outside, viterbi
 from .structure import Parts, Structure, structure_parts, structure_score
 
@@ -74,8 +74,17 @@ class Trainable(Protocol):
 
     def loss(self, gold: Structure, y: Structure) -> float: ...
 
-    def _difference(self, x: Any, gold: Structure, y: Structure
-                    ) -> tuple[np.ndarray, np.ndarray]: ...
+
+def feature_difference(model: Trainable, x: Any, gold: Structure, y: Structure
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """f(x, gold) − f(x, y) as a sparse (indices, values) vector: the perceptron's and
+    MMVP's update direction."""
+    gi, gv = model.features(x, structure_parts(gold, model.c, model.p))
+    pi, pv = model.features(x, structure_parts(y, model.c, model.p))
+    idx, inv = np.unique(np.concatenate([gi, pi]), return_inverse=True)
+    val = np.bincount(inv, weights=np.concatenate([gv, -pv]), minlength=len(idx))
+    keep = val != 0
+    return idx[keep], val[keep]
 
 
 def algorithm(name: str | lo.Objective) -> lo.Objective:
@@ -180,7 +189,7 @@ class JointPerceptronSolver(EpochSolver):
             y, _ = viterbi(model.parts(x, w))
             if y != x.gold:
                 mistakes += 1
-                idx, val = model._difference(x, x.gold, y)
+                idx, val = feature_difference(model, x, x.gold, y)
                 step = 1.0
                 if self.mmvp:                             # δ of Algorithm 4.3 (C = 1)
                     margin = float(w[idx] @ val)          # s(gold) − s(y)

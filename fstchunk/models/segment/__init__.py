@@ -7,17 +7,17 @@ training loop.
   conjoined with word, shape, affix, POS and window predicates, words in between,
   distance ranges);
 * :mod:`.model` — :class:`SegmentModel`: arc scores, k-best candidates
-  (:func:`fstchunk.segments.kbest`), threshold and MEU decoding, Platt calibration,
+  (:func:`fstchunk.structures.segments.kbest`), threshold and MEU decoding, Platt calibration,
   model files (kind ``segment``);
 * :mod:`.train` — ``hildreth``, ``OnlineLearner`` and ``HildrethSolver``, the learner as a
   solver of :class:`fstchunk.learn.loop.Trainer` (:meth:`SegmentModel.fit` runs it);
 * :mod:`.files` — the fields' checks and the model files.
 
 The segments themselves (files, the segment space and its machine, scoring, MEU over
-independent segments) are in :mod:`fstchunk.segments`, below every model.
+independent segments) are in :mod:`fstchunk.structures.segments`, below every model.
 """
 
-from ...namespace import public_dir
+from ...core.namespace import public_dir
 from .model import DECODERS, SegmentModel, restriction_flags
 
 __all__ = ["DECODERS", "SegmentModel", "restriction_flags"]

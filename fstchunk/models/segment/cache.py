@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ...segments.data import SegSentence
+from ...io.segments import SegSentence
 from .features import SentenceFeatures, step_index
 
 #: the most megabytes of packed features a cache holds (mcp05+sp03, measured on a

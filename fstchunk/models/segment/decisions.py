@@ -7,12 +7,12 @@ threshold can do better, and leaves learning it to further work.  Two rules here
 both fixed on sentences with gold segments that training did not see (dev):
 
 * the threshold: :func:`threshold_curve` is Figure 5, the precision, recall and F_β
-  (over exact (type, positions) matches, :func:`fstchunk.segments.scoring.score_segments`)
+  (over exact (type, positions) matches, :func:`fstchunk.evaluation.segments.score_segments`)
   of the threshold decoder at each value of a grid, the top k computed once per
   sentence; :func:`best_threshold` is the value of the highest F_β (ties: the value
   nearest 0, then the lower); :meth:`SegmentModel.tune_threshold` makes it the model's;
 * calibration: p(c ∈ gold) = σ(a·s(c) + b) fitted on the dev candidates
-  (:func:`calibrate`, Platt scaling, :func:`fstchunk.segments.meu.platt_fit`), which
+  (:func:`calibrate`, Platt scaling, :func:`fstchunk.decoding.segments.platt_fit`), which
   MEU decoding reads.
 
 Pitfalls: a threshold chosen on the test set is a wrong figure (choose on dev); the
@@ -32,12 +32,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...errors import InputError
-from ...fbeta import check_beta
-from ...segments.data import SegSentence, Segment
-from ...segments.meu import platt_fit
-from ...segments.scoring import score_segments
-from ...segments.space import restrict
+from ...core.errors import InputError
+from ...core.fbeta import check_beta
+from ...io.segments import SegSentence, Segment
+from ...decoding.segments import platt_fit
+from ...evaluation.segments import score_segments
+from ...structures.segments import restrict
 from .files import restriction_flags, restriction_text
 
 #: the thresholds of :func:`threshold_curve` by default: Figure 5's axis, −1.0 … +1.0

@@ -57,7 +57,7 @@ from typing import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from ...errors import InputError
+from ...core.errors import InputError
 from ..features import word_shape
 
 #: the name of this feature function, recorded in model files (predicate set ``mcp05``)

@@ -19,13 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InputError
-from ...layout import Layout
-from ...segments.space import RESTRICTIONS, parse_restrictions
+from ...core.errors import InputError
+from ...io.layout import Layout
+from ...structures.segments import RESTRICTIONS, parse_restrictions
 from ..io import Fields, load_model_file, save_model
 from .features import PREDICATES, feature_version, predicates_of
 
-#: the restriction flags (keywords of :func:`fstchunk.segments.space.restrict`)
+#: the restriction flags (keywords of :func:`fstchunk.structures.segments.restrict`)
 FLAGS = tuple(r.replace("-", "_") for r in RESTRICTIONS)
 
 

@@ -19,7 +19,7 @@ layout and θ = W through :class:`fstchunk.learn.loop.Trainer` (objective
 dev F and ``select="dev"``, checkpoints, resume and Ctrl-C are the training loop's.
 
 Model files: :mod:`.files` (kind ``segment``: W and every hyper-parameter, validated on
-load; the training layout, :mod:`fstchunk.layout`, that
+load; the training layout, :mod:`fstchunk.io.layout`, that
 :meth:`SegmentModel.layout_mismatch` checks an input against).  Decision rules fixed
 on dev (threshold, calibration): :mod:`.decisions`.
 
@@ -41,16 +41,16 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from ...columns import Columns
-from ...conll import Sentence
-from ...decoders import Decoder, decoder as get_decoder, names
-from ...errors import InputError
-from ...layout import Layout
+from ...io.columns import Columns
+from ...io.conll import Sentence
+from ...decoding.decoders import Decoder, decoder as get_decoder, names
+from ...core.errors import InputError
+from ...io.layout import Layout
 from ...learn import objectives as lo
 from ...learn.loop import Trainer
-from ...segments.data import SegSentence, Segment, iter_types
-from ...segments.meu import calibrated
-from ...segments.space import kbest, restrict
+from ...io.segments import SegSentence, Segment, iter_types
+from ...decoding.segments import calibrated
+from ...structures.segments import kbest, restrict
 from . import decisions
 from .cache import FeatureCache
 from .files import check_int, read_model, restriction_flags, restriction_text, write_model
@@ -58,7 +58,7 @@ from .features import (DEFAULT_PREDICATES, SentenceFeatures, check_predicates,
                        feature_version, segment_vectors, sentence_features)
 from .train import HildrethSolver, SegmentData, max_gap_of, segment_f
 
-#: the segment decoders (:func:`fstchunk.decoders.names` of ``segments``): McDonald et
+#: the segment decoders (:func:`fstchunk.decoding.decoders.names` of ``segments``): McDonald et
 #: al.'s threshold on the score, or exact MEU for F
 DECODERS = names("segments")
 
@@ -154,7 +154,7 @@ class SegmentModel:
 
     def layout_mismatch(self, sentences: Sequence[SegSentence]) -> str | None:
         """Why the first ``sentences`` of an input do not look like training's word or
-        POS values (:meth:`fstchunk.layout.Layout.mismatch`, naming where they start),
+        POS values (:meth:`fstchunk.io.layout.Layout.mismatch`, naming where they start),
         None if they do or no layout is recorded."""
         if self.layout is None or not sentences:
             return None

@@ -46,13 +46,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...blas import one_blas_thread
-from ...errors import InputError, ModelFileError
+from ...core.blas import one_blas_thread
+from ...core.errors import InputError, ModelFileError
+from ...core.outputs import atomic_path
+from ...evaluation.segments import score_segments
+from ...io.segments import SegSentence, iter_types
 from ...learn.epochs import Average, EpochSolver
-from ...outputs import atomic_path
-from ...segments.data import SegSentence, iter_types
-from ...segments.scoring import score_segments
-from ...segments.space import kbest, restrict
+from ...structures.segments import kbest, restrict
 from .features import segment_entries
 
 #: the learner state's file next to a checkpoint: CHECKPOINT + STATE_SUFFIX

@@ -8,7 +8,7 @@ tests/test_joint_training.py requires of today's code.
 import json
 import sys
 
-from fstchunk.conll import Sentence
+from fstchunk.io.conll import Sentence
 from fstchunk.models import joint as J
 out = sys.argv[1]
 with open(out + "/expected.json") as fh:

@@ -1,0 +1,352 @@
+"""Decoders as objects: one registry, one vocabulary for every decision rule.
+
+    dec = fstchunk.decoder("meu", beta=0.5)     # or fstchunk.decoders.MEU(beta=0.5)
+    dec.decode(lattice)                         # one sentence: a Decoding
+    dec.decode_all(lattices)                    # many, on the batched engine
+    dec.tags(lattices)                          # many, the tags alone (fastest)
+
+Each decoder is a class with its ``name`` (what ``--decoder``, ``decoder=`` and the
+torch layer's ``method=`` take), its ``scope`` (``"sentence"``: each sentence on its
+own; ``"corpus"``: one joint decision over all of them), ``needs_probabilities``
+(it reads the lattice as a distribution, so a margin-trained model must be
+calibrated first: every decoder but MAP), ``needs_chunks`` (a chunk scheme: the
+MEU decoders) and ``returns`` (what :attr:`Decoding.score` holds).  Its settings are
+the constructor's, checked there, before any work:
+
+============  ========  =====================  ==========================================
+name          scope     settings               decision (score)
+============  ========  =====================  ==========================================
+map           sentence  —                      argmax Pr(y) (log Pr)
+posterior     sentence  —                      argmax Σ_i Pr(y_i) (Σ marginals)
+meu           sentence  beta, memory_budget    argmax E[F_β] exactly (E[F_β], gap < 1e-12);
+                                               segments too (independent decisions)
+meu-kbest     sentence  beta, k, memory_budget the k best paths reranked by E[F_β]
+meu-corpus    corpus    beta, max_iter         max F_β of the corpus's expected counts
+threshold     sentence  threshold              segments scored above the threshold
+============  ========  =====================  ==========================================
+
+Dense chains (score-array lattices) are decoded in ragged batches
+(:mod:`fstchunk.structures.lattices`, :mod:`fstchunk.engine.inference`); lattices from machines
+one at a time (:mod:`fstchunk.decoding.decode`).  Both give the same decisions.
+
+**Adding a decoder** is one class: subclass :class:`Decoder`, set ``name`` and the
+flags, implement :meth:`Decoder.decode_one` (one lattice) and, for speed,
+:meth:`Decoder.decode_batch` (a :class:`~fstchunk.engine.ragged.RaggedBatch`); the
+registry, the CLI's ``--decoder``, ``decode_sentences``, the sklearn estimator and
+the torch layer pick it up.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+
+from ..core.blas import one_blas_thread
+from .decode import decode_meu, decode_meu_corpus
+from ..engine import inference
+from ..engine.ragged import RaggedBatch
+from ..core.errors import InputError
+from ..core.fbeta import check_beta, to_beta_sq
+from .segments import meu_set
+from ..structures.lattice import Decoding, Lattice
+from ..structures.lattices import (apply, kbest_decisions, meu_decisions, no_path, of_batch,
+                                   tag_lists)
+
+#: name -> decoder class, in the order the CLI lists them
+REGISTRY: dict[str, type["Decoder"]] = {}
+
+
+class Decoder:
+    """A decision rule over lattices (module doc).  Subclasses set the class
+    attributes and implement :meth:`decode_one`; :meth:`decode_batch` is the fast
+    path over a ragged batch of dense chains (default: one sentence at a time)."""
+    name: ClassVar[str] = ""
+    scope: ClassVar[str] = "sentence"
+    needs_probabilities: ClassVar[bool] = True
+    needs_chunks: ClassVar[bool] = True
+    returns: ClassVar[str] = ""
+    #: the constructor's settings, in order (for repr and equality)
+    settings: ClassVar[tuple[str, ...]] = ()
+    #: the output structures it decodes: ``chain`` (tag sequences, lattices),
+    #: ``segments`` (a segment model's scored candidates, :meth:`choose_segments`)
+    structures: ClassVar[frozenset] = frozenset({"chain"})
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        if cls.name:
+            REGISTRY[cls.name] = cls
+
+    # ------------------------------------------------------------------ one and many
+    def decode(self, lattice: Lattice) -> Decoding:
+        """The decision for one lattice (a batch of one)."""
+        return self.decode_all([lattice])[0]
+
+    @one_blas_thread
+    def decode_all(self, lattices: Sequence[Lattice], errors: str = "raise") -> list:
+        """The :class:`~fstchunk.decoding.decode.Decoding` of each lattice, in order; dense
+        chains in ragged batches.  ``errors="return"``: a sentence that fails holds
+        its exception instead (:mod:`fstchunk.structures.lattices`)."""
+        lattices = list(lattices)
+        self.check(lattices)
+        return apply(lattices, self.decode_batch, lambda i: self.decode_one(lattices[i]), errors)
+
+    def tags(self, lattices: Sequence[Lattice], errors: str = "raise") -> list:
+        """The decided tags of each lattice (what :meth:`decode_all` decides, without
+        the scores where they cost extra work)."""
+        return [d if isinstance(d, BaseException) else d.tags
+                for d in self.decode_all(lattices, errors)]
+
+    def check(self, lattices: Sequence[Lattice]) -> None:
+        """Refuse lattices this decoder cannot read (before any work)."""
+        if self.needs_chunks:
+            for lat in lattices[:1]:
+                lat.space.require_chunks(f"the {self.name} decoder")
+
+    # ------------------------------------------------------------------ to implement
+    def decode_one(self, lattice: Lattice) -> Decoding:
+        raise NotImplementedError
+
+    def choose_segments(self, scores: Sequence[float], probabilities: Sequence[float] | None,
+                        threshold: float) -> list[int]:
+        """The candidates (indices) a segment model keeps, given their scores, their
+        calibrated probabilities (None without calibration) and the model's threshold
+        (the ``segments`` structure)."""
+        raise NotImplementedError
+
+    def decode_batch(self, batch: RaggedBatch, value: bool = True) -> list[Decoding]:
+        """The decisions of a ragged batch (one at a time unless overridden);
+        ``value``: False when only the tags will be read (a decoder may then skip
+        computing its scores)."""
+        return [self.decode_one(lat) for lat in of_batch(batch)]
+
+    # ------------------------------------------------------------------ plumbing
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.settings)
+        return f"{type(self).__name__}({args})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and all(
+            getattr(self, k) == getattr(other, k) for k in self.settings)
+
+    def __hash__(self) -> int:
+        return hash((type(self), tuple(getattr(self, k) for k in self.settings)))
+
+
+# ---------------------------------------------------------------------- decoders
+class MAP(Decoder):
+    """Viterbi: the most probable valid sequence; score log Pr(y)."""
+    name = "map"
+    needs_probabilities = False
+    needs_chunks = False
+    returns = "log Pr(y)"
+
+    def decode_one(self, lattice: Lattice) -> Decoding:
+        return lattice.map()
+
+    def decode_batch(self, batch: RaggedBatch, value: bool = True) -> list[Decoding]:
+        paths, best = inference.viterbi(batch)
+        no_path(best)
+        logz = inference.transfer_of(batch).logz
+        return [Decoding(t, float(s - z)) for t, s, z in zip(tag_lists(paths, batch), best, logz)]
+
+    def tags(self, lattices: Sequence[Lattice], errors: str = "raise") -> list:
+        lattices = list(lattices)
+        self.check(lattices)
+
+        def batched(batch: RaggedBatch) -> list[list[str]]:
+            paths, best = inference.viterbi(batch)
+            no_path(best)
+            return tag_lists(paths, batch)
+        return apply(lattices, batched, lambda i: lattices[i].map().tags, errors)
+
+
+class Posterior(Decoder):
+    """The valid sequence maximising the sum of token marginals; score that sum."""
+    name = "posterior"
+    needs_chunks = False
+    returns = "Σ_i Pr(y_i = x_i)"
+
+    def decode_one(self, lattice: Lattice) -> Decoding:
+        return lattice.posterior()
+
+    def decode_batch(self, batch: RaggedBatch, value: bool = True) -> list[Decoding]:
+        marg = inference.marginals(inference.transfer_of(batch), batch)
+        sp = batch.space
+        zero = np.zeros(len(sp))
+        post = RaggedBatch(marg, batch.lengths, np.where(sp.trans_ok, 0.0, -np.inf),
+                           np.where(sp.start_ok, zero, -np.inf),
+                           np.where(sp.end_ok, zero, -np.inf), sp, batch.index)
+        paths, best = inference.viterbi(post)
+        return [Decoding(t, float(s)) for t, s in zip(tag_lists(paths, batch), best)]
+
+
+class MEU(Decoder):
+    """Exact maximum expected F_β (Jansche §10, §21; :mod:`fstchunk.engine.meu`):
+    score E[F_β] of the decision, ``gap`` its certificate (< 1e-12)."""
+    name = "meu"
+    returns = "E[F_β(x | y)]"
+    settings = ("beta", "memory_budget")
+
+    structures = frozenset({"chain", "segments"})
+
+    def __init__(self, beta: float = 1.0, memory_budget: int | None = None):
+        self.beta = check_beta(beta)
+        self.memory_budget = _budget(memory_budget)
+
+    def decode_one(self, lattice: Lattice) -> Decoding:
+        return lattice.meu(self.beta, self.memory_budget)
+
+    def choose_segments(self, scores, probabilities, threshold) -> list[int]:
+        """The set of maximal E[F_β] under independent segment decisions
+        (:func:`fstchunk.decoding.segments.meu_set`), most probable first."""
+        chosen, _ = meu_set(probabilities, self.beta)
+        return sorted(chosen, key=lambda i: -probabilities[i])
+
+    def decode_batch(self, batch: RaggedBatch, value: bool = True) -> list[Decoding]:
+        """The batched exact MEU (:func:`fstchunk.structures.lattices.meu_decisions`)."""
+        return meu_decisions(batch, to_beta_sq(self.beta), value, self.memory_budget)
+
+    def tags(self, lattices: Sequence[Lattice], errors: str = "raise") -> list:
+        lattices = list(lattices)
+        self.check(lattices)
+        got = apply(lattices, lambda b: self.decode_batch(b, value=False),
+                    lambda i: self.decode_one(lattices[i]), errors)
+        return [d if isinstance(d, BaseException) else d.tags for d in got]
+
+
+class MEUKBest(Decoder):
+    """The ``k`` best paths reranked by exact E[F_β] (the first best kept); no
+    certificate (gap = inf).  Dense chains: the batched list Viterbi in float64
+    (:func:`fstchunk.structures.lattices.kbest_decisions`); machines: OpenFst's n-shortest."""
+    name = "meu-kbest"
+    returns = "E[F_β(x | y)]"
+    settings = ("beta", "k", "memory_budget")
+
+    def __init__(self, beta: float = 1.0, k: int = 20, memory_budget: int | None = None):
+        self.beta = check_beta(beta)
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise InputError(f"k must be a positive integer, got {k!r}")
+        self.k = int(k)
+        self.memory_budget = _budget(memory_budget)
+
+    def decode_one(self, lattice: Lattice) -> Decoding:
+        return decode_meu(lattice, beta=self.beta, method="kbest", k=self.k,
+                          memory_budget=self.memory_budget)
+
+    def decode_batch(self, batch: RaggedBatch, value: bool = True) -> list[Decoding]:
+        return kbest_decisions(batch, to_beta_sq(self.beta), self.k)
+
+
+class MEUCorpus(Decoder):
+    """One joint decision for the whole list of lattices, maximising F_β of the
+    corpus's expected counts (a ratio of expectations, not E[corpus F_β];
+    :func:`fstchunk.decoding.decode.decode_meu_corpus`); every sentence's score is that ratio."""
+    name = "meu-corpus"
+    scope = "corpus"
+    returns = "F_β of the expected counts (the corpus's)"
+    settings = ("beta", "max_iter")
+
+    def __init__(self, beta: float = 1.0, max_iter: int = 50):
+        self.beta = check_beta(beta)
+        if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) \
+                or max_iter < 1:
+            raise InputError(f"max_iter must be a positive integer, got {max_iter!r}")
+        self.max_iter = int(max_iter)
+
+    @one_blas_thread
+    def decode_all(self, lattices: Sequence[Lattice], errors: str = "raise") -> list:
+        lattices = list(lattices)
+        self.check(lattices)
+        tags, value = decode_meu_corpus(lattices, beta=self.beta, max_iter=self.max_iter)
+        return [Decoding(t, value) for t in tags]
+
+    def decode_one(self, lattice: Lattice) -> Decoding:
+        return self.decode_all([lattice])[0]
+
+
+class Threshold(Decoder):
+    """A segment model's decision (McDonald et al. 2005): every candidate whose score is
+    above the threshold (the model's, unless given)."""
+    name = "threshold"
+    needs_probabilities = False
+    needs_chunks = False
+    returns = "the candidates' scores"
+    settings = ("threshold",)
+    structures = frozenset({"segments"})
+
+    def __init__(self, threshold: float | None = None):
+        if threshold is not None and not np.isfinite(threshold):
+            raise InputError(f"threshold must be a finite number, got {threshold!r}")
+        self.threshold = None if threshold is None else float(threshold)
+
+    def choose_segments(self, scores, probabilities, threshold) -> list[int]:
+        thr = threshold if self.threshold is None else self.threshold
+        return [i for i, s in enumerate(scores) if s > thr]
+
+
+def _budget(memory_budget: Any) -> int | None:
+    if memory_budget is None:
+        return None
+    if isinstance(memory_budget, bool) or not isinstance(memory_budget, (int, np.integer)) \
+            or memory_budget < 1:
+        raise InputError(f"memory_budget must be a number of bytes >= 1 or None, "
+                         f"got {memory_budget!r}")
+    return int(memory_budget)
+
+
+# ---------------------------------------------------------------------- the registry
+def names(structure: str = "chain") -> tuple[str, ...]:
+    """The names of the registered decoders of ``structure`` (``chain`` or
+    ``segments``): the CLI's ``--decoder`` choices."""
+    return tuple(n for n, c in REGISTRY.items() if structure in c.structures)
+
+
+def decoder(spec: "str | Decoder", beta: float | None = None, k: int | None = None,
+            memory_budget: int | None = None, as_options: bool = False,
+            structure: str = "chain", **settings: Any) -> Decoder:
+    """The decoder ``spec`` names (or ``spec`` itself, a :class:`Decoder`), with the
+    settings it takes.  A setting it does not read is ignored when None or at its
+    default (``beta=1.0``, ``k=20``) and refused otherwise, naming it (as a command-line
+    option with ``as_options``): a β given to MAP would change nothing.  InputError
+    for an unknown name, or one that does not decode ``structure``, listing those
+    that do."""
+    given = {"beta": beta, "k": k, "memory_budget": memory_budget, **settings}
+    given = {key: v for key, v in given.items() if v is not None
+             and not (key in _DEFAULTS and v == _DEFAULTS[key] and not isinstance(v, bool))}
+
+    def named(key: str) -> str:
+        return "--" + key.replace("_", "-") if as_options else key
+    if isinstance(spec, Decoder):
+        if given:
+            raise InputError(f"give {', '.join(map(named, given))} to the decoder object "
+                             f"({spec!r}), not beside it")
+        cls = type(spec)
+    else:
+        cls = REGISTRY.get(spec) if isinstance(spec, str) else None
+    if cls is None or structure not in cls.structures:
+        what = {"chain": "tag sequences", "segments": "segments"}.get(structure, structure)
+        known = "unknown decoder" if cls is None else f"decoder {cls.name} does not decode {what};"
+        raise InputError(f"{known} {spec!r}: use one of {', '.join(names(structure))}"
+                         if cls is None else f"{known} use one of {', '.join(names(structure))}")
+    if isinstance(spec, Decoder):
+        return spec
+    extra = [key for key in given if key not in cls.settings]
+    if extra:
+        raise InputError(f"decoder {cls.name} reads no {', '.join(map(named, extra))} (its "
+                         f"settings: {', '.join(map(named, cls.settings)) or 'none'})")
+    return cls(**{key: v for key, v in given.items()})
+
+
+#: the settings' defaults, which a decoder that does not read them ignores
+_DEFAULTS = {"beta": 1.0, "k": 20}
+
+
+def decode_lattices(lattices: Sequence[Lattice], decoder_spec: "str | Decoder" = "map",
+                    beta: float = 1.0, k: int = 20,
+                    memory_budget: int | None = None) -> list[list[str]]:
+    """The tags the decoder (a name of :data:`REGISTRY` or a :class:`Decoder`) picks for
+    each lattice, in the lattices' scheme; ``meu-corpus`` decides the whole list
+    jointly.  The first sentence error is raised (:mod:`fstchunk.decoding.batch` goes on past
+    errors)."""
+    return decoder(decoder_spec, beta=beta, k=k, memory_budget=memory_budget).tags(lattices)

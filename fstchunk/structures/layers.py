@@ -1,0 +1,114 @@
+"""A weighted acceptor over a tag space as a lattice's numbers: relabelled to the
+shared symbols of the :class:`~fstchunk.schemes.tagspace.TagSpace` (:func:`to_space_labels`),
+layered by composing with the scheme's validity acceptor and a one-tag history
+acceptor, then topologically sorted (:func:`layers_of`: each state knows the tag it
+was entered by), and normalised so that its paths sum to one (:func:`normalise`).
+What :meth:`fstchunk.structures.lattice.Lattice.from_fst` and :attr:`~fstchunk.structures.lattice.Lattice.fst`
+are built from.
+
+Pitfall: the machine's paths must all have the same length (one tag per token).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pynini
+
+from ..core.errors import InputError
+from ..engine.chain import Layers
+from ..grammars import fsa
+from ..grammars.validity import validity_acceptor
+from ..schemes.tagspace import TagSpace
+
+
+def to_space_labels(fst: pynini.Fst, ts: TagSpace) -> pynini.Fst:
+    tags = ts.tags
+    f = fst.copy()
+    if f.arc_type() != "log64":
+        f = fsa.to_arc_type(f, "log64")
+    if f.properties(pynini.ACCEPTOR, True) != pynini.ACCEPTOR:
+        f = f.project("input")
+    syms = fst.input_symbols()
+    if syms is not None:
+        pairs = []
+        for k in range(syms.num_symbols()):
+            key = syms.get_nth_key(k)
+            name = syms.find(key)
+            if key == 0:
+                continue
+            if name not in tags:
+                if any(a.ilabel == key for s in f.states() for a in f.arcs(s)):
+                    raise InputError(f"the machine uses symbol {name!r}, which is not among "
+                                     f"the tags {', '.join(tags)}")
+                continue
+            pairs.append((key, ts.label(name)))
+        f.relabel_pairs(ipairs=pairs, opairs=pairs)
+    else:
+        allowed = {ts.label(t) for t in tags}
+        for s in f.states():
+            for a in f.arcs(s):
+                if a.ilabel not in allowed and a.ilabel != 0:
+                    raise InputError(f"the machine has label {a.ilabel}, not the label of any "
+                                     f"tag in {', '.join(tags)}")
+    f.rmepsilon(delta=fsa.DELTA)
+    return fsa.attach(f, ts.symbols)
+
+
+def layers_of(f: pynini.Fst, ts: TagSpace) -> Layers:
+    """Layer a machine: compose with validity and a tag-history acceptor, topsort."""
+    tags, scheme = ts.tags, ts.scheme
+    hist = pynini.Fst("log64")
+    h0 = hist.add_state()
+    hist.set_start(h0)
+    labels = [ts.label(t) for t in tags]
+    hs = {lab: hist.add_state() for lab in labels}
+    for q in [h0] + list(hs.values()):
+        hist.set_final(q)
+        for lab in labels:
+            hist.add_arc(q, pynini.Arc(lab, lab, pynini.Weight.one("log64"), hs[lab]))
+    valid = (pynini.compose(f.arcsort("olabel"), validity_acceptor(scheme, ts.types))
+             if ts.chunked else f)
+    g = pynini.compose(valid.arcsort("olabel"), hist.arcsort()).connect()
+    if g.num_states() == 0:
+        raise InputError(f"the machine accepts no valid {scheme} sequence over the given tags")
+    if g.properties(pynini.CYCLIC, True) == pynini.CYCLIC:
+        raise InputError("the lattice machine is cyclic; a sentence lattice must be acyclic")
+    index = {lab: i for i, lab in enumerate(labels)}
+    depth = {g.start(): 0}
+    order = [g.start()]
+    for s in order:                        # breadth-first; checks equal path lengths
+        for a in g.arcs(s):
+            d = depth[s] + 1
+            if a.nextstate not in depth:
+                depth[a.nextstate] = d
+                order.append(a.nextstate)
+            elif depth[a.nextstate] != d:
+                raise InputError("the lattice machine accepts sequences of different lengths")
+    n = max(depth.values())
+    layer_states = [[] for _ in range(n + 1)]
+    for s in order:
+        layer_states[depth[s]].append(s)
+    pos = {s: k for layer in layer_states for k, s in enumerate(layer)}
+    zero = pynini.Weight.zero("log64")
+    for s in order:
+        if g.final(s) != zero and depth[s] != n:
+            raise InputError("the lattice machine accepts sequences of different lengths")
+    weights, labs = [], []
+    for i in range(n):
+        src, dst = layer_states[i], layer_states[i + 1]
+        w = np.full((len(src), len(dst)), -np.inf)
+        lab = np.full(len(dst), -1)
+        for s in src:
+            for a in g.arcs(s):
+                k = pos[a.nextstate]
+                lab[k] = index[a.ilabel]
+                w[pos[s], k] = np.logaddexp(w[pos[s], k], -fsa.weight_value(a.weight))
+        weights.append(w)
+        labs.append(lab)
+    final = np.array([-fsa.weight_value(g.final(s)) for s in layer_states[n]])
+    return Layers(weights, labs, final)
+
+
+def normalise(f: pynini.Fst) -> pynini.Fst:
+    out = pynini.push(f, push_weights=True, remove_total_weight=True, delta=fsa.DELTA)
+    return fsa.attach(out, f.input_symbols())
