@@ -30,6 +30,7 @@ from common import Timer, data_path, peak_rss_mb, write_section
 from fstchunk import decode_sentences
 from fstchunk import read_conll
 from fstchunk import CRF
+from fstchunk.learn.loss import Loss
 from fstchunk.learn.objectives import ML
 from fstchunk.runtime.parallel import single_threaded_blas
 from fstchunk.runtime.scale import DaskExecutor, LocalExecutor, shard_statistics
@@ -87,9 +88,10 @@ def main() -> None:
     # what one Dask task carries per step: θ and the settings in, the statistics out
     half = data.subset(list(range(len(data.gold) // 2)))
     placed = len(pickle.dumps((crf.scoring_copy(), half), protocol=5))
-    sent = len(pickle.dumps((theta, "ml", 1.0, "hamming"), protocol=5))
-    back = len(pickle.dumps(shard_statistics((crf.scoring_copy(), half), theta, "ml", 1.0,
-                                             "hamming"), protocol=5))
+    loss = Loss(ML, 0.0)
+    sent = len(pickle.dumps((theta, loss), protocol=5))
+    back = len(pickle.dumps(shard_statistics((crf.scoring_copy(), half), theta, loss),
+                            protocol=5))
     design = half.design(crf.pairs, crf.L)
     design_mb = (design.data.nbytes + design.indices.nbytes + design.indptr.nbytes) / 1e6
     out.append(f"\nBytes per iteration per worker (2 partitions, pickled): {sent / 1e6:.2f} MB "

@@ -26,6 +26,7 @@ from fstchunk.io.conll import Sentence, read_conll, write_conll
 from fstchunk.core.errors import InputError, ModelFileError, TrainingInterrupted
 from fstchunk.learn import Trainer
 from fstchunk.learn import objectives as lo
+from fstchunk.learn.loss import Loss
 from fstchunk.models import joint as J
 from fstchunk.models.joint import train as JT
 from fstchunk.runtime.scale import LocalExecutor
@@ -170,7 +171,7 @@ def _tiny(kind):
 def test_the_ml_objective_is_the_mean_nll_plus_l2_and_its_gradient(kind, scale):
     model, enc = _tiny(kind)
     l2 = 0.05
-    fun = JT.smooth_objective(model, lo.ML, enc, l2)
+    fun = Loss(lo.ML, l2).function(model, enc)
     w = np.random.default_rng(int(scale)).normal(size=model.size) * scale
     value, grad = fun(w)
     nll = []
@@ -204,7 +205,7 @@ def test_the_default_l2_is_the_old_summed_one_over_conll2000():
 def test_partitions_give_the_one_process_value_and_gradient(conll, executor):
     model, enc = prepared(conll[:60])
     w = np.random.default_rng(3).normal(size=model.size) * 0.1
-    want = JT.smooth_objective(model, lo.ML, enc, 1e-3)(w)
+    want = Loss(lo.ML, 1e-3).function(model, enc)(w)
     kind, n = executor.split(":")
     if kind == "dask":
         pytest.importorskip("distributed")
@@ -213,7 +214,7 @@ def test_partitions_give_the_one_process_value_and_gradient(conll, executor):
     else:
         ex = LocalExecutor(int(n))
     try:
-        got = JT.smooth_objective(model, lo.ML, enc, 1e-3, ex)(w)
+        got = Loss(lo.ML, 1e-3).function(model, enc, ex)(w)
     finally:
         ex.close()
     assert got[0] == pytest.approx(want[0], rel=1e-10)

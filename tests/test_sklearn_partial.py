@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 from fstchunk.core.errors import InputError, SchemeError
+from fstchunk.learn import objectives as lo
+from fstchunk.learn.loss import Loss
 from fstchunk.models.attribute_crf import AttributeCRF
 from fstchunk.schemes import encodings as enc
 from fstchunk.sklearn import CRF
@@ -187,10 +189,10 @@ def test_a_sentence_of_question_marks_adds_zero_loss(scheme):
     model = AttributeCRF(scheme)
     data = model._prepare((X, y))
     theta = np.where(model.free, rng.normal(size=model.theta.shape), 0.0)
-    values, grads = model.statistics(data.subset([2]), theta, "ml")
+    values, grads = model.statistics(data.subset([2]), theta, Loss(lo.ML))
     assert values[0] == pytest.approx(0.0, abs=1e-12)
     np.testing.assert_allclose(grads, 0.0, atol=1e-12)
-    rest = model.statistics(data.subset([0, 1, 3, 4]), theta, "ml")[0]
+    rest = model.statistics(data.subset([0, 1, 3, 4]), theta, Loss(lo.ML))[0]
     assert rest[0] > 0
 
 

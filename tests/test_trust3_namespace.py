@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 PACKAGES = ["fstchunk", "fstchunk.sklearn", "fstchunk.models", "fstchunk.models.joint",
-            "fstchunk.models.segment", "fstchunk.structures.segments", "fstchunk.learn",
+            "fstchunk.models.segment", "fstchunk.learn",
             "fstchunk.io.crfsuite", "fstchunk.torch"]
 
 

@@ -49,8 +49,7 @@ def _interrupted(module: str, argv: list[str]) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_ctrl_c_while_the_command_module_imports(command):
     module, _ = COMMANDS[command]
-    r = _interrupted("fstchunk." + module if command == "demo" else
-                     f"fstchunk.cli.{module}", ARGV[command])
+    r = _interrupted(f"fstchunk.cli.{module}", ARGV[command])
     assert r.returncode == 130, r.stderr
     assert r.stderr == f"fstchunk {command.split()[0]}: interrupted\n", r.stderr
 

@@ -187,7 +187,7 @@ def iter_decode_sentences(model, sentences: Iterable, decoder: "str | Decoder" =
     ``output_scheme``, or the error (:data:`SENTENCE_ERRORS`) that stopped it, after
     which decoding goes on.  ``decoder``: a name of :data:`fstchunk.decoding.decoders.REGISTRY`
     (with ``beta``, ``k``, ``memory_budget`` as it takes them) or a
-    :class:`~fstchunk.decoders.Decoder`.  Sentences are decoded a block at a time
+    :class:`~fstchunk.decoding.decoders.Decoder`.  Sentences are decoded a block at a time
     (:data:`BLOCK_TOKENS`, ragged batches within it); with an executor
     (:mod:`fstchunk.runtime.scale`) the blocks go to its workers.
     ``confidences``: each :class:`Decoded` carries its chunks with their exact
@@ -375,7 +375,7 @@ def decode_sentences(model, sentences, decoder: "str | Decoder" = "map", beta: f
                      executor: Any = None) -> list[list[str]]:
     """Predicted tags, in ``output_scheme``, for each sentence under any model of the
     model protocol, by ``decoder`` (a name of :data:`fstchunk.decoding.decoders.REGISTRY` or a
-    :class:`~fstchunk.decoders.Decoder`); the first sentence that fails raises its error
+    :class:`~fstchunk.decoding.decoders.Decoder`); the first sentence that fails raises its error
     (:func:`iter_decode_sentences` goes on past it)."""
     out = []
     for d in iter_decode_sentences(model, sentences, decoder, beta, k, output_scheme,

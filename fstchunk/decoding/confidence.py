@@ -107,7 +107,7 @@ def marginals_all(lattices: Sequence[Lattice], errors: str = "raise") -> list:
 def decode_chunks(lattice: Lattice, decoder: "str | Decoder" = "map", beta: float | None = None,
                   k: int | None = None, memory_budget: int | None = None) -> list[ScoredChunk]:
     """The chunks ``decoder`` (a name of :data:`fstchunk.decoding.decoders.REGISTRY` or a
-    :class:`~fstchunk.decoders.Decoder`; ``meu-corpus`` on this one sentence) picks
+    :class:`~fstchunk.decoding.decoders.Decoder`; ``meu-corpus`` on this one sentence) picks
     for ``lattice``, each with its probability:
     ``scored_chunks(lattice, decoder.decode(lattice).tags)``."""
     dec = get_decoder(decoder, beta=beta, k=k, memory_budget=memory_budget)

@@ -23,7 +23,7 @@ CoNLL token line; a ragged CoNLL column) name ``file:line`` and how the format w
 decided (:class:`FileFormat`), so that ``--format`` can overrule it.
 
 Pitfalls: positions are 0-based in files and in :class:`Segment`; the segment
-space's member indices (:mod:`.space`) are 1..n with 0 and n+1 the boundaries.
+space's member indices (:mod:`fstchunk.structures.segments`) are 1..n with 0 and n+1 the boundaries.
 Every reading error names ``file:line`` and the field.
 """
 

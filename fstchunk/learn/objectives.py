@@ -72,6 +72,11 @@ class Objective:
     #: oracles; ML's own statistics gain little from processes on a few cores)
     spread_by_default: bool = False
 
+    def __reduce__(self):
+        """Pickled by name: a worker's copy is the registry's own object, so that
+        ``objective is ML`` holds there too."""
+        return objective, (self.name,)
+
     @property
     def spreads(self) -> bool:
         """Whether an executor (:mod:`fstchunk.runtime.scale`) spreads its work: the additive

@@ -313,8 +313,7 @@ class AttributeCRF(Calibrated, PairChain):
         entries that are not parameters (:attr:`free`) is 0, so they stay 0."""
         from ..learn.owlqn import OWLQN, Stopping
         opts = self.options
-        fun = self.objective_function(call.objective, call.data, call.l2, call.beta,
-                                      call.loss, call.executor)
+        fun = call.objective_loss.function(self, call.data, call.executor)
         free = self.free
 
         def masked(theta: np.ndarray) -> tuple[float, np.ndarray]:

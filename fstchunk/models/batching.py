@@ -53,6 +53,9 @@ class Gold:
     """Gold tag-index sequences of a corpus and the views the objectives need
     (length batches, chunks), each computed once."""
 
+    #: whether ML may read the sentences in its ragged-batch layout (one gold path each)
+    bucketable = True
+
     def __init__(self, sequences: Sequence[np.ndarray], tags: Sequence[str], scheme: str):
         self.sequences = [np.asarray(g, dtype=np.int64) for g in sequences]
         self.tags, self.scheme = tuple(tags), canonical(scheme)

@@ -56,6 +56,7 @@ from ..core.errors import InputError, ModelFileError
 from ..core.fbeta import to_beta_sq
 from ..learn import objectives as lo
 from ..learn.epochs import EpochSolver
+from ..learn.loss import Loss
 from ..core.outputs import atomic_path
 from ..schemes.tagspace import TagSpace
 from .blocks import ChainBlocks, ChainModel, Data
@@ -93,7 +94,7 @@ class BCFW(ChainBlocks):
         if method not in METHODS:
             raise InputError(f"unknown BCFW method {method!r}; use one of {', '.join(METHODS)}")
         super().__init__(model, data)
-        self.loss, self.beta_sq = loss, beta_sq
+        self.loss, self.beta, self.beta_sq = loss, beta, beta_sq
         self.method, self.l2, self.lam = method, float(l2), 2.0 * float(l2)
         self.c = 1.0 / (self.lam * self.N)                # w_y = c·ψ(y)
         self.chunks = data.gold.chunks if loss == "f" else [()] * self.N
@@ -238,8 +239,8 @@ class BCFW(ChainBlocks):
     def certificate(self) -> tuple[float, float]:
         """(P(w), duality gap P(w) − D(α)) at the current point, exactly (module doc)."""
         if self.parts is not None:
-            values, _ = self.parts.statistics(self.theta, lo.MAX_MARGIN.name, self.beta_sq,
-                                              self.loss)
+            values, _ = self.parts.statistics(self.theta, Loss(lo.MAX_MARGIN, 0.0,
+                                                               self.beta, self.loss))
             h = float(values[0]) / max(self.N, 1)
         else:
             chain = Chain(self.tags, self.scheme, np.asarray(self.X @ self.W), self.trans,

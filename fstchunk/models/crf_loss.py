@@ -13,12 +13,11 @@ prepared training set (:class:`~fstchunk.models.design.TrainingData`):
 * :func:`partitions` — the training set in runs of about equal token counts, each with
   a scoring copy of the CRF, the unit :mod:`fstchunk.runtime.scale`'s executors place on a
   worker; the statistics of the runs add up to those of the whole;
-* :func:`value_and_grad` — P(θ) = combine(Σ statistics) + λ‖θ‖² and its gradient
-  (:meth:`fstchunk.learn.objectives.Objective.combine`: the mean per sentence, or the
-  corpus F's ratio), summed here or over an executor's partitions.
+* P(θ) = combine(Σ statistics) + λ‖θ‖² and its gradient are the loss object's,
+  :class:`fstchunk.learn.loss.Loss` (summed here or over an executor's partitions).
 
-Pitfall: a partitioned value equals the single-process one to rounding (~1e-12
-relative), not bit for bit: the sums run in another order.
+Which statistics a sentence gives depends on its gold: :data:`BY_GOLD` (full gold, or
+partial annotation's marginal likelihood) — a table, not a branch in the loss.
 """
 
 from __future__ import annotations
@@ -27,13 +26,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..core.fbeta import to_beta_sq
 from ..learn import objectives as lo
+from ..learn.loss import Loss
 from ..runtime.scale import split
 from .design import TrainingData
 from .maxmargin import hinge_statistics
 from . import partial
-from .objectives import STATISTICS, Chain, ChainGrad
+from .batching import Gold
+from .objectives import STATISTICS, Chain, ChainGrad, Statistics
 from .partial import PartialGold
 
 
@@ -49,11 +49,26 @@ def dense(crf: Any) -> bool:
     return len(crf.fmap) * crf.L <= DENSE_ENTRIES
 
 
-def statistics(crf: Any, data: TrainingData, theta: np.ndarray, objective: lo.Objective,
-               beta_sq: float = 1.0, loss: str = "hamming") -> tuple[np.ndarray, np.ndarray]:
-    """The statistics of ``objective`` on ``data`` at θ: values (J,) and their gradients
-    in θ-space (J', |θ|), sums over the sentences (``beta_sq`` = β² of F_β)."""
-    bucketed = (dense(crf) and objective is lo.ML and not isinstance(data.gold, PartialGold))
+def full_statistics(objective: lo.Objective, chain: Chain, gold: Gold, beta_sq: float,
+                    margin: str) -> Statistics:
+    """The statistics of ``objective`` on fully annotated sentences (the max-margin hinge
+    with loss ``margin`` among them)."""
+    if objective is lo.MAX_MARGIN:
+        return hinge_statistics(chain, gold, beta_sq, margin)
+    return STATISTICS[objective](chain, gold, beta_sq)
+
+
+#: the kind of gold -> its statistics (partial annotation: the marginal likelihood of A(x))
+BY_GOLD: dict[type, Callable[..., Statistics]] = {Gold: full_statistics,
+                                                  PartialGold: partial.statistics}
+
+
+def statistics(crf: Any, data: TrainingData, theta: np.ndarray, loss: Loss
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """The statistics of ``loss``'s objective on ``data`` at θ: values (J,) and their
+    gradients in θ-space (J', |θ|), sums over the sentences."""
+    objective = loss.objective
+    bucketed = dense(crf) and objective is lo.ML and data.gold.bucketable
     if bucketed:                            # ML's own layout (TrainingData.bucketed)
         emissions = np.asarray(crf.emissions(data.bucketed(), theta))
     elif dense(crf):
@@ -61,12 +76,7 @@ def statistics(crf: Any, data: TrainingData, theta: np.ndarray, objective: lo.Ob
     else:
         emissions = (data.design(crf.pairs, crf.L).T @ theta[:crf.P]).reshape(-1, crf.L)
     chain = Chain(crf.tags, crf.scheme, emissions, *crf.unpack(theta), bucketed=bucketed)
-    if isinstance(data.gold, PartialGold):          # the marginal likelihood of A(x)
-        st = partial.statistics(objective, chain, data.gold, beta_sq)
-    elif objective is lo.MAX_MARGIN:
-        st = hinge_statistics(chain, data.gold, beta_sq, loss)
-    else:
-        st = STATISTICS[objective](chain, data.gold, beta_sq)
+    st = BY_GOLD[type(data.gold)](objective, chain, data.gold, loss.beta_sq, loss.margin)
     return st.values, np.stack([chain_rule(crf, data, g, bucketed) for g in st.grads])
 
 
@@ -93,31 +103,8 @@ def partitions(crf: Any, data: TrainingData, parts: int) -> list[tuple[Any, Trai
     for copy, part in shards:
         if dense(copy):
             part.transposed()
-            if not isinstance(part.gold, PartialGold):
+            if part.gold.bucketable:
                 part.bucketed()                 # ML's layout
         else:
             part.design(copy.pairs, copy.L)
     return shards
-
-
-def value_and_grad(crf: Any, data: TrainingData, objective: lo.Objective, l2: float,
-                   beta: float = 1.0, loss: str = "hamming", executor: Any = None
-                   ) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
-    """θ -> (P(θ), ∇P(θ)) of an objective with a value (minimised: the negated
-    log-likelihood or expected F, the max-margin hinge with loss ``loss`` and a
-    subgradient) plus l2·‖θ‖²; ``beta``: the standard β of F_β.  With an ``executor``
-    the statistics are summed over its partitions of ``data``."""
-    beta_sq = to_beta_sq(beta)
-    if objective.combination is None:
-        raise lo.objective_error("{} has no objective function of θ: it is trained by "
-                                 "passes of its solver", objective.name)
-    parts = executor.partitioned(crf, data) if executor is not None else None
-
-    def fun(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        values, G = (parts.statistics(theta, objective.name, beta_sq, loss)
-                     if parts is not None
-                     else statistics(crf, data, theta, objective, beta_sq, loss))
-        value, w = objective.combine(values, len(data.gold), beta_sq)
-        return value + l2 * float(theta @ theta), w @ G + 2 * l2 * theta
-
-    return fun

@@ -35,6 +35,10 @@ class TrainingData:
     X: sp.csr_matrix
     gold: Gold
 
+    def __len__(self) -> int:
+        """The number of sentences."""
+        return len(self.gold)
+
     def subset(self, ids: Sequence[int]) -> "TrainingData":
         """The sentences ``ids`` (in that order) as a training set of their own."""
         off = self.gold.offsets

@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..learn import objectives as lo
+from ..learn.loss import Loss
 from . import crf_loss
 from .design import TrainingData
 from .objectives import Chain
@@ -60,16 +61,16 @@ class PairChain:
     def objective_function(self, name: str | lo.Objective, data: TrainingData, l2: float,
                            beta: float = 1.0, loss: str = "hamming", executor: Any = None):
         """θ -> (value, gradient) of objective ``name`` on ``data`` plus l2·‖θ‖²
-        (:func:`.crf_loss.value_and_grad`)."""
-        return crf_loss.value_and_grad(self, data, lo.objective(name, self.objectives), l2,
-                                       beta, loss, executor)
+        (:class:`fstchunk.learn.loss.Loss`)."""
+        return Loss(lo.objective(name, self.objectives), l2, beta, loss).function(
+            self, data, executor)
 
-    def statistics(self, data: TrainingData, theta: np.ndarray, name: str,
-                   beta_sq: float = 1.0, loss: str = "hamming") -> tuple[np.ndarray, np.ndarray]:
-        """The additive statistics of objective ``name`` on ``data`` at θ
+    def statistics(self, data: TrainingData, theta: np.ndarray, loss: Loss
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """The additive statistics of ``loss``'s objective on ``data`` at θ
         (:func:`.crf_loss.statistics`; what a worker of :mod:`fstchunk.runtime.scale` computes)."""
-        return crf_loss.statistics(self, data, theta, lo.objective(name, self.objectives),
-                                   beta_sq, loss)
+        lo.objective(loss.objective, self.objectives)       # one this model trains
+        return crf_loss.statistics(self, data, theta, loss)
 
     def partitions(self, data: TrainingData, parts: int) -> list[tuple[Any, TrainingData]]:
         """The shards of ``data`` for :mod:`fstchunk.runtime.scale` (:func:`.crf_loss.partitions`)."""

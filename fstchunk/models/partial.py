@@ -54,6 +54,8 @@ class PartialGold(Gold):
     marked not one chunk), is its annotation as disjoint product masks
     (:func:`fstchunk.io.not_chunk.exclusion_terms`), each within ``masks[k]``."""
 
+    bucketable = False          # a mask per token, not one gold path: no ML batch layout
+
     def __init__(self, masks: Sequence[np.ndarray], tags: Sequence[str], scheme: str,
                  terms: Sequence[Sequence[np.ndarray] | None] | None = None):
         self.masks = [np.asarray(m, dtype=bool) for m in masks]
@@ -144,9 +146,10 @@ def check_objective(objective: lo.Objective) -> None:
 
 
 def statistics(objective: lo.Objective, chain: Chain, gold: PartialGold,
-               beta_sq: float = 1.0) -> Statistics:
+               beta_sq: float = 1.0, margin: str = "hamming") -> Statistics:
     """The statistics of ``objective`` on partial annotation: ML's marginal likelihood;
-    InputError for any other objective."""
+    InputError for any other objective (``margin`` is read by none of them: the
+    signature of :data:`fstchunk.models.crf_loss.BY_GOLD`'s entries)."""
     check_objective(objective)
     return partial_ml_statistics(chain, gold, beta_sq)
 

@@ -5,7 +5,7 @@ to the function that builds that solver for a model; a model's ``solver`` method
 what only it can check and calls :func:`make_solver`.  Where a model runs a name with
 a solver of its own (the joint model's perceptron), its class attribute
 ``own_solvers`` (name -> builder) says so; where its smooth objective needs more than
-plain L-BFGS on its ``objective_function`` (the attribute CRF's stopping test, OWL-QN),
+plain L-BFGS on the call's loss object (the attribute CRF's stopping test, OWL-QN),
 its ``smooth_solver(call)`` builds it.  Every builder takes (model, :class:`Call`).
 """
 
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..learn import objectives as lo
+from ..learn.loss import Loss
 from ..learn.solvers import LBFGS, Solver
 from .bcfw import BCFWSolver
 from .joint.train import JointPerceptronSolver
@@ -36,12 +37,16 @@ class Call:
     tol: float
     executor: Any
 
+    @property
+    def objective_loss(self) -> Loss:
+        """The smooth objective as a loss object: θ -> (value, gradient) on the data."""
+        return Loss(self.objective, self.l2, self.beta, self.loss)
+
 
 def _lbfgs(model: Any, c: Call) -> Solver:
     if hasattr(model, "smooth_solver"):
         return model.smooth_solver(c)
-    return LBFGS(model.objective_function(c.objective, c.data, c.l2, c.beta, c.loss,
-                                          c.executor), c.tol)
+    return LBFGS(c.objective_loss.function(model, c.data, c.executor), c.tol)
 
 
 #: solver name -> how to build it for a model (module doc)

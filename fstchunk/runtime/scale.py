@@ -68,10 +68,11 @@ class Partitionable(Protocol):
         """``data`` in ``parts`` shards of about equal work (:func:`split`)."""
         ...
 
-    def statistics(self, data: Any, theta: np.ndarray, name: str, beta_sq: float,
-                   loss: str) -> tuple[np.ndarray, np.ndarray]:
-        """The summed statistics of objective ``name`` over ``data`` at θ: values (J,)
-        and their gradients in θ-space (J', |θ|); ``beta_sq`` = β²."""
+    def statistics(self, data: Any, theta: np.ndarray, loss: Any
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """The summed statistics of ``loss`` (a :class:`fstchunk.learn.loss.Loss`: the
+        objective, β, the margin) over ``data`` at θ: values (J,) and their gradients in
+        θ-space (J', |θ|)."""
         ...
 
 
@@ -86,13 +87,13 @@ def split(lengths: Sequence[int], parts: int) -> list[list[int]]:
     return runs
 
 
-def shard_statistics(shard: tuple, theta: np.ndarray, name: str, beta_sq: float, loss: str
+def shard_statistics(shard: tuple, theta: np.ndarray, loss: Any
                      ) -> tuple[np.ndarray, np.ndarray]:
     """One partition's statistics: ``shard`` is (scoring copy of the model, its data), as
     :meth:`Partitionable.partitions` made it."""
     model, data = shard
     with single_threaded_blas(), in_process():
-        return model.statistics(data, theta, name, beta_sq, loss)
+        return model.statistics(data, theta, loss)
 
 
 def _add(results: list) -> tuple[np.ndarray, np.ndarray]:
@@ -161,9 +162,9 @@ class _LocalParts:
     def __init__(self, pool: ResidentPool):
         self.pool = pool
 
-    def statistics(self, theta, name, beta_sq=1.0, loss="hamming"):
+    def statistics(self, theta, loss):
         try:
-            return _add(self.pool.call(theta, name, beta_sq, loss))
+            return _add(self.pool.call(theta, loss))
         except WorkerError as e:
             raise InputError(f"a training worker process was lost twice in one step: "
                              f"{e}") from None
@@ -277,20 +278,20 @@ class _DaskParts:
     def _place(self) -> None:
         self.futures = self.ex.client.scatter(self.shards, hash=False)
 
-    def statistics(self, theta, name, beta_sq=1.0, loss="hamming"):
+    def statistics(self, theta, loss):
         self.steps += 1
         for attempt in (1, 2):
             try:
-                return _add(self._run(theta, name, beta_sq, loss))
+                return _add(self._run(theta, loss))
             except Exception as e:                 # noqa: BLE001 (sorted out below)
                 if attempt == 2 or not _lost_worker(e):
                     raise InputError(f"Dask step {self.steps} on {self.ex.address} failed: "
                                      f"{type(e).__name__}: {e}") from None
                 self._place()                      # the lost partitions, scattered again
 
-    def _run(self, theta, name, beta_sq, loss) -> list:
+    def _run(self, theta, loss) -> list:
         client = self.ex.client
-        futs = [client.submit(shard_statistics, f, theta, name, beta_sq, loss, pure=False)
+        futs = [client.submit(shard_statistics, f, theta, loss, pure=False)
                 for f in self.futures]
         return client.gather(futs)
 

@@ -337,7 +337,7 @@ class ChunkCRF:
         """Tag lists, one per sentence (its own length).
 
         ``method``: a decoder of :data:`fstchunk.decoding.decoders.REGISTRY` (a name or a
-        :class:`~fstchunk.decoders.Decoder`).  ``"map"``: the most probable valid
+        :class:`~fstchunk.decoding.decoders.Decoder`).  ``"map"``: the most probable valid
         sequence, by constrained Viterbi in torch.  Any other (``"meu"``: the chunking
         of maximal expected F_β, standard β, exact) runs on the project's batched
         numpy engine over each sentence's detached float64 scores

@@ -66,6 +66,7 @@ from ...structures.lattice import Lattice
 from ...io.layout import Layout
 from ...learn import objectives as lo
 from ...learn.loop import Trainer
+from ...learn.loss import Loss
 from ...learn.solvers import LBFGS, Solver
 from ...runtime.scale import split
 from ..io import save_model
@@ -77,7 +78,7 @@ from .machine import chunk_fst, joint_fst, pair_symbol
 from .scoring import Encoded, PartScorer, Size
 from .structure import Parts, Structure
 from .train import (ALGORITHMS, JOINT_OBJECTIVES, JointPerceptronSolver, algorithm_name,
-                    check_training, default_l2, nll_statistics, smooth_objective)
+                    check_training, default_l2, nll_statistics)
 from .train import algorithm as objective_of
 
 #: the Python call that calibrates a joint model (:meth:`JointModel.require_probabilities`)
@@ -258,8 +259,8 @@ class JointModel(PartScorer):
     objectives = JOINT_OBJECTIVES
     #: its own solvers of names of :data:`fstchunk.models.solvers.SOLVERS`
     own_solvers = {"perceptron": lambda m, c: JointPerceptronSolver(m, c.data, False),
-                   "lbfgs": lambda m, c: LBFGS(smooth_objective(m, c.objective, c.data, c.l2,
-                                                                c.executor), c.tol)}
+                   "lbfgs": lambda m, c: LBFGS(
+                       c.objective_loss.function(m, c.data, c.executor), c.tol)}
 
     @property
     def theta(self) -> np.ndarray:
@@ -325,12 +326,13 @@ class JointModel(PartScorer):
         s = scores(dev, pos, chunks)
         return s["pos_accuracy"] if self.variant == "tagger" else s["np_f1"]
 
-    def statistics(self, data: Sequence[Encoded], theta: np.ndarray, name: str,
-                   beta_sq: float = 1.0, loss: str = "hamming"
+    def statistics(self, data: Sequence[Encoded], theta: np.ndarray, loss: Loss
                    ) -> tuple[np.ndarray, np.ndarray]:
-        """The additive statistics of a smooth objective (ML: Σ NLL and its gradient,
-        :func:`.train.nll_statistics`) over ``data`` at θ (:mod:`fstchunk.runtime.scale`)."""
-        if lo.objective(name, JOINT_OBJECTIVES) is not lo.ML:
+        """The additive statistics of ``loss``'s smooth objective (ML: Σ NLL and its
+        gradient, :func:`.train.nll_statistics`) over ``data`` at θ
+        (:mod:`fstchunk.runtime.scale`)."""
+        name = loss.objective.name
+        if lo.objective(loss.objective, JOINT_OBJECTIVES) is not lo.ML:
             raise InputError(f"algorithm={name!r} is run by passes, not as a function of θ",
                              cli=f"--algorithm {name} is run by passes, not as a function of θ")
         return nll_statistics(self, data, theta)

@@ -37,7 +37,7 @@ Pitfalls:
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 
@@ -136,23 +136,6 @@ def nll_statistics(model: Trainable, data: Sequence[Any], w: np.ndarray
         grad[mi] += mv
         grad[gi] -= gv
     return np.array([val]), grad[None, :]
-
-
-def smooth_objective(model: Any, objective: lo.Objective, data: Sequence[Any], l2: float,
-                     executor: Any = None) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
-    """w -> (value, gradient) of a smooth objective: the combined statistics
-    (:meth:`~fstchunk.learn.objectives.Objective.combine`, the mean per sentence) plus
-    λ‖w‖²; with an ``executor`` the statistics are summed over its partitions of
-    ``data`` (the same value to rounding)."""
-    parts = executor.partitioned(model, data) if executor is not None else None
-
-    def value_and_grad(w: np.ndarray) -> tuple[float, np.ndarray]:
-        values, G = (parts.statistics(w, objective.name) if parts is not None
-                     else model.statistics(data, w, objective.name))
-        value, weights = objective.combine(values, len(data))
-        return value + l2 * float(w @ w), weights @ G + 2.0 * l2 * w
-
-    return value_and_grad
 
 
 # ------------------------------------------------------- perceptron and MMVP

@@ -40,7 +40,7 @@ def check_int(value: Any, name: str, low: int, none: bool = False) -> int | None
 
 
 def restriction_flags(restrictions: str | dict | None) -> dict[str, bool]:
-    """The restriction keywords of :func:`.space.restrict` from a text
+    """The restriction keywords of :func:`~fstchunk.structures.segments.restrict` from a text
     (``"no-overlap,no-embedding"``), a dict of flags, or None (none)."""
     if restrictions is None or isinstance(restrictions, str):
         return parse_restrictions(restrictions)

@@ -5,11 +5,11 @@
 
 over the member indices of y padded with 0 and n+1 (:mod:`.features`); the scores of
 all steps for all types are F @ W (steps × T), scattered into a (T, n+2, n+2) array
-(−inf for the steps not allowed), from which :func:`.space.kbest` finds the k best
+(−inf for the steps not allowed), from which :func:`~fstchunk.structures.segments.kbest` finds the k best
 segments.  A sentence's prediction (§3.1, "At test time"): the top k = n segments with
 score > threshold (0 by default, the paper's; :meth:`SegmentModel.tune_threshold`
 fixes it on dev, §4.3), then the §3.2.1 restrictions
-(:func:`.space.restrict`, greedy best first).
+(:func:`~fstchunk.structures.segments.restrict`, greedy best first).
 
 An estimator (the scikit-learn convention): ``SegmentModel(D=..., max_gap="auto", k=...,
 restrictions=..., threshold=..., average=..., seed=..., max_sweeps=...)`` takes the
@@ -210,7 +210,7 @@ class SegmentModel:
         model's), best first.  ``decoder="threshold"``: the top k with score >
         ``threshold`` (default: the model's); ``"meu"``: the set of maximal expected
         F_β (standard β) among the top k under the calibrated probabilities (:meth:`calibrate`,
-        :func:`.meu.meu_set`), the restrictions then taken best first by probability."""
+        :func:`~fstchunk.decoding.segments.meu_set`), the restrictions then taken best first by probability."""
         return [[g for g, _ in row] for row in
                 self.decode_scored(sentences, restrictions, threshold, W, decoder, beta)]
 
