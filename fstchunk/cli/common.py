@@ -29,6 +29,7 @@ from typing import Any, Iterable, Iterator
 from ..core.errors import FstchunkError, FstchunkWarning, InputError, OutputError
 from ..core.fbeta import beta_range, check_beta
 from ..io.gold import ON_INVALID
+from ..learn.loop import SELECT
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -186,6 +187,36 @@ def warning_lines(command: str) -> Iterator[None]:
                 warn(command, str(message))
         warnings.showwarning = show
         yield
+
+
+def add_training_loop(p: argparse.ArgumentParser, *, unit: str, dev: str, max_iter: int,
+                      max_iter_help: str, dev_every: int | None, dev_every_none: str = "",
+                      checkpoint_every: int, checkpoint_extra: str = "",
+                      resume_extra: str = "", quiet: str = "no progress bar",
+                      max_iter_group: Any = None, max_iter_aliases: tuple[str, ...] = ()
+                      ) -> None:
+    """The options of :class:`fstchunk.learn.loop.Trainer`, declared once for ``train``,
+    ``joint train`` and ``segment train``: ``--dev``, ``--max-iter``, ``--dev-every``,
+    ``--select``, ``--checkpoint-every``, ``--resume``, ``--quiet``.  ``unit`` names a
+    step (iterations, epochs, steps); the rest is each command's default and wording."""
+    p.add_argument("--dev", action=Given, default=None, help=dev)
+    (max_iter_group or p).add_argument("--max-iter", *max_iter_aliases, dest="max_iter",
+                                       action=Given, type=positive_int, default=max_iter,
+                                       help=max_iter_help)
+    p.add_argument("--dev-every", action=Given, type=nonnegative_int, default=dev_every,
+                   help=f"dev figure every K {unit} (0: only at the end{dev_every_none})")
+    p.add_argument("--select", action=Given, choices=SELECT, default="last",
+                   help="the model kept: the last step's, or (with --dev) the one of the best "
+                        "dev figure among those measured (every --dev-every and the last; "
+                        "ties: the earlier)")
+    p.add_argument("--checkpoint-every", action=Given, type=nonnegative_int,
+                   default=checkpoint_every,
+                   help=f"save OUTPUT.ckpt every K {unit}{checkpoint_extra} (0: never; Ctrl-C "
+                        f"and SIGTERM write it anyway)")
+    p.add_argument("--resume", action=GivenTrue,
+                   help=f"continue from OUTPUT.ckpt (refused if its settings differ"
+                        f"{resume_extra})")
+    p.add_argument("--quiet", action="store_true", help=quiet)
 
 
 def add_executor(p: argparse.ArgumentParser, work: str, auto: str | None = None) -> None:

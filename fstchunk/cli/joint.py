@@ -28,23 +28,41 @@ import argparse
 import sys
 from contextlib import closing
 
+from ..core.errors import InputError
+from ..core.outputs import atomic_write, check_output, json_text
+from ..decoding.decoders import decoder as get_decoder
+from ..decoding.decoders import names as decoder_names
 from ..io.columns import Columns
 from ..io.conll import Sentence, write_conll
-from ..decoding.decoders import decoder as get_decoder, names as decoder_names
-from ..core.errors import InputError
 from ..io.layout import Layout
-from ..learn.loop import SELECT, Trainer
+from ..learn.loop import Trainer
 from ..learn.runs import file_digest
 from ..models import joint as J
 from ..models.joint.train import ALGORITHMS, DEFAULT_L2, default_l2
-from ..core.outputs import atomic_write, check_output, json_text
 from ..runtime.parallel import usable_cores
 from ..runtime.scale import LocalExecutor
-from .common import (BETA_HELP, HelpFormatter, add_executor, add_on_invalid, beta_option,
-                     executor_of, nonnegative_float, nonnegative_int, positive_int,
-                     require_probabilities)
-from .inputs import (columns_spec, iter_input, layout_input, no_sentences, read_gold,
-                     read_input, warn_unread, warn_unrecorded)
+from .common import (
+    BETA_HELP,
+    HelpFormatter,
+    add_executor,
+    add_on_invalid,
+    add_training_loop,
+    beta_option,
+    executor_of,
+    nonnegative_float,
+    positive_int,
+    require_probabilities,
+)
+from .inputs import (
+    columns_spec,
+    iter_input,
+    layout_input,
+    no_sentences,
+    read_gold,
+    read_input,
+    warn_unread,
+    warn_unrecorded,
+)
 
 
 def add_parser(sub) -> None:
@@ -63,29 +81,10 @@ def add_parser(sub) -> None:
     q.add_argument("--algorithm", choices=tuple(ALGORITHMS), default="mmvp",
                    help="averaged perceptron, MMVP, or crf: conditional likelihood over the "
                         "joint structure (probabilistic); no λ but for crf")
-    q.add_argument("--dev", default=None,
-                   help="held-out CoNLL file (same columns) for the dev figure in the "
-                        "progress line and --select dev: chunk F1 of Viterbi decoding (a "
-                        "tagger: POS accuracy)")
-    q.add_argument("--max-iter", "--iterations", dest="max_iter", type=positive_int,
-                   default=10, help="epochs of perceptron/mmvp, L-BFGS iterations of crf "
-                                    "(in all, counting those before a --resume)")
     q.add_argument("--l2", type=nonnegative_float, default=None,
                    help=f"crf only: λ of the mean NLL per sentence + λ‖w‖² (none: "
                         f"{DEFAULT_L2[ALGORITHMS['crf']]:g}; a λ of the old summed NLL, "
                         f"before this convention, divided by the training sentences)")
-    q.add_argument("--dev-every", type=nonnegative_int, default=None,
-                   help="dev figure every K steps (0: only at the end; none: every epoch "
-                        "of perceptron/mmvp, every 10 iterations of crf)")
-    q.add_argument("--select", choices=SELECT, default="last",
-                   help="the model kept: the last step's, or (with --dev) the one of the "
-                        "best dev figure among those measured (every --dev-every and the "
-                        "last)")
-    q.add_argument("--checkpoint-every", type=nonnegative_int, default=10,
-                   help="save OUTPUT.ckpt every K steps (0: never; Ctrl-C and SIGTERM "
-                        "write it anyway)")
-    q.add_argument("--resume", action="store_true",
-                   help="continue from OUTPUT.ckpt (refused if its settings differ)")
     add_executor(q, "the training sentences (crf: each objective evaluation; none: the "
                     "usable cores)")
     q.add_argument("--kind", choices=("joint", "tagger", "chunker"), default="joint",
@@ -93,7 +92,14 @@ def add_parser(sub) -> None:
     q.add_argument("--calibrate", metavar="HELDOUT", default=None,
                    help="fit the MEU temperature on these held-out sentences after training")
     q.add_argument("-o", "--output", required=True, help="model file to write (.npz)")
-    q.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_training_loop(q, unit="steps", dev="held-out CoNLL file (same columns) for the dev "
+                      "figure in the progress line and --select dev: chunk F1 of Viterbi "
+                      "decoding (a tagger: POS accuracy)", max_iter=10,
+                      max_iter_help="epochs of perceptron/mmvp, L-BFGS iterations of crf (in "
+                                    "all, counting those before a --resume)",
+                      max_iter_aliases=("--iterations",), dev_every=None,
+                      dev_every_none="; none: every epoch of perceptron/mmvp, every 10 "
+                                     "iterations of crf", checkpoint_every=10)
     add_on_invalid(q)
     q.set_defaults(func=run_train)
 

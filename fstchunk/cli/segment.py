@@ -31,27 +31,40 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from itertools import tee
 
-import sys
-
-from ..decoding.decoders import decoder as get_decoder
 from ..core.errors import InputError
-from ..models import load_model
 from ..core.outputs import atomic_write, check_output, json_text
 from ..decoding.batch import map_blocks
-from ..io.segments import (FORMATS, detect_format, iter_segments, paired, read_segments,
-                           write_conll_predictions, write_jsonl)
+from ..decoding.decoders import decoder as get_decoder
+from ..evaluation.segments import score_segments
+from ..io.layout import head
+from ..io.segments import (
+    FORMATS,
+    detect_format,
+    iter_segments,
+    paired,
+    read_segments,
+    write_conll_predictions,
+    write_jsonl,
+)
+from ..learn.runs import file_digest
+from ..models import load_model
 from ..models.segment import DECODERS, SegmentModel, restriction_flags
 from ..models.segment.features import DEFAULT_PREDICATES, PREDICATES
-from ..learn.loop import SELECT
-from ..learn.runs import file_digest
-from ..evaluation.segments import score_segments
 from ..structures.segments import RESTRICTIONS
-from ..io.layout import head
-from .common import (BETA_HELP, HelpFormatter, add_executor, beta_option, executor_of,
-                     nonnegative_int, positive_int, warn)
-
+from .common import (
+    BETA_HELP,
+    HelpFormatter,
+    add_executor,
+    add_training_loop,
+    beta_option,
+    executor_of,
+    nonnegative_int,
+    positive_int,
+    warn,
+)
 
 #: the restrictions a CoNLL output always adds: a tag column holds only
 #: non-overlapping contiguous segments
@@ -72,30 +85,11 @@ def add_parser(sub) -> None:
                         help="train the segment model (online large-margin multilabel "
                              "learning, Hildreth updates)")
     q.add_argument("--train", required=True, help="JSONL or CoNLL file with gold segments")
-    q.add_argument("--dev", default=None,
-                   help="JSONL or CoNLL file: dev F per epoch, and the probability "
-                        "calibration of --decoder meu")
     q.add_argument("--restrict", default=None, help=restrict_help + "; in training too, and "
                    "the model's default in decoding")
     iters = q.add_mutually_exclusive_group()
-    iters.add_argument("--max-iter", type=positive_int, default=10, dest="max_iter",
-                       metavar="EPOCHS",
-                       help="epochs (passes over --train) in all, counting those before a "
-                            "--resume")
     iters.add_argument("--epochs", type=positive_int, default=argparse.SUPPRESS,
                        dest="max_iter", metavar="EPOCHS", help="the same as --max-iter")
-    q.add_argument("--dev-every", type=nonnegative_int, default=1,
-                   help="dev F every K epochs (0: only at the end)")
-    q.add_argument("--select", choices=SELECT, default="last",
-                   help="the model kept: the last epoch's weights, or (with --dev) those of "
-                        "the best dev F among the epochs measured (every --dev-every and the "
-                        "last; ties: the earlier)")
-    q.add_argument("--checkpoint-every", type=nonnegative_int, default=1,
-                   help="save OUTPUT.ckpt (and the learner's state, OUTPUT.ckpt.hildreth.npz) "
-                        "every K epochs (0: never)")
-    q.add_argument("--resume", action="store_true",
-                   help="continue from OUTPUT.ckpt (refused if its settings differ: training "
-                        "file, restrictions, max gap, hash bits, seed, averaging, ...)")
     q.add_argument("--max-gap", default="auto",
                    help="most tokens a segment may skip between members: auto (the largest "
                         "in the training data), none (unbounded) or a number")
@@ -115,8 +109,14 @@ def add_parser(sub) -> None:
                         "both")
     q.add_argument("-o", "--output", required=True, help="model file to write (.npz)")
     q.add_argument("--format", choices=FORMATS, default="auto", help=format_help)
-    q.add_argument("--quiet", action="store_true",
-                   help="no progress (a bar on a terminal, else one line per epoch)")
+    add_training_loop(q, unit="epochs", dev="JSONL or CoNLL file: dev F per epoch, and the "
+                      "probability calibration of --decoder meu", max_iter=10,
+                      max_iter_group=iters, max_iter_help="epochs (passes over --train) in "
+                      "all, counting those before a --resume", dev_every=1, checkpoint_every=1,
+                      checkpoint_extra=" (and the learner's state, OUTPUT.ckpt.hildreth.npz)",
+                      resume_extra=": training file, restrictions, max gap, hash bits, seed, "
+                                   "averaging, ...",
+                      quiet="no progress (a bar on a terminal, else one line per epoch)")
     q.set_defaults(func=run_train)
 
     q = ssub.add_parser("decode", formatter_class=HelpFormatter,

@@ -23,26 +23,46 @@ from __future__ import annotations
 
 import argparse
 
-from ..schemes import encodings as enc
+from ..core.errors import FstchunkError, InputError
+from ..core.outputs import check_output
 from ..io.annotation import read_partial
 from ..io.columns import Columns
-from ..core.errors import FstchunkError, InputError
+from ..learn import objectives as lo
+from ..learn.runs import file_digest
 from ..models import load_model
+from ..models import maxmargin as mm
 from ..models.crf import CRF, CRF_OBJECTIVES
 from ..models.features import TEMPLATES, resolve_template, template_of
-from ..models import maxmargin as mm
 from ..models.hmm import HMM
-from ..core.outputs import check_output
-from ..learn import objectives as lo
-from ..learn.loop import SELECT
-from ..learn.runs import file_digest
-from .common import (Given, GivenTrue, HelpFormatter, add_executor, add_on_invalid,
-                     chain_model, executor_of, given, nonnegative_float, nonnegative_int,
-                     positive_float, positive_int, refuse_given,
-                     refuse_unread_objective_options, training_beta_option, uncalibrated,
-                     warn)
+from ..schemes import encodings as enc
 from . import crfsuite_format
-from .inputs import add_columns, iter_input, layout_input, no_sentences, read_gold, warn_unread
+from .common import (
+    Given,
+    GivenTrue,
+    HelpFormatter,
+    add_executor,
+    add_on_invalid,
+    add_training_loop,
+    chain_model,
+    executor_of,
+    given,
+    nonnegative_float,
+    positive_float,
+    positive_int,
+    refuse_given,
+    refuse_unread_objective_options,
+    training_beta_option,
+    uncalibrated,
+    warn,
+)
+from .inputs import (
+    add_columns,
+    iter_input,
+    layout_input,
+    no_sentences,
+    read_gold,
+    warn_unread,
+)
 
 
 def add_parsers(sub) -> None:
@@ -56,9 +76,6 @@ def add_parsers(sub) -> None:
                         "--features, or CRFsuite's data format (LABEL<TAB>attr[:value]..., "
                         "an attribute CRF over those attributes; --scheme none: any labels, "
                         "not given: detected; docs/howto/crfsuite.md)")
-    p.add_argument("--dev", action=Given, default=None,
-                   help="CoNLL file (same columns) for the dev F in the progress line and "
-                        "--select dev")
     add_columns(p)
     p.add_argument("--features", default="tmpt3", type=feature_template, action=Given,
                    metavar="TEMPLATE",
@@ -106,18 +123,6 @@ def add_parsers(sub) -> None:
                    help="drop feature strings seen fewer times (with --init: the init "
                         f"model's; --model-type hmm: words seen fewer times are read as "
                         f"their shape class, not given: {HMM().settings['min_count']})")
-    p.add_argument("--max-iter", action=Given, type=positive_int, default=150,
-                   help="L-BFGS iterations (max-margin, perceptron: passes over the "
-                        "training set)")
-    p.add_argument("--dev-every", action=Given, type=nonnegative_int, default=10,
-                   help="dev F every K iterations (0: only at the end)")
-    p.add_argument("--select", action=Given, choices=SELECT, default="last",
-                   help="the model kept: the last iterate, or (with --dev) the one of the "
-                        "best dev F among those measured (every --dev-every and the last)")
-    p.add_argument("--checkpoint-every", action=Given, type=nonnegative_int, default=10,
-                   help="save OUTPUT.ckpt every K iterations (0: never)")
-    p.add_argument("--resume", action=GivenTrue,
-                   help="continue from OUTPUT.ckpt (refused if its settings differ)")
     add_executor(p, "the training set (each objective evaluation)",
                  "for " + ", ".join(o.name for o in CRF_OBJECTIVES if o.spread_by_default))
     p.add_argument("--calibrate", action=Given, metavar="HELDOUT", default=None,
@@ -131,7 +136,10 @@ def add_parsers(sub) -> None:
                         "(there O means: no chunk of those types); trains the marginal "
                         "likelihood of what the annotation allows (--objective ml, a CRF); "
                         "a contradiction with the scheme is an error at its line")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_training_loop(p, unit="iterations", dev="CoNLL file (same columns) for the dev F in "
+                      "the progress line and --select dev", max_iter=150,
+                      max_iter_help="L-BFGS iterations (max-margin, perceptron: passes over "
+                                    "the training set)", dev_every=10, checkpoint_every=10)
     add_on_invalid(p)
     p.set_defaults(func=run_train)
 
