@@ -13,6 +13,7 @@ import sys
 from ..core.errors import InputError
 from ..core.outputs import json_text
 from ..evaluation.chunks import evaluate_file
+from ..evaluation.modes import MODES
 from ..io.crfsuite.evaluation import evaluate, read_reference
 from .common import BETA_HELP, HelpFormatter, beta_option, warn
 
@@ -29,7 +30,14 @@ def add_parsers(sub) -> None:
                    help="column delimiter, a regular expression as conlleval.pl's -d (e.g. "
                         "'\\t'; a single character is literal); none: one space, as "
                         "conlleval.pl, or tabs when the first line holds one")
-    p.add_argument("--json", action="store_true", help="print the scores as JSON")
+    p.add_argument("--mode", choices=("conlleval", *MODES), default="conlleval",
+                   help="conlleval: exact-match chunks, conlleval.pl's report; strict, "
+                        "exact, partial, type: the SemEval-2013 modes as nervaluate counts "
+                        "them (correct, incorrect, partial, missed, spurious; P, R, F1 "
+                        "overall, per type and macro-averaged; the type confusion table)")
+    p.add_argument("--json", action="store_true",
+                   help="print the scores as JSON (--mode other than conlleval: overall, "
+                        "per_type and macro precision, recall and f1 as fractions)")
     p.add_argument("--format", choices=("conll", "crfsuite"), default="conll",
                    help="conll: conlleval.pl's chunk report; crfsuite: FILE holds GOLD<TAB>"
                         "PREDICTED lines (crfsuite tag -r, decode --format crfsuite), "
@@ -42,15 +50,19 @@ def add_parsers(sub) -> None:
 def run_eval(args: argparse.Namespace) -> int:
     if args.format == "crfsuite":
         return _run_crfsuite(args)
+    if args.mode != "conlleval" and args.beta != 1.0:
+        raise InputError(f"--beta applies to --mode conlleval; --mode {args.mode} reports F1")
     rep = evaluate_file(args.file, scheme=args.scheme, beta=args.beta, delimiter=args.delimiter,
-                        warn=lambda message: warn("eval", message))
-    sys.stdout.write(rep.json() + "\n" if args.json else rep.conlleval())
+                        warn=lambda message: warn("eval", message), mode=args.mode)
+    text = rep.conlleval() if args.mode == "conlleval" else rep.text()
+    sys.stdout.write(rep.json() + "\n" if args.json else text)
     return 0
 
 
 def _run_crfsuite(args: argparse.Namespace) -> int:
     """CRFsuite's evaluation report (:mod:`fstchunk.io.crfsuite.evaluation`)."""
-    for option, value, default in (("--scheme", args.scheme, None),
+    for option, value, default in (("--scheme", args.scheme, None), ("--mode", args.mode,
+                                                                      "conlleval"),
                                    ("--delimiter", args.delimiter, None),
                                    ("--beta", args.beta, 1.0)):
         if value != default:

@@ -31,6 +31,7 @@ from ..core.outputs import json_text
 from ..schemes import encodings as enc
 from ..schemes.tagseq import tag_sentences
 from .conlleval import ChunkCounts, Reading, SchemeTally, iter_rows
+from .modes import ModeReport, check_mode, report_chunks
 
 Chunk = enc.Chunk
 
@@ -138,19 +139,37 @@ class Report:
 
 def evaluate(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
              scheme: str | None = None, beta: float = 1.0,
-             where: Sequence[str] | None = None) -> Report:
+             where: Sequence[str] | None = None, mode: str = "conlleval"
+             ) -> Report | ModeReport:
     """Score predicted against gold tag sequences (one list per sentence).
 
     ``scheme=None`` reads tags exactly as conlleval.pl; a scheme reads them
     leniently in that scheme.  ``where`` names each sentence in error messages.  A
     flat list of tags is one sentence (as in seqeval); a string is no sentence.
+    ``mode``: ``conlleval`` (exact match, F_β: a :class:`Report`) or one of the
+    SemEval-2013 modes ``strict``, ``exact``, ``partial``, ``type``
+    (:mod:`.modes`: a :class:`~.modes.ModeReport`, F1, figures as fractions).
     """
     beta = check_beta(beta)
+    if mode != "conlleval":
+        check_mode(mode)
     gold, pred = tag_sentences(gold, "gold"), tag_sentences(pred, "pred")
     if len(gold) != len(pred):
         raise InputError(f"{len(gold)} gold sentences but {len(pred)} predicted")
-    return _score(((g, p, where[k] if where else f"sentence {k}")
-                   for k, (g, p) in enumerate(zip(gold, pred))), scheme, beta)
+    triples = ((g, p, where[k] if where else f"sentence {k}")
+               for k, (g, p) in enumerate(zip(gold, pred)))
+    return _score(triples, scheme, beta) if mode == "conlleval" else \
+        _mode_report(triples, scheme, mode)
+
+
+def _mode_report(triples: Iterable[tuple[Sequence[str], Sequence[str], str]],
+                 scheme: str | None, mode: str) -> ModeReport:
+    sentences = []
+    for g, p, at in triples:
+        if len(g) != len(p):
+            raise InputError(f"{at}: {len(g)} gold tags but {len(p)} predicted")
+        sentences.append((read_chunks(g, scheme), read_chunks(p, scheme), at))
+    return report_chunks(sentences, mode)
 
 
 def _score(triples: Iterable[tuple[Sequence[str], Sequence[str], str]], scheme: str | None,
@@ -180,7 +199,8 @@ def _score(triples: Iterable[tuple[Sequence[str], Sequence[str], str]], scheme: 
 
 
 def evaluate_file(path, scheme: str | None = None, beta: float = 1.0,
-                  delimiter: str | None = None, warn=None) -> Report:
+                  delimiter: str | None = None, warn=None, mode: str = "conlleval"
+                  ) -> Report | ModeReport:
     """Score a CoNLL file whose last two columns are gold and predicted tags, read as
     conlleval.pl reads it (:mod:`fstchunk.evaluation.conlleval`: its delimiter, boundaries,
     ``-DOCSTART-`` lines as tokens, whitespace); ``scheme=None`` counts chunks as
@@ -193,10 +213,19 @@ def evaluate_file(path, scheme: str | None = None, beta: float = 1.0,
     ``scheme``, gold and predicted columns of two schemes that conlleval.pl reads apart
     (IOB2 against IOBES: :class:`fstchunk.evaluation.conlleval.SchemeTally`) are refused; ``warn(message)`` hears of a file that conlleval.pl
     reads otherwise than its scheme means (both sides IOBES) or of CRLF line ends.
+    ``mode``: as :func:`evaluate`'s; the other modes read each sentence's chunks as
+    conlleval.pl does (or in ``scheme``).
     """
     beta = check_beta(beta)
     reading = Reading()
     rows = iter_rows(path, delimiter, reading)
+    if mode != "conlleval":
+        check_mode(mode)
+        scheme = enc.canonical_scheme(scheme) if scheme is not None else None
+        report = _mode_report(_sentences(rows, path, scheme), scheme, mode)
+        if not report.sentences:
+            raise InputError(f"{path}: no sentences to score")
+        return report
     if scheme is None:
         report, tally = _stream_report(rows, path, beta)
     else:
@@ -278,9 +307,11 @@ def _stream_report(rows, path, beta: float) -> tuple[Report, SchemeTally]:
                   sent_f), tally
 
 
-def _sentences(rows, path, scheme: str) -> Iterator[tuple[list[str], list[str], str]]:
+def _sentences(rows, path, scheme: str | None
+               ) -> Iterator[tuple[list[str], list[str], str]]:
     """(gold, predicted, where) of each run of token rows between boundaries, the tags
-    checked to be of ``scheme`` (``-DOCSTART-`` rows are tokens, as in conlleval.pl)."""
+    checked to be chunk tags (of ``scheme`` when given; ``-DOCSTART-`` rows are tokens,
+    as in conlleval.pl)."""
     gold: list[str] = []
     pred: list[str] = []
     first = None
