@@ -32,6 +32,7 @@ from fstchunk.schemes import encodings as enc
 from fstchunk.cli import build_parser, main
 from fstchunk.decoding.decode import decode_meu
 from fstchunk.decoding.decoders import decode_lattices
+from fstchunk.evaluation.significance import unit_counts
 from fstchunk.core.errors import InputError
 from fstchunk.evaluation.chunks import evaluate, f_beta, sentence_f
 from fstchunk.decoding.expected import expected_f
@@ -203,6 +204,8 @@ COMMANDS = {
     ("segment", "decode"): (["--model", "m", "--input", "x", "--decoder", "meu"],
                             lambda b: meu_set([0.5, 0.2], beta=b)),  # SegmentModel.decode's
     ("segment", "eval"): (["g", "p"], lambda b: score_segments([[]], [[]], beta=b)),
+    ("compare",): (["g", "a", "b"], lambda b: unit_counts([(["B-NP"], ["O"])], "conlleval",
+                                                       beta=b)),
     ("select",): (["--model", "m", "--input", "x", "--budget", "1", "-o", "p"],
                   lambda b: expected_f_scores([_lat()], beta=b)),   # ties at β = 0
 }

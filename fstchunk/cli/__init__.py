@@ -1,10 +1,11 @@
 """The ``fstchunk`` command line.
 
 Subcommands (:data:`COMMANDS`): ``demo``, ``eval``, ``expected``, ``decode``, ``train``,
-``calibrate``, ``select``, ``import crfsuite``, ``joint {train,calibrate,decode}``, ``grammar
-{list,info,print,draw,export}``, ``segment {train,decode,eval}``; one module each for
-eval (``evaluation``), expected (``scoring``), decode (``decoding``), train and
-calibrate (``tagging``), joint, grammar and segment; the shared option types in
+``calibrate``, ``select``, ``import crfsuite``, ``joint {train,calibrate,decode}``,
+``grammar {list,info,print,draw,export}``, ``segment {train,decode,eval}``, ``compare``;
+one module each for eval (``evaluation``), expected (``expected``), compare
+(``significance``), decode (``decoding``), train and calibrate (``tagging``), joint,
+grammar and segment; the shared option types in
 :mod:`fstchunk.cli.common`, the inputs in :mod:`fstchunk.cli.inputs`.  A command parses
 nothing and computes little: it reads files and calls the library.  Only the module
 of the command that runs is imported (:func:`build_parser`).
@@ -64,6 +65,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "select": ("select", "pick the pool sentences to annotate next (active learning): "
                          "lowest expected F of the model's MEU decision, highest token "
                          "entropy, or random"),
+    "compare": ("significance", "is system A's F better than B's on the same gold? (paired "
+                                "bootstrap, approximate randomisation)"),
     "segment": ("segment", "flexible segmentation (overlapping, non-contiguous segments): "
                            "train, decode, eval"),
 }

@@ -29,7 +29,6 @@ from typing import Any, Iterable, Iterator
 from ..core.errors import FstchunkError, FstchunkWarning, InputError, OutputError
 from ..core.fbeta import beta_range, check_beta
 from ..io.gold import ON_INVALID
-from ..learn.loop import SELECT
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -189,7 +188,8 @@ def warning_lines(command: str) -> Iterator[None]:
         yield
 
 
-def add_training_loop(p: argparse.ArgumentParser, *, unit: str, dev: str, max_iter: int,
+def add_training_loop(p: argparse.ArgumentParser, *, select: Iterable[str], unit: str,
+                      dev: str, max_iter: int,
                       max_iter_help: str, dev_every: int | None, dev_every_none: str = "",
                       checkpoint_every: int, checkpoint_extra: str = "",
                       resume_extra: str = "", quiet: str = "no progress bar",
@@ -198,14 +198,16 @@ def add_training_loop(p: argparse.ArgumentParser, *, unit: str, dev: str, max_it
     """The options of :class:`fstchunk.learn.loop.Trainer`, declared once for ``train``,
     ``joint train`` and ``segment train``: ``--dev``, ``--max-iter``, ``--dev-every``,
     ``--select``, ``--checkpoint-every``, ``--resume``, ``--quiet``.  ``unit`` names a
-    step (iterations, epochs, steps); the rest is each command's default and wording."""
+    step (iterations, epochs, steps); ``select``: the trainer's choices
+    (:data:`fstchunk.learn.loop.SELECT`, passed in: this module stays light for ``eval``);
+    the rest is each command's default and wording."""
     p.add_argument("--dev", action=Given, default=None, help=dev)
     (max_iter_group or p).add_argument("--max-iter", *max_iter_aliases, dest="max_iter",
                                        action=Given, type=positive_int, default=max_iter,
                                        help=max_iter_help)
     p.add_argument("--dev-every", action=Given, type=nonnegative_int, default=dev_every,
                    help=f"dev figure every K {unit} (0: only at the end{dev_every_none})")
-    p.add_argument("--select", action=Given, choices=SELECT, default="last",
+    p.add_argument("--select", action=Given, choices=tuple(select), default="last",
                    help="the model kept: the last step's, or (with --dev) the one of the best "
                         "dev figure among those measured (every --dev-every and the last; "
                         "ties: the earlier)")
@@ -217,6 +219,16 @@ def add_training_loop(p: argparse.ArgumentParser, *, unit: str, dev: str, max_it
                    help=f"continue from OUTPUT.ckpt (refused if its settings differ"
                         f"{resume_extra})")
     p.add_argument("--quiet", action="store_true", help=quiet)
+
+
+def add_resampling(p: argparse.ArgumentParser) -> None:
+    """The bootstrap's and randomisation's options of ``eval --ci`` and ``compare``."""
+    p.add_argument("--samples", type=positive_int, default=1000,
+                   help="bootstrap resamples (and randomisation trials)")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="the resampling seed")
+    p.add_argument("--by", choices=("auto", "sentence", "document"), default="auto",
+                   help="the unit resampled: documents (-DOCSTART- lines mark them) or "
+                        "sentences; auto: documents where the file marks more than one")
 
 
 def add_executor(p: argparse.ArgumentParser, work: str, auto: str | None = None) -> None:

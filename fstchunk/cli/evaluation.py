@@ -8,6 +8,7 @@ conlleval.pl does (benchmarks/RESULTS.md, "Front door").
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from ..core.errors import InputError
@@ -15,7 +16,7 @@ from ..core.outputs import json_text
 from ..evaluation.chunks import evaluate_file
 from ..evaluation.modes import MODES
 from ..io.crfsuite.evaluation import evaluate, read_reference
-from .common import BETA_HELP, HelpFormatter, beta_option, warn
+from .common import BETA_HELP, HelpFormatter, add_resampling, beta_option, warn
 
 
 def add_parsers(sub) -> None:
@@ -38,6 +39,11 @@ def add_parsers(sub) -> None:
     p.add_argument("--json", action="store_true",
                    help="print the scores as JSON (--mode other than conlleval: overall, "
                         "per_type and macro precision, recall and f1 as fractions)")
+    add_resampling(p)
+    p.add_argument("--ci", type=float, default=None, metavar="LEVEL",
+                   help="also the percentile bootstrap interval of the overall F at this "
+                        "level (e.g. 0.95), resampling documents where -DOCSTART- lines "
+                        "mark them, else sentences (--by)")
     p.add_argument("--format", choices=("conll", "crfsuite"), default="conll",
                    help="conll: conlleval.pl's chunk report; crfsuite: FILE holds GOLD<TAB>"
                         "PREDICTED lines (crfsuite tag -r, decode --format crfsuite), "
@@ -55,7 +61,19 @@ def run_eval(args: argparse.Namespace) -> int:
     rep = evaluate_file(args.file, scheme=args.scheme, beta=args.beta, delimiter=args.delimiter,
                         warn=lambda message: warn("eval", message), mode=args.mode)
     text = rep.conlleval() if args.mode == "conlleval" else rep.text()
-    sys.stdout.write(rep.json() + "\n" if args.json else text)
+    if args.ci is None:
+        sys.stdout.write(rep.json() + "\n" if args.json else text)
+        return 0
+    from .significance import interval_of        # numpy: only for --ci (eval starts light)
+    ci = interval_of(args)
+    if args.json:
+        sys.stdout.write(json_text({**json.loads(rep.json()), "interval": ci.as_dict()},
+                                   indent=2, sort_keys=True) + "\n")
+    else:
+        sys.stdout.write(text + f"{'F1' if args.mode != 'conlleval' else 'F'} "
+                         f"{100 * ci.level:g}% interval: [{ci.low:.2f}, {ci.high:.2f}] "
+                         f"(percentile bootstrap: {ci.samples} resamples of {ci.units} "
+                         f"{ci.by}s, seed {args.seed})\n")
     return 0
 
 
@@ -63,6 +81,7 @@ def _run_crfsuite(args: argparse.Namespace) -> int:
     """CRFsuite's evaluation report (:mod:`fstchunk.io.crfsuite.evaluation`)."""
     for option, value, default in (("--scheme", args.scheme, None), ("--mode", args.mode,
                                                                       "conlleval"),
+                                   ("--ci", args.ci, None),
                                    ("--delimiter", args.delimiter, None),
                                    ("--beta", args.beta, 1.0)):
         if value != default:

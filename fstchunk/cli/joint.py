@@ -35,7 +35,7 @@ from ..decoding.decoders import names as decoder_names
 from ..io.columns import Columns
 from ..io.conll import Sentence, write_conll
 from ..io.layout import Layout
-from ..learn.loop import Trainer
+from ..learn.loop import SELECT, Trainer
 from ..learn.runs import file_digest
 from ..models import joint as J
 from ..models.joint.train import ALGORITHMS, DEFAULT_L2, default_l2
@@ -92,7 +92,8 @@ def add_parser(sub) -> None:
     q.add_argument("--calibrate", metavar="HELDOUT", default=None,
                    help="fit the MEU temperature on these held-out sentences after training")
     q.add_argument("-o", "--output", required=True, help="model file to write (.npz)")
-    add_training_loop(q, unit="steps", dev="held-out CoNLL file (same columns) for the dev "
+    add_training_loop(q, select=SELECT, unit="steps",
+                      dev="held-out CoNLL file (same columns) for the dev "
                       "figure in the progress line and --select dev: chunk F1 of Viterbi "
                       "decoding (a tagger: POS accuracy)", max_iter=10,
                       max_iter_help="epochs of perceptron/mmvp, L-BFGS iterations of crf (in "

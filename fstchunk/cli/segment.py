@@ -49,6 +49,7 @@ from ..io.segments import (
     write_conll_predictions,
     write_jsonl,
 )
+from ..learn.loop import SELECT
 from ..learn.runs import file_digest
 from ..models import load_model
 from ..models.segment import DECODERS, SegmentModel, restriction_flags
@@ -109,7 +110,8 @@ def add_parser(sub) -> None:
                         "both")
     q.add_argument("-o", "--output", required=True, help="model file to write (.npz)")
     q.add_argument("--format", choices=FORMATS, default="auto", help=format_help)
-    add_training_loop(q, unit="epochs", dev="JSONL or CoNLL file: dev F per epoch, and the "
+    add_training_loop(q, select=SELECT, unit="epochs",
+                      dev="JSONL or CoNLL file: dev F per epoch, and the "
                       "probability calibration of --decoder meu", max_iter=10,
                       max_iter_group=iters, max_iter_help="epochs (passes over --train) in "
                       "all, counting those before a --resume", dev_every=1, checkpoint_every=1,

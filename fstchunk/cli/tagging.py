@@ -28,6 +28,7 @@ from ..core.outputs import check_output
 from ..io.annotation import read_partial
 from ..io.columns import Columns
 from ..learn import objectives as lo
+from ..learn.loop import SELECT
 from ..learn.runs import file_digest
 from ..models import load_model
 from ..models import maxmargin as mm
@@ -136,7 +137,8 @@ def add_parsers(sub) -> None:
                         "(there O means: no chunk of those types); trains the marginal "
                         "likelihood of what the annotation allows (--objective ml, a CRF); "
                         "a contradiction with the scheme is an error at its line")
-    add_training_loop(p, unit="iterations", dev="CoNLL file (same columns) for the dev F in "
+    add_training_loop(p, select=SELECT, unit="iterations",
+                      dev="CoNLL file (same columns) for the dev F in "
                       "the progress line and --select dev", max_iter=150,
                       max_iter_help="L-BFGS iterations (max-margin, perceptron: passes over "
                                     "the training set)", dev_every=10, checkpoint_every=10)
