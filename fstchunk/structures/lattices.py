@@ -161,7 +161,9 @@ def meu_decisions(batch: RaggedBatch, w: float, value: bool = True,
               for tags in tag_lists(paths, batch)]
     if w == 0:                       # F_0 = precision: the empty set, F = 0/0 := 1
         return [Decoding(enc.chunks_to_tags([], int(n), sp.scheme), 1.0, 0.0) for n in lens]
-    ok = map_certified(np.exp(best - ops.logz), [len(c) for c in chunks], w)
+    # p* = exp(best − log Z) ≤ 1; at score scales near 1e150 the two round apart by more
+    # than exp's range, so the exponent is capped at its true bound 0
+    ok = map_certified(np.exp(np.minimum(best - ops.logz, 0.0)), [len(c) for c in chunks], w)
     out: list = [None] * batch.B
     results: dict = {}
     lats = of_batch(batch) if not ok.all() else None
