@@ -1,7 +1,7 @@
 # Vendored from pytorch-crf (https://github.com/kmkurn/pytorch-crf), tests/test_crf.py at
 # master (623e340: v0.7.2's tests plus the TorchScript tests), MIT License,
 # Copyright 2017 Kemal Kurniawan <kemal@kkurniawan.com>.  The only change: the import
-# `from torchcrf import CRF` reads `from fstchunk.torch import CRF` (issue 46 §2: the
+# of CRF reads fstchunk.torch instead of torchcrf (issue 46 §2: the
 # drop-in passes pytorch-crf's own suite).  pytorch-crf 0.7.2 itself passes all but the
 # TorchScript classes (0.7.2 does not script); tests/test_dropin_torch.py runs this file
 # against torchcrf to keep that statement checked.

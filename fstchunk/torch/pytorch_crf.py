@@ -296,8 +296,9 @@ class CRF(nn.Module):
                              "tags=[...], scheme=...) (chunks are read from the tags)")
         self._validate(emissions, None, mask)
         em, m = self._prepare(emissions, mask, None)
-        return (em.transpose(0, 1), self.transitions, m.transpose(0, 1),
-                self.start_transitions, self.end_transitions)
+        dt = em.dtype
+        return (em.transpose(0, 1), self.transitions.to(dt), m.transpose(0, 1),
+                self.start_transitions.to(dt), self.end_transitions.to(dt))
 
     @torch.jit.unused
     def _decode_registry(self, emissions: torch.Tensor, mask: Optional[torch.Tensor],
@@ -312,8 +313,8 @@ class CRF(nn.Module):
 
     @torch.jit.unused
     def _chunk_decode(self, emissions, mask, decoder: str, beta: float) -> List[List[str]]:
-        return self._chunk.decode(*self._chunk_args(emissions, mask), method=decoder,
-                                  beta=beta)
+        a = self._chunk_args(emissions, mask)
+        return self._chunk.decode(*a, method=decoder, beta=beta)
 
     @torch.jit.unused
     def decode_tags(self, emissions: torch.Tensor, mask: Optional[torch.Tensor] = None,
@@ -328,15 +329,16 @@ class CRF(nn.Module):
                           ) -> List[List[Tuple[str, int, int, float]]]:
         """The decoded entities ``(type, start, end, Pr(entity ∈ y))`` of each sentence
         (end exclusive; Pr is the chunk marginal, an entity confidence); needs ``tags=``."""
-        return self._chunk.decode_chunks(*self._chunk_args(emissions, mask),
-                                         method=decoder, beta=beta)
+        a = self._chunk_args(emissions, mask)
+        return self._chunk.decode_chunks(*a, method=decoder, beta=beta)
 
     @torch.jit.unused
     def chunk_marginals(self, emissions: torch.Tensor,
                         mask: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Pr(chunk [s, e) of type k ∈ y) (batch, n, n+1, types) (:meth:`ChunkCRF.
         chunk_marginals`); needs ``tags=``."""
-        return self._chunk.chunk_marginals(*self._chunk_args(emissions, mask))
+        a = self._chunk_args(emissions, mask)
+        return self._chunk.chunk_marginals(*a)
 
     @torch.jit.unused
     def expected_f_loss(self, emissions: torch.Tensor, gold: Sequence[Sequence[str]],
