@@ -280,13 +280,17 @@ class CRF(nn.Module):
         """Pr(y_t = l), shaped as the emissions (0 on padding), by forward-backward."""
         self._validate(emissions, None, mask)
         em, m = self._prepare(emissions, mask, None)
+        p = self._marginals(em, m)
+        return p.transpose(0, 1) if self.batch_first else p
+
+    def _marginals(self, em: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+        """Pr(y_t = l) (seq, batch, L) of prepared inputs (no checks: ONNX exports it)."""
         start, trans, end = self._scores()
         alpha = self._alphas(em, m, start, trans)
         beta = self._betas(em, m, trans, end)
         logz = torch.logsumexp(alpha[-1] + end, 1)
         p = torch.exp(alpha + beta - logz.view(1, -1, 1))
-        p = torch.where(m.unsqueeze(2), p, torch.zeros_like(p))
-        return p.transpose(0, 1) if self.batch_first else p
+        return torch.where(m.unsqueeze(2), p, torch.zeros_like(p))
 
     # ------------------------------------------------------------ chunk extras
     @torch.jit.unused
