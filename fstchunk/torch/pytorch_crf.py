@@ -7,7 +7,7 @@ Same constructor, parameters (``start_transitions``, ``end_transitions``,
 ``ValueError`` messages (raised as :class:`~fstchunk.core.errors.InputError`, a
 ``ValueError``), so a pytorch-crf script or checkpoint runs with the import changed.
 ``forward`` and ``decode`` are plain tensor code: ``torch.jit.script(CRF(5))`` works,
-and :func:`fstchunk.torch.onnx.export_onnx` exports Viterbi and marginals.
+and :func:`fstchunk.torch.export.export_onnx` exports Viterbi and marginals.
 
 On top, with ``tags=`` (the tag names of the columns) and ``scheme=``: only the
 scheme's valid sequences (the masks of :class:`~fstchunk.torch.crf.ChunkCRF`),
