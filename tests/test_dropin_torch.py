@@ -117,6 +117,25 @@ def test_refusals_are_input_errors_naming_the_place():
         crf.chunk_confidences(em, mask)
     with pytest.raises(InputError, match="needs the tag names"):
         crf.decode(em, mask, decoder="meu")
+    with pytest.raises(InputError, match="no token or no sentence"):
+        crf.decode(em[:0], None)
+    with pytest.raises(InputError, match="no token or no sentence"):
+        crf(em[:, :0], tags[:, :0], reduction="mean")
+    assert CRF(np.int64(4)).num_tags == 4
+    with pytest.raises(InputError, match="invalid number of tags: 2.5"):
+        CRF(2.5)
+
+
+def test_meu_choosing_a_tag_the_columns_lack_is_named(monkeypatch):
+    """Columns without O: a decoder may leave a token outside every chunk (O), which no
+    column index can express; decode says so (decode_tags gives the names)."""
+    crf = CRF(2, tags=["B-PER", "I-PER"], scheme="IOB2")
+    em = torch.zeros(3, 1, 2)
+    assert crf.decode(em, decoder="meu") == [[crf.tag_names.index(t) for t in
+                                              crf.decode_tags(em, decoder="meu")[0]]]
+    monkeypatch.setattr(crf._chunk, "decode", lambda *a, **k: [["O", "B-PER", "I-PER"]])
+    with pytest.raises(InputError, match=r"chose tag\(s\) \['O'\] that are not among"):
+        crf.decode(em, decoder="meu")
 
 
 def test_a_forbidden_gold_is_refused_with_tags():

@@ -25,6 +25,7 @@ path; tests hold them to ``ChunkCRF``'s and to brute force.
 """
 
 
+import operator
 from typing import List, Optional, Sequence, Tuple
 
 import torch
@@ -52,7 +53,11 @@ class CRF(nn.Module):
 
     def __init__(self, num_tags: int, batch_first: bool = False,
                  tags: Optional[Sequence[str]] = None, scheme: str = "IOB2") -> None:
-        if not isinstance(num_tags, int) or num_tags <= 0:
+        try:
+            num_tags = operator.index(num_tags)        # an int, or numpy's, as torch takes
+        except TypeError:
+            raise InputError(f"invalid number of tags: {num_tags!r}") from None
+        if num_tags <= 0:
             raise InputError(f"invalid number of tags: {num_tags}")
         super().__init__()
         self.num_tags = num_tags
@@ -141,6 +146,9 @@ class CRF(nn.Module):
             raise InputError(f"expected last dimension of emissions is {self.num_tags}, "
                              f"got {emissions.size(2)}")
         a, b = emissions.size(0), emissions.size(1)
+        if a == 0 or b == 0:
+            raise InputError("emissions of shape " + str(list(emissions.shape)) + " hold no "
+                             + "token or no sentence; the batch and sequence axes must be >= 1")
         if tags is not None:
             if tags.dim() != 2 or tags.size(0) != a or tags.size(1) != b:
                 raise InputError("the first two dimensions of emissions and tags must match, "
