@@ -138,6 +138,15 @@ def test_meu_choosing_a_tag_the_columns_lack_is_named(monkeypatch):
         crf.decode(em, decoder="meu")
 
 
+def test_tags_on_padding_are_ignored():
+    """BERT-CRF code pads tags with -100 (the ignore index): read where the mask is on."""
+    crf = CRF(5)
+    em, tags, mask = batch()
+    padded = torch.where(mask.bool(), tags, torch.full_like(tags, -100))
+    for red in ("none", "token_mean"):
+        torch.testing.assert_close(crf(em, padded, mask, red), crf(em, tags, mask, red))
+
+
 def test_a_forbidden_gold_is_refused_with_tags():
     crf = CRF(5, tags=TAGS, scheme="IOB2")
     em, tags, mask = batch()

@@ -107,6 +107,7 @@ class CRF(nn.Module):
             tags = tags.transpose(0, 1)
         tags = tags.long()
         self._check_tags(tags, m)
+        tags = torch.where(m, tags, torch.zeros_like(tags))      # padding: any value
         start, trans, end = self._scores()
         llh = self._score(em, tags, m, start, trans, end) - self._log_z(em, m, start,
                                                                          trans, end)
