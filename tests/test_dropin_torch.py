@@ -252,6 +252,12 @@ def test_recursions_equal_chunkcrf(small):
     llh = crf(em, zero, mask, reduction="none").double()
     torch.testing.assert_close(llh, c.score(*args, gold=zero_tags) - c.log_partition(*args),
                                rtol=1e-6, atol=1e-5)
+    # the gradient a training loop takes, with respect to the emissions
+    e1, e2 = em.clone().requires_grad_(), em.clone().requires_grad_()
+    crf(e1, zero, mask).backward()
+    args = (e2,) + args[1:]
+    (c.score(*args, gold=zero_tags) - c.log_partition(*args)).sum().backward()
+    torch.testing.assert_close(e1.grad, e2.grad, atol=1e-6, rtol=0)
 
 
 def test_unconstrained_marginals_sum_torchcrf_probabilities():
