@@ -28,7 +28,8 @@ RESULTS = os.path.join(ROOT, "benchmarks", "RESULTS.md")
 PAGES = sorted(os.path.relpath(p, DOCS) for p in glob.glob(os.path.join(DOCS, "**", "*.md"),
                                                          recursive=True))
 #: what a page needs beyond fstchunk itself: the corpora it reads, optional packages
-NEEDS = {"howto/torch.md": ("torch",), "howto/scale-out.md": ("distributed",)}
+NEEDS = {"howto/torch.md": ("torch",), "howto/scale-out.md": ("distributed",),
+         "howto/pytorch-crf.md": ("torch", "torchcrf", "onnxruntime")}
 
 
 def _ci() -> bool:
