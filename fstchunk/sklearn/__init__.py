@@ -48,8 +48,9 @@ allow, lbfgs and ml only; :mod:`fstchunk.models.partial_labels`); ``literal_labe
 reads every string of ``y`` as one label (morphological tags ``Number=Sing|Person=3``;
 without it such a string is refused as ambiguous outside a chunk scheme).
 
-Pitfalls: ``classes_`` lists the labels in CRFsuite's order (first appearance in y),
-plus, under a chunk scheme, the tags the scheme needs that y lacks; ``size_`` is the
+Pitfalls: ``classes_`` lists the labels seen in y in CRFsuite's order (first
+appearance), as sklearn-crfsuite's; the tags a chunk scheme needs that y lacks are in
+``model_.tags`` and in the keys of ``predict_marginals``; ``size_`` is the
 size of fstchunk's model file, not of CRFsuite's; ``state_features_`` and
 ``attributes_`` hold the non-zero weights only, as a CRFsuite model file does.
 """
@@ -257,7 +258,9 @@ class CRF(CRFParams, BaseEstimator):
 
     @property
     def classes_(self) -> list[str] | None:
-        return None if self._model is None else list(self._model.tags)
+        """The labels seen in y, in order of first appearance (sklearn-crfsuite's); the
+        tags a chunk scheme adds stay internal (``model_.tags`` lists them all)."""
+        return None if self._model is None else self._model.classes
 
     @property
     def scheme_(self) -> str | None:
