@@ -55,3 +55,75 @@ def test_a_model_saved_before_the_record_lists_all_its_tags(tmp_path):
     model: AttributeCRF = crf.model_
     model.settings.pop("classes")
     assert model.classes == list(model.tags)
+
+
+# ---------------------------------------------------------------- metrics and scorers
+from sklearn_crfsuite import metrics as their_metrics  # noqa: E402
+
+from fstchunk.core.errors import InputError  # noqa: E402
+from fstchunk.sklearn import metrics, scorers  # noqa: E402
+
+GOLD = [["B-PER", "O"], ["O", "B-LOC", "I-LOC"], ["B-PER", "O", "B-PER", "O"]]
+PRED = [["B-PER", "O"], ["O", "B-PER", "I-LOC"], ["O", "O", "B-PER", "O"]]
+LABELS = ["B-PER", "B-LOC", "I-LOC"]
+
+
+@pytest.mark.parametrize("name,kwargs", [
+    ("flat_accuracy_score", {}),
+    ("flat_f1_score", {"average": "weighted", "labels": LABELS}),
+    ("flat_f1_score", {"average": "macro", "labels": LABELS, "zero_division": 0}),
+    ("flat_precision_score", {"average": "micro", "labels": LABELS}),
+    ("flat_recall_score", {"average": None, "labels": LABELS}),
+    ("flat_fbeta_score", {"beta": 0.5, "average": "weighted", "labels": LABELS}),
+    ("flat_classification_report", {"labels": LABELS, "digits": 3}),
+    ("flat_classification_report", {"labels": LABELS, "output_dict": True}),
+    ("sequence_accuracy_score", {}),
+])
+def test_metrics_give_sklearn_crfsuites_results(name, kwargs):
+    ours = getattr(metrics, name)(GOLD, PRED, **kwargs)
+    theirs = getattr(their_metrics, name)(GOLD, PRED, **kwargs)
+    if isinstance(ours, (str, dict)):
+        assert ours == theirs
+    else:
+        assert ours == pytest.approx(theirs, abs=1e-12)
+
+
+def test_metrics_read_predict_output_and_count_whole_sequences():
+    crf = CRF(max_iterations=20).fit(X, Y)
+    pred = crf.predict(X)                                  # an object array of lists
+    assert metrics.flat_accuracy_score(Y, pred) == their_metrics.flat_accuracy_score(Y, pred)
+    same = [["O", "O"], ["B-PER", "O"]]                    # one length: sequences, not tokens
+    assert metrics.sequence_accuracy_score(same, [["O", "O"], ["O", "O"]]) == 0.5
+    assert metrics.sequence_accuracy_score([], []) == 0
+
+
+def test_metrics_refuse_sequences_that_do_not_pair_up():
+    with pytest.raises(InputError, match="sequence 1: 3 gold labels"):
+        metrics.flat_f1_score(GOLD, [PRED[0], PRED[1][:2], PRED[2]], average="micro")
+    with pytest.raises(InputError, match="3 gold sequences"):
+        metrics.flat_accuracy_score(GOLD, PRED[:2])
+
+
+def test_chunk_scores_are_conllevals_as_fractions():
+    from fstchunk.evaluation.chunks import evaluate
+    report = evaluate(GOLD, PRED)
+    assert metrics.chunk_f1_score(GOLD, PRED) == pytest.approx(report.overall.f / 100)
+    # found PER, PER, LOC (a chunk opened by I-LOC, as conlleval), PER; 2 correct of 4 gold
+    assert metrics.chunk_precision_score(GOLD, PRED) == pytest.approx(2 / 4)
+    assert metrics.chunk_recall_score(GOLD, PRED) == pytest.approx(2 / 4)
+    assert metrics.chunk_classification_report(GOLD, PRED) == report.conlleval()
+
+
+def test_scorers_work_in_cross_validation():
+    from sklearn.model_selection import cross_val_score
+    from sklearn_crfsuite import scorers as their_scorers
+    Xs, Ys = X * 2, Y * 2
+    for name in ("flat_accuracy", "sequence_accuracy"):
+        ours = cross_val_score(CRF(max_iterations=20), Xs, Ys, cv=2,
+                               scoring=getattr(scorers, name))
+        assert ours.shape == (2,) and ((0 <= ours) & (ours <= 1)).all()
+        est = CRF(max_iterations=20).fit(X, Y)
+        assert getattr(scorers, name)(est, Xs, Ys) == pytest.approx(   # ragged lengths
+            getattr(their_scorers, name)(est, Xs, Ys), abs=1e-12)
+    f = cross_val_score(CRF(max_iterations=20), Xs, Ys, cv=2, scoring=scorers.chunk_f1)
+    assert ((0 <= f) & (f <= 1)).all()

@@ -185,9 +185,8 @@ class AttributeCRF(Calibrated, PairChain):
 
     @property
     def classes(self) -> list[str]:
-        """The labels seen in the training y, in order of first appearance (CRFsuite's
-        labels); the tags the scheme added stay out (all of ``tags`` for a model trained
-        on partial labels or saved without the record)."""
+        """The labels of the training y in order of first appearance, not the scheme's
+        extra tags (partial labels, or no record: all ``tags``)."""
         seen = self.settings.get("classes")
         return [t for t in seen if t in self.tags] if isinstance(seen, list) else list(self.tags)
 
