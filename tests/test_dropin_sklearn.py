@@ -127,3 +127,50 @@ def test_scorers_work_in_cross_validation():
             getattr(their_scorers, name)(est, Xs, Ys), abs=1e-12)
     f = cross_val_score(CRF(max_iterations=20), Xs, Ys, cv=2, scoring=scorers.chunk_f1)
     assert ((0 <= f) & (f <= 1)).all()
+
+
+# ---------------------------------------------------------------- ap, pa, arow
+import warnings  # noqa: E402
+
+from fstchunk.core.errors import FstchunkWarning  # noqa: E402
+
+
+@pytest.mark.parametrize("algorithm,kwargs", [("ap", {}), ("ap", {"epsilon": 0.5}),
+                                              ("pa", {})])
+def test_ap_and_pa_stop_as_crfsuite(algorithm, kwargs):
+    """CRFsuite stops ap and pa when loss/N < ε: never for ε = 0 (all 100 passes, where
+    fstchunk stopped after a pass without mistakes), at once for a loose ε."""
+    ours = CRF(algorithm=algorithm, **kwargs).fit(X, Y)
+    theirs = sklearn_crfsuite.CRF(algorithm=algorithm, **kwargs).fit(X, Y)
+    assert len(ours.training_log_.iterations) == len(theirs.training_log_.iterations)
+
+
+def test_arow_stops_at_a_pass_without_loss_as_crfsuite():
+    """train_arow.c tests sum_loss/N <= ε: a separable set stops early at ε = 0."""
+    ours = CRF(algorithm="arow").fit(X, Y)
+    theirs = sklearn_crfsuite.CRF(algorithm="arow").fit(X, Y)
+    assert len(theirs.training_log_.iterations) < 100
+    assert len(ours.training_log_.iterations) < 100
+
+
+@pytest.mark.parametrize("algorithm", ["ap", "pa", "arow"])
+def test_marginals_of_margin_trained_models_are_normalised_scores_with_one_warning(
+        algorithm):
+    crf = CRF(algorithm=algorithm, scheme=None).fit(X, Y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        marg = crf.predict_marginals(X)
+        crf.predict_marginals_single(X[0])
+        crf.tagger_.set(X[0])
+        p = crf.tagger_.marginal("O", 1)
+    assert [w.category for w in caught] == [FstchunkWarning]
+    assert "crf.calibrate(" in str(caught[0].message)
+    for seq in marg:
+        for token in seq:
+            assert sum(token.values()) == pytest.approx(1.0, abs=1e-9)
+    assert p == pytest.approx(marg[0][1]["O"], abs=1e-12)
+    lat = crf.model_.lattices([X[0]], require_probabilities=False)[0]   # exp(θ·φ)/Z, T = 1
+    assert crf.model_.settings.get("temperature", 1.0) == 1.0
+    assert marg[0][0]["B-PER"] == pytest.approx(
+        float(lat.marginals()[0, list(crf.model_.tags).index("B-PER")]), abs=1e-12)
+    assert crf.predict_single(X[1]) == crf.tagger_.tag(X[1]) == list(crf.predict(X)[1])

@@ -75,7 +75,7 @@ from ..models.attributes import check_sequences
 from ..models.partial_labels import literal, refuse_open
 from ..runtime.scale import executor
 from .params import ALGORITHMS, CRFParams, resolve
-from .tagger import CALIBRATE, Tagger, TrainingLog
+from .tagger import CALIBRATE, Tagger, TrainingLog, normalised_scores
 
 try:                                        # scikit-learn is an optional extra
     from sklearn.base import BaseEstimator
@@ -188,14 +188,16 @@ class CRF(CRFParams, BaseEstimator):
     def predict_marginals(self, X: Sequence[Any]) -> np.ndarray:
         """Per sequence, per token, {label: Pr(y_t = label | x)}."""
         model = self._fitted()
-        model.require_probabilities(CALIBRATE)
-        return _object_array([_marginal_dicts(model.tags, m)
-                              for m in marginals_all(model.lattices(X))])
+        normalised_scores(model)                 # ap, pa, arow: sklearn-crfsuite's reading
+        return _object_array([_marginal_dicts(model.tags, m) for m in marginals_all(
+            model.lattices(X, require_probabilities=False))])
 
     def predict_marginals_single(self, xseq: Sequence[Any]) -> list[dict]:
+        """:meth:`predict_marginals` of one sequence."""
         model = self._fitted()
-        model.require_probabilities(CALIBRATE)
-        return _marginal_dicts(model.tags, model.lattices([xseq])[0].marginals())
+        normalised_scores(model)
+        return _marginal_dicts(model.tags, model.lattices(
+            [xseq], require_probabilities=False)[0].marginals())
 
     def predict_chunks(self, X: Sequence[Any], decoder: "str | Decoder" = "map",
                        beta: float = 1.0) -> list[list[Any]]:
