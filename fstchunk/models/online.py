@@ -148,8 +148,7 @@ class MarginLearner(ChainBlocks):
 
 class MarginSolver(EpochSolver):
     """PA or AROW as an :class:`~fstchunk.learn.epochs.EpochSolver` (a step is a pass;
-    it stops when a pass's cost over N is below ``epsilon`` (pa) or at most it (arow),
-    as CRFsuite)."""
+    it stops when a pass's cost over N is below ``epsilon``)."""
 
     suffix, state_name = STATE_SUFFIX, "online learner state"
 
@@ -172,8 +171,7 @@ class MarginSolver(EpochSolver):
 
     def epoch(self) -> tuple[float, bool, dict]:
         loss = self.learner.run_pass()
-        # CRFsuite's tests: sum_loss / N < ε (train_passive_aggressive.c), <= ε (train_arow.c)
-        return loss, loss <= self.epsilon if self.rule == "arow" else loss < self.epsilon, {}
+        return loss, loss < self.epsilon, {}        # CRFsuite's test: sum_loss / N < ε
 
     def current(self) -> tuple[np.ndarray, int]:
         return self.learner.theta, self.learner.passes
