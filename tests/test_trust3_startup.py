@@ -89,13 +89,6 @@ def _loaded(pid: int, name: str) -> bool:
         return False
 
 
-def _sigint_default() -> None:
-    """The child's SIGINT at its default, as under a terminal: an earlier test in the same
-    worker may leave it ignored (seen in full runs), and an ignored SIGINT is
-    inherited, so the child would never see the signal."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 @pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs /proc")
 def test_a_real_sigint_during_start_up(tmp_path):
     """A real SIGINT once the command's imports have begun (numpy's library is mapped:
@@ -105,7 +98,7 @@ def test_a_real_sigint_during_start_up(tmp_path):
     p = subprocess.Popen([sys.executable, "-m", "fstchunk", "train", "--train", str(train),
                           "--max-iter", "100000", "--quiet", "-o", str(tmp_path / "m.npz")],
                          cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT},
-                         stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_default)
+                         stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while not _loaded(p.pid, "_multiarray_umath") and time.monotonic() < deadline:
         time.sleep(0.001)
