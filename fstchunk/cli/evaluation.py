@@ -73,7 +73,7 @@ def run_eval(args: argparse.Namespace) -> int:
         sys.stdout.write(text + f"{'F1' if args.mode != 'conlleval' else 'F'} "
                          f"{100 * ci.level:g}% interval: [{ci.low:.2f}, {ci.high:.2f}] "
                          f"(percentile bootstrap: {ci.samples} resamples of {ci.units} "
-                         f"{ci.by}s, seed {args.seed})\n")
+                         f"{ci.by}{'s' if ci.units != 1 else ''}, seed {args.seed})\n")
     return 0
 
 

@@ -85,7 +85,7 @@ def run_compare(args: argparse.Namespace) -> int:
                                    indent=2, sort_keys=True) + "\n")
         return 0
     lines = [f"{name} ({args.mode}): A {fa:.2f}, B {fb:.2f}, A - B {fa - fb:+.2f} "
-             f"over {len(a)} {by}s"]
+             f"over {len(a)} {by}{'s' if len(a) != 1 else ''}"]
     for t in tests:
         err = " (exact)" if t.method.startswith("exact") else f" ± {t.p_error:.4f}"
         unit = {"paired bootstrap": "resamples", "exact randomisation": "swaps"}.get(
