@@ -196,7 +196,6 @@ def test_bad_data_one_error_naming_where(X, y, match):
     ({"linesearch": "Wolfe"}, "linesearch must be"), ({"trainer_cls": object}, "trainer_cls"),
     ({"objective": "hinge"}, "unknown objective"),
     ({"algorithm": "ap", "objective": "meu"}, "objective='meu'"),
-    ({"algorithm": "ap", "epsilon": 0.1}, "epsilon > 0 with algorithm 'ap'"),
 ], ids=lambda p: str(p))
 def test_bad_parameters_one_error(params, match):
     with pytest.raises(InputError, match=match):

@@ -304,6 +304,7 @@ def test_a_string_outside_a_chunk_scheme_is_refused_or_read_literally(scheme, la
 def test_literal_labels_in_a_chunk_scheme_are_tags_of_their_own_type():
     X = [[{"w": "a"}, {"w": "b"}]]
     lit = CRF(max_iterations=5, scheme="IOB2", literal_labels=True).fit(X, [["B-PER|O", "O"]])
-    assert lit.classes_ == ["B-PER|O", "O", "I-PER|O"]               # the type 'PER|O'
+    assert lit.classes_ == ["B-PER|O", "O"]                          # the labels of y
+    assert lit.model_.tags == ("B-PER|O", "O", "I-PER|O")           # the type 'PER|O'
     crf = CRF(max_iterations=5, scheme="IOB2").fit(X, [["B-PER|O", "O"]])
     assert crf.classes_ == ["B-PER", "O", "I-PER"]                  # the column syntax

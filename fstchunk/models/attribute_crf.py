@@ -184,6 +184,13 @@ class AttributeCRF(Calibrated, PairChain):
         return self
 
     @property
+    def classes(self) -> list[str]:
+        """The labels of the training y in order of first appearance, not the scheme's
+        extra tags (partial labels, or no record: all ``tags``)."""
+        seen = self.settings.get("classes")
+        return [t for t in seen if t in self.tags] if isinstance(seen, list) else list(self.tags)
+
+    @property
     def free(self) -> np.ndarray:
         """θ's entries that are parameters: the state features, the transition features;
         not start and end (CRFsuite has neither)."""
@@ -244,7 +251,7 @@ class AttributeCRF(Calibrated, PairChain):
                              bool(self.all_possible_transitions))
         self._set_state(fit.attributes, labels, scheme, fit.pairs, fit.transitions,
                         settings={"min_freq": self.min_freq, "detected_scheme":
-                                  self.scheme_param == "auto"})
+                                  self.scheme_param == "auto", "classes": list(order)})
         return TrainingData(fit.X, Gold(gold, self.tags, self.scheme))
 
     def training_data(self, train: Any, data_scheme: str | None = None) -> TrainingData:

@@ -148,7 +148,8 @@ class MarginLearner(ChainBlocks):
 
 class MarginSolver(EpochSolver):
     """PA or AROW as an :class:`~fstchunk.learn.epochs.EpochSolver` (a step is a pass;
-    it stops when a pass's cost over N is below ``epsilon``)."""
+    it stops when a pass's cost over N is below ``epsilon`` (pa) or at most it (arow),
+    as CRFsuite)."""
 
     suffix, state_name = STATE_SUFFIX, "online learner state"
 
@@ -171,7 +172,8 @@ class MarginSolver(EpochSolver):
 
     def epoch(self) -> tuple[float, bool, dict]:
         loss = self.learner.run_pass()
-        return loss, loss < self.epsilon, {}        # CRFsuite's test: sum_loss / N < ε
+        # CRFsuite's tests: sum_loss / N < ε (train_passive_aggressive.c), <= ε (train_arow.c)
+        return loss, loss <= self.epsilon if self.rule == "arow" else loss < self.epsilon, {}
 
     def current(self) -> tuple[np.ndarray, int]:
         return self.learner.theta, self.learner.passes

@@ -39,9 +39,11 @@ STATE_SUFFIX = ".perceptron.npz"
 
 @dataclass
 class PassReport:
-    """What one pass gives the training loop: its mistakes (sentences with ŷ ≠ gold)."""
+    """What one pass gives the training loop: its mistakes (sentences with ŷ ≠ gold) and
+    CRFsuite's loss, Σ_i (labels of ŷ_i ≠ gold) / len_i."""
     mistakes: int
     sentences: int
+    error_ratio: float = 0.0
 
     @property
     def converged(self) -> bool:
@@ -91,7 +93,7 @@ class AveragedPerceptron(ChainBlocks):
     def run_pass(self) -> PassReport:
         """One pass in a random order (seeded by the pass number)."""
         order = np.random.default_rng(self.passes).permutation(self.N)
-        mistakes = 0
+        mistakes, error_ratio = 0, 0.0
         for k in order:
             k = int(k)
             (y, wrong), = self.oracles([k], self.W, *self.rest_parts(self.rest), cost=0.0)
@@ -102,10 +104,11 @@ class AveragedPerceptron(ChainBlocks):
                 self.avg.add(0, self.local[k][0], self.image(k, E))
                 self.avg.add(1, slice(None), np.concatenate([T.ravel(), S, En]))
                 mistakes += 1
+                error_ratio += float(np.mean(np.asarray(y) != np.asarray(g)))
             self.avg.visit()
         self.passes += 1
         self._snap()
-        return PassReport(mistakes, self.N)
+        return PassReport(mistakes, self.N, error_ratio)
 
     # ------------------------------------------------------------------ files
     def save_state(self, path: str) -> None:
@@ -137,8 +140,11 @@ class AveragedPerceptron(ChainBlocks):
 
 class PerceptronSolver(EpochSolver):
     """The averaged perceptron as an :class:`~fstchunk.learn.epochs.EpochSolver`: a step
-    is a pass; it stops after a pass without a mistake; its state (θ, u, c, passes of
-    the last complete pass) sits beside the checkpoint."""
+    is a pass; it stops after a pass without a mistake, or, when the model's
+    ``options`` hold ``epsilon`` (sklearn's ``algorithm='ap'``), by CRFsuite's rule
+    (train_averaged_perceptron.c): when loss/N < ε, loss = Σ_i wrong labels_i / len_i
+    (ε = 0: never, all max_iterations); its state (θ, u, c, passes of the last complete
+    pass) sits beside the checkpoint."""
 
     suffix, state_name = STATE_SUFFIX, "perceptron state"
     mistakes = 0
@@ -152,7 +158,10 @@ class PerceptronSolver(EpochSolver):
     def epoch(self) -> tuple[float, bool, dict]:
         report = self.learner.run_pass()
         self.mistakes = report.mistakes
-        return (report.mistakes / report.sentences, report.converged,
+        eps = (getattr(self.model, "options", None) or {}).get("epsilon")
+        done = (report.converged if eps is None
+                else report.error_ratio / max(report.sentences, 1) < float(eps))
+        return (report.mistakes / report.sentences, done,
                 {"mistakes": str(report.mistakes)})
 
     def current(self) -> tuple[np.ndarray, int]:

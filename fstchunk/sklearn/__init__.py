@@ -48,8 +48,9 @@ allow, lbfgs and ml only; :mod:`fstchunk.models.partial_labels`); ``literal_labe
 reads every string of ``y`` as one label (morphological tags ``Number=Sing|Person=3``;
 without it such a string is refused as ambiguous outside a chunk scheme).
 
-Pitfalls: ``classes_`` lists the labels in CRFsuite's order (first appearance in y),
-plus, under a chunk scheme, the tags the scheme needs that y lacks; ``size_`` is the
+Pitfalls: ``classes_`` lists the labels seen in y in CRFsuite's order (first
+appearance), as sklearn-crfsuite's; the tags a chunk scheme needs that y lacks are in
+``model_.tags`` and in the keys of ``predict_marginals``; ``size_`` is the
 size of fstchunk's model file, not of CRFsuite's; ``state_features_`` and
 ``attributes_`` hold the non-zero weights only, as a CRFsuite model file does.
 """
@@ -74,7 +75,7 @@ from ..models.attributes import check_sequences
 from ..models.partial_labels import literal, refuse_open
 from ..runtime.scale import executor
 from .params import ALGORITHMS, CRFParams, resolve
-from .tagger import CALIBRATE, Tagger, TrainingLog
+from .tagger import CALIBRATE, Tagger, TrainingLog, normalised_scores
 
 try:                                        # scikit-learn is an optional extra
     from sklearn.base import BaseEstimator
@@ -187,14 +188,16 @@ class CRF(CRFParams, BaseEstimator):
     def predict_marginals(self, X: Sequence[Any]) -> np.ndarray:
         """Per sequence, per token, {label: Pr(y_t = label | x)}."""
         model = self._fitted()
-        model.require_probabilities(CALIBRATE)
-        return _object_array([_marginal_dicts(model.tags, m)
-                              for m in marginals_all(model.lattices(X))])
+        normalised_scores(model)                 # ap, pa, arow: sklearn-crfsuite's reading
+        return _object_array([_marginal_dicts(model.tags, m) for m in marginals_all(
+            model.lattices(X, require_probabilities=False))])
 
     def predict_marginals_single(self, xseq: Sequence[Any]) -> list[dict]:
+        """:meth:`predict_marginals` of one sequence."""
         model = self._fitted()
-        model.require_probabilities(CALIBRATE)
-        return _marginal_dicts(model.tags, model.lattices([xseq])[0].marginals())
+        normalised_scores(model)
+        return _marginal_dicts(model.tags, model.lattices(
+            [xseq], require_probabilities=False)[0].marginals())
 
     def predict_chunks(self, X: Sequence[Any], decoder: "str | Decoder" = "map",
                        beta: float = 1.0) -> list[list[Any]]:
@@ -257,7 +260,9 @@ class CRF(CRFParams, BaseEstimator):
 
     @property
     def classes_(self) -> list[str] | None:
-        return None if self._model is None else list(self._model.tags)
+        """The labels seen in y, in order of first appearance (sklearn-crfsuite's); the
+        tags a chunk scheme adds stay internal (``model_.tags`` lists them all)."""
+        return None if self._model is None else self._model.classes
 
     @property
     def scheme_(self) -> str | None:

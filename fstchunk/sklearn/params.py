@@ -152,10 +152,6 @@ def resolve(p: CRFParams, sentences: int) -> Run:
     for name in ("error_sensitive", "averaging"):
         if name in v:
             opts[name] = bool(v[name])
-    if algorithm == "ap" and opts.get("epsilon", 0.0) > 0:
-        raise InputError("epsilon > 0 with algorithm 'ap': fstchunk's averaged perceptron "
-                         "stops after a pass without mistakes or after max_iterations; it "
-                         "has no error-rate threshold")
     if "linesearch" in v and v["linesearch"] not in LINESEARCHES:
         raise InputError(f"linesearch must be one of {', '.join(LINESEARCHES)}, got "
                          f"{v['linesearch']!r}")

@@ -11,7 +11,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..core.errors import InputError
+import warnings
+
+from ..core.errors import FstchunkWarning, InputError
 from ..decoding.decode import decode_map
 from ..models.attribute_crf import AttributeCRF
 from ..schemes.encodings import is_valid
@@ -49,6 +51,20 @@ def model_info(model: AttributeCRF) -> ModelInfo:
 CALIBRATE = "crf.calibrate(X_held_out, y_held_out)"
 
 
+def normalised_scores(model: AttributeCRF) -> None:
+    """Before marginals of a margin-trained model (ap, pa, arow, max-margin, not yet
+    calibrated): sklearn-crfsuite returns its scores normalised, exp(θ·φ)/Z; so does
+    fstchunk, with one FstchunkWarning per model saying how to calibrate."""
+    if model.probabilistic or model.__dict__.get("_warned_uncalibrated"):
+        return
+    model._warned_uncalibrated = True
+    how = model.settings.get("objective", model.algorithm)
+    warnings.warn(f"this CRF was trained by {how}: its marginals are its scores "
+                  f"normalised (as CRFsuite's), not calibrated probabilities; fit the "
+                  f"temperature on held-out data with {CALIBRATE}", FstchunkWarning,
+                  stacklevel=3)
+
+
 class Tagger:
     """pycrfsuite.Tagger's methods over a fitted attribute CRF: :meth:`tag` (Viterbi)
     for any model, :meth:`marginal` and :meth:`probability` for one whose scores are
@@ -80,7 +96,7 @@ class Tagger:
 
     def marginal(self, y: str, pos: int) -> float:
         """Pr(y_pos = y | x) of the current sequence."""
-        self.model.require_probabilities(CALIBRATE)
+        normalised_scores(self.model)
         lat = self._current()
         if not isinstance(pos, (int, np.integer)) or not 0 <= pos < lat.n:
             raise InputError(f"position {pos!r} is outside the sequence of {lat.n} items")
@@ -88,7 +104,7 @@ class Tagger:
 
     def probability(self, yseq: Sequence[str]) -> float:
         """Pr(yseq | x) of the current sequence (0 for a sequence the scheme rules out)."""
-        self.model.require_probabilities(CALIBRATE)
+        normalised_scores(self.model)
         lat = self._current()
         yseq = tag_list(yseq, "yseq")
         if lat.space.chunked:
