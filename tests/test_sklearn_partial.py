@@ -199,8 +199,11 @@ def test_a_sentence_of_question_marks_adds_zero_loss(scheme):
 def test_auto_detects_the_scheme_of_the_named_tags_and_labels_any_chain():
     X = [[{"w": w} for w in s] for s in (["Jan", "Peeters"], ["in", "Gent"], ["de"])]
     crf = CRF(max_iterations=5).fit(X, [["B-PER", "E-PER"], ["O", "*-LOC"], ["?"]])
-    assert crf.scheme_ == "IOBES" and set(crf.classes_) == set(enc.scheme_tags(
-        "IOBES", ["PER", "LOC"]))
+    assert crf.scheme_ == "IOBES" and set(crf.model_.tags) == set(enc.scheme_tags(
+            "IOBES", ["PER", "LOC"]))
+    # classes_: the labels y names ("?" names none, "*-LOC" every LOC tag)
+    assert set(crf.classes_) == {"B-PER", "E-PER", "O"} | set(enc.scheme_tags(
+            "IOBES", ["LOC"]))
     pos = CRF(max_iterations=5).fit(X, [["NNP", {"NNP", "NN"}], ["IN", {"NNP", "NN", "IN", "DT"}],
                                         [{"DT", "IN"}]])
     assert pos.scheme_ == "none" and pos.classes_ == ["NNP", "NN", "IN", "DT"]
@@ -307,4 +310,5 @@ def test_literal_labels_in_a_chunk_scheme_are_tags_of_their_own_type():
     assert lit.classes_ == ["B-PER|O", "O"]                          # the labels of y
     assert lit.model_.tags == ("B-PER|O", "O", "I-PER|O")           # the type 'PER|O'
     crf = CRF(max_iterations=5, scheme="IOB2").fit(X, [["B-PER|O", "O"]])
-    assert crf.classes_ == ["B-PER", "O", "I-PER"]                  # the column syntax
+    assert crf.classes_ == ["B-PER", "O"]                           # the labels y names
+    assert crf.model_.tags == ("B-PER", "O", "I-PER")                 # the column syntax

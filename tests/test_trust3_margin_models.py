@@ -13,7 +13,7 @@ import pytest
 
 from fstchunk.cli import main
 from fstchunk.io.conll import Sentence
-from fstchunk.core.errors import InputError
+from fstchunk.core.errors import FstchunkWarning, InputError
 from fstchunk.learn import Trainer
 from fstchunk.models.crf import CRF as ChainCRF
 from fstchunk.sklearn import CRF
@@ -40,14 +40,26 @@ def test_viterbi_works_for_every_algorithm(params):
 
 @pytest.mark.parametrize("params", MARGIN, ids=lambda p: p.get("algorithm", p.get("objective")))
 def test_what_needs_probabilities_names_the_python_call(params):
+    """fstchunk's extras need probabilities; sklearn-crfsuite's own calls (marginals,
+    tagger_.marginal/probability) give ap, pa and arow's normalised scores with a warning
+    (as sklearn-crfsuite does) and refuse max-margin's until calibrated."""
     crf = CRF(**params).fit(X, Y)
     tagger = crf.tagger_
     tagger.set(X[0])
-    calls = [lambda: crf.predict_marginals(X), lambda: crf.predict_marginals_single(X[0]),
-             lambda: crf.predict(X, decoder="meu"), lambda: crf.predict_chunks(X),
-             lambda: crf.expected_f(X, Y), lambda: tagger.marginal("O", 0),
-             lambda: tagger.probability(Y[0])]
-    for call in calls:
+    compat = [lambda: crf.predict_marginals(X), lambda: crf.predict_marginals_single(X[0]),
+              lambda: tagger.marginal("O", 0), lambda: tagger.probability(Y[0])]
+    extras = [lambda: crf.predict(X, decoder="meu"), lambda: crf.predict_chunks(X),
+              lambda: crf.expected_f(X, Y)]
+    online = "algorithm" in params
+    refused = extras if online else extras + compat
+    if online:
+        with pytest.warns(FstchunkWarning, match=r"not calibrated probabilities.*"
+                                                 r"crf\.calibrate\(X_held_out, y_held_out\)"):
+            assert np.isclose(sum(crf.predict_marginals_single(X[0])[0].values()), 1.0)
+        for call in compat:
+            call()
+    calls = refused + (compat if online else [])
+    for call in refused:
         with pytest.raises(InputError, match=r"Calibrate it on held-out sentences first: "
                                              r"crf\.calibrate\(X_held_out, y_held_out\)") as e:
             call()

@@ -225,7 +225,8 @@ class AttributeCRF(Calibrated, PairChain):
                 bool(self.all_possible_states), bool(self.all_possible_transitions))
             auto = self.scheme_param == "auto"
             self._set_state(fit.attributes, space.tags, space.scheme, fit.pairs, fit.transitions,
-                            settings={"min_freq": self.min_freq, "detected_scheme": auto})
+                            settings={"min_freq": self.min_freq, "detected_scheme": auto,
+                                      "classes": pl.named_labels(gold.masks, space.tags)})
             return TrainingData(fit.X, gold)
         y = [[str(t) for t in ys] for ys in y]          # a Literal label: plain from here
         order: dict[str, None] = {}

@@ -304,3 +304,15 @@ def gold(y: Sequence[Sequence[Any]], space: TagSpace) -> PartialGold:
     """The partial labels ``y`` over a fitted model's ``space``."""
     masks, terms = annotate(y, space.scheme, space)[1:]
     return PartialGold(masks, space.tags, space.scheme, terms)
+
+
+def named_labels(masks: Sequence[np.ndarray], tags: Sequence[str]) -> list[str]:
+    """The labels partial annotation names, in order of first appearance (``classes_``):
+    the tags allowed at the tokens it narrows (a token open to every tag names none);
+    if it narrows none, all ``tags``."""
+    order: dict[str, None] = {}
+    for mask in masks:
+        for row in np.asarray(mask, dtype=bool):
+            if not row.all():
+                order.update(dict.fromkeys(tags[j] for j in np.flatnonzero(row)))
+    return list(order) if order else list(tags)

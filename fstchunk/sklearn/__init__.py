@@ -49,7 +49,7 @@ reads every string of ``y`` as one label (morphological tags ``Number=Sing|Perso
 without it such a string is refused as ambiguous outside a chunk scheme).
 
 Pitfalls: ``classes_`` lists the labels seen in y in CRFsuite's order (first
-appearance), as sklearn-crfsuite's; the tags a chunk scheme needs that y lacks are in
+appearance), as sklearn-crfsuite's (partial labels: the tags they name, ``?`` none); the tags a chunk scheme needs that y lacks are in
 ``model_.tags`` and in the keys of ``predict_marginals``; ``size_`` is the
 size of fstchunk's model file, not of CRFsuite's; ``state_features_`` and
 ``attributes_`` hold the non-zero weights only, as a CRFsuite model file does.

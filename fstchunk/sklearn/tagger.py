@@ -51,12 +51,20 @@ def model_info(model: AttributeCRF) -> ModelInfo:
 CALIBRATE = "crf.calibrate(X_held_out, y_held_out)"
 
 
+#: CRFsuite's online algorithms, whose marginals sklearn-crfsuite returns uncalibrated
+ONLINE = ("ap", "pa", "arow")
+
+
 def normalised_scores(model: AttributeCRF) -> None:
-    """Before marginals of a margin-trained model (ap, pa, arow, max-margin, not yet
-    calibrated): sklearn-crfsuite returns its scores normalised, exp(θ·φ)/Z; so does
-    fstchunk, with one FstchunkWarning per model saying how to calibrate."""
+    """Before marginals of a margin-trained model not yet calibrated.  After ap, pa or
+    arow sklearn-crfsuite returns the scores normalised, exp(θ·φ)/Z; so does fstchunk,
+    with one FstchunkWarning per model saying how to calibrate.  fstchunk's own
+    max-margin objective has no such precedent: its marginals are refused until
+    calibrated (:data:`CALIBRATE`)."""
     if model.probabilistic or model.__dict__.get("_warned_uncalibrated"):
         return
+    if model.algorithm not in ONLINE:
+        model.require_probabilities(CALIBRATE)
     model._warned_uncalibrated = True
     how = model.settings.get("objective", model.algorithm)
     warnings.warn(f"this CRF was trained by {how}: its marginals are its scores "
