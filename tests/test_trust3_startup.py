@@ -89,6 +89,13 @@ def _loaded(pid: int, name: str) -> bool:
         return False
 
 
+def _sigint_default() -> None:
+    """The child's SIGINT at its default, as under a terminal: an earlier test in the same
+    worker may leave it ignored (seen in full runs), and an ignored SIGINT is
+    inherited, so the child would never see the signal."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs /proc")
 def test_a_real_sigint_during_start_up(tmp_path):
     """A real SIGINT once the command's imports have begun (numpy's library is mapped:
@@ -98,7 +105,7 @@ def test_a_real_sigint_during_start_up(tmp_path):
     p = subprocess.Popen([sys.executable, "-m", "fstchunk", "train", "--train", str(train),
                           "--max-iter", "100000", "--quiet", "-o", str(tmp_path / "m.npz")],
                          cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT},
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_default)
     deadline = time.monotonic() + 60
     while not _loaded(p.pid, "_multiarray_umath") and time.monotonic() < deadline:
         time.sleep(0.001)
@@ -107,3 +114,35 @@ def test_a_real_sigint_during_start_up(tmp_path):
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert p.returncode == 130 and len(err.strip().splitlines()) == 1, (p.returncode, err)
     assert err.startswith("fstchunk train: interrupted"), err
+
+
+def test_an_interrupt_that_c_code_turns_into_another_error_is_still_an_interrupt(
+        monkeypatch, capsys):
+    """numpy's C import can turn Ctrl-C into ImportError("PyCapsule_Import could not
+    import module ...") (seen under load): after a SIGINT, any error of the start-up is
+    told as the interrupt; without one, the error is not hidden."""
+    import types
+    from fstchunk.__main__ import run
+
+    def converted():
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)                   # the handler raises here
+        except KeyboardInterrupt:
+            raise ImportError('PyCapsule_Import could not import module "datetime"')
+
+    def broken():
+        raise ImportError("a real import error")
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        monkeypatch.setattr(sys, "argv", ["fstchunk", "train", "--quiet"])
+        monkeypatch.setitem(sys.modules, "fstchunk.cli", types.SimpleNamespace(main=converted))
+        assert run() == 130
+        assert capsys.readouterr().err == "fstchunk train: interrupted\n"
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        monkeypatch.setitem(sys.modules, "fstchunk.cli", types.SimpleNamespace(main=broken))
+        with pytest.raises(ImportError, match="a real import error"):
+            run()
+    finally:
+        signal.signal(signal.SIGINT, previous)
