@@ -45,6 +45,7 @@ from typing import Iterator
 from ..core.errors import CoNLLError, InputError
 from ..io.conll import iter_lines, source_name
 from ..schemes import encodings as enc
+from ..schemes.boundaries import chunk_ends, chunk_starts
 
 #: the sentence boundary field of conlleval.pl
 BOUNDARY = "-X-"
@@ -262,14 +263,14 @@ class ChunkCounts:
         p = split.get(pred) or split.setdefault(pred, enc.split_conlleval(pred))
         lg, lp = self._last_g, self._last_p
         if self._in_correct:
-            eg, ep = enc.chunk_ends(lg, g), enc.chunk_ends(lp, p)
+            eg, ep = chunk_ends(lg, g), chunk_ends(lp, p)
             if eg and ep and lg[1] == lp[1]:
                 self._in_correct = False
                 self.correct += 1
                 self._type(lg[1])[0] += 1
             elif eg != ep or g[1] != p[1]:
                 self._in_correct = False
-        sg, sp = enc.chunk_starts(lg, g), enc.chunk_starts(lp, p)
+        sg, sp = chunk_starts(lg, g), chunk_starts(lp, p)
         if sg and sp and g[1] == p[1]:
             self._in_correct = True
         if sg:

@@ -44,9 +44,9 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from ..core.errors import InputError, SchemeError
-from .tagseq import tag_list
+from .boundaries import Chunk, read_chunks
+from .tagseq import OUTSIDE, tag_list
 
-Chunk = tuple[str, int, int]
 
 #: Canonical scheme names, in the order the toolkit lists them.
 SCHEMES: tuple[str, ...] = (
@@ -57,7 +57,6 @@ ALIASES: dict[str, str] = {"BIOES": "IOBES", "IOBES1": "IOBES", "BIO": "IOB2"}
 #: Global order of chunk prefixes; fixes the label numbering of all machines.
 PREFIX_ORDER: tuple[str, ...] = ("B", "I", "E", "S", "L", "U", "B2", "B3", "E2", "E3")
 
-OUTSIDE = "O"
 
 
 @dataclass(frozen=True)
@@ -289,7 +288,7 @@ def tags_to_chunks(tags: Sequence[str], scheme: str, strict: bool = True) -> lis
         validate(tags, scheme)
     parsed = [_parse(t, s, i) for i, t in enumerate(tags)]
     iobes = s.name in ("IOBES", "BILOU", "IOBES2", "IOBES3")
-    return _read_chunks(parsed, iobes_family=iobes)
+    return read_chunks(parsed, iobes_family=iobes)
 
 
 def conlleval_chunks(tags: Sequence[str]) -> list[Chunk]:
@@ -300,29 +299,7 @@ def conlleval_chunks(tags: Sequence[str]) -> list[Chunk]:
     continues one chunk.  A chunk still open after the last tag ends there, as
     conlleval.pl ends it at the end of its input.
     """
-    return _read_chunks([split_conlleval(t) for t in tag_list(tags)], iobes_family=False)
-
-
-def _read_chunks(parsed: list[tuple[str, str]], iobes_family: bool) -> list[Chunk]:
-    chunks: list[Chunk] = []
-    start = None
-    prev = (OUTSIDE, "")
-    for i, cur in enumerate(parsed + [(OUTSIDE, "")]):
-        if iobes_family:
-            cur = (_IOBES_CANON.get(cur[0], cur[0]), cur[1])
-        starts = i < len(parsed) and chunk_starts(prev, cur, iobes_family)
-        if start is not None and (starts or chunk_ends(prev, cur, iobes_family)):
-            chunks.append((prev[1], start, i))     # ('[' starts one before another ends)
-            start = None
-        if starts:
-            start = i
-        prev = cur
-    if start is not None:                           # a prefix no O ends (conlleval.pl:
-        chunks.append((parsed[start][1], start, len(parsed)))   # its input's end does)
-    return chunks
-
-
-_IOBES_CANON = {"B2": "I", "B3": "I", "E2": "I", "E3": "I", "L": "E", "U": "S"}
+    return read_chunks([split_conlleval(t) for t in tag_list(tags)], iobes_family=False)
 
 
 def split_conlleval(tag: str) -> tuple[str, str]:
@@ -330,36 +307,6 @@ def split_conlleval(tag: str) -> tuple[str, str]:
     type, and neither has a type ``0``, which Perl reads as false."""
     prefix, ctype = split_tag(tag) if tag != OUTSIDE else (OUTSIDE, "")
     return prefix, "" if ctype == "0" else ctype
-
-
-def chunk_ends(prev, cur, iobes_family: bool = False) -> bool:
-    """conlleval.pl's endOfChunk between (prefix, type) pairs (plus, for the IOBES family,
-    S and its rules)."""
-    (pt, ptype), (t, ctype) = prev, cur
-    end = (pt, t) in {("B", "B"), ("B", "O"), ("I", "B"), ("I", "O"),
-                      ("E", "E"), ("E", "I"), ("E", "O")}
-    if pt not in (OUTSIDE, ".") and ptype != ctype:
-        end = True
-    if pt in ("[", "]"):
-        end = True
-    if iobes_family and (pt in ("E", "S") or (pt != OUTSIDE and t in ("B", "S"))):
-        end = True
-    return end
-
-
-def chunk_starts(prev, cur, iobes_family: bool = False) -> bool:
-    """conlleval.pl's startOfChunk between (prefix, type) pairs (plus, for the IOBES
-    family, S and its rules)."""
-    (pt, ptype), (t, ctype) = prev, cur
-    start = (pt, t) in {("B", "B"), ("I", "B"), ("O", "B"), ("O", "I"),
-                        ("E", "E"), ("E", "I"), ("O", "E")}
-    if t not in (OUTSIDE, ".") and ptype != ctype:
-        start = True
-    if t in ("[", "]"):
-        start = True
-    if iobes_family and (t in ("B", "S") or (t != OUTSIDE and pt in ("E", "S"))):
-        start = True
-    return start
 
 
 def chunks_to_tags(chunks: Iterable[Chunk], length: int, scheme: str) -> list[str]:

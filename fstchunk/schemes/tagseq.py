@@ -15,6 +15,9 @@ from ..core.errors import InputError
 
 _TEXT = (str, bytes)
 
+#: the tag outside every chunk
+OUTSIDE = "O"
+
 
 def tag_list(tags: Any, what: str = "tags") -> Any:
     """``tags`` unchanged unless it is one string (or bytes): then one InputError

@@ -70,7 +70,8 @@ from ..decoding.decoders import Decoder, decoder as get_decoder
 from ..core.errors import InputError
 from ..decoding.expected import expected_f_all
 from ..learn import objectives as lo
-from ..models.attribute_crf import AttributeCRF, check_labels
+from ..models.attribute_crf import AttributeCRF
+from ..models.labels import check_labels
 from ..models.attributes import check_sequences
 from ..models.partial_labels import literal, refuse_open
 from ..runtime.scale import executor
