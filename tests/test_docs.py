@@ -120,7 +120,9 @@ def _page_needs(page: str, corpus) -> None:
     text = open(os.path.join(DOCS, page), encoding="utf-8").read()
     for module in NEEDS.get(page, ()):
         pytest.importorskip(module)
-    for folder in sorted(set(re.findall(r'data_path\("([^"]+)"', text))):
+    fetched = re.findall(r'fetch\("(\w+)"\)|data get (\w+)', text)
+    for folder in sorted(set(re.findall(r'data_path\("([^"]+)"', text))
+                         | {a or b for a, b in fetched} - {"genia"}):
         corpus(folder)                  # the corpora's folder: fails in CI, skips elsewhere
     if "grammar draw" in text and "svg" in text and not shutil.which("dot"):
         msg = f"{page} draws SVG pictures: Graphviz 'dot' is not installed"
