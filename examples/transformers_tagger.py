@@ -282,7 +282,8 @@ def check_options(args) -> list[str]:
     for opt, p in zip(("--train", "--dev"), paths):
         if not os.path.isfile(p):
             raise InputError(f"{opt}: no such file {p}" + ("" if getattr(args, opt[2:]) else
-                                                             " (set FSTCHUNK_DATA)"))
+                                                             " (set FSTCHUNK_DATA, or fetch the public "
+                                                             "corpora: fstchunk data get NAME)"))
     return paths
 
 

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 
 #: what an ``sh`` block may hold: set-up lines a test cannot run
 SETUP = ("pip ", "python3 -m venv ", "python -m venv ", "mkdocs ", "git clone ", "cd ",
+         "conda ",
          "apt-get ", "sudo apt-get ")
 #: blocks that are shown, not run: outputs, diagrams (no language), file contents
 TEXT = ("", "text", "yaml", "json", "markdown")

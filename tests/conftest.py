@@ -18,7 +18,7 @@ def corpus():
     def get(*parts):
         p = data_path(*parts)
         if not os.path.exists(p):
-            msg = f"corpus {p} not found (set FSTCHUNK_DATA)"
+            msg = f"corpus {p} not found (set FSTCHUNK_DATA, or fstchunk data get {parts[0]})"
             if os.environ.get("CI", "").lower() == "true":
                 pytest.fail(msg)
             pytest.skip(msg)

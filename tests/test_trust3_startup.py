@@ -37,7 +37,8 @@ ARGV = {"demo": ["demo"], "eval": ["eval", "x.txt"], "expected": ["expected", "x
         "joint": ["joint", "decode", "--model", "m", "--input", "x"],
         "grammar": ["grammar", "list"], "import": ["import", "crfsuite", "m", "-o", "x"],
         "select": ["select", "--model", "m", "--input", "x", "--budget", "1", "-o", "y"],
-        "segment": ["segment", "eval", "a", "b"], "compare": ["compare", "g", "a", "b"]}
+        "segment": ["segment", "eval", "a", "b"], "compare": ["compare", "g", "a", "b"],
+        "data": ["data", "list"]}
 
 
 def _interrupted(module: str, argv: list[str]) -> subprocess.CompletedProcess:

@@ -2,7 +2,8 @@
 
 Subcommands (:data:`COMMANDS`): ``demo``, ``eval``, ``expected``, ``decode``, ``train``,
 ``calibrate``, ``select``, ``import crfsuite``, ``joint {train,calibrate,decode}``,
-``grammar {list,info,print,draw,export}``, ``segment {train,decode,eval}``, ``compare``;
+``grammar {list,info,print,draw,export}``, ``segment {train,decode,eval}``, ``compare``,
+``data {get,list}``;
 one module each for eval (``evaluation``), expected (``expected``), compare
 (``significance``), decode (``decoding``), train and calibrate (``tagging``), joint,
 grammar and segment; the shared option types in
@@ -69,6 +70,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                                 "bootstrap, approximate randomisation)"),
     "segment": ("segment", "flexible segmentation (overlapping, non-contiguous segments): "
                            "train, decode, eval"),
+    "data": ("data", "fetch the public corpora the documentation uses (CoNLL-2000, "
+                     "CoNLL-2002 Dutch) into a cache folder, or list them"),
 }
 
 
@@ -142,7 +145,8 @@ def _full_command(parser: argparse.ArgumentParser, args: argparse.Namespace,
         args.names = list(args.names) + extra
     return args.command + (f" {args.joint_command}" if args.command == "joint" else
                            f" {args.segment_command}" if args.command == "segment" else
-                           f" {args.import_command}" if args.command == "import" else "")
+                           f" {args.import_command}" if args.command == "import" else
+                           f" {args.data_command}" if args.command == "data" else "")
 
 
 def _standard_streams(args: argparse.Namespace, command: str) -> None:

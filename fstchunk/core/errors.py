@@ -54,6 +54,12 @@ class InputError(FstchunkError):
     """Score arrays, machines, sequences or options that do not fit together."""
 
 
+class DownloadError(InputError):
+    """A corpus that cannot be fetched (:mod:`fstchunk.io.datasets`): the server cannot be
+    reached, answers with an error, or sends a file whose checksum is not the expected
+    one; the message names the URL and how to point fstchunk at a local copy."""
+
+
 class LayoutError(InputError):
     """An input whose layout (its columns) does not fit what reads it: a fault of the
     whole file, not of one sentence, so commands that go on past a failing sentence

@@ -32,6 +32,7 @@ from typing import Iterable, Iterator, Sequence
 from ..core import sources
 from ..core.errors import CoNLLError, InputError
 from ..core.outputs import atomic_write
+from .datasets import DATA_ENV, default_dir
 
 
 @dataclass
@@ -206,7 +207,13 @@ def write_conll(sentences: Iterable[Sentence | Sequence[Sequence[str]]], out,
 
 
 def data_path(*parts: str) -> str:
-    """A path under the shared corpora: ``$FSTCHUNK_DATA`` (default ``../shared/data``)
-    joined with ``parts``.  Whether it exists is the caller's question."""
-    return os.path.join(os.environ.get("FSTCHUNK_DATA", os.path.join("..", "shared", "data")),
-                        *parts)
+    """A path under the corpora: ``$FSTCHUNK_DATA`` joined with ``parts``; without it,
+    ``../shared/data`` (the project's checkout) where that folder exists, else the
+    folder ``fstchunk data get`` fetches into (:func:`fstchunk.io.datasets.default_dir`).
+    Whether the path exists is the caller's question."""
+    root = os.environ.get(DATA_ENV)
+    if root is None:
+        root = os.path.join("..", "shared", "data")
+        if not os.path.isdir(root):
+            root = str(default_dir())
+    return os.path.join(root, *parts)
