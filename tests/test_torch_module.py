@@ -67,7 +67,15 @@ def test_layer_losses_are_their_quantities_and_differentiable():
     assert layer.loss(em, mask, gold, "expected-corpus-f").item() == pytest.approx(
         1 - ecf.item(), abs=1e-12)
     torch.testing.assert_close(layer(em, mask), crf.marginals(*a))
-    for objective in ("nll", "expected-f", "expected-corpus-f"):
+    # one name per concept: the registry's ml, meu, meu-corpus; the old torch names alias them
+    for new_name, old_name in (("ml", "nll"), ("meu", "expected-f"),
+                               ("meu-corpus", "expected-corpus-f")):
+        assert layer.loss(em, mask, gold, new_name, beta=2.0).item() == \
+            layer.loss(em, mask, gold, old_name, beta=2.0).item()
+    with pytest.raises(InputError, match=r"unknown objective 'max-margin'; use one of ml, "
+                                         r"meu, meu-corpus"):
+        layer.loss(em, mask, gold, "max-margin")
+    for objective in ("ml", "meu", "meu-corpus"):
         wrapped = _Loss(layer, mask, gold, objective)
 
         def f(x, t, s, e):

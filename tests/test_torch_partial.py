@@ -84,7 +84,7 @@ def test_partial_loss_refusals():
     ok = torch.ones((1, 2, 3), dtype=torch.bool)
     with pytest.raises(InputError, match="one of the two"):
         layer.loss(em, mask)
-    with pytest.raises(InputError, match="trains objective 'nll' only"):
+    with pytest.raises(InputError, match="trains objective 'ml' only"):
         layer.loss(em, mask, allowed=ok, objective="expected-f")
     with pytest.raises(InputError, match="bool tensor"):
         layer.loss(em, mask, allowed=ok.double())

@@ -5,12 +5,17 @@ scores as parameters on top of :class:`~fstchunk.torch.crf.ChunkCRF`; the networ
 front of it gives the emissions (B, n, L).  Its losses, all means over the batch's
 sentences unless ``reduction="sum"``:
 
-* ``"nll"``: log Z − score(gold), the negated log-likelihood (Lafferty et al. 2001);
+* ``"ml"``: log Z − score(gold), the negated log-likelihood (Lafferty et al. 2001);
   with ``allowed=`` (partial labels) log Z − log Z_A, the marginal likelihood of the
   sequences the mask allows (:mod:`fstchunk.models.partial` is its numpy twin);
-* ``"expected-f"``: 1 − E[F_β(y | gold)] per sentence (minimum risk, Jansche 2005);
-* ``"expected-corpus-f"``: 1 − (1+β²)·Σ E[tp] / (Σ E[m] + β²·Σ m(gold)), the batch's
+* ``"meu"``: 1 − E[F_β(y | gold)] per sentence (minimum risk, Jansche 2005);
+* ``"meu-corpus"``: 1 − (1+β²)·Σ E[tp] / (Σ E[m] + β²·Σ m(gold)), the batch's
   expected corpus F (one number for the batch; ``reduction`` does not apply).
+
+These are the objectives of the same names everywhere in fstchunk
+(:data:`fstchunk.learn.objectives.OBJECTIVES`: ``train --objective``, the CRFs'
+``objective=``).  Their older torch names ``"nll"``, ``"expected-f"`` and
+``"expected-corpus-f"`` are still accepted (:data:`OLD_NAMES`).
 
 ``beta`` is the standard β of F_β = (1+β²)PR/(β²P+R) (:mod:`fstchunk.core.fbeta`).
 
@@ -19,7 +24,7 @@ model over word pieces) to word scores: each word takes its first piece's scores
 the ``word_ids()`` of a Hugging Face fast tokenizer describe them.
 
 Pitfalls: an expected-F loss from a randomly initialised network has tiny gradients
-(every chunk has probability near 0); start with ``"nll"`` and fine-tune with an
+(every chunk has probability near 0); start with ``"ml"`` and fine-tune with an
 expected-F loss.  The parameters start at 0, which is a valid CRF (the scheme's masks
 still forbid invalid arcs; their scores are not parameters that could learn them back).
 """
@@ -31,10 +36,14 @@ from typing import Sequence
 import torch
 
 from ..core.errors import InputError
+from ..learn import objectives as lo
 from .crf import ChunkCRF
 
-#: the losses of :meth:`CRFLayer.loss`
-OBJECTIVES = ("nll", "expected-f", "expected-corpus-f")
+#: the objectives :meth:`CRFLayer.loss` trains, named as everywhere in fstchunk
+OBJECTIVES = (lo.ML.name, lo.MEU.name, lo.MEU_CORPUS.name)
+#: the older torch names of the same objectives, still accepted
+OLD_NAMES = {"nll": lo.ML.name, "expected-f": lo.MEU.name,
+             "expected-corpus-f": lo.MEU_CORPUS.name}
 
 
 class CRFLayer(torch.nn.Module):
@@ -69,30 +78,33 @@ class CRFLayer(torch.nn.Module):
         return self.crf.chunk_marginals(*self._args(emissions, mask))
 
     def loss(self, emissions: torch.Tensor, mask: torch.Tensor,
-             gold: Sequence[Sequence[str]] | None = None, objective: str = "nll",
+             gold: Sequence[Sequence[str]] | None = None, objective: str = "ml",
              beta: float = 1.0, reduction: str = "mean",
              allowed: torch.Tensor | None = None) -> torch.Tensor:
         """The training loss ``objective`` of :data:`OBJECTIVES` (module doc); with
-        ``allowed`` (B, n, L) bool instead of ``gold`` (``nll`` only), the partial-label
+        ``allowed`` (B, n, L) bool instead of ``gold`` (``ml`` only), the partial-label
         NLL log Z − log Z_A = −log Σ_{y ∈ A} Pr(y) (:meth:`ChunkCRF.log_partition`)."""
-        if objective not in OBJECTIVES:
+        name = OLD_NAMES.get(objective, objective) if isinstance(objective, str) else objective
+        if name not in OBJECTIVES:
             raise InputError(f"unknown objective {objective!r}; use one of "
-                             f"{', '.join(OBJECTIVES)}")
+                             f"{', '.join(OBJECTIVES)} (older names: "
+                             f"{', '.join(OLD_NAMES)})")
+        objective = name
         if reduction not in ("mean", "sum"):
             raise InputError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
         if (gold is None) == (allowed is None):
             raise InputError("give the loss gold tag lists or an allowed (B, n, L) bool "
                              "mask of partial labels (one of the two)")
-        if allowed is not None and objective != "nll":
-            raise InputError(f"allowed (partial labels) trains objective 'nll' only, the "
+        if allowed is not None and objective != lo.ML.name:
+            raise InputError(f"allowed (partial labels) trains objective 'ml' only, the "
                              f"marginal likelihood; {objective!r} needs one gold per sentence")
         a = self._args(emissions, mask)
         if allowed is not None:
             per = self.crf.log_partition(*a) - self.crf.log_partition(*a, allowed=allowed)
             return per.mean() if reduction == "mean" else per.sum()
-        if objective == "expected-corpus-f":
+        if objective == lo.MEU_CORPUS.name:
             return 1 - self.crf.expected_corpus_f(*a, gold=gold, beta=beta)
-        if objective == "nll":
+        if objective == lo.ML.name:
             per = self.crf.log_partition(*a) - self.crf.score(*a, gold=gold)
         else:
             per = 1 - self.crf.expected_f(*a, gold=gold, beta=beta)
