@@ -1,4 +1,5 @@
-"""Scores that look like probabilities.
+"""Score arrays as the API takes them: :func:`score_array` (real, finite, of the right
+shape, else one InputError naming the array) and scores that look like probabilities.
 
 Score arrays (``Lattice.from_scores``, score files, the torch layer) are log
 potentials: a probability p enters as log p.  Rows that each sum to 1 with every
@@ -13,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from .errors import FstchunkWarning
+from .errors import FstchunkWarning, InputError
 
 #: how far from 1 a row's sum may be for the row to count as probabilities
 TOLERANCE = 1e-6
@@ -35,3 +36,24 @@ def warn_probabilities(what: str, log: str = "np.log", stacklevel: int = 3) -> N
                   f"like probabilities, but scores are log potentials (a probability p "
                   f"scores log p); pass {log}(probabilities)", FstchunkWarning,
                   stacklevel=stacklevel)
+
+
+def score_array(name: str, a, ndim: int) -> np.ndarray:
+    """``a`` as float64 of ``ndim`` dimensions and finite entries, else one InputError
+    naming ``name`` (a ragged list, strings, a complex array, a tensor numpy cannot read)."""
+    try:
+        arr = np.asarray(a)
+        if arr.dtype.kind == "c":
+            raise InputError(f"{name} holds complex numbers; scores are real log potentials")
+        arr = arr.astype(np.float64, copy=False)
+    except (TypeError, ValueError, RuntimeError) as e:
+        if isinstance(e, InputError):
+            raise
+        raise InputError(f"{name} is not an array of real numbers: {e}") from None
+    if arr.ndim != ndim:
+        raise InputError(f"{name} must be a {ndim}-D array, got shape {arr.shape}")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        where = tuple(int(x) for x in np.argwhere(bad)[0])
+        raise InputError(f"{name} has a non-finite score {float(arr[where])} at index {where}")
+    return arr

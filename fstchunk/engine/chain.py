@@ -248,3 +248,19 @@ def scaled_layers(layers: Layers, space):
         yield (i, flush(np.exp(w - mx)), mx, pair_table(cont, src, dst), pair_table(start, src, dst),
                pair_table(end, src, dst), src, dst)
         src = dst
+
+
+def sample_states(chain: Layers, k: int, rng: np.random.Generator) -> np.ndarray:
+    """k state paths drawn independently from the distribution of a stochastic chain
+    (:func:`gauge`'s output, one sentence): y_1 ~ Pr(· | start), y_{i+1} ~ Pr(· | y_i),
+    by inverse transform sampling on each row's cumulative sum.  Returns the state
+    index in each layer, shape (k, n); ``labels`` map them to tags."""
+    state = np.zeros(k, dtype=np.int64)
+    out = np.empty((k, len(chain.weights)), dtype=np.int64)
+    for i, w in enumerate(chain.weights):
+        with np.errstate(under="ignore"):
+            cum = np.cumsum(np.exp(w[state]), axis=-1)          # (k, S_{i+1})
+        u = rng.random(k) * cum[:, -1]          # rows sum to 1 up to rounding
+        state = np.minimum((cum <= u[:, None]).sum(axis=-1), cum.shape[1] - 1)
+        out[:, i] = state
+    return out

@@ -172,6 +172,37 @@ def entropy(ops, batch: RaggedBatch) -> np.ndarray:
     return np.maximum(h, 0.0)
 
 
+class _Matching:
+    """What the tp/count sweeps share: the boundary masks over the L tags, where each
+    fixed chunk starts (its type, −3 for a type the space lacks) and ends, and the
+    first token's split into (match flag, count) states."""
+
+    def __init__(self, ops, batch: RaggedBatch, fixed: list):
+        B, n, L = batch.em.shape
+        sp = batch.space
+        op, ct, cl = (t[:L] for t in (sp.opens, sp.cont, sp.closes))
+        rest = ~op & ~ct
+        self.op = op
+        self.masks = {k: m.astype(float) for k, m in (
+            ("op", op), ("ct", ct), ("rest", rest), ("opcl", op & cl), ("restcl", rest & cl))}
+        self.fs = np.full((B, n + 1), -2)             # type of a fixed chunk starting at i
+        self.fe = np.zeros((B, n + 1), bool)          # a fixed chunk's last token is i
+        for b, chunks in enumerate(fixed):
+            for t, s, e in chunks:
+                self.fs[b, s] = t if t >= 0 else -3
+                self.fe[b, e - 1] = True
+        self.tix = sp.type_index
+        a0, first = ops.a[:, 0], sp.opens[L]
+        m0 = first[None, :] & (self.tix[None, :] == self.fs[:, :1])
+        self.start = (a0 * ~first, a0 * (first & ~m0), a0 * m0)   # (0, 0), (0, 1), (1, 1)
+
+    def opens_match(self, act: np.ndarray, i: int) -> np.ndarray:
+        """Whether a chunk of y opening at token i with each tag starts a fixed chunk of
+        its type, (active rows, 1, L)."""
+        return ((self.tix[None, :] == self.fs[act, i][:, None])[:, None, :]
+                & self.op.any(axis=0)[None, None, :])
+
+
 def tp_count_tables(ops, batch: RaggedBatch, fixed: list) -> tuple[np.ndarray, np.ndarray]:
     """(Z, T), each (B, n+1): Z[b, c] = Pr(m(y) = c), T[b, c] = E[tp(y, F_b)·1{m(y) = c}]
     against each sentence's fixed chunk set F_b (``fixed[b]``: (type index, s, e), a type
@@ -181,25 +212,11 @@ def tp_count_tables(ops, batch: RaggedBatch, fixed: list) -> tuple[np.ndarray, n
     (a chunk of y opens where a fixed chunk of its type starts; it matches when both
     close together).  Both directions of expected F read it (:mod:`fstchunk.decoding.expected`)."""
     B, n, L = batch.em.shape
-    sp = batch.space
-    op, ct, cl = (t[:L] for t in (sp.opens, sp.cont, sp.closes))
-    rest = ~op & ~ct
-    masks = {k: m.astype(float) for k, m in (("op", op), ("ct", ct), ("rest", rest),
-                                             ("opcl", op & cl), ("restcl", rest & cl))}
-    fs = np.full((B, n + 1), -2)                  # type of a fixed chunk starting at i
-    fe = np.zeros((B, n + 1), bool)               # a fixed chunk's last token is i
-    for b, chunks in enumerate(fixed):
-        for t, s, e in chunks:
-            fs[b, s] = t if t >= 0 else -3
-            fe[b, e - 1] = True
-    tix = sp.type_index
+    mt = _Matching(ops, batch, fixed)
+    masks, fe = mt.masks, mt.fe
     P = np.zeros((B, 2, n + 1, L))
     E = np.zeros((B, 2, n + 1, L))
-    a0, first = ops.a[:, 0], sp.opens[L]
-    m0 = first[None, :] & (tix[None, :] == fs[:, :1])
-    P[:, 0, 0] = a0 * ~first
-    P[:, 0, 1] = a0 * (first & ~m0)
-    P[:, 1, 1] = a0 * m0
+    P[:, 0, 0], P[:, 0, 1], P[:, 1, 1] = mt.start
     Z, T = np.zeros((B, n + 1)), np.zeros((B, n + 1))
     last = batch.lengths - 1
     rows = np.arange(B)
@@ -218,7 +235,7 @@ def tp_count_tables(ops, batch: RaggedBatch, fixed: list) -> tuple[np.ndarray, n
             fwd = ops.fwd
             opP = fwd(X0 + X1, s, i, masks["op"])
             opE = fwd(Y0 + Y1, s, i, masks["op"]) + fwd(X1e, s, i, masks["opcl"])
-            ms = (tix[None, :] == fs[act, i][:, None])[:, None, :] & op.any(axis=0)[None, None, :]
+            ms = mt.opens_match(act, i)
             P[act] = 0.0
             E[act] = 0.0
             P[act, 0, :c] = fwd(X0 + X1e, s, i, masks["ct"]) + fwd(X0 + X1, s, i, masks["rest"])
@@ -238,6 +255,56 @@ def tp_count_tables(ops, batch: RaggedBatch, fixed: list) -> tuple[np.ndarray, n
     tot = Z.sum(axis=1, keepdims=True)
     tot = np.where(tot > 0, tot, 1.0)
     return Z / tot, T / tot
+
+
+def tp_count_laws(ops, batch: RaggedBatch, fixed: list) -> np.ndarray:
+    """J (B, K, n+1) with J[b, t, c] = Pr(tp(y, F_b) = t, m(y) = c), K = 1 + the most
+    fixed chunks of a sentence: the joint law that :func:`tp_count_tables` takes the
+    first moment of in t (T[b, c] = Σ_t t·J[b, t, c]).  The same sweep with every
+    completed match weighted z instead of counted gives the generating function
+    G(z)[c] = Σ_t J[t, c]·z^t, a polynomial of degree < K in z; it is run at the K
+    roots of unity at once and inverted by one discrete Fourier transform (exact up to
+    rounding, every |z| = 1 so nothing grows).  Its machine twin is
+    :func:`fstchunk.decoding.expected.joint_by_composition`."""
+    B, n, L = batch.em.shape
+    K = 1 + max((len(f) for f in fixed), default=0)
+    z = np.exp(2j * np.pi * np.arange(K) / K)[:, None, None, None]   # (K, 1, 1, 1)
+    mt = _Matching(ops, batch, fixed)
+    masks, fe = mt.masks, mt.fe
+    P = np.zeros((K, B, 2, n + 1, L), dtype=complex)
+    P[:, :, 0, 0], P[:, :, 0, 1], P[:, :, 1, 1] = mt.start
+    G = np.zeros((K, B, n + 1), dtype=complex)
+    last = batch.lengths - 1
+    rows = np.arange(B)
+    for i in range(n):
+        if i:
+            act = rows[last >= i]
+            if len(act) == 0:
+                break
+            c = min(i + 1, n)
+            s = act[:, None]
+            X0, X1 = P[:, act, 0, :c], P[:, act, 1, :c]
+            eb = fe[act, i - 1][:, None, None]
+            X1e = X1 * eb
+            X1n = X1 - X1e
+            fwd = ops.fwd
+            opP = fwd(X0 + X1, s, i, masks["op"]) + (z - 1) * fwd(X1e, s, i, masks["opcl"])
+            ms = mt.opens_match(act, i)
+            P[:, act] = 0.0
+            P[:, act, 0, :c] = (fwd(X0 + X1e, s, i, masks["ct"]) + fwd(X0 + X1, s, i, masks["rest"])
+                                + (z - 1) * fwd(X1e, s, i, masks["restcl"]))
+            P[:, act, 1, :c] = fwd(X1n, s, i, masks["ct"])
+            P[:, act, 0, 1:c + 1] += opP * ~ms
+            P[:, act, 1, 1:c + 1] += opP * ms
+        end = rows[last == i]
+        if len(end):
+            bt = ops.bt[end, i][:, None, :]
+            G[:, end] = ((P[:, end, 0] * bt).sum(axis=-1)
+                         + z[..., 0] * (P[:, end, 1] * bt).sum(axis=-1))
+    J = np.fft.fft(G, axis=0).real / K            # G(ω^k) = Σ_t J_t ω^{kt}: J = DFT(G)/K
+    J = np.maximum(J.transpose(1, 0, 2), 0.0)
+    tot = J.sum(axis=(1, 2), keepdims=True)
+    return J / np.where(tot > 0, tot, 1.0)
 
 
 def expected_f_batch(ops, batch: RaggedBatch, fixed: list, beta_sq: float,

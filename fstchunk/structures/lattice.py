@@ -43,7 +43,8 @@ from ..engine.spans import dense_marginals
 from ..grammars.models import score_lattice
 from ..grammars.validity import validity_acceptor
 from ..engine import inference
-from ..engine.chain import Layers, entropy, forward, gauge, restrict, token_marginals, viterbi
+from ..engine.chain import (Layers, entropy, forward, gauge, restrict, sample_states,
+                           token_marginals, viterbi)
 from ..engine.expectation import ExpectedF, from_count_table, tp_count_table
 from ..engine.meu import exact_meu
 from ..engine.ragged import RaggedBatch, ragged_batches
@@ -51,7 +52,7 @@ from .enumeration import LIMIT, layer_paths
 from ..core.fbeta import to_beta_sq
 from ..grammars.annotation import mask_acceptor
 from .layers import layers_of, normalise, to_space_labels
-from ..core.scorecheck import looks_like_probabilities, warn_probabilities
+from ..core.scorecheck import looks_like_probabilities, score_array, warn_probabilities
 from ..schemes.tagseq import tag_list
 from ..schemes.tagspace import TagSpace, canonical
 
@@ -114,18 +115,18 @@ class Lattice:
         unless ``warn=False``: scores of fstchunk's own making)."""
         space = TagSpace.of(tags, canonical(scheme))
         tags, L = space.tags, len(space)
-        emissions = _array("emissions", emissions, 2)
+        emissions = score_array("emissions", emissions, 2)
         if warn and looks_like_probabilities(emissions):
             warn_probabilities("emissions")
         if emissions.shape[0] == 0:
             raise InputError("empty sentence: emissions has 0 rows (a sentence has >= 1 token)")
         if emissions.shape[1] != L:
             raise InputError(f"emissions has {emissions.shape[1]} columns but there are {L} tags")
-        transitions = _array("transitions", transitions, 2)
+        transitions = score_array("transitions", transitions, 2)
         if transitions.shape != (L, L):
             raise InputError(f"transitions has shape {transitions.shape}, expected {(L, L)}")
-        start = np.zeros(L) if start is None else _array("start", start, 1)
-        end = np.zeros(L) if end is None else _array("end", end, 1)
+        start = np.zeros(L) if start is None else score_array("start", start, 1)
+        end = np.zeros(L) if end is None else score_array("end", end, 1)
         for name, a in (("start", start), ("end", end)):
             if a.shape != (L,):
                 raise InputError(f"{name} has shape {a.shape}, expected {(L,)}")
@@ -316,6 +317,18 @@ class Lattice:
         return ((tuple(self.tags[i] for i in row), float(lp))
                 for row, lp in zip(paths.tags, paths.log_probs))
 
+    def sample(self, k: int = 1, seed: int | np.random.Generator | None = None
+               ) -> list[tuple[str, ...]]:
+        """``k`` tag sequences drawn independently from Pr(y | x), forward on the
+        stochastic chain (:func:`fstchunk.engine.chain.sample_states`), exact at any
+        score scale; ``seed`` an int or a numpy Generator for reproducible draws."""
+        if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 0:
+            raise InputError(f"k must be an integer >= 0, got {k!r}")
+        rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+        chain = self.chain
+        states = sample_states(chain, int(k), rng)
+        return [tuple(self.tags[lab[q]] for lab, q in zip(chain.labels, row)) for row in states]
+
     def batch(self) -> RaggedBatch:
         """This dense chain as a ragged batch of one (:mod:`fstchunk.engine.ragged`)."""
         if self.scores is None:
@@ -378,25 +391,3 @@ class Lattice:
 
     def __repr__(self) -> str:
         return f"Lattice(n={self.n}, scheme={self.scheme!r}, tags={len(self.tags)})"
-
-
-# ---------------------------------------------------------------------- helpers
-def _array(name: str, a, ndim: int) -> np.ndarray:
-    """``a`` as float64 of ``ndim`` dimensions and finite entries, else one InputError
-    naming ``name`` (a ragged list, strings, a complex array, a tensor numpy cannot read)."""
-    try:
-        arr = np.asarray(a)
-        if arr.dtype.kind == "c":
-            raise InputError(f"{name} holds complex numbers; scores are real log potentials")
-        arr = arr.astype(np.float64, copy=False)
-    except (TypeError, ValueError, RuntimeError) as e:
-        if isinstance(e, InputError):
-            raise
-        raise InputError(f"{name} is not an array of real numbers: {e}") from None
-    if arr.ndim != ndim:
-        raise InputError(f"{name} must be a {ndim}-D array, got shape {arr.shape}")
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        where = tuple(int(x) for x in np.argwhere(bad)[0])
-        raise InputError(f"{name} has a non-finite score {float(arr[where])} at index {where}")
-    return arr
