@@ -26,6 +26,8 @@ outcome: :func:`fstchunk.decoding.decoders.Decoder.decode_all`).
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from .batched import transfer
@@ -203,23 +205,23 @@ class _Matching:
                 & self.op.any(axis=0)[None, None, :])
 
 
-def tp_count_tables(ops, batch: RaggedBatch, fixed: list) -> tuple[np.ndarray, np.ndarray]:
-    """(Z, T), each (B, n+1): Z[b, c] = Pr(m(y) = c), T[b, c] = E[tp(y, F_b)·1{m(y) = c}]
-    against each sentence's fixed chunk set F_b (``fixed[b]``: (type index, s, e), a type
-    index of −1 for a type the space lacks), y ~ the batch's chains: the expectation
-    semiring of :func:`fstchunk.engine.expectation.tp_count_table` on the transfer
-    operators, states (match flag, count, tag), the match logic on chunk boundaries
-    (a chunk of y opens where a fixed chunk of its type starts; it matches when both
-    close together).  Both directions of expected F read it (:mod:`fstchunk.decoding.expected`)."""
+def _count_sweep(ops, batch: RaggedBatch, fixed: list, lead: int,
+                 tilt: Callable[[np.ndarray], np.ndarray], dtype=float) -> np.ndarray:
+    """G (lead, B, n+1): the sweep over states (match flag, count, tag) in an algebra of
+    ``lead`` components (the leading axis) in which a completed match multiplies the
+    path's weight by z; ``tilt(Y)`` is (z − 1)·Y.  G[:, b, c] = E[z^tp · 1{m(y) = c}]
+    in that algebra, normalised by Z."""
     B, n, L = batch.em.shape
     mt = _Matching(ops, batch, fixed)
     masks, fe = mt.masks, mt.fe
-    P = np.zeros((B, 2, n + 1, L))
-    E = np.zeros((B, 2, n + 1, L))
-    P[:, 0, 0], P[:, 0, 1], P[:, 1, 1] = mt.start
-    Z, T = np.zeros((B, n + 1)), np.zeros((B, n + 1))
+    P = np.zeros((lead, B, 2, n + 1, L), dtype=dtype)
+    P[0, :, 0, 0], P[0, :, 0, 1], P[0, :, 1, 1] = mt.start
+    if lead > 1 and dtype is complex:          # values at several z: each starts at 1
+        P[1:] = P[0]
+    G = np.zeros((lead, B, n + 1), dtype=dtype)
     last = batch.lengths - 1
     rows = np.arange(B)
+    fwd = ops.fwd
     for i in range(n):
         if i:
             act = rows[last >= i]
@@ -227,80 +229,72 @@ def tp_count_tables(ops, batch: RaggedBatch, fixed: list) -> tuple[np.ndarray, n
                 break
             c = min(i + 1, n)                      # counts 0..c-1 hold mass before token i
             s = act[:, None]
-            X0, X1 = P[act, 0, :c], P[act, 1, :c]
-            Y0, Y1 = E[act, 0, :c], E[act, 1, :c]
-            eb = fe[act, i - 1][:, None, None]
-            X1e, Y1e = X1 * eb, Y1 * eb
-            X1n, Y1n = X1 - X1e, Y1 - Y1e
-            fwd = ops.fwd
-            opP = fwd(X0 + X1, s, i, masks["op"])
-            opE = fwd(Y0 + Y1, s, i, masks["op"]) + fwd(X1e, s, i, masks["opcl"])
-            ms = mt.opens_match(act, i)
-            P[act] = 0.0
-            E[act] = 0.0
-            P[act, 0, :c] = fwd(X0 + X1e, s, i, masks["ct"]) + fwd(X0 + X1, s, i, masks["rest"])
-            P[act, 1, :c] = fwd(X1n, s, i, masks["ct"])
-            E[act, 0, :c] = (fwd(Y0 + Y1e, s, i, masks["ct"]) + fwd(Y0 + Y1, s, i, masks["rest"])
-                             + fwd(X1e, s, i, masks["restcl"]))
-            E[act, 1, :c] = fwd(Y1n, s, i, masks["ct"])
-            P[act, 0, 1:c + 1] += opP * ~ms
-            P[act, 1, 1:c + 1] += opP * ms
-            E[act, 0, 1:c + 1] += opE * ~ms
-            E[act, 1, 1:c + 1] += opE * ms
-        end = rows[last == i]
-        if len(end):
-            bt = ops.bt[end, i][:, None, :]
-            Z[end] = (P[end].sum(axis=1) * bt).sum(axis=-1)
-            T[end] = (E[end].sum(axis=1) * bt).sum(axis=-1) + (P[end, 1] * bt).sum(axis=-1)
-    tot = Z.sum(axis=1, keepdims=True)
-    tot = np.where(tot > 0, tot, 1.0)
-    return Z / tot, T / tot
-
-
-def tp_count_laws(ops, batch: RaggedBatch, fixed: list) -> np.ndarray:
-    """J (B, K, n+1) with J[b, t, c] = Pr(tp(y, F_b) = t, m(y) = c), K = 1 + the most
-    fixed chunks of a sentence: the joint law that :func:`tp_count_tables` takes the
-    first moment of in t (T[b, c] = Σ_t t·J[b, t, c]).  The same sweep with every
-    completed match weighted z instead of counted gives the generating function
-    G(z)[c] = Σ_t J[t, c]·z^t, a polynomial of degree < K in z; it is run at the K
-    roots of unity at once and inverted by one discrete Fourier transform (exact up to
-    rounding, every |z| = 1 so nothing grows).  Its machine twin is
-    :func:`fstchunk.decoding.expected.joint_by_composition`."""
-    B, n, L = batch.em.shape
-    K = 1 + max((len(f) for f in fixed), default=0)
-    z = np.exp(2j * np.pi * np.arange(K) / K)[:, None, None, None]   # (K, 1, 1, 1)
-    mt = _Matching(ops, batch, fixed)
-    masks, fe = mt.masks, mt.fe
-    P = np.zeros((K, B, 2, n + 1, L), dtype=complex)
-    P[:, :, 0, 0], P[:, :, 0, 1], P[:, :, 1, 1] = mt.start
-    G = np.zeros((K, B, n + 1), dtype=complex)
-    last = batch.lengths - 1
-    rows = np.arange(B)
-    for i in range(n):
-        if i:
-            act = rows[last >= i]
-            if len(act) == 0:
-                break
-            c = min(i + 1, n)
-            s = act[:, None]
             X0, X1 = P[:, act, 0, :c], P[:, act, 1, :c]
             eb = fe[act, i - 1][:, None, None]
-            X1e = X1 * eb
+            X1e = X1 * eb                          # a fixed chunk ended at token i-1
             X1n = X1 - X1e
-            fwd = ops.fwd
-            opP = fwd(X0 + X1, s, i, masks["op"]) + (z - 1) * fwd(X1e, s, i, masks["opcl"])
+            opP = fwd(X0 + X1, s, i, masks["op"]) + tilt(fwd(X1e, s, i, masks["opcl"]))
             ms = mt.opens_match(act, i)
             P[:, act] = 0.0
             P[:, act, 0, :c] = (fwd(X0 + X1e, s, i, masks["ct"]) + fwd(X0 + X1, s, i, masks["rest"])
-                                + (z - 1) * fwd(X1e, s, i, masks["restcl"]))
+                                + tilt(fwd(X1e, s, i, masks["restcl"])))
             P[:, act, 1, :c] = fwd(X1n, s, i, masks["ct"])
             P[:, act, 0, 1:c + 1] += opP * ~ms
             P[:, act, 1, 1:c + 1] += opP * ms
         end = rows[last == i]
         if len(end):
             bt = ops.bt[end, i][:, None, :]
-            G[:, end] = ((P[:, end, 0] * bt).sum(axis=-1)
-                         + z[..., 0] * (P[:, end, 1] * bt).sum(axis=-1))
+            G[:, end] = ((P[:, end].sum(axis=2) * bt).sum(axis=-1)
+                         + tilt((P[:, end, 1] * bt).sum(axis=-1)))
+    tot = G[0].real.sum(axis=1, keepdims=True) if dtype is float else None
+    if tot is None:                            # values: G(1) is not among them; Σ_c at z=1
+        return G
+    return G / np.where(tot > 0, tot, 1.0)
+
+
+def _shift(Y: np.ndarray) -> np.ndarray:
+    """ε·Y in the truncated power series R[ε]/ε^lead (ε = z − 1): the components move
+    up one order, the top one falls off."""
+    out = np.zeros_like(Y)
+    out[1:] = Y[:-1]
+    return out
+
+
+def tp_count_tables(ops, batch: RaggedBatch, fixed: list) -> tuple[np.ndarray, np.ndarray]:
+    """(Z, T), each (B, n+1): Z[b, c] = Pr(m(y) = c), T[b, c] = E[tp(y, F_b)·1{m(y) = c}]
+    against each sentence's fixed chunk set F_b (``fixed[b]``: (type index, s, e), a type
+    index of −1 for a type the space lacks), y ~ the batch's chains: the expectation
+    semiring of :func:`fstchunk.engine.expectation.tp_count_table` on the transfer
+    operators, states (match flag, count, tag), the match logic on chunk boundaries
+    (a chunk of y opens where a fixed chunk of its type starts; it matches when both
+    close together).  Both directions of expected F read it (:mod:`fstchunk.decoding.expected`).
+    It is :func:`tp_count_moments` to the first order."""
+    Z, T = _count_sweep(ops, batch, fixed, 2, _shift)
+    return Z, T
+
+
+def tp_count_moments(ops, batch: RaggedBatch, fixed: list, order: int = 2) -> np.ndarray:
+    """M (order+1, B, n+1) with M[j, b, c] = E[C(tp, j)·1{m(y) = c}], the binomial
+    moments of tp by count (C(tp, 0) = 1: M[0] = Pr(m = c); M[1] = T of
+    :func:`tp_count_tables`; E[tp²] = Σ_c 2·M[2] + M[1]): the sweep in the truncated
+    power series in ε = z − 1, where a completed match multiplies by 1 + ε."""
+    return _count_sweep(ops, batch, fixed, order + 1, _shift)
+
+
+def tp_count_laws(ops, batch: RaggedBatch, fixed: list) -> np.ndarray:
+    """J (B, K, n+1) with J[b, t, c] = Pr(tp(y, F_b) = t, m(y) = c), K = 1 + the most
+    fixed chunks of a sentence: the joint law whose moments :func:`tp_count_moments`
+    gives.  The same sweep with a completed match weighted z gives the generating
+    function G(z)[c] = Σ_t J[t, c]·z^t, a polynomial of degree < K in z; it is run at
+    the K roots of unity at once and inverted by one discrete Fourier transform (exact
+    up to rounding, every |z| = 1 so nothing grows).  Its machine twin is
+    :func:`fstchunk.decoding.expected.joint_by_composition`."""
+    K = 1 + max((len(f) for f in fixed), default=0)
+    z = np.exp(2j * np.pi * np.arange(K) / K).reshape(K, *([1] * 3))
+
+    def tilt(Y: np.ndarray) -> np.ndarray:
+        return (z.reshape(K, *([1] * (Y.ndim - 1))) - 1) * Y
+    G = _count_sweep(ops, batch, fixed, K, tilt, dtype=complex)
     J = np.fft.fft(G, axis=0).real / K            # G(ω^k) = Σ_t J_t ω^{kt}: J = DFT(G)/K
     J = np.maximum(J.transpose(1, 0, 2), 0.0)
     tot = J.sum(axis=(1, 2), keepdims=True)
