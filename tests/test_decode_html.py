@@ -20,7 +20,7 @@ import browser
 from fstchunk.schemes import encodings as enc
 from fstchunk.cli import main
 from fstchunk.decoding.palette import (BANDS, INK, TYPE_COLOURS, band, contrast_ratio,
-                                       css_rgb, shade, type_colour)
+                                       css_rgb, p_label, shade, type_colour)
 from oracles import random_scores
 
 
@@ -140,7 +140,7 @@ def test_html_structure_matches_jsonl(tmp_path, capsys, decoder):
         assert c["title"] == f"{w[0]} p={w[3]:.3f}"
         assert f"background:{css_rgb(shade(w[0], w[3]))}" in c["style"]  # type's colour
         assert c["class"] == f"chunk {band(w[3])[0]}"                     # band: border
-        assert c["label"] == f"{w[0]} {w[3]:.2f}"                         # p at a glance
+        assert c["label"] == f"{w[0]} {p_label(w[3])}"                    # p at a glance
         assert c["sentence"] == f"s{r['sentence']}"
         assert p.leads[c["sentence"]] == f"line {r['line']}"             # input line
 
@@ -230,9 +230,22 @@ def test_colours_do_not_depend_on_input_order(tmp_path, capsys):
 
 def test_bands_tell_080_from_095():
     """p = 0.80 and p = 0.95 look different: another border style, another label."""
-    assert band(0.80) != band(0.95)
+    assert band(0.80) != band(0.95) and p_label(0.80) != p_label(0.95)
     assert [b[0] for b in BANDS] == sorted((b[0] for b in BANDS), reverse=True)
     assert band(1.0)[1] == "solid" and band(0.0)[1] == "dotted"
+
+
+@pytest.mark.parametrize("p", [0.895, 0.8999999, 0.9, 0.29, 0.49999, 0.5, 0.0, 1.0, 1.2, -0.1,
+                               float("nan")])
+def test_label_and_band_agree(p):
+    """The printed p and the border never contradict: a chunk labelled 0.90 is solid,
+    one of p = 0.895 is labelled 0.89 and dashed (rounding would print 0.90)."""
+    shown = float(p_label(p))
+    assert band(shown) == band(p)
+    assert shown <= max(p, 0.0) or p != p or p > 1
+    for least, name, _ in BANDS:
+        assert (band(p)[0] == name) == (shown >= least and all(
+            shown < hi for hi, _, _ in BANDS if hi > least))
 
 
 def _forced_scores(path, chunks, conll=None, docstarts=()):

@@ -31,7 +31,7 @@ input line.  Each chunk is a ``<mark class="chunk">`` on its type's fixed pastel
 (:mod:`fstchunk.decoding.palette`: the same type has the same colour on every input;
 dark text, WCAG AA contrast at every p), deeper as p rises, with a solid, dashed or
 dotted border for p ≥ 0.9, 0.5 ≤ p < 0.9 and p < 0.5, followed by a label
-``TYPE 0.87`` (p to two decimals); its ``title`` is ``TYPE p=0.873`` and its
+``TYPE 0.87`` (p to two decimals, rounded down, as the band reads it); its ``title`` is ``TYPE p=0.873`` and its
 ``data-type``, ``data-start``, ``data-end``, ``data-p`` attributes hold the chunk.
 """
 
@@ -43,7 +43,7 @@ from typing import Iterable, Sequence
 
 from ..core.outputs import json_text
 from .confidence import ScoredChunk
-from .palette import BANDS, INK, band, css_rgb, shade
+from .palette import BANDS, INK, band, css_rgb, p_label, shade
 
 #: how many of the least confident chunks the summary lists
 LEAST = 50
@@ -108,7 +108,7 @@ class HtmlPage:
                        f'style="background:{css_rgb(shade(c.type, c.p))}" '
                        f'title="{_esc(c.type)} p={c.p:.3f}" data-type="{_esc(c.type)}" '
                        f'data-start="{c.start}" data-end="{c.end}" data-p="{c.p:.6f}">'
-                       f'{words}<span class="lab">{name} {c.p:.2f}</span></mark>')
+                       f'{words}<span class="lab">{name} {p_label(c.p)}</span></mark>')
             i = c.end
         self.sentences += 1
         self.parts.append(f'<p class="s" id="s{index}">{_lead(index, line)}'
@@ -162,7 +162,7 @@ class HtmlPage:
                  if self.counts else "<p>No chunk.</p>")
         least = sorted(self.least, reverse=True)
         items = "".join(
-            f'<li>{-q:.3f} {_swatch(t)} <a href="#s{i}">{w}</a> '
+            f'<li>{p_label(-q)} {_swatch(t)} <a href="#s{i}">{w}</a> '
             f'<span class="n">{_where(i, line)}</span></li>'
             for q, _, t, w, i, line in least)
         low = (f'<h3>The {_n(len(least), "least confident chunk")}</h3>'
@@ -195,7 +195,7 @@ def _key(types: list[str]) -> str:
     t = types[0]
     marks = " · ".join(
         f'<mark class="chunk {name}" style="background:{css_rgb(shade(t, p))}">'
-        f'{name}<span class="lab">{_esc(t) or "(untyped)"} {p:.2f}</span></mark> '
+        f'{name}<span class="lab">{_esc(t) or "(untyped)"} {p_label(p)}</span></mark> '
         f"{_band_text(k)}" for k, ((_, name, _), p) in enumerate(zip(BANDS, (0.95, 0.7, 0.3))))
     return (f'<p class="keyline">Confidence: the number after the type is p, the '
             f"probability that the model's sequences hold the chunk; the border shows its "

@@ -15,6 +15,7 @@ above 4.5 (level AA) for every hue and saturation drawn (≥ 6 at p = 1).
 from __future__ import annotations
 
 import colorsys
+import math
 import zlib
 
 #: the text colour on every chunk (and on the page)
@@ -60,10 +61,27 @@ def shade(type_: str, p: float) -> tuple[int, int, int]:
     return round(r * 255), round(g * 255), round(b * 255)
 
 
+def hundredths(p: float) -> int:
+    """p in hundredths, rounded down (0 .. 100; NaN is 0): what the page prints
+    (:func:`p_label`) and what :func:`band` reads, so that the two always agree."""
+    if not p >= 0.0:
+        return 0
+    return min(100, math.floor(p * 100 + 1e-9))
+
+
+def p_label(p: float) -> str:
+    """p as the page prints it after a chunk's type: two decimals, rounded down
+    (0.895 is ``0.89``: below 0.9, as its band says)."""
+    h = hundredths(p)
+    return f"{h // 100}.{h % 100:02d}"
+
+
 def band(p: float) -> tuple[str, str]:
-    """(name, border style) of the confidence band of ``p`` (:data:`BANDS`)."""
+    """(name, border style) of the confidence band of ``p`` (:data:`BANDS`), read on
+    :func:`hundredths`."""
+    h = hundredths(p)
     for least, name, style in BANDS:
-        if p >= least:
+        if h >= round(least * 100):
             return name, style
     return BANDS[-1][1:]
 
