@@ -362,3 +362,53 @@ def test_page_passes_axe_core_in_headless_chromium(tmp_path, capsys):
         assert near > 200, f"{near} pixels of {t}'s colour {shade(t, 1.0)} in {shot}"
     assert (np.abs(img - 255).max(axis=2) <= 2).mean() > 0.5     # mostly white page
     assert len(np.unique(img.reshape(-1, 3), axis=0)) > 20        # text drawn, not blank
+
+
+def test_type_names_escaped_everywhere_and_failures_linked():
+    """A type name with markup is text in the chunk, its label, the summary table, the
+    key and the least-confident list; a failed sentence is linked from the summary."""
+    from fstchunk.decoding.confidence import ScoredChunk
+    from fstchunk.decoding.display import HtmlPage
+    odd = '<i>"x"&'
+    page = HtmlPage("t")
+    page.sentence(0, ["a", "b"], [ScoredChunk(odd, 0, 2, 0.4)], line=3)
+    page.error(1, ["<c>"], "too long", line=7)
+    p = parse(page.text())
+    assert "i" not in p.tags and not p.refs
+    assert [c["data-type"] for c in p.chunks] == [odd]
+    assert p.chunks[0]["label"] == f"{odd} 0.40"
+    assert "".join(p.text).count(odd) == 6      # chunk, table, the key's 3 bands, list
+    assert ["#s1", "line 7"] in p.links and "1 not decoded" in "".join(p.text)
+
+
+def test_navigation_without_documents(monkeypatch):
+    """A long page without -DOCSTART- lines links every NAV_EVERY-th sentence; a short
+    one has no navigation."""
+    from fstchunk.decoding import display
+    monkeypatch.setattr(display, "NAV_EVERY", 3)
+    for n, want in ((3, []), (7, ["#s0", "#s3", "#s6"])):
+        page = display.HtmlPage("t")
+        for k in range(n):
+            page.sentence(k, ["a"], [], line=2 * k + 1)
+        p = parse(page.text())
+        assert [x[0] for x in p.links if x[1].startswith("sentence")] == want
+        assert ("nav" in p.tags) == bool(want)
+
+
+def test_documents_from_standard_input(tmp_path):
+    """--input - (a pipe, read twice: sentences and -DOCSTART- lines) gives the page the
+    file gives."""
+    path, conll = tmp_path / "s.jsonl", tmp_path / "in.txt"
+    _forced_scores(path, [("PER", 0.9), ("ORG", 0.7), ("LOC", 0.99)], conll, docstarts=(0, 2))
+    root = os.path.join(os.path.dirname(__file__), os.pardir)
+    pages = []
+    for where, stdin in ((str(conll), b""), ("-", conll.read_bytes())):
+        proc = subprocess.run([sys.executable, "-m", "fstchunk", "decode", "--scores",
+                               str(path), "--input", where, "--scheme", "IOB2", "--format",
+                               "html"], input=stdin, capture_output=True, timeout=300,
+                              env={**os.environ, "PYTHONPATH": os.path.abspath(root)})
+        assert proc.returncode == 0, proc.stderr
+        pages.append(proc.stdout.decode("utf-8"))
+    assert pages[0] == pages[1]
+    assert [h[1] for h in parse(pages[1]).headings if (h[0] or "").startswith("d")] == [
+        "Document 1, line 1", "Document 2, line 10"]
