@@ -1,6 +1,6 @@
 """``fstchunk decode --format html``: one self-contained page; its structure (every chunk
 a titled span with its p and band, tokens escaped, colours fixed per type), its
-documents, line numbers, summary and navigation, the colours' contrast (WCAG AA), and
+documents, line numbers, summary and navigation (the colours: test_html_palette), and
 the page in headless Chromium: axe-core's accessibility check and a screenshot
 (:mod:`browser`)."""
 
@@ -8,8 +8,6 @@ import html.parser
 import json
 import math
 import os
-import random
-import string
 import subprocess
 import sys
 
@@ -19,9 +17,9 @@ import pytest
 import browser
 from fstchunk.schemes import encodings as enc
 from fstchunk.cli import main
-from fstchunk.decoding.palette import (BANDS, INK, TYPE_COLOURS, band, contrast_ratio,
-                                       css_rgb, p_label, shade, type_colour)
+from fstchunk.decoding.palette import BANDS, band, css_rgb, p_label, shade
 from oracles import random_scores
+from test_html_palette import TABLE_TYPES, random_types
 
 
 def run(capsys, *argv):
@@ -163,57 +161,6 @@ def test_html_min_confidence_and_errors(tmp_path, capsys):
     assert counts[0] >= counts[1] >= counts[2]
 
 
-def test_shade_deepens_with_p():
-    for t in ("PER", "NP", "protein", "unknown-type"):
-        light = [sum(shade(t, p)) for p in (0.0, 0.5, 1.0)]
-        assert light[0] > light[1] > light[2]
-
-
-def test_contrast_ratio_is_wcag():
-    """The formula against WCAG's own figures: 21 for black on white, 1 for a colour on
-    itself, and #777 on white just below AA (about 4.48), #767676 just above."""
-    assert contrast_ratio((0, 0, 0), (255, 255, 255)) == pytest.approx(21.0)
-    assert contrast_ratio((120, 30, 200), (120, 30, 200)) == pytest.approx(1.0)
-    assert 4.4 < contrast_ratio((119, 119, 119), (255, 255, 255)) < 4.5
-    assert 4.5 < contrast_ratio((118, 118, 118), (255, 255, 255)) < 4.6
-
-
-def _random_types(n: int, seed: int = 0) -> list[str]:
-    rng = random.Random(seed)
-    return ["".join(rng.choice(string.ascii_letters + "_-") for _ in range(rng.randint(1, 12)))
-            for _ in range(n)]
-
-
-#: the types the issue names, each with a colour of its own in the table
-TABLE_TYPES = ("PER ORG LOC MISC NP VP PP ADJP ADVP SBAR PRT CONJP INTJ LST UCP protein DNA "
-               "RNA cell_line cell_type").split()
-
-
-def test_every_colour_meets_wcag_aa_at_every_p():
-    """Dark text on every type's colour, at every confidence drawn: contrast >= 4.5 (WCAG
-    2 AA for normal text), for the table's types and 500 random names."""
-    assert set(TABLE_TYPES) <= set(TYPE_COLOURS)
-    worst = min((contrast_ratio(INK, shade(t, p)), t, p)
-                for t in list(TYPE_COLOURS) + _random_types(500) + [""]
-                for p in (0.0, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 1.0))
-    assert worst[0] >= 4.5, worst
-
-
-def test_colours_are_fixed_per_type():
-    """A type's colour is its own, not its rank of appearance: the table's, or a hash of
-    its name that Python's hash seed does not change (another interpreter agrees)."""
-    names = _random_types(20, seed=1)
-    code = ("from fstchunk.decoding.palette import type_colour as c; import sys; "
-            f"print([c(t) for t in {names!r}])")
-    env = dict(os.environ, PYTHONHASHSEED="12345")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=env, check=True).stdout
-    assert out.strip() == str([type_colour(t) for t in names])
-    assert len({type_colour(t) for t in ("PER", "ORG", "LOC", "MISC")}) == 4
-    assert len({type_colour(t) for t in ("protein", "DNA", "RNA", "cell_line",
-                                         "cell_type")}) == 5
-
-
 def test_colours_do_not_depend_on_input_order(tmp_path, capsys):
     """The same sentences in the opposite order: every type keeps its colour."""
     fwd, back = tmp_path / "f.jsonl", tmp_path / "b.jsonl"
@@ -226,26 +173,6 @@ def test_colours_do_not_depend_on_input_order(tmp_path, capsys):
         assert code == 0, err
         colours.append({c["data-type"]: c["style"] for c in parse(page).chunks})
     assert colours[0] == colours[1] and len(colours[0]) == 3
-
-
-def test_bands_tell_080_from_095():
-    """p = 0.80 and p = 0.95 look different: another border style, another label."""
-    assert band(0.80) != band(0.95) and p_label(0.80) != p_label(0.95)
-    assert [b[0] for b in BANDS] == sorted((b[0] for b in BANDS), reverse=True)
-    assert band(1.0)[1] == "solid" and band(0.0)[1] == "dotted"
-
-
-@pytest.mark.parametrize("p", [0.895, 0.8999999, 0.9, 0.29, 0.49999, 0.5, 0.0, 1.0, 1.2, -0.1,
-                               float("nan")])
-def test_label_and_band_agree(p):
-    """The printed p and the border never contradict: a chunk labelled 0.90 is solid,
-    one of p = 0.895 is labelled 0.89 and dashed (rounding would print 0.90)."""
-    shown = float(p_label(p))
-    assert band(shown) == band(p)
-    assert shown <= max(p, 0.0) or p != p or p > 1
-    for least, name, _ in BANDS:
-        assert (band(p)[0] == name) == (shown >= least and all(
-            shown < hi for hi, _, _ in BANDS if hi > least))
 
 
 def _forced_scores(path, chunks, conll=None, docstarts=()):
@@ -336,7 +263,7 @@ def test_page_passes_axe_core_in_headless_chromium(tmp_path, capsys):
     no violation (none of color-contrast in particular), and a screenshot (under
     pytest's tmp) shows every type's colour."""
     browser.chromium()
-    types = TABLE_TYPES + _random_types(2, seed=7)
+    types = TABLE_TYPES + random_types(2, seed=7)
     chunks = [(t, (1.0, 0.95, 0.8, 0.6)[k % 4]) for k, t in enumerate(types)]
     page, _, _ = _page_with_documents(tmp_path, capsys, chunks, docstarts=(0, 5, 12))
     from fstchunk.decoding.confidence import ScoredChunk

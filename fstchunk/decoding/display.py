@@ -31,8 +31,9 @@ input line.  Each chunk is a ``<mark class="chunk">`` on its type's fixed pastel
 (:mod:`fstchunk.decoding.palette`: the same type has the same colour on every input;
 dark text, WCAG AA contrast at every p), deeper as p rises, with a solid, dashed or
 dotted border for p ≥ 0.9, 0.5 ≤ p < 0.9 and p < 0.5, followed by a label
-``TYPE 0.87`` (p to two decimals, rounded down, as the band reads it); its ``title`` is ``TYPE p=0.873`` and its
-``data-type``, ``data-start``, ``data-end``, ``data-p`` attributes hold the chunk.
+``TYPE 0.87`` (p to two decimals, rounded down, as the band reads it); its ``title``
+is ``TYPE p=0.873`` and its ``data-type``, ``data-start``, ``data-end``, ``data-p``
+attributes hold the chunk.
 """
 
 from __future__ import annotations
