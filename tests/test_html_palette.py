@@ -20,6 +20,14 @@ def test_shade_deepens_with_p():
         assert light[0] > light[1] > light[2]
 
 
+def test_shade_of_any_p_is_a_colour():
+    """p outside [0, 1] is clipped, NaN drawn as 0: always a valid RGB, never an error."""
+    for p in (-1.0, 2.0, float("nan"), float("inf")):
+        rgb = shade("PER", p)
+        assert all(isinstance(v, int) and 0 <= v <= 255 for v in rgb)
+    assert shade("PER", float("nan")) == shade("PER", 0.0) == shade("PER", -1.0)
+
+
 def test_contrast_ratio_is_wcag():
     """The formula against WCAG's own figures: 21 for black on white, 1 for a colour on
     itself, and #777 on white just below AA (about 4.48), #767676 just above."""

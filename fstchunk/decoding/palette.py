@@ -54,9 +54,10 @@ def type_colour(type_: str) -> tuple[int, float]:
 
 def shade(type_: str, p: float) -> tuple[int, int, int]:
     """The background (RGB) of a chunk of ``type_`` and probability ``p``:
-    HSL(hue, saturation, 95% − 20%·p) of :func:`type_colour`, p clipped to [0, 1]."""
+    HSL(hue, saturation, 95% − 20%·p) of :func:`type_colour`, p clipped to [0, 1]
+    (NaN drawn as 0)."""
     hue, sat = type_colour(type_)
-    light = LIGHT - FALL * min(max(p, 0.0), 1.0)
+    light = LIGHT - FALL * (min(max(p, 0.0), 1.0) if p == p else 0.0)    # NaN: as 0
     r, g, b = colorsys.hls_to_rgb(hue / 360.0, light, sat)
     return round(r * 255), round(g * 255), round(b * 255)
 
