@@ -170,9 +170,11 @@ def test_every_page_with_code_is_run():
             "howto/grammars.md"} <= set(CODE_PAGES)
 
 
-def _pictures(page: str) -> list[str]:
+def _pictures(page: str, kinds: str = "svg") -> list[str]:
+    """The pictures ``img/NAME.svg`` a page shows (the drawings its commands draw);
+    ``kinds="svg|png"``: screenshots too."""
     text = open(os.path.join(DOCS, page), encoding="utf-8").read()
-    return re.findall(r"!\[[^\]]*\]\((img/[^)\s]+\.svg)\)", text)
+    return re.findall(rf"!\[[^\]]*\]\((img/[^)\s]+\.(?:{kinds}))\)", text)
 
 
 def _svg_summary(path: str) -> tuple:
@@ -190,7 +192,7 @@ def _svg_summary(path: str) -> tuple:
 
 def test_pictures_are_small_and_shown():
     shown = {os.path.normpath(os.path.join(os.path.dirname(p), n)) for p in PAGES
-             for n in _pictures(p)}
+             for n in _pictures(p, "svg|png")}
     on_disk = {os.path.relpath(p, DOCS) for p in glob.glob(os.path.join(DOCS, "**", "img", "*"),
                                                            recursive=True)}
     assert on_disk == shown, "every picture in docs/img is shown by a page, and exists"

@@ -1,8 +1,8 @@
 """docs/howto/confidence.md runs as shown (every block, by :mod:`codeblocks`, here rather
-than in :mod:`test_docs`, which leaves this page to this test), and what its commands
-wrote is what the page says: the JSONL keys shown, the marginals, the score file's
-tokens, an HTML page, segment probabilities, and ``decode_chunks`` equal to scoring
-MAP's tags."""
+than in :mod:`test_docs`, which leaves this page to this test; the JSONL line it shows
+is compared with what the command wrote), and what its commands wrote is what the page
+says: the marginals, the score file's tokens, an HTML page whose picture the page
+shows, segment probabilities, and ``decode_chunks`` equal to scoring MAP's tags."""
 
 import json
 import os
@@ -20,10 +20,15 @@ def test_howto_runs_and_its_outputs_are_as_shown(tmp_path, monkeypatch, corpus):
     env: dict = {"__name__": "__page__"}
     run_page(HOWTO, env)
     with open(HOWTO, encoding="utf-8") as fh:
-        shown_output = json.loads(re.findall(r"```json\n(.*?)```", fh.read(), re.S)[0])
-    out = [json.loads(x) for x in open("out.jsonl", encoding="utf-8")]
-    assert set(out[0]) == set(shown_output)
-    assert set(out[0]["chunks"][0]) == set(shown_output["chunks"][0])
+        page = fh.read()
+    shown = re.findall(r"```console\n\$ head -n 9 out.jsonl\n\.\.\.\n(.*?)\n```", page)
+    assert len(shown) == 1                      # the sample, compared by run_page
+    line = open("out.jsonl", encoding="utf-8").readlines()[8]
+    assert set(json.loads(line)) == set(json.loads(shown[0].replace("...", "")))
+    picture = re.findall(r"!\[[^\]]*\]\((img/[^)\s]+\.png)\)", page)
+    assert picture == ["img/entity-view.png"]
+    png = os.path.join(os.path.dirname(HOWTO), picture[0])
+    assert 0 < os.path.getsize(png) < 200_000
     marg = json.loads(open("marg.jsonl", encoding="utf-8").readline())
     assert {"marginals", "marginals_scheme"} <= set(marg)
     scored = json.loads(open("scored.jsonl", encoding="utf-8").readline())

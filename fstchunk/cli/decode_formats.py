@@ -13,11 +13,12 @@ kept ones.  The same on CoNLL, JSONL and HTML.
 
 from __future__ import annotations
 
-from typing import IO, Iterator
+from typing import IO, Iterable, Iterator
 
 from ..decoding.batch import Decoded
 from ..decoding.confidence import keep_confident, tags_of
 from ..decoding.display import HtmlPage, record
+from ..io.conll import DOCSTART, iter_lines, split_line
 from .common import Failures
 
 
@@ -67,20 +68,39 @@ def write_jsonl(results: Iterator[Decoded], out: IO[str], failed: Failures, word
 
 
 def write_html(results: Iterator[Decoded], out: IO[str], failed: Failures, word: int,
-               title: str, subtitle: str) -> int:
+               title: str, subtitle: str, docstarts: Iterable[int] = ()) -> int:
     """The one page (:class:`fstchunk.decoding.display.HtmlPage`), written at the end;
-    tokens of a score file without them are shown as their positions."""
+    tokens of a score file without them are shown as their positions.  ``docstarts``:
+    the input's ``-DOCSTART-`` line numbers, ascending (:func:`docstart_lines`), each
+    starting a document before the first sentence after it."""
     page, total = HtmlPage(title, subtitle), 0
+    starts = iter(docstarts)
+    start = next(starts, None)
     for d in results:
         total += 1
+        line = _line(d)
+        begun = None
+        while start is not None and line is not None and start < line:
+            begun, start = start, next(starts, None)
+        if begun is not None:
+            page.document(begun)
         tokens = _tokens(d, word) or [f"[{i}]" for i in range(len(d.sentence))]
         if d.error is not None:
             _failed(failed, d, "shown with its error")
-            page.error(d.index, tokens, Failures.reason(d.error))
+            page.error(d.index, tokens, Failures.reason(d.error), line)
         else:
-            page.sentence(d.index, tokens, d.chunks)
+            page.sentence(d.index, tokens, d.chunks, line)
     out.write(page.text())
     return total
+
+
+def docstart_lines(path: str, delimiter: str | None = None) -> Iterator[int]:
+    """The line numbers of a CoNLL file's ``-DOCSTART-`` lines, read lazily (as
+    :func:`fstchunk.io.conll.iter_conll` splits them)."""
+    for lineno, text in iter_lines(path):
+        cols = split_line(text.rstrip("\r\n"), delimiter)
+        if cols and cols[0] == DOCSTART:
+            yield lineno
 
 
 def write_tag_column(results: Iterator[Decoded], out: IO[str], failed: Failures,

@@ -62,7 +62,8 @@ from .common import (BETA_HELP, Failures, HelpFormatter, add_executor, beta_opti
                      require_probabilities)
 from .crfsuite_format import (KIND, SequenceModel, known_attributes, refuse_kind, require_kind,
                               write_reference)
-from .decode_formats import thresholded, write_html, write_jsonl, write_tag_column
+from .decode_formats import (docstart_lines, thresholded, write_html, write_jsonl,
+                             write_tag_column)
 from .inputs import (add_columns, arranged, delimiter_arg, iter_input, layout_input,
                      no_sentences)
 
@@ -87,7 +88,8 @@ def add_parser(sub) -> None:
     p.add_argument("--format", choices=("conll", "jsonl", "html", "crfsuite"), default="conll",
                    help="conll: the input's lines plus the predicted tag; jsonl: one JSON "
                         "object per sentence with tokens, tags and chunks with their "
-                        "probability p; html: one self-contained page, chunks shaded by p; "
+                        "probability p; html: one self-contained page, a summary and the "
+                        "sentences, each chunk in its type's colour with its p; "
                         "crfsuite: --input in CRFsuite's data format (what an attribute CRF "
                         "reads: fstchunk import crfsuite), written as crfsuite tag -r does: "
                         "the input's label, a tab, the predicted label (eval --format "
@@ -237,8 +239,10 @@ def _write(args: argparse.Namespace, results: Iterator[Decoded], out: IO[str],
         sub = (f"decoder {dec.name}" + (f", β = {dec.beta:g}" if "beta" in dec.settings
                                          else "")
                + (f", chunks with p ≥ {args.min_confidence:g}" if args.min_confidence
-                  else "") + "; shade: the chunk's probability p")
-        total = write_html(results, out, failed, word, f"fstchunk decode: {what}", sub)
+                  else ""))
+        conll = args.input is not None and not isinstance(model, SequenceModel)
+        total = write_html(results, out, failed, word, f"fstchunk decode: {what}", sub,
+                           docstart_lines(args.input, args.delimiter) if conll else ())
     elif args.format == "crfsuite":
         total = write_reference(results, out, failed, UNDECODED)
     elif args.scores and args.input is None:
