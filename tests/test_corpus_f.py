@@ -13,7 +13,7 @@ import pytest
 
 from fstchunk import Lattice
 from fstchunk.core.errors import InputError
-from fstchunk.decoding.corpus_f import corpus_f, count_laws
+from fstchunk.decoding.corpus_f import corpus_f, count_laws, count_moments
 from fstchunk.schemes import encodings as enc
 from oracles import random_scores
 
@@ -46,6 +46,15 @@ def test_each_sentence_law_equals_enumeration_and_the_machine(scheme):
         assert J.shape == want.shape
         np.testing.assert_allclose(J, want, atol=1e-12)
         np.testing.assert_allclose(J2, want, atol=1e-12)
+    # the moments, by the series sweep and from the machine's law, equal the law's
+    t = [np.arange(J.shape[0])[:, None] for J in laws]
+    c = [np.arange(J.shape[1])[None, :] for J in laws]
+    for got in (count_moments(lats, hyps), count_moments(machine, hyps)):
+        for J, tt, cc, m in zip(laws, t, c, got):
+            et, ec = (J * tt).sum(), (J * cc).sum()
+            np.testing.assert_allclose(m, [et, ec, (J * tt * tt).sum() - et ** 2,
+                                           (J * cc * cc).sum() - ec ** 2,
+                                           (J * tt * cc).sum() - et * ec], atol=1e-11)
 
 
 def test_extreme_scores_keep_the_law_exact():
@@ -83,7 +92,7 @@ def test_the_corpus_figures_equal_enumeration_of_every_truth(beta):
     rng = np.random.default_rng(int(beta * 10))
     lats, hyps = random_corpus(rng, "IOB2", [3, 2, 3], types=("A",))
     P, want = brute_corpus(lats, hyps, beta)
-    got = corpus_f(count_laws(lats, hyps), P, beta=beta, level=0.8)
+    got = corpus_f(P, laws=count_laws(lats, hyps), beta=beta, level=0.8)
     assert got.method == "exact" and got.predicted == P and got.sentences == 3
     assert got.f == pytest.approx(want["f"], abs=1e-12)
     assert got.recall == pytest.approx(want["r"], abs=1e-12)
@@ -102,8 +111,13 @@ def test_the_normal_approximation_against_the_exact_law_and_sampled_corpora():
     lats, hyps = random_corpus(rng, "IOBES", rng.integers(3, 12, size=60).tolist(), scale=1.0)
     laws = count_laws(lats, hyps)
     P = sum(len(enc.tags_to_chunks(h, "IOBES")) for h in hyps)
-    exact = corpus_f(laws, P, level=0.9)
-    normal = corpus_f(laws, P, level=0.9, exact_cells=0)
+    exact = corpus_f(P, laws=laws, level=0.9)
+    normal = corpus_f(P, laws=laws, level=0.9, exact_cells=0)
+    moments = count_moments(lats, hyps)
+    by_moments = corpus_f(P, moments=moments, level=0.9)              # the same draws
+    for field in ("expected_tp", "expected_gold", "recall", "f", "sd_f"):
+        assert getattr(by_moments, field) == pytest.approx(getattr(normal, field), rel=1e-9)
+    assert by_moments.interval == pytest.approx(normal.interval, rel=1e-9)
     assert (exact.method, normal.method) == ("exact", "normal")
     assert normal.f == pytest.approx(exact.f, abs=2e-3)
     assert normal.sd_f == pytest.approx(exact.sd_f, rel=0.1)
@@ -130,10 +144,12 @@ def test_refusals():
     laws = count_laws(lats, hyps)
     for level in (0, 1, 1.5, -0.1):
         with pytest.raises(InputError, match="level must lie strictly between 0 and 1"):
-            corpus_f(laws, 1, level=level)
+            corpus_f(1, laws=laws, level=level)
     with pytest.raises(InputError, match="no sentences"):
-        corpus_f([], 0)
+        corpus_f(0, laws=[])
     with pytest.raises(InputError, match="beta must be"):
-        corpus_f(laws, 1, beta=-1)
+        corpus_f(1, laws=laws, beta=-1)
+    with pytest.raises(InputError, match="laws or their moments"):
+        corpus_f(1)
     with pytest.raises(InputError, match="1 lattices but 2 hypotheses"):
         count_laws(lats, hyps * 2)

@@ -27,14 +27,25 @@ from .crfsuite_format import (SequenceModel, gold_sequences, known_attributes, r
                               require_kind)
 from ..io.crfsuite.data import Sequence
 from ..schemes.tagspace import UNCONSTRAINED, canonical
+from .unlabelled import run_unlabelled
 
 
 def add_parsers(sub) -> None:
     p = sub.add_parser("expected", formatter_class=HelpFormatter,
                        help="expected tp, P, R and F_β of each sentence of a CoNLL file "
                             "under a saved model (--model) or score arrays (--scores)")
-    p.add_argument("file", help="CoNLL file (--format crfsuite: CRFsuite data, its labels "
-                                "the fixed tag sequence)")
+    p.add_argument("file", nargs="?", default=None,
+                   help="CoNLL file (--format crfsuite: CRFsuite data, its labels "
+                        "the fixed tag sequence); or give --input")
+    p.add_argument("--input", default=None, metavar="FILE",
+                   help="text without labels (words, and POS where the model reads them): "
+                        "print the expected corpus precision, recall and F_β of the model's "
+                        "own output (--decoder) with the truth drawn from the model, and an "
+                        "interval for F_β (--interval)")
+    p.add_argument("--interval", type=float, default=None, metavar="LEVEL",
+                   help="with --input: the interval's coverage, e.g. 0.9 (default 0.9)")
+    p.add_argument("--decoder", choices=("map", "meu"), default="map",
+                   help="with --input: the decisions whose corpus figures are expected")
     p.add_argument("--format", choices=("conll", "crfsuite"), default="conll",
                    help="of FILE: CoNLL columns, or CRFsuite's data format (an attribute "
                         "CRF's input: fstchunk import crfsuite --scheme S, train --format "
@@ -190,7 +201,20 @@ def run_expected(args: argparse.Namespace) -> int:
                          "fixed tag sequence per sentence (--column), and a partial "
                          "annotation allows many; train on it with train --partial, rank "
                          "sentences by the model's own expected F with select")
+    if args.input is None:
+        if args.file is None:
+            raise InputError("give FILE (with the tag column to score against) or --input "
+                             "FILE (text without labels: the corpus figures of the model's "
+                             "own output)")
+        if args.interval is not None or args.decoder != "map":
+            raise InputError("--interval and --decoder go with --input FILE (text without "
+                             "labels); FILE's own tag column is the fixed sequence here")
     with budget.use_state_budget(args.state_budget), executor_of(args) as ex:
+        if args.input is not None:
+            if args.format != "conll":
+                raise InputError("--input reads CoNLL columns (--format conll)")
+            args.interval = 0.9 if args.interval is None else args.interval
+            return run_unlabelled(args, ex)
         return _run_expected(args, ex)
 
 
