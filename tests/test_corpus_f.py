@@ -153,3 +153,48 @@ def test_refusals():
         corpus_f(1)
     with pytest.raises(InputError, match="1 lattices but 2 hypotheses"):
         count_laws(lats, hyps * 2)
+
+
+# ---------------------------------------------------------------- the command line
+def test_expected_input_prints_the_figures_of_the_python_api(tmp_path, capsys):
+    import json
+
+    from fstchunk.cli import main
+    from fstchunk.io.conll import read_conll
+    from fstchunk.models import load_model
+    from oracles import TINY_CONLL
+    train = tmp_path / "train.txt"
+    train.write_text(TINY_CONLL * 3, encoding="utf-8")
+    text = tmp_path / "text.txt"
+    text.write_text("\n".join(" ".join(line.split()[:2]) for line in
+                              TINY_CONLL.splitlines()) + "\n", encoding="utf-8")
+    model = tmp_path / "m.npz"
+    assert main(["train", "--train", str(train), "--max-iter", "10", "--quiet",
+                 "-o", str(model)]) == 0
+    capsys.readouterr()
+    assert main(["expected", "--model", str(model), "--input", str(text), "--interval",
+                 "0.8", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    crf = load_model(str(model))
+    lats = crf.lattices(read_conll(str(text)))
+    hyps = [list(lat.map().tags) for lat in lats]
+    want = corpus_f(sum(len(enc.tags_to_chunks(h, lat.scheme)) for h, lat in zip(hyps, lats)),
+                    laws=count_laws(lats, hyps), level=0.8)
+    assert got["method"] == want.method == "exact"
+    assert got["f"] == pytest.approx(want.f, abs=1e-12)
+    assert got["interval"] == pytest.approx(list(want.interval), abs=1e-12)
+    assert got["predicted_chunks"] == want.predicted and got["sentences"] == len(lats)
+    assert main(["expected", "--model", str(model), "--input", str(text)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1].startswith("90% interval of F1: [") and out[-1].endswith("(exact law of "
+                                                                              "the corpus counts)")
+    for argv, message in (
+            ([str(text), "--input", str(text)], "not both"),
+            ([str(text), "--interval", "0.9"], "--interval and --decoder go with --input"),
+            ([], "give FILE .* or --input FILE"),
+            (["--input", str(text), "--interval", "1.5"], "strictly between 0 and 1"),
+            (["--input", str(text), "--format", "crfsuite"], "--input reads CoNLL columns")):
+        assert main(["expected", "--model", str(model), *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("fstchunk expected: error:") and len(err.splitlines()) == 1
+        assert __import__("re").search(message, err), err
