@@ -50,7 +50,7 @@ from ..decoding.batch import Decoded, iter_decode_sentences
 from ..decoding.confidence import check_min_confidence
 from ..io.conll import file_delimiter, is_separator, iter_lines, split_line
 from ..io.crfsuite.data import iter_data
-from ..decoding.decoders import Decoder, decoder as get_decoder, names as decoder_names
+from ..decoding.decoders import UTILITIES, Decoder, decoder as get_decoder, names as decoder_names
 from ..core.errors import BudgetError, FstchunkError, InputError
 from ..evaluation.chunks import UNDECODED
 from ..models import load_model
@@ -113,6 +113,10 @@ def add_parser(sub) -> None:
     p.add_argument("--beta", type=beta_option, default=1.0,
                    help=f"the MEU decoders' F_β: {BETA_HELP}")
     p.add_argument("--k", type=positive_int, default=20, help="paths reranked by meu-kbest")
+    p.add_argument("--utility", choices=UTILITIES, default="conlleval",
+                   help="what --decoder meu maximises the expectation of: conlleval's F_β "
+                        "(a chunk is correct with its boundaries and type) or exact, the "
+                        "exact-boundary F_β (boundaries alone, any type: eval --mode exact)")
     p.add_argument("--output-scheme", default=None,
                    help="scheme of the predicted column (none: the scheme of the model's "
                         "training data, its --data-scheme; IOB2 for models that do not "
@@ -148,7 +152,7 @@ def run_decode(args: argparse.Namespace) -> int:
     if (args.model is None) == (args.scores is None):
         raise InputError("give exactly one of --model MODEL or --scores FILE")
     dec = get_decoder(args.decoder, beta=args.beta, k=args.k,
-                      memory_budget=args.memory_budget, as_options=True)
+                      memory_budget=args.memory_budget, utility=args.utility, as_options=True)
     if args.output:
         check_output(args.output)
     if args.scores and args.format == "crfsuite":

@@ -18,7 +18,8 @@ name          scope     settings               decision (score)
 ============  ========  =====================  ==========================================
 map           sentence  —                      argmax Pr(y) (log Pr)
 posterior     sentence  —                      argmax Σ_i Pr(y_i) (Σ marginals)
-meu           sentence  beta, memory_budget    argmax E[F_β] exactly (E[F_β], gap < 1e-12);
+meu           sentence  beta, memory_budget,   argmax E[F_β] exactly (E[F_β], gap < 1e-12);
+                        utility                conlleval's F or the exact-boundary F;
                                                segments too (independent decisions)
 meu-kbest     sentence  beta, k, memory_budget the k best paths reranked by E[F_β]
 meu-corpus    corpus    beta, max_iter         max F_β of the corpus's expected counts
@@ -48,11 +49,14 @@ from ..engine import inference
 from ..engine.ragged import RaggedBatch
 from ..core.errors import InputError
 from ..core.fbeta import check_beta, to_beta_sq
+from .exact_boundaries import decode_meu_exact
 from .segments import meu_set
 from ..structures.lattice import Decoding, Lattice
 from ..structures.lattices import (apply, kbest_decisions, meu_decisions, no_path, of_batch,
                                    tag_lists)
 
+#: the utilities MEU decodes for (``utility=``, ``--utility``)
+UTILITIES = ("conlleval", "exact")
 #: name -> decoder class, in the order the CLI lists them
 REGISTRY: dict[str, type["Decoder"]] = {}
 
@@ -183,18 +187,27 @@ class Posterior(Decoder):
 
 class MEU(Decoder):
     """Exact maximum expected F_β (Jansche §10, §21; :mod:`fstchunk.engine.meu`):
-    score E[F_β] of the decision, ``gap`` its certificate (< 1e-12)."""
+    score E[F_β] of the decision, ``gap`` its certificate (< 1e-12).  ``utility``:
+    conlleval's F (a chunk correct with its boundaries and type) or ``"exact"``, the
+    exact-boundary F (any type; :mod:`fstchunk.decoding.exact_boundaries`, one
+    sentence at a time on its machine)."""
     name = "meu"
     returns = "E[F_β(x | y)]"
-    settings = ("beta", "memory_budget")
+    settings = ("beta", "memory_budget", "utility")
 
     structures = frozenset({"chain", "segments"})
 
-    def __init__(self, beta: float = 1.0, memory_budget: int | None = None):
+    def __init__(self, beta: float = 1.0, memory_budget: int | None = None,
+                 utility: str = "conlleval"):
         self.beta = check_beta(beta)
         self.memory_budget = _budget(memory_budget)
+        if utility not in UTILITIES:
+            raise InputError(f"unknown utility {utility!r}; use one of {', '.join(UTILITIES)}")
+        self.utility = utility
 
     def decode_one(self, lattice: Lattice) -> Decoding:
+        if self.utility == "exact":
+            return decode_meu_exact(lattice, self.beta)
         return lattice.meu(self.beta, self.memory_budget)
 
     def choose_segments(self, scores, probabilities, threshold) -> list[int]:
@@ -205,6 +218,8 @@ class MEU(Decoder):
 
     def decode_batch(self, batch: RaggedBatch, value: bool = True) -> list[Decoding]:
         """The batched exact MEU (:func:`fstchunk.structures.lattices.meu_decisions`)."""
+        if self.utility == "exact":
+            return [self.decode_one(lat) for lat in of_batch(batch)]
         return meu_decisions(batch, to_beta_sq(self.beta), value, self.memory_budget)
 
     def tags(self, lattices: Sequence[Lattice], errors: str = "raise") -> list:
@@ -339,7 +354,7 @@ def decoder(spec: "str | Decoder", beta: float | None = None, k: int | None = No
 
 
 #: the settings' defaults, which a decoder that does not read them ignores
-_DEFAULTS = {"beta": 1.0, "k": 20}
+_DEFAULTS = {"beta": 1.0, "k": 20, "utility": "conlleval"}
 
 
 def decode_lattices(lattices: Sequence[Lattice], decoder_spec: "str | Decoder" = "map",

@@ -179,7 +179,7 @@ class _Matching:
     fixed chunk starts (its type, −3 for a type the space lacks) and ends, and the
     first token's split into (match flag, count) states."""
 
-    def __init__(self, ops, batch: RaggedBatch, fixed: list):
+    def __init__(self, ops, batch: RaggedBatch, fixed: list, typed: bool = True):
         B, n, L = batch.em.shape
         sp = batch.space
         op, ct, cl = (t[:L] for t in (sp.opens, sp.cont, sp.closes))
@@ -191,9 +191,9 @@ class _Matching:
         self.fe = np.zeros((B, n + 1), bool)          # a fixed chunk's last token is i
         for b, chunks in enumerate(fixed):
             for t, s, e in chunks:
-                self.fs[b, s] = t if t >= 0 else -3
+                self.fs[b, s] = (t if t >= 0 else -3) if typed else 0
                 self.fe[b, e - 1] = True
-        self.tix = sp.type_index
+        self.tix = sp.type_index if typed else np.zeros_like(sp.type_index)
         a0, first = ops.a[:, 0], sp.opens[L]
         m0 = first[None, :] & (self.tix[None, :] == self.fs[:, :1])
         self.start = (a0 * ~first, a0 * (first & ~m0), a0 * m0)   # (0, 0), (0, 1), (1, 1)
@@ -206,13 +206,15 @@ class _Matching:
 
 
 def _count_sweep(ops, batch: RaggedBatch, fixed: list, lead: int,
-                 tilt: Callable[[np.ndarray], np.ndarray], dtype=float) -> np.ndarray:
+                 tilt: Callable[[np.ndarray], np.ndarray], dtype=float,
+                 typed: bool = True) -> np.ndarray:
     """G (lead, B, n+1): the sweep over states (match flag, count, tag) in an algebra of
     ``lead`` components (the leading axis) in which a completed match multiplies the
     path's weight by z; ``tilt(Y)`` is (z − 1)·Y.  G[:, b, c] = E[z^tp · 1{m(y) = c}]
-    in that algebra, normalised by Z."""
+    in that algebra, normalised by Z; ``typed=False``: a chunk of y matches a fixed one
+    with its boundaries whatever their types."""
     B, n, L = batch.em.shape
-    mt = _Matching(ops, batch, fixed)
+    mt = _Matching(ops, batch, fixed, typed)
     masks, fe = mt.masks, mt.fe
     P = np.zeros((lead, B, 2, n + 1, L), dtype=dtype)
     P[0, :, 0, 0], P[0, :, 0, 1], P[0, :, 1, 1] = mt.start
@@ -260,7 +262,8 @@ def _shift(Y: np.ndarray) -> np.ndarray:
     return out
 
 
-def tp_count_tables(ops, batch: RaggedBatch, fixed: list) -> tuple[np.ndarray, np.ndarray]:
+def tp_count_tables(ops, batch: RaggedBatch, fixed: list, typed: bool = True
+                    ) -> tuple[np.ndarray, np.ndarray]:
     """(Z, T), each (B, n+1): Z[b, c] = Pr(m(y) = c), T[b, c] = E[tp(y, F_b)·1{m(y) = c}]
     against each sentence's fixed chunk set F_b (``fixed[b]``: (type index, s, e), a type
     index of −1 for a type the space lacks), y ~ the batch's chains: the expectation
@@ -268,8 +271,10 @@ def tp_count_tables(ops, batch: RaggedBatch, fixed: list) -> tuple[np.ndarray, n
     operators, states (match flag, count, tag), the match logic on chunk boundaries
     (a chunk of y opens where a fixed chunk of its type starts; it matches when both
     close together).  Both directions of expected F read it (:mod:`fstchunk.decoding.expected`).
-    It is :func:`tp_count_moments` to the first order."""
-    Z, T = _count_sweep(ops, batch, fixed, 2, _shift)
+    It is :func:`tp_count_moments` to the first order.  ``typed=False``: tp counts the
+    chunks of y with a fixed chunk's boundaries whatever its type (the exact-boundary
+    utility, :mod:`fstchunk.decoding.exact_boundaries`)."""
+    Z, T = _count_sweep(ops, batch, fixed, 2, _shift, typed=typed)
     return Z, T
 
 
