@@ -6,7 +6,11 @@
   lists);
 * ``benchmarks/RESULTS.md`` and its plots become pages of the site at the same path, so
   that a page's link ``../benchmarks/RESULTS.md#section`` (right on GitHub, from
-  ``docs/``) is rewritten to the site's copy and its anchor checked by ``--strict``.
+  ``docs/``) is rewritten to the site's copy and its anchor checked by ``--strict``;
+  on the site, RESULTS.md reads for users: the project's issue numbers and the word
+  "verdict" are left out (:func:`for_users`), every heading keeping its anchor;
+* the HTML of every page: ``$...$`` formulas (pymdownx.arithmatex) become MathML, which
+  browsers draw without scripts or fonts from elsewhere (:func:`mathml`).
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ def on_files(files: Files, config) -> Files:
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
     markdown = _repoint_links(markdown, page.file.src_uri)
+    if page.file.src_uri == "benchmarks/RESULTS.md":
+        markdown = for_users(markdown)
     if MARKER in markdown:
         from fstchunk.cli import build_parser
         markdown = markdown.replace(MARKER, cli_reference(build_parser()))
@@ -66,6 +72,82 @@ def _repoint_links(markdown: str, src_uri: str) -> str:
             return m.group(0)
         return m.group(1) + os.path.relpath(target, page_dir or ".").replace(os.sep, "/") + m.group(3)
     return LINK.sub(repoint, markdown)
+
+
+def on_page_content(html: str, page, config, files) -> str:
+    return mathml(html)
+
+
+# ---------------------------------------------------------------- formulas
+
+MATH = re.compile(r'<(span|div) class="arithmatex">\s*\\([(\[])(.*?)\\[)\]]\s*</\1>', re.S)
+
+
+def mathml(html: str) -> str:
+    """Every formula pymdownx.arithmatex marked (``generic: true``: ``\\(...\\)`` in a
+    span, ``\\[...\\]`` in a div) as MathML, drawn by the browser itself: no script,
+    no font or CDN to fetch.  A formula latex2mathml cannot read fails the build,
+    naming it."""
+    import html as html_lib
+
+    from latex2mathml.converter import convert
+
+    def one(m: re.Match) -> str:
+        tex = html_lib.unescape(m.group(3))
+        try:
+            return convert(tex, display="block" if m.group(2) == "[" else "inline")
+        except Exception as exc:            # latex2mathml raises its own kinds
+            raise ValueError(f"formula {tex!r}: {exc}") from exc
+    return MATH.sub(one, html)
+
+
+# ---------------------------------------------------------------- RESULTS.md for users
+
+#: the project's issue numbers as RESULTS.md writes them, and what the site says instead:
+#: "(issue 17)" and "(issue 32, item 9)" left out, "(issue 32, not rerun)" -> "(not
+#: rerun)", "issue 19's run" -> "the earlier run", "since issue 43" -> "since an
+#: earlier change"
+ISSUES = tuple((re.compile(a), b) for a, b in (
+    (r" ?\(issues? \d+(?:, (?:item|part) \d+|, §\d+)?\)", ""),
+    (r"[;,] issues? \d+\)", ")"),
+    (r"\(issues? \d+(?:, (?:item|part) \d+)?[,;] ", "("),
+    (r"\(issues? \d+: ", "(the earlier run: "),
+    (r"\(issue \d+ example\)", "(the example)"),
+    (r"\bthe issue \d+ sections", "the sections"),
+    (r"\bissue \d+'s run\b", "the earlier run"),
+    (r"\bissue \d+'s\b", "the earlier run's"),
+    (r"\bissue \d+ had\b", "the earlier run had"),
+    (r"\bissue 16\b", "the default-λ change"),
+    (r"\b[Ii]ssues? \d+(?:, (?:item|part) \d+)?", "an earlier change"),
+))
+HEADING = re.compile(r"^(#{1,6}) (.+?)\s*$", re.M)
+
+
+def _slug(heading: str) -> str:
+    from pymdownx.slugs import slugify
+    return slugify(case="lower")(heading, "-")
+
+
+def for_users(markdown: str) -> str:
+    """RESULTS.md as the site shows it: the project's issue numbers left out of the
+    text (a heading keeps its anchor, ``{#...}``, so every link to it still holds)
+    and "verdict" read as "outcome"; code blocks and spans unchanged."""
+    def heading(m: re.Match) -> str:
+        text = _plain(m.group(2))
+        return m.group(0) if text == m.group(2) else f"{m.group(1)} {text} {{#{_slug(m.group(2))}}}"
+
+    parts = re.split(r"(```.*?```|`[^`\n]*`)", markdown, flags=re.S)
+    for i in range(0, len(parts), 2):
+        parts[i] = _plain(HEADING.sub(heading, parts[i]))
+    return "".join(parts)
+
+
+def _plain(text: str) -> str:
+    for pattern, instead in ISSUES:
+        text = pattern.sub(instead, text)
+    text = re.sub(r"\*Verdict:\*", "*Outcome:*", text).replace("the verdict", "the result")
+    text = re.sub(r"\| verdict \|", "| outcome |", text)
+    return text.replace("against the issues' targets", "against the targets")
 
 
 # ---------------------------------------------------------------- the CLI reference
