@@ -95,9 +95,12 @@ def mathml(html: str) -> str:
     def one(m: re.Match) -> str:
         tex = html_lib.unescape(m.group(3))
         try:
-            return convert(tex, display="block" if m.group(2) == "[" else "inline")
+            out = convert(tex, display="block" if m.group(2) == "[" else "inline")
         except Exception as exc:            # latex2mathml raises its own kinds
             raise ValueError(f"formula {tex!r}: {exc}") from exc
+        if re.search(r">\\[A-Za-z]", out):     # a command it copied as text
+            raise ValueError(f"formula {tex!r}: latex2mathml does not know {out!r}")
+        return out
     return MATH.sub(one, html)
 
 
