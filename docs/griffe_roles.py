@@ -12,8 +12,11 @@ is a broken reference: it is logged as a warning, which fails ``mkdocs build --s
 ``~`` shows the last component only; a trailing ``()`` is dropped.
 
 The docstrings' mathematics is not Markdown: brackets followed by brackets or
-parentheses (``[T](x, y)``, ``S_t[j][r]``) would read as links, so their ``[`` is
-escaped outside code (code spans, indented blocks).
+parentheses (``[T](x, y)``, ``S_t[j][r]``) would read as links, and stars (``y*``,
+``Γ*{OI}Γ*``) as emphasis, so outside code (code spans, indented blocks) and ``$...$``
+formulas their ``[`` is escaped, and so is every ``*`` that does not open or close an
+emphasis (``*word*``, ``**words**``: a star with no letter before it, its pair with no
+letter after it).
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ import griffe
 ROLE = re.compile(r":(?:py:)?(func|class|mod|meth|attr|data|exc|obj|const):`([^`]+)`")
 #: a bracket pair that Markdown would read as a link or a reference
 LINKISH = re.compile(r"\[([^\[\]`]*)\](?=[\[(])")
+#: an emphasis the docstrings mean: ``*every*``, ``**bold words**`` (not ``y*`` or ``F*/2``)
+EMPHASIS = re.compile(r"(?<![\w*\\])\*\*?[^\s*](?:[^*\n]*?[^\s*])?\*\*?(?![\w*])")
 #: packages whose objects are never documented here: their roles become plain code
 EXTERNAL = ("numpy", "np.", "scipy", "torch", "pynini", "dask", "distributed", "argparse",
             "os.", "sys.", "threadpoolctl", "tqdm", "concurrent", "multiprocessing")
@@ -53,19 +58,30 @@ class ReSTRoles(griffe.Extension):
 
 
 def escape_links(text: str) -> str:
-    """``text`` with every link-like ``[...]`` of prose escaped; code left alone."""
+    """``text`` with every link-like ``[...]`` and every stray ``*`` of prose escaped;
+    code and formulas left alone."""
     out, code, blank = [], False, True
     for line in text.split("\n"):
         indented = line.startswith("    ") and line.strip()
         code = bool(indented) and (blank or code)
         blank = not line.strip()
-        if code:
+        if code or line.lstrip().startswith((">>>", "... ")):     # code, doctest lines
             out.append(line)
             continue
-        parts = re.split(r"(``.*?``|`[^`]*`)", line)
-        out.append("".join(p if i % 2 else LINKISH.sub(r"\\[\1\\]", p)
+        parts = re.split(r"(``.*?``|`[^`]*`|\$[^$]+\$)", line)
+        out.append("".join(p if i % 2 else _stars(LINKISH.sub(r"\\[\1\\]", p))
                            for i, p in enumerate(parts)))
     return "\n".join(out)
+
+
+def _stars(prose: str) -> str:
+    """``prose`` with each ``*`` outside an :data:`EMPHASIS` escaped."""
+    parts = EMPHASIS.split(prose)
+    spans = EMPHASIS.findall(prose)
+    out = [re.sub(r"(?<!\\)\*", r"\\*", parts[0])]
+    for span, rest in zip(spans, parts[1:]):
+        out += [span, re.sub(r"(?<!\\)\*", r"\\*", rest)]
+    return "".join(out)
 
 
 def _walk(obj: griffe.Object):

@@ -1,0 +1,176 @@
+"""The built site as a reader meets it: it loads nothing from elsewhere (fonts, scripts,
+formulas), its formulas are MathML, the names ``import fstchunk`` gives have their own
+entries with parameters, returns, errors and examples that run, signatures fit the
+page, docstring mathematics is not read as emphasis, and the results page carries no
+issue numbers or verdicts (its anchors kept)."""
+
+from __future__ import annotations
+
+import doctest
+import glob
+import importlib.util
+import os
+import re
+
+import pytest
+
+import fstchunk
+from test_docs import DOCS, RESULTS, _html, _slug, _text, site  # noqa: F401  (the fixture)
+
+#: the top-level names whose docstrings give Args, Returns, Raises and Examples
+DOCUMENTED = ("tags_to_chunks", "chunks_to_tags", "convert", "is_valid", "read_conll",
+              "write_conll", "evaluate", "decode_map", "decode_posterior", "decode_meu",
+              "decode_meu_corpus", "expected_f", "scored_chunks", "decode_chunks",
+              "decode_sentences", "load_model", "CRF")
+#: what a page may fetch from another host: nothing (a link the reader follows is fine)
+FETCH = re.compile(r"<(?:link|script|img|source|iframe)\b[^>]*\b(?:href|src)=\"(https?:)?//"
+                   r"|url\(\s*['\"]?(?:https?:)?//|@import\s+['\"](?:https?:)?//", re.I)
+
+
+def _hooks():
+    spec = importlib.util.spec_from_file_location("fstchunk_docs_hooks",
+                                                  os.path.join(DOCS, "hooks.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _griffe_roles():
+    spec = importlib.util.spec_from_file_location("fstchunk_docs_roles",
+                                                  os.path.join(DOCS, "griffe_roles.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_site_fetches_nothing_from_elsewhere(site):
+    """Every page, style sheet and script of the site: no font service, no CDN."""
+    files = [p for ext in ("html", "css", "js")
+             for p in glob.glob(os.path.join(site, "**", f"*.{ext}"), recursive=True)]
+    assert len(files) > 20
+    for path in files:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+        assert not FETCH.search(text), (path, FETCH.search(text).group(0))
+        assert "fonts.googleapis" not in text and "fonts.gstatic" not in text, path
+
+
+def test_formulas_are_mathml(site):
+    """``$...$`` in a docstring is MathML on the page: no script draws it, and no
+    ``\\command`` is left as text."""
+    page = _html(site, "api/fstchunk")
+    assert page.count("<math") >= 5
+    assert 'class="arithmatex"' not in page and "$F_" not in page
+    assert not re.search(r"<mi>\\[A-Za-z]", page)
+    hooks = _hooks()
+    assert "<math" in hooks.mathml('<span class="arithmatex">\\(F_\\beta\\)</span>')
+    with pytest.raises(ValueError, match="nosuchcommand"):
+        hooks.mathml('<span class="arithmatex">\\(\\nosuchcommand x\\)</span>')
+
+
+def test_top_level_names_have_entries_under_their_names(site):
+    """``fstchunk.CRF``, ``fstchunk.decode_meu``, ...: each an entry (and a search
+    target) of its own on the ``fstchunk`` page, under the name the README uses."""
+    page = _html(site, "api/fstchunk")
+    import types
+    names = [n for n in fstchunk.__all__ if not isinstance(getattr(fstchunk, n), types.ModuleType)]
+    missing = [n for n in names if f'id="fstchunk.{n}"' not in page]
+    assert not missing, missing
+    with open(os.path.join(site, "search", "search_index.json"), encoding="utf-8") as fh:
+        index = fh.read()
+    for name in ("fstchunk.CRF", "fstchunk.decode_meu", "fstchunk.expected_f"):
+        assert f'"api/fstchunk/#{name}"' in index, name
+
+
+def test_signatures_are_wrapped(site):
+    """No signature of the API pages runs off the page (mkdocstrings formats them
+    with ruff, which the docs and test extras install)."""
+    sigs = []
+    for path in glob.glob(os.path.join(site, "api", "**", "index.html"), recursive=True):
+        with open(path, encoding="utf-8") as fh:
+            sigs += re.findall(r'<div class="doc-signature highlight"><pre>(.*?)</pre>',
+                               fh.read(), re.S)
+    assert len(sigs) > 100
+    long = [s for s in (_text(s) for s in sigs) if max(map(len, s.split("\n"))) > 88]
+    assert not long, long[:3]
+    page = _text(_html(site, "api/fstchunk"))
+    assert "max_iter: int = 100,\n" in page             # the CRF's, one parameter a line
+
+
+def test_top_level_docstrings_give_parameters_returns_raises_examples(site):
+    page = _html(site, "api/fstchunk")
+    for name in DOCUMENTED:
+        doc = getattr(fstchunk, name).__doc__
+        sections = {"Args:", "Returns:", "Raises:", "Examples:"}
+        sections -= {"CRF": {"Returns:"}, "write_conll": {"Returns:"},        # return None
+                     "decode_posterior": {"Raises:"}}.get(name, set())        # raises nothing
+        for section in sections:
+            assert f"\n    {section}\n" in doc, (name, section)
+        entry = page.split(f'id="fstchunk.{name}"', 1)[1].split('<h2 id="fstchunk.', 1)[0]
+        assert 'doc-section-title">Parameters:' in entry, name     # a table, not prose
+
+
+@pytest.mark.parametrize("name", DOCUMENTED)
+def test_top_level_examples_run_as_shown(name, corpus):
+    obj = getattr(fstchunk, name)
+    if "data_path(" in obj.__doc__:
+        corpus("conll2000", "train.txt")
+    finder = doctest.DocTestFinder(recurse=False)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    tests = finder.find(obj, f"fstchunk.{name}", globs={})
+    assert tests and tests[0].examples, name
+    for test in tests:
+        runner.run(test)
+    assert runner.failures == 0, f"fstchunk.{name}: an example does not print what it shows"
+
+
+def test_docstring_stars_are_not_emphasis(site):
+    """``y*`` and ``Γ*{OI}Γ*`` in docstrings stay stars; ``*every*`` stays emphasis."""
+    roles = _griffe_roles()
+    assert roles.escape_links("m(y*) and F(y, y*) with *every* chunk") == \
+        "m(y\\*) and F(y, y\\*) with *every* chunk"
+    assert roles.escape_links("Γ*{OI}Γ*, **bold words**, `x*y`, $a*b$") == \
+        "Γ\\*{OI}Γ\\*, **bold words**, `x*y`, $a*b$"
+    assert roles.escape_links("    >>> 2*3*4") == "    >>> 2*3*4"
+    ems = []
+    for path in glob.glob(os.path.join(site, "api", "**", "index.html"), recursive=True):
+        with open(path, encoding="utf-8") as fh:
+            ems += re.findall(r"<em>([^<]*)</em>", fh.read())
+    garbled = [e for e in ems if re.search(r"[()=|∘·]", e)]
+    assert not garbled, garbled
+
+
+def test_results_page_reads_for_users(site):
+    """No issue number and no "verdict" in the site's RESULTS page, while every
+    heading keeps the anchor that pages and the summary table link."""
+    page = _html(site, "benchmarks/RESULTS")
+    text = _text(page)
+    assert not re.search(r"\b[Ii]ssues? \d", text), re.search(r".{40}[Ii]ssues? \d.{20}", text)
+    assert "verdict" not in text.lower()
+    with open(RESULTS, encoding="utf-8") as fh:
+        headings = re.findall(r"^#{2,3} (.+)$", fh.read(), re.M)
+    assert sum("issue" in h for h in headings) >= 50
+    for heading in headings:
+        if "issue" in heading:
+            assert f'id="{_slug(heading)}"' in page, heading
+
+
+def test_user_pages_hold_no_maintainers_notes():
+    """The docs' own pages (RESULTS.md is shown through the hook above): no issue
+    numbers, no verdicts, no notes on how the site is built."""
+    for path in glob.glob(os.path.join(DOCS, "**", "*.md"), recursive=True):
+        if os.path.relpath(path, DOCS) in ("architecture.md", "scaling.md"):
+            continue                     # design notes for contributors
+        with open(path, encoding="utf-8") as fh:
+            prose = re.sub(r"\]\([^)]*\)", "]", fh.read())      # link targets keep anchors
+        for pattern in (r"\b[Ii]ssue \d", r"[Vv]erdict", r"\bSphinx\b", r"MkDocs rather"):
+            assert not re.search(pattern, prose), (path, pattern)
+
+
+def test_map_meu_plots_name_the_standard_beta():
+    """The stored MAP-vs-MEU plots' axes were drawn at β' = β² and labelled β; they are
+    relabelled (benchmarks/relabel_beta_axis.py), and RESULTS.md says so."""
+    with open(RESULTS, encoding="utf-8") as fh:
+        text = fh.read()
+    assert "Its β axis is the slides' β'" not in text
+    assert text.count("relabel_beta_axis.py") == 3
