@@ -139,10 +139,21 @@ def for_users(markdown: str) -> str:
         text = _plain(m.group(2))
         return m.group(0) if text == m.group(2) else f"{m.group(1)} {text} {{#{_slug(m.group(2))}}}"
 
+    markdown = PLOT.sub(_show_plot, markdown)
     parts = re.split(r"(```.*?```|`[^`\n]*`)", markdown, flags=re.S)
     for i in range(0, len(parts), 2):
         parts[i] = _plain(HEADING.sub(heading, parts[i]))
     return "".join(parts)
+
+
+#: a section's "Plot: `NAME.png`" line (a paragraph of its own or its last sentence)
+PLOT = re.compile(r"^(?!>)(.*\bPlot: `(?:benchmarks/)?([\w.-]+\.png)`.*)$", re.M)
+
+
+def _show_plot(m: re.Match) -> str:
+    """The line, then the plot it names as a picture (unless the page shows it already)."""
+    return m.group(1) + (f"\n\n![{m.group(2)}]({m.group(2)})"
+                         if os.path.exists(os.path.join(ROOT, "benchmarks", m.group(2))) else "")
 
 
 def _plain(text: str) -> str:
