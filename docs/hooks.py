@@ -1,5 +1,6 @@
 """MkDocs hooks of the documentation site (``mkdocs.yml``: ``hooks``).
 
+* every page with several Python blocks: a note that they run in one session;
 * ``cli.md``'s marker ``<!-- cli-reference -->`` becomes the CLI reference, generated
   from :func:`fstchunk.cli.build_parser`: every command, its usage line as argparse
   prints it, and every argument with its help and default (no hand-copied option
@@ -52,6 +53,7 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     markdown = _repoint_links(markdown, page.file.src_uri)
     if page.file.src_uri == "benchmarks/RESULTS.md":
         markdown = for_users(markdown)
+    markdown = one_session_note(markdown)
     if MARKER in markdown:
         from fstchunk.cli import build_parser
         markdown = markdown.replace(MARKER, cli_reference(build_parser()))
@@ -76,6 +78,20 @@ def _repoint_links(markdown: str, src_uri: str) -> str:
 
 def on_page_content(html: str, page, config, files) -> str:
     return mathml(html)
+
+
+SESSION_NOTE = ('!!! note "One Python session"\n    The Python blocks of this page run '
+                'in one session, in order, as the test suite runs them: a block uses what '
+                'the blocks before it defined.\n')
+
+
+def one_session_note(markdown: str) -> str:
+    """A page with several Python blocks says, under its title, that they run in one
+    session (unless it says so itself)."""
+    if markdown.count("```python") < 2 or "in one session" in markdown:
+        return markdown
+    return re.sub(r"^(# .+\n)", lambda m: m.group(1) + "\n" + SESSION_NOTE, markdown,
+                  count=1, flags=re.M)
 
 
 # ---------------------------------------------------------------- formulas

@@ -174,3 +174,55 @@ def test_map_meu_plots_name_the_standard_beta():
         text = fh.read()
     assert "Its β axis is the slides' β'" not in text
     assert text.count("relabel_beta_axis.py") == 3
+
+
+def test_console_copy_buttons_copy_the_commands_only(site):
+    """Material copies a block's innerText while ``[data-md-copying]`` is set; the
+    site's style sheet hides the console lexer's prompts (.gp) and output (.go) then."""
+    page = _html(site, "getting-started")
+    assert 'class="gp"' in page and 'class="go"' in page     # console blocks lexed so
+    assert 'href="stylesheets/copy.css"' in page or 'href="../stylesheets/copy.css"' in page
+    with open(os.path.join(site, "stylesheets", "copy.css"), encoding="utf-8") as fh:
+        css = re.sub(r"/\*.*?\*/", "", fh.read(), flags=re.S)
+    rules = dict(re.findall(r"([^{}]+)\{([^}]*)\}", css))
+    hidden = [sel for sel, body in rules.items() if "display: none" in body]
+    assert any("[data-md-copying] .gp" in s and "[data-md-copying] .go" in s for s in hidden)
+
+
+def test_pages_with_several_python_blocks_say_they_run_in_one_session(site):
+    for path in glob.glob(os.path.join(DOCS, "**", "*.md"), recursive=True):
+        with open(path, encoding="utf-8") as fh:
+            if fh.read().count("```python") < 2:
+                continue
+        page = os.path.relpath(path, DOCS)[:-3]
+        page = page[:-len("index")] if page.endswith("index") else page
+        assert "in one session" in _text(_html(site, page)), page
+
+
+#: page -> the pictures it shows (the figures the pages discuss)
+PICTURES = {
+    "": ["benchmarks/meu_precision_recall_vs_beta_crf_ml_tmpt3.png"],
+    "howto/calibration": ["benchmarks/calibration_reliability.png"],
+    "howto/partial": ["howto/img/annotation.svg", "benchmarks/active_learning_ned.png",
+                      "benchmarks/active_learning_conll2000.png",
+                      "benchmarks/active_learning_partial_ned.png"],
+    "howto/segments": ["benchmarks/segment_threshold_genia.png"],
+    "howto/max-margin": ["benchmarks/m3n_learning_curve.png"],
+    "howto/python-api": ["benchmarks/lattice_sentence.png"],
+}
+
+
+def test_pages_show_their_pictures(site):
+    for page, pictures in PICTURES.items():
+        html = _html(site, page)
+        shown = {os.path.normpath(os.path.join(site, page, src))
+                 for src in re.findall(r'<img [^>]*src="([^"]+)"', html)}
+        for picture in pictures:
+            path = os.path.normpath(os.path.join(site, picture))
+            assert path in shown and os.path.exists(path), (page, picture)
+    results = _html(site, "benchmarks/RESULTS")
+    for png in glob.glob(os.path.join(os.path.dirname(RESULTS), "*.png")):
+        name = os.path.basename(png)
+        assert os.path.getsize(png) < 200_000, name
+        if name != "lattice_sentence.png":
+            assert f'src="../{name}"' in results or f'src="{name}"' in results, name
