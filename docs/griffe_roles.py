@@ -68,7 +68,8 @@ def escape_links(text: str) -> str:
         if code or line.lstrip().startswith((">>>", "... ")):     # code, doctest lines
             out.append(line)
             continue
-        parts = re.split(r"(``.*?``|`[^`]*`|\$[^$]+\$)", line)
+        # code spans, formulas, and a section's "**settings:" / "*args:" entry
+        parts = re.split(r"(``.*?``|`[^`]*`|\$[^$]+\$|^\s*\*{1,2}\w+(?=:))", line)
         out.append("".join(p if i % 2 else _stars(LINKISH.sub(r"\\[\1\\]", p))
                            for i, p in enumerate(parts)))
     return "\n".join(out)

@@ -131,8 +131,24 @@ def file_delimiter(line: str) -> str:
 
 def iter_conll(path_or_file, delimiter: str | None = None,
                min_columns: int = 1) -> Iterator[Sentence]:
-    """Sentences of a CoNLL file, lazily.  ``delimiter=None`` splits at runs of
-    spaces and tabs (module doc)."""
+    """Sentences of a CoNLL file, lazily (:func:`read_conll` reads them all).
+
+    Args:
+        path_or_file: a path, or a text stream.
+        delimiter: what separates the columns (``None``: any run of spaces or tabs).
+        min_columns: the fewest columns a line may have.
+
+    Returns:
+        An iterator of sentences.
+
+    Raises:
+        CoNLLError: a malformed line, naming the file and line, when it is reached.
+
+    Examples:
+        >>> import fstchunk, io
+        >>> [s.column(0) for s in fstchunk.iter_conll(io.StringIO("Jan B-PER\\n\\nIn O\\n"))]
+        [['Jan'], ['In']]
+    """
     name = source_name(path_or_file)
     ncols = None
     rows: list[list[str]] = []
