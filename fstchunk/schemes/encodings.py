@@ -260,20 +260,9 @@ def _violation(tags: Sequence[str], s: SchemeSpec) -> tuple[int | None, str] | N
 
 
 def is_valid(tags: Sequence[str], scheme: str) -> bool:
-    """Whether ``tags`` is a well-formed ``scheme`` sequence (unknown tags: ``False``).
-
-    Args:
-        tags: one tag per token.
-        scheme: the encoding, a name of :data:`SCHEMES`.
-
-    Returns:
-        ``True`` iff every tag may follow the one before it in ``scheme``.
-
-    Raises:
-        SchemeError: an unknown scheme.
+    """True iff ``tags`` is a well-formed ``scheme`` sequence (unknown tags -> False).
 
     Examples:
-        >>> import fstchunk
         >>> fstchunk.is_valid(["I-PER", "O"], "IOB2"), fstchunk.is_valid(["I-PER", "O"], "IOB1")
         (False, True)
     """
@@ -294,23 +283,21 @@ def validate(tags: Sequence[str], scheme: str) -> None:
 
 
 def tags_to_chunks(tags: Sequence[str], scheme: str, strict: bool = True) -> list[Chunk]:
-    """The chunks ``(type, start, end)`` of a tag sequence, in order (``end`` exclusive).
+    """Chunks ``(type, start, end)`` of a tag sequence, in order (``end`` exclusive).
 
     Args:
         tags: one tag per token, e.g. ``B-PER``, ``I-PER``, ``O``.
-        scheme: the encoding, a name of :data:`SCHEMES` (``IOB2``, ``IOBES``, ...).
-        strict: raise on an invalid sequence; ``False`` reads it as conlleval.pl does
-            (see the module doc).
+        scheme: a name of :data:`SCHEMES` (``IOB2``, ``IOBES``, ...).
+        strict: raise on an invalid sequence; ``False`` reads it as conlleval.pl does.
 
     Returns:
         The chunks, as ``(type, start, end)`` tuples.
 
     Raises:
-        SchemeError: ``strict`` and an invalid sequence or unknown scheme, naming the
+        SchemeError: an unknown scheme, or (``strict``) an invalid sequence, naming the
             position and the tag.
 
     Examples:
-        >>> import fstchunk
         >>> fstchunk.tags_to_chunks(["B-PER", "I-PER", "O", "B-LOC"], "IOB2")
         [('PER', 0, 2), ('LOC', 3, 4)]
     """
@@ -396,21 +383,7 @@ def chunk_starts(prev, cur, iobes_family: bool = False) -> bool:
 def chunks_to_tags(chunks: Iterable[Chunk], length: int, scheme: str) -> list[str]:
     """Encode non-overlapping chunks as ``length`` tags of ``scheme``.
 
-    Args:
-        chunks: ``(type, start, end)`` tuples, ``end`` exclusive.
-        length: the number of tokens.
-        scheme: the encoding, a name of :data:`SCHEMES`.
-
-    Returns:
-        ``length`` tags, every token outside a chunk ``O``.
-
-    Raises:
-        SchemeError: an unknown scheme.
-        InputError: a chunk that is empty, overlaps the one before or leaves
-            ``[0, length)``, naming it.
-
     Examples:
-        >>> import fstchunk
         >>> fstchunk.chunks_to_tags([("PER", 0, 2), ("LOC", 3, 4)], 5, "IOBES")
         ['B-PER', 'E-PER', 'O', 'S-LOC', 'O']
     """
@@ -457,23 +430,10 @@ def _chunk_prefixes(name: str, k: int, after_same: bool, before_same: bool) -> l
 
 
 def convert(tags: Sequence[str], source: str, target: str, strict: bool = True) -> list[str]:
-    """Re-encode ``tags`` from scheme ``source`` into scheme ``target`` (same chunks).
-
-    Args:
-        tags: one tag per token, in ``source``.
-        source: the scheme ``tags`` are in, a name of :data:`SCHEMES`.
-        target: the scheme to write.
-        strict: raise on an invalid ``tags``; ``False`` reads it as conlleval.pl does.
-
-    Returns:
-        The tags in ``target``.
-
-    Raises:
-        SchemeError: an unknown scheme, or (``strict``) an invalid sequence, naming the
-            position and the tag.
+    """Re-encode ``tags`` from scheme ``source`` into scheme ``target`` (same chunks;
+    ``strict=False`` reads an invalid ``tags`` as conlleval.pl does).
 
     Examples:
-        >>> import fstchunk
         >>> fstchunk.convert(["B-PER", "I-PER", "O", "B-LOC"], "IOB2", "BILOU")
         ['B-PER', 'L-PER', 'O', 'U-LOC']
     """
