@@ -9,6 +9,7 @@ target resolved as Sphinx would: absolute (``fstchunk.x.y``), relative to the mo
 (``.spans``), in the object's scope (``Lattice``, then its imports), else the one object
 of the package with that name.  A role naming an ``fstchunk`` object that does not exist
 is a broken reference: it is logged as a warning, which fails ``mkdocs build --strict``.
+The project's issue numbers ("(issue 21)") are left out (:func:`without_issues`).
 ``~`` shows the last component only; a trailing ``()`` is dropped.
 
 The docstrings' mathematics is not Markdown: brackets followed by brackets or
@@ -39,6 +40,33 @@ EMPHASIS = re.compile(r"(?<![\w*\\])\*\*?[^\s*](?:[^*\n]*?[^\s*])?\*\*?(?![\w*])
 EXTERNAL = ("numpy", "np.", "scipy", "torch", "pynini", "dask", "distributed", "argparse",
             "os.", "sys.", "threadpoolctl", "tqdm", "concurrent", "multiprocessing")
 
+#: the project's issue numbers as RESULTS.md and docstrings write them, and what the site says instead:
+#: "(issue 17)" and "(issue 32, item 9)" left out, "(issue 32, not rerun)" -> "(not
+#: rerun)", "issue 19's run" -> "the earlier run", "since issue 43" -> "since an
+#: earlier change"
+ISSUES = tuple((re.compile(a), b) for a, b in (
+    (r" ?\(issues? \d+(?:,? (?:item|part) \d+|,? §\d+)?\)", ""),
+    (r"[;,] issues? \d+\)", ")"),
+    (r"\(issues? \d+(?:, (?:item|part) \d+)?[,;] ", "("),
+    (r"\(issues? \d+: ", "(the earlier run: "),
+    (r"\(issue \d+ example\)", "(the example)"),
+    (r"\bthe issue \d+ sections", "the sections"),
+    (r"\bissue \d+'s run\b", "the earlier run"),
+    (r"\bissue \d+'s\b", "the earlier run's"),
+    (r"\bissue \d+ had\b", "the earlier run had"),
+    (r"\bissue 16\b", "the default-λ change"),
+    (r"\b[Ii]ssues? \d+(?:, (?:item|part) \d+)?", "an earlier change"),
+))
+
+
+def without_issues(text: str) -> str:
+    """``text`` without the project's issue numbers (:data:`ISSUES`): the site's pages
+    and docstrings are for users."""
+    for pattern, instead in ISSUES:
+        text = pattern.sub(instead, text)
+    return text
+
+
 log = logging.getLogger("mkdocs.plugins.fstchunk.griffe_roles")
 
 
@@ -52,7 +80,7 @@ class ReSTRoles(griffe.Extension):
             by_name[obj.name].append(obj.path)
         for obj in objects:
             if obj.docstring is not None:
-                text = escape_links(obj.docstring.value)
+                text = escape_links(without_issues(obj.docstring.value))
                 obj.docstring.value = ROLE.sub(
                     lambda m: _link(pkg, obj, by_name, m.group(2)), text)
 

@@ -28,6 +28,8 @@ from mkdocs.structure.files import File, Files
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:            # document this checkout, not an installed copy
     sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from griffe_roles import without_issues  # noqa: E402  (docs/, beside this file)
 MARKER = "<!-- cli-reference -->"
 #: files of the repository outside docs/ that the site carries, at the same path
 IMPORTED = ("benchmarks/RESULTS.md", "benchmarks/*.png")
@@ -122,23 +124,6 @@ def mathml(html: str) -> str:
 
 # ---------------------------------------------------------------- RESULTS.md for users
 
-#: the project's issue numbers as RESULTS.md writes them, and what the site says instead:
-#: "(issue 17)" and "(issue 32, item 9)" left out, "(issue 32, not rerun)" -> "(not
-#: rerun)", "issue 19's run" -> "the earlier run", "since issue 43" -> "since an
-#: earlier change"
-ISSUES = tuple((re.compile(a), b) for a, b in (
-    (r" ?\(issues? \d+(?:, (?:item|part) \d+|, §\d+)?\)", ""),
-    (r"[;,] issues? \d+\)", ")"),
-    (r"\(issues? \d+(?:, (?:item|part) \d+)?[,;] ", "("),
-    (r"\(issues? \d+: ", "(the earlier run: "),
-    (r"\(issue \d+ example\)", "(the example)"),
-    (r"\bthe issue \d+ sections", "the sections"),
-    (r"\bissue \d+'s run\b", "the earlier run"),
-    (r"\bissue \d+'s\b", "the earlier run's"),
-    (r"\bissue \d+ had\b", "the earlier run had"),
-    (r"\bissue 16\b", "the default-λ change"),
-    (r"\b[Ii]ssues? \d+(?:, (?:item|part) \d+)?", "an earlier change"),
-))
 HEADING = re.compile(r"^(#{1,6}) (.+?)\s*$", re.M)
 
 
@@ -173,8 +158,7 @@ def _show_plot(m: re.Match) -> str:
 
 
 def _plain(text: str) -> str:
-    for pattern, instead in ISSUES:
-        text = pattern.sub(instead, text)
+    text = without_issues(text)
     text = re.sub(r"\*Verdict:\*", "*Outcome:*", text).replace("the verdict", "the result")
     text = re.sub(r"\| verdict \|", "| outcome |", text)
     return text.replace("against the issues' targets", "against the targets")

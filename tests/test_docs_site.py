@@ -164,6 +164,9 @@ def test_results_page_reads_for_users(site):
     with open(RESULTS, encoding="utf-8") as fh:
         headings = re.findall(r"^#{2,3} (.+)$", fh.read(), re.M)
     assert sum("issue" in h for h in headings) >= 50
+    for path in glob.glob(os.path.join(site, "api", "**", "index.html"), recursive=True):
+        with open(path, encoding="utf-8") as fh:       # docstrings, as the site shows them
+            assert not re.search(r"\b[Ii]ssues? \d", _text(fh.read())), path
     for heading in headings:
         if "issue" in heading:
             assert f'id="{_slug(heading)}"' in page, heading
