@@ -9,11 +9,15 @@ target resolved as Sphinx would: absolute (``fstchunk.x.y``), relative to the mo
 (``.spans``), in the object's scope (``Lattice``, then its imports), else the one object
 of the package with that name.  A role naming an ``fstchunk`` object that does not exist
 is a broken reference: it is logged as a warning, which fails ``mkdocs build --strict``.
+The project's issue numbers ("(issue 21)") are left out (:func:`without_issues`).
 ``~`` shows the last component only; a trailing ``()`` is dropped.
 
 The docstrings' mathematics is not Markdown: brackets followed by brackets or
-parentheses (``[T](x, y)``, ``S_t[j][r]``) would read as links, so their ``[`` is
-escaped outside code (code spans, indented blocks).
+parentheses (``[T](x, y)``, ``S_t[j][r]``) would read as links, and stars (``y*``,
+``Γ*{OI}Γ*``) as emphasis, so outside code (code spans, indented blocks) and ``$...$``
+formulas their ``[`` is escaped, and so is every ``*`` that does not open or close an
+emphasis (``*word*``, ``**words**``: a star with no letter before it, its pair with no
+letter after it).
 """
 
 from __future__ import annotations
@@ -30,9 +34,38 @@ import griffe
 ROLE = re.compile(r":(?:py:)?(func|class|mod|meth|attr|data|exc|obj|const):`([^`]+)`")
 #: a bracket pair that Markdown would read as a link or a reference
 LINKISH = re.compile(r"\[([^\[\]`]*)\](?=[\[(])")
+#: an emphasis the docstrings mean: ``*every*``, ``**bold words**`` (not ``y*`` or ``F*/2``)
+EMPHASIS = re.compile(r"(?<![\w*\\])\*\*?[^\s*](?:[^*\n]*?[^\s*])?\*\*?(?![\w*])")
 #: packages whose objects are never documented here: their roles become plain code
 EXTERNAL = ("numpy", "np.", "scipy", "torch", "pynini", "dask", "distributed", "argparse",
             "os.", "sys.", "threadpoolctl", "tqdm", "concurrent", "multiprocessing")
+
+#: the project's issue numbers as RESULTS.md and docstrings write them, and what the site says instead:
+#: "(issue 17)" and "(issue 32, item 9)" left out, "(issue 32, not rerun)" -> "(not
+#: rerun)", "issue 19's run" -> "the earlier run", "since issue 43" -> "since an
+#: earlier change"
+ISSUES = tuple((re.compile(a), b) for a, b in (
+    (r" ?\(issues? \d+(?:,? (?:item|part) \d+|,? §\d+)?\)", ""),
+    (r"[;,] issues? \d+\)", ")"),
+    (r"\(issues? \d+(?:, (?:item|part) \d+)?[,;] ", "("),
+    (r"\(issues? \d+: ", "(the earlier run: "),
+    (r"\(issue \d+ example\)", "(the example)"),
+    (r"\bthe issue \d+ sections", "the sections"),
+    (r"\bissue \d+'s run\b", "the earlier run"),
+    (r"\bissue \d+'s\b", "the earlier run's"),
+    (r"\bissue \d+ had\b", "the earlier run had"),
+    (r"\bissue 16\b", "the default-λ change"),
+    (r"\b[Ii]ssues? \d+(?:, (?:item|part) \d+)?", "an earlier change"),
+))
+
+
+def without_issues(text: str) -> str:
+    """``text`` without the project's issue numbers (:data:`ISSUES`): the site's pages
+    and docstrings are for users."""
+    for pattern, instead in ISSUES:
+        text = pattern.sub(instead, text)
+    return text
+
 
 log = logging.getLogger("mkdocs.plugins.fstchunk.griffe_roles")
 
@@ -47,25 +80,37 @@ class ReSTRoles(griffe.Extension):
             by_name[obj.name].append(obj.path)
         for obj in objects:
             if obj.docstring is not None:
-                text = escape_links(obj.docstring.value)
+                text = escape_links(without_issues(obj.docstring.value))
                 obj.docstring.value = ROLE.sub(
                     lambda m: _link(pkg, obj, by_name, m.group(2)), text)
 
 
 def escape_links(text: str) -> str:
-    """``text`` with every link-like ``[...]`` of prose escaped; code left alone."""
+    """``text`` with every link-like ``[...]`` and every stray ``*`` of prose escaped;
+    code and formulas left alone."""
     out, code, blank = [], False, True
     for line in text.split("\n"):
         indented = line.startswith("    ") and line.strip()
         code = bool(indented) and (blank or code)
         blank = not line.strip()
-        if code:
+        if code or line.lstrip().startswith((">>>", "... ")):     # code, doctest lines
             out.append(line)
             continue
-        parts = re.split(r"(``.*?``|`[^`]*`)", line)
-        out.append("".join(p if i % 2 else LINKISH.sub(r"\\[\1\\]", p)
+        # code spans, formulas, and a section's "**settings:" / "*args:" entry
+        parts = re.split(r"(``.*?``|`[^`]*`|\$[^$]+\$|^\s*\*{1,2}\w+(?=:))", line)
+        out.append("".join(p if i % 2 else _stars(LINKISH.sub(r"\\[\1\\]", p))
                            for i, p in enumerate(parts)))
     return "\n".join(out)
+
+
+def _stars(prose: str) -> str:
+    """``prose`` with each ``*`` outside an :data:`EMPHASIS` escaped."""
+    parts = EMPHASIS.split(prose)
+    spans = EMPHASIS.findall(prose)
+    out = [re.sub(r"(?<!\\)\*", r"\\*", parts[0])]
+    for span, rest in zip(spans, parts[1:]):
+        out += [span, re.sub(r"(?<!\\)\*", r"\\*", rest)]
+    return "".join(out)
 
 
 def _walk(obj: griffe.Object):

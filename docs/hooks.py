@@ -1,12 +1,17 @@
 """MkDocs hooks of the documentation site (``mkdocs.yml``: ``hooks``).
 
+* every page with several Python blocks: a note that they run in one session;
 * ``cli.md``'s marker ``<!-- cli-reference -->`` becomes the CLI reference, generated
   from :func:`fstchunk.cli.build_parser`: every command, its usage line as argparse
   prints it, and every argument with its help and default (no hand-copied option
   lists);
 * ``benchmarks/RESULTS.md`` and its plots become pages of the site at the same path, so
   that a page's link ``../benchmarks/RESULTS.md#section`` (right on GitHub, from
-  ``docs/``) is rewritten to the site's copy and its anchor checked by ``--strict``.
+  ``docs/``) is rewritten to the site's copy and its anchor checked by ``--strict``;
+  on the site, RESULTS.md reads for users: the project's issue numbers and the word
+  "verdict" are left out (:func:`for_users`), every heading keeping its anchor;
+* the HTML of every page: ``$...$`` formulas (pymdownx.arithmatex) become MathML, which
+  browsers draw without scripts or fonts from elsewhere (:func:`mathml`).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from mkdocs.structure.files import File, Files
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:            # document this checkout, not an installed copy
     sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from griffe_roles import without_issues  # noqa: E402  (docs/, beside this file)
 MARKER = "<!-- cli-reference -->"
 #: files of the repository outside docs/ that the site carries, at the same path
 IMPORTED = ("benchmarks/RESULTS.md", "benchmarks/*.png")
@@ -46,6 +53,9 @@ def on_files(files: Files, config) -> Files:
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
     markdown = _repoint_links(markdown, page.file.src_uri)
+    if page.file.src_uri == "benchmarks/RESULTS.md":
+        markdown = for_users(markdown)
+    markdown = one_session_note(markdown)
     if MARKER in markdown:
         from fstchunk.cli import build_parser
         markdown = markdown.replace(MARKER, cli_reference(build_parser()))
@@ -66,6 +76,92 @@ def _repoint_links(markdown: str, src_uri: str) -> str:
             return m.group(0)
         return m.group(1) + os.path.relpath(target, page_dir or ".").replace(os.sep, "/") + m.group(3)
     return LINK.sub(repoint, markdown)
+
+
+def on_page_content(html: str, page, config, files) -> str:
+    return mathml(html)
+
+
+SESSION_NOTE = ('!!! note "One Python session"\n    The Python blocks of this page run '
+                'in one session, in order, as the test suite runs them: a block uses what '
+                'the blocks before it defined.\n')
+
+
+def one_session_note(markdown: str) -> str:
+    """A page with several Python blocks says, under its title, that they run in one
+    session (unless it says so itself)."""
+    if markdown.count("```python") < 2 or "in one session" in markdown:
+        return markdown
+    return re.sub(r"^(# .+\n)", lambda m: m.group(1) + "\n" + SESSION_NOTE, markdown,
+                  count=1, flags=re.M)
+
+
+# ---------------------------------------------------------------- formulas
+
+MATH = re.compile(r'<(span|div) class="arithmatex">\s*\\([(\[])(.*?)\\[)\]]\s*</\1>', re.S)
+
+
+def mathml(html: str) -> str:
+    """Every formula pymdownx.arithmatex marked (``generic: true``: ``\\(...\\)`` in a
+    span, ``\\[...\\]`` in a div) as MathML, drawn by the browser itself: no script,
+    no font or CDN to fetch.  A formula latex2mathml cannot read fails the build,
+    naming it."""
+    import html as html_lib
+
+    from latex2mathml.converter import convert
+
+    def one(m: re.Match) -> str:
+        tex = html_lib.unescape(m.group(3))
+        try:
+            out = convert(tex, display="block" if m.group(2) == "[" else "inline")
+        except Exception as exc:            # latex2mathml raises its own kinds
+            raise ValueError(f"formula {tex!r}: {exc}") from exc
+        if re.search(r">\\[A-Za-z]", out):     # a command it copied as text
+            raise ValueError(f"formula {tex!r}: latex2mathml does not know {out!r}")
+        return out
+    return MATH.sub(one, html)
+
+
+# ---------------------------------------------------------------- RESULTS.md for users
+
+HEADING = re.compile(r"^(#{1,6}) (.+?)\s*$", re.M)
+
+
+def _slug(heading: str) -> str:
+    from pymdownx.slugs import slugify
+    return slugify(case="lower")(heading, "-")
+
+
+def for_users(markdown: str) -> str:
+    """RESULTS.md as the site shows it: the project's issue numbers left out of the
+    text (a heading keeps its anchor, ``{#...}``, so every link to it still holds)
+    and "verdict" read as "outcome"; code blocks and spans unchanged."""
+    def heading(m: re.Match) -> str:
+        text = _plain(m.group(2))
+        return m.group(0) if text == m.group(2) else f"{m.group(1)} {text} {{#{_slug(m.group(2))}}}"
+
+    markdown = PLOT.sub(_show_plot, markdown)
+    parts = re.split(r"(```.*?```|`[^`\n]*`)", markdown, flags=re.S)
+    for i in range(0, len(parts), 2):
+        parts[i] = _plain(HEADING.sub(heading, parts[i]))
+    return "".join(parts)
+
+
+#: a section's "Plot: `NAME.png`" line (a paragraph of its own or its last sentence)
+PLOT = re.compile(r"^(?!>)(.*\bPlot: `(?:benchmarks/)?([\w.-]+\.png)`.*)$", re.M)
+
+
+def _show_plot(m: re.Match) -> str:
+    """The line, then the plot it names as a picture (unless the page shows it already)."""
+    return m.group(1) + (f"\n\n![{m.group(2)}]({m.group(2)})"
+                         if os.path.exists(os.path.join(ROOT, "benchmarks", m.group(2))) else "")
+
+
+def _plain(text: str) -> str:
+    text = without_issues(text)
+    text = re.sub(r"\*Verdict:\*", "*Outcome:*", text).replace("the verdict", "the result")
+    text = re.sub(r"\| verdict \|", "| outcome |", text)
+    return text.replace("against the issues' targets", "against the targets")
 
 
 # ---------------------------------------------------------------- the CLI reference

@@ -373,10 +373,35 @@ def decode_sentences(model, sentences, decoder: "str | Decoder" = "map", beta: f
                      k: int = 20,
                      output_scheme: str = "IOB2", memory_budget: int | None = None,
                      executor: Any = None) -> list[list[str]]:
-    """Predicted tags, in ``output_scheme``, for each sentence under any model of the
-    model protocol, by ``decoder`` (a name of :data:`fstchunk.decoding.decoders.REGISTRY` or a
-    :class:`~fstchunk.decoding.decoders.Decoder`); the first sentence that fails raises its error
-    (:func:`iter_decode_sentences` goes on past it)."""
+    """Predicted tags for each sentence under a model, by ``decoder``; the first
+    sentence that fails raises its error (:func:`iter_decode_sentences` goes on past it).
+
+    Args:
+        model: a fitted model (:class:`~fstchunk.models.crf.CRF`, ``HMM``, ...).
+        sentences: what :func:`~fstchunk.io.conll.read_conll` returns.
+        decoder: a name of :data:`fstchunk.decoding.decoders.REGISTRY` or a
+            :class:`~fstchunk.decoding.decoders.Decoder`.
+        beta: β of F_β, for the MEU decoders.
+        k: the number of paths of ``meu-kbest``.
+        output_scheme: the scheme of the tags returned.
+        memory_budget: the bytes exact MEU may take per sentence.
+        executor: a ``concurrent.futures`` executor to spread blocks of sentences over.
+
+    Returns:
+        One list of tags per sentence, in ``output_scheme``.
+
+    Raises:
+        InputError: an unknown decoder or setting, or a sentence the model cannot read.
+
+    Examples:
+        >>> import fstchunk
+        >>> from fstchunk.io.conll import data_path
+        >>> train = fstchunk.read_conll(data_path("conll2000", "train.txt"))[:50]
+        >>> crf = fstchunk.CRF(max_iter=5).fit(train)
+        >>> tags = fstchunk.decode_sentences(crf, train[:2], "meu", beta=0.5)
+        >>> [len(t) for t in tags] == [len(s) for s in train[:2]]
+        True
+    """
     out = []
     for d in iter_decode_sentences(model, sentences, decoder, beta, k, output_scheme,
                                    memory_budget, executor):

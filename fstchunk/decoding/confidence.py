@@ -48,9 +48,28 @@ class ScoredChunk(NamedTuple):
 
 @one_blas_thread
 def scored_chunks(lattice: Lattice, tags: Sequence[str]) -> list[ScoredChunk]:
-    """The chunks of ``tags`` (in the lattice's scheme, of its length, chunk types
-    among its types; else one InputError/SchemeError naming the position) each with
-    its exact marginal Pr(c ∈ chunks(y)) (module doc), in order of position."""
+    """The chunks of ``tags``, each with its exact probability, in order of position:
+    the chunk marginal $p(c) = \\sum_{y:\\ c \\in \\mathrm{chunks}(y)} p(y \\mid x)$.
+
+    Args:
+        lattice: the model's distribution over one sentence's valid tag sequences.
+        tags: a decision, in the lattice's scheme, of its length.
+
+    Returns:
+        A list of :class:`ScoredChunk`: ``type``, ``start``, ``end`` (exclusive) and ``p``.
+
+    Raises:
+        InputError: ``tags`` of the wrong length, naming it.
+        SchemeError: an invalid tag or a chunk type the lattice lacks, naming the position.
+
+    Examples:
+    >>> import numpy as np, fstchunk
+    >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag, O B-PER I-PER
+    >>> lattice = fstchunk.Lattice.from_scores(("O", "B-PER", "I-PER"), np.log(p), np.zeros((3, 3)))
+        >>> [(c.type, c.start, c.end, round(c.p, 3))
+        ...  for c in fstchunk.scored_chunks(lattice, ["B-PER", "I-PER", "O"])]
+        [('PER', 0, 2, 0.531)]
+    """
     return scored_chunks_all([lattice], [tags])[0]
 
 
@@ -106,10 +125,31 @@ def marginals_all(lattices: Sequence[Lattice], errors: str = "raise") -> list:
 @one_blas_thread
 def decode_chunks(lattice: Lattice, decoder: "str | Decoder" = "map", beta: float | None = None,
                   k: int | None = None, memory_budget: int | None = None) -> list[ScoredChunk]:
-    """The chunks ``decoder`` (a name of :data:`fstchunk.decoding.decoders.REGISTRY` or a
-    :class:`~fstchunk.decoding.decoders.Decoder`; ``meu-corpus`` on this one sentence) picks
-    for ``lattice``, each with its probability:
-    ``scored_chunks(lattice, decoder.decode(lattice).tags)``."""
+    """Decode ``lattice``, then give each chunk of the decision its exact probability:
+    ``scored_chunks(lattice, decoder.decode(lattice).tags)``.
+
+    Args:
+        lattice: the model's distribution over one sentence's valid tag sequences.
+        decoder: a name of :data:`fstchunk.decoding.decoders.REGISTRY` (``map``,
+            ``posterior``, ``meu``, ``meu-kbest``, ``meu-corpus`` on this one sentence)
+            or a :class:`~fstchunk.decoding.decoders.Decoder`.
+        beta: β of F_β, for the MEU decoders.
+        k: the number of paths of ``meu-kbest``.
+        memory_budget: the bytes exact MEU may take.
+
+    Returns:
+        A list of :class:`ScoredChunk`, in order of position.
+
+    Raises:
+        InputError: an unknown decoder, or a setting it does not take.
+
+    Examples:
+    >>> import numpy as np, fstchunk
+    >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag, O B-PER I-PER
+    >>> lattice = fstchunk.Lattice.from_scores(("O", "B-PER", "I-PER"), np.log(p), np.zeros((3, 3)))
+        >>> [(c.type, c.start, c.end, round(c.p, 3)) for c in fstchunk.decode_chunks(lattice, "meu")]
+        [('PER', 0, 2, 0.531)]
+    """
     dec = get_decoder(decoder, beta=beta, k=k, memory_budget=memory_budget)
     return scored_chunks(lattice, dec.decode(lattice).tags)
 

@@ -67,9 +67,27 @@ __all__ = ["CORPUS_PRUNE", "CorpusTable", "Decoding", "corpus_table", "decide_co
 # ------------------------------------------------------------------------- MAP
 @one_blas_thread
 def decode_map(lattice: Lattice, method: str = "viterbi") -> Decoding:
-    """The most probable valid sequence and its log probability: Viterbi
-    (:meth:`Lattice.map`), or the shortest path of the lattice machine in the tropical
-    semiring (``method="fst"``)."""
+    """The most probable valid tag sequence (MAP) and its log probability:
+    $\\hat y = \\operatorname{argmax}_y p(y \\mid x)$.
+
+    Args:
+        lattice: the model's distribution over one sentence's valid tag sequences.
+        method: ``"viterbi"`` (:meth:`Lattice.map`) or ``"fst"`` (the shortest path of
+            the lattice machine in the tropical semiring).
+
+    Returns:
+        A :class:`Decoding`: ``.tags`` and ``.score`` (log p of the tags).
+
+    Raises:
+        InputError: an unknown ``method``.
+
+    Examples:
+    >>> import numpy as np, fstchunk
+    >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag, O B-PER I-PER
+    >>> lattice = fstchunk.Lattice.from_scores(("O", "B-PER", "I-PER"), np.log(p), np.zeros((3, 3)))
+        >>> fstchunk.decode_map(lattice).tags
+        ['B-PER', 'I-PER', 'O']
+    """
     if method == "viterbi":
         return lattice.map()
     if method != "fst":
@@ -82,7 +100,22 @@ def decode_map(lattice: Lattice, method: str = "viterbi") -> Decoding:
 
 @one_blas_thread
 def decode_posterior(lattice: Lattice) -> Decoding:
-    """The valid sequence maximising the sum of token marginals (:meth:`Lattice.posterior`)."""
+    """The valid tag sequence maximising the sum of token marginals
+    (:meth:`Lattice.posterior`).
+
+    Args:
+        lattice: the model's distribution over one sentence's valid tag sequences.
+
+    Returns:
+        A :class:`Decoding`: ``.tags`` and ``.score`` (the sum of their marginals).
+
+    Examples:
+    >>> import numpy as np, fstchunk
+    >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag, O B-PER I-PER
+    >>> lattice = fstchunk.Lattice.from_scores(("O", "B-PER", "I-PER"), np.log(p), np.zeros((3, 3)))
+        >>> fstchunk.decode_posterior(lattice).tags
+        ['B-PER', 'I-PER', 'O']
+    """
     return lattice.posterior()
 
 
@@ -90,22 +123,39 @@ def decode_posterior(lattice: Lattice) -> Decoding:
 @one_blas_thread
 def decode_meu(lattice: Lattice, beta: float = 1.0, method: str = "exact",
                k: int = 20, memory_budget: float | None = None) -> Decoding:
-    """The hypothesis of maximum expected F_β against the lattice, that E[F_β]
-    (exact), and the certified gap.
+    """The hypothesis of maximum expected F_β under the lattice (minimum-risk, MEU):
+    $\\hat h = \\operatorname{argmax}_h \\sum_y p(y \\mid x)\\, F_\\beta(h, y)$, that expected F_β
+    (exact) and the certified gap.
 
-    ``method="exact"``: the algorithm of the module doc (:meth:`Lattice.meu`), in at
-    most ``memory_budget`` bytes (None: :data:`fstchunk.engine.meu.DEFAULT_MEMORY_BUDGET`;
-    BudgetError before more is taken); ``"kbest"``: the ``k`` best paths of the
-    lattice reranked by exact expected F (no certificate: gap = inf), at about the
-    cost of exact MEU plus the lattice machine: one tilted sweep bounds every path
-    and only those it cannot rule out are scored exactly (:func:`_meu_kbest`).
+    Exact MEU decides among all chunkings over the lattice's chunk types, so its tags
+    are valid in the lattice's scheme but may be a sequence the model cannot produce
+    (:func:`expected_f` scores any). β < 1 favours precision, β > 1 recall; β = 0
+    (precision) gives the empty hypothesis, whose F is 0/0 := 1.
 
-    Exact MEU decides among all chunkings over the lattice's chunk types, not only
-    among the sequences the model can produce, so its tags are valid in the
-    lattice's scheme but may be a sequence the model cannot produce (two adjacent
-    chunks in IOB1 need a B- tag the scores may rule out; an all-O answer needs O,
-    which a tag list may lack); :func:`expected_f` scores any such sequence.
-    β = 0 (F_0 = precision) gives the empty hypothesis, whose F is 0/0 := 1.
+    Args:
+        lattice: the model's distribution over one sentence's valid tag sequences.
+        beta: β of F_β (the standard one, as scikit-learn's).
+        method: ``"exact"`` (the algorithm of the module doc, :meth:`Lattice.meu`) or
+            ``"kbest"`` (the ``k`` best paths reranked by exact expected F; no
+            certificate: ``gap`` is inf).
+        k: the number of paths of ``"kbest"``.
+        memory_budget: the bytes exact MEU may take (``None``:
+            :data:`fstchunk.engine.meu.DEFAULT_MEMORY_BUDGET`).
+
+    Returns:
+        A :class:`Decoding`: ``.tags``, ``.score`` (their expected F_β) and ``.gap``.
+
+    Raises:
+        BudgetError: exact MEU would take more than ``memory_budget``, before it starts.
+        InputError: an invalid ``beta``, ``method`` or ``k``.
+
+    Examples:
+    >>> import numpy as np, fstchunk
+    >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag, O B-PER I-PER
+    >>> lattice = fstchunk.Lattice.from_scores(("O", "B-PER", "I-PER"), np.log(p), np.zeros((3, 3)))
+        >>> best = fstchunk.decode_meu(lattice, beta=1.0)
+        >>> best.tags, round(best.score, 3)
+        (['B-PER', 'I-PER', 'O'], 0.512)
     """
     lattice.space.require_chunks("MEU decoding")
     to_beta_sq(beta)
@@ -200,11 +250,30 @@ def corpus_table(lattice: Lattice, prune: float = CORPUS_PRUNE) -> CorpusTable:
 @one_blas_thread
 def decode_meu_corpus(lattices: Sequence[Lattice], beta: float = 1.0,
                       max_iter: int = 50) -> tuple[list[list[str]], float]:
-    """Jointly decode a corpus for F_β of its expected counts (Dinkelbach, see module
-    doc): a ratio of expectations, not the expected corpus F_β E[ratio].
+    """Jointly decode a corpus for F_β of its expected counts (Dinkelbach, see the
+    module doc): a ratio of expectations, not the expected corpus F_β.
 
-    Returns the tag sequences and the expected-count ratio they reach.  Memory:
-    the listed chunks of every sentence (O(n · width) each, not O(n²))."""
+    Memory: the listed chunks of every sentence (O(n · width) each, not O(n²)).
+
+    Args:
+        lattices: one lattice per sentence.
+        beta: β of F_β.
+        max_iter: the most Dinkelbach iterations.
+
+    Returns:
+        The tag sequences, and the expected-count ratio they reach.
+
+    Raises:
+        InputError: an invalid ``beta`` or ``max_iter``.
+
+    Examples:
+    >>> import numpy as np, fstchunk
+    >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag, O B-PER I-PER
+    >>> lattice = fstchunk.Lattice.from_scores(("O", "B-PER", "I-PER"), np.log(p), np.zeros((3, 3)))
+        >>> tags, ratio = fstchunk.decode_meu_corpus([lattice, lattice])
+        >>> tags[0], round(ratio, 3)
+        (['B-PER', 'I-PER', 'O'], 0.49)
+    """
     return decide_corpus(lambda prune: [corpus_table(lat, prune) for lat in lattices],
                          beta, max_iter)
 

@@ -321,11 +321,40 @@ def decoder(spec: "str | Decoder", beta: float | None = None, k: int | None = No
             memory_budget: int | None = None, as_options: bool = False,
             structure: str = "chain", **settings: Any) -> Decoder:
     """The decoder ``spec`` names (or ``spec`` itself, a :class:`Decoder`), with the
-    settings it takes.  A setting it does not read is ignored when None or at its
-    default (``beta=1.0``, ``k=20``) and refused otherwise, naming it (as a command-line
-    option with ``as_options``): a β given to MAP would change nothing.  InputError
-    for an unknown name, or one that does not decode ``structure``, listing those
-    that do."""
+    settings it takes: an object whose ``decode(lattice)`` and ``tags(lattices)``
+    decode one lattice or many (on the batched engine).
+
+    A setting the decoder does not read is ignored when None or at its default
+    (``beta=1.0``, ``k=20``) and refused otherwise: a β given to MAP would change nothing.
+
+    Args:
+        spec: a name of :data:`REGISTRY` (``map``, ``posterior``, ``meu``,
+            ``meu-kbest``, ``meu-corpus``; ``threshold`` for segments) or a :class:`Decoder`.
+        beta: β of F_β, for the MEU decoders.
+        k: the number of paths of ``meu-kbest``.
+        memory_budget: the bytes exact MEU may take per sentence.
+        as_options: name refused settings as command-line options (``--beta``).
+        structure: what is decoded: ``chain`` (lattices), ``segments``, ``joint``.
+        **settings: further settings of the decoder, by name.
+
+    Returns:
+        The :class:`Decoder`.
+
+    Raises:
+        InputError: an unknown name, or one that does not decode ``structure`` (listing
+            those that do), or a setting it refuses, naming it.
+
+    Examples:
+    >>> import numpy as np, fstchunk
+    >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag, O B-PER I-PER
+    >>> lattice = fstchunk.Lattice.from_scores(("O", "B-PER", "I-PER"), np.log(p), np.zeros((3, 3)))
+        >>> meu = fstchunk.decoder("meu", beta=0.5)
+        >>> meu.decode(lattice).tags
+        ['B-PER', 'I-PER', 'O']
+        >>> fstchunk.decoder("map", beta=0.5)
+        Traceback (most recent call last):
+        fstchunk.core.errors.InputError: decoder map reads no beta (its settings: none)
+    """
     given = {"beta": beta, "k": k, "memory_budget": memory_budget, **settings}
     given = {key: v for key, v in given.items() if v is not None
              and not (key in _DEFAULTS and v == _DEFAULTS[key] and not isinstance(v, bool))}

@@ -48,7 +48,36 @@ from ..schemes.tagseq import tag_list
 def expected_f(lattice: Lattice, hypothesis: Sequence[str] | None = None,
                reference: Sequence[str] | None = None, beta: float = 1.0,
                method: str = "fst") -> ExpectedF:
-    """E[tp], E[P], E[R], E[F_β] of a fixed hypothesis or reference (exactly one)."""
+    """Expected true positives, precision, recall and F_β of one fixed tag sequence
+    against the lattice's distribution, $\\mathbb{E}_{y \\sim p}[F_\\beta(h, y)]$ for a
+    hypothesis $h$ (or against a fixed reference: give exactly one).
+
+    Args:
+        lattice: the model's distribution over one sentence's valid tag sequences.
+        hypothesis: the tags scored as the prediction, the lattice's ``y`` the gold.
+        reference: the tags taken as gold, the lattice's ``y`` the prediction (the
+            training direction).
+        beta: β of $F_\\beta = (1+\\beta^2)PR/(\\beta^2 P + R)$.
+        method: ``"fst"`` (by composition of machines) or ``"fast"`` (the engine;
+            both agree).
+
+    Returns:
+        An :class:`ExpectedF`: ``.f``, ``.precision``, ``.recall``, ``.tp``, and
+        ``.joint``, the law of (true positives, chunks).
+
+    Raises:
+        InputError: neither or both of ``hypothesis`` and ``reference``, or an
+            unknown ``method``.
+        SchemeError: tags invalid in the lattice's scheme, naming the position.
+
+    Examples:
+    >>> import numpy as np, fstchunk
+    >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag, O B-PER I-PER
+    >>> lattice = fstchunk.Lattice.from_scores(("O", "B-PER", "I-PER"), np.log(p), np.zeros((3, 3)))
+        >>> r = fstchunk.expected_f(lattice, reference=["B-PER", "I-PER", "O"])
+        >>> round(r.f, 3), round(r.precision, 3), round(r.recall, 3)
+        (0.512, 0.531, 0.531)
+    """
     beta_sq = to_beta_sq(beta)
     if (hypothesis is None) == (reference is None):
         raise InputError("give exactly one of hypothesis= (decoding) or reference= (training)")

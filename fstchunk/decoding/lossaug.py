@@ -58,13 +58,35 @@ METHODS = ("fast", "fst")
 def decode_loss_augmented(lattice: Lattice, gold: Sequence[str], loss: str = "hamming",
                           beta: float = 1.0, method: str = "fast",
                           memory_budget: float | None = None) -> Decoding:
-    """The valid sequence maximising score(y) + Δ(y, ``gold``) (module doc), and that
-    value.  ``beta`` (the standard β, finite, >= 0) is read by ``loss="f"`` only.
-    InputError for an unknown loss or method, a bad β, or a gold of the wrong length,
-    with unknown tags or invalid in the lattice's scheme.  BudgetError before the work:
-    the fast F DP beyond ``memory_budget`` bytes (None: 1 GiB,
-    :data:`fstchunk.engine.lossaug.DEFAULT_MEMORY_BUDGET`), a machine beyond the
-    state budget (:mod:`fstchunk.grammars.budget`)."""
+    """The valid sequence maximising $\\mathrm{score}(y) + \\Delta(y, \\mathrm{gold})$
+    (module doc), and that value: what max-margin training needs.
+
+    Args:
+        lattice: the model's scores over one sentence's valid tag sequences.
+        gold: the gold tags, in the lattice's scheme.
+        loss: ``"hamming"`` (tags that differ) or ``"f"`` ($1 - F_\\beta$ against the gold).
+        beta: β of F_β, read by ``loss="f"`` only (finite, >= 0).
+        method: ``"fast"`` (a dynamic programme) or ``"fst"`` (the shortest path of
+            the lattice composed with the loss machine).
+        memory_budget: the bytes the fast F programme may take (``None``: 1 GiB,
+            :data:`fstchunk.engine.lossaug.DEFAULT_MEMORY_BUDGET`).
+
+    Returns:
+        A :class:`~fstchunk.decoding.decode.Decoding`: ``.tags`` and ``.score``.
+
+    Raises:
+        InputError: an unknown loss or method, a bad β, or a gold of the wrong length,
+            with unknown tags or invalid in the lattice's scheme.
+        BudgetError: before the work, the fast F programme beyond ``memory_budget``
+            or a machine beyond the state budget (:mod:`fstchunk.grammars.budget`).
+
+    Examples:
+    >>> import numpy as np, fstchunk
+    >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag, O B-PER I-PER
+    >>> lattice = fstchunk.Lattice.from_scores(("O", "B-PER", "I-PER"), np.log(p), np.zeros((3, 3)))
+        >>> fstchunk.decode_loss_augmented(lattice, ["B-PER", "I-PER", "O"]).tags
+        ['B-PER', 'O', 'O']
+    """
     if loss not in LOSSES:
         raise InputError(f"unknown loss {loss!r}; use one of {', '.join(LOSSES)}")
     if method not in METHODS:

@@ -141,14 +141,33 @@ def evaluate(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
              scheme: str | None = None, beta: float = 1.0,
              where: Sequence[str] | None = None, mode: str = "conlleval"
              ) -> Report | ModeReport:
-    """Score predicted against gold tag sequences (one list per sentence).
+    """Score predicted against gold tag sequences, chunk by chunk.
 
-    ``scheme=None`` reads tags exactly as conlleval.pl; a scheme reads them
-    leniently in that scheme.  ``where`` names each sentence in error messages.  A
-    flat list of tags is one sentence (as in seqeval); a string is no sentence.
-    ``mode``: ``conlleval`` (exact match, F_β: a :class:`Report`) or one of the
-    SemEval-2013 modes ``strict``, ``exact``, ``partial``, ``type``
-    (:mod:`.modes`: a :class:`~.modes.ModeReport`, F1, figures as fractions).
+    Args:
+        gold: the gold tags, one list per sentence (a flat list of tags is one
+            sentence, as in seqeval; a string is no sentence).
+        pred: the predicted tags, the same shape.
+        scheme: ``None`` reads tags exactly as conlleval.pl; a scheme reads them
+            leniently in that scheme.
+        beta: β of $F_\\beta = (1+\\beta^2)PR/(\\beta^2 P + R)$.
+        where: a name per sentence, for error messages.
+        mode: ``conlleval`` (exact match, F_β) or one of the SemEval-2013 modes
+            ``strict``, ``exact``, ``partial``, ``type`` (F1, figures as fractions).
+
+    Returns:
+        A :class:`Report` (``mode="conlleval"``: ``.overall`` and per type the
+        precision, recall and F_β in %), or a :class:`~.modes.ModeReport`.
+
+    Raises:
+        InputError: sentences of different lengths or counts, naming the sentence.
+        SchemeError: an invalid tag, naming the sentence and position.
+
+    Examples:
+        >>> import fstchunk
+        >>> report = fstchunk.evaluate([["B-PER", "I-PER", "O", "B-LOC"]],
+        ...                            [["B-PER", "I-PER", "O", "O"]])
+        >>> report.overall.precision, report.overall.recall
+        (100.0, 50.0)
     """
     beta = check_beta(beta)
     if mode != "conlleval":

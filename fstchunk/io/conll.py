@@ -132,8 +132,24 @@ def file_delimiter(line: str) -> str:
 
 def iter_conll(path_or_file, delimiter: str | None = None,
                min_columns: int = 1) -> Iterator[Sentence]:
-    """Sentences of a CoNLL file, lazily.  ``delimiter=None`` splits at runs of
-    spaces and tabs (module doc)."""
+    """Sentences of a CoNLL file, lazily (:func:`read_conll` reads them all).
+
+    Args:
+        path_or_file: a path, or a text stream.
+        delimiter: what separates the columns (``None``: any run of spaces or tabs).
+        min_columns: the fewest columns a line may have.
+
+    Returns:
+        An iterator of sentences.
+
+    Raises:
+        CoNLLError: a malformed line, naming the file and line, when it is reached.
+
+    Examples:
+        >>> import fstchunk, io
+        >>> [s.column(0) for s in fstchunk.iter_conll(io.StringIO("Jan B-PER\\n\\nIn O\\n"))]
+        [['Jan'], ['In']]
+    """
     name = source_name(path_or_file)
     ncols = None
     rows: list[list[str]] = []
@@ -172,19 +188,55 @@ def iter_conll(path_or_file, delimiter: str | None = None,
 
 def read_conll(path_or_file, delimiter: str | None = None,
                min_columns: int = 1) -> list[Sentence]:
-    """All sentences of a CoNLL file (see :func:`iter_conll`)."""
+    """All sentences of a CoNLL file: one token per line, its columns separated by
+    spaces or tabs, a blank line between sentences (:func:`iter_conll` reads lazily).
+
+    Args:
+        path_or_file: a path, or a text stream.
+        delimiter: what separates the columns (``None``: any run of spaces or tabs).
+        min_columns: the fewest columns a line may have.
+
+    Returns:
+        The sentences; ``sentence.column(0)`` is the words, ``column(-1)`` the tags.
+
+    Raises:
+        CoNLLError: a malformed line, naming the file and line.
+
+    Examples:
+        >>> import fstchunk, io
+        >>> s = fstchunk.read_conll(io.StringIO("Jan B-PER\\nwoont O\\n\\nIn O\\n"))
+        >>> len(s), s[0].column(0), s[0].column(-1)
+        (2, ['Jan', 'woont'], ['B-PER', 'O'])
+    """
     return list(iter_conll(path_or_file, delimiter, min_columns))
 
 
 def write_conll(sentences: Iterable[Sentence | Sequence[Sequence[str]]], out,
                 delimiter: str = " ") -> None:
-    """Write sentences (or lists of rows, each a list of cells) to a path or text
+    """Write sentences (or lists of rows, each a list of cells) to a path or a text
     stream, blank-line separated; a path is written atomically
-    (:func:`fstchunk.core.outputs.atomic_write`).  A cell the file cannot hold (empty, or
-    with a line break or what separates the columns — a space or tab, or with a tab
-    ``delimiter`` a tab or an outer space —, which :func:`read_conll` would read
-    otherwise) and a row or sentence given as one string are one InputError naming
-    the sentence and row."""
+    (:func:`fstchunk.core.outputs.atomic_write`).
+
+    Args:
+        sentences: what :func:`read_conll` returns, or lists of rows.
+        out: a path or a text stream.
+        delimiter: what separates the columns (a space or a tab).
+
+    Raises:
+        InputError: a cell the file cannot hold (empty, or holding a line break or the
+            delimiter, which :func:`read_conll` would read otherwise) or a row or
+            sentence given as one string, naming the sentence and row.
+        OutputError: the path cannot be written.
+
+    Examples:
+        >>> import fstchunk, io
+        >>> out = io.StringIO()
+        >>> fstchunk.write_conll([[["Jan", "B-PER"], ["woont", "O"]]], out)
+        >>> print(out.getvalue(), end="")
+        Jan B-PER
+        woont O
+        <BLANKLINE>
+    """
     if not hasattr(out, "write"):
         with atomic_write(out) as fh:
             write_conll(sentences, fh, delimiter)

@@ -58,9 +58,28 @@ def __getattr__(name: str) -> Any:
 
 
 def load_model(path) -> Any:
-    """The model saved at ``path``, of whichever kind its file says
-    (:class:`~fstchunk.core.errors.ModelFileError` naming the file, and the field where
-    one is at fault, otherwise)."""
+    """The model saved at ``path``, of whichever kind its file says (CRF, HMM, joint,
+    segment, ...).
+
+    Args:
+        path: a model file written by a model's ``save`` or ``fstchunk train``.
+
+    Returns:
+        The model, ready to decode (``.lattices(sentences)``).
+
+    Raises:
+        ModelFileError: a missing, unreadable or malformed file, naming it and the
+            field at fault.
+
+    Examples:
+        >>> import fstchunk, os, tempfile
+        >>> from fstchunk.io.conll import data_path
+        >>> crf = fstchunk.CRF(max_iter=5).fit(fstchunk.read_conll(data_path("conll2000", "train.txt"))[:50])
+        >>> path = os.path.join(tempfile.mkdtemp(), "crf.npz")
+        >>> crf.save(path)
+        >>> type(fstchunk.load_model(path)).__name__
+        'CRF'
+    """
     kind = read_metadata(path).get("kind")
     if not isinstance(kind, str) or kind not in _KINDS:
         raise ModelFileError(f"{path}: unknown model kind {kind!r}; this fstchunk reads "

@@ -83,9 +83,42 @@ HYPERPARAMETERS = ("features", "scheme", "data_scheme", "columns", "min_count", 
 
 
 class CRF(Calibrated, PairChain):
-    """Linear-chain CRF; see the module doc.  The constructor takes the hyper-parameters
-    only (scikit-learn's convention); :meth:`fit` learns the feature map, the tags, the
-    (attribute, tag) pairs and θ, which :meth:`load` reads back from a model file."""
+    """A linear-chain CRF over a chunk scheme's tags, trained for likelihood, expected
+    F, max margin or as a perceptron (see the module doc).
+
+    The constructor takes the hyper-parameters only (scikit-learn's convention);
+    :meth:`fit` learns the feature map, the tags, the (attribute, tag) pairs and θ,
+    which :meth:`load` reads back from a model file.
+
+    Args:
+        features: the feature template: ``tmpt1`` … ``tmpt4`` (Tang et al.), ``ner``,
+            or a template file.
+        scheme: the tag scheme the model predicts in (``IOB2``, ``IOBES``, ...).
+        data_scheme: the scheme of the training files' tags.
+        columns: the files' columns (e.g. ``"word,pos,tag"``; ``None``: read from the file).
+        min_count: the fewest occurrences of a feature to keep it.
+        objective: a name of :data:`~fstchunk.learn.objectives.OBJECTIVES` (``ml``,
+            ``meu``, ``meu-corpus``, ``max-margin``, ``perceptron``, ...).
+        l2: the L2 penalty (``None``: the objective's default).
+        beta: β of F_β, for the expected-F objectives.
+        loss: the max-margin loss, ``hamming`` or ``f``.
+        max_iter: the most iterations (or epochs).
+        tol: the stopping tolerance (``None``: the solver's default).
+        select: which iterate to keep: ``last`` or ``dev`` (the best on dev).
+        partial: train on partial annotation (:mod:`fstchunk.models.partial`).
+
+    Raises:
+        InputError: an unknown or invalid hyper-parameter, when fitting.
+
+    Examples:
+        >>> import fstchunk
+        >>> from fstchunk.io.conll import data_path
+        >>> train = fstchunk.read_conll(data_path("conll2000", "train.txt"))[:50]
+        >>> crf = fstchunk.CRF("tmpt3", max_iter=5).fit(train)
+        >>> lattice = crf.lattices(train[:1])[0]
+        >>> len(fstchunk.decode_meu(lattice).tags) == len(train[0])
+        True
+    """
 
     kind: ClassVar[str] = "crf"
     #: the objectives a CRF trains

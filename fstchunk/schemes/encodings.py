@@ -259,7 +259,12 @@ def _violation(tags: Sequence[str], s: SchemeSpec) -> tuple[int | None, str] | N
 
 
 def is_valid(tags: Sequence[str], scheme: str) -> bool:
-    """True iff ``tags`` is a well-formed ``scheme`` sequence (unknown tags -> False)."""
+    """True iff ``tags`` is a well-formed ``scheme`` sequence (unknown tags -> False).
+
+    Examples:
+        >>> fstchunk.is_valid(["I-PER", "O"], "IOB2"), fstchunk.is_valid(["I-PER", "O"], "IOB1")
+        (False, True)
+    """
     s = spec(scheme)
     tag_list(tags)
     try:
@@ -277,10 +282,23 @@ def validate(tags: Sequence[str], scheme: str) -> None:
 
 
 def tags_to_chunks(tags: Sequence[str], scheme: str, strict: bool = True) -> list[Chunk]:
-    """Chunks ``(type, start, end)`` of a tag sequence, in order.
+    """Chunks ``(type, start, end)`` of a tag sequence, in order (``end`` exclusive).
 
-    ``strict=True`` raises :class:`~fstchunk.core.errors.SchemeError` (position and tag) on an invalid
-    sequence; ``strict=False`` reads it as conlleval.pl does (see module doc).
+    Args:
+        tags: one tag per token, e.g. ``B-PER``, ``I-PER``, ``O``.
+        scheme: a name of :data:`SCHEMES` (``IOB2``, ``IOBES``, ...).
+        strict: raise on an invalid sequence; ``False`` reads it as conlleval.pl does.
+
+    Returns:
+        The chunks, as ``(type, start, end)`` tuples.
+
+    Raises:
+        SchemeError: an unknown scheme, or (``strict``) an invalid sequence, naming the
+            position and the tag.
+
+    Examples:
+        >>> fstchunk.tags_to_chunks(["B-PER", "I-PER", "O", "B-LOC"], "IOB2")
+        [('PER', 0, 2), ('LOC', 3, 4)]
     """
     s = spec(scheme)
     tags = list(tag_list(tags))
@@ -310,7 +328,12 @@ def split_conlleval(tag: str) -> tuple[str, str]:
 
 
 def chunks_to_tags(chunks: Iterable[Chunk], length: int, scheme: str) -> list[str]:
-    """Encode non-overlapping chunks as ``length`` tags of ``scheme``."""
+    """Encode non-overlapping chunks as ``length`` tags of ``scheme``.
+
+    Examples:
+        >>> fstchunk.chunks_to_tags([("PER", 0, 2), ("LOC", 3, 4)], 5, "IOBES")
+        ['B-PER', 'E-PER', 'O', 'S-LOC', 'O']
+    """
     s = spec(scheme)
     ren = dict(s.rename)
     out = [OUTSIDE] * length
@@ -354,7 +377,13 @@ def _chunk_prefixes(name: str, k: int, after_same: bool, before_same: bool) -> l
 
 
 def convert(tags: Sequence[str], source: str, target: str, strict: bool = True) -> list[str]:
-    """Re-encode ``tags`` from scheme ``source`` into scheme ``target``."""
+    """Re-encode ``tags`` from scheme ``source`` into scheme ``target`` (same chunks;
+    ``strict=False`` reads an invalid ``tags`` as conlleval.pl does).
+
+    Examples:
+        >>> fstchunk.convert(["B-PER", "I-PER", "O", "B-LOC"], "IOB2", "BILOU")
+        ['B-PER', 'L-PER', 'O', 'U-LOC']
+    """
     return chunks_to_tags(tags_to_chunks(tags, source, strict=strict), len(tags), target)
 
 

@@ -109,10 +109,35 @@ class Lattice:
     @classmethod
     def from_scores(cls, tags: Sequence[str], emissions, transitions, start=None, end=None,
                     scheme: str = "IOB2", warn: bool = True) -> "Lattice":
-        """Linear-chain lattice: score(y) = start[y_1] + Σ emissions[i, y_i]
-        + Σ transitions[y_{i-1}, y_i] + end[y_n] (log potentials, columns = ``tags``;
-        rows that look like probabilities are warned of, :mod:`fstchunk.core.scorecheck`,
-        unless ``warn=False``: scores of fstchunk's own making)."""
+        """A linear-chain lattice from a tagger's scores (log potentials):
+        $\\mathrm{score}(y) = \\mathrm{start}_{y_1} + \\sum_i \\mathrm{emissions}_{i, y_i}
+        + \\sum_i \\mathrm{transitions}_{y_{i-1}, y_i} + \\mathrm{end}_{y_n}$ over the
+        valid sequences of ``scheme``, $p(y) \\propto \\exp \\mathrm{score}(y)$.
+
+        Args:
+            tags: the columns' tags, e.g. ``("O", "B-PER", "I-PER")``.
+            emissions: an (n, len(tags)) array of scores per token and tag.
+            transitions: a (len(tags), len(tags)) array, [previous, next].
+            start: scores of the first tag (``None``: 0).
+            end: scores of the last tag (``None``: 0).
+            scheme: the scheme whose valid sequences the lattice holds.
+            warn: warn of rows that look like probabilities, not log scores
+                (:mod:`fstchunk.core.scorecheck`; ``False`` for scores of fstchunk's own making).
+
+        Returns:
+            The :class:`Lattice`.
+
+        Raises:
+            InputError: arrays of the wrong shape or with NaN, naming them.
+            SchemeError: a tag that is not of ``scheme``.
+
+        Examples:
+            >>> import numpy as np, fstchunk
+            >>> tags = ("O", "B-PER", "I-PER")
+            >>> lattice = fstchunk.Lattice.from_scores(tags, np.zeros((2, 3)), np.zeros((3, 3)))
+            >>> round(float(np.exp(lattice.log_partition())))   # valid sequences: O O, O B, B O, B B, B I
+            5
+        """
         space = TagSpace.of(tags, canonical(scheme))
         tags, L = space.tags, len(space)
         emissions = score_array("emissions", emissions, 2)
