@@ -9,7 +9,7 @@ import sys
 
 from ..core.errors import InputError
 from ..core.outputs import json_text
-from ..evaluation.chunks import file_sentences, tag_column_sentences
+from ..evaluation.sentences import file_sentences, tag_column_sentences
 from ..evaluation.modes import MODES
 from ..evaluation.significance import (Interval, bootstrap_interval, check_level, group,
                                        paired_bootstrap, randomisation, unit_counts)

@@ -57,3 +57,27 @@ def score_array(name: str, a, ndim: int) -> np.ndarray:
         where = tuple(int(x) for x in np.argwhere(bad)[0])
         raise InputError(f"{name} has a non-finite score {float(arr[where])} at index {where}")
     return arr
+
+
+def chain_scores(L: int, emissions, transitions, start=None, end=None, warn: bool = True
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The score arrays of a linear chain over ``L`` tags, checked: (n, L) emissions of
+    a sentence of >= 1 token, (L, L) transitions, (L,) start and end (None: 0), each by
+    :func:`score_array`; emission rows that look like probabilities warned of (``warn``)."""
+    emissions = score_array("emissions", emissions, 2)
+    if warn and looks_like_probabilities(emissions):
+        warn_probabilities("emissions", stacklevel=4)   # the caller of from_scores
+    if emissions.shape[0] == 0:
+        raise InputError("empty sentence: emissions has 0 rows (a sentence has >= 1 token)")
+    if emissions.shape[1] != L:
+        raise InputError(f"emissions has {emissions.shape[1]} columns but there are {L} tags")
+    transitions = score_array("transitions", transitions, 2)
+    if transitions.shape != (L, L):
+        raise InputError(f"transitions has shape {transitions.shape}, expected {(L, L)}")
+    start = np.zeros(L) if start is None else score_array("start", start, 1)
+    end = np.zeros(L) if end is None else score_array("end", end, 1)
+    for name, a in (("start", start), ("end", end)):
+        if a.shape != (L,):
+            raise InputError(f"{name} has shape {a.shape}, expected {(L,)}")
+    return emissions, transitions, start, end
+

@@ -271,7 +271,7 @@ def _tags(row, path, scheme: str | None) -> tuple[str, str]:
     where = f"{path}:{row.line}"
     for tag, name, col in ((gold, "gold", width - 1), (pred, "predicted", width)):
         try:
-            _check_chunk_tag(tag, where, name, col, width, scheme)
+            check_chunk_tag(tag, where, name, col, width, scheme)
         except InputError as e:
             if not row.docstart:
                 raise
@@ -331,10 +331,10 @@ def _sentences(rows, path, scheme: str | None
     """(gold, predicted, where) of each run of token rows between boundaries, the tags
     checked to be chunk tags (of ``scheme`` when given; ``-DOCSTART-`` rows are tokens,
     as in conlleval.pl)."""
-    return ((g, p, at) for g, p, at, _ in _documented(rows, path, scheme))
+    return ((g, p, at) for g, p, at, _ in documented(rows, path, scheme))
 
 
-def _documented(rows, path, scheme: str | None
+def documented(rows, path, scheme: str | None
                 ) -> Iterator[tuple[list[str], list[str], str, int]]:
     """:func:`_sentences` with each sentence's document: the number of ``-DOCSTART-``
     lines before it (0 in a file without them)."""
@@ -358,52 +358,10 @@ def _documented(rows, path, scheme: str | None
         yield gold, pred, first, doc
 
 
-def file_sentences(path, scheme: str | None = None, delimiter: str | None = None
-                   ) -> list[tuple[list[str], list[str], str, int]]:
-    """(gold, predicted, where, document) of every sentence of a CoNLL file whose last two
-    columns are gold and predicted tags, read as :func:`evaluate_file` reads it;
-    ``document`` counts the ``-DOCSTART-`` lines before the sentence."""
-    scheme = enc.canonical_scheme(scheme) if scheme is not None else None
-    out = list(_documented(iter_rows(path, delimiter, Reading()), path, scheme))
-    if not out:
-        raise InputError(f"{path}: no sentences to score")
-    return out
-
-
-def tag_column_sentences(path, scheme: str | None = None, delimiter: str | None = None
-                         ) -> list[tuple[list[str], list[str], str, int]]:
-    """(words, tags, where, document) of every sentence of a CoNLL file, ``tags`` its last
-    column (checked to be chunk tags, of ``scheme`` when given), ``words`` its first:
-    what ``fstchunk compare`` reads of the gold file and of each system's output."""
-    scheme = enc.canonical_scheme(scheme) if scheme is not None else None
-    out: list[tuple[list[str], list[str], str, int]] = []
-    words: list[str] = []
-    tags: list[str] = []
-    first, doc = None, 0
-    for row in iter_rows(path, delimiter, Reading()):
-        if row.boundary:
-            if tags:
-                out.append((words, tags, first, doc))
-            words, tags, first = [], [], None
-            continue
-        doc += row.docstart
-        where = f"{path}:{row.line}"
-        _check_chunk_tag(row.fields[-1], where, "last", len(row.fields), len(row.fields),
-                         scheme, "compare reads the tags of each file's last column")
-        words.append(row.fields[0])
-        tags.append(row.fields[-1])
-        first = first or where
-    if tags:
-        out.append((words, tags, first, doc))
-    if not out:
-        raise InputError(f"{path}: no sentences")
-    return out
-
-
 _PREFIXES = frozenset(p for name in enc.SCHEMES for p in enc.scheme_prefixes(name))
 
 
-def _check_chunk_tag(tag: str, where: str, name: str, column: int, width: int,
+def check_chunk_tag(tag: str, where: str, name: str, column: int, width: int,
                      scheme: str | None,
                      reads: str = "eval reads gold and predicted tags from the last two "
                                   "columns") -> None:

@@ -52,7 +52,7 @@ from .enumeration import LIMIT, layer_paths
 from ..core.fbeta import to_beta_sq
 from ..grammars.annotation import mask_acceptor
 from .layers import layers_of, normalise, to_space_labels
-from ..core.scorecheck import looks_like_probabilities, score_array, warn_probabilities
+from ..core.scorecheck import chain_scores
 from ..schemes.tagseq import tag_list
 from ..schemes.tagspace import TagSpace, canonical
 
@@ -139,23 +139,8 @@ class Lattice:
             5
         """
         space = TagSpace.of(tags, canonical(scheme))
-        tags, L = space.tags, len(space)
-        emissions = score_array("emissions", emissions, 2)
-        if warn and looks_like_probabilities(emissions):
-            warn_probabilities("emissions")
-        if emissions.shape[0] == 0:
-            raise InputError("empty sentence: emissions has 0 rows (a sentence has >= 1 token)")
-        if emissions.shape[1] != L:
-            raise InputError(f"emissions has {emissions.shape[1]} columns but there are {L} tags")
-        transitions = score_array("transitions", transitions, 2)
-        if transitions.shape != (L, L):
-            raise InputError(f"transitions has shape {transitions.shape}, expected {(L, L)}")
-        start = np.zeros(L) if start is None else score_array("start", start, 1)
-        end = np.zeros(L) if end is None else score_array("end", end, 1)
-        for name, a in (("start", start), ("end", end)):
-            if a.shape != (L,):
-                raise InputError(f"{name} has shape {a.shape}, expected {(L,)}")
-        return cls(tags, scheme, scores=(emissions, transitions, start, end))
+        return cls(space.tags, scheme,
+                   scores=chain_scores(len(space), emissions, transitions, start, end, warn))
 
     @classmethod
     def of_chain(cls, space: TagSpace, emissions: np.ndarray, transitions: np.ndarray,
