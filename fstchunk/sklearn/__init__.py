@@ -78,7 +78,8 @@ from ..models.partial_labels import literal, refuse_open
 from ..runtime.scale import executor
 from . import modelfile
 from .params import ALGORITHMS, CRFParams, resolve
-from .tagger import CALIBRATE, Tagger, TrainingLog, normalised_scores
+from .tagger import CALIBRATE, Tagger, normalised_scores
+from .traininglog import Recorder, TrainingLog, Watch
 
 try:                                        # scikit-learn is an optional extra
     from sklearn.base import BaseEstimator
@@ -121,39 +122,40 @@ class CRF(CRFParams, BaseEstimator):
                              max_iter=run.max_iter, tol=run.tol, algorithm=run.algorithm,
                              options=run.options)
         log = TrainingLog()
-        N = max(len(X), 1)
-        t0 = [time.perf_counter()]
-
-        def record(p) -> None:
-            free = p.model.free
-            now = time.perf_counter()
-            entry = {"num": p.iteration, "loss": N * p.objective,
-                     "active_features": int(np.count_nonzero(p.theta[free])),
-                     "feature_norm": float(np.linalg.norm(p.theta)), "time": now - t0[0]}
-            if X_dev is not None and np.isfinite(p.dev_f):
-                entry["dev"] = p.dev_f
-            t0[0] = now
-            log.iterations.append(entry)
-            if self.verbose:
-                dev = f" dev={entry['dev']:.2f}" if "dev" in entry else ""
-                print(f"Iter {entry['num']:<3} time={entry['time']:.2f} "
-                      f"loss={entry['loss']:.2f} active={entry['active_features']}{dev}",
-                      flush=True)
         dev = (X_dev, y_dev) if X_dev is not None else None
+        watch = Watch() if run.algorithm == "lbfgs" else None
+        record = Recorder(log, run.algorithm, max(len(X), 1), run.l1, dev, watch,
+                          bool(self.verbose))
+        if watch is not None:                 # the log's trials and error norm
+            built = model.smooth_solver
+
+            def smooth_solver(call):
+                solver = built(call)
+                if callable(getattr(solver, "fun", None)):
+                    solver.fun = watch.wrap(solver.fun)
+                return solver
+            model.smooth_solver = smooth_solver
         ex = (executor(self.workers) if lo.objective(run.objective).spreads
               and run.algorithm == "lbfgs" else None)
+        began = time.perf_counter()
         try:
             model.fit(X, y, dev=dev, callbacks=[record], dev_every=1 if dev else 10,
                       executor=ex)
         finally:
+            model.__dict__.pop("smooth_solver", None)
             if ex is not None:
                 ex.close()
+        log.training_seconds = float(model.settings.get("train_seconds", 0.0))
+        log.featgen_seconds = max(time.perf_counter() - began - log.training_seconds, 0.0)
+        log.featgen_num_features = int(model.P + np.count_nonzero(model.transitions))
         log.scheme, log.converged = model.scheme, bool(model.settings.get("converged"))
         log.stopped_by = str(model.settings.get("stopped_by", ""))
         modelfile.record_anchor(model, X)
         self.model_, self.training_log_ = model, log
+        began = time.perf_counter()
         if self.model_filename:
             modelfile.save(model, self.model_filename)
+        log.storing_seconds = time.perf_counter() - began
         return self
 
     @property

@@ -1,14 +1,12 @@
 """What a fitted :class:`fstchunk.sklearn.CRF` offers where sklearn-crfsuite offers
-pycrfsuite's ``Tagger`` and its log parser: :class:`Tagger` (``labels``, ``set``,
-``tag``, ``marginal``, ``probability``, ``info``) and :class:`TrainingLog`
-(``iterations``, ``last_iteration``: one record per solver step, the loss on
-CRFsuite's summed scale)."""
+pycrfsuite's ``Tagger``: :class:`Tagger` (``labels``, ``set``, ``tag``, ``marginal``,
+``probability``, ``info``, ``dump``); ``training_log_`` is :mod:`.traininglog`'s."""
 
 from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -154,18 +152,3 @@ class Tagger:
             with open(filename, "w", encoding="utf-8") as fh:
                 fh.write(text)
 
-
-@dataclass
-class TrainingLog:
-    """sklearn-crfsuite's ``training_log_``: ``iterations`` (a dict per step: ``num``,
-    ``loss`` on CRFsuite's scale — N times fstchunk's per-sentence objective —,
-    ``active_features`` (non-zero weights), ``feature_norm``, ``time``) and the run's
-    outcome (``scheme``, ``converged``, ``stopped_by``)."""
-    iterations: list = field(default_factory=list)
-    scheme: str = ""
-    converged: bool = False
-    stopped_by: str = ""
-
-    @property
-    def last_iteration(self) -> dict:
-        return self.iterations[-1] if self.iterations else {}
