@@ -354,4 +354,7 @@ def _object_array(rows: list) -> np.ndarray:
 #: the objectives ``objective=`` takes
 OBJECTIVES = (lo.ML.name, lo.MEU.name, lo.MEU_CORPUS.name, lo.MAX_MARGIN.name)
 
+from . import eli5 as _eli5                    # noqa: E402  (needs CRF defined)
+_eli5.install()                              # eli5.explain_weights(crf), when eli5 is there
+
 __dir__ = public_dir(globals(), __all__)
