@@ -1,6 +1,7 @@
 """eli5 explains fstchunk.sklearn.CRF as it explains sklearn_crfsuite.CRF (issue 46 §1):
-``explain_weights`` (``show_weights`` is its HTML in IPython) with eli5 imported before or after fstchunk, the
-same text for the same weights, forbidden transitions shown as -inf."""
+``explain_weights`` (``show_weights`` is its HTML in IPython) with eli5 imported
+before or after fstchunk, the same text for the same weights, forbidden transitions
+shown as -inf."""
 
 import subprocess
 import sys

@@ -233,3 +233,16 @@ def test_schemes_with_forbidden_last_tags(ned, tmp_path, scheme):
     back = CRF(model_filename=path)
     assert back.scheme_ == scheme
     assert [list(p) for p in back.predict(Xt[:100])] == [list(p) for p in crf.predict(Xt[:100])]
+
+
+def test_forbidden_transitions_shown_are_between_classes():
+    """A tag the scheme adds (I-PER when y has one-token PER chunks only) is no class:
+    transition_features_ keys stay within classes_, as sklearn-crfsuite's (and its own
+    suite's test_attributes) expect."""
+    X = [[{"w": "Jan"}, {"w": "loopt"}], [{"w": "in"}, {"w": "Den"}, {"w": "Haag"}]]
+    y = [["B-PER", "O"], ["O", "B-LOC", "I-LOC"]]
+    crf = CRF(max_iterations=5).fit(X, y)
+    assert "I-PER" in crf.model_.tags and "I-PER" not in crf.classes_
+    keys = crf.transition_features_
+    assert ("O", "I-LOC") in keys and keys[("O", "I-LOC")] == float("-inf")
+    assert all(a in crf.classes_ and b in crf.classes_ for a, b in keys)

@@ -14,11 +14,12 @@ through an *anchor*, an attribute every training token had with value 1 (the tut
 ``"bias": 1.0``; :func:`anchor`): its weight for such a tag is lowered by
 :data:`SHIFT` (300) per end the tag may not take, and each allowed transition into
 (a tag that may not open) or out of it (one that may not close) raised by as much,
-so that every valid sequence of tokens that carry the anchor keeps its score exactly
-and an invalid first or last tag loses 300.  The file then gives CRFsuite's tagger
+so that every valid sequence of tokens that carry the anchor keeps its score (to
+rounding) and an invalid first or last tag loses 300; a token without the anchor (a
+feature function other than training's) would get CRFsuite's tagger wrong there.  The file then gives CRFsuite's tagger
 fstchunk's distribution over valid sequences (the same Viterbi path, marginals and
-probabilities up to a factor e^-300 on invalid ones).  Without an anchor the file cannot keep CRFsuite's
-tagger from opening a sentence with ``I-X``: writing it warns
+probabilities up to a factor e^-300 on invalid ones).  Without an anchor the file
+cannot keep CRFsuite's tagger from opening a sentence with ``I-X``: writing it warns
 (:class:`~fstchunk.core.errors.FstchunkWarning`).  ``tagger_.info()`` and the
 estimator's ``state_features_`` and ``transition_features_`` show the model's own
 weights, not these shifted ones.
@@ -89,10 +90,11 @@ def record_anchor(model: AttributeCRF, X) -> None:
             model.settings[ANCHOR] = name
 
 
-def to_crfsuite(model: AttributeCRF, anchored: bool = True) -> CRFsuiteModel:
+def to_crfsuite(model: AttributeCRF, anchored: bool = True, warn: bool = True
+                ) -> CRFsuiteModel:
     """``model`` as a CRFsuite model (module doc): non-zero weights, forbidden
     transitions at :data:`FORBIDDEN`, with ``anchored`` the first and last tags kept
-    valid through the anchor (a warning when the model has none)."""
+    valid through the anchor (with ``warn``, a warning when the model has none)."""
     w = model.theta[:model.P].copy()
     pairs = model.pairs
     trans = model.unpack(model.theta)[0]
@@ -104,12 +106,14 @@ def to_crfsuite(model: AttributeCRF, anchored: bool = True) -> CRFsuiteModel:
         name = model.settings.get(ANCHOR)
         a = model.fmap.index.get(name) if isinstance(name, str) else None
         if a is None:
-            warnings.warn(f"this CRFsuite model file cannot keep CRFsuite's tagger from "
-                          f"opening or closing a sentence with a tag {model.scheme} forbids "
-                          f"there ({', '.join(np.asarray(model.tags)[no_open | no_close][:3])}"
-                          f", ...): no attribute had value 1 on every training token (add "
-                          f"one, as the tutorial's 'bias': 1.0); fstchunk's own predictions "
-                          f"are not affected", FstchunkWarning, stacklevel=3)
+            if warn:
+                tags = ", ".join(np.asarray(model.tags)[no_open | no_close][:3])
+                warnings.warn(f"this CRFsuite model file cannot keep CRFsuite's tagger from "
+                              f"opening or closing a sentence with a tag {model.scheme} "
+                              f"forbids there ({tags}, ...): no attribute had value 1 on "
+                              f"every training token "
+                              f"(add one, as the tutorial's 'bias': 1.0); fstchunk's own "
+                              f"predictions are not affected", FstchunkWarning, stacklevel=3)
         else:
             k = no_open.astype(float) + no_close.astype(float)
             have = {int(lab): i for i, lab in enumerate(pairs[:, 1][pairs[:, 0] == a])}
@@ -136,8 +140,9 @@ def to_crfsuite(model: AttributeCRF, anchored: bool = True) -> CRFsuiteModel:
 
 
 def encoded(model: AttributeCRF) -> tuple[bytes, CRFsuiteModel]:
-    """The file's bytes and the model read back from them (its header filled)."""
-    data = encode_model(to_crfsuite(model))
+    """The file's bytes and the model read back from them (its header filled), for
+    ``tagger_.info()`` and ``dump()``: no warning (writing the file warns)."""
+    data = encode_model(to_crfsuite(model, warn=False))
     return data, parse_model(data, "the CRFsuite model")
 
 

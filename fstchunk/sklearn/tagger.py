@@ -31,8 +31,8 @@ class ModelInfo:
     dump`` prints them), ``labels`` and ``attributes`` (name -> id as a string),
     ``state_features`` ``{(attribute, label): weight}`` and ``transitions``
     ``{(from, to): weight}`` — the non-zero weights, as a CRFsuite file keeps them,
-    and each transition the chunk scheme forbids as ``-inf`` (the file holds
-    :data:`.modelfile.FORBIDDEN` there)."""
+    and each transition the chunk scheme forbids between labels of y (``classes_``) as
+    ``-inf`` (the file holds :data:`.modelfile.FORBIDDEN` there)."""
     state_features: dict
     transitions: dict
     attributes: dict
@@ -46,9 +46,13 @@ def model_info(model: AttributeCRF, m: CRFsuiteModel) -> ModelInfo:
     header = {k: (f"0x{v:X}" if k.startswith("off_") else str(v)) for k, v in m.header.items()}
     own = to_crfsuite(model, anchored=False)
     trans = own.transition_features(nonzero=False)
-    bad = forbidden(model)
-    for i, j in zip(*np.nonzero(bad)):
-        trans[own.labels[i], own.labels[j]] = float("-inf")
+    named = set(model.classes)              # the labels of y: classes_, as eli5 reads them
+    for i, j in zip(*np.nonzero(forbidden(model))):
+        key = (own.labels[i], own.labels[j])
+        if key[0] in named and key[1] in named:
+            trans[key] = float("-inf")
+        else:
+            del trans[key]
     return ModelInfo(own.state_features(), trans,
                      {a: str(i) for i, a in enumerate(m.attributes)},
                      {t: str(i) for i, t in enumerate(m.labels)}, header)
