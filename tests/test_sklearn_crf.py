@@ -313,10 +313,11 @@ def test_verbose_prints_a_line_per_iteration(pos_data, capsys):
     assert "loss=" in lines[0] and "active=" in lines[0]
 
 
-def test_model_filename_of_a_crfsuite_file_is_one_error(pos_data, tmp_path):
-    from fstchunk.core.errors import ModelFileError
+def test_model_filename_of_a_crfsuite_file_is_loaded(pos_data, tmp_path):
+    """A file CRFsuite wrote is CRFsuite's model (it was refused before issue 46;
+    more in test_dropin_sklearn_modelfile.py)."""
     X, y = pos_data
     path = str(tmp_path / "model.crfsuite")
-    sklearn_crfsuite.CRF(c2=0.1, max_iterations=3, model_filename=path).fit(X, y)
-    with pytest.raises(ModelFileError, match="model.crfsuite"):
-        CRF(model_filename=path).predict(X[:1])
+    theirs = sklearn_crfsuite.CRF(c2=0.1, max_iterations=3, model_filename=path).fit(X, y)
+    assert [list(p) for p in CRF(model_filename=path).predict(X[:5])] == \
+        [list(p) for p in theirs.predict(X[:5])]

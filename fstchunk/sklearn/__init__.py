@@ -32,9 +32,10 @@ pa_type, c,                PA variants, aggressiveness, error-sensitive     the 
 error_sensitive, averaging cost, averaging
 variance, gamma            AROW's initial variance, trade-off                the same (:mod:`fstchunk.models.online`)
 verbose                    trainer messages                                 one line per iteration on standard output
-model_filename             the model file (an existing one is loaded)       written after fit as npz + JSON (fstchunk's
-                                                                            format); an existing one is loaded
-keep_tempfiles             keep temporary model files                       accepted; fstchunk writes no temporary file
+model_filename             the model file (an existing one is loaded)       written after fit as a CRFsuite model file
+                                                                            (``.npz``: fstchunk's); an existing one of
+                                                                            either kind is loaded (:mod:`.modelfile`)
+keep_tempfiles             keep temporary model files                       ``modelfile.name``'s temporary file is kept
 trainer_cls                a pycrfsuite Trainer subclass                    refused unless None (no pycrfsuite here)
 =========================  ===============================================  ==========================================
 
@@ -50,15 +51,16 @@ without it such a string is refused as ambiguous outside a chunk scheme).
 
 Pitfalls: ``classes_`` lists the labels seen in y in CRFsuite's order (first
 appearance), as sklearn-crfsuite's (partial labels: the tags they name, ``?`` none); the tags a chunk scheme needs that y lacks are in
-``model_.tags`` and in the keys of ``predict_marginals``; ``size_`` is the
-size of fstchunk's model file, not of CRFsuite's; ``state_features_`` and
-``attributes_`` hold the non-zero weights only, as a CRFsuite model file does.
+``model_.tags`` and in the keys of ``predict_marginals``; ``state_features_``,
+``transition_features_`` and ``attributes_`` hold the non-zero weights only, as a
+CRFsuite model file does, and ``transition_features_`` each transition the scheme
+forbids as ``-inf``; ``size_`` is the size of the CRFsuite model file
+(:mod:`.modelfile`).
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from typing import Any, Sequence
 
@@ -75,8 +77,10 @@ from ..models.labels import check_labels
 from ..models.attributes import check_sequences
 from ..models.partial_labels import literal, refuse_open
 from ..runtime.scale import executor
+from . import modelfile
 from .params import ALGORITHMS, CRFParams, resolve
-from .tagger import CALIBRATE, Tagger, TrainingLog, normalised_scores
+from .tagger import CALIBRATE, Tagger, normalised_scores
+from .traininglog import Recorder, TrainingLog, Watch
 
 try:                                        # scikit-learn is an optional extra
     from sklearn.base import BaseEstimator
@@ -107,6 +111,7 @@ class CRF(CRFParams, BaseEstimator):
         if (X_dev is None) != (y_dev is None):
             raise InputError("Pass both X_dev and y_dev to use the holdout data")
         self.__dict__.pop("_tagger", None)
+        self._forget_file()
         X, y = self._data(X, y)                   # iterators read once: N is len(X)
         if X_dev is not None:
             X_dev, y_dev = self._data(X_dev, y_dev, "X_dev", "y_dev")
@@ -118,38 +123,40 @@ class CRF(CRFParams, BaseEstimator):
                              max_iter=run.max_iter, tol=run.tol, algorithm=run.algorithm,
                              options=run.options)
         log = TrainingLog()
-        N = max(len(X), 1)
-        t0 = [time.perf_counter()]
-
-        def record(p) -> None:
-            free = p.model.free
-            now = time.perf_counter()
-            entry = {"num": p.iteration, "loss": N * p.objective,
-                     "active_features": int(np.count_nonzero(p.theta[free])),
-                     "feature_norm": float(np.linalg.norm(p.theta)), "time": now - t0[0]}
-            if X_dev is not None and np.isfinite(p.dev_f):
-                entry["dev"] = p.dev_f
-            t0[0] = now
-            log.iterations.append(entry)
-            if self.verbose:
-                dev = f" dev={entry['dev']:.2f}" if "dev" in entry else ""
-                print(f"Iter {entry['num']:<3} time={entry['time']:.2f} "
-                      f"loss={entry['loss']:.2f} active={entry['active_features']}{dev}",
-                      flush=True)
         dev = (X_dev, y_dev) if X_dev is not None else None
+        watch = Watch() if run.algorithm == "lbfgs" else None
+        record = Recorder(log, run.algorithm, max(len(X), 1), run.l1, dev, watch,
+                          bool(self.verbose))
+        if watch is not None:                 # the log's trials and error norm
+            built = model.smooth_solver
+
+            def smooth_solver(call):
+                solver = built(call)
+                if callable(getattr(solver, "fun", None)):
+                    solver.fun = watch.wrap(solver.fun)
+                return solver
+            model.smooth_solver = smooth_solver
         ex = (executor(self.workers) if lo.objective(run.objective).spreads
               and run.algorithm == "lbfgs" else None)
+        began = time.perf_counter()
         try:
             model.fit(X, y, dev=dev, callbacks=[record], dev_every=1 if dev else 10,
                       executor=ex)
         finally:
+            model.__dict__.pop("smooth_solver", None)
             if ex is not None:
                 ex.close()
+        log.training_seconds = float(model.settings.get("train_seconds", 0.0))
+        log.featgen_seconds = max(time.perf_counter() - began - log.training_seconds, 0.0)
+        log.featgen_num_features = int(model.P + np.count_nonzero(model.transitions))
         log.scheme, log.converged = model.scheme, bool(model.settings.get("converged"))
         log.stopped_by = str(model.settings.get("stopped_by", ""))
+        modelfile.record_anchor(model, X)
         self.model_, self.training_log_ = model, log
+        began = time.perf_counter()
         if self.model_filename:
-            model.save(self.model_filename)
+            modelfile.save(model, self.model_filename)
+        log.storing_seconds = time.perf_counter() - began
         return self
 
     @property
@@ -157,8 +164,27 @@ class CRF(CRFParams, BaseEstimator):
         """The fitted model; one loaded from ``model_filename`` when not fitted here."""
         model = self.__dict__.get("model_")
         if model is None and self.model_filename and os.path.exists(self.model_filename):
-            model = self.model_ = AttributeCRF.load(self.model_filename)
+            model = self.model_ = modelfile.load(self.model_filename, self.scheme)
         return model
+
+    @property
+    def modelfile(self) -> modelfile.ModelFile:
+        """sklearn-crfsuite's ``crf.modelfile``: its ``name`` is the CRFsuite model file
+        python-crfsuite opens (``model_filename``, or a temporary file written when
+        first asked for; :class:`.modelfile.ModelFile`)."""
+        if self.model_filename:
+            return modelfile.ModelFile(os.fspath(self.model_filename), False, True)
+        current = self.__dict__.get("_modelfile")
+        if current is None and self._model is not None:
+            current = self._modelfile = modelfile.temporary(self._model,
+                                                            bool(self.keep_tempfiles))
+        return current or modelfile.ModelFile(None, True, bool(self.keep_tempfiles))
+
+    def _forget_file(self) -> None:
+        """A new fit: the temporary file of the old model goes (unless kept)."""
+        old = self.__dict__.pop("_modelfile", None)
+        if old is not None:
+            old.cleanup()
 
     def _fitted(self) -> AttributeCRF:
         model = self._model
@@ -272,23 +298,21 @@ class CRF(CRFParams, BaseEstimator):
 
     @property
     def size_(self) -> int | None:
-        """Bytes of the model file (fstchunk's npz + JSON)."""
-        if self._model is None:
-            return None
-        with tempfile.TemporaryDirectory() as folder:
-            path = os.path.join(folder, "model.npz")
-            self._model.save(path)
-            return os.path.getsize(path)
+        """Bytes of the model's CRFsuite model file (sklearn-crfsuite's)."""
+        return None if self._model is None else int(self.tagger_.info().header["size"])
 
     @property
     def num_attributes_(self) -> int | None:
-        return None if self._model is None else self.tagger_.info().header["num_attrs"]
+        """Attributes with a non-zero state weight."""
+        return None if self._model is None else int(self.tagger_.info().header["num_attrs"])
 
     @property
     def attributes_(self) -> list[str] | None:
+        """Those attributes, by their id in the CRFsuite model file."""
         if self._model is None:
             return None
-        return sorted(self.tagger_.info().attributes, key=self.tagger_.info().attributes.get)
+        ids = self.tagger_.info().attributes
+        return sorted(ids, key=lambda a: int(ids[a]))
 
     @property
     def state_features_(self) -> dict | None:
@@ -301,11 +325,16 @@ class CRF(CRFParams, BaseEstimator):
     @property
     def num_nonzero_(self) -> int | None:
         """Non-zero weights (state and transition features)."""
-        return None if self._model is None else self.tagger_.info().header["num_features"]
+        if self._model is None:
+            return None
+        info = self.tagger_.info()
+        return len(info.state_features) + sum(np.isfinite(w) for w in
+                                              info.transitions.values())
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state.pop("_tagger", None)
+        state.pop("_modelfile", None)            # a temporary file: written again if asked
         return state
 
 
@@ -325,5 +354,8 @@ def _object_array(rows: list) -> np.ndarray:
 
 #: the objectives ``objective=`` takes
 OBJECTIVES = (lo.ML.name, lo.MEU.name, lo.MEU_CORPUS.name, lo.MAX_MARGIN.name)
+
+from . import eli5 as _eli5                    # noqa: E402  (needs CRF defined)
+_eli5.install()                              # eli5.explain_weights(crf), when eli5 is there
 
 __dir__ = public_dir(globals(), __all__)

@@ -1,12 +1,12 @@
 """What a fitted :class:`fstchunk.sklearn.CRF` offers where sklearn-crfsuite offers
-pycrfsuite's ``Tagger`` and its log parser: :class:`Tagger` (``labels``, ``set``,
-``tag``, ``marginal``, ``probability``, ``info``) and :class:`TrainingLog`
-(``iterations``, ``last_iteration``: one record per solver step, the loss on
-CRFsuite's summed scale)."""
+pycrfsuite's ``Tagger``: :class:`Tagger` (``labels``, ``set``, ``tag``, ``marginal``,
+``probability``, ``info``, ``dump``); ``training_log_`` is :mod:`.traininglog`'s."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import os
+import sys
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -15,16 +15,24 @@ import warnings
 
 from ..core.errors import FstchunkWarning, InputError
 from ..decoding.decode import decode_map
+from ..io.crfsuite.model import CRFsuiteModel
+from ..io.crfsuite.writer import dump
 from ..models.attribute_crf import AttributeCRF
 from ..schemes.encodings import is_valid
 from ..schemes.tagseq import tag_list
 from ..structures.lattice import Lattice
+from .modelfile import encoded, forbidden, to_crfsuite
 
 
 @dataclass
 class ModelInfo:
-    """pycrfsuite's ``Tagger.info()``: the non-zero features (what a CRFsuite model file
-    keeps), ``header``, ``labels`` and ``attributes`` (name -> index)."""
+    """pycrfsuite's ``Tagger.info()`` (its ``ParsedDump``) of the model's CRFsuite file
+    (:mod:`.modelfile`): ``header`` (the file header's fields as strings, as ``crfsuite
+    dump`` prints them), ``labels`` and ``attributes`` (name -> id as a string),
+    ``state_features`` ``{(attribute, label): weight}`` and ``transitions``
+    ``{(from, to): weight}`` — the non-zero weights, as a CRFsuite file keeps them,
+    and each transition the chunk scheme forbids between labels of y (``classes_``) as
+    ``-inf`` (the file holds :data:`.modelfile.FORBIDDEN` there)."""
     state_features: dict
     transitions: dict
     attributes: dict
@@ -32,19 +40,22 @@ class ModelInfo:
     header: dict
 
 
-def model_info(model: AttributeCRF) -> ModelInfo:
-    """The non-zero state and transition weights of ``model`` by name (module doc)."""
-    w = model.theta[:model.P]
-    names, tags = model.fmap.names, model.tags
-    state = {(names[a], tags[lab]): float(v) for (a, lab), v in zip(model.pairs, w) if v != 0}
-    trans = model.unpack(model.theta)[0]
-    transitions = {(tags[i], tags[j]): float(trans[i, j])
-                   for i, j in zip(*np.nonzero(model.transitions)) if trans[i, j] != 0}
-    used = dict.fromkeys(a for a, _ in state)
-    attributes = {a: k for k, a in enumerate(sorted(used, key=model.fmap.index.__getitem__))}
-    return ModelInfo(state, transitions, attributes, {t: i for i, t in enumerate(tags)},
-                     {"num_attrs": len(attributes), "num_labels": len(tags),
-                      "num_features": len(state) + len(transitions)})
+def model_info(model: AttributeCRF, m: CRFsuiteModel) -> ModelInfo:
+    """The :class:`ModelInfo` of ``model`` from its CRFsuite model file ``m`` (read
+    back: the header, the ids) and its own weights (not the anchor's shifts)."""
+    header = {k: (f"0x{v:X}" if k.startswith("off_") else str(v)) for k, v in m.header.items()}
+    own = to_crfsuite(model, anchored=False)
+    trans = own.transition_features(nonzero=False)
+    named = set(model.classes)              # the labels of y: classes_, as eli5 reads them
+    for i, j in zip(*np.nonzero(forbidden(model))):
+        key = (own.labels[i], own.labels[j])
+        if key[0] in named and key[1] in named:
+            trans[key] = float("-inf")
+        else:
+            del trans[key]
+    return ModelInfo(own.state_features(), trans,
+                     {a: str(i) for i, a in enumerate(m.attributes)},
+                     {t: str(i) for i, t in enumerate(m.labels)}, header)
 
 
 #: the advice of a refusal to read a margin-trained model's scores as probabilities
@@ -82,6 +93,7 @@ class Tagger:
         self.model = model
         self._lattice: Lattice | None = None
         self._info: ModelInfo | None = None
+        self._encoded: tuple[bytes, CRFsuiteModel] | None = None
 
     def labels(self) -> list[str]:
         """The model's labels, in CRFsuite's order (first appearance in training)."""
@@ -121,23 +133,26 @@ class Tagger:
                 return 0.0
         return float(np.exp(lat.log_prob(list(yseq))))
 
+    def _file(self) -> tuple[bytes, CRFsuiteModel]:
+        if self._encoded is None:
+            self._encoded = encoded(self.model)
+        return self._encoded
+
     def info(self) -> ModelInfo:
+        """The model's parameters by name, as python-crfsuite's ``Tagger.info()``
+        (:class:`ModelInfo`)."""
         if self._info is None:
-            self._info = model_info(self.model)
+            self._info = model_info(self.model, self._file()[1])
         return self._info
 
+    def dump(self, filename: str | os.PathLike | None = None) -> None:
+        """``crfsuite dump``'s text of the model's CRFsuite file, to ``filename`` or
+        standard output (python-crfsuite's ``Tagger.dump``)."""
+        text = dump(self._file()[1])
+        if filename is None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            with open(filename, "w", encoding="utf-8") as fh:
+                fh.write(text)
 
-@dataclass
-class TrainingLog:
-    """sklearn-crfsuite's ``training_log_``: ``iterations`` (a dict per step: ``num``,
-    ``loss`` on CRFsuite's scale — N times fstchunk's per-sentence objective —,
-    ``active_features`` (non-zero weights), ``feature_norm``, ``time``) and the run's
-    outcome (``scheme``, ``converged``, ``stopped_by``)."""
-    iterations: list = field(default_factory=list)
-    scheme: str = ""
-    converged: bool = False
-    stopped_by: str = ""
-
-    @property
-    def last_iteration(self) -> dict:
-        return self.iterations[-1] if self.iterations else {}

@@ -54,7 +54,8 @@ class CRFsuiteModel:
     parallel arrays (``state_attr``, ``state_label``, ``state_weight``: one entry per
     (attribute, label) feature of the file, in its order) and the dense
     ``transitions[from, to]`` (0 where the file has no feature; ``has_transition``
-    says where it has one)."""
+    says where it has one); ``header``: the file header's fields, as ``crfsuite dump``
+    names them (None for a model not read from a file)."""
     path: str
     labels: list[str]
     attributes: list[str]
@@ -63,6 +64,7 @@ class CRFsuiteModel:
     state_weight: np.ndarray
     transitions: np.ndarray
     has_transition: np.ndarray
+    header: dict | None = None
 
     def state_features(self) -> dict[tuple[str, str], float]:
         """``{(attribute, label): weight}``, as ``pycrfsuite.Tagger.info()`` has it."""
@@ -153,6 +155,16 @@ def read_model(path: str | os.PathLike) -> CRFsuiteModel:
         data = sources.read_bytes(name)
     except OSError as e:
         raise ModelFileError(f"{name}: cannot read the CRFsuite model ({e.strerror})") from None
+    return parse_model(data, name)
+
+
+#: the names of the header's fields after the magic, as ``crfsuite dump`` prints them
+HEADER_FIELDS = ("size", "type", "version", "num_features", "num_labels", "num_attrs",
+                 "off_features", "off_labels", "off_attrs", "off_labelrefs", "off_attrrefs")
+
+
+def parse_model(data: bytes, name: str = "<bytes>") -> CRFsuiteModel:
+    """The CRFsuite model in the bytes ``data`` (``name``: what errors call it)."""
     if data[:4] == b"PK\x03\x04":
         raise ModelFileError(f"{name}: a zip archive (an fstchunk model file, .npz?), not a "
                              f"CRFsuite model file: an fstchunk model needs no import; give it "
@@ -201,6 +213,8 @@ def read_model(path: str | os.PathLike) -> CRFsuiteModel:
     T[feats["src"][trans], feats["dst"][trans]] = feats["weight"][trans]
     has = np.zeros((n_labels, n_labels), dtype=bool)
     has[feats["src"][trans], feats["dst"][trans]] = True
+    header = dict(zip(("magic",) + HEADER_FIELDS, buf.unpack(HEADER, 0, "the file header")))
+    header.update(magic=magic.decode("latin-1"), type=mtype.decode("latin-1"))
     return CRFsuiteModel(name, labels, attributes, feats["src"][state].astype(np.int64),
                          feats["dst"][state].astype(np.int64),
-                         feats["weight"][state].astype(float), T, has)
+                         feats["weight"][state].astype(float), T, has, header)
