@@ -43,7 +43,7 @@ def test_the_registry_names_every_decoder_once_by_structure():
 def test_settings_are_checked_when_the_decoder_is_made():
     assert D.decoder("meu", beta=0.5) == D.MEU(beta=0.5) != D.MEU(beta=2.0)
     assert hash(D.decoder("meu-kbest", k=5)) == hash(D.MEUKBest(k=5))
-    assert repr(D.decoder("meu", beta=2)) == "MEU(beta=2.0, memory_budget=None)"
+    assert repr(D.decoder("meu", beta=2)) == "MEU(beta=2.0, memory_budget=None, utility='conlleval')"
     for bad, match in ((dict(beta=-1.0), "beta"), (dict(beta=float("nan")), "beta"),
                        (dict(memory_budget=0), "memory_budget"),
                        (dict(memory_budget=True), "memory_budget")):

@@ -133,4 +133,6 @@ def test_the_api_index_table_lists_what_each_page_renders():
         unlisted = [m for m in modules                 # a listed package covers its modules
                     if not any(m == n or m.startswith(n + ".") for n in listed)]
         assert not unlisted, (page, sorted(unlisted))
-        assert listed <= modules, (page, sorted(listed - modules))
+        # a listed name is rendered itself or through its members (fstchunk.md: fstchunk.CRF, ...)
+        stray = [n for n in listed if not any(m == n or m.startswith(n + ".") for m in modules)]
+        assert not stray, (page, sorted(stray))
