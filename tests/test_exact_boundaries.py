@@ -121,3 +121,10 @@ def test_the_decoder_and_the_command_line_take_the_utility(tmp_path, capsys):
     assert main(["decode", "--model", str(model), "--input", str(train), "--utility",
                  "exact"]) == 2
     assert "decoder map reads no --utility" in capsys.readouterr().err
+
+
+def test_the_segment_model_refuses_the_exact_utility():
+    """Segments are decided for their own F; a tag-sequence utility is refused, not ignored."""
+    dec = fstchunk.decoder("meu", utility="exact", structure="segments")
+    with pytest.raises(InputError, match="utility='exact' decides tag sequences"):
+        dec.choose_segments([0.0, 1.0], [0.2, 0.9], None)

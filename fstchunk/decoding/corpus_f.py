@@ -89,7 +89,9 @@ def count_laws(lattices: Sequence[Lattice], hypotheses: Sequence[Sequence[str]],
     """Per sentence the exact joint law J[t, c] = Pr(tp(h, y) = t, m(y) = c), y ~ its
     lattice, h its fixed hypothesis (tags in the lattice's scheme): dense chains in
     ragged batches (:func:`~fstchunk.engine.inference.tp_count_laws`), others by
-    composition (:func:`joint_by_composition`)."""
+    composition (:func:`joint_by_composition`).  Pitfall: a batch holds K·B·n·L complex
+    numbers (K = 1 + its most hypothesis chunks); for a whole corpus take
+    :func:`count_moments`, as ``expected --input`` does past a short text."""
     def fast(ops, batch, fixed) -> list:
         J = inference.tp_count_laws(ops, batch, fixed)
         return [J[b, :len(f) + 1, :n + 1] for b, (f, n) in enumerate(zip(fixed, batch.lengths))]

@@ -213,6 +213,11 @@ class MEU(Decoder):
     def choose_segments(self, scores, probabilities, threshold) -> list[int]:
         """The set of maximal E[F_β] under independent segment decisions
         (:func:`fstchunk.decoding.segments.meu_set`), most probable first."""
+        if self.utility != "conlleval":
+            raise InputError(f"utility={self.utility!r} decides tag sequences; segments are "
+                             f"decided for the F of exact segment matches (leave utility out)",
+                             cli=f"--utility {self.utility} decides tag sequences; segments "
+                                 f"are decided for the F of exact segment matches")
         chosen, _ = meu_set(probabilities, self.beta)
         return sorted(chosen, key=lambda i: -probabilities[i])
 
