@@ -145,6 +145,22 @@ def test_ap_and_pa_stop_as_crfsuite(algorithm, kwargs):
     assert len(ours.training_log_.iterations) == len(theirs.training_log_.iterations)
 
 
+def test_ap_logs_crfsuites_loss_the_sum_of_error_ratios(monkeypatch):
+    """train_averaged_perceptron.c logs loss = Σ_i (wrong labels of ŷ_i) / len_i over
+    the pass (ŷ_i by the weights of that moment), not the count of mistaken sentences."""
+    from fstchunk.models import perceptron
+    seen, run_pass = [], perceptron.AveragedPerceptron.run_pass
+
+    def spy(self):
+        report = run_pass(self)
+        seen.append(report.error_ratio)
+        return report
+    monkeypatch.setattr(perceptron.AveragedPerceptron, "run_pass", spy)
+    log = CRF(algorithm="ap", max_iterations=5).fit(X, Y).training_log_
+    assert [e["loss"] for e in log.iterations] == pytest.approx(seen, rel=1e-12)
+    assert any(0 < x != round(x) for x in seen)         # a ratio, not a count
+
+
 def test_arow_stops_at_a_pass_without_loss_as_crfsuite():
     """train_arow.c tests sum_loss/N <= ε: a separable set stops early at ε = 0."""
     ours = CRF(algorithm="arow").fit(X, Y)

@@ -1,5 +1,5 @@
 """eli5 explains fstchunk.sklearn.CRF as it explains sklearn_crfsuite.CRF (issue 46 §1):
-``explain_weights`` (``show_weights`` is its HTML in IPython) with eli5 imported
+``explain_weights`` and ``show_weights`` (its HTML in IPython) with eli5 imported
 before or after fstchunk, the same text for the same weights, forbidden transitions
 shown as -inf."""
 
@@ -36,6 +36,8 @@ def test_explains_the_same_weights_as_for_sklearn_crfsuite(ned, tmp_path):
         b = eli5.format_as_text(eli5.explain_weights(theirs, **kw))
         assert "not supported" not in a
         assert a == b
+        shown = eli5.show_weights(ours, **kw)             # IPython's HTML (test extra)
+        assert shown.data == eli5.show_weights(theirs, **kw).data
 
 
 def test_forbidden_transitions_show_as_minus_infinity(ned):
@@ -48,7 +50,7 @@ def test_forbidden_transitions_show_as_minus_infinity(ned):
     assert coef[names.index("O"), names.index("I-PER")] == float("-inf")
     assert coef[names.index("B-PER"), names.index("I-PER")] > float("-inf")
     assert names == sorted_for_ner(crf.classes_)
-    html = eli5.format_as_html(expl)          # what show_weights shows (it needs IPython)
+    html = eli5.show_weights(crf, top=3).data
     assert "-inf" in html and "B-PER" in html
 
 

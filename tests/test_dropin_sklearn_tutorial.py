@@ -3,13 +3,14 @@ tutorial's features and CRF, metrics, RandomizedSearchCV, eli5, the model file r
 back by python-crfsuite, training_log_), run with sklearn-crfsuite and again with only
 the import changed (issue 46 §1: "done when").
 
-F is compared on the 0-100 scale.  With only the import changed fstchunk trains the
-IOB2-constrained CRF (``scheme="auto"``): another model, whose F on a slice this small
-moved up to 4.5 points from CRFsuite's (46.4 vs 41.9 on 400 + 400 sentences; on the
-whole corpus 75.08 vs 75.17, benchmarks/RESULTS.md, issue 35); so that run is checked
-for everything but F's value, and a third run, whose CRF(...) calls also say
-``scheme=None`` (CRFsuite's model), must give F within 0.2 points — and the same
-search scores."""
+Everything but F is compared on a small slice (400 + 400 sentences, with the search).
+F is compared, on the 0-100 scale, where the tutorial's own size is approached (3000
+training + 2000 test sentences, no search): with only the import changed fstchunk
+trains the IOB2-constrained CRF (``scheme="auto"``), which on 400 sentences lands up to
+4.5 points from CRFsuite's unconstrained one (41.9 vs 46.4) but on 3000 within 0.1
+(60.38 vs 60.28) and on the whole corpus within 0.1 (75.08 vs 75.17,
+benchmarks/RESULTS.md); ``scheme=None``, or labels outside any chunk scheme, give
+CRFsuite's model at any size (tests/test_sklearn_crf.py)."""
 
 import json
 import os
@@ -28,12 +29,12 @@ IMPORTS = ("import sklearn_crfsuite\nfrom sklearn_crfsuite import metrics\n",
            "import fstchunk.sklearn as sklearn_crfsuite\nfrom fstchunk.sklearn import metrics\n")
 
 
-def _run(tmp_path, name, text, corpus_path):
+def _run(tmp_path, name, text, corpus_path, sizes):
     path = tmp_path / f"tutorial_{name}.py"
     path.write_text(text)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [ROOT, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
-    run = subprocess.run([sys.executable, str(path), corpus_path, "400", "400", "2"],
+    run = subprocess.run([sys.executable, str(path), corpus_path, *sizes],
                          capture_output=True, text=True, timeout=600, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     return json.loads(run.stdout.strip().splitlines()[-1])
@@ -46,11 +47,10 @@ def runs(corpus, tmp_path_factory):
     text = open(SCRIPT, encoding="utf-8").read()
     assert text.count(IMPORTS[0]) == 1
     ours = text.replace(*IMPORTS)
-    assert ours.count("all_possible_transitions=True") == 2
-    unconstrained = ours.replace("all_possible_transitions=True",
-                                 "all_possible_transitions=True, scheme=None")
-    return {name: _run(tmp, name, t, corpus_path) for name, t in
-            (("crfsuite", text), ("fstchunk", ours), ("fstchunk-none", unconstrained))}
+    small, large = ("400", "400", "2"), ("3000", "2000", "0")
+    return {name: _run(tmp, name, t, corpus_path, sizes) for name, t, sizes in
+            (("crfsuite", text, small), ("fstchunk", ours, small),
+             ("crfsuite-3000", text, large), ("fstchunk-3000", ours, large))}
 
 
 def test_only_the_import_changed_gives_the_same_outputs(runs):
@@ -62,14 +62,12 @@ def test_only_the_import_changed_gives_the_same_outputs(runs):
     assert len(b["search_scores"]) == len(a["search_scores"])
     assert len(b["top_transitions"]) == len(a["top_transitions"]) == 5
     assert b["top_state"][:2] == a["top_state"][:2]          # bias and BOS for O
-    assert abs(100 * (b["f1"] - a["f1"])) <= 6.0            # another model (module doc)
+    assert abs(100 * (b["seq_accuracy"] - a["seq_accuracy"])) <= 6.0   # module doc
 
 
-def test_crfsuites_model_gives_crfsuites_numbers(runs):
-    a, c = runs["crfsuite"], runs["fstchunk-none"]
-    assert abs(100 * (c["f1"] - a["f1"])) <= 0.2
-    assert abs(100 * (c["seq_accuracy"] - a["seq_accuracy"])) <= 0.2
-    for x, y in zip(c["search_scores"], a["search_scores"]):
-        assert abs(100 * (x - y)) <= 0.2
-    assert c["pycrfsuite_agrees"] == 1.0 and c["log_keys"] == a["log_keys"]
-    assert c["top_transitions"] == a["top_transitions"]
+def test_only_the_import_changed_gives_the_same_f(runs):
+    a, b = runs["crfsuite-3000"], runs["fstchunk-3000"]
+    assert abs(100 * (b["f1"] - a["f1"])) <= 0.2
+    assert abs(100 * (b["seq_accuracy"] - a["seq_accuracy"])) <= 0.2
+    assert b["pycrfsuite_agrees"] == a["pycrfsuite_agrees"] == 1.0
+    assert b["report_rows"] == a["report_rows"] and b["log_keys"] == a["log_keys"]

@@ -161,7 +161,8 @@ class PerceptronSolver(EpochSolver):
         eps = (getattr(self.model, "options", None) or {}).get("epsilon")
         done = (report.converged if eps is None
                 else report.error_ratio / max(report.sentences, 1) < float(eps))
-        return (report.mistakes / report.sentences, done,
+        # the pass's figure is CRFsuite's loss per sentence, Σ_i wrong labels_i / len_i / N
+        return (report.error_ratio / max(report.sentences, 1), done,
                 {"mistakes": str(report.mistakes)})
 
     def current(self) -> tuple[np.ndarray, int]:
