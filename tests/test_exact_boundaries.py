@@ -128,3 +128,30 @@ def test_the_segment_model_refuses_the_exact_utility():
     dec = fstchunk.decoder("meu", utility="exact", structure="segments")
     with pytest.raises(InputError, match="utility='exact' decides tag sequences"):
         dec.choose_segments([0.0, 1.0], [0.2, 0.9], None)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_the_type_eraser_grammar_maps_each_valid_sequence_to_its_untyped_chunks(scheme):
+    """``fstchunk grammar print type-eraser``: every valid sequence of up to 4 tokens
+    goes to one output, the IOBES tags of its chunks without their types."""
+    import itertools
+
+    import pynini
+
+    from fstchunk.grammars import registry
+    u = registry.build("type-eraser", scheme=scheme, types=("A", "B"), arc_type="standard")
+    tags = enc.scheme_tags(scheme, ("A", "B"))
+    typed, plain = u.input_symbols(), u.output_symbols()
+    for n in range(1, 5):
+        for seq in itertools.product(tags, repeat=n):
+            x = pynini.accep(" ".join(seq), token_type=typed)
+            out = pynini.compose(x.set_output_symbols(typed), u).project("output")
+            out.rmepsilon()
+            paths = list(out.paths(output_token_type=plain).ostrings()) \
+                if out.start() != -1 else []
+            if not enc.is_valid(list(seq), scheme):
+                assert paths == [], seq
+                continue
+            want = enc.chunks_to_tags([("", s, e) for _, s, e in
+                                       enc.tags_to_chunks(list(seq), scheme)], n, "IOBES")
+            assert paths == [" ".join(want)], seq

@@ -2,9 +2,10 @@
 chunk with its boundaries, whatever the types (SemEval-2013's ``exact`` mode,
 :mod:`fstchunk.evaluation.modes`), as an expectation under the model and an MEU decoder.
 
-The machine: the lattice's distribution pushed through the type eraser U = C ∘ S, C the
-conversion of the lattice's scheme to IOBES (:func:`~fstchunk.grammars.conversion.conversion_transducer`)
-and S the map B-X → B, I-X → I, E-X → E, S-X → S; the output projection of Q ∘ U
+The machine: the lattice's distribution pushed through the type eraser U = C ∘ S
+(:func:`~fstchunk.grammars.conversion.type_eraser`; ``fstchunk grammar print
+type-eraser``), C the conversion of the lattice's scheme to IOBES and S the map
+B-X → B, I-X → I, E-X → E, S-X → S; the output projection of Q ∘ U
 is a weighted acceptor over untyped IOBES tags whose paths hold the probability of
 each untyped chunking (:func:`untyped_lattice`, a :class:`Lattice` from a machine;
 several typed paths per untyped sequence, summed by every query).  Conlleval's
@@ -36,7 +37,7 @@ from ..core.fbeta import to_beta_sq
 from ..engine import inference
 from ..engine.expectation import ExpectedF, from_count_table
 from ..grammars import fsa
-from ..grammars.conversion import conversion_transducer
+from ..grammars.conversion import type_eraser
 from ..schemes import encodings as enc
 from ..schemes.tagspace import symbol_table
 from ..structures.lattice import Decoding, Lattice
@@ -44,23 +45,6 @@ from .expected import expected_f
 
 #: the untyped IOBES tags of the erased lattice
 UNTYPED = enc.scheme_tags("IOBES")
-
-
-def type_eraser(scheme: str, types: Sequence[str]) -> pynini.Fst:
-    """U: valid ``scheme`` sequences over ``types`` → the same chunks as untyped IOBES."""
-    conv = conversion_transducer(scheme, "IOBES", types)
-    typed, plain = symbol_table(tuple(types)), symbol_table(("",))
-    strip = pynini.Fst("log64")
-    q = strip.add_state()
-    strip.set_start(q)
-    strip.set_final(q)
-    one = pynini.Weight.one("log64")
-    for tag in enc.scheme_tags("IOBES", tuple(types)):
-        prefix = enc.split_tag(tag)[0] if tag != enc.OUTSIDE else enc.OUTSIDE
-        strip.add_arc(q, pynini.Arc(typed.find(tag), plain.find(prefix), one, q))
-    strip.set_input_symbols(typed)
-    strip.set_output_symbols(plain)
-    return pynini.compose(conv, strip.arcsort("ilabel"))
 
 
 def untyped_lattice(lattice: Lattice) -> Lattice:

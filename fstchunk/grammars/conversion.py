@@ -57,3 +57,26 @@ def conversion_transducer(source: str, target: str, types=None,
                  budget.conversion_machine(len(types)))
     return fsa.attach(fsa.to_arc_type(local.machine((source, target), types), arc_type),
                       symbol_table(types))
+
+
+def type_eraser(scheme: str, types=None, arc_type: str = "log64") -> pynini.Fst:
+    """U = C ∘ S: valid ``scheme`` sequences over ``types`` → the same chunks as untyped
+    IOBES tags (B, I, E, S, O), C the conversion to IOBES and S the map B-X → B, I-X → I,
+    E-X → E, S-X → S.  What the exact-boundary utility compares (SemEval-2013's ``exact``
+    mode, :mod:`fstchunk.decoding.exact_boundaries`): U on both tapes, then T⊠M untyped.
+    Functional, not one-to-one.  Pitfall: IOB1 and IOE1 mark a boundary between two
+    chunks by a type change alone, so the conversion to IOBES comes before the types go."""
+    types = normalize_types(types)
+    conv = conversion_transducer(scheme, "IOBES", types, arc_type)
+    typed, plain = symbol_table(types), symbol_table(("",))
+    strip = pynini.Fst(arc_type)
+    q = strip.add_state()
+    strip.set_start(q)
+    strip.set_final(q)
+    one = pynini.Weight.one(strip.weight_type())
+    for tag in enc.scheme_tags("IOBES", types):
+        prefix = enc.split_tag(tag)[0] if tag != enc.OUTSIDE else enc.OUTSIDE
+        strip.add_arc(q, pynini.Arc(typed.find(tag), plain.find(prefix), one, q))
+    strip.set_input_symbols(typed)
+    strip.set_output_symbols(plain)
+    return pynini.compose(conv, strip.arcsort("ilabel"))

@@ -111,6 +111,17 @@ def _convert(o: Options) -> pynini.Fst:
     return conversion.conversion_transducer(o.scheme, o.target, o.types, o.arc_type)
 
 
+def _eraser(o: Options) -> pynini.Fst:
+    return conversion.type_eraser(o.scheme, o.types, o.arc_type)
+
+
+def _eraser_inspect(o: Options) -> budget.Estimate:
+    """U⁻¹ ∘ U (the functional check) pairs the typed sequences of one untyped form:
+    at most the square of the conversion's size."""
+    c = budget.conversion_machine(_k(o))
+    return budget.Estimate(c.states * c.states, c.arcs * c.arcs)
+
+
 def _tp(o: Options) -> pynini.Fst:
     return counting.true_positive_transducer(o.types, o.max_length, o.arc_type)
 
@@ -186,6 +197,10 @@ GRAMMARS: dict[str, Grammar] = {g.name: g for g in (
     Grammar("convert", "functional transducer rewriting --scheme sequences into "
             "--target (E_scheme^-1 o E_target)", _convert, ("scheme", "target", "types"),
             *_letters(budget.conversion_machine)),
+    Grammar("type-eraser", "U: valid --scheme sequences -> the same chunks as untyped "
+            "IOBES (B, I, E, S, O); the exact-boundary utility is U on both tapes, then TM "
+            "with --types ''", _eraser, ("scheme", "types"),
+            lambda o: budget.conversion_machine(_k(o)), _eraser_inspect),
     Grammar("T", "true-positive counter over IOBES pairs x:y, states (ct, match), "
             "ct <= --max-length; writes <tp=ct> at the end (Jansche §15)", _tp,
             ("types", "max_length"), *_counter("T", budget.tp_transducer)),
