@@ -11,6 +11,7 @@ import sys
 import pytest
 
 import fstchunk.decoding.batch as batch
+import fstchunk.runtime.blocks as blocks
 import fstchunk.decoding.decode as dec
 import fstchunk.decoding.decoders as decoders
 import fstchunk.engine.inference as inference
@@ -94,7 +95,7 @@ def test_iter_decode_sentences_gives_what_decode_lattices_gives(files, decoder):
 def test_lattices_are_built_in_small_blocks_and_sentences_read_lazily(files, monkeypatch):
     inp, _, hmm = files
     sents = read_conll(inp) * 4
-    monkeypatch.setattr(batch, "BLOCK_TOKENS", 5)
+    monkeypatch.setattr(blocks, "BLOCK_TOKENS", 5)
     calls, pulled = [], []
     real = hmm.lattices
     monkeypatch.setattr(hmm, "lattices", lambda ss: calls.append(len(ss)) or real(ss))
@@ -252,7 +253,7 @@ def test_each_block_is_written_before_the_next_is_decoded(files, tmp_path, monke
         seen.append((sys.stdout.flushed, open(tmp).read() if os.path.exists(tmp) else ""))
         return real(b)
     monkeypatch.setattr(inference, "viterbi", viterbi)
-    monkeypatch.setattr(batch, "BLOCK_TOKENS", 1)
+    monkeypatch.setattr(blocks, "BLOCK_TOKENS", 1)
     monkeypatch.setattr(sys, "stdout", Recorder())
     assert main(["decode", "--model", str(model), "--input", str(inp)]) == 0
     # before sentence k is decoded, every line up to its first line is out

@@ -19,6 +19,7 @@ import time
 import pytest
 
 import fstchunk.decoding.batch as batch
+import fstchunk.runtime.blocks as blocks
 from fstchunk.cli import main
 from fstchunk.io.conll import read_conll
 from fstchunk.models.crf import CRF
@@ -54,7 +55,7 @@ def dask():
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Blocks of ~100 tokens, so that 120 sentences make ~28 tasks."""
-    monkeypatch.setattr(batch, "BLOCK_TOKENS", 100)
+    monkeypatch.setattr(blocks, "BLOCK_TOKENS", 100)
 
 
 def run(capsys, *argv):
@@ -171,6 +172,6 @@ def test_input_is_read_lazily_on_an_executor(setup, small_blocks):
     assert pulled == []
     next(it)
     # one window: WINDOW blocks per worker of ~100 tokens (~4 sentences each)
-    assert sum(map(len, pulled)) < scale.WINDOW * 2 * (batch.BLOCK_TOKENS + 60)
+    assert sum(map(len, pulled)) < scale.WINDOW * 2 * (blocks.BLOCK_TOKENS + 60)
     assert len(pulled) < len(sents)
     assert len(list(it)) == len(sents) - 1

@@ -18,7 +18,8 @@ from ..models import load_model
 from ..models.io import read_metadata
 from ..core.outputs import json_text
 from ..models.scorefile import load_lattices
-from ..decoding.batch import SENTENCE_ERRORS, block_lattices, map_blocks, sentence_error
+from ..decoding.batch import SENTENCE_ERRORS, block_lattices
+from ..runtime.blocks import map_blocks, sentence_error
 from .common import (BETA_HELP, Failures, HelpFormatter, add_executor, add_on_invalid,
                      beta_option, chain_model, executor_of, require_probabilities)
 from .inputs import arranged, columns_spec, iter_gold, layout_input, read_gold

@@ -36,7 +36,7 @@ from itertools import tee
 
 from ..core.errors import InputError
 from ..core.outputs import atomic_write, check_output, json_text
-from ..decoding.batch import map_blocks
+from ..runtime.blocks import map_blocks
 from ..decoding.decoders import decoder as get_decoder
 from ..evaluation.segments import score_segments
 from ..io.layout import head

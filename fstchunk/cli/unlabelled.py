@@ -10,7 +10,8 @@ import sys
 
 from ..core.errors import InputError
 from ..core.outputs import json_text
-from ..decoding.batch import block_lattices, map_blocks
+from ..decoding.batch import block_lattices
+from ..runtime.blocks import map_blocks
 from ..decoding.corpus_f import EXACT_CELLS, corpus_f, count_laws, count_moments
 from ..decoding.decoders import decoder as get_decoder
 from ..models import load_model

@@ -1,12 +1,12 @@
 """Decoding a stream of sentences under a model, in this process or on an executor.
 
 :func:`iter_decode_sentences` reads sentences lazily, builds their lattices in
-blocks of about :data:`BLOCK_TOKENS` tokens (the CRF's feature transform is
+blocks of about :data:`~fstchunk.runtime.blocks.BLOCK_TOKENS` tokens (the CRF's feature transform is
 batched) and yields one :class:`Decoded` per sentence, in input order: its tags,
 or the error that stopped that sentence (:data:`SENTENCE_ERRORS`), after which
 decoding goes on.  With an ``executor`` (:mod:`fstchunk.runtime.scale`: ``--workers N`` or
 ``--scheduler``) the blocks are decoded on its workers, a bounded window of them
-at a time, and come back in input order (:func:`map_blocks`); the model is placed
+at a time, and come back in input order (:func:`~fstchunk.runtime.blocks.map_blocks`); the model is placed
 on the workers once.  The same per-block code runs in both cases, so the output
 is byte-identical.
 
@@ -35,30 +35,11 @@ from ..core.blas import limited_iter, one_blas_thread
 from .confidence import ScoredChunk, marginals_all, scored_chunks_all
 from .decode import CORPUS_PRUNE, CorpusTable, corpus_table, decide_corpus
 from .decoders import Decoder, decoder as get_decoder
-from ..core.errors import InputError, LayoutError
+from ..core.errors import InputError
+from ..runtime.blocks import blocks, map_blocks, sentence_error
 from ..structures.lattice import Lattice
 from ..structures.lattices import SENTENCE_ERRORS
 from ..schemes.tagspace import UNCONSTRAINED, canonical
-
-#: errors that stop one sentence, not the run (:data:`fstchunk.structures.lattices.SENTENCE_ERRORS`):
-#: a user-level error of that sentence (:class:`~fstchunk.core.errors.BudgetError`
-#: included) or running out of memory on it; a :class:`~fstchunk.core.errors.LayoutError`
-#: (the file's columns do not fit the model) is the whole input's and stops the run
-#: (:func:`sentence_error`)
-
-
-def sentence_error(e: BaseException) -> BaseException:
-    """``e`` as one sentence's outcome (its traceback dropped, so that it travels
-    light); a LayoutError, a fault of the whole input, is raised again instead."""
-    if isinstance(e, LayoutError):
-        raise e
-    return e.with_traceback(None)
-
-#: sentences are turned into lattices and decoded in blocks of about this many
-#: tokens (ragged batches of the batched engine within a block), so memory stays
-#: bounded on a large file; the unit of work sent to an executor
-BLOCK_TOKENS = 8000
-
 
 class Decoded(NamedTuple):
     """One sentence's outcome in :func:`iter_decode_sentences`: its 0-based ``index``,
@@ -74,38 +55,6 @@ class Decoded(NamedTuple):
     chunks: list[ScoredChunk] | None = None
     marginals: np.ndarray | None = None
     marginal_tags: tuple[str, ...] | None = None
-
-
-def blocks(sentences: Iterable) -> Iterator[list]:
-    """Consecutive sentences in blocks of about :data:`BLOCK_TOKENS` tokens."""
-    block, size = [], 0
-    for s in sentences:
-        block.append(s)
-        size += len(s)
-        if size >= BLOCK_TOKENS:
-            yield block
-            block, size = [], 0
-    if block:
-        yield block
-
-
-def map_blocks(func: Callable[[Any, list], Any], context: Any, sentences: Iterable,
-               executor: Any = None) -> Iterator[tuple[list, Any]]:
-    """(block, ``func(context, block)``) for each block of ``sentences``, in order:
-    here, one block at a time, or on ``executor`` (its ``map_ordered``, a bounded
-    window in flight)."""
-    if executor is None:
-        for block in blocks(sentences):
-            yield block, func(context, block)
-        return
-    pending: list = []
-
-    def tracked() -> Iterator[list]:
-        for block in blocks(sentences):
-            pending.append(block)
-            yield block
-    for result in executor.map_ordered(func, context, tracked()):
-        yield pending.pop(0), result
 
 
 def lattice_reader(model, decoder: Decoder, probabilities: bool = False
@@ -188,7 +137,7 @@ def iter_decode_sentences(model, sentences: Iterable, decoder: "str | Decoder" =
     which decoding goes on.  ``decoder``: a name of :data:`fstchunk.decoding.decoders.REGISTRY`
     (with ``beta``, ``k``, ``memory_budget`` as it takes them) or a
     :class:`~fstchunk.decoding.decoders.Decoder`.  Sentences are decoded a block at a time
-    (:data:`BLOCK_TOKENS`, ragged batches within it); with an executor
+    (:data:`~fstchunk.runtime.blocks.BLOCK_TOKENS`, ragged batches within it); with an executor
     (:mod:`fstchunk.runtime.scale`) the blocks go to its workers.
     ``confidences``: each :class:`Decoded` carries its chunks with their exact
     probabilities; ``marginals``: its token marginals (both computed where the lattice
