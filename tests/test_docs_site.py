@@ -243,3 +243,45 @@ def test_pages_show_their_pictures(site):
         assert os.path.getsize(png) < 200_000, name
         if name != "lattice_sentence.png":
             assert f'src="../{name}"' in results or f'src="{name}"' in results, name
+
+
+def _docstrings():
+    """(where, docstring) of every module, class and function of the package."""
+    import ast
+    root = os.path.dirname(fstchunk.__file__)
+    for path in glob.glob(os.path.join(root, "**", "*.py"), recursive=True):
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node, clean=False)
+                if doc:
+                    yield f"{os.path.relpath(path, root)}:{getattr(node, 'lineno', 1)}", doc
+
+
+def test_docstring_examples_are_one_block():
+    """An ``Examples:`` section's ``>>>`` lines all sit one level below the title, at
+    one indentation: a line at the title's own level ends the section (Google style),
+    and the page then shows the example as prose with the rest as a code block."""
+    ragged = []
+    for where, doc in _docstrings():
+        title = re.search(r"\n( *)Examples:\n", doc)
+        if not title:
+            continue
+        section = doc[title.end():]
+        indents = {len(line) - len(line.lstrip()) for line in section.splitlines()
+                   if line.lstrip().startswith(">>>")}
+        if len(indents) > 1 or min(indents, default=99) <= len(title.group(1)):
+            ragged.append((where, sorted(indents)))
+    assert not ragged, ragged
+
+
+def test_top_level_examples_render_as_one_code_block(site):
+    page = _html(site, "api/fstchunk")
+    for name in DOCUMENTED:
+        entry = page.split(f'id="fstchunk.{name}"', 1)[1].split(' id="fstchunk.', 1)[0]
+        examples = entry.split('doc-section-title">Examples:', 1)
+        assert len(examples) == 2, name
+        section = examples[1].split('doc-section-title', 1)[0]
+        assert section.count("<pre>") == 1, (name, section.count("<pre>"))
+        assert entry.count("&gt;&gt;&gt;") == section.count('class="gp">&gt;&gt;&gt;'), name

@@ -63,9 +63,10 @@ def scored_chunks(lattice: Lattice, tags: Sequence[str]) -> list[ScoredChunk]:
         SchemeError: an invalid tag or a chunk type the lattice lacks, naming the position.
 
     Examples:
-    >>> import numpy as np, fstchunk
-    >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag, O B-PER I-PER
-    >>> lattice = fstchunk.Lattice.from_scores(("O", "B-PER", "I-PER"), np.log(p), np.zeros((3, 3)))
+        >>> import numpy as np, fstchunk
+        >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag
+        >>> tags = ("O", "B-PER", "I-PER")
+        >>> lattice = fstchunk.Lattice.from_scores(tags, np.log(p), np.zeros((3, 3)))
         >>> [(c.type, c.start, c.end, round(c.p, 3))
         ...  for c in fstchunk.scored_chunks(lattice, ["B-PER", "I-PER", "O"])]
         [('PER', 0, 2, 0.531)]
@@ -144,9 +145,10 @@ def decode_chunks(lattice: Lattice, decoder: "str | Decoder" = "map", beta: floa
         InputError: an unknown decoder, or a setting it does not take.
 
     Examples:
-    >>> import numpy as np, fstchunk
-    >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag, O B-PER I-PER
-    >>> lattice = fstchunk.Lattice.from_scores(("O", "B-PER", "I-PER"), np.log(p), np.zeros((3, 3)))
+        >>> import numpy as np, fstchunk
+        >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag
+        >>> tags = ("O", "B-PER", "I-PER")
+        >>> lattice = fstchunk.Lattice.from_scores(tags, np.log(p), np.zeros((3, 3)))
         >>> [(c.type, c.start, c.end, round(c.p, 3)) for c in fstchunk.decode_chunks(lattice, "meu")]
         [('PER', 0, 2, 0.531)]
     """

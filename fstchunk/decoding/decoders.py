@@ -350,9 +350,10 @@ def decoder(spec: "str | Decoder", beta: float | None = None, k: int | None = No
             those that do), or a setting it refuses, naming it.
 
     Examples:
-    >>> import numpy as np, fstchunk
-    >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag, O B-PER I-PER
-    >>> lattice = fstchunk.Lattice.from_scores(("O", "B-PER", "I-PER"), np.log(p), np.zeros((3, 3)))
+        >>> import numpy as np, fstchunk
+        >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag
+        >>> tags = ("O", "B-PER", "I-PER")
+        >>> lattice = fstchunk.Lattice.from_scores(tags, np.log(p), np.zeros((3, 3)))
         >>> meu = fstchunk.decoder("meu", beta=0.5)
         >>> meu.decode(lattice).tags
         ['B-PER', 'I-PER', 'O']
