@@ -22,7 +22,8 @@ DOCUMENTED = ("tags_to_chunks", "read_conll",
               "write_conll", "evaluate", "decode_map", "decode_posterior", "decode_meu",
               "decode_meu_corpus", "expected_f", "scored_chunks", "decode_chunks",
               "decode_sentences", "load_model", "CRF", "decoder", "iter_conll",
-              "decode_loss_augmented", "Lattice.from_scores")
+              "decode_loss_augmented", "Lattice.from_scores", "Lattice", "AttributeCRF",
+              "Trainer", "Decoding")
 
 
 #: names whose docstrings give an example only (fstchunk/schemes/encodings.py is at the
@@ -115,8 +116,12 @@ def test_top_level_docstrings_give_parameters_returns_raises_examples(site):
     for name in DOCUMENTED:
         doc = _public(name).__doc__
         sections = {"Args:", "Returns:", "Raises:", "Examples:"}
-        sections -= {"CRF": {"Returns:"}, "write_conll": {"Returns:"},        # return None
-                     "decode_posterior": {"Raises:"}}.get(name, set())        # raises nothing
+        if isinstance(_public(name), type):
+            sections -= {"Returns:"}               # a class: its constructor gives itself
+        sections -= {"write_conll": {"Returns:"},                             # return None
+                     "decode_posterior": {"Raises:"},                         # raises nothing
+                     "Decoding": {"Raises:"},                 # a named tuple: no checks
+                     }.get(name, set())
         for section in sections:
             assert re.search(rf"\n {{4,8}}{section}\n", doc), (name, section)
         entry = page.split(f'id="fstchunk.{name}"', 1)[1].split(' id="fstchunk.', 1)[0]
