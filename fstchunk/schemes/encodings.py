@@ -44,7 +44,8 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from ..core.errors import InputError, SchemeError
-from .boundaries import Chunk, read_chunks
+from .boundaries import Chunk, read_chunks, split_tag
+from .boundaries import conlleval_chunks, split_conlleval  # noqa: F401  (the API's names)
 from .tagseq import OUTSIDE, tag_list
 
 
@@ -131,15 +132,6 @@ def scheme_prefixes(scheme: str) -> tuple[str, ...]:
 
 def make_tag(prefix: str, ctype: str) -> str:
     return f"{prefix}-{ctype}" if ctype else prefix
-
-
-def split_tag(tag: str) -> tuple[str, str]:
-    """``'B-NP'`` -> ``('B', 'NP')``; ``'B'`` -> ``('B', '')``; ``'O'`` -> ``('O', '')``.
-
-    Split at the *first* hyphen, as conlleval.pl's ``/^([^-]*)-(.*)$/`` does:
-    ``'B-ORG-X'`` -> ``('B', 'ORG-X')``, ``'I-I-PER'`` -> ``('I', 'I-PER')``."""
-    prefix, sep, ctype = tag.partition("-")
-    return prefix, ctype
 
 
 def type_problem(ctype: str) -> str | None:
@@ -307,24 +299,6 @@ def tags_to_chunks(tags: Sequence[str], scheme: str, strict: bool = True) -> lis
     parsed = [_parse(t, s, i) for i, t in enumerate(tags)]
     iobes = s.name in ("IOBES", "BILOU", "IOBES2", "IOBES3")
     return read_chunks(parsed, iobes_family=iobes)
-
-
-def conlleval_chunks(tags: Sequence[str]) -> list[Chunk]:
-    """Chunks exactly as conlleval.pl's startOfChunk/endOfChunk read raw tags.
-
-    Any prefix is accepted (``B``, ``I``, ``E``, ``O``, ``[``, ``]``, others act
-    only through type changes), including conlleval's quirk that ``E-X B-X``
-    continues one chunk.  A chunk still open after the last tag ends there, as
-    conlleval.pl ends it at the end of its input.
-    """
-    return read_chunks([split_conlleval(t) for t in tag_list(tags)], iobes_family=False)
-
-
-def split_conlleval(tag: str) -> tuple[str, str]:
-    """(prefix, type) as conlleval.pl splits a tag, at its first hyphen; ``O`` has no
-    type, and neither has a type ``0``, which Perl reads as false."""
-    prefix, ctype = split_tag(tag) if tag != OUTSIDE else (OUTSIDE, "")
-    return prefix, "" if ctype == "0" else ctype
 
 
 def chunks_to_tags(chunks: Iterable[Chunk], length: int, scheme: str) -> list[str]:
