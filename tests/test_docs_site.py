@@ -24,12 +24,35 @@ DOCUMENTED = ("tags_to_chunks", "read_conll",
               "decode_sentences", "load_model", "CRF", "decoder", "iter_conll",
               "decode_loss_augmented", "Lattice.from_scores", "Lattice", "AttributeCRF",
               "Trainer", "Decoding", "ExpectedF", "Decoder", "ScoredChunk",
-              "evaluate_file", "conlleval_chunks", "TagSet")
+              "evaluate_file", "conlleval_chunks", "TagSet", "HMM", "JointModel",
+              "SegmentModel")
 
 
 #: names whose docstrings give an example only (fstchunk/schemes/encodings.py is at the
 #: size limit of test_house_architecture)
 EXAMPLES = DOCUMENTED + ("chunks_to_tags", "convert", "is_valid")
+
+
+#: module attributes documented by the string after their assignment (what the site
+#: renders; a ``#:`` comment it does not): a table of what they hold and an example
+DATA = ("SCHEMES", "OBJECTIVES")
+
+
+def _attribute_doc(name: str) -> str | None:
+    """The docstring of the top-level data ``name``: the string literal right after its
+    assignment in the module that defines it."""
+    import ast
+    import importlib
+    module = importlib.import_module(fstchunk._LAZY[name][0])
+    with open(module.__file__, encoding="utf-8") as fh:
+        body = ast.parse(fh.read()).body
+    for node, after in zip(body, body[1:]):
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if any(getattr(t, "id", None) == name for t in targets):
+            is_doc = (isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                      and isinstance(after.value.value, str))
+            return after.value.value if is_doc else None
+    return None
 
 
 def _public(name: str):
@@ -121,9 +144,10 @@ def test_top_level_docstrings_give_parameters_returns_raises_examples(site):
             sections -= {"Returns:"}               # a class: its constructor gives itself
         sections -= {"write_conll": {"Returns:"},                             # return None
                      "decode_posterior": {"Raises:"},                         # raises nothing
-                     "Decoding": {"Raises:"},                 # a named tuple: no checks
                      "ExpectedF": {"Raises:"},                # a dataclass: no checks
-                     "ScoredChunk": {"Raises:"},              # a named tuple: no checks
+                     # named tuples: no checks, and their fields are Attributes
+                     # (griffe gives them no constructor signature to match Args)
+                     "Decoding": {"Args:", "Raises:"}, "ScoredChunk": {"Args:", "Raises:"},
                      "Decoder": {"Args:", "Raises:"},  # the base takes no settings: its
                      }.get(name, set())                # subclasses' are decoder()'s
         for section in sections:
@@ -295,3 +319,19 @@ def test_top_level_examples_render_as_one_code_block(site):
         section = examples[1].split('doc-section-title', 1)[0]
         assert section.count("<pre>") == 1, (name, section.count("<pre>"))
         assert entry.count("&gt;&gt;&gt;") == section.count('class="gp">&gt;&gt;&gt;'), name
+
+
+@pytest.mark.parametrize("name", DATA)
+def test_top_level_data_say_what_they_hold(name, site):
+    """``SCHEMES`` and ``OBJECTIVES``: a table of what they hold and an example that
+    prints what it shows, on the page under their names."""
+    doc = _attribute_doc(name)
+    assert doc and "\n|---|" in doc and "\nExamples:\n" in doc, name
+    test = doctest.DocTestParser().get_doctest(doc, {"fstchunk": fstchunk}, name, None, 0)
+    assert test.examples, name
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner.run(test)
+    assert runner.failures == 0, f"fstchunk.{name}: an example does not print what it shows"
+    page = _html(site, "api/fstchunk")
+    entry = page.split(f'id="fstchunk.{name}"', 1)[1].split(' id="fstchunk.', 1)[0]
+    assert "<table>" in entry and 'doc-section-title">Examples:' in entry, name

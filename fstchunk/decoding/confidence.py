@@ -44,7 +44,7 @@ class ScoredChunk(NamedTuple):
     that the gold holds this very chunk (type and both boundaries).  A tuple, so
     ``type, start, end, p = chunk`` works.
 
-    Args:
+    Attributes:
         type: the chunk type (``PER``, ``NP``, ...).
         start: the first token, 0-based.
         end: one past the last token (exclusive).

@@ -49,9 +49,37 @@ from .boundaries import conlleval_chunks, split_conlleval  # noqa: F401  (the AP
 from .tagseq import OUTSIDE, tag_list
 
 
-#: Canonical scheme names, in the order the toolkit lists them.
 SCHEMES: tuple[str, ...] = (
     "IOB1", "IOB2", "IOE1", "IOE2", "IOBES", "BILOU", "IOBES2", "IOBES3")
+"""The chunk schemes, by their canonical names, in the order the toolkit lists them
+(Tjong Kim Sang & Veenstra 1999; Tang et al., Table 1); every ``scheme=`` and
+``--scheme`` takes one, or an alias (``BIO`` is IOB2; ``BIOES``, ``IOBES1`` are IOBES).
+
+| scheme | its tags (besides ``O``) |
+|---|---|
+| IOB1 | I inside; B on the first token of a chunk that follows one of its type |
+| IOB2 | B on the first token of every chunk, I elsewhere inside |
+| IOE1 | I inside; E on the last token of a chunk followed by one of its type |
+| IOE2 | E on the last token of every chunk, I elsewhere inside |
+| IOBES | S a one-token chunk; B first, E last, I in between |
+| BILOU | IOBES with L for E and U for S |
+| IOBES2 | IOBES plus B2, B3 on the 2nd, 3rd token of longer chunks |
+| IOBES3 | IOBES plus E2, E3 on the 2nd-, 3rd-to-last token of longer chunks |
+
+Examples:
+    >>> import fstchunk
+    >>> chunks = [("PER", 0, 1), ("PER", 1, 4)]      # two chunks of one type, side by side
+    >>> for scheme in fstchunk.SCHEMES:
+    ...     print(f"{scheme:7}", *fstchunk.chunks_to_tags(chunks, 5, scheme))
+    IOB1    I-PER B-PER I-PER I-PER O
+    IOB2    B-PER B-PER I-PER I-PER O
+    IOE1    E-PER I-PER I-PER I-PER O
+    IOE2    E-PER I-PER I-PER E-PER O
+    IOBES   S-PER B-PER I-PER E-PER O
+    BILOU   U-PER B-PER I-PER L-PER O
+    IOBES2  S-PER B-PER B2-PER E-PER O
+    IOBES3  S-PER B-PER E2-PER E-PER O
+"""
 
 ALIASES: dict[str, str] = {"BIOES": "IOBES", "IOBES1": "IOBES", "BIO": "IOB2"}
 

@@ -17,7 +17,7 @@ class Decoding(NamedTuple):
     | exact MEU | E[F_β] of the tags | its certificate, < 1e-12 |
     | k-best MEU | E[F_β] of the tags | inf (no certificate) |
 
-    Args:
+    Attributes:
         tags: the decided tag sequence.
         score: the value the decoder maximised.
         gap: max − ``score`` is at most ``gap``.
