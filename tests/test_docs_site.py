@@ -30,7 +30,14 @@ DOCUMENTED = ("tags_to_chunks", "read_conll",
 
 #: names whose docstrings give an example only (fstchunk/schemes/encodings.py is at the
 #: size limit of test_house_architecture)
-EXAMPLES = DOCUMENTED + ("chunks_to_tags", "convert", "is_valid")
+EXAMPLES = DOCUMENTED + ("chunks_to_tags", "convert", "is_valid", "FstchunkError",
+                         "InputError", "SchemeError", "CoNLLError", "ModelFileError",
+                         "OutputError", "BudgetError", "FstchunkWarning")
+
+#: the error family and its warning: each says when it is raised
+ERRORS = ("FstchunkError", "InputError", "SchemeError", "CoNLLError", "ModelFileError",
+          "OutputError", "LayoutError", "BudgetError", "DownloadError",
+          "TrainingInterrupted", "FstchunkWarning")
 
 
 #: module attributes documented by the string after their assignment (what the site
@@ -335,3 +342,24 @@ def test_top_level_data_say_what_they_hold(name, site):
     page = _html(site, "api/fstchunk")
     entry = page.split(f'id="fstchunk.{name}"', 1)[1].split(' id="fstchunk.', 1)[0]
     assert "<table>" in entry and 'doc-section-title">Examples:' in entry, name
+
+
+def test_every_error_says_when_it_is_raised_and_what_it_holds():
+    """Each class of the error family: a docstring of its own saying when it is
+    raised, the attributes it adds listed under ``Attributes:``; the base says how to
+    catch the family, with an example."""
+    assert set(ERRORS) == {n for n in fstchunk.__all__
+                           if isinstance(getattr(fstchunk, n), type)
+                           and issubclass(getattr(fstchunk, n), Warning | fstchunk.FstchunkError)}
+    base = set(vars(fstchunk.FstchunkError("m")))
+    for name in ERRORS:
+        cls = _public(name)
+        doc = cls.__dict__.get("__doc__") or ""
+        assert len(doc.split()) >= 25, name
+        if issubclass(cls, fstchunk.FstchunkError):
+            own = set(vars(cls("m"))) - (base if cls is not fstchunk.FstchunkError else set())
+            for attr in own:
+                assert re.search(rf"\n {{4}}Attributes:\n(?: {{8}}.*\n)*? {{8}}{attr}:", doc), \
+                    (name, attr)
+    doc = fstchunk.FstchunkError.__doc__
+    assert "except fstchunk.FstchunkError" in doc and re.search(r"\n {4}Examples:\n", doc)
