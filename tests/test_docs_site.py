@@ -22,12 +22,44 @@ DOCUMENTED = ("tags_to_chunks", "read_conll",
               "write_conll", "evaluate", "decode_map", "decode_posterior", "decode_meu",
               "decode_meu_corpus", "expected_f", "scored_chunks", "decode_chunks",
               "decode_sentences", "load_model", "CRF", "decoder", "iter_conll",
-              "decode_loss_augmented", "Lattice.from_scores")
+              "decode_loss_augmented", "Lattice.from_scores", "Lattice", "AttributeCRF",
+              "Trainer", "Decoding", "ExpectedF", "Decoder", "ScoredChunk",
+              "evaluate_file", "conlleval_chunks", "TagSet", "HMM", "JointModel",
+              "SegmentModel")
 
 
 #: names whose docstrings give an example only (fstchunk/schemes/encodings.py is at the
 #: size limit of test_house_architecture)
-EXAMPLES = DOCUMENTED + ("chunks_to_tags", "convert", "is_valid")
+EXAMPLES = DOCUMENTED + ("chunks_to_tags", "convert", "is_valid", "FstchunkError",
+                         "InputError", "SchemeError", "CoNLLError", "ModelFileError",
+                         "OutputError", "BudgetError", "FstchunkWarning")
+
+#: the error family and its warning: each says when it is raised
+ERRORS = ("FstchunkError", "InputError", "SchemeError", "CoNLLError", "ModelFileError",
+          "OutputError", "LayoutError", "BudgetError", "DownloadError",
+          "TrainingInterrupted", "FstchunkWarning")
+
+
+#: module attributes documented by the string after their assignment (what the site
+#: renders; a ``#:`` comment it does not): a table of what they hold and an example
+DATA = ("SCHEMES", "OBJECTIVES")
+
+
+def _attribute_doc(name: str) -> str | None:
+    """The docstring of the top-level data ``name``: the string literal right after its
+    assignment in the module that defines it."""
+    import ast
+    import importlib
+    module = importlib.import_module(fstchunk._LAZY[name][0])
+    with open(module.__file__, encoding="utf-8") as fh:
+        body = ast.parse(fh.read()).body
+    for node, after in zip(body, body[1:]):
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if any(getattr(t, "id", None) == name for t in targets):
+            is_doc = (isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                      and isinstance(after.value.value, str))
+            return after.value.value if is_doc else None
+    return None
 
 
 def _public(name: str):
@@ -115,12 +147,21 @@ def test_top_level_docstrings_give_parameters_returns_raises_examples(site):
     for name in DOCUMENTED:
         doc = _public(name).__doc__
         sections = {"Args:", "Returns:", "Raises:", "Examples:"}
-        sections -= {"CRF": {"Returns:"}, "write_conll": {"Returns:"},        # return None
-                     "decode_posterior": {"Raises:"}}.get(name, set())        # raises nothing
+        if isinstance(_public(name), type):
+            sections -= {"Returns:"}               # a class: its constructor gives itself
+        sections -= {"write_conll": {"Returns:"},                             # return None
+                     "decode_posterior": {"Raises:"},                         # raises nothing
+                     "ExpectedF": {"Raises:"},                # a dataclass: no checks
+                     # named tuples: no checks, and their fields are Attributes
+                     # (griffe gives them no constructor signature to match Args)
+                     "Decoding": {"Args:", "Raises:"}, "ScoredChunk": {"Args:", "Raises:"},
+                     "Decoder": {"Args:", "Raises:"},  # the base takes no settings: its
+                     }.get(name, set())                # subclasses' are decoder()'s
         for section in sections:
             assert re.search(rf"\n {{4,8}}{section}\n", doc), (name, section)
         entry = page.split(f'id="fstchunk.{name}"', 1)[1].split(' id="fstchunk.', 1)[0]
-        assert 'doc-section-title">Parameters:' in entry, name     # a table, not prose
+        if "Args:" in sections:
+            assert 'doc-section-title">Parameters:' in entry, name     # a table, not prose
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
@@ -243,3 +284,82 @@ def test_pages_show_their_pictures(site):
         assert os.path.getsize(png) < 200_000, name
         if name != "lattice_sentence.png":
             assert f'src="../{name}"' in results or f'src="{name}"' in results, name
+
+
+def _docstrings():
+    """(where, docstring) of every module, class and function of the package."""
+    import ast
+    root = os.path.dirname(fstchunk.__file__)
+    for path in glob.glob(os.path.join(root, "**", "*.py"), recursive=True):
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node, clean=False)
+                if doc:
+                    yield f"{os.path.relpath(path, root)}:{getattr(node, 'lineno', 1)}", doc
+
+
+def test_docstring_examples_are_one_block():
+    """An ``Examples:`` section's ``>>>`` lines all sit one level below the title, at
+    one indentation: a line at the title's own level ends the section (Google style),
+    and the page then shows the example as prose with the rest as a code block."""
+    ragged = []
+    for where, doc in _docstrings():
+        title = re.search(r"\n( *)Examples:\n", doc)
+        if not title:
+            continue
+        section = doc[title.end():]
+        indents = {len(line) - len(line.lstrip()) for line in section.splitlines()
+                   if line.lstrip().startswith(">>>")}
+        if len(indents) > 1 or min(indents, default=99) <= len(title.group(1)):
+            ragged.append((where, sorted(indents)))
+    assert not ragged, ragged
+
+
+def test_top_level_examples_render_as_one_code_block(site):
+    page = _html(site, "api/fstchunk")
+    for name in DOCUMENTED:
+        entry = page.split(f'id="fstchunk.{name}"', 1)[1].split(' id="fstchunk.', 1)[0]
+        examples = entry.split('doc-section-title">Examples:', 1)
+        assert len(examples) == 2, name
+        section = examples[1].split('doc-section-title', 1)[0]
+        assert section.count("<pre>") == 1, (name, section.count("<pre>"))
+        assert entry.count("&gt;&gt;&gt;") == section.count('class="gp">&gt;&gt;&gt;'), name
+
+
+@pytest.mark.parametrize("name", DATA)
+def test_top_level_data_say_what_they_hold(name, site):
+    """``SCHEMES`` and ``OBJECTIVES``: a table of what they hold and an example that
+    prints what it shows, on the page under their names."""
+    doc = _attribute_doc(name)
+    assert doc and "\n|---|" in doc and "\nExamples:\n" in doc, name
+    test = doctest.DocTestParser().get_doctest(doc, {"fstchunk": fstchunk}, name, None, 0)
+    assert test.examples, name
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner.run(test)
+    assert runner.failures == 0, f"fstchunk.{name}: an example does not print what it shows"
+    page = _html(site, "api/fstchunk")
+    entry = page.split(f'id="fstchunk.{name}"', 1)[1].split(' id="fstchunk.', 1)[0]
+    assert "<table>" in entry and 'doc-section-title">Examples:' in entry, name
+
+
+def test_every_error_says_when_it_is_raised_and_what_it_holds():
+    """Each class of the error family: a docstring of its own saying when it is
+    raised, the attributes it adds listed under ``Attributes:``; the base says how to
+    catch the family, with an example."""
+    assert set(ERRORS) == {n for n in fstchunk.__all__
+                           if isinstance(getattr(fstchunk, n), type)
+                           and issubclass(getattr(fstchunk, n), Warning | fstchunk.FstchunkError)}
+    base = set(vars(fstchunk.FstchunkError("m")))
+    for name in ERRORS:
+        cls = _public(name)
+        doc = cls.__dict__.get("__doc__") or ""
+        assert len(doc.split()) >= 25, name
+        if issubclass(cls, fstchunk.FstchunkError):
+            own = set(vars(cls("m"))) - (base if cls is not fstchunk.FstchunkError else set())
+            for attr in own:
+                assert re.search(rf"\n {{4}}Attributes:\n(?: {{8}}.*\n)*? {{8}}{attr}:", doc), \
+                    (name, attr)
+    doc = fstchunk.FstchunkError.__doc__
+    assert "except fstchunk.FstchunkError" in doc and re.search(r"\n {4}Examples:\n", doc)

@@ -38,8 +38,27 @@ from ..structures.lattices import apply
 
 
 class ScoredChunk(NamedTuple):
-    """A chunk of type ``type`` over tokens ``start`` .. ``end - 1`` (0-based, end
-    exclusive) and ``p`` = Pr(this chunk ∈ chunks(y)) under the lattice."""
+    """One chunk of a decision and its exact probability under the model, what
+    :func:`fstchunk.scored_chunks` and :func:`fstchunk.decode_chunks` list: the chunk
+    marginal $p = \\Pr(c \\in \\mathrm{chunks}(y) \\mid x)$, the probability
+    that the gold holds this very chunk (type and both boundaries).  A tuple, so
+    ``type, start, end, p = chunk`` works.
+
+    Attributes:
+        type: the chunk type (``PER``, ``NP``, ...).
+        start: the first token, 0-based.
+        end: one past the last token (exclusive).
+        p: the chunk's marginal probability.
+
+    Examples:
+        >>> import numpy as np, fstchunk
+        >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag
+        >>> tags = ("O", "B-PER", "I-PER")
+        >>> lattice = fstchunk.Lattice.from_scores(tags, np.log(p), np.zeros((3, 3)))
+        >>> chunk = fstchunk.scored_chunks(lattice, ["B-PER", "I-PER", "O"])[0]
+        >>> chunk.type, chunk.start, chunk.end, round(chunk.p, 3)
+        ('PER', 0, 2, 0.531)
+    """
     type: str
     start: int
     end: int
@@ -63,9 +82,10 @@ def scored_chunks(lattice: Lattice, tags: Sequence[str]) -> list[ScoredChunk]:
         SchemeError: an invalid tag or a chunk type the lattice lacks, naming the position.
 
     Examples:
-    >>> import numpy as np, fstchunk
-    >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag, O B-PER I-PER
-    >>> lattice = fstchunk.Lattice.from_scores(("O", "B-PER", "I-PER"), np.log(p), np.zeros((3, 3)))
+        >>> import numpy as np, fstchunk
+        >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag
+        >>> tags = ("O", "B-PER", "I-PER")
+        >>> lattice = fstchunk.Lattice.from_scores(tags, np.log(p), np.zeros((3, 3)))
         >>> [(c.type, c.start, c.end, round(c.p, 3))
         ...  for c in fstchunk.scored_chunks(lattice, ["B-PER", "I-PER", "O"])]
         [('PER', 0, 2, 0.531)]
@@ -144,9 +164,10 @@ def decode_chunks(lattice: Lattice, decoder: "str | Decoder" = "map", beta: floa
         InputError: an unknown decoder, or a setting it does not take.
 
     Examples:
-    >>> import numpy as np, fstchunk
-    >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag, O B-PER I-PER
-    >>> lattice = fstchunk.Lattice.from_scores(("O", "B-PER", "I-PER"), np.log(p), np.zeros((3, 3)))
+        >>> import numpy as np, fstchunk
+        >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag
+        >>> tags = ("O", "B-PER", "I-PER")
+        >>> lattice = fstchunk.Lattice.from_scores(tags, np.log(p), np.zeros((3, 3)))
         >>> [(c.type, c.start, c.end, round(c.p, 3)) for c in fstchunk.decode_chunks(lattice, "meu")]
         [('PER', 0, 2, 0.531)]
     """

@@ -82,9 +82,10 @@ def decode_map(lattice: Lattice, method: str = "viterbi") -> Decoding:
         InputError: an unknown ``method``.
 
     Examples:
-    >>> import numpy as np, fstchunk
-    >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag, O B-PER I-PER
-    >>> lattice = fstchunk.Lattice.from_scores(("O", "B-PER", "I-PER"), np.log(p), np.zeros((3, 3)))
+        >>> import numpy as np, fstchunk
+        >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag
+        >>> tags = ("O", "B-PER", "I-PER")
+        >>> lattice = fstchunk.Lattice.from_scores(tags, np.log(p), np.zeros((3, 3)))
         >>> fstchunk.decode_map(lattice).tags
         ['B-PER', 'I-PER', 'O']
     """
@@ -110,9 +111,10 @@ def decode_posterior(lattice: Lattice) -> Decoding:
         A :class:`Decoding`: ``.tags`` and ``.score`` (the sum of their marginals).
 
     Examples:
-    >>> import numpy as np, fstchunk
-    >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag, O B-PER I-PER
-    >>> lattice = fstchunk.Lattice.from_scores(("O", "B-PER", "I-PER"), np.log(p), np.zeros((3, 3)))
+        >>> import numpy as np, fstchunk
+        >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag
+        >>> tags = ("O", "B-PER", "I-PER")
+        >>> lattice = fstchunk.Lattice.from_scores(tags, np.log(p), np.zeros((3, 3)))
         >>> fstchunk.decode_posterior(lattice).tags
         ['B-PER', 'I-PER', 'O']
     """
@@ -150,9 +152,10 @@ def decode_meu(lattice: Lattice, beta: float = 1.0, method: str = "exact",
         InputError: an invalid ``beta``, ``method`` or ``k``.
 
     Examples:
-    >>> import numpy as np, fstchunk
-    >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag, O B-PER I-PER
-    >>> lattice = fstchunk.Lattice.from_scores(("O", "B-PER", "I-PER"), np.log(p), np.zeros((3, 3)))
+        >>> import numpy as np, fstchunk
+        >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag
+        >>> tags = ("O", "B-PER", "I-PER")
+        >>> lattice = fstchunk.Lattice.from_scores(tags, np.log(p), np.zeros((3, 3)))
         >>> best = fstchunk.decode_meu(lattice, beta=1.0)
         >>> best.tags, round(best.score, 3)
         (['B-PER', 'I-PER', 'O'], 0.512)
@@ -267,9 +270,10 @@ def decode_meu_corpus(lattices: Sequence[Lattice], beta: float = 1.0,
         InputError: an invalid ``beta`` or ``max_iter``.
 
     Examples:
-    >>> import numpy as np, fstchunk
-    >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag, O B-PER I-PER
-    >>> lattice = fstchunk.Lattice.from_scores(("O", "B-PER", "I-PER"), np.log(p), np.zeros((3, 3)))
+        >>> import numpy as np, fstchunk
+        >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag
+        >>> tags = ("O", "B-PER", "I-PER")
+        >>> lattice = fstchunk.Lattice.from_scores(tags, np.log(p), np.zeros((3, 3)))
         >>> tags, ratio = fstchunk.decode_meu_corpus([lattice, lattice])
         >>> tags[0], round(ratio, 3)
         (['B-PER', 'I-PER', 'O'], 0.49)

@@ -71,9 +71,10 @@ def expected_f(lattice: Lattice, hypothesis: Sequence[str] | None = None,
         SchemeError: tags invalid in the lattice's scheme, naming the position.
 
     Examples:
-    >>> import numpy as np, fstchunk
-    >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag, O B-PER I-PER
-    >>> lattice = fstchunk.Lattice.from_scores(("O", "B-PER", "I-PER"), np.log(p), np.zeros((3, 3)))
+        >>> import numpy as np, fstchunk
+        >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag
+        >>> tags = ("O", "B-PER", "I-PER")
+        >>> lattice = fstchunk.Lattice.from_scores(tags, np.log(p), np.zeros((3, 3)))
         >>> r = fstchunk.expected_f(lattice, reference=["B-PER", "I-PER", "O"])
         >>> round(r.f, 3), round(r.precision, 3), round(r.recall, 3)
         (0.512, 0.531, 0.531)

@@ -81,9 +81,10 @@ def decode_loss_augmented(lattice: Lattice, gold: Sequence[str], loss: str = "ha
             or a machine beyond the state budget (:mod:`fstchunk.grammars.budget`).
 
     Examples:
-    >>> import numpy as np, fstchunk
-    >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag, O B-PER I-PER
-    >>> lattice = fstchunk.Lattice.from_scores(("O", "B-PER", "I-PER"), np.log(p), np.zeros((3, 3)))
+        >>> import numpy as np, fstchunk
+        >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag
+        >>> tags = ("O", "B-PER", "I-PER")
+        >>> lattice = fstchunk.Lattice.from_scores(tags, np.log(p), np.zeros((3, 3)))
         >>> fstchunk.decode_loss_augmented(lattice, ["B-PER", "I-PER", "O"]).tags
         ['B-PER', 'O', 'O']
     """

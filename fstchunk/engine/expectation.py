@@ -37,18 +37,49 @@ from .chain import flush, scaled_layers
 
 @dataclass
 class ExpectedF:
-    """Expectations of one fixed sequence against a lattice's distribution."""
-    tp: float          # E[tp]
-    m_hyp: float       # m(x), or E[m(x)] in the training direction
-    m_ref: float       # E[m(y)], or m(y*) in the training direction
-    precision: float   # E[P]
-    recall: float      # E[R]
-    f: float           # E[F_β]
-    beta: float        # the standard β
-    direction: str     # "decoding" (hypothesis fixed) or "training" (reference fixed)
-    count_dist: np.ndarray        # Pr(m_random = c)
-    tp_by_count: np.ndarray       # E[tp · 1{m_random = c}]
-    joint: np.ndarray | None = None   # Pr(tp = a, m_random = b), method="fst" only
+    """The expected scores of one fixed tag sequence against a lattice's
+    distribution, what :func:`fstchunk.expected_f` and :meth:`Lattice.expected_f`
+    return.  With $m$ the random chunk count and $Z_c = \\Pr(m = c)$,
+    $T_c = \\mathbb{E}[tp \\cdot 1\\{m = c\\}]$, a fixed hypothesis of $m_h$ chunks has
+    $\\mathbb{E}[F_\\beta] = \\sum_c (1+\\beta^2)\\, T_c / (m_h + \\beta^2 c)$
+    (0/0 := 1), exact (Jansche's slides, §18–19; the expectation semiring, module doc).
+
+    Args:
+        tp: E[tp], the expected true positives.
+        m_hyp: the hypothesis' chunk count (its expectation when the reference is fixed).
+        m_ref: the reference's expected chunk count (its count when fixed).
+        precision: E[P].
+        recall: E[R].
+        f: E[F_β].
+        beta: β (the standard one).
+        direction: ``"decoding"`` (the hypothesis fixed) or ``"training"`` (the
+            reference fixed).
+        count_dist: $Z_c$, the law of the random side's chunk count.
+        tp_by_count: $T_c$.
+        joint: Pr(tp = a, m = b) as an array [a, b] (``method="fst"`` only).
+
+    Examples:
+        >>> import numpy as np, fstchunk
+        >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag
+        >>> tags = ("O", "B-PER", "I-PER")
+        >>> lattice = fstchunk.Lattice.from_scores(tags, np.log(p), np.zeros((3, 3)))
+        >>> r = fstchunk.expected_f(lattice, hypothesis=["B-PER", "I-PER", "O"])
+        >>> r.direction, round(r.tp, 3), round(r.m_ref, 3), round(r.f, 3)
+        ('decoding', 0.531, 1.169, 0.512)
+        >>> r.count_dist.round(3)                  # Pr(the gold has c chunks)
+        array([0.03 , 0.782, 0.178, 0.01 ])
+    """
+    tp: float
+    m_hyp: float
+    m_ref: float
+    precision: float
+    recall: float
+    f: float
+    beta: float
+    direction: str
+    count_dist: np.ndarray
+    tp_by_count: np.ndarray
+    joint: np.ndarray | None = None
 
 
 def from_count_table(Z: np.ndarray, T: np.ndarray, m_fixed: int, beta_sq: float,

@@ -221,19 +221,44 @@ def evaluate_file(path, scheme: str | None = None, beta: float = 1.0,
                   delimiter: str | None = None, warn=None, mode: str = "conlleval"
                   ) -> Report | ModeReport:
     """Score a CoNLL file whose last two columns are gold and predicted tags, read as
-    conlleval.pl reads it (:mod:`fstchunk.evaluation.conlleval`: its delimiter, boundaries,
-    ``-DOCSTART-`` lines as tokens, whitespace); ``scheme=None`` counts chunks as
-    conlleval.pl does, over the whole stream; a scheme reads each sentence's tags
-    leniently in that scheme.
+    conlleval.pl reads it (its delimiter, boundaries, ``-DOCSTART-`` lines as tokens,
+    white space: :mod:`fstchunk.evaluation.conlleval`), so that the figures are the
+    script's: P = tp/found, R = tp/gold, $F_\\beta = (1+\\beta^2)PR/(\\beta^2 P + R)$.
 
-    Both columns must consist of chunk tags (``O``, ``P`` or ``P-TYPE`` with a
-    prefix of some scheme; of ``scheme`` when given): a gold-only file (word, POS,
-    tag) would otherwise score its POS column as 'gold' and find 0 phrases.  Without
-    ``scheme``, gold and predicted columns of two schemes that conlleval.pl reads apart
-    (IOB2 against IOBES: :class:`fstchunk.evaluation.conlleval.SchemeTally`) are refused; ``warn(message)`` hears of a file that conlleval.pl
-    reads otherwise than its scheme means (both sides IOBES) or of CRLF line ends.
-    ``mode``: as :func:`evaluate`'s; the other modes read each sentence's chunks as
-    conlleval.pl does (or in ``scheme``).
+    Both columns must hold chunk tags: a gold-only file (word, POS, tag) would
+    otherwise score its POS column as the gold and find 0 phrases.  Without
+    ``scheme``, a gold and a predicted column in two schemes that conlleval.pl reads
+    apart (IOB2 against IOBES: :class:`fstchunk.evaluation.conlleval.SchemeTally`) are
+    refused.
+
+    Args:
+        path: the file, or a text stream.
+        scheme: ``None``: chunks as conlleval.pl counts them, over the whole stream;
+            a scheme: each sentence's tags read leniently in it.
+        beta: β of F_β.
+        delimiter: what separates the columns (``None``: any white space).
+        warn: called with a message for a file that conlleval.pl reads otherwise
+            than its scheme means (both sides IOBES) or for CRLF line ends.
+        mode: ``conlleval``, or a SemEval mode of :func:`evaluate` (``strict``,
+            ``exact``, ``partial``, ``type``), each sentence's chunks read as
+            conlleval.pl does (or in ``scheme``).
+
+    Returns:
+        A report: ``.overall`` and ``.per_type`` (correct, found, gold, precision,
+        recall, f in %), ``.accuracy``; for a SemEval mode, that mode's report.
+
+    Raises:
+        InputError: a column that holds no chunk tags, naming file:line and column;
+            two schemes apart; no sentences; an unknown ``mode``; an invalid ``beta``.
+
+    Examples:
+        >>> import io, fstchunk
+        >>> text = "John B-PER B-PER\\nSmith I-PER B-PER\\nran O O\\n\\nParis B-LOC B-LOC\\n"
+        >>> r = fstchunk.evaluate_file(io.StringIO(text))
+        >>> r.overall.correct, r.overall.found, r.overall.gold, r.overall.f
+        (1, 3, 2, 40.0)
+        >>> r.per_type["LOC"].f, r.accuracy
+        (100.0, 75.0)
     """
     beta = check_beta(beta)
     reading = Reading()

@@ -105,7 +105,49 @@ def _count(value: Any) -> bool:
 
 
 class Trainer:
-    """The training loop over a :class:`Learnable` model; see the module doc."""
+    """The one training loop of every model: it minimises an objective of
+    :data:`fstchunk.OBJECTIVES` over the model's θ, with dev evaluation, the choice of
+    iterate, checkpoints, resuming and Ctrl-C handled the same way for all (module
+    doc).  ``model.fit(...)`` builds one from the model's hyper-parameters; build
+    your own to train a fitted model on, with checkpoints or callbacks.
+
+    Args:
+        objective: a name of :data:`fstchunk.OBJECTIVES` (``ml``, ``meu``, ...).
+        l2: λ, the L2 penalty (``None``: the objective's default).
+        beta: β of F_β, for the expected-F objectives.
+        max_iter: the most steps in all, counting those before a resume.
+        tol: the stopping tolerance (``None``: the solver's default).
+        dev: held-out data for the dev F (what the model's ``dev_f`` reads).
+        dev_every: the dev F every so many steps (0: at the end only).
+        select: the θ kept: ``last``, or ``dev`` (the best dev F).
+        checkpoint: a model file written every ``checkpoint_every`` steps.
+        checkpoint_every: steps between checkpoints.
+        resume: continue from ``checkpoint`` (refused if it is of another run).
+        output: the model file written at the end.
+        progress: a progress bar on a terminal.
+        callbacks: called with a :class:`Progress` after every step.
+        log: called with each progress line.
+        identity: JSON values a resume must match (the CLI: scheme, features, data).
+        loss: the max-margin loss, ``hamming`` or ``f``.
+        executor: spreads the statistics over workers (:mod:`fstchunk.runtime.scale`).
+
+    Raises:
+        InputError: an unknown objective or loss, an invalid count, ``tol`` or
+            ``identity``, ``select="dev"`` without ``dev``, ``resume`` without
+            ``checkpoint``, or an ``executor`` for an objective trained by passes.
+
+    Examples:
+        >>> import fstchunk
+        >>> X = [[{"w": "John"}, {"w": "ran"}], [{"w": "Mary"}, {"w": "sat"}, {"w": "down"}]]
+        >>> y = [["B-PER", "O"], ["B-PER", "O", "O"]]
+        >>> crf = fstchunk.AttributeCRF(max_iter=3).fit(X, y)
+        >>> trainer = fstchunk.Trainer("meu", beta=2.0, max_iter=3, progress=False)
+        >>> trainer.fit(crf, (X, y)) is crf, crf.settings["objective"]
+        (True, 'meu')
+        >>> fstchunk.Trainer(select="dev")
+        Traceback (most recent call last):
+        fstchunk.core.errors.InputError: select='dev' needs dev sentences (dev=...)
+    """
 
     def __init__(self, objective: str | Objective = "ml", l2: float | None = None,
                  beta: float = 1.0, max_iter: int = 100, tol: float | None = None,

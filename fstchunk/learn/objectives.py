@@ -157,9 +157,32 @@ MULTILABEL = Objective("multilabel", "online large-margin multilabel learning wi
                        "Hildreth's updates (McDonald et al. 2005, Fig. 4)", "hildreth",
                        None, False)
 
-#: every objective, by name
 OBJECTIVES: dict[str, Objective] = {o.name: o for o in (
     ML, MEU, MEU_CORPUS, MAX_MARGIN, PERCEPTRON, MMVP, PA, AROW, MULTILABEL)}
+"""Every training objective, by the name ``objective=`` and ``--objective`` take.
+The smooth ones minimise a mean per sentence plus λ‖θ‖²,
+$\\frac{1}{S} \\sum_i \\ell_i(\\theta) + \\lambda \\lVert\\theta\\rVert^2$ (module doc);
+the others run passes of an online solver (no λ).
+
+| name | what is minimised or run | default λ |
+|---|---|---|
+| ``ml`` | $-\\log p(y_i \\mid x_i)$ (conditional likelihood) | 1e-6 |
+| ``meu`` | $-\\mathbb{E}[F_\\beta]$ per sentence (Jansche's slides) | 1e-6 |
+| ``meu-corpus`` | −F_β of the corpus's expected counts | 1e-6 |
+| ``max-margin`` | the structured hinge, Hamming or 1 − F_β loss (Tang et al.) | 5e-5 |
+| ``perceptron`` | averaged perceptron passes | — |
+| ``mmvp`` | the perceptron with the max-margin step (Shimizu & Haas; joint model) | — |
+| ``pa``, ``arow`` | CRFsuite's passive-aggressive and AROW passes | — |
+| ``multilabel`` | McDonald et al.'s online multilabel learner (segment model) | — |
+
+Examples:
+    >>> import fstchunk
+    >>> ml = fstchunk.OBJECTIVES["ml"]
+    >>> ml.default_l2, ml.probabilistic, ml.solver
+    (1e-06, True, 'lbfgs')
+    >>> [name for name, o in fstchunk.OBJECTIVES.items() if o.default_l2 is None]
+    ['perceptron', 'mmvp', 'pa', 'arow', 'multilabel']
+"""
 
 
 def objective(name: str | Objective, among: tuple[Objective, ...] | None = None) -> Objective:

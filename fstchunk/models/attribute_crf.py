@@ -69,7 +69,54 @@ HYPERPARAMETERS = ("scheme", "min_freq", "all_possible_states", "all_possible_tr
 
 
 class AttributeCRF(Calibrated, PairChain):
-    """The CRF of the module doc: constructor = hyper-parameters, :meth:`fit` learns."""
+    """A linear-chain CRF over weighted attributes and any labels, the model of
+    python-crfsuite and sklearn-crfsuite (which :class:`fstchunk.sklearn.CRF` wraps):
+    $\\mathrm{score}(y \\mid x) = \\sum_i \\sum_a x_{i,a}\\, w_{a, y_i}
+    + \\sum_i \\mathrm{trans}_{y_{i-1}, y_i}$ (module doc).  A token is a dict of
+    attributes (or a list of names); labels may be chunk tags, whose scheme is
+    detected and then restricts Z to valid sequences, or any labels.  The constructor
+    takes the hyper-parameters, :meth:`fit` learns; :meth:`lattices` gives each
+    sequence's :class:`Lattice` for the decoders.
+
+    Args:
+        scheme: ``"auto"`` (detected from the labels), a scheme name, or ``None``
+            (any labels, every transition allowed).
+        min_freq: the fewest occurrences of an attribute to keep it (CRFsuite's).
+        all_possible_states: a state feature for every (attribute, label) pair.
+        all_possible_transitions: a transition feature for every label pair.
+        objective: a name of :data:`fstchunk.OBJECTIVES`.
+        l2: λ, the L2 penalty per sentence (``None``: the objective's default).
+        l1: μ, the L1 penalty per sentence (OWL-QN when > 0).
+        beta: β of F_β, for the expected-F objectives.
+        loss: the max-margin loss, ``hamming`` or ``f``.
+        max_iter: the most iterations (or epochs).
+        tol: the stopping tolerance (``None``: the solver's default).
+        select: which iterate to keep: ``last`` or ``dev`` (the best on dev).
+        algorithm: CRFsuite's solver name: ``lbfgs``, ``l2sgd``, ``ap``, ``pa``, ``arow``.
+        options: the solver's further settings (CRFsuite's names).
+
+    Raises:
+        InputError: an unknown hyper-parameter, or one the objective or algorithm
+            does not take, or malformed ``X``/``y``, when fitting.
+        SchemeError: labels that are not of a given ``scheme``, or an invalid sequence.
+
+    Attributes:
+        tags: the model's labels, those of ``y`` first, then any its scheme adds.
+        classes: the labels of ``y`` in order of first appearance.
+        scheme: the scheme used (``None``: unconstrained).
+        theta: θ, the weights (state features, transitions, start, end).
+        settings: what training recorded (iterations, solver, dev F, ...).
+
+    Examples:
+        >>> import fstchunk
+        >>> X = [[{"w": "John"}, {"w": "ran"}], [{"w": "Mary"}, {"w": "sat"}, {"w": "down"}]]
+        >>> y = [["B-PER", "O"], ["B-PER", "O", "O"]]
+        >>> crf = fstchunk.AttributeCRF(max_iter=20).fit(X, y)
+        >>> crf.scheme, crf.tags
+        ('IOB2', ('B-PER', 'O', 'I-PER'))
+        >>> fstchunk.decode_map(crf.lattices([[{"w": "Mary"}, {"w": "ran"}]])[0]).tags
+        ['B-PER', 'O']
+    """
 
     kind: ClassVar[str] = "attribute-crf"
     objectives = ATTRIBUTE_OBJECTIVES

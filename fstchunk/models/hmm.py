@@ -53,12 +53,42 @@ UNKNOWN = "<unk>"
 
 
 class HMM:
-    """Counting HMM over a chunk scheme's tags; see the module doc.
+    """A first-order HMM over a chunk scheme's tags, estimated by counting with
+    add-δ smoothing: $p(w, y) = \\prod_i p(y_i \\mid y_{i-1})\\, p(\\mathrm{pos}_i
+    \\mid y_i)\\, p(\\mathrm{word}_i \\mid y_i) \\cdot p(\\mathrm{END} \\mid y_n)$
+    (module doc).  A baseline with no iterative training: :meth:`fit` counts once;
+    :meth:`lattices` gives each sentence's :class:`Lattice` for the decoders.
 
-    ``HMM(scheme="IOB2", delta=0.1).fit(sentences)``: the constructor takes the
-    hyper-parameters (add-δ smoothing, the rare-word threshold, the columns and
-    the data's scheme), :meth:`fit` the counts.  ``columns`` (default ``Columns()``)
-    supersedes the older ``word_col``/``pos_col``/``tag_col``."""
+    Args:
+        scheme: the tag scheme the model predicts in.
+        delta: δ of add-δ smoothing (> 0).
+        min_count: words seen fewer times are replaced by their shape (``Xx``, ``d.d``).
+        word_col: the word column (older spelling of ``columns``).
+        pos_col: the POS column (``None``: words only).
+        tag_col: the tag column.
+        data_scheme: the scheme of the training files' tags.
+        columns: the files' columns (:class:`~fstchunk.io.columns.Columns`; supersedes
+            the three above).
+
+    Raises:
+        InputError: ``delta`` or ``min_count`` out of range; training data with no
+            chunk, a single tag or no sentences, when fitting.
+        SchemeError: an unknown scheme.
+
+    Attributes:
+        tags: the model's tags, those of the scheme over the types seen.
+        columns: the columns it reads, resolved against the training data.
+
+    Examples:
+        >>> import io, fstchunk
+        >>> text = "John NNP B-NP\\nran VBD B-VP\\n\\nMary NNP B-NP\\nsat VBD B-VP\\ndown RB O\\n"
+        >>> train = fstchunk.read_conll(io.StringIO(text))
+        >>> hmm = fstchunk.HMM(min_count=1).fit(train)
+        >>> hmm.tags
+        ('O', 'B-NP', 'I-NP', 'B-VP', 'I-VP')
+        >>> fstchunk.decode_map(hmm.lattices(train[:1])[0]).tags
+        ['B-NP', 'B-VP']
+    """
 
     kind: ClassVar[str] = "hmm"
 

@@ -44,13 +44,42 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from ..core.errors import InputError, SchemeError
-from .boundaries import Chunk, read_chunks
+from .boundaries import Chunk, read_chunks, split_tag
+from .boundaries import conlleval_chunks, split_conlleval  # noqa: F401  (the API's names)
 from .tagseq import OUTSIDE, tag_list
 
 
-#: Canonical scheme names, in the order the toolkit lists them.
 SCHEMES: tuple[str, ...] = (
     "IOB1", "IOB2", "IOE1", "IOE2", "IOBES", "BILOU", "IOBES2", "IOBES3")
+"""The chunk schemes, by their canonical names, in the order the toolkit lists them
+(Tjong Kim Sang & Veenstra 1999; Tang et al., Table 1); every ``scheme=`` and
+``--scheme`` takes one, or an alias (``BIO`` is IOB2; ``BIOES``, ``IOBES1`` are IOBES).
+
+| scheme | its tags (besides ``O``) |
+|---|---|
+| IOB1 | I inside; B on the first token of a chunk that follows one of its type |
+| IOB2 | B on the first token of every chunk, I elsewhere inside |
+| IOE1 | I inside; E on the last token of a chunk followed by one of its type |
+| IOE2 | E on the last token of every chunk, I elsewhere inside |
+| IOBES | S a one-token chunk; B first, E last, I in between |
+| BILOU | IOBES with L for E and U for S |
+| IOBES2 | IOBES plus B2, B3 on the 2nd, 3rd token of longer chunks |
+| IOBES3 | IOBES plus E2, E3 on the 2nd-, 3rd-to-last token of longer chunks |
+
+Examples:
+    >>> import fstchunk
+    >>> chunks = [("PER", 0, 1), ("PER", 1, 4)]      # two chunks of one type, side by side
+    >>> for scheme in fstchunk.SCHEMES:
+    ...     print(f"{scheme:7}", *fstchunk.chunks_to_tags(chunks, 5, scheme))
+    IOB1    I-PER B-PER I-PER I-PER O
+    IOB2    B-PER B-PER I-PER I-PER O
+    IOE1    E-PER I-PER I-PER I-PER O
+    IOE2    E-PER I-PER I-PER E-PER O
+    IOBES   S-PER B-PER I-PER E-PER O
+    BILOU   U-PER B-PER I-PER L-PER O
+    IOBES2  S-PER B-PER B2-PER E-PER O
+    IOBES3  S-PER B-PER E2-PER E-PER O
+"""
 
 ALIASES: dict[str, str] = {"BIOES": "IOBES", "IOBES1": "IOBES", "BIO": "IOB2"}
 
@@ -131,15 +160,6 @@ def scheme_prefixes(scheme: str) -> tuple[str, ...]:
 
 def make_tag(prefix: str, ctype: str) -> str:
     return f"{prefix}-{ctype}" if ctype else prefix
-
-
-def split_tag(tag: str) -> tuple[str, str]:
-    """``'B-NP'`` -> ``('B', 'NP')``; ``'B'`` -> ``('B', '')``; ``'O'`` -> ``('O', '')``.
-
-    Split at the *first* hyphen, as conlleval.pl's ``/^([^-]*)-(.*)$/`` does:
-    ``'B-ORG-X'`` -> ``('B', 'ORG-X')``, ``'I-I-PER'`` -> ``('I', 'I-PER')``."""
-    prefix, sep, ctype = tag.partition("-")
-    return prefix, ctype
 
 
 def type_problem(ctype: str) -> str | None:
@@ -307,24 +327,6 @@ def tags_to_chunks(tags: Sequence[str], scheme: str, strict: bool = True) -> lis
     parsed = [_parse(t, s, i) for i, t in enumerate(tags)]
     iobes = s.name in ("IOBES", "BILOU", "IOBES2", "IOBES3")
     return read_chunks(parsed, iobes_family=iobes)
-
-
-def conlleval_chunks(tags: Sequence[str]) -> list[Chunk]:
-    """Chunks exactly as conlleval.pl's startOfChunk/endOfChunk read raw tags.
-
-    Any prefix is accepted (``B``, ``I``, ``E``, ``O``, ``[``, ``]``, others act
-    only through type changes), including conlleval's quirk that ``E-X B-X``
-    continues one chunk.  A chunk still open after the last tag ends there, as
-    conlleval.pl ends it at the end of its input.
-    """
-    return read_chunks([split_conlleval(t) for t in tag_list(tags)], iobes_family=False)
-
-
-def split_conlleval(tag: str) -> tuple[str, str]:
-    """(prefix, type) as conlleval.pl splits a tag, at its first hyphen; ``O`` has no
-    type, and neither has a type ``0``, which Perl reads as false."""
-    prefix, ctype = split_tag(tag) if tag != OUTSIDE else (OUTSIDE, "")
-    return prefix, "" if ctype == "0" else ctype
 
 
 def chunks_to_tags(chunks: Iterable[Chunk], length: int, scheme: str) -> list[str]:

@@ -298,10 +298,27 @@ def _space(tags: tuple[str, ...], scheme: str) -> TagSpace:
 
 
 class TagSet(TagSpace):
-    """The tag space of every tag of ``scheme`` over chunk ``types``.
+    """Every tag of ``scheme`` over chunk ``types``, in the scheme's order, with the
+    scheme's validity as arrays (which tag may start, follow, end): the tag space a
+    model over those types predicts in.  :meth:`from_tags` reads the types off data.
 
-    >>> TagSet("IOB2", ["NP"]).tags
-    ('O', 'B-NP', 'I-NP')
+    Args:
+        scheme: a name of :data:`fstchunk.SCHEMES` (or an alias: ``BIO``, ``BIOES``).
+        types: the chunk types, sorted (one string is one type; ``None``: untyped
+            chunks, tags ``B``, ``I``, ...).
+
+    Raises:
+        SchemeError: an unknown scheme, naming the known ones.
+        InputError: a type that cannot be used (white space, ``,``).
+
+    Examples:
+        >>> import fstchunk
+        >>> fstchunk.TagSet("IOB2", ["NP"]).tags
+        ('O', 'B-NP', 'I-NP')
+        >>> fstchunk.TagSet("BIOES", ["PER", "LOC"]).tags
+        ('O', 'B-LOC', 'I-LOC', 'E-LOC', 'S-LOC', 'B-PER', 'I-PER', 'E-PER', 'S-PER')
+        >>> fstchunk.TagSet.from_tags(["B-NP", "O", "B-VP"], "IOB2")
+        TagSet('IOB2', ['NP', 'VP'])
     """
 
     def __init__(self, scheme: str, types: Sequence[str] | str | None = None):

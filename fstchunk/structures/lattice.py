@@ -30,7 +30,7 @@ arrays and of :meth:`marginals`; a machine's paths must all have the same length
 from __future__ import annotations
 
 import functools
-from typing import Callable, Iterator, NamedTuple, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import pynini
@@ -48,6 +48,7 @@ from ..engine.chain import (Layers, entropy, forward, gauge, restrict, sample_st
 from ..engine.expectation import ExpectedF, from_count_table, tp_count_table
 from ..engine.meu import exact_meu
 from ..engine.ragged import RaggedBatch, ragged_batches
+from .decision import Decoding
 from .enumeration import LIMIT, layer_paths
 from ..core.fbeta import to_beta_sq
 from ..grammars.annotation import mask_acceptor
@@ -57,35 +58,45 @@ from ..schemes.tagseq import tag_list
 from ..schemes.tagspace import TagSpace, canonical
 
 
-class Decoding(NamedTuple):
-    """Decoded tags, the value the decoder maximised (log Pr, Σ marginals, E[F]), and
-    ``gap``, a certified bound on how far that value can be below the decoder's own
-    maximum: 0.0 for MAP and posterior (exact DPs), exact MEU's certificate
-    (max_x E[F] − score ≤ gap < 1e-12), inf for k-best MEU (no certificate)."""
-    tags: list[str]
-    score: float
-    gap: float = 0.0
-
-
 class Lattice:
-    """A distribution over valid tag sequences of length ``n`` (see module doc).
+    """One sentence's distribution over the valid tag sequences of a scheme:
+    $p(y \\mid x) = \\exp \\mathrm{score}(y) / Z$ over the valid $y$ of length ``n``
+    (module doc).  Get one from a trained model, ``model.lattices(sentences)`` (one
+    per sentence), from any tagger's score arrays, :meth:`from_scores`, or from a
+    weighted acceptor, :meth:`from_fst`.  Its queries: :meth:`map` (Viterbi),
+    :meth:`posterior`, :meth:`meu` (maximum expected F_β), :meth:`expected_f`,
+    :meth:`marginals`, :meth:`chunk_marginals`, :meth:`entropy`,
+    :meth:`log_partition`, :meth:`log_prob`, :meth:`sample`, :meth:`constrained`;
+    many lattices at once: :func:`fstchunk.decoder`.
 
-    Its queries, as a distribution's methods (each also a free function of
-    :mod:`fstchunk.decoding.decode` / :mod:`fstchunk.decoding.expected`): :meth:`map`, :meth:`posterior`,
-    :meth:`meu`, :meth:`expected_f`, :meth:`marginals`, :meth:`chunk_marginals`,
-    :meth:`entropy`, :meth:`log_partition`, :meth:`log_prob`.  A dense chain (score
-    arrays) runs them on the batched engine as a batch of one
-    (:mod:`fstchunk.engine.inference`); many lattices at once:
-    :func:`fstchunk.decoding.decoders.decoder`."""
+    Args:
+        tags: the tags, in the column order of score arrays and marginals.
+        scheme: the scheme whose valid sequences it holds (``None``: any labels).
+        layers: the numerical form (:class:`fstchunk.engine.chain.Layers`).
+        raw_fst: the machine the layers came from, or a function that builds it.
+        scores: (emissions, transitions, start, end) of a dense chain, instead of
+            ``layers``.
+        allowed: an (n, len(tags)) tag mask on ``scores``.
+
+    Raises:
+        InputError: neither ``layers`` nor ``scores``.
+        SchemeError: a tag that is not of ``scheme``.
+
+    Examples:
+        >>> import numpy as np, fstchunk
+        >>> p = [[.1, .8, .1], [.3, .1, .6], [.8, .1, .1]]     # token x tag
+        >>> lattice = fstchunk.Lattice.from_scores(("O", "B-PER", "I-PER"), np.log(p),
+        ...                                        np.zeros((3, 3)))
+        >>> lattice
+        Lattice(n=3, scheme='IOB2', tags=3)
+        >>> lattice.map().tags, lattice.marginals()[1].round(2)
+        (['B-PER', 'I-PER', 'O'], array([0.3 , 0.11, 0.59]))
+    """
 
     def __init__(self, tags: Sequence[str], scheme: str, layers: Layers | None = None,
                  raw_fst: pynini.Fst | Callable[[], pynini.Fst] | None = None,
                  scores: tuple | None = None, allowed: np.ndarray | None = None):
-        """``layers`` are the numerical form; ``raw_fst`` the machine they came from
-        (or a function that builds it on demand), composed with validity by :attr:`fst`.
-        A dense chain gives ``scores`` (emissions, transitions, start, end) and, for a
-        tag mask, ``allowed`` (n, L) instead of layers, which are then built on first
-        use (the batched engine reads the scores themselves: :mod:`fstchunk.engine.ragged`)."""
+        # dense chains build their layers on first use (the engine reads the scores)
         self.space = TagSpace.of(tags, canonical(scheme))
         if layers is None and scores is None:
             raise InputError("a lattice needs its layers or its score arrays")

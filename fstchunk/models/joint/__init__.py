@@ -41,7 +41,8 @@ from .dp import chain_layers, inside_outside, viterbi
 from .files import VARIANTS, read_model
 from .machine import (chunk_fst, fst_log_partition, fst_token_marginals, fst_viterbi,
                       joint_fst, pair_symbol)
-from .model import JointModel, encode, input_columns
+from .encoding import encode, input_columns
+from .model import JointModel
 from .scoring import Encoded, PartScorer
 from .structure import (KINDS, Parts, Structure, all_structures, chunk_tag_names,
                         structure_parts, structure_score)

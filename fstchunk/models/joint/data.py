@@ -33,7 +33,8 @@ from ...core.errors import InputError
 from ..base import check_training_set
 from .corpus import Layered
 from .files import VARIANTS
-from .model import Encoded, JointModel, encode, input_columns
+from .encoding import encode, input_columns
+from .model import Encoded, JointModel
 
 # Table 6 (the joint model): per part kind, the lexicalisations; () is the
 # unlexicalised part itself.  "start"/"end" are the two halves of the chunk node.

@@ -72,6 +72,7 @@ from ...runtime.scale import split
 from ..io import save_model
 from .calibration import HeldOut, fit_temperature
 from .corpus import Layered, layered, scores
+from .encoding import encode
 from .dp import chain_layers, inside_outside, viterbi
 from .files import read_model, reading
 from .machine import chunk_fst, joint_fst, pair_symbol
@@ -86,8 +87,40 @@ CALIBRATE_CALL = "fstchunk.joint.calibrate(model, fstchunk.joint.layered(held_ou
 
 
 class JointModel(PartScorer):
-    """Label-chunk model (see :class:`~.scoring.PartScorer` for the parts' scores):
-    Figure 1's decoding, the chunk layer, training and model files."""
+    """Shimizu & Haas's (2006) joint model: one linear model labels each token (a
+    POS tag) and chunks the sentence at once, decoded by their Figure 1's dynamic
+    programme; its chunk layer is a :class:`Lattice` for the decoders (MEU
+    included).  Build one from training sentences with ``fstchunk.joint.model_for``
+    (which fixes the vocabularies and templates), then :meth:`fit` (perceptron,
+    MMVP, or ``crf``: likelihood); ``fstchunk.joint.predict`` tags and chunks.
+
+    Args:
+        chunk_labels: the chunk types, then ``O``.
+        pos_labels: the token labels (POS tags).
+        templates: the feature templates, by part kind.
+        vocabs: each template's vocabulary (id 0: unseen).
+        w: the weights (``None``: zeros).
+        settings: the structure's and training's settings (``kind``, ...).
+
+    Raises:
+        InputError: chunk labels without ``O``, or a weight vector of the wrong size.
+
+    Attributes:
+        variant: ``joint``, ``tagger`` or ``chunker`` (module doc).
+        probabilistic: whether its scores are a distribution (``crf``, or calibrated).
+        settings: what training recorded (algorithm, epochs, temperature, ...).
+
+    Examples:
+        >>> import io, fstchunk
+        >>> text = "John NNP B-NP\\nran VBD O\\n\\nMary NNP B-NP\\nsat VBD O\\ndown RB O\\n"
+        >>> train = fstchunk.joint.layered(fstchunk.read_conll(io.StringIO(text)))
+        >>> model, data = fstchunk.joint.model_for(train)
+        >>> model = model.fit(data, "crf", max_iter=5)
+        >>> model.variant, model.probabilistic, model.chunk_labels
+        ('joint', True, ('NP', 'O'))
+        >>> fstchunk.joint.predict(model, train[:1])
+        ([['NNP', 'VBD']], [['B-NP', 'O']])
+    """
 
     kind = "joint"
     scheme = "IOB2"
@@ -374,28 +407,3 @@ class JointModel(PartScorer):
         model.layout = fields.layout()
         model.path = str(path)
         return model
-
-
-def input_columns(variant: str, d: Layered) -> dict[str, list[str]]:
-    """The observation columns of a sentence for a model variant (a chunker
-    also reads ``d.pos`` as input)."""
-    return JointModel.columns(d.sentence.column(0), d.pos if variant == "chunker" else None)
-
-
-def encode(model: JointModel, d: Layered, cols: dict | None = None, gold: bool = True
-           ) -> Encoded:
-    """Encode one sentence for ``model`` (a chunker reads ``d.pos`` as input),
-    with its gold structure if ``gold``."""
-    if cols is None:
-        cols = input_columns(model.variant, d)
-    where = d.sentence.where(0)
-    if not gold:
-        return model.encode(cols, where=where)
-    if d.chunks is None and model.variant != "tagger":
-        raise InputError(f"{where}: no chunk tag column; gold POS and chunk tags are needed "
-                         f"here (columns word, POS, chunk tag)")
-    if model.variant == "joint":
-        return model.encode(cols, d.pos, d.chunks, where)
-    labels = d.pos if model.variant == "tagger" else d.chunks
-    known = [t if t in model.pos_labels else model.pos_labels[0] for t in labels]
-    return model.encode(cols, known, ["O"] * len(labels), where)

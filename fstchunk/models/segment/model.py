@@ -11,12 +11,10 @@ score > threshold (0 by default, the paper's; :meth:`SegmentModel.tune_threshold
 fixes it on dev, §4.3), then the §3.2.1 restrictions
 (:func:`~fstchunk.structures.segments.restrict`, greedy best first).
 
-An estimator (the scikit-learn convention): ``SegmentModel(D=..., max_gap="auto", k=...,
-restrictions=..., threshold=..., average=..., seed=..., max_sweeps=...)`` takes the
-hyper-parameters, :meth:`SegmentModel.fit` learns types, POS use, the max gap, the
-layout and θ = W through :class:`fstchunk.learn.loop.Trainer` (objective
-``multilabel``; the solver is :class:`.train.HildrethSolver`, one step an epoch), so
-dev F and ``select="dev"``, checkpoints, resume and Ctrl-C are the training loop's.
+An estimator (the scikit-learn convention): :meth:`SegmentModel.fit` learns types, POS
+use, the max gap, the layout and θ = W through :class:`fstchunk.learn.loop.Trainer`
+(objective ``multilabel``; the solver is :class:`.train.HildrethSolver`, one step an
+epoch), so dev F, ``select="dev"``, checkpoints, resume and Ctrl-C are the loop's.
 
 Model files: :mod:`.files` (kind ``segment``: W and every hyper-parameter, validated on
 load; the training layout, :mod:`fstchunk.io.layout`, that
@@ -41,8 +39,6 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from ...io.columns import Columns
-from ...io.conll import Sentence
 from ...decoding.decoders import Decoder, decoder as get_decoder, names
 from ...core.errors import InputError
 from ...io.layout import Layout
@@ -53,6 +49,7 @@ from ...decoding.segments import calibrated
 from ...structures.segments import kbest, restrict
 from . import decisions
 from .cache import FeatureCache
+from .layout import mismatch, training_layout
 from .files import check_int, read_model, restriction_flags, restriction_text, write_model
 from .features import (DEFAULT_PREDICATES, SentenceFeatures, check_predicates,
                        feature_version, segment_vectors, sentence_features)
@@ -64,14 +61,45 @@ DECODERS = names("segments")
 
 
 class SegmentModel:
-    """Weights W (D × T) over hashed step features conjoined with the segment types.
+    """McDonald, Crammer & Pereira's (2005) segment model: a segment is a typed set
+    of token positions (contiguous or not, possibly overlapping), scored linearly,
+    $s(x, y) = W_{:, t} \\cdot f(x, y)$ with $f$ a sum of hashed step features
+    (module doc); a sentence's segments are the top k scoring above ``threshold``,
+    then the restrictions.  The constructor takes the hyper-parameters; :meth:`fit`
+    learns the types, the max gap and W (the ``multilabel`` objective).
 
-    The constructor takes the hyper-parameters (the scikit-learn convention); :meth:`fit`
-    learns the rest from training sentences: ``types`` (in order of first appearance),
-    ``pos`` (whether every sentence has POS tags), ``max_gap`` ("auto" becomes the
-    largest gap of a training gold segment), ``layout`` and ``W`` (θ, :attr:`theta`).
-    ``average``, ``seed`` and ``max_sweeps`` are the learner's (:mod:`.train`);
-    ``predicates``: the step features' predicate set (:data:`.features.PREDICATES`)."""
+    Args:
+        D: the hashed feature space's size (W is D × types).
+        max_gap: the largest gap inside a segment (``"auto"``: the training gold's
+            largest; ``None``: any).
+        k: the candidates per sentence (``None``: the sentence's length).
+        restrictions: §3.2.1's restrictions, e.g. ``"no-overlap,contiguous"``, or flags.
+        threshold: the score a segment must exceed.
+        average: average the learner's weights.
+        seed: the seed of the learner's sentence order.
+        max_sweeps: Hildreth's most sweeps per update.
+        predicates: the step features' predicate set (``mcp05``, ``sp03``, both).
+
+    Raises:
+        InputError: a hyper-parameter out of range or of the wrong type, naming it.
+
+    Attributes:
+        types: the segment types, in order of first appearance (W's columns).
+        W: θ, the weights (D × types).
+        settings: what training recorded (epochs, dev F, ...).
+
+    Examples:
+        >>> import fstchunk
+        >>> from fstchunk.io.segments import SegSentence, Segment
+        >>> train = [SegSentence(["John", "Smith", "ran"], [Segment("PER", (0, 1))]),
+        ...          SegSentence(["Mary", "sat"], [Segment("PER", (0,))]),
+        ...          SegSentence(["Bo", "Li", "fell"], [Segment("PER", (0, 1))])]
+        >>> model = fstchunk.SegmentModel(D=2 ** 12).fit(train, max_iter=3)
+        >>> model.types, model.W.shape
+        (['PER'], (4096, 1))
+        >>> model.decode([SegSentence(["Ann", "Lee", "ran"], None)])
+        [[Segment(type='PER', positions=(0, 1))]]
+    """
 
     kind: ClassVar[str] = "segment"
     #: the objectives a segment model trains (:mod:`fstchunk.learn.objectives`)
@@ -144,23 +172,13 @@ class SegmentModel:
 
     @staticmethod
     def layout_of(sentences: Sequence[SegSentence]) -> Layout:
-        """The layout of training ``sentences``: word and POS (where every sentence has
-        them) vocabularies; data scheme IOB2 for CoNLL sentences (JSONL ones keep
-        their record)."""
-        cols = _reading(sentences)
-        pos = all(s.pos is not None for s in sentences)
-        return Layout.of(cols, Columns(0, 1 if pos else None, None),
-                         "IOB2" if sentences and not sentences[0].record else None)
+        """The layout of training ``sentences`` (:func:`.layout.training_layout`)."""
+        return training_layout(sentences)
 
     def layout_mismatch(self, sentences: Sequence[SegSentence]) -> str | None:
         """Why the first ``sentences`` of an input do not look like training's word or
-        POS values (:meth:`fstchunk.io.layout.Layout.mismatch`, naming where they start),
-        None if they do or no layout is recorded."""
-        if self.layout is None or not sentences:
-            return None
-        pos = all(s.pos is not None for s in sentences)
-        bad = self.layout.mismatch(_reading(sentences), Columns(0, 1 if pos else None, None))
-        return None if bad is None else f"{sentences[0].source}: {bad[1]}"
+        POS values, None if they do or no layout is recorded (:func:`.layout.mismatch`)."""
+        return None if self.layout is None else mismatch(self.layout, sentences)
 
     # ---------------------------------------------------------------- scores
     def features(self, sentence: SegSentence) -> SentenceFeatures:
@@ -395,10 +413,3 @@ class SegmentModel:
         m._fitted(f.types, f.pos, f.W)
         m.settings, m.layout = f.settings, f.layout
         return m
-
-
-def _reading(sentences: Sequence[SegSentence]) -> list[Sentence]:
-    """What the segment model reads of each sentence as CoNLL rows: word (and POS)."""
-    return [Sentence([[t] if s.pos is None else [t, p]
-                      for t, p in zip(s.tokens, s.pos or s.tokens)], list(s.lines), s.source)
-            for s in sentences]
