@@ -229,3 +229,12 @@ def test_transform_fast_path_equals_item_by_item(X):
     for k, item in enumerate(items):
         want = flatten_item(item)
         assert (names[offsets[k]:offsets[k + 1]], values[offsets[k]:offsets[k + 1]]) == want
+
+
+@pytest.mark.parametrize("l1", [-1.0, float("nan"), float("inf"), "0.1", True])
+def test_a_negative_or_non_number_l1_is_refused(l1):
+    """A negative L1 penalty trained silently (OWL-QN rewarding large weights)."""
+    X = [[{"w": "Jan"}, {"w": "loopt"}], [{"w": "Den"}, {"w": "Haag"}]]
+    y = [["B-PER", "O"], ["B-LOC", "I-LOC"]]
+    with pytest.raises(InputError, match="l1 must be a finite number >= 0"):
+        AttributeCRF(l1=l1, max_iter=3).fit(X, y)

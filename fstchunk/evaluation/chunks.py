@@ -250,6 +250,7 @@ def evaluate_file(path, scheme: str | None = None, beta: float = 1.0,
     Raises:
         InputError: a column that holds no chunk tags, naming file:line and column;
             two schemes apart; no sentences; an unknown ``mode``; an invalid ``beta``.
+        OSError: the file cannot be opened (``FileNotFoundError`` naming the path).
 
     Examples:
         >>> import io, fstchunk

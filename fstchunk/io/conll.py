@@ -144,6 +144,7 @@ def iter_conll(path_or_file, delimiter: str | None = None,
 
     Raises:
         CoNLLError: a malformed line, naming the file and line, when it is reached.
+        OSError: the file cannot be opened (``FileNotFoundError`` naming the path).
 
     Examples:
         >>> import fstchunk, io
@@ -201,6 +202,7 @@ def read_conll(path_or_file, delimiter: str | None = None,
 
     Raises:
         CoNLLError: a malformed line, naming the file and line.
+        OSError: the file cannot be opened (``FileNotFoundError`` naming the path).
 
     Examples:
         >>> import fstchunk, io

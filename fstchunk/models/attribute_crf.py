@@ -294,6 +294,10 @@ class AttributeCRF(Calibrated, PairChain):
         """The solver of ``algorithm`` for ``objective`` (module doc) from the table
         :data:`.solvers.SOLVERS` (``l2sgd`` in place of L-BFGS when ``algorithm`` says
         so); refuses what ``algorithm``, ``l1`` and partial labels do not train."""
+        l1 = self.l1
+        if isinstance(l1, bool) or not isinstance(l1, (int, float, np.floating)) \
+                or not np.isfinite(l1) or l1 < 0:
+            raise InputError(f"l1 must be a finite number >= 0, got {l1!r}")
         if isinstance(data.gold, PartialGold) and self.algorithm != "lbfgs":
             raise InputError(f"partial labels are trained by algorithm='lbfgs' only, not "
                              f"{self.algorithm!r}")
