@@ -12,6 +12,24 @@ from fstchunk.io.conll import data_path
 # (the README's ``../shared/data``) would then point nowhere.
 os.environ["FSTCHUNK_DATA"] = os.path.abspath(data_path())
 
+def pytest_configure(config):
+    """Under pytest-xdist (``-n auto``), each worker's BLAS and torch take the cores
+    divided among the workers, as scikit-learn's test suite does: two workers on two
+    cores each running two-thread OpenBLAS (which spins while it waits) and torch
+    oversubscribe the machine.  Tests that need other thread counts set their own
+    (tests/test_blas.py)."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if not workers:
+        return
+    per = max((os.cpu_count() or 1) // int(workers), 1)
+    from threadpoolctl import threadpool_limits
+    threadpool_limits(per)
+    import importlib.util
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+        torch.set_num_threads(per)
+
+
 @pytest.fixture(scope="session")
 def corpus():
     """corpus('conll2000', 'train.txt') -> path; missing data fails in CI, skips elsewhere."""
