@@ -333,7 +333,8 @@ class ChunkCRF:
 
     # ------------------------------------------------------------------ decoding
     def decode(self, emissions, transitions, mask, start=None, end=None,
-               method: "str | Decoder" = "map", beta: float = 1.0) -> list[list[str]]:
+               method: "str | Decoder" = "map", beta: float = 1.0,
+               utility: str = "conlleval") -> list[list[str]]:
         """Tag lists, one per sentence (its own length).
 
         ``method``: a decoder of :data:`fstchunk.decoding.decoders.REGISTRY` (a name or a
@@ -343,8 +344,9 @@ class ChunkCRF:
         numpy engine over each sentence's detached float64 scores
         (:meth:`fstchunk.structures.lattice.Lattice.from_scores`) — decoding needs no gradient.
         MEU may use a tag of the scheme that ``tags`` lacks (see
-        :func:`~fstchunk.decoding.decode.decode_meu`)."""
-        dec = get_decoder(method, beta=beta)
+        :func:`~fstchunk.decoding.decode.decode_meu`); ``utility``: what MEU maximises,
+        conlleval's F or ``"exact"`` (:data:`fstchunk.decoding.decoders.UTILITIES`)."""
+        dec = get_decoder(method, beta=beta, utility=utility)
         bt = self._check(emissions, transitions, mask, start, end)
         if not isinstance(dec, MAP):
             return self._decode_numpy(bt, dec)
@@ -352,12 +354,13 @@ class ChunkCRF:
             return self._viterbi(bt)
 
     def decode_chunks(self, emissions, transitions, mask, start=None, end=None,
-                      method: str = "map", beta: float = 1.0
+                      method: str = "map", beta: float = 1.0, utility: str = "conlleval"
                       ) -> list[list[tuple[str, int, int, float]]]:
         """The chunks of :meth:`decode`'s tags, one list per sentence, each chunk
         ``(type, start, end, Pr)``: end exclusive, Pr the model's probability that the
         chunk is in y (its chunk marginal: an entity confidence), no gradient."""
-        tags = self.decode(emissions, transitions, mask, start, end, method=method, beta=beta)
+        tags = self.decode(emissions, transitions, mask, start, end, method=method, beta=beta,
+                           utility=utility)
         bt = self._check(emissions, transitions, mask, start, end)
         found = [enc.tags_to_chunks(t, self.scheme) for t in tags]
         idx = [(b, s, e, self.types.index(t)) for b, row in enumerate(found) for t, s, e in row]

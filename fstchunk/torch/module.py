@@ -111,14 +111,18 @@ class CRFLayer(torch.nn.Module):
         return per.mean() if reduction == "mean" else per.sum()
 
     def decode(self, emissions: torch.Tensor, mask: torch.Tensor, method: str = "map",
-               beta: float = 1.0) -> list[list[str]]:
-        """Tag lists: MAP (constrained Viterbi) or exact MEU for F_β."""
-        return self.crf.decode(*self._args(emissions, mask), method=method, beta=beta)
+               beta: float = 1.0, utility: str = "conlleval") -> list[list[str]]:
+        """Tag lists: MAP (constrained Viterbi) or exact MEU for F_β (``utility``:
+        conlleval's F or ``"exact"``, the exact-boundary F)."""
+        return self.crf.decode(*self._args(emissions, mask), method=method, beta=beta,
+                               utility=utility)
 
     def decode_chunks(self, emissions: torch.Tensor, mask: torch.Tensor, method: str = "map",
-                      beta: float = 1.0) -> list[list[tuple[str, int, int, float]]]:
+                      beta: float = 1.0, utility: str = "conlleval"
+                      ) -> list[list[tuple[str, int, int, float]]]:
         """The decoded chunks (type, start, end, Pr(chunk ∈ y)) of each sentence."""
-        return self.crf.decode_chunks(*self._args(emissions, mask), method=method, beta=beta)
+        return self.crf.decode_chunks(*self._args(emissions, mask), method=method, beta=beta,
+                                      utility=utility)
 
 
 def first_subword_pool(scores: torch.Tensor, word_ids: Sequence[Sequence[int | None]]

@@ -121,13 +121,15 @@ class CRF(nn.Module):
 
     @torch.jit.export
     def decode(self, emissions: torch.Tensor, mask: Optional[torch.Tensor] = None,
-               decoder: str = "map", beta: float = 1.0) -> List[List[int]]:
+               decoder: str = "map", beta: float = 1.0,
+               utility: str = "conlleval") -> List[List[int]]:
         """The best tag indices of each sentence (its own length).  ``decoder``:
         ``"map"`` (Viterbi, pytorch-crf's) or, with ``tags=``, any decoder of
-        :mod:`fstchunk.decoding.decoders` (``"meu"``: maximal expected F_β, standard β)."""
+        :mod:`fstchunk.decoding.decoders` (``"meu"``: maximal expected F_β, standard β;
+        ``utility="exact"``: of the exact-boundary F)."""
         self._validate(emissions, None, mask)
         if decoder != "map":
-            return self._decode_registry(emissions, mask, decoder, beta)
+            return self._decode_registry(emissions, mask, decoder, beta, utility)
         em, m = self._prepare(emissions, mask, None)
         path = self._viterbi(em, m)
         lens = m.sum(0)
@@ -315,8 +317,8 @@ class CRF(nn.Module):
 
     @torch.jit.unused
     def _decode_registry(self, emissions: torch.Tensor, mask: Optional[torch.Tensor],
-                         decoder: str, beta: float) -> List[List[int]]:
-        tags = self._chunk_decode(emissions, mask, decoder, beta)
+                         decoder: str, beta: float, utility: str) -> List[List[int]]:
+        tags = self._chunk_decode(emissions, mask, decoder, beta, utility)
         col = {t: i for i, t in enumerate(self.tag_names)}
         missing = sorted({t for row in tags for t in row if t not in col})
         if missing:
@@ -325,25 +327,28 @@ class CRF(nn.Module):
         return [[col[t] for t in row] for row in tags]
 
     @torch.jit.unused
-    def _chunk_decode(self, emissions, mask, decoder: str, beta: float) -> List[List[str]]:
+    def _chunk_decode(self, emissions, mask, decoder: str, beta: float,
+                      utility: str = "conlleval") -> List[List[str]]:
         a = self._chunk_args(emissions, mask)
-        return self._chunk.decode(*a, method=decoder, beta=beta)
+        return self._chunk.decode(*a, method=decoder, beta=beta, utility=utility)
 
     @torch.jit.unused
     def decode_tags(self, emissions: torch.Tensor, mask: Optional[torch.Tensor] = None,
-                    decoder: str = "map", beta: float = 1.0) -> List[List[str]]:
+                    decoder: str = "map", beta: float = 1.0,
+                    utility: str = "conlleval") -> List[List[str]]:
         """Tag names of the decoded sequences (needs ``tags=``); MEU may choose a tag
         of the scheme that the columns lack."""
-        return self._chunk_decode(emissions, mask, decoder, beta)
+        return self._chunk_decode(emissions, mask, decoder, beta, utility)
 
     @torch.jit.unused
     def chunk_confidences(self, emissions: torch.Tensor, mask: Optional[torch.Tensor] = None,
-                          decoder: str = "map", beta: float = 1.0
+                          decoder: str = "map", beta: float = 1.0,
+                          utility: str = "conlleval"
                           ) -> List[List[Tuple[str, int, int, float]]]:
         """The decoded entities ``(type, start, end, Pr(entity ∈ y))`` of each sentence
         (end exclusive; Pr is the chunk marginal, an entity confidence); needs ``tags=``."""
         a = self._chunk_args(emissions, mask)
-        return self._chunk.decode_chunks(*a, method=decoder, beta=beta)
+        return self._chunk.decode_chunks(*a, method=decoder, beta=beta, utility=utility)
 
     @torch.jit.unused
     def chunk_marginals(self, emissions: torch.Tensor,
