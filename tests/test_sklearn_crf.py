@@ -152,6 +152,13 @@ def test_chunk_methods(ner_data):
         assert all(0.0 <= c.p <= 1.0 + 1e-12 for c in found)
     ef = crf.expected_f(X[:20], y[:20])
     assert ef.shape == (20,) and np.all((ef >= 0) & (ef <= 1 + 1e-12))
+    from fstchunk.decoding.exact_boundaries import decode_meu_exact
+    exact = crf.predict(X[:5], decoder="meu", beta=0.5, utility="exact")     # issue 47
+    lats = crf.model_.lattices(X[:5])
+    assert [list(p) for p in exact] == [decode_meu_exact(lat, beta=0.5).tags for lat in lats]
+    found = crf.predict_chunks(X[:5], decoder="meu", beta=0.5, utility="exact")
+    assert [[(c.type, c.start, c.end) for c in f] for f in found] == \
+        [enc.tags_to_chunks(list(p), "IOB2") for p in exact]
     pos = CRF(scheme=None, c2=0.1, max_iterations=5).fit(X[:30], y[:30])
     for op in (lambda: pos.predict_chunks(X[:2]), lambda: pos.expected_f(X[:2], y[:2]),
                lambda: pos.predict(X[:2], decoder="meu")):

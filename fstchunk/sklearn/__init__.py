@@ -195,12 +195,12 @@ class CRF(CRFParams, BaseEstimator):
 
     # ------------------------------------------------------------------ prediction
     def predict(self, X: Sequence[Any], decoder: "str | Decoder" = "map",
-                beta: float = 1.0) -> np.ndarray:
+                beta: float = 1.0, utility: str = "conlleval") -> np.ndarray:
         """The labels of each sequence (an object array, as sklearn-crfsuite's):
         ``decoder`` map (Viterbi, the default), posterior, meu (maximum expected F_β of
-        each sentence), meu-corpus (of the corpus's expected counts), or any
-        :class:`fstchunk.decoding.decoders.Decoder`."""
-        dec = get_decoder(decoder, beta=beta)
+        each sentence; ``utility="exact"``: of the exact-boundary F), meu-corpus (of the
+        corpus's expected counts), or any :class:`fstchunk.decoding.decoders.Decoder`."""
+        dec = get_decoder(decoder, beta=beta, utility=utility)
         model = self._fitted()
         if dec.needs_probabilities:
             model.require_probabilities(CALIBRATE)
@@ -227,13 +227,13 @@ class CRF(CRFParams, BaseEstimator):
             [xseq], require_probabilities=False)[0].marginals())
 
     def predict_chunks(self, X: Sequence[Any], decoder: "str | Decoder" = "map",
-                       beta: float = 1.0) -> list[list[Any]]:
+                       beta: float = 1.0, utility: str = "conlleval") -> list[list[Any]]:
         """Per sequence, the chunks of its decoded labels (``decoder`` as :meth:`predict`),
         each a :class:`fstchunk.decoding.confidence.ScoredChunk` (type, start, end exclusive, p)
         with its exact marginal probability; a chunk scheme only."""
         model = self._fitted()
         model.space.require_chunks("predict_chunks")
-        dec = get_decoder(decoder, beta=beta)
+        dec = get_decoder(decoder, beta=beta, utility=utility)
         model.require_probabilities(CALIBRATE)
         lats = model.lattices(X)
         return scored_chunks_all(lats, dec.tags(lats))
