@@ -328,3 +328,17 @@ def test_model_filename_of_a_crfsuite_file_is_loaded(pos_data, tmp_path):
     theirs = sklearn_crfsuite.CRF(c2=0.1, max_iterations=3, model_filename=path).fit(X, y)
     assert [list(p) for p in CRF(model_filename=path).predict(X[:5])] == \
         [list(p) for p in theirs.predict(X[:5])]
+
+
+def test_the_drop_ins_docstring_example_runs_as_shown():
+    """fstchunk.sklearn.CRF's API entry (docs/api/sklearn.md): its example prints what
+    it shows."""
+    import doctest
+
+    import fstchunk.sklearn as module
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    tests = doctest.DocTestFinder(recurse=False).find(module.CRF, "fstchunk.sklearn.CRF")
+    assert tests and tests[0].examples
+    for test in tests:
+        runner.run(test)
+    assert runner.failures == 0

@@ -13,41 +13,12 @@ N training sequences (lib/crf/src/train_lbfgs.c); fstchunk's objectives are mean
 sentence, (1/N)Σ_i ℓ_i + λ‖θ‖² + μ‖θ‖₁, so λ = c2/N and μ = c1/N: the same optimum.
 The loss in ``training_log_`` is on CRFsuite's scale (N times fstchunk's).
 
-=========================  ===============================================  ==========================================
-parameter                  CRFsuite meaning                                  fstchunk
-=========================  ===============================================  ==========================================
-algorithm                  lbfgs, l2sgd, ap, pa, arow                       the same algorithms (:data:`ALGORITHMS`)
-c1, c2                     L1, L2 on the summed log-likelihood               μ = c1/N (OWL-QN), λ = c2/N
-max_iterations             iterations (lbfgs: unlimited; others 100/1000)   the trainer's max_iter, same defaults
-num_memories               L-BFGS memory (6)                                the same
-epsilon, period, delta     liblbfgs's stopping tests                        the same tests (:class:`~fstchunk.learn.owlqn.Stopping`)
-linesearch                 MoreThuente / Backtracking / StrongBacktracking   c1 = 0: Moré–Thuente (scipy's L-BFGS-B) for
-                                                                            any value; c1 > 0: backtracking (as CRFsuite)
-max_linesearch             line search trials (20)                          scipy's ``maxls`` (c1 = 0); OWL-QN's halvings
-min_freq                   feature.minfreq: keep a feature if freq >= it     the same
-all_possible_states        every (attribute, label) state feature            the same
-all_possible_transitions   every label pair                                  the same
-calibration_*              l2sgd's search for the initial learning rate     the same search (:mod:`fstchunk.models.sgd`)
-pa_type, c,                PA variants, aggressiveness, error-sensitive     the same (:mod:`fstchunk.models.online`)
-error_sensitive, averaging cost, averaging
-variance, gamma            AROW's initial variance, trade-off                the same (:mod:`fstchunk.models.online`)
-verbose                    trainer messages                                 one line per iteration on standard output
-model_filename             the model file (an existing one is loaded)       written after fit as a CRFsuite model file
-                                                                            (``.npz``: fstchunk's); an existing one of
-                                                                            either kind is loaded (:mod:`.modelfile`)
-keep_tempfiles             keep temporary model files                       ``modelfile.name``'s temporary file is kept
-trainer_cls                a pycrfsuite Trainer subclass                    refused unless None (no pycrfsuite here)
-=========================  ===============================================  ==========================================
-
-fstchunk's own on top: ``scheme`` ("auto": chunk tags of a scheme give a distribution
-over its valid sequences, other labels an ordinary chain; None forces the latter),
-``objective`` (ml, meu, meu-corpus, max-margin), ``beta``, ``workers`` (processes that
-share the objective's statistics, :mod:`fstchunk.runtime.scale`); ``predict(X, decoder="meu",
-beta=...)``, ``predict_chunks(X)``, ``expected_f(X, y)``; partial labels in ``y`` (a set
-of tags, or ``?``, ``B-PER|O``, ``*-PER``, ...: the marginal likelihood of what they
-allow, lbfgs and ml only; :mod:`fstchunk.models.partial_labels`); ``literal_labels=True``
-reads every string of ``y`` as one label (morphological tags ``Number=Sing|Person=3``;
-without it such a string is refused as ambiguous outside a chunk scheme).
+The parameters, CRFsuite's and fstchunk's own (``scheme``, ``objective``, ``beta``,
+``workers``, ``literal_labels``), are the class's (:class:`CRF`).  On top:
+``predict(X, decoder="meu", beta=...)``, ``predict_chunks(X)``, ``expected_f(X, y)``;
+partial labels in ``y`` (a set of tags, or ``?``, ``B-PER|O``, ``*-PER``, ...: the
+marginal likelihood of what they allow, lbfgs and ml only;
+:mod:`fstchunk.models.partial_labels`).
 
 Pitfalls: ``classes_`` lists the labels seen in y in CRFsuite's order (first
 appearance), as sklearn-crfsuite's (partial labels: the tags they name, ``?`` none); the tags a chunk scheme needs that y lacks are in
@@ -91,7 +62,79 @@ __all__ = ["CRF", "ALGORITHMS", "OBJECTIVES"]
 
 
 class CRF(CRFParams, BaseEstimator):
-    """sklearn_crfsuite.CRF's drop-in (module doc)."""
+    """sklearn_crfsuite.CRF's drop-in: the same parameters, methods and fitted
+    attributes, with exact entity confidences, MEU decoding and expected F on top.
+
+    None means CRFsuite's default for the algorithm (:data:`ALGORITHMS`); c1 and c2
+    are on CRFsuite's scale (module doc).
+
+    Args:
+        algorithm: ``lbfgs`` (default), ``l2sgd``, ``ap``, ``pa`` or ``arow``.
+        min_freq: keep a feature seen at least this often (CRFsuite's feature.minfreq).
+        all_possible_states: every (attribute, label) pair a feature.
+        all_possible_transitions: every label pair a transition feature.
+        c1: L1 on the summed log-likelihood (lbfgs: OWL-QN).
+        c2: L2 on the summed log-likelihood (lbfgs, l2sgd).
+        max_iterations: the most iterations (lbfgs: until its stopping test; l2sgd
+            1000; ap, pa, arow 100).
+        num_memories: L-BFGS's memory (6).
+        epsilon: the stopping tolerance (lbfgs: relative improvement; ap, pa, arow:
+            the loss per sequence).
+        period: lbfgs, l2sgd: the iterations the improvement test looks back.
+        delta: lbfgs, l2sgd: the least relative improvement over ``period``.
+        linesearch: ``MoreThuente``, ``Backtracking`` or ``StrongBacktracking``.
+        max_linesearch: the most line-search trials (20).
+        calibration_eta: l2sgd's initial learning rate.
+        calibration_rate: l2sgd's factor on the rate while it searches.
+        calibration_samples: l2sgd: the sequences its rate search reads.
+        calibration_candidates: l2sgd: the rates its search tries.
+        calibration_max_trials: l2sgd: the most trials of its search.
+        pa_type: 0 (PA), 1 (PA-I) or 2 (PA-II).
+        c: pa's aggressiveness.
+        error_sensitive: pa, arow: the cost counts the wrong labels.
+        averaging: pa, arow: average the weights.
+        variance: arow's initial variance.
+        gamma: arow's trade-off.
+        verbose: one line per iteration on standard output.
+        model_filename: where ``fit`` writes the model as a CRFsuite model file
+            (``.npz``: fstchunk's); an existing file of either kind is loaded.
+        keep_tempfiles: keep the temporary model file (``modelfile.name``).
+        trainer_cls: refused unless None (there is no pycrfsuite trainer here).
+        scheme: ``"auto"``: labels that are chunk tags of a scheme give a distribution
+            over its valid sequences, other labels an ordinary chain; a scheme name;
+            None: CRFsuite's unconstrained chain.
+        objective: ``ml``, ``meu``, ``meu-corpus`` or ``max-margin``.
+        beta: β of F_β for the expected-F objectives.
+        workers: processes that share the objective's statistics.
+        literal_labels: read every string of ``y`` as one label, never as a partial
+            label (``B-PER|O``, ``?``, ...).
+
+    Attributes:
+        classes_: the labels of ``y`` in order of first appearance.
+        scheme_: the scheme the model uses (``"none"``: the unconstrained chain).
+        model_: the fitted :class:`fstchunk.AttributeCRF`.
+        training_log_: CRFsuite's log: ``iterations``, ``last_iteration``, ``featgen_*``.
+        state_features_: {(attribute, label): weight}, the non-zero ones.
+        transition_features_: {(label, label): weight}; a forbidden one is ``-inf``.
+        tagger_: python-crfsuite's Tagger over the model (``tag``, ``marginal``, ``dump``).
+
+    Raises:
+        InputError: an unknown or invalid parameter, or data that is not sequences of
+            items and labels, naming where.
+
+    Examples:
+        >>> from fstchunk.sklearn import CRF
+        >>> X = [[{"w": "Jan"}, {"w": "woont"}, {"w": "in"}, {"w": "Gent"}],
+        ...      [{"w": "Marie"}, {"w": "werkt"}, {"w": "in"}, {"w": "Brugge"}]]
+        >>> y = [["B-PER", "O", "O", "B-LOC"], ["B-PER", "O", "O", "B-LOC"]]
+        >>> crf = CRF(c2=0.1, max_iterations=50).fit(X, y)
+        >>> crf.classes_, crf.scheme_
+        (['B-PER', 'O', 'B-LOC'], 'IOB2')
+        >>> list(crf.predict(X[:1])[0])
+        ['B-PER', 'O', 'O', 'B-LOC']
+        >>> [(c.type, c.start, c.end, c.p > 0.5) for c in crf.predict_chunks(X[:1])[0]]
+        [('PER', 0, 1, True), ('LOC', 3, 4, True)]
+    """
 
     def set_params(self, **params: Any) -> "CRF":
         """scikit-learn's set_params; an unknown name is one InputError naming it."""
