@@ -1,6 +1,7 @@
 """Exact MEU at every length and score scale (issue 17): time and peak memory per
 sentence against n, the issue's targets, and ratios against the decoder of commit
-783b1a9 (kept as ``tests/reference_meu.py``) measured in the same run.
+783b1a9 measured in the same run: its frozen copy, ``tests/reference_meu.py``, left
+the tests with issue 45 and is read here from git history (commit 5d8f2cb).
 
 Needs two saved CRFs (trained on the training sets only):
 
@@ -41,8 +42,26 @@ from fstchunk import load_model
 from fstchunk.runtime.parallel import map_sentences, single_threaded_blas, usable_cores
 from fstchunk import TagSet
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-import reference_meu as ref  # noqa: E402  (today's decoder, kept by the tests)
+#: the commit whose tests/reference_meu.py is the old decoder (deleted from the tests after it)
+REFERENCE_COMMIT = "5d8f2cb"
+
+
+def _reference_module():
+    """tests/reference_meu.py as of :data:`REFERENCE_COMMIT`, imported from git history."""
+    import importlib.util
+    root = Path(__file__).resolve().parents[1]
+    src = subprocess.run(["git", "-C", str(root), "show",
+                          f"{REFERENCE_COMMIT}:tests/reference_meu.py"],
+                         check=True, capture_output=True, text=True).stdout
+    path = Path(tempfile.mkdtemp()) / "reference_meu.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("reference_meu", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ref = _reference_module()
 
 NS = (10, 20, 40, 80, 160, 320, 640, 1280)
 NER = ("PER", "ORG", "LOC", "MISC")

@@ -273,3 +273,34 @@ def finite_difference_check(fun, theta, rng, k=25, h=1e-6, rel=1e-5, abs_=1e-7):
         t[i] -= 2 * h
         fm = fun(t)[0]
         assert (fp - fm) / (2 * h) == pytest.approx(g[i], rel=rel, abs=abs_), i
+
+
+def single_chunk_moves(chunks, n: int, types) -> list[list]:
+    """Every chunking one move away from ``chunks`` (a list of (type, start, end)):
+    one chunk removed, one chunk retyped, or one chunk added where no chunk lies —
+    the neighbourhood of MEU's local-search check (no move may raise E[F_β])."""
+    chunks = sorted(chunks, key=lambda c: c[1])
+    out = [chunks[:i] + chunks[i + 1:] for i in range(len(chunks))]
+    out += [chunks[:i] + [(t, s, e)] + chunks[i + 1:]
+            for i, (u, s, e) in enumerate(chunks) for t in types if t != u]
+    free = np.ones(n, bool)
+    for _, s, e in chunks:
+        free[s:e] = False
+    for s in range(n):
+        for e in range(s + 1, n + 1):
+            if not free[e - 1]:
+                break
+            if free[s]:
+                out += [sorted(chunks + [(t, s, e)], key=lambda c: c[1]) for t in types]
+    return out
+
+
+def best_chunking_value(weights) -> float:
+    """max over every chunking x of Σ_{(t, s, e) ∈ x} weights[t, s, e] (the empty
+    chunking: 0), ``weights`` (types, n, n+1): the weighted-interval DP
+    best[e] = max(best[e−1], max_{s, t} best[s] + weights[t, s, e]), from the definition."""
+    n = weights.shape[1]
+    best = np.zeros(n + 1)
+    for e in range(1, n + 1):
+        best[e] = max(best[e - 1], float(np.max(best[:e] + weights[:, :e, e].max(axis=0))))
+    return float(best[n])

@@ -6,7 +6,7 @@ xfail); the others pin tricky cases that were checked and hold:
 * lattices from machines with several states per tag (``Lattice.from_fst``) and the
   joint model's chunk layer, against enumeration of the lattice's own paths;
 * every scheme of ``fstchunk.schemes.encodings.SCHEMES``, typed and untyped;
-* the exact/quadrature switch (n = 12 / 13) against the old decoder;
+* the exact/quadrature switch (n = 12 / 13) against k-best MEU, MAP and local search;
 * β² = 1e-3 and 1e3 (the standard β = √1e-3, √1e3); tiny memory budgets.
 
 Brute force here is ``Lattice.enumerate()`` (the layers' state paths summed by tag
@@ -25,15 +25,14 @@ from threadpoolctl import threadpool_limits
 
 from fstchunk.schemes import encodings as enc
 from fstchunk.grammars import fsa
-from fstchunk.decoding.decode import decode_meu, decode_meu_corpus
+from fstchunk.decoding.decode import decode_map, decode_meu, decode_meu_corpus, decode_posterior
 from fstchunk.engine.quadrature import QUAD_TOL, exp_sum
 from fstchunk.core.errors import BudgetError, InputError, SchemeError
 from fstchunk.evaluation.chunks import f_beta
 from fstchunk.decoding.expected import expected_f
 from fstchunk.structures.lattice import Lattice
 from fstchunk.schemes.tagspace import TagSet
-from oracles import all_chunkings, random_scores
-from reference_meu import reference_decode_meu
+from oracles import all_chunkings, random_scores, single_chunk_moves
 
 GAP_MAX = 1e-12
 TOL = 1e-12
@@ -186,7 +185,7 @@ def test_large_beta_no_overflow_warning():
 
 def test_corpus_meu_with_a_ratio_below_1e12_is_the_enumerated_best():
     """Chunks of marginal ~e^-30 each: the best expected-count ratio is 1.9e-13 (the
-    reference decoder takes both chunks); the new one returns all O with ratio 0.
+    enumerated best takes both chunks); the decoder returned all O with ratio 0.
     Cause (decode._dinkelbach since e111ca1): it starts from λ = ratio of the >1/2
     set (here ∅: 0) and stops when ``r <= lam + 1e-12``, an absolute tolerance, so
     the first improvement (0 → 1.9e-13) is discarded; the old loop always took its
@@ -198,7 +197,7 @@ def test_corpus_meu_with_a_ratio_below_1e12_is_the_enumerated_best():
     lat = Lattice.from_scores(tags, e, np.zeros((3, 3)))
     got, r = decode_meu_corpus([lat], 1.0)
     # the oracle: the expected-count ratio 2·E[tp] / (m(x) + E[m]) of every chunking x,
-    # from the enumerated law (was the pre-issue-17 decoder, tests/reference_meu.py)
+    # from the enumerated law
     law = [(frozenset(enc.tags_to_chunks(list(y), "IOB2")), p) for y, p in path_law(lat).items()]
     em = sum(p * len(c) for c, p in law)
     ratio = {}
@@ -352,23 +351,34 @@ def test_every_scheme_small_lattices_beta_extremes(scheme):
 
 @pytest.mark.parametrize("scheme", enc.SCHEMES)
 def test_exact_quadrature_boundary_12_13(scheme):
-    """n = 12 (count basis, gap exactly 0) and 13 (quadrature, gap < 1e-12): the
-    decision's utility equals the old decoder's, from_scores and from_fst."""
+    """n = 12 (count basis, gap exactly 0) and 13 (quadrature, gap < 1e-12), from_scores
+    and from_fst: the score is U(tags) (the fast engine, and the machine-built twin at
+    1e-10), U(tags) is at least U of MAP's, posterior's and k-best MEU's (k = 20) tags
+    − gap, and no chunking one chunk added, removed or retyped away has a higher U
+    (the twin, k-best and the moves at one β per lattice, in turn)."""
     rng = np.random.default_rng(7 + enc.SCHEMES.index(scheme))
     tags = enc.scheme_tags(scheme, ("NP", "VP"))
     for n in (12, 13):
         lats = [Lattice.from_scores(tags, *random_scores(rng, len(tags), n, 1.0),
                                     scheme=scheme),
                 machine_lattice(n, scheme, ("",), n)]
-        for lat in lats:
-            for beta in BETA_EXTREMES:
+        for j, lat in enumerate(lats):
+            for b, beta in enumerate(BETA_EXTREMES):
                 with warnings.catch_warnings():
                     warnings.simplefilter("error")
                     d = decode_meu(lat, beta)
-                _, u_ref = reference_decode_meu(lat, beta)
                 u = expected_f(lat, hypothesis=d.tags, beta=beta, method="fast").f
                 assert d.score == pytest.approx(u, abs=TOL)
-                assert u_ref - u <= d.gap + TOL
+                others = [decode_map(lat).tags, decode_posterior(lat).tags]
+                if b == (j + n) % 3:
+                    assert d.score == pytest.approx(expected_f(
+                        lat, hypothesis=d.tags, beta=beta, method="fst").f, abs=1e-10)
+                    others.append(decode_meu(lat, beta, method="kbest", k=20).tags)
+                    others += [enc.chunks_to_tags(m, n, scheme) for m in single_chunk_moves(
+                        enc.tags_to_chunks(d.tags, scheme), n, lat.space.types)]
+                for y in others:
+                    uo = expected_f(lat, hypothesis=y, beta=beta, method="fast").f
+                    assert uo - u <= d.gap + TOL, (n, beta, y, uo, u)
                 assert (d.gap == 0.0) if n <= 12 else (0.0 <= d.gap < GAP_MAX)
 
 
