@@ -107,15 +107,18 @@ def from_count_table(Z: np.ndarray, T: np.ndarray, m_fixed: int, beta_sq: float,
                      float(np.sqrt(beta_sq)), direction, Z, T, joint)
 
 
-def _tp_rules(lattice, fixed_chunks):
+def _tp_rules(lattice, fixed_chunks, typed: bool = True):
     """Per layer, the linear terms of the recursion: (w, [(m_src, m_dst, shift, mask,
-    inc_mask or None)]) with w the scaled layer weights (see :func:`tp_count_table`)."""
+    inc_mask or None)]) with w the scaled layer weights (see :func:`tp_count_table`);
+    ``typed=False``: a chunk matches with its boundaries, whatever the types."""
     n = lattice.n
     tix, types = lattice.space.type_index, lattice.space.types
+    if not typed:
+        tix = np.zeros_like(tix)
     fs = np.full(n, -2)                     # type index of a fixed chunk starting at j
     fe = np.zeros(n + 1, bool)              # fixed chunk ends at token j
     for t, s, e in fixed_chunks:
-        fs[s] = types.index(t) if t in types else -3     # -3: a type the lattice lacks
+        fs[s] = 0 if not typed else types.index(t) if t in types else -3   # -3: type lacking
         fe[e - 1] = True
     dense = lattice.scores is not None      # every layer after the first has the same tables
     cache: dict = {}
@@ -210,7 +213,7 @@ def _close(x: _Window, lattice, C: int):
     return Z / total, T / total, fin, total
 
 
-def tp_count_table(lattice, fixed_chunks) -> tuple[np.ndarray, np.ndarray]:
+def tp_count_table(lattice, fixed_chunks, typed: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(Z, T): Z[c] = Pr(m(y) = c), T[c] = E[tp · 1{m(y) = c}] against ``fixed_chunks``.
 
     ``fixed_chunks`` are (type, start, end) of a sequence of the lattice's length;
@@ -219,17 +222,19 @@ def tp_count_table(lattice, fixed_chunks) -> tuple[np.ndarray, np.ndarray]:
     (:func:`fstchunk.grammars.counting.tp_step`) on chunk boundaries.  Each layer
     runs on the window of counts that hold mass (:func:`_step`): O(n·S²·width)
     time, O(S·width) memory, width ≤ n + 1 (about 300 counts at n = 2000 on a
-    CoNLL-2000 CRF: the count's spread, not n).
+    CoNLL-2000 CRF: the count's spread, not n).  ``typed=False``: tp counts the
+    chunks of y with a fixed chunk's boundaries, whatever its type (the exact-boundary
+    utility, :mod:`fstchunk.decoding.exact_boundaries`).
     """
     C = lattice.n + 1
     x = _start(C)
-    for w, _, terms in _tp_rules(lattice, fixed_chunks):
+    for w, _, terms in _tp_rules(lattice, fixed_chunks, typed):
         x, _, _ = _step(x, w, terms, C)
     Z, T, _, _ = _close(x, lattice, C)
     return Z, T
 
 
-def tp_count_table_grad(lattice, fixed_chunks, Zbar, Tbar):
+def tp_count_table_grad(lattice, fixed_chunks, Zbar, Tbar, typed: bool = True):
     """Gradient of Σ_c Zbar[c]·Z[c] + Tbar[c]·T[c] (Z, T of :func:`tp_count_table`)
     with respect to the lattice's log weights: (list of (S_i, S_{i+1}) arrays, one per
     layer; array over the final states; and (Z, T) themselves).  ``Zbar`` may be a
@@ -242,9 +247,10 @@ def tp_count_table_grad(lattice, fixed_chunks, Zbar, Tbar):
     every ⌈√n⌉ layers and one stretch of layers recomputed at a time — plus the
     O(n·S²) gradient itself.
     Adjoints are carried on the forward's count windows: a count flushed to 0 in the
-    forward passes no gradient back (it changes the result by < TINY)."""
+    forward passes no gradient back (it changes the result by < TINY).  ``typed``: as
+    :func:`tp_count_table`'s."""
     C = lattice.n + 1
-    rules = list(_tp_rules(lattice, fixed_chunks))
+    rules = list(_tp_rules(lattice, fixed_chunks, typed))
     n = len(rules)
     S = max([1] + [w.shape[1] for w, _, _ in rules])
     every = n if 4 * 8 * n * S * C <= TAPE_BYTES else max(1, int(np.ceil(np.sqrt(n))))

@@ -60,7 +60,7 @@ from .pairchain import PairChain
 from .solvers import make_solver
 
 #: the objectives an attribute CRF trains
-ATTRIBUTE_OBJECTIVES = (lo.ML, lo.MEU, lo.MEU_CORPUS, lo.MAX_MARGIN, lo.PERCEPTRON, lo.PA,
+ATTRIBUTE_OBJECTIVES = (lo.ML, lo.MEU, lo.MEU_EXACT, lo.MEU_CORPUS, lo.MAX_MARGIN, lo.PERCEPTRON, lo.PA,
                         lo.AROW)
 #: the hyper-parameters (constructor arguments)
 HYPERPARAMETERS = ("scheme", "min_freq", "all_possible_states", "all_possible_transitions",

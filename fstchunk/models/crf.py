@@ -74,7 +74,7 @@ from . import partial
 from .solvers import make_solver
 
 #: the objectives a CRF trains (:mod:`fstchunk.learn.objectives`)
-CRF_OBJECTIVES = (lo.ML, lo.MEU, lo.MEU_CORPUS, lo.MAX_MARGIN, lo.PERCEPTRON)
+CRF_OBJECTIVES = (lo.ML, lo.MEU, lo.MEU_EXACT, lo.MEU_CORPUS, lo.MAX_MARGIN, lo.PERCEPTRON)
 
 
 #: the hyper-parameters of a CRF (its constructor's arguments, :meth:`CRF.get_params`)

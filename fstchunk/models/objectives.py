@@ -76,7 +76,7 @@ from ..engine.batched import scaled_weights, transfer
 from ..engine.expectation import corpus_expectations, tp_count_table_grad
 from ..decoding.expected import from_count_table
 from ..structures.lattice import Lattice
-from ..learn.objectives import ML, MEU, MEU_CORPUS, Objective
+from ..learn.objectives import ML, MEU, MEU_CORPUS, MEU_EXACT, Objective
 from ..schemes.tagspace import TagSpace
 from .batching import Gold
 
@@ -187,11 +187,14 @@ def ml_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Statistics:
 
 
 @one_blas_thread
-def meu_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Statistics:
+def meu_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0,
+                   typed: bool = True) -> Statistics:
     """Σ_i E[F_β(x | y_i)] (``beta_sq`` = β²) and its gradient, sentence by sentence (an
-    executor of :mod:`fstchunk.runtime.scale` spreads the sentences: its partitions)."""
+    executor of :mod:`fstchunk.runtime.scale` spreads the sentences: its partitions);
+    ``typed=False``: of the exact-boundary utility (a chunk right with its boundaries,
+    any type)."""
     L = len(chain.tags)
-    job = (chain, gold.offsets, gold.chunks, beta_sq)
+    job = (chain, gold.offsets, gold.chunks, beta_sq, typed)
     parts = [_meu_shard(job, np.arange(len(gold)))]
     gE = np.zeros_like(chain.emissions)
     gT, gS, gEnd = np.zeros((L, L)), np.zeros(L), np.zeros(L)
@@ -208,8 +211,8 @@ def meu_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Statistics
 
 def _meu_shard(job, ids):
     """E[F] and its gradient pieces for the sentences ``ids``; ``job`` is
-    (chain, offsets, gold chunks, β²)."""
-    chain, offsets, chunks, beta_sq = job
+    (chain, offsets, gold chunks, β², typed)."""
+    chain, offsets, chunks, beta_sq, typed = job
     L = len(chain.tags)
     gT, gS, gEnd = np.zeros((L, L)), np.zeros(L), np.zeros(L)
     rows, value = [], 0.0
@@ -221,7 +224,7 @@ def _meu_shard(job, ids):
         # dE[F]/dZ[c] = 1 where c + w·m(y) = 0 (0/0 := 1), dE[F]/dT[c] = (1+w)/den
         adj = (np.where(den > 0, 0.0, 1.0),
                np.where(den > 0, (beta_sq + 1) / np.where(den > 0, den, 1), 0.0))
-        gw, gfin, (Z, T) = tp_count_table_grad(lat, ch, *adj)
+        gw, gfin, (Z, T) = tp_count_table_grad(lat, ch, *adj, typed=typed)
         value += from_count_table(Z, T, len(ch), beta_sq, "training").f
         em_grad = np.zeros((lat.n, L))
         for i, gwi in enumerate(gw):
@@ -261,8 +264,14 @@ def meu_corpus_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Sta
 
 #: objective -> its statistics over a set of sentences (the chain models' part of the
 #: registry :mod:`fstchunk.learn.objectives`; the max-margin hinge's is in :mod:`.maxmargin`)
+def meu_exact_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Statistics:
+    """:func:`meu_statistics` of the exact-boundary utility."""
+    return meu_statistics(chain, gold, beta_sq, typed=False)
+
+
 STATISTICS: dict[Objective, Callable[[Chain, Gold, float], Statistics]] = {
-    ML: ml_statistics, MEU: meu_statistics, MEU_CORPUS: meu_corpus_statistics}
+    ML: ml_statistics, MEU: meu_statistics, MEU_EXACT: meu_exact_statistics,
+    MEU_CORPUS: meu_corpus_statistics}
 
 
 def _combined(o: Objective) -> Callable[[Chain, Gold, float], tuple[float, ChainGrad]]:
@@ -278,3 +287,4 @@ def _combined(o: Objective) -> Callable[[Chain, Gold, float], tuple[float, Chain
 
 #: the objectives as functions f(chain, gold, β²) -> (value to minimise, gradient)
 ml, meu, meu_corpus = _combined(ML), _combined(MEU), _combined(MEU_CORPUS)
+meu_exact = _combined(MEU_EXACT)

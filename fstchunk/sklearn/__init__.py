@@ -103,7 +103,7 @@ class CRF(CRFParams, BaseEstimator):
         scheme: ``"auto"``: labels that are chunk tags of a scheme give a distribution
             over its valid sequences, other labels an ordinary chain; a scheme name;
             None: CRFsuite's unconstrained chain.
-        objective: ``ml``, ``meu``, ``meu-corpus`` or ``max-margin``.
+        objective: ``ml``, ``meu``, ``meu-exact``, ``meu-corpus`` or ``max-margin``.
         beta: β of F_β for the expected-F objectives.
         workers: processes that share the objective's statistics.
         literal_labels: read every string of ``y`` as one label, never as a partial

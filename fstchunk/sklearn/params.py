@@ -161,9 +161,10 @@ def resolve(p: CRFParams, sentences: int) -> Run:
     max_iter = UNLIMITED if max_it is None else _number("max_iterations", max_it, 1,
                                                         integer=True)
     objective = p.objective
-    if objective not in (lo.ML.name, lo.MEU.name, lo.MEU_CORPUS.name, lo.MAX_MARGIN.name):
-        raise InputError(f"unknown objective {objective!r}; use ml, meu, meu-corpus or "
-                         f"max-margin")
+    known = (lo.ML, lo.MEU, lo.MEU_EXACT, lo.MEU_CORPUS, lo.MAX_MARGIN)
+    if objective not in [o.name for o in known]:
+        raise InputError(f"unknown objective {objective!r}; use "
+                         f"{', '.join(o.name for o in known[:-1])} or max-margin")
     if algorithm in ("ap", "pa", "arow"):
         if objective != "ml":
             raise InputError(f"objective={objective!r} is trained by L-BFGS (or BCFW for "
