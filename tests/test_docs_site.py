@@ -72,20 +72,20 @@ FETCH = re.compile(r"<(?:link|script|img|source|iframe)\b[^>]*\b(?:href|src)=\"(
                    r"|url\(\s*['\"]?(?:https?:)?//|@import\s+['\"](?:https?:)?//", re.I)
 
 
-def _hooks():
-    spec = importlib.util.spec_from_file_location("fstchunk_docs_hooks",
-                                                  os.path.join(DOCS, "hooks.py"))
+def _docs_module(name: str, file: str):
+    """A module of docs/ (the site's hooks and extensions), loaded from its file."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(DOCS, file))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _hooks():
+    return _docs_module("fstchunk_docs_hooks", "hooks.py")
 
 
 def _griffe_roles():
-    spec = importlib.util.spec_from_file_location("fstchunk_docs_roles",
-                                                  os.path.join(DOCS, "griffe_roles.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _docs_module("fstchunk_docs_roles", "griffe_roles.py")
 
 
 def test_site_fetches_nothing_from_elsewhere(site):
