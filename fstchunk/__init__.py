@@ -22,7 +22,8 @@ next to nothing, and ``fstchunk eval`` does not wait for scipy or pynini):
 * the errors (:mod:`fstchunk.core.errors`): :class:`FstchunkError` and its kinds
   :class:`InputError`, :class:`LayoutError`, :class:`SchemeError`, :class:`CoNLLError`,
   :class:`ModelFileError`, :class:`OutputError`, :class:`BudgetError`,
-  :class:`DownloadError`, :class:`TrainingInterrupted`; the warning :class:`FstchunkWarning`;
+  :class:`DownloadError`, :class:`TrainingInterrupted`; the warnings
+  :class:`FstchunkWarning` and :class:`FstchunkDeprecationWarning`;
 * the subpackage :mod:`joint` (Shimizu & Haas; ``import fstchunk.joint`` works too).
 
 The tree follows the design: encodings (:mod:`fstchunk.schemes.encodings`) -> machines
@@ -61,7 +62,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "decoders": ("fstchunk.decoding.decoders", None),
     **{n: ("fstchunk.decoding.confidence", n) for n in ("ScoredChunk", "scored_chunks", "decode_chunks")},
     **{n: ("fstchunk.core.errors", n) for n in (
-        "BudgetError", "CoNLLError", "DownloadError", "FstchunkError", "FstchunkWarning", "InputError",
+        "BudgetError", "CoNLLError", "DownloadError", "FstchunkDeprecationWarning", "FstchunkError",
+        "FstchunkWarning", "InputError",
         "LayoutError", "ModelFileError", "OutputError", "SchemeError",
         "TrainingInterrupted")},
     "CRF": ("fstchunk.models.crf", "CRF"),
@@ -101,7 +103,7 @@ if _TYPE_CHECKING:                      # what type checkers and editors see
     from .decoding import decoders
     from .decoding.decoders import Decoder, decoder
     from .core.errors import (BudgetError, CoNLLError, DownloadError, FstchunkError,
-                              FstchunkWarning,
+                              FstchunkDeprecationWarning, FstchunkWarning,
                               InputError, LayoutError, ModelFileError, OutputError,
                               SchemeError, TrainingInterrupted)
     from .schemes.encodings import (SCHEMES, chunks_to_tags, conlleval_chunks, convert,

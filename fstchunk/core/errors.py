@@ -175,6 +175,18 @@ class FstchunkWarning(UserWarning):
     """
 
 
+class FstchunkDeprecationWarning(DeprecationWarning):
+    """A name kept for old scripts that has a new one: the message names the new one.
+    Fitted state is read under names ending in ``_`` (``crf.theta_``, ``crf.tags_``),
+    scikit-learn's convention; the old names still work and say so.
+
+    Examples:
+        >>> import warnings, fstchunk
+        >>> issubclass(fstchunk.FstchunkDeprecationWarning, DeprecationWarning)
+        True
+    """
+
+
 class BudgetError(FstchunkError):
     """A computation whose estimated size (machine states, bytes of memory) exceeds
     the settable budget; raised *before* the work starts.  The message names the
