@@ -11,7 +11,7 @@ operator holds ``a``, ``bt`` (B, n, L), ``start``, ``end`` (B, L), ``logz`` (B,)
 and ``exact``: whether it is the gauged one).  Any two
 such representations differ by a gauge K_i(p, q)·g_i(q) / g_{i−1}(p), which
 leaves every normalised expectation and its gradient unchanged, so the
-expectation recursions (:func:`fstchunk.engine.expectation.corpus_expectations`,
+expectation recursions (:func:`fstchunk.engine.corpus_expectations.corpus_expectations`,
 the ML gradient) are written once over :meth:`fwd`, :meth:`bwd` and :meth:`pairs`:
 
 * :class:`Scaled` — K_i = Mt∘φ_i / c_i, one shared (L, L) matrix: BLAS products
