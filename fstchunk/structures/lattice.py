@@ -37,11 +37,9 @@ import pynini
 
 from ..schemes import encodings as enc
 from ..core.errors import InputError
-from ..grammars import fsa
 from ..core.blas import one_blas_thread
 from ..engine.spans import dense_marginals
 from ..grammars.models import score_lattice
-from ..grammars.validity import validity_acceptor
 from ..engine import inference
 from ..engine.chain import (Layers, entropy, forward, gauge, restrict, sample_states,
                            token_marginals, viterbi)
@@ -52,7 +50,7 @@ from .decision import Decoding
 from .enumeration import LIMIT, layer_paths
 from ..core.fbeta import to_beta_sq
 from ..grammars.annotation import mask_acceptor
-from .layers import layers_of, normalise, to_space_labels
+from .layers import chain_layers, layers_of, normalise, to_space_labels, valid_machine
 from ..core.scorecheck import chain_scores
 from ..schemes.tagseq import tag_list
 from ..schemes.tagspace import TagSpace, canonical
@@ -165,18 +163,9 @@ class Lattice:
 
     @functools.cached_property
     def layers(self) -> Layers:
-        """The lattice's layers (:class:`fstchunk.engine.chain.Layers`): for a dense
-        chain w_0 = start + emissions[0], w_i = transitions + emissions[i] (−inf where
-        the scheme forbids, or the tag mask), final = end."""
-        emissions, transitions, start, end = self.scores
-        space = self.space
-        neg = -np.inf
-        w = [np.where(space.start_ok, start + emissions[0], neg)[None, :]]
-        masked = np.where(space.trans_ok, transitions, neg)
-        w += [masked + emissions[i][None, :] for i in range(1, self.n)]
-        L = len(space)
-        lay = Layers(w, [np.arange(L)] * self.n, np.where(space.end_ok, end, neg))
-        return lay if self.allowed is None else restrict(lay, self.allowed)
+        """The lattice's layers (:class:`fstchunk.engine.chain.Layers`; a dense chain's
+        from its scores and tag mask: :func:`.layers.chain_layers`)."""
+        return chain_layers(self.space, self.scores, self.allowed)
 
     @classmethod
     def from_fst(cls, fst: pynini.Fst, tags: Sequence[str], scheme: str = "IOB2") -> "Lattice":
@@ -225,13 +214,7 @@ class Lattice:
         else:
             e, t, s, en = self.scores
             raw = score_lattice(self.space.labels, e, t, s, en)
-        out = (pynini.compose(raw.arcsort("olabel"),
-                              validity_acceptor(self.scheme, self.space.types)).connect()
-               if self.space.chunked else raw.copy().connect())
-        if out.num_states() == 0:
-            raise InputError("the lattice gives no weight to any valid "
-                             f"{self.scheme} sequence of length {self.n}")
-        return fsa.attach(out, self.space.symbols)
+        return valid_machine(raw, self.space, self.n)
 
     # ------------------------------------------------------------------ inference
     @functools.cached_property

@@ -2,9 +2,12 @@
 shared symbols of the :class:`~fstchunk.schemes.tagspace.TagSpace` (:func:`to_space_labels`),
 layered by composing with the scheme's validity acceptor and a one-tag history
 acceptor, then topologically sorted (:func:`layers_of`: each state knows the tag it
-was entered by), and normalised so that its paths sum to one (:func:`normalise`).
+was entered by), and normalised so that its paths sum to one (:func:`normalise`); the
+machine a lattice's distribution lives on, model ∘ validity (:func:`valid_machine`).
 What :meth:`fstchunk.structures.lattice.Lattice.from_fst` and :attr:`~fstchunk.structures.lattice.Lattice.fst`
-are built from.
+are built from.  A dense chain's layers come from its score arrays instead
+(:func:`chain_layers`: what :attr:`~fstchunk.structures.lattice.Lattice.layers` is for
+:meth:`~fstchunk.structures.lattice.Lattice.from_scores`).
 
 Pitfall: the machine's paths must all have the same length (one tag per token).
 """
@@ -15,7 +18,7 @@ import numpy as np
 import pynini
 
 from ..core.errors import InputError
-from ..engine.chain import Layers
+from ..engine.chain import Layers, restrict
 from ..grammars import fsa
 from ..grammars.validity import validity_acceptor
 from ..schemes.tagspace import TagSpace
@@ -54,6 +57,36 @@ def to_space_labels(fst: pynini.Fst, ts: TagSpace) -> pynini.Fst:
     return fsa.attach(f, ts.symbols)
 
 
+def with_validity(f: pynini.Fst, ts: TagSpace) -> pynini.Fst:
+    """f ∘ the scheme's validity acceptor (f itself without a scheme: ``scheme=None``)."""
+    return (pynini.compose(f.arcsort("olabel"), validity_acceptor(ts.scheme, ts.types))
+            if ts.chunked else f)
+
+
+def valid_machine(raw: pynini.Fst, ts: TagSpace, n: int) -> pynini.Fst:
+    """The lattice's machine before normalisation: ``raw`` ∘ validity, connected, over the
+    shared symbols (``raw`` is not changed without a scheme); InputError when no valid
+    sequence of length ``n`` is left."""
+    out = with_validity(raw if ts.chunked else raw.copy(), ts).connect()
+    if out.num_states() == 0:
+        raise InputError("the lattice gives no weight to any valid "
+                         f"{ts.scheme} sequence of length {n}")
+    return fsa.attach(out, ts.symbols)
+
+
+def chain_layers(ts: TagSpace, scores: tuple, allowed: np.ndarray | None = None) -> Layers:
+    """The layers of a dense chain, ``scores`` = (emissions, transitions, start, end):
+    w_0 = start + emissions[0], w_i = transitions + emissions[i] (−inf where the scheme
+    forbids, or the (n, L) tag mask ``allowed`` does), final = end."""
+    emissions, transitions, start, end = scores
+    neg, n = -np.inf, len(emissions)
+    w = [np.where(ts.start_ok, start + emissions[0], neg)[None, :]]
+    masked = np.where(ts.trans_ok, transitions, neg)
+    w += [masked + emissions[i][None, :] for i in range(1, n)]
+    lay = Layers(w, [np.arange(len(ts))] * n, np.where(ts.end_ok, end, neg))
+    return lay if allowed is None else restrict(lay, allowed)
+
+
 def layers_of(f: pynini.Fst, ts: TagSpace) -> Layers:
     """Layer a machine: compose with validity and a tag-history acceptor, topsort."""
     tags, scheme = ts.tags, ts.scheme
@@ -66,9 +99,7 @@ def layers_of(f: pynini.Fst, ts: TagSpace) -> Layers:
         hist.set_final(q)
         for lab in labels:
             hist.add_arc(q, pynini.Arc(lab, lab, pynini.Weight.one("log64"), hs[lab]))
-    valid = (pynini.compose(f.arcsort("olabel"), validity_acceptor(scheme, ts.types))
-             if ts.chunked else f)
-    g = pynini.compose(valid.arcsort("olabel"), hist.arcsort()).connect()
+    g = pynini.compose(with_validity(f, ts).arcsort("olabel"), hist.arcsort()).connect()
     if g.num_states() == 0:
         raise InputError(f"the machine accepts no valid {scheme} sequence over the given tags")
     if g.properties(pynini.CYCLIC, True) == pynini.CYCLIC:
