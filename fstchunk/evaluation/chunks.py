@@ -32,13 +32,10 @@ from ..schemes import encodings as enc
 from ..schemes.tagseq import tag_sentences
 from .conlleval import ChunkCounts, Reading, SchemeTally, iter_rows
 from .modes import ModeReport, check_mode, report_chunks
+from .sentences import UNDECODED, check_chunk_tag, documented, row_tags  # noqa: F401  (old import paths)
 
 Chunk = enc.Chunk
 
-#: the tag ``fstchunk decode`` writes on every token of a sentence it could not decode
-#: (the columns stay aligned); not a chunk tag, so :func:`evaluate_file` refuses it,
-#: naming its line, rather than score the sentence as one without chunks
-UNDECODED = "<error>"
 
 
 def f_beta(tp: float, m_hyp: float, m_ref: float, beta: float = 1.0) -> float:
@@ -290,24 +287,6 @@ def evaluate_file(path, scheme: str | None = None, beta: float = 1.0,
     return report
 
 
-def _tags(row, path, scheme: str | None) -> tuple[str, str]:
-    """(gold, predicted) of a token row, each checked to be a chunk tag."""
-    width = len(row.fields)
-    gold, pred = row.fields[-2], row.fields[-1]
-    where = f"{path}:{row.line}"
-    for tag, name, col in ((gold, "gold", width - 1), (pred, "predicted", width)):
-        try:
-            check_chunk_tag(tag, where, name, col, width, scheme)
-        except InputError as e:
-            if not row.docstart:
-                raise
-            raise InputError(f"{where}: a -DOCSTART- line whose {name} column holds "
-                             f"{tag!r}: a line without the predicted column? decode the "
-                             f"file again (fstchunk decode writes O there), or add ' O' "
-                             f"to it") from e
-    return gold, pred
-
-
 def _stream_report(rows, path, beta: float) -> tuple[Report, SchemeTally]:
     """conlleval.pl's counts over the whole file (:class:`fstchunk.evaluation.conlleval.ChunkCounts`),
     each sentence's F from the counts its boundary closes, and the schemes each column's
@@ -337,7 +316,7 @@ def _stream_report(rows, path, beta: float) -> tuple[Report, SchemeTally]:
             continue
         key = (row.fields[-2], row.fields[-1])
         if key not in checked:
-            _tags(row, path, None)
+            row_tags(row, path, None)
             checked.add(key)
         g, p = key
         counter.push(g, p)
@@ -358,48 +337,3 @@ def _sentences(rows, path, scheme: str | None
     checked to be chunk tags (of ``scheme`` when given; ``-DOCSTART-`` rows are tokens,
     as in conlleval.pl)."""
     return ((g, p, at) for g, p, at, _ in documented(rows, path, scheme))
-
-
-def documented(rows, path, scheme: str | None
-                ) -> Iterator[tuple[list[str], list[str], str, int]]:
-    """:func:`_sentences` with each sentence's document: the number of ``-DOCSTART-``
-    lines before it (0 in a file without them)."""
-    gold: list[str] = []
-    pred: list[str] = []
-    first = None
-    doc = 0
-    for row in rows:
-        if row.boundary:
-            if gold:
-                yield gold, pred, first, doc
-            gold, pred, first = [], [], None
-            continue
-        if row.docstart:
-            doc += 1
-        g, p = _tags(row, path, scheme)
-        gold.append(g)
-        pred.append(p)
-        first = first or f"{path}:{row.line}"
-    if gold:
-        yield gold, pred, first, doc
-
-
-_PREFIXES = frozenset(p for name in enc.SCHEMES for p in enc.scheme_prefixes(name))
-
-
-def check_chunk_tag(tag: str, where: str, name: str, column: int, width: int,
-                     scheme: str | None,
-                     reads: str = "eval reads gold and predicted tags from the last two "
-                                  "columns") -> None:
-    """InputError unless ``tag`` (the ``name`` column of the line at ``where``) is a
-    chunk tag; ``reads`` says where the command reads its tags."""
-    prefixes = _PREFIXES if scheme is None else frozenset(enc.scheme_prefixes(scheme))
-    if tag == UNDECODED:
-        raise InputError(
-            f"{where}: the {name} column holds {UNDECODED}: fstchunk decode could "
-            f"not decode this sentence (its error was reported then); decode it again "
-            f"(e.g. with a larger --memory-budget) before scoring the file")
-    if tag != "O" and enc.split_tag(tag)[0] not in prefixes:
-        raise InputError(
-            f"{where}: the {name} column (column {column} of {width}) holds {tag!r}, not a "
-            f"chunk tag ({', '.join(sorted(prefixes))}-TYPE or O); {reads}")
