@@ -211,6 +211,54 @@ def check_gold(gold, batch: Batch, scheme: str, types: Sequence[str],
                 torch.as_tensor(count, dtype=dt, device=dev), chunks)
 
 
+def gold_index(gold, bt: Batch, tags: Sequence[str], scheme: str, start_ok: torch.Tensor,
+               trans_ok: torch.Tensor, end_ok: torch.Tensor) -> torch.Tensor:
+    """(B, n) column indices of the gold (0 on padding), checked: sizes, tags, and
+    the scheme's start, transition and end constraints (``start_ok``, ``trans_ok``,
+    ``end_ok`` on the emissions' device; vectorised).  ``gold``: tag lists, or a (B, n)
+    integer tensor of column indices read where the mask is True."""
+    B, n = bt.mask.shape
+    dev = bt.emissions.device
+    if isinstance(gold, torch.Tensor):
+        if gold.shape != (B, n) or gold.dtype in (torch.bool,) or gold.is_floating_point():
+            raise InputError(f"gold as a tensor must be (B, n) = {(B, n)} integer column "
+                             f"indices, got {tuple(gold.shape)} {gold.dtype}")
+        idx = torch.where(bt.mask, gold.to(dev).long(), torch.zeros((), dtype=torch.long,
+                                                                    device=dev))
+        bad = (idx < 0) | (idx >= len(tags))
+        if bool(bad.any()):
+            b, i = (int(v) for v in bad.nonzero()[0])
+            raise InputError(f"gold sentence {b}: position {i}: column index "
+                             f"{int(idx[b, i])} is not in 0..{len(tags) - 1}")
+    else:
+        if gold is None or isinstance(gold, (str, bytes)) or not isinstance(gold, Sequence):
+            raise InputError("gold must be a list of tag lists or a (B, n) index tensor")
+        if len(gold) != B:
+            raise InputError(f"gold has {len(gold)} sentences but the batch has {B}")
+        col = {t: i for i, t in enumerate(tags)}
+        rows = torch.zeros((B, n), dtype=torch.long)
+        for b, (seq, length) in enumerate(zip(gold, bt.lengths_list)):
+            if isinstance(seq, str) or not isinstance(seq, Sequence) or len(seq) != length:
+                raise InputError(f"gold sentence {b} must be a list of {length} tags "
+                                 f"(the mask's length), got {seq!r:.80}")
+            try:
+                rows[b, :length] = torch.tensor([col[t] for t in seq], dtype=torch.long)
+            except KeyError as e:
+                raise InputError(f"gold sentence {b}: tag {e.args[0]!r} is not among "
+                                 f"the tags {list(tags)}") from None
+        idx = rows.to(dev)
+    last = idx.gather(1, (bt.lengths - 1).unsqueeze(1)).squeeze(1)
+    ok = torch.ones((B, n), dtype=torch.bool, device=dev)
+    ok[:, 0] = start_ok[idx[:, 0]]
+    ok[:, 1:] = trans_ok[idx[:, :-1], idx[:, 1:]] | ~bt.mask[:, 1:]
+    ok[torch.arange(B, device=dev), bt.lengths - 1] &= end_ok[last]
+    if not bool(ok.all()):
+        b, i = (int(v) for v in (~ok).nonzero()[0])
+        raise InputError(f"gold sentence {b}: position {i}: tag {tags[int(idx[b, i])]!r} "
+                         f"makes an invalid {scheme} sequence")
+    return idx
+
+
 def encode_gold(idx: torch.Tensor, batch: Batch, tables: dict) -> Gold:
     """The :class:`Gold` of checked column indices ``idx`` (B, n), vectorised: a chunk
     opens at u where the arc into y_u opens one (``open0`` at u = 0, ``open`` after),

@@ -55,7 +55,8 @@ from . import chain as _chain
 from . import expected as _expected
 from . import tilted as _tilted
 from ..core.fbeta import to_beta_sq
-from .checks import Batch, Gold, check_allowed, check_batch, check_gold, encode_gold
+from .checks import (Batch, Gold, check_allowed, check_batch, check_gold, encode_gold,
+                     gold_index)
 from .semiring import NEG, logmatmul
 
 
@@ -173,48 +174,9 @@ class ChunkCRF:
         return total + bt.start[idx[:, 0]] + bt.end[last]
 
     def _gold_index(self, gold, bt: Batch) -> torch.Tensor:
-        """(B, n) column indices of the gold (0 on padding), checked: sizes, tags, and
-        the scheme's start, transition and end constraints (vectorised)."""
-        B, n = bt.mask.shape
-        dev = bt.emissions.device
-        if isinstance(gold, torch.Tensor):
-            if gold.shape != (B, n) or gold.dtype in (torch.bool,) or gold.is_floating_point():
-                raise InputError(f"gold as a tensor must be (B, n) = {(B, n)} integer column "
-                                 f"indices, got {tuple(gold.shape)} {gold.dtype}")
-            idx = torch.where(bt.mask, gold.to(dev).long(), torch.zeros((), dtype=torch.long,
-                                                                        device=dev))
-            bad = (idx < 0) | (idx >= len(self.tags))
-            if bool(bad.any()):
-                b, i = (int(v) for v in bad.nonzero()[0])
-                raise InputError(f"gold sentence {b}: position {i}: column index "
-                                 f"{int(idx[b, i])} is not in 0..{len(self.tags) - 1}")
-        else:
-            if gold is None or isinstance(gold, (str, bytes)) or not isinstance(gold, Sequence):
-                raise InputError("gold must be a list of tag lists or a (B, n) index tensor")
-            if len(gold) != B:
-                raise InputError(f"gold has {len(gold)} sentences but the batch has {B}")
-            col = {t: i for i, t in enumerate(self.tags)}
-            rows = torch.zeros((B, n), dtype=torch.long)
-            for b, (seq, length) in enumerate(zip(gold, bt.lengths_list)):
-                if isinstance(seq, str) or not isinstance(seq, Sequence) or len(seq) != length:
-                    raise InputError(f"gold sentence {b} must be a list of {length} tags "
-                                     f"(the mask's length), got {seq!r:.80}")
-                try:
-                    rows[b, :length] = torch.tensor([col[t] for t in seq], dtype=torch.long)
-                except KeyError as e:
-                    raise InputError(f"gold sentence {b}: tag {e.args[0]!r} is not among "
-                                     f"the tags {list(self.tags)}") from None
-            idx = rows.to(dev)
-        last = idx.gather(1, (bt.lengths - 1).unsqueeze(1)).squeeze(1)
-        ok = torch.ones((B, n), dtype=torch.bool, device=dev)
-        ok[:, 0] = self._mask("start", bt.start)[idx[:, 0]]
-        ok[:, 1:] = self._mask("trans", bt.transitions)[idx[:, :-1], idx[:, 1:]] | ~bt.mask[:, 1:]
-        ok[torch.arange(B, device=dev), bt.lengths - 1] &= self._mask("end", bt.end)[last]
-        if not bool(ok.all()):
-            b, i = (int(v) for v in (~ok).nonzero()[0])
-            raise InputError(f"gold sentence {b}: position {i}: tag {self.tags[int(idx[b, i])]!r} "
-                             f"makes an invalid {self.scheme} sequence")
-        return idx
+        """(B, n) column indices of the gold (:func:`~fstchunk.torch.checks.gold_index`)."""
+        return gold_index(gold, bt, self.tags, self.scheme, self._mask("start", bt.start),
+                          self._mask("trans", bt.transitions), self._mask("end", bt.end))
 
     def _gold(self, gold, bt: Batch) -> Gold:
         """The gold's chunks (:func:`~fstchunk.torch.checks.encode_gold`, vectorised);
