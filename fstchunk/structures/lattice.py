@@ -45,12 +45,13 @@ from ..engine.chain import (Layers, entropy, forward, gauge, restrict, sample_st
                            token_marginals, viterbi)
 from ..engine.expectation import ExpectedF, from_count_table, tp_count_table
 from ..engine.meu import exact_meu
-from ..engine.ragged import RaggedBatch, ragged_batches
+from ..engine.ragged import RaggedBatch
 from .decision import Decoding
 from .enumeration import LIMIT, layer_paths
 from ..core.fbeta import to_beta_sq
 from ..grammars.annotation import mask_acceptor
-from .layers import chain_layers, layers_of, normalise, to_space_labels, valid_machine
+from .layers import (chain_batch, chain_layers, layers_of, normalise, to_space_labels,
+                     valid_machine)
 from ..core.scorecheck import chain_scores
 from ..schemes.tagseq import tag_list
 from ..schemes.tagspace import TagSpace, canonical
@@ -337,12 +338,7 @@ class Lattice:
         """This dense chain as a ragged batch of one (:mod:`fstchunk.engine.ragged`)."""
         if self.scores is None:
             raise InputError("a lattice from a machine is no dense chain: it has no batch form")
-        e, t, s, en = self.scores
-        sp = self.space
-        return ragged_batches([e], np.where(sp.trans_ok, t, -np.inf),
-                              np.where(sp.start_ok, s, -np.inf),
-                              np.where(sp.end_ok, en, -np.inf), sp,
-                              masks=None if self.allowed is None else [self.allowed])[0]
+        return chain_batch(self.space, self.scores, self.allowed)
 
     @one_blas_thread
     def log_prob(self, seq: Sequence[str]) -> float:

@@ -5,9 +5,10 @@ acceptor, then topologically sorted (:func:`layers_of`: each state knows the tag
 was entered by), and normalised so that its paths sum to one (:func:`normalise`); the
 machine a lattice's distribution lives on, model ∘ validity (:func:`valid_machine`).
 What :meth:`fstchunk.structures.lattice.Lattice.from_fst` and :attr:`~fstchunk.structures.lattice.Lattice.fst`
-are built from.  A dense chain's layers come from its score arrays instead
-(:func:`chain_layers`: what :attr:`~fstchunk.structures.lattice.Lattice.layers` is for
-:meth:`~fstchunk.structures.lattice.Lattice.from_scores`).
+are built from.  A dense chain's numerical forms come from its score arrays instead:
+its layers (:func:`chain_layers`: what :attr:`~fstchunk.structures.lattice.Lattice.layers`
+is for :meth:`~fstchunk.structures.lattice.Lattice.from_scores`) and its ragged batch of
+one (:func:`chain_batch`, :meth:`~fstchunk.structures.lattice.Lattice.batch`).
 
 Pitfall: the machine's paths must all have the same length (one tag per token).
 """
@@ -19,6 +20,7 @@ import pynini
 
 from ..core.errors import InputError
 from ..engine.chain import Layers, restrict
+from ..engine.ragged import RaggedBatch, ragged_batches
 from ..grammars import fsa
 from ..grammars.validity import validity_acceptor
 from ..schemes.tagspace import TagSpace
@@ -85,6 +87,16 @@ def chain_layers(ts: TagSpace, scores: tuple, allowed: np.ndarray | None = None)
     w += [masked + emissions[i][None, :] for i in range(1, n)]
     lay = Layers(w, [np.arange(len(ts))] * n, np.where(ts.end_ok, end, neg))
     return lay if allowed is None else restrict(lay, allowed)
+
+
+def chain_batch(ts: TagSpace, scores: tuple, allowed: np.ndarray | None = None) -> RaggedBatch:
+    """A dense chain, ``scores`` = (emissions, transitions, start, end), as a ragged batch
+    of one (:mod:`fstchunk.engine.ragged`): the scores −inf where the scheme forbids,
+    the (n, L) tag mask ``allowed`` kept as the batch's mask."""
+    e, t, s, en = scores
+    return ragged_batches([e], np.where(ts.trans_ok, t, -np.inf),
+                          np.where(ts.start_ok, s, -np.inf), np.where(ts.end_ok, en, -np.inf),
+                          ts, masks=None if allowed is None else [allowed])[0]
 
 
 def layers_of(f: pynini.Fst, ts: TagSpace) -> Layers:
