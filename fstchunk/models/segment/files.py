@@ -8,7 +8,8 @@ feature function's version, :func:`.features.feature_version` of the predicate s
 training layout; :func:`read_model` validates every one, naming file and field.
 
 Pitfall: the learner's hyper-parameters (``average``, ``seed``, ``max_sweeps``, and
-``max_iter`` as the epochs made, ``iteration``) are read from ``settings``, where
+``max_iter`` as the epochs made: ``iteration``, or ``epochs`` in files from
+before the training loop) are read from ``settings``, where
 training records them; a file without them (a model never trained, or of an older
 version) gets the defaults.
 """
@@ -174,13 +175,13 @@ def read_model(path, kind: str) -> ModelFields:
 
 def _learner_settings(settings: dict) -> dict:
     """The learner's hyper-parameters ``settings`` records (those it does not: the
-    defaults); ``max_iter``: the epochs the run made (``iteration``)."""
+    defaults); ``max_iter``: the epochs the run made (``iteration``, else ``epochs``)."""
     out: dict = {}
     if isinstance(settings.get("average"), bool):
         out["average"] = settings["average"]
     for key, name, low in (("seed", "seed", 0), ("max_sweeps", "max_sweeps", 1),
-                           ("iteration", "max_iter", 1)):
+                           ("epochs", "max_iter", 1), ("iteration", "max_iter", 1)):
         value = settings.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value >= low:
-            out[name] = value
+            out[name] = value               # the loop's iteration over the older epochs
     return out
