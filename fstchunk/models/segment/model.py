@@ -97,7 +97,14 @@ class SegmentModel(Fitting, Estimator):
         restrictions_: the restriction flags decoding applies by default.
         pos_: whether the features read POS tags.
         settings_: what training recorded (epochs, dev F, ...).
-        layout_: the training layout (None: not recorded).
+        layout_: the training layout (None: not recorded); ``data_scheme_`` its tag
+            column's scheme.
+        scheme_: None (segment sets, not tag lattices).
+        other_weights_: the learner's last W when θ is the average (not saved).
+
+    The fitted state's names before the ``_`` (``types``, ``W``, ``theta``,
+    ``settings``, ...) read and write these, with a
+    :class:`~fstchunk.core.errors.FstchunkDeprecationWarning`.
 
     Examples:
         >>> import fstchunk
