@@ -100,9 +100,9 @@ def run(name: str, args) -> dict:
                            functools.partial(segment_train.hildreth, tol=tol)), \
             mock.patch.object(segment_train, "kbest",
                               lambda a, k, g: kbest(a, wider * k, g)):
-        m = SegmentModel(**kw).fit(tr, dev=dv, max_iter=args.epochs)
+        m = SegmentModel(**kw, max_iter=args.epochs).fit(tr, dev=dv)
     secs = time.perf_counter() - t
-    hist = m.settings["history"]
+    hist = m.settings_["history"]
     out = {"name": name, "desc": desc, "train": len(tr), "dev": len(dv), "seconds": secs,
            "epochs": len(hist), "avg": [h["dev_f_average"] for h in hist],
            "last": [h["dev_f_last"] for h in hist],
@@ -247,15 +247,16 @@ def full_run(name: str, args) -> None:
         print(json.dumps(rec), file=sys.stderr, flush=True)
         if p.dev_f > best["f"]:
             best.update(f=p.dev_f, epoch=p.iteration)
-            p.model.settings["best_epoch"] = p.iteration
+            p.model.settings_["best_epoch"] = p.iteration
             p.model.save(best_path)
         if args.patience and p.iteration - best["epoch"] >= args.patience:
             raise StopTraining(f"dev F flat for {args.patience} epochs")
 
     ckpt = f"{args.store[0]}.{args.full}.{name}.ckpt"
     try:
-        SegmentModel(**kw).fit(tr, dev=dv, max_iter=args.epochs, select="dev",
-                               callbacks=[keep], checkpoint=ckpt, resume=args.resume)
+        SegmentModel(**kw, max_iter=args.epochs).fit(tr, dev=dv, select="dev",
+                                                     callbacks=[keep], checkpoint=ckpt,
+                                                     resume=args.resume)
     except StopTraining as e:
         print(f"{name}: {e}", file=sys.stderr)
 
@@ -353,12 +354,12 @@ def finish(args) -> None:
         m = SegmentModel.load(f"{store}.{args.full}.{name}.npz")
         ep = epochs_of(store, args.full, name)
         desc = CONFIGS[name][0]
-        paper = PAPER.get(args.full, {}).get("multilabel, restricted" if m.restrictions[
+        paper = PAPER.get(args.full, {}).get("multilabel, restricted" if m.restrictions_[
             "no_overlap"] else "multilabel", "—")
         rows.append(row(f"{desc}, threshold 0", gold, m.decode(te), idx,
                         paper if isinstance(paper, str) else f"{paper:.2f}"))
         secs = np.diff([0.0] + [r["seconds"] for r in ep])
-        notes.append(f"{desc}: epoch {m.settings['best_epoch']} of {len(ep)} run kept by dev F "
+        notes.append(f"{desc}: epoch {m.settings_['best_epoch']} of {len(ep)} run kept by dev F "
                      f"(dev F averaged / last weights per epoch: "
                      + ", ".join(f"{r['dev_avg']:.2f}/{r['dev_last']:.2f}" for r in ep)
                      + f"); {np.median(secs):.0f} s per epoch (median; dev F of both weights "

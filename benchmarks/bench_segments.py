@@ -108,8 +108,8 @@ HEAD = ["| model | paper F | P | R | F ± SE | hard P | hard R | hard F |",
 def multilabel(args, tr, dv, restrictions=None):
     """The multilabel model, averaged, the epoch (of at most --epochs) chosen by dev F."""
     with Timer() as t:
-        m = SegmentModel(restrictions=restrictions).fit(
-            tr, dev=dv, max_iter=args.epochs, select="dev", progress=not args.quiet)
+        m = SegmentModel(restrictions=restrictions, max_iter=args.epochs).fit(
+            tr, dev=dv, select="dev", progress=not args.quiet)
     m.calibrate(dv, source="dev")
     return m, t.seconds
 
@@ -134,8 +134,8 @@ def perceptron(args, tr: list[Sentence], dv: list[Sentence], template: str,
 
 
 def epochs_note(m) -> str:
-    h = m.settings["history"]
-    return (f"epoch {m.settings['selected_epoch']} of {len(h)} kept (dev F averaged / last "
+    h = m.settings_["history"]
+    return (f"epoch {m.settings_['selected_epoch']} of {len(h)} kept (dev F averaged / last "
             f"weights per epoch: "
             + ", ".join(f"{r['dev_f_average']:.2f}/{r['dev_f_last']:.2f}" for r in h) + ")")
 
@@ -150,7 +150,7 @@ def section_genia(args) -> None:
         thr = m.decode(te)
     rows = [row("multilabel, threshold 0", gold, thr, idx),
             row("multilabel, the last epoch's last weights (not averaged), threshold 0", gold,
-                m.decode(te, W=m.other_weights), idx),
+                m.decode(te, W=m.other_weights_), idx),
             row("multilabel, no embedding", gold, m.decode(te, restrictions="no-embedding"), idx),
             row("multilabel, MEU (calibrated on dev)", gold, meu := m.decode(te, decoder="meu"),
                 idx)]
@@ -168,7 +168,7 @@ def section_genia(args) -> None:
     out = [f"GENIA 3.02 (annotations © GENIA Project, CC BY 3.0): {len(tr)} training, "
            f"{len(dv)} dev, {len(te)} test sentences; {sum(map(len, gold))} test segments, "
            f"{hard} of them overlapping another or non-contiguous (the hard columns). "
-           f"Multilabel: averaged weights, max gap {m.max_gap}, k = n; {epochs_note(m)}. "
+           f"Multilabel: averaged weights, max gap {m.max_gap_}, k = n; {epochs_note(m)}. "
            f"ML CRF: ner-nopos features, "
            f"{args.crf_iter} L-BFGS iterations, default λ. Test F ± bootstrap SE "
            f"({args.resamples} resamples); one test run each.\n", *HEAD, *rows,
@@ -294,10 +294,10 @@ def section_loop(args) -> None:
                     print(f"{corpus} {label} run {r + 1}: {secs:.1f} s, CPU {cpu:.1f} s",
                           file=sys.stderr)
             before, after = (load_model(str(folder / f"{x}-0-0.npz")) for x in ("befor", "after"))
-            same = bool(np.array_equal(before.W, after.W))
-            fs = [(h["dev_f_average"], h["dev_f_last"]) for h in before.settings["history"]]
+            same = bool(np.array_equal(before.W_, after.W_))
+            fs = [(h["dev_f_average"], h["dev_f_last"]) for h in before.settings_["history"]]
             same_f = fs == [(h["dev_f_average"], h["dev_f_last"])
-                            for h in after.settings["history"]]
+                            for h in after.settings_["history"]]
             name = {"genia": f"GENIA, first {n} training sentences",
                     "np": "CoNLL-2000 NP chunks, all"}[corpus]
             rows.append(f"| {name} | " + " | ".join(

@@ -35,8 +35,12 @@ def mark(p=None):
     marks.append((time.perf_counter(), cpu()))
 def fit():
     mark()
-    SegmentModel(predicates=a["predicates"]).fit(tr, max_iter=a["epochs"], callbacks=[mark],
-                                                 checkpoint_every=0)
+    if "max_iter" in SegmentModel().__dict__:        # a checkout with the estimator contract
+        SegmentModel(predicates=a["predicates"], max_iter=a["epochs"]).fit(
+            tr, callbacks=[mark], checkpoint_every=0)
+    else:
+        SegmentModel(predicates=a["predicates"]).fit(tr, max_iter=a["epochs"],
+                                                     callbacks=[mark], checkpoint_every=0)
 if a["one_thread"]:
     from threadpoolctl import threadpool_limits
     with threadpool_limits(limits=1, user_api="blas"):

@@ -355,7 +355,7 @@ def test_old_segment_model_decodes_as_before_with_one_warning(capsys, tmp_path):
     inp = tmp_path / "in.txt"
     write_conll(ref["train"], inp)
     model = load_model(os.path.join(V2, "segment.npz"))
-    assert model.layout is None and model.data_scheme is None
+    assert model.layout_ is None and model.data_scheme_ is None
     code, out, err = run(capsys, "segment", "decode", "--model", os.path.join(V2, "segment.npz"),
                          "--input", inp)
     assert code == 0

@@ -116,7 +116,7 @@ def test_cli_expected_is_identical(setup, dask, small_blocks, capsys):
 
 def test_cli_segment_decode_is_identical(corpus, dask, small_blocks, capsys, tmp_path):
     sents = read_segments(corpus("genia", "train.jsonl"))[:150]
-    model = SegmentModel(D=2 ** 16, max_gap=1).fit(sents[:100], max_iter=1)
+    model = SegmentModel(D=2 ** 16, max_gap=1, max_iter=1).fit(sents[:100])
     path = tmp_path / "seg.npz"
     model.save(path)
     inp = tmp_path / "in.jsonl"

@@ -54,10 +54,10 @@ def counting(monkeypatch) -> dict:
 
 
 def same(a: SegmentModel, b: SegmentModel) -> None:
-    np.testing.assert_array_equal(a.W, b.W)
-    np.testing.assert_array_equal(a.other_weights, b.other_weights)
-    assert a.settings["history"] == b.settings["history"]
-    assert a.settings["dev_f"] == b.settings["dev_f"]
+    np.testing.assert_array_equal(a.W_, b.W_)
+    np.testing.assert_array_equal(a.other_weights_, b.other_weights_)
+    assert a.settings_["history"] == b.settings_["history"]
+    assert a.settings_["dev_f"] == b.settings_["dev_f"]
 
 
 @pytest.mark.parametrize("predicates", PREDICATES)
@@ -70,12 +70,12 @@ def test_kept_features_train_bit_identical_weights(monkeypatch, predicates, pos,
     hyper = dict(D=2 ** 12, predicates=predicates, restrictions=restrictions,
                  max_gap=max_gap, seed=3)
     seen = counting(monkeypatch)
-    kept = SegmentModel(**hyper).fit(data, dev=data[:3], max_iter=3)
+    kept = SegmentModel(**hyper, max_iter=3).fit(data, dev=data[:3])
     # every visit after the first epoch, and every dev sentence after its first decoding
     assert seen["hits"] > 0 and seen["misses"] == len(data)
     monkeypatch.setattr(cache_mod, "BUDGET_MB", 0)
     seen.update(hits=0, misses=0)
-    fresh = SegmentModel(**hyper).fit(data, dev=data[:3], max_iter=3)
+    fresh = SegmentModel(**hyper, max_iter=3).fit(data, dev=data[:3])
     assert seen["hits"] == 0 and seen["misses"] > 3 * len(data)
     same(kept, fresh)
     assert kept._cache is None and fresh._cache is None       # dropped after fit
@@ -83,12 +83,12 @@ def test_kept_features_train_bit_identical_weights(monkeypatch, predicates, pos,
 
 def test_a_budget_that_keeps_some_sentences_gives_the_same_weights(monkeypatch):
     data = toy(True) + toy(True)                    # distinct objects: 12 sentences
-    full = SegmentModel(D=2 ** 12, seed=1).fit(data, dev=data[:2], max_iter=2)
+    full = SegmentModel(D=2 ** 12, seed=1, max_iter=2).fit(data, dev=data[:2])
     one = Packed.of(sentence_features(data[0].tokens, data[0].pos, 2 ** 12, 2,
                                       "mcp05+sp03")).nbytes
     monkeypatch.setattr(cache_mod, "BUDGET_MB", 2.5 * one / 2 ** 20)  # about three kept
     seen = counting(monkeypatch)
-    part = SegmentModel(D=2 ** 12, seed=1).fit(data, dev=data[:2], max_iter=2)
+    part = SegmentModel(D=2 ** 12, seed=1, max_iter=2).fit(data, dev=data[:2])
     assert seen["hits"] > 0 and seen["misses"] > len(data)   # some kept, some not
     same(full, part)
 
@@ -133,6 +133,6 @@ def test_the_learner_updates_with_one_blas_thread(monkeypatch):
     monkeypatch.setattr(train_mod, "hildreth", spy)
     with threadpool_limits(limits=3, user_api="blas"):
         assert set(blas_threads()) == {3}
-        SegmentModel(D=2 ** 10).fit(toy(False), max_iter=1)
+        SegmentModel(D=2 ** 10, max_iter=1).fit(toy(False))
         assert set(blas_threads()) == {3}           # the caller's setting is back
     assert seen and all(set(x) == {1} for x in seen)

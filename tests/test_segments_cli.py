@@ -27,7 +27,7 @@ def test_jsonl_train_decode_eval(genia, capsys):
                  str(genia / "dev.jsonl"), "--epochs", "2", "-o", model, "--quiet"]) == 0
     assert "calibration on" in capsys.readouterr().out
     m = load_model(model)
-    assert m.kind == "segment" and len(m.settings["platt"]) == 2
+    assert m.kind == "segment" and len(m.settings_["platt"]) == 2
     for decoder in ("threshold", "meu"):
         out = genia / f"{decoder}.jsonl"
         assert main(["segment", "decode", "--model", model, "--input",
@@ -76,7 +76,7 @@ def test_conll_train_and_decode_writes_a_tag_column(tmp_path, corpus, capsys):
     assert main(["segment", "train", "--train", str(tmp_path / "t.txt"), "--dev",
                  str(tmp_path / "d.txt"), "--epochs", "3", "--select", "dev", "-o", chosen,
                  "--quiet"]) == 0
-    s = load_model(chosen).settings
+    s = load_model(chosen).settings_
     fs = [h["dev_f_average"] for h in s["history"]]
     assert s["select"] == "dev" and fs[s["selected_epoch"] - 1] == max(fs)
     assert "kept epoch" in capsys.readouterr().out

@@ -43,7 +43,7 @@ def test_jsonl_segments_carry_platt_probabilities(seg, capsys, decoder):
     rows = [json.loads(x) for x in out.splitlines()]
     assert sum(len(r["segments"]) for r in rows) > 0
     for r, s in zip(rows, sents):
-        cands = {(model.types[t], pos): score for score, t, pos in model.candidates(s)}
+        cands = {(model.types_[t], pos): score for score, t, pos in model.candidates(s)}
         for g in r["segments"]:
             score = cands[(g["type"], tuple(g["positions"]))]
             assert g["p"] == pytest.approx(float(calibrated([score], a, b)[0]), rel=1e-12)

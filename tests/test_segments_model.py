@@ -117,17 +117,17 @@ def test_allowed_arcs():
 def test_segment_score_equals_w_dot_features():
     rng = np.random.default_rng(1)
     m = SegmentModel(D=2 ** 12, max_gap=1)._fitted(["PER", "ENZ"], pos=True)
-    m.W = rng.normal(size=m.W.shape)
+    m.W_ = rng.normal(size=m.W_.shape)
     s = sent("Bill and Hilary Clinton traveled today", pos="NNP CC NNP NNP VBD NN".split())
     a = m.arc_scores(s)
     for seg in [Segment("PER", (0, 3)), Segment("PER", (2, 3)), Segment("ENZ", (5,)),
                 Segment("ENZ", (0, 1, 2, 3, 4, 5))]:
-        t = m.type_index[seg.type]
+        t = m.type_index_[seg.type]
         idx = members(len(s), seg.positions)
         via_arcs = sum(a[t, j, i] for j, i in zip(idx, idx[1:]))
         f = m.segment_features(s, seg)
         assert f.shape == (1, m.D)
-        via_w = float((f @ m.W[:, t])[0])
+        via_w = float((f @ m.W_[:, t])[0])
         if np.isfinite(via_arcs):
             assert via_w == pytest.approx(via_arcs, rel=1e-12, abs=1e-12)
         else:                                       # (0, 3) skips 2 tokens > max_gap
@@ -174,10 +174,10 @@ def f_score(model, sentences):
 
 @pytest.mark.parametrize("average", [True, False])
 def test_training_fits_overlapping_and_noncontiguous_segments(brute, average):
-    m = SegmentModel(D=2 ** 14, average=average).fit(TRAIN, dev=TRAIN, max_iter=6)
-    assert m.types == ["PER", "ENZ"] and m.max_gap == 2
+    m = SegmentModel(D=2 ** 14, average=average, max_iter=6).fit(TRAIN, dev=TRAIN)
+    assert m.types_ == ["PER", "ENZ"] and m.max_gap_ == 2
     assert f_score(m, TRAIN) == 100.0
-    hist = m.settings["history"]
+    hist = m.settings_["history"]
     assert len(hist) == 6 and hist[-1]["dev_f_last"] == 100.0
     assert ("dev_f_average" in hist[-1]) == average
 
@@ -188,12 +188,12 @@ def test_update_satisfies_its_constraints(brute):
     s = TRAIN[0]
     top = m.candidates(s, k=len(s))                # before the update: all scores 0
     assert learner.step(s) > 0
-    assert not m.W.any()                           # the learner has its own W
+    assert not m.W_.any()                           # the learner has its own W
     a = m.arc_scores(s, W=learner.W)
     for score, t, pos in top:
         idx = members(len(s), pos)
         new = sum(a[t, j, i] for j, i in zip(idx, idx[1:]))
-        if Segment(m.types[t], pos) in s.segments:
+        if Segment(m.types_[t], pos) in s.segments:
             assert new >= 1 - 1e-7
         else:
             assert new <= -1 + 1e-7
@@ -215,8 +215,8 @@ def test_training_with_restrictions_and_decoding_options(monkeypatch, which):
     if which == "brute":
         monkeypatch.setattr(model_mod, "kbest", brute_kbest)
         monkeypatch.setattr(train_mod, "kbest", brute_kbest)
-    m = SegmentModel(D=2 ** 12, restrictions="no-overlap").fit(TRAIN[1:4], max_iter=4)
-    assert m.restrictions["no_overlap"] and not m.pos
+    m = SegmentModel(D=2 ** 12, restrictions="no-overlap", max_iter=4).fit(TRAIN[1:4])
+    assert m.restrictions_["no_overlap"] and not m.pos_
     for segs in m.decode(TRAIN):
         used = [p for g in segs for p in g.positions]
         assert len(used) == len(set(used))
@@ -230,12 +230,12 @@ def test_training_with_restrictions_and_decoding_options(monkeypatch, which):
 def test_pos_is_read_only_by_a_model_trained_with_it(brute):
     tagged = [sent(" ".join(s.tokens), [(g.type, g.positions) for g in s.segments],
                    pos=["X"] * len(s)) for s in TRAIN]
-    m = SegmentModel(D=2 ** 10).fit(tagged, max_iter=1)
-    assert m.pos
+    m = SegmentModel(D=2 ** 10, max_iter=1).fit(tagged)
+    assert m.pos_
     with pytest.raises(InputError, match="reads POS tags, the sentence has none \\(a CoNLL file "
                                          "gives them in the second of three or more"):
         m.decode(TRAIN[:1])
-    plain = SegmentModel(D=2 ** 10).fit(TRAIN, max_iter=1)
+    plain = SegmentModel(D=2 ** 10, max_iter=1).fit(TRAIN)
     assert plain.decode(tagged) == plain.decode(TRAIN)
 
 
@@ -247,21 +247,22 @@ def test_training_input_errors():
     with pytest.raises(InputError, match="no training sentences"):
         SegmentModel().fit([])
     with pytest.raises(InputError, match="max_gap"):
-        SegmentModel(max_gap=-1)
+        SegmentModel(max_gap=-1).fit(TRAIN)
 
 
 # ---------------------------------------------------------------- files
 def test_save_load_round_trip(tmp_path, brute):
-    m = SegmentModel(D=2 ** 10, restrictions="no-embedding", seed=4).fit(TRAIN, max_iter=2)
+    m = SegmentModel(D=2 ** 10, restrictions="no-embedding", seed=4, max_iter=2).fit(TRAIN)
     path = tmp_path / "seg.npz"
     m.save(path)
     back = load_model(path)
     assert isinstance(back, SegmentModel)
-    np.testing.assert_array_equal(back.W, m.W)
-    assert (back.types, back.D, back.max_gap, back.k, back.threshold) == \
-        (m.types, m.D, m.max_gap, m.k, m.threshold)
-    assert back.restrictions == m.restrictions and back.restrictions["no_embedding"]
-    assert back.settings["history"] == m.settings["history"]
+    np.testing.assert_array_equal(back.W_, m.W_)
+    assert (back.types_, back.D, back.max_gap_, back.k, back.threshold_) == \
+        (m.types_, m.D, m.max_gap_, m.k, m.threshold_)
+    assert back.restrictions_ == m.restrictions_ and back.restrictions_["no_embedding"]
+    assert back.max_gap == m.max_gap_ and back.max_iter == 2      # as fitted
+    assert back.settings_["history"] == m.settings_["history"]
     assert (back.seed, back.average, back.max_sweeps) == (4, True, 1000)
     assert back.decode(TRAIN) == m.decode(TRAIN)
 

@@ -84,19 +84,19 @@ def test_segment_features_equal_the_sum_of_step_rows(predicates, pos):
     fly) scores as the sum of the step scores, for every predicate set."""
     rng = np.random.default_rng(3)
     m = SegmentModel(D=2 ** 12, max_gap=1, predicates=predicates)._fitted(["A", "B"], pos=pos)
-    m.W = rng.normal(size=m.W.shape)
+    m.W_ = rng.normal(size=m.W_.shape)
     s = SegSentence("w x y z v".split(), [], pos=list("NVNDN") if pos else None)
     a = m.arc_scores(s)
     for seg in (Segment("A", (0, 1)), Segment("B", (1, 3)), Segment("A", (0, 3))):
-        t = m.type_index[seg.type]
-        score = float((m.segment_features(s, seg) @ m.W[:, t])[0])
+        t = m.type_index_[seg.type]
+        score = float((m.segment_features(s, seg) @ m.W_[:, t])[0])
         idx = [0, *(p + 1 for p in seg.positions), len(s) + 1]
         steps = [a[t, j, i] for j, i in zip(idx, idx[1:])]
         if np.all(np.isfinite(steps)):
             assert score == pytest.approx(sum(steps), rel=1e-12, abs=1e-12)
         else:                                       # (0, 3) skips 2 > max_gap
             g = sentence_features(s.tokens, s.pos, m.D, None, predicates)
-            want = sum(float((g.F[g.index[j, i]] @ m.W[:, t])[0]) for j, i in zip(idx, idx[1:]))
+            want = sum(float((g.F[g.index[j, i]] @ m.W_[:, t])[0]) for j, i in zip(idx, idx[1:]))
             assert score == pytest.approx(want, rel=1e-12, abs=1e-12)
 
 
@@ -105,7 +105,7 @@ def test_feature_versions_name_the_sets():
     assert [predicates_of(feature_version(p)) for p in PREDICATES] == list(PREDICATES)
     assert predicates_of("other-v9") is None
     with pytest.raises(InputError, match="unknown predicate set 'crf'"):
-        SegmentModel(predicates="crf")
+        SegmentModel(predicates="crf").fit(TRAIN)
     with pytest.raises(InputError, match="unknown predicate set"):
         token_ids(WORDS, None, "sp")
 
@@ -118,7 +118,7 @@ TRAIN = [SegSentence("the cat sat on the mat".split(), [Segment("NP", (0, 1)),
 
 @pytest.mark.parametrize("predicates", PREDICATES)
 def test_model_file_records_the_predicate_set(tmp_path, predicates):
-    m = SegmentModel(D=2 ** 12, predicates=predicates).fit(TRAIN, max_iter=2)
+    m = SegmentModel(D=2 ** 12, predicates=predicates, max_iter=2).fit(TRAIN)
     m.save(tmp_path / "m.npz")
     meta, _ = load_model_file(tmp_path / "m.npz", "segment")
     assert meta["features"] == feature_version(predicates)
@@ -129,7 +129,7 @@ def test_model_file_records_the_predicate_set(tmp_path, predicates):
 
 
 def test_a_file_of_the_older_version_loads_as_mcp05_and_a_foreign_one_is_named(tmp_path):
-    m = SegmentModel(D=2 ** 12, predicates="mcp05").fit(TRAIN, max_iter=2)
+    m = SegmentModel(D=2 ** 12, predicates="mcp05", max_iter=2).fit(TRAIN)
     m.save(tmp_path / "m.npz")
     meta, arrays = load_model_file(tmp_path / "m.npz", "segment")
     keep = {k: v for k, v in meta.items() if k not in ("format", "version", "kind", "checksum")}

@@ -34,7 +34,7 @@ def random_model(seed: int, restrictions=None) -> SegmentModel:
     """A model of the TRAIN types with random weights (scores on the scale of ±1)."""
     m = SegmentModel(D=2 ** 10, max_gap=2, restrictions=restrictions)
     m._fitted(["PER", "ENZ"])
-    m.W = np.random.default_rng(seed).normal(scale=0.3, size=m.W.shape)
+    m.W_ = np.random.default_rng(seed).normal(scale=0.3, size=m.W_.shape)
     return m
 
 
@@ -70,26 +70,26 @@ def test_best_threshold_is_the_best_f_nearest_zero(rows):
 
 
 def test_tune_threshold_sets_records_and_a_refit_undoes_it(tmp_path):
-    m = SegmentModel(D=2 ** 12, threshold=0.3).fit(TRAIN, max_iter=3)
+    m = SegmentModel(D=2 ** 12, threshold=0.3, max_iter=3).fit(TRAIN)
     curve = decisions.threshold_curve(m, DEV)
     want = decisions.best_threshold(curve)
     t = m.tune_threshold(DEV, source="dev.jsonl")
-    assert t == m.threshold == want[0]
-    rec = m.settings["threshold_tuned_on"]
+    assert t == m.threshold_ == want[0] and m.threshold == 0.3      # the hyper-parameter stays
+    rec = m.settings_["threshold_tuned_on"]
     assert rec["before"] == 0.3 and rec["source"] == "dev.jsonl" and rec["f"] == want[3]
     assert rec["curve"] == [list(r) for r in curve]
     assert m.decode(DEV) == m.decode(DEV, threshold=t)
     m.tune_threshold(DEV, thresholds=[-5.0, 5.0])                   # again: before kept
-    assert m.settings["threshold_tuned_on"]["before"] == 0.3
-    assert m.settings["threshold_tuned_on"]["at_edge"]
+    assert m.settings_["threshold_tuned_on"]["before"] == 0.3
+    assert m.settings_["threshold_tuned_on"]["at_edge"]
     path = tmp_path / "m.npz"
     m.save(path)
     back = SegmentModel.load(path)
-    assert back.threshold == m.threshold
-    assert back.settings["threshold_tuned_on"] == json.loads(json.dumps(
-        m.settings["threshold_tuned_on"]))
-    back.fit(TRAIN, max_iter=1)                                     # new weights: undone
-    assert back.threshold == 0.3 and "threshold_tuned_on" not in back.settings
+    assert back.threshold_ == m.threshold_ and back.threshold == 0.3   # as fitted
+    assert back.settings_["threshold_tuned_on"] == json.loads(json.dumps(
+        m.settings_["threshold_tuned_on"]))
+    back.set_params(max_iter=1).fit(TRAIN)                          # new weights: undone
+    assert back.threshold_ == 0.3 and "threshold_tuned_on" not in back.settings_
 
 
 def test_tuning_errors_name_the_problem():
@@ -123,14 +123,15 @@ def test_cli_threshold_dev_is_the_apis_choice(genia, capsys):
     assert main(args + ["--threshold", "dev", "--dev", dev]) == 0
     out = capsys.readouterr().out
     m = load_model(model)
-    tuned = m.settings["threshold_tuned_on"]
-    assert f"threshold on {dev}: {m.threshold:+.1f}" in out
+    tuned = m.settings_["threshold_tuned_on"]
+    assert f"threshold on {dev}: {m.threshold_:+.1f}" in out
     again = load_model(model)
-    again.threshold = tuned["before"]
-    assert again.tune_threshold(read_jsonl(dev)) == m.threshold
+    assert again.threshold == tuned["before"]                 # the hyper-parameter, as fitted
+    again.threshold_ = tuned["before"]
+    assert again.tune_threshold(read_jsonl(dev)) == m.threshold_
     assert tuned["before"] == 0.0 and tuned["sentences"] == 40
     assert main(args + ["--threshold", "0.4"]) == 0
-    assert load_model(model).threshold == 0.4
+    assert load_model(model).threshold_ == load_model(model).threshold == 0.4
     for bad in ("abc", "nan", "inf"):
         with pytest.raises(SystemExit):
             main(args + ["--threshold", bad])

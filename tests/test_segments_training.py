@@ -57,13 +57,13 @@ def stop_at_visit(monkeypatch, visit: int) -> None:
 
 
 def same_training(a: SegmentModel, b: SegmentModel) -> None:
-    np.testing.assert_array_equal(a.W, b.W)
-    assert a.settings["history"] == b.settings["history"]
-    assert a.settings["selected_epoch"] == b.settings["selected_epoch"]
-    if a.other_weights is None:
-        assert b.other_weights is None
+    np.testing.assert_array_equal(a.W_, b.W_)
+    assert a.settings_["history"] == b.settings_["history"]
+    assert a.settings_["selected_epoch"] == b.settings_["selected_epoch"]
+    if a.other_weights_ is None:
+        assert b.other_weights_ is None
     else:
-        np.testing.assert_array_equal(a.other_weights, b.other_weights)
+        np.testing.assert_array_equal(a.other_weights_, b.other_weights_)
 
 
 # ---------------------------------------------------------------- resume (API)
@@ -71,8 +71,8 @@ def same_training(a: SegmentModel, b: SegmentModel) -> None:
 @pytest.mark.parametrize("where", ["after epoch 2", "inside epoch 3", "first visit"])
 @pytest.mark.parametrize("restrictions", [None, "no-overlap"])
 def test_resumed_run_is_bit_identical(tmp_path, monkeypatch, average, where, restrictions):
-    hyper = dict(D=2 ** 12, average=average, restrictions=restrictions, seed=5)
-    options = dict(dev=TOY[:4], max_iter=4, select="dev")
+    hyper = dict(D=2 ** 12, average=average, restrictions=restrictions, seed=5, max_iter=4)
+    options = dict(dev=TOY[:4], select="dev")
     full = SegmentModel(**hyper).fit(TOY, **options)
     ckpt = str(tmp_path / "m.ckpt")
     callbacks = []
@@ -87,14 +87,14 @@ def test_resumed_run_is_bit_identical(tmp_path, monkeypatch, average, where, res
         SegmentModel(**hyper).fit(TOY, checkpoint=ckpt, callbacks=callbacks, **options)
     assert e.value.checkpoint == ckpt
     done = 0 if where == "first visit" else 2
-    assert load_model(ckpt).settings["iteration"] == done
+    assert load_model(ckpt).settings_["iteration"] == done
     assert os.path.exists(ckpt + ".hildreth.npz")
     monkeypatch.undo()
     out = str(tmp_path / "m.npz")
     resumed = SegmentModel(**hyper).fit(TOY, checkpoint=ckpt, resume=True, output=out,
                                         **options)
     same_training(full, resumed)
-    np.testing.assert_array_equal(load_model(out).W, full.W)
+    np.testing.assert_array_equal(load_model(out).W_, full.W_)
     assert not any(p.name.startswith("m.ckpt") for p in tmp_path.iterdir())
 
 
@@ -108,17 +108,17 @@ def test_a_state_file_of_another_run_is_refused(tmp_path):
             raise KeyboardInterrupt
     for path, seed in ((ckpt, 0), (str(tmp_path / "other.ckpt"), 0)):
         with pytest.raises(TrainingInterrupted):
-            SegmentModel(seed=seed, **hyper).fit(TOY if path == ckpt else TOY[::-1],
-                                                 max_iter=3, checkpoint=path, callbacks=[stop])
+            SegmentModel(seed=seed, **hyper, max_iter=3).fit(
+                TOY if path == ckpt else TOY[::-1], checkpoint=path, callbacks=[stop])
     os.replace(tmp_path / "other.ckpt.hildreth.npz", ckpt + ".hildreth.npz")
     with pytest.raises(ModelFileError, match="hildreth.npz: the solver state does not give"):
-        SegmentModel(**hyper).fit(TOY, max_iter=3, checkpoint=ckpt, resume=True)
+        SegmentModel(**hyper, max_iter=3).fit(TOY, checkpoint=ckpt, resume=True)
     (tmp_path / "m.ckpt.hildreth.npz").write_bytes(b"not a state")
     with pytest.raises(ModelFileError, match="not a segment learner state"):
-        SegmentModel(**hyper).fit(TOY, max_iter=3, checkpoint=ckpt, resume=True)
+        SegmentModel(**hyper, max_iter=3).fit(TOY, checkpoint=ckpt, resume=True)
     os.remove(ckpt + ".hildreth.npz")
     with pytest.raises(InputError, match="no segment learner state at .*hildreth.npz"):
-        SegmentModel(**hyper).fit(TOY, max_iter=3, checkpoint=ckpt, resume=True)
+        SegmentModel(**hyper, max_iter=3).fit(TOY, checkpoint=ckpt, resume=True)
 
 
 # ---------------------------------------------------------------- selection on dev
@@ -135,12 +135,12 @@ def test_select_dev_keeps_the_best_epoch(monkeypatch, average):
         return next(scripted) if W is None else 10.0
     monkeypatch.setattr(train_mod, "segment_f", fake_f)
     seen = {}
-    m = SegmentModel(D=2 ** 12, average=average).fit(
-        TOY, dev=TOY, max_iter=4, select="dev",
+    m = SegmentModel(D=2 ** 12, average=average, max_iter=4).fit(
+        TOY, dev=TOY, select="dev",
         callbacks=[lambda p: seen.setdefault(p.iteration, p.theta.copy())])
-    s = m.settings
+    s = m.settings_
     assert s["select"] == "dev" and s["selected_epoch"] == s["selected_iteration"] == 2
-    np.testing.assert_array_equal(m.theta, seen[2])
+    np.testing.assert_array_equal(m.theta_, seen[2])
     assert not np.array_equal(seen[2], seen[4])
     key = "dev_f_average" if average else "dev_f_last"
     assert [h[key] for h in s["history"]] == [40.0, 70.0, 70.0, 50.0]
@@ -149,17 +149,17 @@ def test_select_dev_keeps_the_best_epoch(monkeypatch, average):
     if average:
         assert [h["dev_f_last"] for h in s["history"]] == [10.0] * 4
     else:
-        assert m.other_weights is None
+        assert m.other_weights_ is None
 
 
 def test_dev_every_and_select_last():
     """dev F every 2 epochs and at the end; the last θ is kept with select="last"."""
-    m = SegmentModel(D=2 ** 12).fit(TOY, dev=TOY, max_iter=5, dev_every=2)
-    hist = m.settings["history"]
+    m = SegmentModel(D=2 ** 12, max_iter=5).fit(TOY, dev=TOY, dev_every=2)
+    hist = m.settings_["history"]
     assert ["dev_f_average" in h for h in hist] == [False, True, False, True, True]
-    assert m.settings["selected_epoch"] == 5 and m.settings["dev_f"] == hist[-1]["dev_f_average"]
-    last = SegmentModel(D=2 ** 12).fit(TOY, max_iter=5)
-    np.testing.assert_array_equal(m.W, last.W)       # dev F does not change the weights
+    assert m.settings_["selected_epoch"] == 5 and m.settings_["dev_f"] == hist[-1]["dev_f_average"]
+    last = SegmentModel(D=2 ** 12, max_iter=5).fit(TOY)
+    np.testing.assert_array_equal(m.W_, last.W_)       # dev F does not change the weights
 
 
 # ---------------------------------------------------------------- the CLI
@@ -196,12 +196,12 @@ def test_cli_ctrl_c_then_resume_is_bit_identical(files, tmp_path, monkeypatch, c
     assert f"resuming from {part}.ckpt at iteration 2" in out and "kept epoch" in out
     a, b = load_model(full), load_model(part)
     same_training(a, b)
-    assert a.settings["platt"] == b.settings["platt"]
-    assert a.settings["train"] == b.settings["train"] == str(train)
+    assert a.settings_["platt"] == b.settings_["platt"]
+    assert a.settings_["train"] == b.settings_["train"] == str(train)
     assert not os.path.exists(part + ".ckpt") and not os.path.exists(part + ".ckpt.hildreth.npz")
     # --epochs is --max-iter; both at once are refused
     assert main(argv[:6] + ["--epochs", "1", "-o", full, "--quiet"]) == 0
-    assert load_model(full).settings["epochs"] == 1
+    assert load_model(full).settings_["epochs"] == 1
     with pytest.raises(SystemExit) as e:
         main(argv + ["--epochs", "2", "-o", full])
     assert e.value.code == 2
@@ -230,7 +230,7 @@ def test_cli_resume_refuses_a_checkpoint_of_another_run(files, tmp_path, monkeyp
     assert main(base + ["--hash-bits", "11", "--resume"]) == 2     # another θ size: named
     assert "D: 4096 vs 2048 (--hash-bits 12 vs 11)" in capsys.readouterr().err
     assert main(base + ["--resume"]) == 0                           # the checkpoint is intact
-    s = load_model(str(tmp_path / "m.npz")).settings              # as the trainer wrote it
+    s = load_model(str(tmp_path / "m.npz")).settings_              # as the trainer wrote it
     assert (s["iteration"], s["selected_epoch"], s["select"]) == (3, 3, "last")
     assert s["train"] == str(train) and s["dev"] is None and len(s["history"]) == 3
 
@@ -264,11 +264,11 @@ def test_sigterm_during_segment_training_writes_the_checkpoint(tmp_path, corpus)
     assert [p.name for p in tmp_path.iterdir() if ".tmp" in p.name] == []
     assert ckpt.exists() and (tmp_path / "m.npz.ckpt.hildreth.npz").exists()
     assert not (tmp_path / "m.npz").exists()
-    done = load_model(str(ckpt)).settings["iteration"]
+    done = load_model(str(ckpt)).settings_["iteration"]
     resumed = subprocess.run(argv + ["--max-iter", str(done + 1), "--resume"], cwd=tmp_path,
                              env=env, text=True, capture_output=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
-    assert load_model(str(tmp_path / "m.npz")).settings["iteration"] == done + 1
+    assert load_model(str(tmp_path / "m.npz")).settings_["iteration"] == done + 1
 
 
 # ---------------------------------------------------------------- old files, estimator
@@ -282,8 +282,9 @@ def test_old_model_file_loads_decodes_and_is_reproduced(tmp_path):
         ref = json.load(fh)
     write_conll(ref["train"], tmp_path / "v2seg.txt")
     old = load_model(os.path.join(V2, "segment.npz"))
-    assert (old.seed, old.average, old.max_sweeps, old.max_gap) == (0, True, 1000, 0)
-    np.testing.assert_array_equal(old.theta, old.W.ravel())
+    assert (old.seed, old.average, old.max_sweeps, old.max_gap, old.max_gap_) == \
+        (0, True, 1000, 0, 0)
+    np.testing.assert_array_equal(old.theta_, old.W_.ravel())
     sents = read_conll_segments(str(tmp_path / "v2seg.txt"))
     pred = old.decode(sents, restrictions="no-overlap,contiguous")
     tags = []
@@ -296,11 +297,11 @@ def test_old_model_file_loads_decodes_and_is_reproduced(tmp_path):
         tags += t
     assert tags == [t for s in ref["expect"]["segment-threshold"] for t in s]
     assert old.predicates == "mcp05"             # files before issue 37: one predicate set
-    again = SegmentModel(D=old.D, predicates=old.predicates).fit(
-        sents, max_iter=old.settings["epochs"])
-    assert again.types == old.types and again.max_gap == old.max_gap
-    np.testing.assert_allclose(again.W, old.W, rtol=1e-9, atol=1e-12)
-    assert again.settings["history"] == old.settings["history"]
+    assert old.max_iter == old.settings_["epochs"]       # the epochs its run made
+    again = SegmentModel(**old.get_params()).fit(sents)
+    assert again.types_ == old.types_ and again.max_gap_ == old.max_gap_
+    np.testing.assert_allclose(again.W_, old.W_, rtol=1e-9, atol=1e-12)
+    assert again.settings_["history"] == old.settings_["history"]
 
 
 def test_estimator_hyperparameters_and_fitted_state(tmp_path):
@@ -310,24 +311,24 @@ def test_estimator_hyperparameters_and_fitted_state(tmp_path):
                        ({"threshold": float("nan")}, "threshold"),
                        ({"restrictions": "no-crossing"}, "no-crossing")):
         with pytest.raises(InputError, match=match):
-            SegmentModel(**bad)
-    m = SegmentModel(D=2 ** 10)
-    assert m.max_gap == "auto" and m.types == [] and m.W is None
+            SegmentModel(**bad).fit(TOY)            # checked by fit (the contract)
+    m = SegmentModel(D=2 ** 10, max_iter=2)
+    assert m.max_gap == "auto" and not m.fitted and not hasattr(m, "W_")
     for call in (lambda: m.decode(TOY[:1]), lambda: m.save(tmp_path / "x.npz"),
-                 lambda: m.theta):
+                 lambda: m.theta_):
         with pytest.raises(InputError, match="not fitted"):
             call()
-    m.fit(TOY, max_iter=2)
-    assert m.types == ["PER", "ENZ", "DNA"] and m.max_gap == 2
-    first = m.W.copy()
-    m.fit(TOY[:2], max_iter=2)                   # fit starts afresh: types from the data
-    assert m.types == ["PER"] and m.settings["iteration"] == 2
-    assert np.array_equal(m.fit(TOY, max_iter=2).W, first)
+    m.fit(TOY)
+    assert m.types_ == ["PER", "ENZ", "DNA"] and m.max_gap_ == 2 and m.max_gap == "auto"
+    first = m.W_.copy()
+    m.fit(TOY[:2])                               # fit starts afresh: types from the data
+    assert m.types_ == ["PER"] and m.settings_["iteration"] == 2
+    assert np.array_equal(m.fit(TOY).W_, first)
     with pytest.raises(InputError, match="starts from W = 0"):
         Trainer("multilabel", max_iter=1, progress=False).fit(m, TOY)
     with pytest.raises(InputError, match="DNA are not among the model's"):
         Trainer("multilabel", max_iter=1, progress=False).fit(
-            SegmentModel(D=2 ** 10).fit(TOY[:2], max_iter=1), TOY)
+            SegmentModel(D=2 ** 10, max_iter=1).fit(TOY[:2]), TOY)
     with pytest.raises(InputError, match="multilabel"):
         Trainer("ml", progress=False).fit(SegmentModel(), TOY)
     with pytest.raises(InputError, match="no λ"):

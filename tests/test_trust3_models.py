@@ -25,8 +25,8 @@ def files(tmp_path_factory, corpus):
     write_conll(read_conll(corpus("conll2000", "train.txt"))[:20], d / "dev.txt")
     with open(corpus("genia", "train.jsonl"), encoding="utf-8") as fh:
         (d / "seg.jsonl").write_text("".join(next(fh) for _ in range(30)), encoding="utf-8")
-    SegmentModel(D=2 ** 10).fit(read_segments(str(d / "seg.jsonl")), max_iter=1,
-                                progress=False).save(d / "seg.npz")
+    SegmentModel(D=2 ** 10, max_iter=1).fit(read_segments(str(d / "seg.jsonl")),
+                                            progress=False).save(d / "seg.npz")
     return d
 
 

@@ -211,7 +211,7 @@ def run_train(args: argparse.Namespace) -> int:
     flags = restriction_flags(args.restrict) if args.restrict else None
     model = SegmentModel(D=2 ** args.hash_bits, max_gap=_max_gap(args.max_gap),
                          restrictions=flags, average=not args.no_average, seed=args.seed,
-                         predicates=args.predicates,
+                         predicates=args.predicates, max_iter=args.max_iter,
                          threshold=0.0 if args.threshold == "dev" else args.threshold)
     sents = read_segments(args.train, fmt=args.format)
     dev = read_segments(args.dev, fmt=args.format) if args.dev else None
@@ -220,21 +220,21 @@ def run_train(args: argparse.Namespace) -> int:
         identity["dev_sha256"] = file_digest(args.dev)
     dev_flags = None                    # dev F of the decoding files like --dev get
     if dev is not None and detect_format(args.dev, args.format).name == "conll":
-        dev_flags = {**model.restrictions, **CONLL_FLAGS}
-    model.fit(sents, dev=dev, max_iter=args.max_iter, dev_every=args.dev_every,
+        dev_flags = {**restriction_flags(flags), **CONLL_FLAGS}
+    model.fit(sents, dev=dev, dev_every=args.dev_every,
               select=args.select, checkpoint=args.output + ".ckpt",
               checkpoint_every=args.checkpoint_every, resume=args.resume,
               output=args.output, progress=not args.quiet, log=print, identity=identity,
               record={"train": args.train, "dev": args.dev}, dev_restrictions=dev_flags)
     if args.select == "dev":
-        print(f"kept epoch {model.settings['selected_epoch']} of "
-              f"{model.settings['iteration']} (best dev F)")
+        print(f"kept epoch {model.settings_['selected_epoch']} of "
+              f"{model.settings_['iteration']} (best dev F)")
     if dev is not None:                           # the trainer wrote the model; again with it
         a, b = model.calibrate(dev, source=args.dev)
         print(f"calibration on {args.dev}: p = σ({a:.4g}·score + {b:.4g})")
         if args.threshold == "dev":           # for the decoding of files like --dev
             t = model.tune_threshold(dev, source=args.dev, restrictions=dev_flags)
-            tuned = model.settings["threshold_tuned_on"]
+            tuned = model.settings_["threshold_tuned_on"]
             edge = " (at the edge of the grid)" if tuned["at_edge"] else ""
             print(f"threshold on {args.dev}: {t:+.1f}{edge}, dev P {tuned['precision']:.2f} "
                   f"R {tuned['recall']:.2f} F {tuned['f']:.2f}")
@@ -252,7 +252,7 @@ def run_decode(args: argparse.Namespace) -> int:
                          f"(fstchunk segment train)")
     fmt = detect_format(args.input, args.format)
     jsonl = fmt.name == "jsonl"
-    flags = dict(model.restrictions if args.restrict is None
+    flags = dict(model.restrictions_ if args.restrict is None
                  else restriction_flags(args.restrict))
     if not jsonl:                     # a tag column holds non-overlapping contiguous chunks
         flags.update(CONLL_FLAGS)
@@ -298,7 +298,7 @@ def _check_layout(model: SegmentModel, model_path: str, path: str, fmt) -> None:
     model's training layout: one error if
     their words or POS tags do not look like training's (:mod:`fstchunk.io.layout`), one
     warning for a model file without the record."""
-    if model.layout is None:
+    if model.layout_ is None:
         warn("segment decode", f"{model_path} records no training layout (a model file "
                                f"written before fstchunk recorded it): the columns of {path} "
                                f"cannot be checked")

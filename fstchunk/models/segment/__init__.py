@@ -9,6 +9,8 @@ training loop.
 * :mod:`.model` — :class:`SegmentModel`: arc scores, k-best candidates
   (:func:`fstchunk.structures.segments.kbest`), threshold and MEU decoding, Platt calibration,
   model files (kind ``segment``);
+* :mod:`.fitting` — how :class:`SegmentModel` learns (the estimator contract: the
+  hyper-parameters, the run options of ``fit``, the fitted ``*_`` state);
 * :mod:`.train` — ``hildreth``, ``OnlineLearner`` and ``HildrethSolver``, the learner as a
   solver of :class:`fstchunk.learn.loop.Trainer` (:meth:`SegmentModel.fit` runs it);
 * :mod:`.files` — the fields' checks and the model files.

@@ -87,7 +87,7 @@ class FeatureCache:
         kept = self._kept.get(id(sentence))
         if kept is not None and kept[0] is sentence:
             self.hits += 1
-            return kept[1].unpack(self.model.max_gap)
+            return kept[1].unpack(self.model.max_gap_)
         self.misses += 1
         sf = compute(sentence)
         if self.nbytes < self.budget:

@@ -75,7 +75,7 @@ def threshold_curve(model: Any, sentences: Sequence[SegSentence],
     in increasing order; the top-k candidates are computed once."""
     grid, beta = check_thresholds(thresholds), check_beta(beta)
     gold = _gold(sentences, "a threshold curve")
-    flags = (model.restrictions if restrictions is None
+    flags = (model.restrictions_ if restrictions is None
              else restriction_flags(restrictions))
     cands = [model.candidates(s) for s in sentences]
     rows = []
@@ -85,7 +85,7 @@ def threshold_curve(model: Any, sentences: Sequence[SegSentence],
             top = [x for x in c if x[0] > t]
             if any(flags.values()):
                 top = restrict(top, **flags)
-            pred.append([Segment(model.types[ti], pos) for _, ti, pos in top])
+            pred.append([Segment(model.types_[ti], pos) for _, ti, pos in top])
         o = score_segments(gold, pred, beta).overall
         rows.append((t, o.precision, o.recall, o.f(beta)))
     return rows
@@ -102,22 +102,23 @@ def best_threshold(curve: Sequence[tuple[float, float, float, float]]
 def tune_threshold(model: Any, sentences: Sequence[SegSentence],
                    thresholds: Sequence[float] = THRESHOLDS, beta: float = 1.0,
                    source: str | None = None, restrictions: str | dict | None = None) -> float:
-    """Set ``model.threshold`` to the value of ``thresholds`` of the best F_β of the
+    """Set ``model.threshold_`` (the threshold decoding uses) to the value of ``thresholds`` of the best F_β of the
     threshold decoder on held-out ``sentences`` (:func:`best_threshold`: ties nearest 0)
     under ``restrictions`` (those the decoding will apply; default the model's);
-    recorded in ``settings["threshold_tuned_on"]`` with the whole curve, the
-    restrictions and the threshold before (which a new fit restores); the threshold."""
-    flags = model.restrictions if restrictions is None else restriction_flags(restrictions)
+    recorded in ``settings_["threshold_tuned_on"]`` with the whole curve, the
+    restrictions and the threshold before (the hyper-parameter ``threshold``, which
+    stays, and from which a new fit starts); the threshold."""
+    flags = model.restrictions_ if restrictions is None else restriction_flags(restrictions)
     curve = threshold_curve(model, sentences, thresholds, beta, flags)
     t, p, r, f = best_threshold(curve)
-    before = untuned(model.settings, model.threshold)
-    model.threshold = float(t)
-    model.settings["threshold_tuned_on"] = {
+    before = untuned(model.settings_, model.threshold_)
+    model.threshold_ = float(t)
+    model.settings_["threshold_tuned_on"] = {
         "before": before, "source": source or "<unnamed>", "sentences": len(sentences),
         "beta": beta, "restrictions": restriction_text(flags), "f": f, "precision": p,
         "recall": r, "at_edge": t in (curve[0][0], curve[-1][0]) and len(curve) > 1,
         "curve": [list(row) for row in curve]}
-    return model.threshold
+    return model.threshold_
 
 
 def untuned(settings: dict, threshold: float) -> float:
@@ -132,18 +133,18 @@ def untuned(settings: dict, threshold: float) -> float:
 def calibrate(model: Any, sentences: Sequence[SegSentence], source: str | None = None
               ) -> tuple[float, float]:
     """Platt's (a, b) of p(c ∈ gold) = σ(a·s(c) + b), maximum likelihood over the top-k
-    candidates of ``sentences``, stored in ``model.settings["platt"]``."""
+    candidates of ``sentences``, stored in ``model.settings_["platt"]``."""
     scores, labels = [], []
     for s, gold in zip(sentences, _gold(sentences, "calibration")):
         gold = set(gold)
         for score, t, pos in model.candidates(s):
             scores.append(score)
-            labels.append(Segment(model.types[t], pos) in gold)
+            labels.append(Segment(model.types_[t], pos) in gold)
     try:
         a, b = platt_fit(scores, labels)
     except InputError as e:
         raise InputError(f"{source}: {e}" if source else str(e)) from None
-    model.settings.update(platt=[a, b], calibrated_on={"source": source or "<unnamed>",
+    model.settings_.update(platt=[a, b], calibrated_on={"source": source or "<unnamed>",
                                                        "sentences": len(sentences),
                                                        "candidates": len(scores)})
     return a, b
@@ -151,7 +152,7 @@ def calibrate(model: Any, sentences: Sequence[SegSentence], source: str | None =
 
 def platt(model: Any) -> tuple[float, float]:
     """The model's calibration (a, b); InputError saying how to get one if it has none."""
-    ab = model.settings.get("platt")
+    ab = model.settings_.get("platt")
     if not (isinstance(ab, list) and len(ab) == 2
             and all(isinstance(x, numbers.Real) and np.isfinite(x) for x in ab)):
         what = "this segment model has no probability calibration: MEU decoding needs one "

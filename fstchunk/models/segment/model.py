@@ -11,8 +11,10 @@ score > threshold (0 by default, the paper's; :meth:`SegmentModel.tune_threshold
 fixes it on dev, §4.3), then the §3.2.1 restrictions
 (:func:`~fstchunk.structures.segments.restrict`, greedy best first).
 
-An estimator (the scikit-learn convention): :meth:`SegmentModel.fit` learns types, POS
-use, the max gap, the layout and θ = W through :class:`fstchunk.learn.loop.Trainer`
+An estimator (the scikit-learn convention, :mod:`fstchunk.models.estimator`): the
+constructor stores the hyper-parameters as given; :meth:`SegmentModel.fit` checks them
+(:func:`.files.check_hyper`) and learns types, POS use, the max gap, the layout and
+θ = W (``types_``, ``pos_``, ``max_gap_``, ``layout_``, ``W_``) through :class:`fstchunk.learn.loop.Trainer`
 (objective ``multilabel``; the solver is :class:`.train.HildrethSolver`, one step an
 epoch), so dev F, ``select="dev"``, checkpoints, resume and Ctrl-C are the loop's.
 
@@ -21,7 +23,7 @@ load; the training layout, :mod:`fstchunk.io.layout`, that
 :meth:`SegmentModel.layout_mismatch` checks an input against).  Decision rules fixed
 on dev (threshold, calibration): :mod:`.decisions`.
 
-Pitfalls: ``types`` keep their training order (the columns of W); ``k`` too small
+Pitfalls: ``types_`` keep their training order (the columns of W); ``k`` too small
 drops segments that would score > 0; a sentence may hold segments of types the model
 does not know (they are never predicted); a model trained without POS ignores the
 tags of a sentence that has them (the features must be those of training); W is dense
@@ -32,9 +34,7 @@ training holds about four such arrays (θ, the learner's W and U, the best θ on
 
 from __future__ import annotations
 
-import json
-import numbers
-from typing import Any, ClassVar, Sequence
+from typing import ClassVar, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -43,30 +43,32 @@ from ...decoding.decoders import Decoder, decoder as get_decoder, names
 from ...core.errors import InputError
 from ...io.layout import Layout
 from ...learn import objectives as lo
-from ...learn.loop import Trainer
-from ...io.segments import SegSentence, Segment, iter_types
+from ...io.segments import SegSentence, Segment
 from ...decoding.segments import calibrated
 from ...structures.segments import kbest, restrict
+from ..estimator import Estimator, FittedAlias
 from . import decisions
 from .cache import FeatureCache
+from .fitting import Fitting
 from .layout import mismatch, training_layout
-from .files import check_int, read_model, restriction_flags, restriction_text, write_model
-from .features import (DEFAULT_PREDICATES, SentenceFeatures, check_predicates,
-                       feature_version, segment_vectors, sentence_features)
-from .train import HildrethSolver, SegmentData, max_gap_of, segment_f
+from .files import check_hyper, check_int, read_model, restriction_flags, write_model
+from .features import DEFAULT_PREDICATES, SentenceFeatures, segment_vectors, sentence_features
+from .train import HildrethSolver
 
 #: the segment decoders (:func:`fstchunk.decoding.decoders.names` of ``segments``): McDonald et
 #: al.'s threshold on the score, or exact MEU for F
 DECODERS = names("segments")
 
 
-class SegmentModel:
+class SegmentModel(Fitting, Estimator):
     """McDonald, Crammer & Pereira's (2005) segment model: a segment is a typed set
     of token positions (contiguous or not, possibly overlapping), scored linearly,
     $s(x, y) = W_{:, t} \\cdot f(x, y)$ with $f$ a sum of hashed step features
-    (module doc); a sentence's segments are the top k scoring above ``threshold``,
-    then the restrictions.  The constructor takes the hyper-parameters; :meth:`fit`
-    learns the types, the max gap and W (the ``multilabel`` objective).
+    (module doc); a sentence's segments are the top k scoring above ``threshold_``,
+    then the restrictions.  An estimator (:mod:`fstchunk.models.estimator`): the
+    constructor stores the hyper-parameters as given, :meth:`fit` checks them and
+    learns the types, the max gap and W (the ``multilabel`` objective) into ``*_``
+    attributes.
 
     Args:
         D: the hashed feature space's size (W is D × types).
@@ -79,14 +81,30 @@ class SegmentModel:
         seed: the seed of the learner's sentence order.
         max_sweeps: Hildreth's most sweeps per update.
         predicates: the step features' predicate set (``mcp05``, ``sp03``, both).
+        max_iter: the epochs (passes over the training sentences) in all.
+        warm_start: refused on a fitted model (the learner starts from W = 0; a run
+            continues from its checkpoint, ``fit(..., resume=True)``).
 
     Raises:
-        InputError: a hyper-parameter out of range or of the wrong type, naming it.
+        InputError: (by :meth:`fit`) a hyper-parameter out of range or of the wrong
+            type, naming it.
 
     Attributes:
-        types: the segment types, in order of first appearance (W's columns).
-        W: θ, the weights (D × types).
-        settings: what training recorded (epochs, dev F, ...).
+        types_: the segment types, in order of first appearance (W's columns).
+        W_: θ, the weights (D × types); ``theta_`` is W_ flattened.
+        max_gap_: the max gap in effect (``max_gap="auto"`` resolved).
+        threshold_: the threshold in effect (``threshold``, or :meth:`tune_threshold`'s).
+        restrictions_: the restriction flags decoding applies by default.
+        pos_: whether the features read POS tags.
+        settings_: what training recorded (epochs, dev F, ...).
+        layout_: the training layout (None: not recorded); ``data_scheme_`` its tag
+            column's scheme.
+        scheme_: None (segment sets, not tag lattices).
+        other_weights_: the learner's last W when θ is the average (not saved).
+
+    The fitted state's names before the ``_`` (``types``, ``W``, ``theta``,
+    ``settings``, ...) read and write these, with a
+    :class:`~fstchunk.core.errors.FstchunkDeprecationWarning`.
 
     Examples:
         >>> import fstchunk
@@ -94,8 +112,8 @@ class SegmentModel:
         >>> train = [SegSentence(["John", "Smith", "ran"], [Segment("PER", (0, 1))]),
         ...          SegSentence(["Mary", "sat"], [Segment("PER", (0,))]),
         ...          SegSentence(["Bo", "Li", "fell"], [Segment("PER", (0, 1))])]
-        >>> model = fstchunk.SegmentModel(D=2 ** 12).fit(train, max_iter=3)
-        >>> model.types, model.W.shape
+        >>> model = fstchunk.SegmentModel(D=2 ** 12, max_iter=3).fit(train)
+        >>> model.types_, model.W_.shape
         (['PER'], (4096, 1))
         >>> model.decode([SegSentence(["Ann", "Lee", "ran"], None)])
         [[Segment(type='PER', positions=(0, 1))]]
@@ -104,71 +122,86 @@ class SegmentModel:
     kind: ClassVar[str] = "segment"
     #: the objectives a segment model trains (:mod:`fstchunk.learn.objectives`)
     objectives = (lo.MULTILABEL,)
+    _fitted_attribute: ClassVar[str] = "W_"
+
+    # the fitted state's names before the estimator contract (a deprecation warning)
+    types = FittedAlias("types_")
+    type_index = FittedAlias("type_index_")
+    W = FittedAlias("W_")
+    theta = FittedAlias("theta_")
+    pos = FittedAlias("pos_")
+    settings = FittedAlias("settings_")
+    layout = FittedAlias("layout_")
+    data_scheme = FittedAlias("data_scheme_")
+    other_weights = FittedAlias("other_weights_")
 
     def __init__(self, D: int = 2 ** 20, max_gap: int | None | str = "auto",
                  k: int | None = None, restrictions: str | dict | None = None,
                  threshold: float = 0.0, average: bool = True, seed: int = 0,
-                 max_sweeps: int = 1000, predicates: str = DEFAULT_PREDICATES):
-        self.D = check_int(D, "D", 1)
-        self.predicates = check_predicates(predicates)
-        if max_gap != "auto":
-            max_gap = check_int(max_gap, "max_gap", 0, none=True)
-        self.max_gap: int | None | str = max_gap
-        self._max_gap_param = max_gap
-        self.k = check_int(k, "k", 1, none=True)
-        self.restrictions = restriction_flags(restrictions)
-        if isinstance(threshold, bool) or not (isinstance(threshold, numbers.Real)
-                                               and np.isfinite(threshold)):
-            raise InputError(f"threshold must be a finite number, got {threshold!r}")
-        self.threshold = float(threshold)
-        if not isinstance(average, bool):
-            raise InputError(f"average must be True or False, got {average!r}")
+                 max_sweeps: int = 1000, predicates: str = DEFAULT_PREDICATES,
+                 max_iter: int = 10, warm_start: bool = False):
+        self.D = D
+        self.max_gap = max_gap
+        self.k = k
+        self.restrictions = restrictions
+        self.threshold = threshold
         self.average = average
-        self.seed = check_int(seed, "seed", 0)
-        self.max_sweeps = check_int(max_sweeps, "max_sweeps", 1)
-        self.types: list[str] = []
-        self.type_index: dict[str, int] = {}
-        self.W: np.ndarray | None = None
-        self.pos = False
-        self.settings: dict = {}
-        #: the training layout (None: not recorded)
-        self.layout: Layout | None = None
-        #: the learner's last weights when training averaged (not saved)
-        self.other_weights: np.ndarray | None = None
+        self.seed = seed
+        self.max_sweeps = max_sweeps
+        self.predicates = predicates
+        self.max_iter = max_iter
+        self.warm_start = warm_start
         self._learner: HildrethSolver | None = None     # while a Trainer runs its solver
         self._dev_flags: dict | None = None             # fit's dev_restrictions
         self._cache: FeatureCache | None = None          # the same: features kept (.cache)
 
-    def _fitted(self, types: Sequence[str], pos: bool = False, W: np.ndarray | None = None
-                ) -> "SegmentModel":
+    def _fitted(self, types: Sequence[str], pos: bool = False, W: np.ndarray | None = None,
+                max_gap: int | None | str = "auto") -> "SegmentModel":
         """Set the fitted state (internal: :meth:`fit` and :meth:`load` build it): the
-        types, whether POS is read, W (zeros by default); ``max_gap`` must be resolved."""
+        hyper-parameters checked (``_hp``), the types, whether POS is read, W (zeros by
+        default), the max gap (``"auto"``: the hyper-parameter, which must be resolved),
+        the threshold, restrictions, empty settings and no layout."""
+        hp = check_hyper(self.get_params())
+        max_gap = hp.max_gap if max_gap == "auto" else max_gap
         types = list(types)
         if not types or not all(isinstance(t, str) and t for t in types) \
                 or len(set(types)) != len(types):
             raise InputError(f"types must be distinct non-empty strings, got {types!r}")
-        if self.max_gap == "auto":
+        if max_gap == "auto":
             raise InputError("max_gap 'auto' is the largest gap of the training data: fit "
                              "resolves it")
         if W is None:
-            W = np.zeros((self.D, len(types)))
+            W = np.zeros((hp.D, len(types)))
         W = np.ascontiguousarray(W, dtype=np.float64)
-        if W.shape != (self.D, len(types)):
-            raise InputError(f"W must have shape (D, T) = ({self.D}, {len(types)}), "
+        if W.shape != (hp.D, len(types)):
+            raise InputError(f"W must have shape (D, T) = ({hp.D}, {len(types)}), "
                              f"got {W.shape}")
-        self.types, self.type_index = types, {t: i for i, t in enumerate(types)}
-        self.W, self.pos = W, bool(pos)
+        self._hp = hp
+        self.types_, self.type_index_ = types, {t: i for i, t in enumerate(types)}
+        self.W_, self.pos_, self.max_gap_ = W, bool(pos), max_gap
+        self.threshold_, self.restrictions_ = hp.threshold, dict(hp.restrictions)
+        self.settings_: dict = {}
+        #: the training layout (None: not recorded)
+        self.layout_: Layout | None = None
+        self.scheme_ = None             # segment sets, not tag lattices: no scheme
+        #: the learner's last weights when training averaged (not saved)
+        self.other_weights_: np.ndarray | None = None
         return self
 
+    def _unfit(self) -> None:
+        """Drop the fitted state (every ``*_`` attribute and the checked parameters)."""
+        for name in [n for n in vars(self) if n.endswith("_") or n == "_hp"]:
+            delattr(self, name)
+
     def _check_fitted(self) -> None:
-        if self.W is None:
+        if not self.fitted:
             raise InputError("this segment model is not fitted (SegmentModel.fit, or "
                              "load a model file)")
 
     @property
-    def data_scheme(self) -> str | None:
+    def data_scheme_(self) -> str | None:
         """The scheme of a CoNLL training file's tag column (None: JSONL, or unknown)."""
-        return self.layout.data_scheme if self.layout is not None else None
+        return self.layout_.data_scheme if self.layout_ is not None else None
 
     @staticmethod
     def layout_of(sentences: Sequence[SegSentence]) -> Layout:
@@ -178,14 +211,14 @@ class SegmentModel:
     def layout_mismatch(self, sentences: Sequence[SegSentence]) -> str | None:
         """Why the first ``sentences`` of an input do not look like training's word or
         POS values, None if they do or no layout is recorded (:func:`.layout.mismatch`)."""
-        return None if self.layout is None else mismatch(self.layout, sentences)
+        return None if self.layout_ is None else mismatch(self.layout_, sentences)
 
     # ---------------------------------------------------------------- scores
     def features(self, sentence: SegSentence) -> SentenceFeatures:
         """The allowed steps of ``sentence`` and their features (:mod:`.features`); its
         POS tags are read only by a model trained with them (and then required)."""
         self._check_fitted()
-        if self.pos and sentence.pos is None:
+        if self.pos_ and sentence.pos is None:
             raise InputError(f"{sentence.source}: the model reads POS tags, the sentence has "
                              f"none (a CoNLL file gives them in the second of three or more "
                              f"columns, a JSONL line as \"pos\")")
@@ -194,8 +227,8 @@ class SegmentModel:
         return self._compute_features(sentence)
 
     def _compute_features(self, sentence: SegSentence) -> SentenceFeatures:
-        return sentence_features(sentence.tokens, sentence.pos if self.pos else None, self.D,
-                                 self.max_gap, self.predicates)
+        return sentence_features(sentence.tokens, sentence.pos if self.pos_ else None,
+                                 self._hp.D, self.max_gap_, self._hp.predicates)
 
     def arc_scores(self, sentence: SegSentence, sf: SentenceFeatures | None = None,
                    W: np.ndarray | None = None) -> np.ndarray:
@@ -203,14 +236,14 @@ class SegmentModel:
         (``W``: other weights of the same shape, e.g. the training average)."""
         self._check_fitted()
         sf = self.features(sentence) if sf is None else sf
-        W = self.W if W is None else W
-        out = np.full((len(self.types), sf.n + 2, sf.n + 2), -np.inf)
+        W = self.W_ if W is None else W
+        out = np.full((len(self.types_), sf.n + 2, sf.n + 2), -np.inf)
         out[:, sf.J, sf.I] = np.asarray(sf.F @ W).T
         return out
 
     def default_k(self, n: int) -> int:
         """k of a sentence of n tokens: the setting, or n (§4), at least 1."""
-        return self.k if self.k is not None else max(n, 1)
+        return self._hp.k if self._hp.k is not None else max(n, 1)
 
     def candidates(self, sentence: SegSentence, k: int | None = None,
                    sf: SentenceFeatures | None = None,
@@ -218,7 +251,7 @@ class SegmentModel:
         """The k best segments ``(score, type index, 0-based positions)``, best first
         (k = :meth:`default_k` by default)."""
         k = self.default_k(len(sentence)) if k is None else check_int(k, "k", 1)
-        return kbest(self.arc_scores(sentence, sf, W), k, self.max_gap)
+        return kbest(self.arc_scores(sentence, sf, W), k, self.max_gap_)
 
     def decode(self, sentences: Sequence[SegSentence], restrictions: str | dict | None = None,
                threshold: float | None = None, W: np.ndarray | None = None,
@@ -239,9 +272,10 @@ class SegmentModel:
         """:meth:`decode`'s segments each with its calibrated probability
         p = σ(a·s(c) + b) (:meth:`calibrate`), or None when the model has no
         calibration (then only ``decoder="threshold"`` runs)."""
+        self._check_fitted()
         dec = get_decoder(decoder, beta=beta, structure="segments")
-        flags = self.restrictions if restrictions is None else restriction_flags(restrictions)
-        thr = self.threshold if threshold is None else float(threshold)
+        flags = self.restrictions_ if restrictions is None else restriction_flags(restrictions)
+        thr = self.threshold_ if threshold is None else float(threshold)
         a, b = self.platt() if dec.needs_probabilities or self.calibrated else (None, None)
         out = []
         for s in sentences:
@@ -251,20 +285,20 @@ class SegmentModel:
             top = [cands[i] + (p[i],) for i in chosen]
             if any(flags.values()):
                 top = restrict(top, **flags)
-            out.append([(Segment(self.types[t], pos), None if q is None else float(q))
+            out.append([(Segment(self.types_[t], pos), None if q is None else float(q))
                         for _, t, pos, q in top])
         return out
 
     @property
     def calibrated(self) -> bool:
         """Whether :meth:`calibrate` has given the model segment probabilities."""
-        return self.settings.get("platt") is not None
+        return self.fitted and self.settings_.get("platt") is not None
 
     def calibrate(self, sentences: Sequence[SegSentence], source: str | None = None
                   ) -> tuple[float, float]:
         """Fit p(c ∈ gold) = σ(a·s(c) + b) on the top-k candidates of held-out
         sentences with gold segments (:func:`.decisions.calibrate`, Platt, maximum
-        likelihood); stored in ``settings["platt"]`` for ``decoder="meu"``; (a, b)."""
+        likelihood); stored in ``settings_["platt"]`` for ``decoder="meu"``; (a, b)."""
         return decisions.calibrate(self, sentences, source)
 
     def platt(self) -> tuple[float, float]:
@@ -275,126 +309,22 @@ class SegmentModel:
                        thresholds: Sequence[float] = decisions.THRESHOLDS, beta: float = 1.0,
                        source: str | None = None,
                        restrictions: str | dict | None = None) -> float:
-        """Set ``threshold`` to the best F_β's of ``thresholds`` on held-out ``sentences``
-        under ``restrictions`` (default the model's): :func:`.decisions.tune_threshold`
-        (§4.3, Figure 5; a new :meth:`fit` restores the threshold before); the threshold."""
+        """Set ``threshold_`` (the threshold decoding uses) to the best F_β's of
+        ``thresholds`` on held-out ``sentences`` under ``restrictions`` (default the
+        model's): :func:`.decisions.tune_threshold` (§4.3, Figure 5; the hyper-parameter
+        ``threshold`` stays, and a new :meth:`fit` starts from it); the threshold."""
         return decisions.tune_threshold(self, sentences, thresholds, beta, source, restrictions)
 
     def segment_features(self, sentence: SegSentence, segment: Segment,
                          sf: SentenceFeatures | None = None) -> sp.csr_matrix:
         """f(x, y) as a (1 × D) sparse row: the sum of the rows of F of the segment's
-        steps (its score is ``W[:, type] · f``)."""
+        steps (its score is ``W_[:, type] · f``)."""
         if segment.positions and (min(segment.positions) < 0
                                   or max(segment.positions) >= len(sentence)):
             raise InputError(f"{sentence.source}: segment positions {list(segment.positions)} "
                              f"outside the sentence's {len(sentence)} tokens")
         sf = self.features(sentence) if sf is None else sf
-        return segment_vectors(sf, [segment.positions], self.D)
-
-    # ---------------------------------------------------------------- training
-    @property
-    def theta(self) -> np.ndarray:
-        """θ: W flattened (a view; D·T entries, type by type within a feature)."""
-        self._check_fitted()
-        return self.W.ravel()
-
-    @theta.setter
-    def theta(self, value: np.ndarray) -> None:
-        self._check_fitted()
-        value = np.asarray(value, dtype=np.float64)
-        if value.size != self.W.size:
-            raise InputError(f"θ has {value.size} entries; this model has D × T = "
-                             f"{self.D} × {len(self.types)}")
-        self.W = np.ascontiguousarray(value.reshape(self.W.shape))
-
-    def training_data(self, train: Sequence[SegSentence] | SegmentData) -> SegmentData:
-        """The checked training sentences (:meth:`.train.SegmentData.of`); an unfitted model
-        learns its types, POS use, max gap and layout from them (W = 0), a fitted one
-        refuses sentences with types it does not know."""
-        data = train if isinstance(train, SegmentData) else SegmentData.of(train)
-        sents = data.sentences
-        types = list(iter_types(sents))
-        if self.W is None:
-            if self.max_gap == "auto":
-                self.max_gap = max_gap_of(sents)
-            self._fitted(types, pos=all(s.pos is not None for s in sents))
-            self.layout = self.layout_of(sents)
-        elif any(t not in self.type_index for t in types):
-            unknown = [t for t in types if t not in self.type_index]
-            raise InputError(f"{sents[0].source}: segment types {', '.join(unknown)} are not "
-                             f"among the model's ({', '.join(self.types)})")
-        return data
-
-    def solver(self, objective: lo.Objective, data: SegmentData, *, l2: float, beta: float,
-               loss: str, tol: float | None, executor: Any) -> HildrethSolver:
-        """The online multilabel learner (:class:`.train.HildrethSolver`, from the table
-        :data:`fstchunk.models.solvers.SOLVERS`) with this model's ``seed``, ``average``
-        and ``max_sweeps``; it answers :meth:`dev_f` while it runs."""
-        from ..solvers import make_solver          # the table imports this package
-        self._learner = make_solver(self, objective, data, l2=l2, beta=beta, loss=loss,
-                                    tol=tol, executor=executor, kind="a segment model")
-        return self._learner
-
-    def dev_f(self, dev: Sequence[SegSentence]) -> float:
-        """F (percent) over exact (type, positions) matches on ``dev``; while a solver
-        trains this model, also the history's dev F (:meth:`.train.HildrethSolver.dev_f`)."""
-        return self._learner.dev_f(dev) if self._learner is not None else segment_f(self, dev)
-
-    def run_identity(self) -> dict:
-        """What a checkpoint of this model's training must match (Trainer ``identity``)."""
-        self._check_fitted()
-        return {"types": json.dumps(self.types), "pos": self.pos, "D": self.D,
-                "max_gap": self.max_gap, "k": self.k,
-                "features": feature_version(self.predicates),
-                "restrictions": restriction_text(self.restrictions),
-                "seed": self.seed, "average": self.average, "max_sweeps": self.max_sweeps,
-                **({"threshold": self.threshold} if self.threshold else {})}  # dev F reads it
-
-    def fit(self, sentences: Sequence[SegSentence], dev: Sequence[SegSentence] | None = None,
-            max_iter: int = 10, identity: dict | None = None,
-            record: dict | None = None, dev_restrictions: str | dict | None = None,
-            **options: Any) -> "SegmentModel":
-        """Learn from ``sentences`` afresh (the fitted state of :meth:`training_data`, then
-        ``max_iter`` epochs of the online learner) through
-        :class:`fstchunk.learn.loop.Trainer`; ``options``: the trainer's other arguments
-        (``select``, ``checkpoint``, ``resume``, ``output``, ``callbacks``, ...; dev F
-        and checkpoints every epoch and no progress unless asked).  ``identity``: more
-        fields a resumed run must match (the CLI: the training file's digest);
-        ``record``: entries for ``settings`` (the files' names); ``dev_restrictions``:
-        those of the decoding dev F measures (default the model's; ``segment train``
-        with a CoNLL dev file: also no-overlap and contiguous, as its decoding).  Sets
-        ``settings`` ``select`` and ``selected_epoch`` (the epoch θ is from); ``self``."""
-        options.setdefault("progress", False)
-        options.setdefault("dev_every", 1)
-        options.setdefault("checkpoint_every", 1)
-        select = options.get("select", "last")
-        self.max_gap = self._max_gap_param
-        self.threshold = decisions.untuned(self.settings, self.threshold)  # tuned to old W
-        self.types, self.type_index, self.W, self.layout = [], {}, None, None
-        self.settings, self.other_weights = dict(record or {}), None
-        data = self.training_data(sentences)
-        self._dev_flags = None if dev_restrictions is None or not dev else \
-            restriction_flags(dev_restrictions)                 # no dev: nothing to measure
-        run = {**self.run_identity(), **(identity or {})}
-        if self._dev_flags is not None and self._dev_flags != self.restrictions:
-            run["dev_restrictions"] = self.settings["dev_restrictions"] = restriction_text(
-                self._dev_flags)
-        trainer = Trainer(lo.MULTILABEL, max_iter=max_iter, dev=dev, identity=run, **options)
-        self.settings["select"] = select
-        self._cache = FeatureCache(self)
-        try:
-            trainer.fit(self, data)
-        finally:
-            self._learner, self._cache, self._dev_flags = None, None, None
-        self._note_selection()
-        return self
-
-    def _note_selection(self) -> None:
-        """A finished run's ``settings`` (the Trainer's ``iterations`` recorded) also name
-        the epoch θ is from: ``selected_epoch``, the best on dev or the last."""
-        s = self.settings
-        if "iterations" in s and "iteration" in s:
-            s["selected_epoch"] = s.get("selected_iteration", s["iteration"])
+        return segment_vectors(sf, [segment.positions], self._hp.D)
 
     # ---------------------------------------------------------------- files
     def save(self, path) -> None:
@@ -406,10 +336,13 @@ class SegmentModel:
     @classmethod
     def load(cls, path) -> "SegmentModel":
         """The model saved at ``path``, every field validated (:func:`.files.read_model`;
-        ModelFileError naming the file and the field otherwise)."""
+        ModelFileError naming the file and the field otherwise): its fitted state, and
+        the hyper-parameters it was fitted with (``threshold``: the one before
+        :meth:`tune_threshold`, the file's in ``threshold_``)."""
         f = read_model(path, cls.kind)
-        m = cls(f.D, f.max_gap, f.k, f.restrictions, f.threshold, **f.learner,
+        m = cls(D=f.D, max_gap=f.max_gap, k=f.k, restrictions=f.restrictions,
+                threshold=decisions.untuned(f.settings, f.threshold), **f.learner,
                 predicates=f.predicates)
         m._fitted(f.types, f.pos, f.W)
-        m.settings, m.layout = f.settings, f.layout
+        m.threshold_, m.settings_, m.layout_ = f.threshold, f.settings, f.layout
         return m

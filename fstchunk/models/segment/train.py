@@ -71,9 +71,9 @@ class OnlineLearner:
     def __init__(self, model: Any, max_sweeps: int = 1000, W: np.ndarray | None = None,
                  U: np.ndarray | None = None, steps: int = 0):
         self.model = model
-        self.flags = model.restrictions
+        self.flags = model.restrictions_
         self.max_sweeps = max_sweeps
-        shape = (model.D, len(model.types))
+        shape = model.W_.shape
         self.avg = Average([np.zeros(shape) if W is None else W], steps)
         if U is not None:
             self.avg.u = [U]
@@ -139,21 +139,21 @@ class OnlineLearner:
         if sentence.segments is None:
             raise InputError(f"{sentence.source}: a training sentence needs gold segments")
         sf = m.features(sentence)
-        gold = [(m.type_index[g.type], g.positions) for g in sentence.segments
-                if g.type in m.type_index]
+        gold = [(m.type_index_[g.type], g.positions) for g in sentence.segments
+                if g.type in m.type_index_]
         k = max(m.default_k(len(sentence)), len(gold))
-        top = kbest(m.arc_scores(sentence, sf, self.W), k, m.max_gap)
+        top = kbest(m.arc_scores(sentence, sf, self.W), k, m.max_gap_)
         if any(self.flags.values()):
             top = restrict(top, **self.flags)
         golds = set(gold)
         cons = gold + [(t, pos) for _, t, pos in top if (t, pos) not in golds]
         if not cons:
             return 0
-        C, T = len(cons), len(m.types)
+        C, T = len(cons), len(m.types_)
         sign = np.array([1.0] * len(gold) + [-1.0] * (C - len(gold)))
         tt = np.array([t for t, _ in cons], dtype=np.int64)
         # f(x, y_c) as a dense C × U matrix over the U features the constraints touch
-        row, col, val = segment_entries(sf, [pos for _, pos in cons], m.D)
+        row, col, val = segment_entries(sf, [pos for _, pos in cons], m.W_.shape[0])
         cols, inv = np.unique(col, return_inverse=True)
         M = np.zeros((C, len(cols)))
         M[row, inv.ravel()] = val
@@ -231,9 +231,9 @@ class HildrethSolver(EpochSolver):
     def __init__(self, model: Any, data: SegmentData, seed: int = 0, average: bool = True,
                  max_sweeps: int = 1000):
         super().__init__(model, data)
-        self.seed, self.average, self.max_sweeps = seed, average, max_sweeps
+        self.seed, self.average, self.max_sweeps = int(seed), bool(average), int(max_sweeps)
         self.history: list[dict] = []
-        self._rng, self._order, self._shuffles = random.Random(seed), [], 0
+        self._rng, self._order, self._shuffles = random.Random(self.seed), [], 0
         self._dev: Sequence[SegSentence] | None = None
         self._theta: tuple[int, np.ndarray] | None = None    # (committed visits, θ)
 
@@ -289,9 +289,9 @@ class HildrethSolver(EpochSolver):
         return self.theta, self.epochs
 
     def settings(self, epochs: int, value: float) -> dict:
-        """The run's record; hands the model the last W (``other_weights``) when θ is
+        """The run's record; hands the model the last W (``other_weights_``) when θ is
         the average."""
-        self.model.other_weights = self.learner.W if self.average else None
+        self.model.other_weights_ = self.learner.W if self.average else None
         return {"solver": "hildreth", "trainer": "online-multilabel (Fig. 4, Hildreth)",
                 "epochs": epochs, "seed": self.seed, "average": self.average,
                 "sentences": len(self.data.sentences), "max_sweeps": self.max_sweeps,
@@ -316,7 +316,7 @@ class HildrethSolver(EpochSolver):
         rec = self.history[-1] if self.learner is not None and self.history and \
             self.history[-1]["epoch"] == self.epochs else None
         if rec is None or (self._dev is not None and dev is not self._dev) \
-                or not np.array_equal(m.W.ravel(), self.theta):
+                or not np.array_equal(m.W_.ravel(), self.theta):
             return segment_f(m, dev)
         key = "dev_f_average" if self.average else "dev_f_last"
         if key not in rec:
@@ -351,7 +351,7 @@ class HildrethSolver(EpochSolver):
                 history = json.loads(str(f["history"]))
         except (OSError, KeyError, ValueError, TypeError) as e:
             raise ModelFileError(f"{path}: not a segment learner state ({e})") from None
-        D, T = m.D, len(m.types)
+        D, T = m.W_.shape
         if not (shape == (D, T) and Wr.shape == Ur.shape == (len(rows), T)
                 and (len(rows) == 0 or (rows.min() >= 0 and rows.max() < D))
                 and np.all(np.isfinite(Wr)) and np.all(np.isfinite(Ur))
