@@ -50,6 +50,11 @@ from .train import algorithm as objective_of
 STRUCTURAL = ("collapse_pos", "np_only", "columns", "kind")
 
 
+class NotFittedError(InputError, AttributeError):
+    """What a model not fitted yet lacks: an InputError saying to fit or load it, and an
+    AttributeError, so that ``hasattr(model, "theta_")`` is False."""
+
+
 def _scoring(name: str, doc: str) -> property:
     return property(lambda self: getattr(self.scorer_, name), doc=doc)
 
@@ -74,6 +79,17 @@ class JointEstimator(Estimator):
         self.collapse_pos = collapse_pos
         self.np_only = np_only
         self.warm_start = warm_start
+
+    def __getattr__(self, name: str) -> Any:
+        """Only a fitted attribute (``*_``), a view or an old name of one is missing:
+        NotFittedError."""
+        if not name.startswith("__") and (
+                name.endswith("_")
+                or isinstance(getattr(type(self), name, None), (property, FittedAlias))):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted ({name} is what fit "
+                                 f"learns): call fit(sentences) or "
+                                 f"{type(self).__name__}.load(path) first")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # ---------------------------------------------------------- fitted state
     chunk_labels_ = _scoring("chunk_labels", "The chunk types, then ``O``.")
@@ -128,6 +144,9 @@ class JointEstimator(Estimator):
         self.scheme_ = "IOB2"
 
     # ---------------------------------------------------------------- scores
+    #: observation columns of a sentence (:meth:`.scoring.PartScorer.columns`)
+    columns = staticmethod(PartScorer.columns)
+
     def parts(self, x: Encoded, w: np.ndarray | None = None) -> Parts:
         """Part scores of one sentence under ``w`` (default: θ)."""
         return self.scorer_.parts(x, w)
@@ -160,6 +179,10 @@ class JointEstimator(Estimator):
     def _checked(self) -> lo.Objective:
         """The hyper-parameters checked (the errors ``model_for`` and ``fit`` gave); the
         objective of ``algorithm``.  ``max_iter``, ``l2``, ``tol``: the trainer's checks."""
+        if not isinstance(self.variant, str):
+            raise InputError(f"variant={self.variant!r}: JointModel's constructor takes the "
+                             f"hyper-parameters (variant='joint', algorithm=...); a model of "
+                             f"given labels and vocabularies is JointModel.from_state(...)")
         check_variant(self.variant)
         for name in ("collapse_pos", "np_only", "warm_start"):
             if not isinstance(getattr(self, name), bool):
@@ -207,6 +230,10 @@ class JointEstimator(Estimator):
                              f"model.set_params(algorithm={dev!r}) or the constructor")
         objective = self._checked()
         layout, record = options.pop("layout", None), dict(options.pop("record", None) or {})
+        options.setdefault("progress", False)
+        trainer = Trainer(objective=objective, l2=default_l2(objective, self.l2),
+                          max_iter=self.max_iter, tol=self.tol, select=self.select, dev=dev,
+                          **options)                # its checks before the state changes
         train = list(train)
         if train and all(isinstance(x, Encoded) for x in train):
             if not self.fitted:
@@ -230,9 +257,7 @@ class JointEstimator(Estimator):
             train = [encode(self, d, c) for d, c in zip(data, cols)]
         if layout is not None:
             self.layout_ = layout if self.layout_ is None else self.layout_.union(layout)
-        options.setdefault("progress", False)
-        Trainer(objective=objective, l2=default_l2(objective, self.l2), max_iter=self.max_iter,
-                tol=self.tol, select=self.select, dev=dev, **options).fit(self, train)
+        trainer.fit(self, train)
         return self
 
     def _layered(self, train: Sequence[Sentence | Layered]) -> list[Layered]:
