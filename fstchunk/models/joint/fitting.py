@@ -248,6 +248,7 @@ class JointEstimator(Estimator):
         elif self.warm_start and self.fitted:
             self._same_reading("warm_start=True")
             self.settings_.update(record)
+            train = self._layered(train)
         else:
             data = self._layered(train)
             scorer, cols = learn_scorer(data, self.variant)
