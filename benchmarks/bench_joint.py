@@ -74,7 +74,8 @@ def main() -> None:
         smooth = ALGORITHMS[algorithm].smooth     # the CRF: its λ, the usable cores
         ex = LocalExecutor(usable_cores()) if smooth and usable_cores() > 1 else None
         with Timer() as t:
-            model.set_params(algorithm=algorithm, max_iter=iterations).fit(enc, executor=ex, **{"l2": args.l2 / len(enc)} if smooth else {})
+            model.set_params(algorithm=algorithm, max_iter=iterations,
+                             l2=args.l2 / len(enc) if smooth else None).fit(enc, executor=ex)
         if ex is not None:
             ex.close()
         times[(kind, algorithm)] = (t.seconds, model.settings_["iteration"])
