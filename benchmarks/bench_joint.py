@@ -74,11 +74,11 @@ def main() -> None:
         smooth = ALGORITHMS[algorithm].smooth     # the CRF: its λ, the usable cores
         ex = LocalExecutor(usable_cores()) if smooth and usable_cores() > 1 else None
         with Timer() as t:
-            model.fit(enc, algorithm, iterations, executor=ex,
-                      **({"l2": args.l2 / len(enc)} if smooth else {}))
+            model.set_params(algorithm=algorithm, max_iter=iterations,
+                             l2=args.l2 / len(enc) if smooth else None).fit(enc, executor=ex)
         if ex is not None:
             ex.close()
-        times[(kind, algorithm)] = (t.seconds, model.settings["iteration"])
+        times[(kind, algorithm)] = (t.seconds, model.settings_["iteration"])
         return model
 
     for alg in ("crf", "perceptron", "mmvp"):
@@ -122,7 +122,7 @@ def main() -> None:
             print(rows[-1], flush=True)
         with Timer() as t:
             T = J.calibrate(model, heldout, source="conll2000/dev.txt")
-        calibration[alg] = (T, model.settings["calibration_nll"], t.seconds)
+        calibration[alg] = (T, model.settings_["calibration_nll"], t.seconds)
         with Timer() as t:
             pos, chunks = J.predict(model, test, "meu")
         calibration[alg] += (t.seconds,)

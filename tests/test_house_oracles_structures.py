@@ -152,7 +152,7 @@ def test_joint_structure_against_enumeration(n, c, p, scale):
         want = sum(q * getattr(J.structure_parts(u, c, p), kind) for u, q in zip(ys, pr))
         np.testing.assert_allclose(getattr(marg, kind), want, rtol=0, atol=1e-12 + 4 * kappa)
     # the machine twin
-    model = J.JointModel(chunk_labels, pos_labels, {}, [])
+    model = J.JointModel.from_state(chunk_labels, pos_labels, {}, [])
     f = J.joint_fst(parts, chunk_labels, pos_labels, outside)
     assert J.fst_log_partition(f) == pytest.approx(logz, rel=1e-12, abs=kappa)
     pairs = [[J.pair_symbol(t, q) for q, t in zip(*_named(model, u))] for u in ys]
@@ -167,7 +167,7 @@ def test_joint_structure_against_enumeration(n, c, p, scale):
             want[i, names.index(sym)] += q
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
     # the chunk layer: a Lattice whose enumeration is the chunk marginal of the structures
-    lat = Lattice(model.chunk_tags, "IOB2", J.chain_layers(parts, model._tag_index),
+    lat = Lattice(model.chunk_tags, "IOB2", J.chain_layers(parts, model.scorer_._tag_index),
                   raw_fst=lambda: model.chunk_fst(parts))
     law: dict = {}
     for u, lp in listed:

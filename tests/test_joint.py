@@ -79,7 +79,7 @@ def test_machine_twin(seed):
     f = J.joint_fst(parts, CHUNKS, POS, 2)
     y, best = J.viterbi(parts)
     syms, score = J.fst_viterbi(f)
-    model = J.JointModel(CHUNKS, POS, {}, [])
+    model = J.JointModel.from_state(CHUNKS, POS, {}, [])
     pos, chunk = model.tags(y)
     assert syms == [f"{c}|{p}" for c, p in zip(chunk, pos)]
     assert score == pytest.approx(best, rel=1e-5)
@@ -99,10 +99,10 @@ def _chunk_tag_marginals(ys, sc, model, n):
 @pytest.mark.parametrize("seed", range(4))
 def test_chunk_lattice_is_the_chunk_marginal_of_the_joint_model(seed):
     rng = np.random.default_rng(seed)
-    model = J.JointModel(CHUNKS, POS, {}, [])
+    model = J.JointModel.from_state(CHUNKS, POS, {}, [])
     n = 4
     parts = random_parts(rng, n)
-    lat = Lattice(model.chunk_tags, "IOB2", J.chain_layers(parts, model._tag_index),
+    lat = Lattice(model.chunk_tags, "IOB2", J.chain_layers(parts, model.scorer_._tag_index),
                   raw_fst=lambda: model.chunk_fst(parts))
     ys, sc = brute(parts, 3, 2, 2)
     assert lat.log_partition() == pytest.approx(np.logaddexp.reduce(sc), rel=1e-12)
@@ -145,7 +145,7 @@ def test_gold_structure_reads_table2():
     model = _tiny_model()
     d = J.layered(TINY[2:], collapse=True, np_chunks=True)[0]
     x = J.encode(model, d)
-    o, np_ = model.outside, model.chunk_labels.index("NP")
+    o, np_ = model.outside, model.chunk_labels_.index("NP")
     assert x.gold.segments == ((np_, 0, 3), (o, 3, 4), (np_, 4, 5))
     assert model.tags(x.gold) == (d.pos, d.chunks)
 
@@ -155,7 +155,7 @@ def test_training_fits_the_tiny_set(algorithm):
     data = J.layered(TINY, collapse=True, np_chunks=True)
     model, enc_ = J.model_for(data, "joint")
     kw = {"max_iter": 30, "l2": 0.01} if algorithm == "crf" else {"max_iter": 8}
-    assert model.fit(enc_, algorithm, **kw) is model
+    assert model.set_params(algorithm=algorithm, **kw).fit(enc_) is model
     pos, chunk = J.predict(model, data)
     assert J.scores(data, pos, chunk) == {"pos_accuracy": 100.0, "np_accuracy": 100.0,
                                           "np_f1": 100.0}
@@ -164,9 +164,9 @@ def test_training_fits_the_tiny_set(algorithm):
 def test_first_iteration_trick_freezes_lexicalised_weights():
     data = J.layered(TINY, collapse=True, np_chunks=True)
     model, enc_ = J.model_for(data, "joint")
-    model.fit(enc_, "perceptron", max_iter=1)
-    assert not model.w[model.lexical].any()
-    assert model.w[~model.lexical].any()
+    model.set_params(algorithm="perceptron", max_iter=1).fit(enc_)
+    assert not model.theta_[model.lexical].any()
+    assert model.theta_[~model.lexical].any()
 
 
 def test_mmvp_step_is_clipped_and_margin_based():
@@ -187,13 +187,13 @@ def test_mmvp_step_is_clipped_and_margin_based():
 def test_tagger_and_chunker_kinds():
     data = J.layered(TINY, collapse=True, np_chunks=True)
     tagger, enc_t = J.model_for(data, "tagger")
-    assert tagger.chunk_labels == ("O",)
-    tagger.fit(enc_t, "perceptron", max_iter=5)
+    assert tagger.chunk_labels_ == ("O",)
+    tagger.set_params(algorithm="perceptron", max_iter=5).fit(enc_t)
     pos, chunk = J.predict(tagger, data)
     assert pos == [d.pos for d in data] and chunk == [d.chunks for d in data]
     chunker, enc_c = J.model_for(data, "chunker")
-    assert set(chunker.pos_labels) == {"B-NP", "I-NP", "O"}
-    chunker.fit(enc_c, "mmvp", max_iter=5)
+    assert set(chunker.pos_labels_) == {"B-NP", "I-NP", "O"}
+    chunker.set_params(algorithm="mmvp", max_iter=5).fit(enc_c)
     pos, chunk = J.predict(chunker, data)
     assert chunk == [d.chunks for d in data]
     with pytest.raises(ValueError, match="decodes the joint model's chunk layer"):
@@ -203,11 +203,11 @@ def test_tagger_and_chunker_kinds():
 def test_save_load_roundtrip_and_corrupt_file(tmp_path):
     data = J.layered(TINY, collapse=True, np_chunks=True)
     model, enc_ = J.model_for(data, "joint")
-    model.fit(enc_, "mmvp", max_iter=3)
+    model.set_params(algorithm="mmvp", max_iter=3).fit(enc_)
     path = tmp_path / "joint.npz"
     model.save(path)
     back = J.JointModel.load(path)
-    np.testing.assert_array_equal(back.w, model.w)
+    np.testing.assert_array_equal(back.theta_, model.theta_)
     assert J.predict(back, data) == J.predict(model, data)
     path.write_bytes(path.read_bytes()[:200])
     with pytest.raises(ModelFileError, match="joint.npz"):
@@ -223,9 +223,10 @@ def test_bad_input_errors():
     with pytest.raises(SchemeError, match="unknown chunk type 'VP'"):
         model.structure(["NOUN"], ["B-VP"])
     with pytest.raises(InputError, match="unknown algorithm"):
-        model.fit([], "svm")
+        model.set_params(algorithm="svm").fit([])
     with pytest.raises(InputError, match="need gold POS and chunk"):
-        model.fit([J.encode(model, J.layered(TINY[:1])[0], gold=False)])
+        model.set_params(algorithm="perceptron").fit(
+            [J.encode(model, J.layered(TINY[:1])[0], gold=False)])
     with pytest.raises(CoNLLError, match="<tiny>:1: the joint model needs word, POS and chunk"):
         J.layered([_sent([("a", "DT")])], gold=True)
     with pytest.raises(CoNLLError, match="<tiny>:2: the joint model needs word, POS and chunk"):
@@ -236,7 +237,7 @@ def test_bad_input_errors():
     with pytest.raises(InputError, match="unknown model kind"):
         J.model_for(J.layered(TINY), "svm")
     with pytest.raises(InputError, match="must include 'O'"):
-        J.JointModel(("NP",), POS, {}, [])
+        J.JointModel.from_state(("NP",), POS, {}, [])
     with pytest.raises(InputError, match="no structure has a finite score"):
         J.viterbi(J.Parts(*(np.full(a.shape, -np.inf) for a in
                             (np.zeros((1, 3, 2)), np.zeros((1, 3, 2, 2)), np.zeros((1, 3)),
@@ -248,15 +249,15 @@ def test_model_protocol_lattices_and_fit():
     POS/NP settings) and gives the chunk lattice of :meth:`chunk_lattice`."""
     data = J.layered(TINY, collapse=True, np_chunks=True)
     model, enc_ = J.model_for(data, "joint", {"collapse_pos": True, "np_only": True})
-    assert model.fit(enc_, "perceptron", max_iter=3) is model
-    assert model.kind == "joint" and model.scheme == "IOB2"
+    assert model.set_params(algorithm="perceptron", max_iter=3).fit(enc_) is model
+    assert model.kind == "joint" and model.scheme_ == "IOB2"
     with pytest.raises(InputError, match="trained by perceptron; its scores are not "
                                          r"probabilities.*joint\.calibrate\(model, ") as e:
         model.lattices(TINY)
     assert "fstchunk joint calibrate" in e.value.cli_text()
     maps = [decode_map(lat).tags for lat in model.lattices(TINY, require_probabilities=False)]
     assert maps == J.predict(model, data)[1]              # MAP needs no calibration
-    model.settings["temperature"] = 0.7                    # as calibrate() would store it
+    model.settings_["temperature"] = 0.7                    # as calibrate() would store it
     lats = model.lattices(TINY)
     assert len(lats) == len(TINY)
     for lat, d in zip(lats, data):
@@ -285,8 +286,8 @@ def test_dp_matches_machine_on_real_sentences(corpus):
     test = [s for s in read_conll(corpus("conll2000", "test.txt"))[:200] if len(s) <= 12][:6]
     data = J.layered(train, collapse=True, np_chunks=True)
     model, enc_ = J.model_for(data, "joint")
-    model.fit(enc_, "mmvp", max_iter=2)
-    model.settings["temperature"] = T = 1.7               # every twin sees score/T
+    model.set_params(algorithm="mmvp", max_iter=2).fit(enc_)
+    model.settings_["temperature"] = T = 1.7               # every twin sees score/T
     for d in J.layered(test, collapse=True, np_chunks=True):
         x = J.encode(model, d, gold=False)
         y, best = model.decode(x)
@@ -312,7 +313,7 @@ def test_token_marginals_chain_equal_machine(corpus):
     train = read_conll(corpus("conll2000", "train.txt"))[:40]
     data = J.layered(train, collapse=True, np_chunks=True)
     model, enc_ = J.model_for(data, "joint")
-    model.fit(enc_, "crf", max_iter=5)
+    model.set_params(algorithm="crf", max_iter=5).fit(enc_)
     short = [x for x in enc_ if x.n <= 14][:3]
     assert short
     for x in short:

@@ -151,7 +151,7 @@ def slices():
 
 def trained(slices, algorithm):
     model, enc = J.model_for(slices[0], "joint", {"collapse_pos": True, "np_only": True})
-    return model.fit(enc, algorithm, 5 if algorithm != "crf" else 8)
+    return model.set_params(algorithm=algorithm, max_iter=5 if algorithm != "crf" else 8).fit(enc)
 
 
 def test_uncalibrated_mmvp_refuses_meu_but_decodes_map(slices, tmp_path):
@@ -193,8 +193,8 @@ def test_calibrated_meu_is_close_to_map_where_raw_scores_fail(slices, tmp_path):
     f_raw = J.scores(ev, pos, raw)["np_f1"]
     T = J.calibrate(model, heldout, source="dev.txt[0:150]")
     assert model.probabilistic and model.temperature == T and 0 < T < 1
-    assert model.settings["calibrated_on"] == {"source": "dev.txt[0:150]", "sentences": 150}
-    assert model.settings["calibration_nll"] > 0
+    assert model.settings_["calibrated_on"] == {"source": "dev.txt[0:150]", "sentences": 150}
+    assert model.settings_["calibration_nll"] > 0
     assert J.predict(model, ev)[1] == map_chunks                   # MAP unchanged by T
     f_meu = J.scores(ev, *J.predict(model, ev, "meu"))["np_f1"]
     assert f_meu > f_map - 2.5 and f_meu > f_raw + 20.0, (f_map, f_raw, f_meu)
@@ -204,8 +204,8 @@ def test_calibrated_meu_is_close_to_map_where_raw_scores_fail(slices, tmp_path):
     assert back.temperature == T and back.probabilistic
     assert J.predict(back, ev[:20], "meu") == J.predict(model, ev[:20], "meu")
     enc = J.model_for(slices[0], "joint")[1]
-    back.fit(enc, "mmvp", 1)                          # new weights: the old T is dropped
-    assert not back.probabilistic and "temperature" not in back.settings
+    back.set_params(algorithm="mmvp", max_iter=1).fit(enc)                          # new weights: the old T is dropped
+    assert not back.probabilistic and "temperature" not in back.settings_
 
 
 def test_crf_is_probabilistic_and_may_be_calibrated(slices):
@@ -216,7 +216,7 @@ def test_crf_is_probabilistic_and_may_be_calibrated(slices):
     map_chunks = J.predict(model, ev)[1]
     T = J.calibrate(model, heldout)
     assert 0.3 < T < 3.0                             # a CRF is roughly calibrated already
-    assert model.settings["calibrated_on"]["source"] == "<unnamed>"
+    assert model.settings_["calibrated_on"]["source"] == "<unnamed>"
     assert J.predict(model, ev)[1] == map_chunks
 
 
@@ -228,7 +228,7 @@ def test_calibration_input_errors(slices):
     with pytest.raises(InputError, match="held-out sentence 1 of h.txt: calibration needs gold"):
         model.calibrate([J.encode(model, heldout[0], gold=False)], "h.txt")
     tagger, enc = J.model_for(slices[0], "tagger")
-    tagger.fit(enc, "perceptron", 1)
+    tagger.set_params(algorithm="perceptron", max_iter=1).fit(enc)
     with pytest.raises(InputError, match="tagger model has no chunk layer to calibrate"):
         J.calibrate(tagger, heldout[:5])
     gold_worst = []                       # gold structures the model scores worst

@@ -74,7 +74,7 @@ def test_no_training_sentences():
             J.model_for([], kind, source="train.txt")
     model = J.model_for(J.layered(GOOD), "joint")[0]
     with pytest.raises(InputError, match="no training sentences"):
-        model.fit([], "mmvp")
+        model.set_params(algorithm="mmvp").fit([])
 
 
 def test_no_chunk_is_refused_naming_the_file():
@@ -102,8 +102,8 @@ def test_bad_training_options(option, value):
     model, encoded = J.model_for(data, "joint")
     kw = {"max_iter": 2, "l2": 0.1, option: value}
     with pytest.raises(InputError, match=f"^{option} must be"):
-        model.fit(encoded, "crf", **kw)
-    assert not model.w.any()                          # nothing was trained
+        model.set_params(algorithm="crf", **kw).fit(encoded)
+    assert not model.theta_.any()                          # nothing was trained
 
 
 def test_scores_of_nothing_and_of_mismatched_predictions():
@@ -124,11 +124,11 @@ def test_scores_of_nothing_and_of_mismatched_predictions():
 def test_decoding_reads_words_and_pos_only():
     data = J.layered(GOOD)
     model, encoded = J.model_for(data, "joint")
-    model.fit(encoded, "perceptron", 3)
+    model.set_params(algorithm="perceptron", max_iter=3).fit(encoded)
     two = [Sentence([r[:2] for r in s.rows], s.lines, s.source) for s in GOOD]
     assert J.predict(model, J.layered(two)) == J.predict(model, data)
     tagger, enc_t = J.model_for(data, "tagger")
-    tagger.fit(enc_t, "perceptron", 2)
+    tagger.set_params(algorithm="perceptron", max_iter=2).fit(enc_t)
     pos, chunks = J.predict(tagger, J.layered(two))
     assert chunks == [["_"] * 3, ["_"] * 3]       # a tagger predicts no chunks
     assert np.all([len(p) == 3 for p in pos])

@@ -24,7 +24,7 @@ SENTS = [Sentence([["The", "DT", "B-NP"], ["dog", "NN", "I-NP"], ["barks", "VBZ"
 def saved(path, kind="joint", algorithm="mmvp"):
     data = J.layered(SENTS, collapse=True)
     model, enc = J.model_for(data, kind, {"collapse_pos": True, "np_only": False})
-    model.fit(enc, algorithm, 2)
+    model.set_params(algorithm=algorithm, max_iter=2).fit(enc)
     model.save(path)
     return model
 
@@ -121,7 +121,7 @@ def test_weights_are_validated(tmp_path, w, problem):
 def test_non_finite_weights_and_tagger_labels(tmp_path):
     path = tmp_path / "j.npz"
     model = saved(path)
-    w = model.w.copy()
+    w = model.theta_.copy()
     w[3] = np.nan
     rewrite(path, w=w)
     with pytest.raises(ModelFileError, match="field 'w': has values that are not finite"):
@@ -176,7 +176,7 @@ def test_the_old_v1_file_still_loads():
     import os
     model = J.JointModel.load(os.path.join(os.path.dirname(__file__), "data", "v1",
                                            "joint.npz"))
-    assert model.settings["algorithm"] == "perceptron" and not model.probabilistic
+    assert model.settings_["algorithm"] == "perceptron" and not model.probabilistic
 
 
 VALUES = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=False),
@@ -219,7 +219,7 @@ def test_a_chunker_over_the_tags_seen_in_training_loads(tmp_path):
     file keeps loading, and decodes as before.  A label outside IOB2 is refused."""
     path = tmp_path / "c.npz"
     model = saved(path, "chunker")
-    assert "B-VP" in model.pos_labels and "I-VP" not in model.pos_labels
+    assert "B-VP" in model.pos_labels_ and "I-VP" not in model.pos_labels_
     loaded = J.JointModel.load(path)
     data = J.layered(SENTS, collapse=True)
     assert J.predict(loaded, data) == J.predict(model, data)

@@ -20,7 +20,7 @@ import time
 import numpy as np
 import pytest
 
-from fstchunk.cli import joint as cli_joint
+from fstchunk.models.joint import fitting as joint_fitting
 from fstchunk.cli import main
 from fstchunk.io.conll import Sentence, read_conll, write_conll
 from fstchunk.core.errors import InputError, ModelFileError, TrainingInterrupted
@@ -60,18 +60,17 @@ def test_a_resumed_perceptron_is_the_uninterrupted_one_bit_for_bit(conll, tmp_pa
                                                                    algorithm):
     sents = conll[:40]
     whole, enc = prepared(sents, kind)
-    whole.fit(enc, algorithm, max_iter=6)
+    whole.set_params(algorithm=algorithm, max_iter=6).fit(enc)
     ckpt = str(tmp_path / "m.ckpt")
     first, enc = prepared(sents, kind)
     with pytest.raises(TrainingInterrupted, match=f"stopped at iteration 3; checkpoint {ckpt}"):
-        first.fit(enc, algorithm, max_iter=6, checkpoint=ckpt, checkpoint_every=100,
-                  callbacks=[stop_at(3)])
+        first.set_params(algorithm=algorithm, max_iter=6).fit(enc, checkpoint=ckpt, checkpoint_every=100, callbacks=[stop_at(3)])
     assert os.path.isfile(ckpt + JT.STATE_SUFFIX)
     assert J.JointModel.load(ckpt).settings["iteration"] == 3
     resumed, enc = prepared(sents, kind)
-    resumed.fit(enc, algorithm, max_iter=6, checkpoint=ckpt, resume=True)
-    assert resumed.settings["iteration"] == whole.settings["iteration"]
-    np.testing.assert_array_equal(resumed.w, whole.w)
+    resumed.set_params(algorithm=algorithm, max_iter=6).fit(enc, checkpoint=ckpt, resume=True)
+    assert resumed.settings_["iteration"] == whole.settings_["iteration"]
+    np.testing.assert_array_equal(resumed.theta_, whole.theta_)
     assert not os.path.exists(ckpt) and not os.path.exists(ckpt + JT.STATE_SUFFIX)
 
 
@@ -83,7 +82,7 @@ def test_ctrl_c_inside_an_epoch_keeps_the_last_complete_one(conll, tmp_path, alg
     state after the last complete epoch; the resume redoes the cut one exactly."""
     sents = conll[:30]
     whole, enc = prepared(sents)
-    whole.fit(enc, algorithm, max_iter=5)
+    whole.set_params(algorithm=algorithm, max_iter=5).fit(enc)
     ckpt = str(tmp_path / "m.ckpt")
     cut, enc = prepared(sents)
     calls, real = [0], cut.parts
@@ -95,28 +94,28 @@ def test_ctrl_c_inside_an_epoch_keeps_the_last_complete_one(conll, tmp_path, alg
         return real(x, w)
     cut.parts = parts
     with pytest.raises(TrainingInterrupted, match=f"stopped at iteration {epoch - 1}"):
-        cut.fit(enc, algorithm, max_iter=5, checkpoint=ckpt)
+        cut.set_params(algorithm=algorithm, max_iter=5).fit(enc, checkpoint=ckpt)
     resumed, enc = prepared(sents)
-    resumed.fit(enc, algorithm, max_iter=5, checkpoint=ckpt, resume=True)
-    np.testing.assert_array_equal(resumed.w, whole.w)
+    resumed.set_params(algorithm=algorithm, max_iter=5).fit(enc, checkpoint=ckpt, resume=True)
+    np.testing.assert_array_equal(resumed.theta_, whole.theta_)
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_resumed_crf_reaches_the_uninterrupted_optimum(tmp_path, kind):
     kw = dict(max_iter=400, l2=0.01, tol=1e-9)
     whole, enc = _tiny(kind)
-    whole.fit(enc, "crf", **kw)
+    whole.set_params(algorithm="crf", **kw).fit(enc)
     ckpt = str(tmp_path / "m.ckpt")
     first, enc = _tiny(kind)
     with pytest.raises(TrainingInterrupted, match="stopped at iteration 4"):
-        first.fit(enc, "crf", checkpoint=ckpt, callbacks=[stop_at(4)], **kw)
+        first.set_params(algorithm="crf", **kw).fit(enc, checkpoint=ckpt, callbacks=[stop_at(4)])
     resumed, enc = _tiny(kind)
-    resumed.fit(enc, "crf", checkpoint=ckpt, resume=True, **kw)
-    assert whole.settings["converged"] and resumed.settings["converged"]
-    assert resumed.settings["iteration"] > 4
-    assert resumed.settings["final_objective"] == pytest.approx(
-        whole.settings["final_objective"], rel=1e-7)
-    np.testing.assert_allclose(resumed.w, whole.w, atol=1e-3)
+    resumed.set_params(algorithm="crf", **kw).fit(enc, checkpoint=ckpt, resume=True)
+    assert whole.settings_["converged"] and resumed.settings_["converged"]
+    assert resumed.settings_["iteration"] > 4
+    assert resumed.settings_["final_objective"] == pytest.approx(
+        whole.settings_["final_objective"], rel=1e-7)
+    np.testing.assert_allclose(resumed.theta_, whole.theta_, atol=1e-3)
 
 
 def test_a_state_of_another_run_is_refused(conll, tmp_path):
@@ -124,20 +123,20 @@ def test_a_state_of_another_run_is_refused(conll, tmp_path):
     ckpt = str(tmp_path / "m.ckpt")
     m, enc = prepared(sents)
     with pytest.raises(TrainingInterrupted):
-        m.fit(enc, "mmvp", max_iter=4, checkpoint=ckpt, callbacks=[stop_at(2)])
+        m.set_params(algorithm="mmvp", max_iter=4).fit(enc, checkpoint=ckpt, callbacks=[stop_at(2)])
     state = ckpt + JT.STATE_SUFFIX
     with np.load(state) as z:
         arrays = dict(z)
     np.savez(state, **dict(arrays, u=arrays["u"] * 2))       # another run's average
     m, enc = prepared(sents)
     with pytest.raises(ModelFileError, match="does not give the checkpoint's θ"):
-        m.fit(enc, "mmvp", max_iter=4, checkpoint=ckpt, resume=True)
+        m.set_params(algorithm="mmvp", max_iter=4).fit(enc, checkpoint=ckpt, resume=True)
     np.savez(state, **dict(arrays, mmvp=np.bool_(False)))
     with pytest.raises(ModelFileError, match="a state of perceptron, not of mmvp"):
-        m.fit(enc, "mmvp", max_iter=4, checkpoint=ckpt, resume=True)
+        m.set_params(algorithm="mmvp", max_iter=4).fit(enc, checkpoint=ckpt, resume=True)
     os.remove(state)
     with pytest.raises(InputError, match="no perceptron state at"):
-        m.fit(enc, "mmvp", max_iter=4, checkpoint=ckpt, resume=True)
+        m.set_params(algorithm="mmvp", max_iter=4).fit(enc, checkpoint=ckpt, resume=True)
 
 
 # ------------------------------------------------------------ --select dev
@@ -146,12 +145,11 @@ def test_select_dev_keeps_the_best_epoch(conll, kind):
     model, enc = prepared(conll[:40], kind)
     dev = J.layered(conll[300:340], collapse=True, np_chunks=True)
     seen = []
-    model.fit(enc, "mmvp", max_iter=7, dev=dev, dev_every=1, select="dev",
-              callbacks=[lambda p: seen.append((p.dev_f, p.iteration, p.theta.copy()))])
+    model.set_params(algorithm="mmvp", max_iter=7, select="dev").fit(enc, dev=dev, dev_every=1, callbacks=[lambda p: seen.append((p.dev_f, p.iteration, p.theta.copy()))])
     best = max(seen, key=lambda s: (s[0], -s[1]))          # ties: the earlier
-    assert model.settings["selected_iteration"] == best[1]
-    assert model.settings["dev_f"] == best[0]
-    np.testing.assert_array_equal(model.w, best[2])
+    assert model.settings_["selected_iteration"] == best[1]
+    assert model.settings_["dev_f"] == best[0]
+    np.testing.assert_array_equal(model.theta_, best[2])
     s = J.scores(dev, *J.predict(model, dev))               # the figure is what is scored
     assert model.dev_f(dev) == s["pos_accuracy" if kind == "tagger" else "np_f1"]
 
@@ -195,10 +193,10 @@ def test_the_default_l2_is_the_old_summed_one_over_conll2000():
     assert JT.default_l2(lo.ML, 0.25) == 0.25
     assert JT.default_l2(lo.MMVP, None) is None
     model, enc = _tiny("joint")
-    model.fit(enc, "crf", max_iter=2)
-    assert model.settings["l2"] == JT.DEFAULT_L2[lo.ML] and model.probabilistic
+    model.set_params(algorithm="crf", max_iter=2).fit(enc)
+    assert model.settings_["l2"] == JT.DEFAULT_L2[lo.ML] and model.probabilistic
     with pytest.raises(InputError, match="has no λ"):
-        model.fit(enc, "mmvp", max_iter=2, l2=0.5)
+        model.set_params(algorithm="mmvp", max_iter=2, l2=0.5).fit(enc)
 
 
 @pytest.mark.parametrize("executor", ["local:2", "local:3", "dask:2"])
@@ -221,7 +219,7 @@ def test_partitions_give_the_one_process_value_and_gradient(conll, executor):
     np.testing.assert_allclose(got[1], want[1], rtol=1e-10, atol=1e-13)
     shards = model.partitions(enc, int(n))
     assert sum(len(part) for _, part in shards) == len(enc)
-    assert all(copy.size == model.size and not hasattr(copy.vocabs[0], "get")
+    assert all(copy.size == model.size and not hasattr(copy.vocabs_[0], "get")
                for copy, _ in shards)            # sizes, not the vocabularies' strings
 
 
@@ -245,7 +243,7 @@ def test_old_files_load_and_decode_as_before():
     for version in ("v1", "v2"):
         old = J.JointModel.load(os.path.join(HERE, version, "joint.npz"))
         assert old.trained_by is lo.PERCEPTRON and not old.probabilistic
-        assert old.theta is old.w
+        assert old.theta_ is old.theta_
 
 
 # ------------------------------------------------------------- the CLI
@@ -283,7 +281,7 @@ def test_cli_ctrl_c_then_resume_is_the_uninterrupted_run(conll, tmp_path, capsys
     opts = _opts(algorithm, 6)
     assert main(_cli(whole_dir, *opts)) == 0
     with monkeypatch.context() as m:
-        m.setattr(cli_joint, "Trainer", _stopping(3))
+        m.setattr(joint_fitting, "Trainer", _stopping(3))
         assert main(_cli(tmp_path, *opts)) == 130
     err = capsys.readouterr().err
     ckpt = tmp_path / "m.npz.ckpt"
@@ -294,11 +292,11 @@ def test_cli_ctrl_c_then_resume_is_the_uninterrupted_run(conll, tmp_path, capsys
     whole = J.JointModel.load(whole_dir / "m.npz")
     resumed = J.JointModel.load(tmp_path / "m.npz")
     if algorithm == "crf":         # the same iterations; L-BFGS's memory restarts
-        assert resumed.settings["iteration"] == 6
-        assert resumed.settings["final_objective"] <= 1.01 * whole.settings["final_objective"]
+        assert resumed.settings_["iteration"] == 6
+        assert resumed.settings_["final_objective"] <= 1.01 * whole.settings_["final_objective"]
     else:
-        np.testing.assert_array_equal(resumed.w, whole.w)
-    assert resumed.settings["run"]["sentences"] == 40 and not ckpt.exists()
+        np.testing.assert_array_equal(resumed.theta_, whole.theta_)
+    assert resumed.settings_["run"]["sentences"] == 40 and not ckpt.exists()
 
 
 @pytest.mark.parametrize("algorithm, change, field", [
@@ -312,7 +310,7 @@ def test_cli_resume_refuses_a_checkpoint_of_another_run(conll, tmp_path, capsys,
     _train_file(conll, tmp_path)
     opts = _opts(algorithm, 4)
     with monkeypatch.context() as m:
-        m.setattr(cli_joint, "Trainer", _stopping(2))
+        m.setattr(joint_fitting, "Trainer", _stopping(2))
         assert main(_cli(tmp_path, *opts)) == 130
     copy = tmp_path / "copy.txt"
     copy.write_bytes((tmp_path / "train.txt").read_bytes() + b"\n")   # same sentences

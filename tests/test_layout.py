@@ -269,7 +269,7 @@ def test_hmm_and_joint_record_their_layouts(tmp_path):
     assert back.layout == hmm.layout and back.data_scheme == "IOBES"
     jm, enc = J.model_for(J.layered(TRAIN), "joint", {})
     jm.layout = Layout.of(TRAIN, Columns(0, 1, 2), "IOB2", "gold")
-    jm.fit(enc, "perceptron", 1, progress=False)
+    jm.set_params(algorithm="perceptron", max_iter=1).fit(enc, progress=False)
     jm.save(tmp_path / "j.npz")
     back = load_model(tmp_path / "j.npz")
     assert back.layout == jm.layout and back.data_scheme == "IOB2"

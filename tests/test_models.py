@@ -26,7 +26,7 @@ def crf_model():
 def joint_model():
     data = J.layered(SENTS, collapse=True, np_chunks=True)
     model, encoded = J.model_for(data, "joint")
-    model.fit(encoded, "perceptron", iterations=1)
+    model.set_params(algorithm="perceptron", max_iter=1).fit(encoded)
     return model
 
 

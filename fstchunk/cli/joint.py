@@ -27,6 +27,8 @@ from __future__ import annotations
 import argparse
 import sys
 from contextlib import closing
+from types import SimpleNamespace
+from typing import Any
 
 from ..core.errors import InputError
 from ..core.outputs import atomic_write, check_output, json_text
@@ -35,10 +37,10 @@ from ..decoding.decoders import names as decoder_names
 from ..io.columns import Columns
 from ..io.conll import Sentence, write_conll
 from ..io.layout import Layout
-from ..learn.loop import SELECT, Trainer
+from ..learn.loop import SELECT
 from ..learn.runs import file_digest
 from ..models import joint as J
-from ..models.joint.train import ALGORITHMS, DEFAULT_L2, default_l2
+from ..models.joint.train import ALGORITHMS, DEFAULT_L2
 from ..runtime.parallel import usable_cores
 from ..runtime.scale import LocalExecutor
 from .common import (
@@ -142,13 +144,13 @@ def _columns(p: argparse.ArgumentParser) -> None:
                         "model's own columns otherwise")
 
 
-def _model_columns(model: J.JointModel, given: Columns | None, path: str, model_path: str,
+def _model_columns(model: Any, given: Columns | None, path: str, model_path: str,
                    command: str, gold: bool) -> Columns:
     """Where the input ``path`` holds the model's columns: checked against its training
     layout (its first sentences); a model without one reads ``--columns`` or its
     ``settings["columns"]``, as before."""
-    if given is None and model.layout is None:
-        cols = Columns.from_json(model.settings.get("columns", Columns().to_json()))
+    if given is None and model.layout_ is None:
+        cols = Columns.from_json(model.settings_.get("columns", Columns().to_json()))
         warn_unrecorded(model_path, path, cols, command)
         return cols
     checked = layout_input(iter_input(path), model, model_path, given, command, need_tag=gold)
@@ -199,15 +201,17 @@ def run_train(args: argparse.Namespace) -> int:
     warn_unread(args.columns, resolved, [first], "joint train")
     sents = _gold(args.train, cols, args.on_invalid, "joint train", args.sentences)
     data = J.layered(sents, args.collapse_pos, args.np_only)
-    model, encoded = J.model_for(data, args.kind, {"collapse_pos": args.collapse_pos,
-                                                   "np_only": args.np_only,
-                                                   "columns": cols.to_json()})
+    model = J.JointModel(variant=args.kind, algorithm=args.algorithm, max_iter=args.max_iter,
+                         l2=args.l2, select=args.select, collapse_pos=args.collapse_pos,
+                         np_only=args.np_only)
     pos = "feature" if args.kind == "chunker" else "gold"
-    model.layout = Layout.of(sents, Columns(0, 1, 2), "IOB2", pos).moved(resolved, width)
-    heldout = (_gold(args.calibrate, _model_columns(model, args.columns, args.calibrate,
+    layout = Layout.of(sents, Columns(0, 1, 2), "IOB2", pos).moved(resolved, width)
+    reading = SimpleNamespace(reads=J.JointModel.reads, layout=layout, layout_=layout,
+                              settings_={})           # the model to be, for layout_input
+    heldout = (_gold(args.calibrate, _model_columns(reading, args.columns, args.calibrate,
                                                     args.output, "joint train", True),
                      args.on_invalid, "joint train") if args.calibrate else None)
-    dev = (J.layered(_gold(args.dev, _model_columns(model, args.columns, args.dev,
+    dev = (J.layered(_gold(args.dev, _model_columns(reading, args.columns, args.dev,
                                                     args.output, "joint train", True),
                            args.on_invalid, "joint train"), args.collapse_pos, args.np_only)
            if args.dev else None)
@@ -215,16 +219,14 @@ def run_train(args: argparse.Namespace) -> int:
         raise no_sentences(args.dev)
     identity = {"kind": args.kind, "collapse_pos": args.collapse_pos,
                 "np_only": args.np_only, "columns": resolved.spec(),
-                "train_sha256": file_digest(args.train), "sentences": len(encoded)}
+                "train_sha256": file_digest(args.train), "sentences": len(data)}
     every = SMOOTH_DEV_EVERY if objective.smooth else 1
-    with _executor(args, objective, len(encoded)) as ex:
-        Trainer(objective=objective, l2=default_l2(objective, args.l2),
-                max_iter=args.max_iter, dev=dev,
-                dev_every=every if args.dev_every is None else args.dev_every,
-                select=args.select, checkpoint=args.output + ".ckpt",
-                checkpoint_every=args.checkpoint_every, resume=args.resume,
-                output=args.output, progress=not args.quiet, log=print,
-                identity=identity, executor=ex).fit(model, encoded)
+    with _executor(args, objective, len(data)) as ex:
+        model.fit(data, dev, dev_every=every if args.dev_every is None else args.dev_every,
+                  checkpoint=args.output + ".ckpt", checkpoint_every=args.checkpoint_every,
+                  resume=args.resume, output=args.output, progress=not args.quiet,
+                  log=print, identity=identity, executor=ex, layout=layout,
+                  record={"columns": cols.to_json()})
     if heldout is not None:
         _calibrate(model, heldout, args.calibrate)
         model.save(args.output)
@@ -248,8 +250,8 @@ def _executor(args: argparse.Namespace, objective, sentences: int):
 
 
 def _calibrate(model: J.JointModel, sents: list[Sentence], source: str) -> None:
-    data = J.layered(sents, model.settings.get("collapse_pos", False),
-                     model.settings.get("np_only", False))
+    data = J.layered(sents, model.settings_.get("collapse_pos", False),
+                     model.settings_.get("np_only", False))
     t = J.calibrate(model, data, source=source)
     print(f"temperature {t:.6g} (maximum likelihood on {len(sents)} sentences of {source})")
 
@@ -279,8 +281,8 @@ def run_decode(args: argparse.Namespace) -> int:
         sents = _gold(args.input, cols, args.on_invalid, "joint decode")
     else:
         sents = _layout(raw, cols, gold=False)
-    data = J.layered(sents, model.settings.get("collapse_pos", False),
-                     model.settings.get("np_only", False), gold=bool(args.json))
+    data = J.layered(sents, model.settings_.get("collapse_pos", False),
+                     model.settings_.get("np_only", False), gold=bool(args.json))
     pos, chunks = J.predict(model, data, dec)
     if args.json:
         text = json_text(J.scores(data, pos, chunks), indent=2) + "\n"

@@ -16,15 +16,21 @@ The package, bottom up:
 * :mod:`.corpus` — the corpus layers: :func:`layered` (strict IOB2 gold), Table 3's
   :func:`collapse_pos`, :func:`np_only`, and :func:`scores` (Table 7's columns);
 * :mod:`.scoring` — observations, vocabularies, weights: a sentence's part scores;
+* :mod:`.encoding` — :func:`encode`, a sentence read for a model;
 * :mod:`.train` — the objectives (``--algorithm`` perceptron, mmvp, crf = ML), their
   solvers for :class:`fstchunk.learn.loop.Trainer` (the averaged perceptron and MMVP
   by epochs, L-BFGS over the mean NLL) and the NLL's additive statistics;
 * :mod:`.calibration` — the temperature T of p(y|x) ∝ exp(score/T), fitted by
   maximum likelihood on held-out sentences (:func:`fit_temperature`);
 * :mod:`.files` — the model file, every field checked on load (:func:`read_model`);
-* :mod:`.model` — :class:`JointModel` (the model protocol) and :func:`encode`;
-* :mod:`.data` — Table 6's templates, :func:`model_for`, :func:`predict`,
-  :func:`calibrate`.
+* :mod:`.build` — Table 6's templates; the labels and vocabularies of a training
+  corpus (:func:`~.build.learn_scorer`);
+* :mod:`.fitting` — the estimator: hyper-parameters, ``fit``, the fitted state
+  (``scorer_``, ``theta_``, ``settings_``, ``layout_``, ``scheme_``);
+* :mod:`.model` — :class:`JointModel` (the model protocol: decoding, calibration,
+  files);
+* :mod:`.data` — :func:`predict`, :func:`calibrate`, and :func:`model_for` (the
+  way before :meth:`JointModel.fit` learnt labels and vocabularies).
 
 Pitfalls: ``O`` segments are maximal (O→O is forbidden), so structures and
 (POS, IOB2 chunk) tag pairs are one-to-one.  Perceptron and MMVP scores are not
@@ -35,8 +41,8 @@ probabilities: MEU, marginals and lattices need a ``crf`` model or a calibrated 
 from ...core.namespace import public_dir
 from .calibration import HeldOut, TemperatureFit, fit_temperature
 from .corpus import COLLAPSED_POS, Layered, collapse_pos, layered, np_only, scores
-from .data import (CHUNKER_TEMPLATES, JOINT_TEMPLATES, KIND_TEMPLATES,
-                   TAGGER_TEMPLATES, calibrate, model_for, predict)
+from .build import CHUNKER_TEMPLATES, JOINT_TEMPLATES, KIND_TEMPLATES, TAGGER_TEMPLATES
+from .data import calibrate, model_for, predict
 from .dp import chain_layers, inside_outside, viterbi
 from .files import VARIANTS, read_model
 from .machine import (chunk_fst, fst_log_partition, fst_token_marginals, fst_viterbi,

@@ -21,15 +21,15 @@ def encode(model: Any, d: Layered, cols: dict | None = None, gold: bool = True
     """Encode one sentence for ``model`` (a chunker reads ``d.pos`` as input),
     with its gold structure if ``gold``."""
     if cols is None:
-        cols = input_columns(model.variant, d)
+        cols = input_columns(model.variant_, d)
     where = d.sentence.where(0)
     if not gold:
         return model.encode(cols, where=where)
-    if d.chunks is None and model.variant != "tagger":
+    if d.chunks is None and model.variant_ != "tagger":
         raise InputError(f"{where}: no chunk tag column; gold POS and chunk tags are needed "
                          f"here (columns word, POS, chunk tag)")
-    if model.variant == "joint":
+    if model.variant_ == "joint":
         return model.encode(cols, d.pos, d.chunks, where)
-    labels = d.pos if model.variant == "tagger" else d.chunks
-    known = [t if t in model.pos_labels else model.pos_labels[0] for t in labels]
+    labels = d.pos if model.variant_ == "tagger" else d.chunks
+    known = [t if t in model.pos_labels_ else model.pos_labels_[0] for t in labels]
     return model.encode(cols, known, ["O"] * len(labels), where)

@@ -63,7 +63,7 @@ STATE_SUFFIX = ".perceptron.npz"
 
 class Trainable(Protocol):
     """What training needs of a model (:class:`~.model.JointModel` has it)."""
-    w: np.ndarray
+    theta_: np.ndarray
     lexical: np.ndarray
     c: int
     p: int
@@ -214,7 +214,7 @@ class JointPerceptronSolver(EpochSolver):
                 t, epochs, mmvp = int(f["t"]), int(f["epochs"]), bool(f["mmvp"])
         except (OSError, KeyError, ValueError, TypeError) as e:
             raise ModelFileError(f"{path}: not a joint perceptron state ({e})") from None
-        if not (w.shape == u.shape == np.shape(self.model.theta) and t >= 1 and epochs >= 0
+        if not (w.shape == u.shape == np.shape(self.model.theta_) and t >= 1 and epochs >= 0
                 and np.all(np.isfinite(w)) and np.all(np.isfinite(u))):
             raise ModelFileError(f"{path}: the perceptron state does not fit this model's "
                                  f"weights")
