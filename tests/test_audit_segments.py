@@ -166,7 +166,7 @@ def test_threshold_dev_is_the_best_f_of_the_decoding_of_the_dev_file(slices, cap
     best = max(rows, key=lambda r: (round(r[1], 9), -abs(r[0]), -r[0]))
     m = load_model(model)
     assert m.threshold == best[0], rows
-    assert m.settings["threshold_tuned_on"]["f"] == pytest.approx(best[1], abs=1e-9)
+    assert m.settings_["threshold_tuned_on"]["f"] == pytest.approx(best[1], abs=1e-9)
     assert f"threshold on {dev}: {best[0]:+.1f}" in out and f"F {best[1]:.2f}" in out
 
 
@@ -190,8 +190,8 @@ def test_dev_f_of_training_is_the_f_of_the_decoding_of_the_dev_file(slices, caps
                      "-o", str(pred)]) == 0
         m = load_model(model)
         want = _f(gold, _predicted(pred, conll))
-        assert m.settings["history"][-1]["dev_f_average"] == pytest.approx(want, abs=1e-9)
-        assert m.settings["dev_f"] == pytest.approx(want, abs=1e-9)
+        assert m.settings_["history"][-1]["dev_f_average"] == pytest.approx(want, abs=1e-9)
+        assert m.settings_["dev_f"] == pytest.approx(want, abs=1e-9)
 
 
 # ----------------------------------------------------------------- partial annotation
