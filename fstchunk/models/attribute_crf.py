@@ -381,17 +381,9 @@ class AttributeCRF(Estimator, Calibrated, PairChain):
             space = TagSpace.of(tuple(tags), canonical(scheme_name))
         except (InputError, SchemeError, TypeError) as e:
             raise f.error("tags", str(e)) from None
-        names = f.packed_strings("attribute_names")
-        if len(set(names)) != len(names):
-            raise f.error("attribute_names", "repeats an attribute")
+        names = f.unique_strings("attribute_names", "an attribute")
         L = len(space.tags)
-        pairs = f.array("pairs", "int", (None, 2))
-        if pairs.size and ((pairs < 0).any() or (pairs[:, 0] >= len(names)).any()
-                           or (pairs[:, 1] >= L).any()):
-            raise f.error("pairs", f"(attribute, label) indices out of range of the "
-                                   f"{len(names)} attributes and {L} labels")
-        if len(np.unique(pairs[:, 0].astype(np.int64) * L + pairs[:, 1])) != len(pairs):
-            raise f.error("pairs", "repeats an (attribute, label) pair")
+        pairs = f.pairs(len(names), L, "attribute")
         trans = f.array("transitions", "int", (L, L))
         if not np.isin(trans, (0, 1)).all():
             raise f.error("transitions", "expected 0/1 flags")

@@ -18,18 +18,21 @@ functions of θ are :mod:`fstchunk.models.crf_loss`.
 
     crf = CRF("tmpt3", "IOB2", columns="word,pos,tag", l2=1e-6).fit(train, dev=dev)
     crf.lattices(test_sentences)
-    CRF.load("m.npz").fit(more, objective="meu")    # trains on from its θ (--init)
+    CRF.load("m.npz").set_params(objective="meu", warm_start=True).fit(more)  # --init
 
-The model remembers the columns it was trained on (:attr:`CRF.columns`, resolved
+The model remembers the columns it was trained on (:attr:`CRF.columns_`, resolved
 to absolute indices, stored in its file): :meth:`CRF.lattices` reads the words
 and POS tags from them, :meth:`CRF.training_data` the gold tags too.  Trained on
 columns without POS, a template that reads POS becomes its ``-nopos`` variant
 (:func:`~fstchunk.models.features.resolve_template`) and the model records that
-name.  ``l2=None`` is the objective's own default λ (the trainer resolves it).
-It also records its training layout (:attr:`CRF.layout`, :mod:`fstchunk.io.layout`:
+name (:attr:`CRF.features_`).  ``l2=None`` is the objective's own default λ (the
+trainer resolves it).
+It also records its training layout (:attr:`CRF.layout_`, :mod:`fstchunk.io.layout`:
 the training file's columns, what each held, the data scheme, the word and POS
-vocabularies), which the CLI checks inputs against; :attr:`CRF.data_scheme` is
-its data scheme (None for files written before the record).
+vocabularies), which the CLI checks inputs against; :attr:`CRF.data_scheme_` is
+its data scheme (None for files written before the record).  Hyper-parameters are
+the constructor's and stay as given; what ``fit`` learns ends in ``_``
+(:mod:`fstchunk.models.estimator`).
 
 Pitfalls:
 
@@ -102,9 +105,19 @@ class CRF(Estimator, Calibrated, PairChain):
         tol: the stopping tolerance (``None``: the solver's default).
         select: which iterate to keep: ``last`` or ``dev`` (the best on dev).
         partial: train on partial annotation (:mod:`fstchunk.models.partial`).
+        warm_start: ``fit`` on a fitted model trains on from its θ, feature map and
+            tags (the CLI's ``--init``); otherwise every ``fit`` starts afresh.
 
     Raises:
         InputError: an unknown or invalid hyper-parameter, when fitting.
+
+    Attributes:
+        theta_: θ, the weights (state weights, transitions, start, end).
+        tags_: the tags seen in training, in the scheme ``scheme_`` (canonical).
+        columns_: the columns read, resolved against the training file.
+        features_: the template trained (``-nopos`` where the files have no POS).
+        settings_: what training recorded (objective, iterations, dev F, T, ...).
+        layout_: the training file's layout (:mod:`fstchunk.io.layout`).
 
     Examples:
         >>> import fstchunk
@@ -370,22 +383,14 @@ class CRF(Estimator, Calibrated, PairChain):
             if spec.reads_pos and cols.pos is None:
                 raise f.error("columns", f"template {template} reads POS, but the columns "
                                          f"{cols.spec()} have none")
-        names = f.packed_strings("feature_names")
-        if len(set(names)) != len(names):
-            raise f.error("feature_names", "repeats a feature")
+        names = f.unique_strings("feature_names", "a feature")
         alien = set() if "template_source" in f.meta else (
             {n.split("=", 1)[0] for n in names} - feature_kinds(template))
         if alien:
             raise f.error("template", f"{template} does not write the features of this "
                                       f"model (e.g. {sorted(alien)[0]!r})")
         L = len(tags)
-        pairs = f.array("pairs", "int", (None, 2))
-        if pairs.size and ((pairs < 0).any() or (pairs[:, 0] >= len(names)).any()
-                           or (pairs[:, 1] >= L).any()):
-            raise f.error("pairs", f"(feature, tag) indices out of range of the "
-                                   f"{len(names)} features and {L} tags")
-        if len(np.unique(pairs[:, 0].astype(np.int64) * L + pairs[:, 1])) != len(pairs):
-            raise f.error("pairs", "repeats a (feature, tag) pair")
+        pairs = f.pairs(len(names), L)
         theta = f.array("theta", "float", (len(pairs) + L * L + 2 * L,), finite=True)
         fmap = FeatureMap(spec, names, cols.word, cols.pos)
         return cls._fitted(fmap, tags, scheme, pairs, theta, f.settings(), cols,

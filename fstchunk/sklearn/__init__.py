@@ -21,8 +21,8 @@ marginal likelihood of what they allow, lbfgs and ml only;
 :mod:`fstchunk.models.partial_labels`).
 
 Pitfalls: ``classes_`` lists the labels seen in y in CRFsuite's order (first
-appearance), as sklearn-crfsuite's (partial labels: the tags they name, ``?`` none); the tags a chunk scheme needs that y lacks are in
-``model_.tags`` and in the keys of ``predict_marginals``; ``state_features_``,
+appearance), as sklearn-crfsuite's (partial labels: the tags they name, ``?``
+none); the tags a chunk scheme needs that y lacks are in ``model_.tags_`` and in the keys of ``predict_marginals``; ``state_features_``,
 ``transition_features_`` and ``attributes_`` hold the non-zero weights only, as a
 CRFsuite model file does, and ``transition_features_`` each transition the scheme
 forbids as ``-inf``; ``size_`` is the size of the CRFsuite model file
@@ -189,11 +189,7 @@ class CRF(CRFParams, BaseEstimator):
             model.__dict__.pop("smooth_solver", None)
             if ex is not None:
                 ex.close()
-        log.training_seconds = float(model.settings_.get("train_seconds", 0.0))
-        log.featgen_seconds = max(time.perf_counter() - began - log.training_seconds, 0.0)
-        log.featgen_num_features = int(model.P + np.count_nonzero(model.transitions_))
-        log.scheme, log.converged = model.scheme_, bool(model.settings_.get("converged"))
-        log.stopped_by = str(model.settings_.get("stopped_by", ""))
+        log.record_fit(model, time.perf_counter() - began)
         modelfile.record_anchor(model, X)
         self.model_, self.training_log_ = model, log
         began = time.perf_counter()
@@ -331,13 +327,13 @@ class CRF(CRFParams, BaseEstimator):
     @property
     def classes_(self) -> list[str] | None:
         """The labels seen in y, in order of first appearance (sklearn-crfsuite's); the
-        tags a chunk scheme adds stay internal (``model_.tags`` lists them all)."""
+        tags a chunk scheme adds stay internal (``model_.tags_`` lists them all)."""
         return None if self._model is None else self._model.classes
 
     @property
     def scheme_(self) -> str | None:
         """The scheme the model uses ("none": the unconstrained chain)."""
-        return None if self._model is None else self._model.scheme
+        return None if self._model is None else self._model.scheme_
 
     @property
     def size_(self) -> int | None:
