@@ -33,21 +33,21 @@ def carried_theta(old: CRF, new: CRF) -> tuple[np.ndarray, int]:
     (tag, tag) transition / start / end tag, has the same name in both; 0 elsewhere.
     Also the number of state weights carried over."""
     Lo, Ln = old.L, new.L
-    feat = np.array([old.fmap.index.get(n, -1) for n in new.fmap.names], dtype=np.int64)
-    tag = np.array([old.tags.index(t) if t in old.tags else -1 for t in new.tags],
+    feat = np.array([old.fmap_.index.get(n, -1) for n in new.fmap_.names], dtype=np.int64)
+    tag = np.array([old.tags_.index(t) if t in old.tags_ else -1 for t in new.tags_],
                    dtype=np.int64)
-    theta = np.zeros_like(new.theta)
-    old_keys = old.pairs[:, 0] * Lo + old.pairs[:, 1]
+    theta = np.zeros_like(new.theta_)
+    old_keys = old.pairs_[:, 0] * Lo + old.pairs_[:, 1]
     order = np.argsort(old_keys)
-    f, t = feat[new.pairs[:, 0]], tag[new.pairs[:, 1]]
+    f, t = feat[new.pairs_[:, 0]], tag[new.pairs_[:, 1]]
     ok = (f >= 0) & (t >= 0)
     keys = np.where(ok, f * Lo + t, -1)
     pos = np.clip(np.searchsorted(old_keys[order], keys), 0, max(len(order) - 1, 0))
     hit = ok & (old_keys[order][pos] == keys) if len(order) else np.zeros_like(ok)
-    theta[:new.P][hit] = old.theta[:old.P][order[pos[hit]]]
-    T_old = old.theta[old.P:old.P + Lo * Lo].reshape(Lo, Lo)
-    start_old = old.theta[old.P + Lo * Lo:old.P + Lo * Lo + Lo]
-    end_old = old.theta[old.P + Lo * Lo + Lo:]
+    theta[:new.P][hit] = old.theta_[:old.P][order[pos[hit]]]
+    T_old = old.theta_[old.P:old.P + Lo * Lo].reshape(Lo, Lo)
+    start_old = old.theta_[old.P + Lo * Lo:old.P + Lo * Lo + Lo]
+    end_old = old.theta_[old.P + Lo * Lo + Lo:]
     T_new = np.zeros((Ln, Ln))
     start_new, end_new = np.zeros(Ln), np.zeros(Ln)
     have = tag >= 0
@@ -66,7 +66,7 @@ def warm_start(old: CRF | None, items: Sequence[Sentence], features: str, max_it
     data = crf._prepare(items)          # feature map, tags and pairs of these sentences
     carried = 0
     if old is not None:
-        crf.theta, carried = carried_theta(old, crf)
+        crf.theta_, carried = carried_theta(old, crf)
     return crf.fit(data), carried
 
 

@@ -101,7 +101,7 @@ class Simulation:
         pred = []
         for lo in range(0, len(self.test), 1000):
             for lat in crf.lattices(self.test[lo:lo + 1000], require_probabilities=False):
-                pred.append([crf.tags[i] for i in viterbi(lat.layers)[0]])
+                pred.append([crf.tags_[i] for i in viterbi(lat.layers)[0]])
         return evaluate(self.gold, pred, scheme="IOB2").overall.f
 
     def start_set(self, seed: int) -> list[int]:

@@ -74,7 +74,7 @@ def model_path(corpus: str, model: str, args):
     if model == "ml-t":           # T on the dev sentences whose gold the model can tag
         dev = data_path(*CORPORA[corpus][2])
         sents = check_gold(read_conll(dev), "IOB2").sentences
-        known = [s for s in sents if set(s.column(-1)) <= set(loaded.tags)]
+        known = [s for s in sents if set(s.column(-1)) <= set(loaded.tags_)]
         if len(known) < len(sents):
             print(f"{dev}: {len(sents) - len(known)} sentences with tags the model lacks "
                   "left out of its calibration")
@@ -235,7 +235,7 @@ def main() -> None:
             _, _, dev, test = CORPORA[corpus]
             for model_name in MODELS:
                 model = model_path(corpus, model_name, args)
-                s = model.settings
+                s = model.settings_
                 unit = "BCFW passes" if model_name == "mm" else "L-BFGS iterations"
                 stop = "converged" if s.get("converged") else "not converged" + (
                     f", duality gap {s['duality_gap']:.3f}" if s.get("duality_gap") else "")

@@ -93,7 +93,7 @@ def main() -> None:
     body = (f"python-crfsuite {version('python-crfsuite')} trained on the first {len(train)} sentences of train.txt (tmpt1 attributes, "
             f"L-BFGS, c1 = {args.c1:g}, c2 = {args.c2:g}, {args.iterations} iterations, "
             f"possible transitions {'on' if args.possible_transitions else 'off'}, "
-            f"{t_train.seconds:.1f} s; {len(free.fmap)} attributes, {free.P} state "
+            f"{t_train.seconds:.1f} s; {len(free.fmap_)} attributes, {free.P} state "
             f"features), imported by `fstchunk import crfsuite`; test.txt: {len(test)} "
             f"sentences, {ntok} tokens.\n\n"
             "| check | figure |\n|---|---|\n"

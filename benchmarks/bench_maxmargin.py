@@ -114,13 +114,12 @@ class Bench:
             crf = CRF(template, scheme)
             data = crf._prepare(train)
             if kind == "m3n":
-                crf.fit(data, objective="max-margin", l2=l2, max_iter=a.passes, tol=a.tol)
+                crf.set_params(objective="max-margin", l2=l2, max_iter=a.passes, tol=a.tol).fit(data)
             elif kind == "ml":
-                crf.fit(data, objective="ml", l2=l2, max_iter=a.ml_iter)
+                crf.set_params(objective="ml", l2=l2, max_iter=a.ml_iter).fit(data)
             else:
-                crf.fit(data, objective="max-margin", l2=l2, max_iter=a.loss_passes, tol=a.tol,
-                        loss="f" if kind == "m3n-f" else "hamming")
-        crf.settings["train_sentences"] = len(train)
+                crf.set_params(objective="max-margin", l2=l2, max_iter=a.loss_passes, tol=a.tol, loss="f" if kind == "m3n-f" else "hamming").fit(data)
+        crf.settings_["train_sentences"] = len(train)
         crf.save(path)
 
     # ------------------------------------------------------------------ scoring
@@ -156,7 +155,7 @@ def prf(c) -> tuple[float, float, float]:
 
 
 def describe(m: CRF) -> str:
-    s = m.settings
+    s = m.settings_
     if s.get("objective") == "max-margin":
         return f"{s.get('passes')} passes, gap {s.get('duality_gap', math.nan):.3g}"
     return f"{s.get('iterations')} it."
@@ -176,7 +175,7 @@ def compare(b: Bench, rows, paper: dict, key_name: str) -> list[str]:
         out.append(f"| {key} | {ref} | {p:.2f} | {r:.2f} | {f:.2f} ± {bm.std():.2f} "
                    f"| {fc:.2f} ± {bc.std():.2f} | {f - fc:+.2f} ± {(bm - bc).std():.2f} "
                    f"| {b.dev_f(m3n):.2f} / {b.dev_f(ml):.2f} | {describe(m3n)} "
-                   f"| {m3n.settings['train_seconds']:.0f} / {ml.settings['train_seconds']:.0f} |")
+                   f"| {m3n.settings_['train_seconds']:.0f} / {ml.settings_['train_seconds']:.0f} |")
         print(out[-1], flush=True)
     return out
 
@@ -200,7 +199,7 @@ def section_tune(b: Bench) -> None:
     for l2 in b.args.grid:
         m = b.model("m3n", l2=l2)
         f = b.dev_f(m)
-        s = m.settings
+        s = m.settings_
         out.append(f"| {l2:g} | {l2_to_c(l2, len(b.train)):.3g} | {s['passes']} "
                    f"| {s['duality_gap']:.3g} | {s['final_objective']:.4g} | {f:.2f} "
                    f"| {s['train_seconds']:.0f} |")
@@ -283,11 +282,11 @@ def section_calibrate(b: Bench) -> None:
     for name, m in [(f"M3N {s}", b.model("m3n", s)) for s in ("IOB2", "IOBES")] + [
             (f"ML CRF {s}", b.model("ml", s)) for s in ("IOB2", "IOBES")]:
         T, nll, nll1 = "1 (ML)", "—", ""
-        if m.settings.get("objective") == "max-margin":
+        if m.settings_.get("objective") == "max-margin":
             with single_threaded_blas():
                 t = m.calibrate(b.dev, source="dev.txt")
             T = f"{t:.4g}"
-            nll = f"{m.settings['calibration_nll']:.3f} ({m.settings['calibration_nll_t1']:.3f})"
+            nll = f"{m.settings_['calibration_nll']:.3f} ({m.settings_['calibration_nll_t1']:.3f})"
         cmap, cmeu = b.counts(m, b.test, "map"), b.counts(m, b.test, "meu")
         bmap, bmeu = b.boot_f(cmap), b.boot_f(cmeu)
         out.append(f"| {name} | {T} | {nll}{nll1} | {f_of(cmap.sum(0)):.2f} ± {bmap.std():.2f} "
@@ -314,7 +313,7 @@ def section_loss(b: Bench) -> None:
         for l2 in grid_:
             m = b.model(kind, l2=l2)
             f = b.dev_f(m)
-            s = m.settings
+            s = m.settings_
             out.append(f"| {'F' if kind == 'm3n-f' else 'Hamming'} | {l2:g} | {s['passes']} "
                        f"| {s['duality_gap']:.3g} | {s['train_seconds']:.0f} | {f:.2f} |")
             print(out[-1], flush=True)
@@ -343,21 +342,21 @@ def section_speed(b: Bench) -> None:
         crf = CRF("tmpt3", "IOB2")
         data = crf._prepare(b.train)
         fun = crf.objective_function("ml", data, a.ml_l2)
-        fun(crf.theta)
+        fun(crf.theta_)
         with Timer() as t_ml:
-            fun(crf.theta + 1e-3)
+            fun(crf.theta_ + 1e-3)
         solver = BCFW(crf, data, a.l2)
         with Timer() as t_pass:
             solver.run_pass()
         with Timer() as t_cert:
             solver.certificate()
         for kind in () if a.components_only else ("ml", "m3n"):   # one after the other
-            fresh = crf.copy(np.zeros_like(crf.theta))
+            fresh = crf.copy(np.zeros_like(crf.theta_))
             with Timer() as t:
                 if kind == "m3n":
-                    fresh.fit(data, objective="max-margin", l2=a.l2, max_iter=a.passes, tol=a.tol)
+                    fresh.set_params(objective="max-margin", l2=a.l2, max_iter=a.passes, tol=a.tol).fit(data)
                 else:
-                    fresh.fit(data, objective="ml", l2=a.ml_l2, max_iter=a.ml_iter)
+                    fresh.set_params(objective="ml", l2=a.ml_l2, max_iter=a.ml_iter).fit(data)
             done[kind] = (t.seconds, describe(fresh), peak_rss_mb(),
                           f_of(b.counts(fresh, b.test).sum(0)))
     if a.components_only:

@@ -63,9 +63,9 @@ def main() -> None:
     crf = CRF(template, "IOB2")
     data = crf._prepare(train)
     out = [f"Corpus: {args.corpus}, features {template}, IOB2 tags, λ = {l2} (the dev-chosen "
-           f"default); {len(train)} training sentences, |θ| = {len(crf.theta)}; "
+           f"default); {len(train)} training sentences, |θ| = {len(crf.theta_)}; "
            f"{args.max_iter} L-BFGS iterations at most for every trainer."]
-    theta = np.random.default_rng(0).normal(scale=0.01, size=crf.theta.shape)
+    theta = np.random.default_rng(0).normal(scale=0.01, size=crf.theta_.shape)
 
     executors = {"1 partition, this process": lambda: None,
                  "--workers 2 (local processes)": lambda: LocalExecutor(2),
@@ -92,7 +92,7 @@ def main() -> None:
     sent = len(pickle.dumps((theta, loss), protocol=5))
     back = len(pickle.dumps(shard_statistics((crf.scoring_copy(), half), theta, loss),
                             protocol=5))
-    design = half.design(crf.pairs, crf.L)
+    design = half.design(crf.pairs_, crf.L)
     design_mb = (design.data.nbytes + design.indices.nbytes + design.indptr.nbytes) / 1e6
     out.append(f"\nBytes per iteration per worker (2 partitions, pickled): {sent / 1e6:.2f} MB "
                f"sent (θ: 8·|θ| = {8 * len(theta) / 1e6:.2f} MB), {back / 1e6:.2f} MB returned "
@@ -105,17 +105,17 @@ def main() -> None:
             "|---|---|---|---|---|"]
     rows, trained = [], []
     for name, make in executors.items():
-        model = crf.copy(np.zeros_like(crf.theta))
+        model = crf.copy(np.zeros_like(crf.theta_))
         ex = make()
         try:
             with Timer() as t, single_threaded_blas():
-                model.fit(data, objective="ml", l2=l2, max_iter=args.max_iter, executor=ex)
+                model.set_params(objective="ml", l2=l2, max_iter=args.max_iter).fit(data, executor=ex)
         finally:
             if ex is not None:
                 ex.close()
         f = f_of(model, test, "map")[0]
         trained.append(model)
-        rows.append((name, model.settings.get("iterations", "?"), t.seconds, f))
+        rows.append((name, model.settings_.get("iterations", "?"), t.seconds, f))
         print(rows[-1], flush=True)
     c2 = l2 * len(train)                  # CRFsuite's objective is the summed log-likelihood
     f_peer, t_peer = crfsuite_peer(train, test, template, c2, args.max_iter)

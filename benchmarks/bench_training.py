@@ -136,11 +136,11 @@ def main() -> None:
     with Timer() as t:
         crf = CRF(template, args.scheme)
         data = crf._prepare(train)
-    out.append(f"\nFeature extraction: {t.seconds:.1f} s; {len(crf.fmap)} feature strings, "
-               f"{crf.P} (attribute, tag) weights, {len(crf.tags)} tags.\n")
+    out.append(f"\nFeature extraction: {t.seconds:.1f} s; {len(crf.fmap_)} feature strings, "
+               f"{crf.P} (attribute, tag) weights, {len(crf.tags_)} tags.\n")
     out.append("| evaluation over the whole training set | seconds |")
     out.append("|---|---|")
-    theta = np.random.default_rng(0).normal(scale=0.01, size=crf.theta.shape)
+    theta = np.random.default_rng(0).normal(scale=0.01, size=crf.theta_.shape)
     with single_threaded_blas():
         ml_first, ml_s = timed(crf.objective_function("ml", data, args.l2), theta)
         out.append(f"| ML objective + gradient | {ml_s:.2f} (first call {ml_first:.2f}) |")
@@ -155,31 +155,30 @@ def main() -> None:
 
     def loaded(path, option):
         model = CRF.load(path)
-        if model.scheme != enc.canonical_scheme(args.scheme):
-            sys.exit(f"{option} {path}: the model tags in {model.scheme}, not --scheme "
+        if model.scheme_ != enc.canonical_scheme(args.scheme):
+            sys.exit(f"{option} {path}: the model tags in {model.scheme_}, not --scheme "
                      f"{args.scheme}")
         return model
 
     if args.ml_model:
         ml = loaded(args.ml_model, "--ml-model")
-        ml_time = ml.settings.get("train_seconds", float("nan"))
+        ml_time = ml.settings_.get("train_seconds", float("nan"))
     else:
         with Timer() as t, single_threaded_blas():
-            crf.fit(data, objective="ml", l2=args.l2, max_iter=args.max_iter)
+            crf.set_params(objective="ml", l2=args.l2, max_iter=args.max_iter).fit(data)
         ml, ml_time = crf, t.seconds
     start = ml
     if args.meu_model:
         meu = loaded(args.meu_model, "--meu-model")
     else:
         if args.meu_init_l2 is not None:
-            start = crf.copy(np.zeros_like(crf.theta))
+            start = crf.copy(np.zeros_like(crf.theta_))
             with single_threaded_blas():
-                start.fit(data, objective="ml", l2=args.meu_init_l2, max_iter=args.max_iter)
+                start.set_params(objective="ml", l2=args.meu_init_l2, max_iter=args.max_iter).fit(data)
         meu = start.copy()
         with Timer() as t, single_threaded_blas():
-            meu.fit(data, objective=args.meu_objective, l2=args.meu_l2, beta=args.beta,
-                    max_iter=args.meu_iter)
-        meu.settings["train_seconds"] = t.seconds
+            meu.set_params(warm_start=True, objective=args.meu_objective, l2=args.meu_l2, beta=args.beta, max_iter=args.meu_iter).fit(data)
+        meu.settings_["train_seconds"] = t.seconds
     if args.save_dir:
         ml.save(f"{args.save_dir}/ml.npz")
         meu.save(f"{args.save_dir}/meu.npz")
@@ -196,11 +195,11 @@ def main() -> None:
         out.append(f"| {name} | {decoder.upper()} | {fd:.2f} | {p:.2f} | {r:.2f} | {ft:.2f} |")
         print(out[-1], flush=True)
     out.append(f"\nML training wall time: {ml_time:.0f} s "
-               f"({ml.settings.get('iterations', '?')} L-BFGS iterations); MEU training: "
-               f"objective {meu.settings.get('objective', '?')}, λ = {meu.settings.get('l2', '?')}, "
-               f"{meu.settings.get('iterations', '?')} iterations from the ML model"
+               f"({ml.settings_.get('iterations', '?')} L-BFGS iterations); MEU training: "
+               f"objective {meu.settings_.get('objective', '?')}, λ = {meu.settings_.get('l2', '?')}, "
+               f"{meu.settings_.get('iterations', '?')} iterations from the ML model"
                + (f" trained with λ = {args.meu_init_l2}" if start is not ml else "")
-               + f" ({meu.settings.get('train_seconds', float('nan')):.0f} s).")
+               + f" ({meu.settings_.get('train_seconds', float('nan')):.0f} s).")
     if not args.no_peer:
         # CRFsuite's objective is the summed log-likelihood: its c2 is λ·S
         c2 = args.l2 * len(train)

@@ -70,14 +70,14 @@ def trained(path, make, expect: dict):
     ``make()``'s model is stamped with); else ``make()``, saved to ``path``."""
     if path and os.path.exists(path):
         model = CRF.load(path)
-        got = {k: model.scheme if k == "scheme" else model.settings.get(k) for k in expect}
+        got = {k: model.scheme_ if k == "scheme" else model.settings_.get(k) for k in expect}
         if got != expect:
             sys.exit(f"{path}: trained with {got}, expected {expect}; "
                      "remove it or change --save-dir")
         return model
     with Timer() as t, single_threaded_blas():
         model = make()
-    model.settings.update(expect, train_seconds=t.seconds)
+    model.settings_.update(expect, train_seconds=t.seconds)
     if path:
         model.save(path)
     return model
@@ -128,7 +128,7 @@ def main() -> None:
             return [f_of(model, dev, d, args.beta)[0] for d in ("map", "meu")]
 
     out = [f"Corpus: {args.corpus}, features {template}, CRF tags in {args.scheme} "
-           f"({len(fresh.tags)} tags), β = {args.beta}; "
+           f"({len(fresh.tags_)} tags), β = {args.beta}; "
            f"{len(train)} training sentences, {len(dev)} development sentences "
            f"({dv[-1]}). Test set not read.\n",
            "| training | λ | iterations | train s | dev F (MAP) | dev F (MEU) |",
@@ -137,14 +137,14 @@ def main() -> None:
     data = {"template": template, "train_sentences": len(train), "scheme": args.scheme}
     for lam in args.ml_grid:
         def make(lam=lam):
-            m = fresh.copy(np.zeros_like(fresh.theta))
-            return m.fit(train_data, objective="ml", l2=lam, max_iter=args.max_iter)
+            m = fresh.copy(np.zeros_like(fresh.theta_))
+            return m.set_params(objective="ml", l2=lam, max_iter=args.max_iter).fit(train_data)
         m = trained(path(f"ml_l{lam:g}.npz"), make,
                     dict(data, objective="ml", l2=lam, max_iter=args.max_iter))
         fm, fe = dev_f(m)
         ml_rows.append(((fm + fe) / 2, lam, m))
-        out.append(f"| ML | {lam:g} | {m.settings.get('iterations')} | "
-                   f"{m.settings.get('train_seconds', float('nan')):.0f} | {fm:.2f} | {fe:.2f} |")
+        out.append(f"| ML | {lam:g} | {m.settings_.get('iterations')} | "
+                   f"{m.settings_.get('train_seconds', float('nan')):.0f} | {fm:.2f} | {fe:.2f} |")
         print(out[-1], flush=True)
     _, ml_lam, _ = max(ml_rows, key=lambda r: r[:2])
     starts = ml_rows if args.meu_from == "all" else [r for r in ml_rows if r[1] == ml_lam]
@@ -153,8 +153,7 @@ def main() -> None:
         for lam in args.meu_grid:
             def make(lam=lam, ml=ml):
                 m = ml.copy()
-                return m.fit(train_data, objective=args.meu_objective, l2=lam, beta=args.beta,
-                             max_iter=args.meu_iter)
+                return m.set_params(warm_start=True, objective=args.meu_objective, l2=lam, beta=args.beta, max_iter=args.meu_iter).fit(train_data)
             m = trained(path(f"{args.meu_objective}_l{lam:g}_from_ml_l{start_lam:g}.npz"),
                         make, dict(data, objective=args.meu_objective, l2=lam,
                                    beta=args.beta, max_iter=args.meu_iter,
@@ -162,8 +161,8 @@ def main() -> None:
             fm, fe = dev_f(m)
             meu_rows.append((fe, start_lam, lam))
             out.append(f"| {args.meu_objective} from ML λ = {start_lam:g} | {lam:g} | "
-                       f"{m.settings.get('iterations')} | "
-                       f"{m.settings.get('train_seconds', float('nan')):.0f} | {fm:.2f} | "
+                       f"{m.settings_.get('iterations')} | "
+                       f"{m.settings_.get('train_seconds', float('nan')):.0f} | {fm:.2f} | "
                        f"{fe:.2f} |")
             print(out[-1], flush=True)
     _, start_lam, meu_lam = max(meu_rows)
@@ -203,7 +202,7 @@ def defaults_check(args) -> None:
             trainer.fit(model, data)
         with single_threaded_blas():
             fm, fe = (f_of(model, dev, d, args.beta)[0] for d in ("map", "meu"))
-        rows.append(f"| {label} | {trainer.l2:g} | {model.settings['iterations']} | "
+        rows.append(f"| {label} | {trainer.l2:g} | {model.settings_['iterations']} | "
                     f"{t.seconds:.0f} | {fm:.2f} | {fe:.2f} |")
         print(rows[-1], flush=True)
         return fm, fe
@@ -222,7 +221,7 @@ def defaults_check(args) -> None:
     n_gold = sum(len(enc.conlleval_chunks(s.column(-1))) for s in dev)
     se = 100.0 * math.sqrt(ml_f[0] / 100 * (1 - ml_f[0] / 100) / n_gold)
     out = [f"Corpus: {args.corpus}, features {template}, CRF tags in {args.scheme} "
-           f"({len(ml.tags)} tags), β = {args.beta}; {len(train)} training sentences, "
+           f"({len(ml.tags_)} tags), β = {args.beta}; {len(train)} training sentences, "
            f"{len(dev)} development sentences ({dv[-1]}). Test set not read. Objectives on "
            f"the per-sentence scale (fstchunk/learn/objectives.py); default λ = "
            f"{DEFAULT_L2}; Trainer defaults otherwise (tol 1e-9).\n",

@@ -114,8 +114,8 @@ def crf_document(corpus):
     dev = read_conll(corpus("conll2000", "dev.txt"))
     crf = CRF("tmpt1")
     data = crf._prepare(train)
-    crf.theta = np.zeros_like(crf.theta)
-    crf.fit(data, objective="ml", l2=1e-4, max_iter=15)
+    crf.theta_ = np.zeros_like(crf.theta_)
+    crf.set_params(objective="ml", l2=1e-4, max_iter=15).fit(data)
 
     def get(n):
         rows, lines = [], []

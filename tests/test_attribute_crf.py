@@ -156,14 +156,14 @@ def test_fit_save_load_round_trip(tmp_path, scheme):
     X, y = toy()
     m = AttributeCRF(scheme, l2=1e-3, max_iter=60).fit(X, y)
     first = tuple(dict.fromkeys(t for ys in y for t in ys))   # CRFsuite's label order
-    assert m.scheme == "none" and m.tags == first and set(first) == {"DT", "NN", "VB"}
+    assert m.scheme_ == "none" and m.tags_ == first and set(first) == {"DT", "NN", "VB"}
     pred = [decode_map(lat).tags for lat in m.lattices(X)]
     assert pred == y
-    assert np.all(m.theta[~m.free] == 0)                 # no start/end, only seen transitions
+    assert np.all(m.theta_[~m.free] == 0)                 # no start/end, only seen transitions
     m.save(tmp_path / "m.npz")
     back = load_model(tmp_path / "m.npz")
     assert isinstance(back, AttributeCRF)
-    np.testing.assert_array_equal(back.theta, m.theta)
+    np.testing.assert_array_equal(back.theta_, m.theta_)
     np.testing.assert_allclose(back.lattices(X[:3])[0].marginals(),
                                m.lattices(X[:3])[0].marginals())
 
@@ -172,14 +172,14 @@ def test_chunk_labels_give_distribution_over_valid_sequences():
     X = [[{"w": "a"}, {"w": "b"}, {"w": "c"}], [{"w": "c"}, {"w": "a"}]]
     y = [["B-NP", "I-NP", "O"], ["O", "B-NP"]]
     m = AttributeCRF(max_iter=20, l2=1e-2).fit(X, y)
-    assert m.scheme == "IOB2"
+    assert m.scheme_ == "IOB2"
     lat = m.lattices(X)[0]
     assert lat.space.chunked
     # O -> I-NP is invalid in IOB2: no mass on it, although no feature forbids it
     marg = lat.marginals()
-    assert marg[0, m.tags.index("I-NP")] == 0.0
+    assert marg[0, m.tags_.index("I-NP")] == 0.0
     forced = AttributeCRF(None, max_iter=5).fit(X, y)
-    assert forced.scheme == "none" and forced.lattices(X)[0].marginals()[0, 1] > 0
+    assert forced.scheme_ == "none" and forced.lattices(X)[0].marginals()[0, 1] > 0
 
 
 def test_forced_scheme_refuses_invalid_sequence_naming_it():
@@ -204,7 +204,7 @@ def test_bad_training_data_one_error_naming_where(X, y, match):
 def test_load_refuses_weights_outside_features(tmp_path):
     X, y = toy(10)
     m = AttributeCRF(None, max_iter=3).fit(X, y)
-    m.theta[-1] = 1.0                                     # an end score: no such feature
+    m.theta_[-1] = 1.0                                     # an end score: no such feature
     m.save(tmp_path / "bad.npz")
     with pytest.raises(ModelFileError, match="theta"):
         AttributeCRF.load(tmp_path / "bad.npz")

@@ -64,7 +64,7 @@ def test_iterators_give_the_model_of_lists(scheme, params):
     kw = dict(params, scheme=scheme or None, max_iterations=params.get("max_iterations", 60))
     a = CRF(**kw).fit(X, y)
     b = CRF(**kw).fit(iter(X), (ys for ys in y))
-    np.testing.assert_allclose(b.model_.theta, a.model_.theta, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(b.model_.theta_, a.model_.theta_, rtol=1e-9, atol=1e-12)
     assert b.training_log_.last_iteration["loss"] == pytest.approx(
         a.training_log_.last_iteration["loss"], rel=1e-9)
     assert b.score(iter(X), iter(y)) == a.score(X, y)
@@ -130,7 +130,7 @@ def test_numpy_bools_are_feature_values(scheme):
            for item in seq] for seq in X]
     a = CRF(c2=0.5, scheme=scheme, max_iterations=30).fit(X, y)
     b = CRF(c2=0.5, scheme=scheme, max_iterations=30).fit(Xn, y)
-    np.testing.assert_array_equal(b.model_.theta, a.model_.theta)
+    np.testing.assert_array_equal(b.model_.theta_, a.model_.theta_)
     assert list(map(list, b.predict(Xn))) == list(map(list, a.predict(X)))
 
 

@@ -230,11 +230,11 @@ def test_train_ml_then_meu_from_init_and_resume(capsys, tmp_path, corpus):
                          "1", "--init", ml, "--max-iter", "3", "-o", meu, "--quiet")
     assert code == 0, err
     m = CRF.load(meu)
-    assert m.settings["objective"] == "meu" and m.settings["init"] == ml
-    assert m.settings["train_seconds"] > 0
+    assert m.settings_["objective"] == "meu" and m.settings_["init"] == ml
+    assert m.settings_["train_seconds"] > 0
     # a checkpoint from an interrupted run is picked up by --resume
     crf = CRF.load(ml)
-    crf.settings["iteration"] = 14
+    crf.settings_["iteration"] = 14
     crf.save(str(tmp_path / "again.npz") + ".ckpt")
     code, out, err = run(capsys, "train", "--train", str(tr), "--features", "tmpt1",
                          "--max-iter", "15", "-o", str(tmp_path / "again.npz"), "--resume",
@@ -325,7 +325,7 @@ def test_train_in_iobes_decodes_to_iob2(capsys, tmp_path, corpus):
                        "--l2", "1e-6", "--init", ml, "--max-iter", "3", "-o", meu, "--quiet")
     assert code == 0, err
     model = CRF.load(meu)
-    assert model.scheme == "IOBES" and any(t.startswith("S-") for t in model.tags)
+    assert model.scheme_ == "IOBES" and any(t.startswith("S-") for t in model.tags_)
     raw = [decode_map(lat).tags for lat in model.lattices(dev)]
     for scheme in ("IOB2", "IOBES"):
         out = tmp_path / f"out.{scheme}.txt"

@@ -144,7 +144,7 @@ def test_the_issue_case_word_tag_file_under_a_word_pos_tag_model(capsys, files, 
     nopos = files["dir"] / "nopos.npz"
     code, _, err = run(capsys, "train", "--train", files["wpt", "train"], "--features",
                        "tmpt1-nopos", "--max-iter", "3", "--quiet", "-o", nopos)
-    assert code == 0 and load_model(nopos).layout.held == ("word", "_", "tag")
+    assert code == 0 and load_model(nopos).layout_.held == ("word", "_", "tag")
     for data in ("wt", "wpt"):
         code, out, err = run(capsys, "decode", "--model", nopos, "--input", files[data, "test"])
         assert code == 0 and err == "", err
@@ -221,7 +221,7 @@ def test_joint_model_records_and_checks_its_layout(capsys, files):
     code, _, err = run(capsys, "joint", "train", "--train", files["w4", "train"], "--columns",
                        "word,pos,_,tag", "--iterations", "1", "--quiet", "-o", m)
     assert code == 0 and err == ""
-    assert load_model(m).layout.held == ("word", "pos", "_", "tag")
+    assert load_model(m).layout_.held == ("word", "pos", "_", "tag")
     code, _, err = run(capsys, "joint", "decode", "--model", m, "--input", files["wt", "test"])
     assert code == 2
     one_line(err, "fstchunk joint decode: error:", "the line has 2 columns")
@@ -298,7 +298,7 @@ def test_init_trains_with_matching_or_default_options(capsys, files, init_model,
                        "--max-iter", "1", "--quiet", "-o", out, *extra)
     assert code == 0 and err == "", err
     m = load_model(out)
-    assert m.fmap.template == "tmpt1" and m.data_scheme == "IOB2"
+    assert m.fmap_.template == "tmpt1" and m.data_scheme_ == "IOB2"
 
 
 def test_init_follows_the_init_models_data_scheme_and_template(capsys, files, models):
@@ -312,11 +312,11 @@ def test_init_follows_the_init_models_data_scheme_and_template(capsys, files, mo
     first = files["dir"] / "iobes.npz"
     code, _, err = run(capsys, "train", "--train", iobes, "--data-scheme", "IOBES",
                        "--features", "tmpt1", "--max-iter", "3", "--quiet", "-o", first)
-    assert code == 0 and load_model(first).data_scheme == "IOBES"
+    assert code == 0 and load_model(first).data_scheme_ == "IOBES"
     code, _, err = run(capsys, "train", "--train", iobes, "--init", first, "--max-iter", "1",
                        "--quiet", "-o", files["dir"] / "iobes2.npz")
     assert code == 0 and err == "", err
-    assert load_model(files["dir"] / "iobes2.npz").data_scheme == "IOBES"
+    assert load_model(files["dir"] / "iobes2.npz").data_scheme_ == "IOBES"
     wt = models["wt", "crf"]
     code, _, err = run(capsys, "train", "--train", files["wt", "train"], "--init", wt,
                        "--features", "tmpt1", "--max-iter", "1", "--quiet", "-o",
@@ -334,7 +334,7 @@ def test_segment_model_records_and_checks_its_layout(capsys, files):
                        "--epochs", "1", "--hash-bits", "10", "--quiet", "-o", m)
     assert code == 0, err
     model = load_model(m)
-    assert model.layout.held == ("word", "pos") and model.data_scheme == "IOB2"
+    assert model.layout_.held == ("word", "pos") and model.data_scheme_ == "IOB2"
     bad = files["dir"] / "wcn.test"                    # word, chunk, NER
     write_conll([[[r[0], r[2], r[3]] for r in s.rows] for s in read_conll(files["w4", "test"])],
                 bad)

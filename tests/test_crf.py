@@ -22,7 +22,7 @@ SENTS = [Sentence([["The", "DT", "B-NP"], ["dog", "NN", "I-NP"], ["barks", "VBZ"
 def small_model(scheme="IOB2", seed=0):
     crf = CRF("tmpt3", scheme)
     data = crf._prepare(SENTS)
-    crf.theta = np.random.default_rng(seed).normal(scale=0.5, size=crf.theta.shape)
+    crf.theta_ = np.random.default_rng(seed).normal(scale=0.5, size=crf.theta_.shape)
     return crf, data
 
 
@@ -30,13 +30,13 @@ def small_model(scheme="IOB2", seed=0):
 def test_ml_gradient_and_value(scheme):
     crf, data = small_model(scheme)
     rng = np.random.default_rng(1)
-    finite_difference_check(crf.objective_function("ml", data, 0.1), crf.theta, rng)
+    finite_difference_check(crf.objective_function("ml", data, 0.1), crf.theta_, rng)
     # the value is -(1/S) Σ log Pr(gold) + λ‖θ‖² (a mean per sentence, issue 16),
     # Pr from the Lattice over valid sequences
-    nll, _ = crf.objective_function("ml", data, 0.0)(crf.theta)
+    nll, _ = crf.objective_function("ml", data, 0.0)(crf.theta_)
     want = 0.0
     for s, g in zip(SENTS, data.gold.sequences):
-        want -= crf.lattice(s).log_prob([crf.tags[i] for i in g])
+        want -= crf.lattice(s).log_prob([crf.tags_[i] for i in g])
     assert nll == pytest.approx(want / len(SENTS), rel=1e-10)
 
 
@@ -46,10 +46,10 @@ def test_meu_gradients(corpus, beta):
     crf, data = small_model("IOB2", seed=3)
     rng = np.random.default_rng(2)
     fun = crf.objective_function("meu-corpus" if corpus else "meu", data, 0.05, beta)
-    finite_difference_check(fun, crf.theta, rng)
-    value = -fun(crf.theta)[0] + 0.05 * float(crf.theta @ crf.theta)
+    finite_difference_check(fun, crf.theta_, rng)
+    value = -fun(crf.theta_)[0] + 0.05 * float(crf.theta_ @ crf.theta_)
     lats = [crf.lattice(s) for s in SENTS]
-    refs = [[crf.tags[i] for i in g] for g in data.gold.sequences]
+    refs = [[crf.tags_[i] for i in g] for g in data.gold.sequences]
     rs = [expected_f(l, reference=r, beta=beta, method="fst") for l, r in zip(lats, refs)]
     if corpus:      # (1+β²)·Σ E[tp] / (Σ E[m(x)] + β²·Σ m(y)), x ~ the model, y the gold
         want = (1 + beta ** 2) * sum(r.tp for r in rs) / (sum(r.m_hyp for r in rs) +
@@ -65,12 +65,12 @@ def test_meu_corpus_gradient_every_scheme(scheme):
     semiring) in schemes whose chunk boundaries depend on both neighbours."""
     crf, data = small_model(scheme, seed=5)
     fun = crf.objective_function("meu-corpus", data, 0.0, 1.0)
-    finite_difference_check(fun, crf.theta, np.random.default_rng(4))
+    finite_difference_check(fun, crf.theta_, np.random.default_rng(4))
     lats = [crf.lattice(s) for s in SENTS]
-    rs = [expected_f(l, reference=[crf.tags[i] for i in g], method="fst")
+    rs = [expected_f(l, reference=[crf.tags_[i] for i in g], method="fst")
           for l, g in zip(lats, data.gold.sequences)]
     want = 2 * sum(r.tp for r in rs) / (sum(r.m_ref for r in rs) + sum(r.m_hyp for r in rs))
-    assert -fun(crf.theta)[0] == pytest.approx(want, rel=1e-9)
+    assert -fun(crf.theta_)[0] == pytest.approx(want, rel=1e-9)
 
 
 def test_meu_corpus_value_on_real_sentences(corpus):
@@ -78,8 +78,8 @@ def test_meu_corpus_value_on_real_sentences(corpus):
     sents = read_conll(corpus("conll2000", "train.txt"))[:40]
     crf = CRF("tmpt1")
     data = crf._prepare(sents)
-    crf.theta = np.random.default_rng(0).normal(scale=0.3, size=crf.theta.shape)
-    value = -crf.objective_function("meu-corpus", data, 0.0, 2.0)(crf.theta)[0]
+    crf.theta_ = np.random.default_rng(0).normal(scale=0.3, size=crf.theta_.shape)
+    value = -crf.objective_function("meu-corpus", data, 0.0, 2.0)(crf.theta_)[0]
     rs = [expected_f(crf.lattice(s), reference=s.column(-1), beta=2.0, method="fast")
           for s in sents]
     want = 5 * sum(r.tp for r in rs) / (sum(r.m_hyp for r in rs) + 4 * sum(r.m_ref for r in rs))
@@ -88,21 +88,21 @@ def test_meu_corpus_value_on_real_sentences(corpus):
 
 def test_training_improves_objectives_and_round_trips(tmp_path):
     crf, data = small_model()
-    crf.theta[:] = 0
-    assert crf.fit(data, objective="ml", l2=0.01, max_iter=50) is crf
+    crf.theta_[:] = 0
+    assert crf.set_params(objective="ml", l2=0.01, max_iter=50).fit(data) is crf
     lat = crf.lattice(SENTS[1])
     assert lat.log_prob(["B-NP", "I-NP", "B-VP", "O"]) > np.log(0.5)
     meu = crf.objective_function("meu", data, 0.01, 1.0)
-    before = meu(crf.theta)[0]
-    crf.fit(SENTS, objective="meu", l2=0.01, max_iter=20)          # sentences or prepared data
-    assert meu(crf.theta)[0] <= before + 1e-12
-    assert crf.settings["final_objective"] == pytest.approx(meu(crf.theta)[0])
+    before = meu(crf.theta_)[0]
+    crf.set_params(objective="meu", l2=0.01, max_iter=20, warm_start=True).fit(SENTS)          # sentences or prepared data
+    assert meu(crf.theta_)[0] <= before + 1e-12
+    assert crf.settings_["final_objective"] == pytest.approx(meu(crf.theta_)[0])
     p = tmp_path / "crf.npz"
     crf.save(p)
     crf2 = CRF.load(p)
     assert crf2.lattice(SENTS[1]).log_partition() == pytest.approx(crf.lattice(SENTS[1]).log_partition())
-    np.testing.assert_allclose(crf2.theta, crf.theta)
-    assert crf2.fmap.names == crf.fmap.names and crf2.settings["objective"] == "meu"
+    np.testing.assert_allclose(crf2.theta_, crf.theta_)
+    assert crf2.fmap_.names == crf.fmap_.names and crf2.settings_["objective"] == "meu"
 
 
 def test_bad_files_and_arguments(tmp_path):
@@ -117,13 +117,13 @@ def test_bad_files_and_arguments(tmp_path):
     with pytest.raises(ModelFileError, match="a 'hmm' model, not a 'crf' model"):
         CRF.load(tmp_path / "hmm.npz")
     with pytest.raises(InputError, match="unknown objective"):
-        crf.fit(data, objective="mle")
+        crf.set_params(objective="mle").fit(data)
     with pytest.raises(InputError, match="dev must be sentences"):
         crf.fit(data, "ml")
     with pytest.raises(InputError, match="unknown objective"):
         crf.objective_function("mle", data, 0.0)
     with pytest.raises(InputError, match="l2 must be a finite number >= 0"):
-        crf.fit(data, objective="ml", l2=-1.0)
+        crf.set_params(objective="ml", l2=-1.0).fit(data)
     with pytest.raises(InputError, match="unknown feature template"):
         prepared(CRF("tmpt9"), SENTS)
     bad = [Sentence([["a", "DT", "I-NP"], ["b", "NN", "O"]], [3, 4], "bad.txt")]
@@ -133,9 +133,9 @@ def test_bad_files_and_arguments(tmp_path):
     with pytest.raises(SchemeError, match="new.txt:6: tag 'B-PP' is not among the model's"):
         crf.training_data(unseen)
     with pytest.raises(InputError, match="parameters do not fit"):
-        crf.copy(crf.theta[:-1])
+        crf.copy(crf.theta_[:-1])
     np.savez(tmp_path / "short.npz", **{k: v for k, v in np.load(p).items()
-                                          if k != "theta"}, theta=crf.theta[:-1])
+                                          if k != "theta"}, theta=crf.theta_[:-1])
     with pytest.raises(ModelFileError, match=r"short.npz: field\(s\) arrays .* do not match "
                                              r"the checksum"):
         CRF.load(tmp_path / "short.npz")
@@ -150,7 +150,7 @@ def test_prepare_and_training_data_agree():
     assert (again.X != data.X).nnz == 0
     for a, b in zip(again.gold.sequences, data.gold.sequences):
         np.testing.assert_array_equal(a, b)
-    assert crf.kind == "crf" and crf.scheme == "IOBES" and crf.P == len(crf.pairs) > 0
+    assert crf.kind == "crf" and crf.scheme_ == "IOBES" and crf.P == len(crf.pairs_) > 0
     assert len(crf.lattices(SENTS)) == len(SENTS)
 
 
@@ -172,8 +172,8 @@ def test_word_tag_files_need_columns_and_never_leak_the_gold_tags(corpus):
         prepared(CRF("tmpt3"), train)
     crf = CRF("tmpt3", columns=Columns.parse("word,tag"))
     data = crf._prepare(train)
-    assert crf.fmap.template == "tmpt3-nopos" and crf.columns == Columns(0, None, 1)
-    crf.fit(data, objective="ml", l2=0.1, max_iter=40)
+    assert crf.fmap_.template == "tmpt3-nopos" and crf.columns_ == Columns(0, None, 1)
+    crf.set_params(objective="ml", l2=0.1, max_iter=40).fit(data)
     preds = decode_sentences(crf, test, "map", 1.0)
     f = evaluate([s.column(-1) for s in test], preds).overall.f
     assert 40 < f < 97, f
@@ -191,18 +191,18 @@ def test_columns_are_stored_and_used_for_gold_and_features(tmp_path):
                      "four.txt") for s in SENTS]
     crf = CRF("tmpt3", columns=cols)
     data = crf._prepare(four)
-    assert crf.columns == Columns(0, 2, 3) and crf.fmap.pos_col == 2
+    assert crf.columns_ == Columns(0, 2, 3) and crf.fmap_.pos_col == 2
     plain = CRF("tmpt3")
     plain_data = plain._prepare(SENTS)
-    assert plain.columns == Columns(0, 1, 2)
-    assert crf.fmap.names == plain.fmap.names and (data.X != plain_data.X).nnz == 0
+    assert plain.columns_ == Columns(0, 1, 2)
+    assert crf.fmap_.names == plain.fmap_.names and (data.X != plain_data.X).nnz == 0
     again = crf.training_data(four)
     for a, b in zip(again.gold.sequences, data.gold.sequences):
         np.testing.assert_array_equal(a, b)
-    crf.theta = np.random.default_rng(0).normal(size=crf.theta.shape)
+    crf.theta_ = np.random.default_rng(0).normal(size=crf.theta_.shape)
     crf.save(tmp_path / "m.npz")
     back = CRF.load(tmp_path / "m.npz")
-    assert back.columns == Columns(0, 2, 3) and back.fmap.template == "tmpt3"
+    assert back.columns_ == Columns(0, 2, 3) and back.fmap_.template == "tmpt3"
     for a, b in zip(back.lattices(four), crf.lattices(four)):
         assert a.log_partition() == pytest.approx(b.log_partition(), rel=1e-12)
     with pytest.raises(InputError, match=r"<input>:\?: feature template tmpt3 reads the POS "
@@ -266,9 +266,9 @@ def test_l2_none_is_passed_to_the_trainer(monkeypatch):
     monkeypatch.setattr(crf_module, "Trainer", FakeTrainer)
     crf = CRF("tmpt1")
     data = crf._prepare(SENTS)
-    assert crf.fit(data, objective="meu") is crf
+    assert crf.set_params(objective="meu").fit(data) is crf
     assert seen["l2"] is None and seen["objective"] == "meu" and seen["progress"] is False
-    crf.fit(data, objective="ml", l2=0.5)
+    crf.set_params(objective="ml", l2=0.5).fit(data)
     assert seen["l2"] == 0.5
 
 

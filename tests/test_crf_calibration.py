@@ -39,19 +39,19 @@ HELD = [Sentence([["The", "DT", "B-NP"], ["cat", "NN", "I-NP"], ["runs", "VBZ", 
 def _margin_model() -> CRF:
     crf = CRF("tmpt1")
     data = crf._prepare(TRAIN)
-    return crf.fit(data, objective="max-margin", l2=0.02, max_iter=200, tol=1e-6)
+    return crf.set_params(objective="max-margin", l2=0.02, max_iter=200, tol=1e-6).fit(data)
 
 
 def _brute(crf: CRF, theta: np.ndarray, sents) -> list[tuple[np.ndarray, float]]:
     """Per sentence: the scores θ·φ(x, y) of every valid y, and the gold's."""
     probe = crf.copy(theta)
-    probe.settings = {}
+    probe.settings_ = {}
     out = []
     for s, lat in zip(sents, probe.lattices(sents)):
         em, tr, st, en = lat.scores
-        every = [np.array(y) for y in itertools.product(range(len(crf.tags)), repeat=len(s))
-                 if enc.is_valid([crf.tags[t] for t in y], crf.scheme)]
-        gold = np.array([crf.tags.index(t) for t in s.column(-1)])
+        every = [np.array(y) for y in itertools.product(range(len(crf.tags_)), repeat=len(s))
+                 if enc.is_valid([crf.tags_[t] for t in y], crf.scheme_)]
+        gold = np.array([crf.tags_.index(t) for t in s.column(-1)])
         out.append((np.array([sequence_score(em, tr, st, en, y) for y in every]),
                     sequence_score(em, tr, st, en, gold)))
     return out
@@ -63,18 +63,18 @@ def _nll(table, T: float) -> float:
 
 def test_the_temperature_is_the_brute_force_maximum_likelihood():
     crf = _margin_model()
-    table = _brute(crf, crf.theta, HELD)
+    table = _brute(crf, crf.theta_, HELD)
     T = crf.calibrate(HELD, source="held")
-    assert 0 < T < np.inf and crf.settings["calibrated_on"] == {"source": "held",
+    assert 0 < T < np.inf and crf.settings_["calibrated_on"] == {"source": "held",
                                                                "sentences": len(HELD)}
     for step in (1.02, 1 / 1.02):
         assert _nll(table, T) < _nll(table, T * step)
     h = sum(gold - np.exp(scores / T - logsumexp(scores / T)) @ scores
             for scores, gold in table)                     # T·dNLL/dlog T
     assert abs(h) < 1e-6 * sum(abs(g) for _, g in table)
-    assert crf.settings["calibration_nll"] == pytest.approx(_nll(table, T) / len(HELD),
+    assert crf.settings_["calibration_nll"] == pytest.approx(_nll(table, T) / len(HELD),
                                                             rel=1e-9)
-    assert crf.settings["calibration_nll_t1"] == pytest.approx(_nll(table, 1.0) / len(HELD),
+    assert crf.settings_["calibration_nll_t1"] == pytest.approx(_nll(table, 1.0) / len(HELD),
                                                                rel=1e-9)
     # the calibrated lattices are those of θ/T: the brute-force distribution
     for (scores, gold), lat in zip(table, crf.lattices(HELD)):
@@ -84,8 +84,8 @@ def test_the_temperature_is_the_brute_force_maximum_likelihood():
 def test_scaling_the_scores_scales_the_temperature():
     crf = _margin_model()
     T = crf.calibrate(HELD)
-    big = crf.copy(1000.0 * crf.theta)
-    big.settings = {"objective": "max-margin"}
+    big = crf.copy(1000.0 * crf.theta_)
+    big.settings_ = {"objective": "max-margin"}
     assert big.calibrate(HELD) == pytest.approx(1000.0 * T, rel=1e-6)
     for a, b in zip(crf.lattices(HELD), big.lattices(HELD)):
         np.testing.assert_allclose(a.marginals(), b.marginals(), atol=1e-8)
@@ -111,18 +111,18 @@ def test_an_uncalibrated_max_margin_model_decodes_map_only(tmp_path):
     # training θ again makes T stale: it is dropped, and a max-margin θ is refused again
     crf2 = CRF("tmpt1")
     data = crf2._prepare(TRAIN)
-    crf2.settings["temperature"] = 3.0
-    crf2.fit(data, objective="max-margin", l2=0.05, max_iter=3)
-    assert "temperature" not in crf2.settings and not crf2.probabilistic
+    crf2.settings_["temperature"] = 3.0
+    crf2.set_params(objective="max-margin", l2=0.05, max_iter=3).fit(data)
+    assert "temperature" not in crf2.settings_ and not crf2.probabilistic
     ml = crf.copy()
-    ml.fit(TRAIN, objective="ml", l2=0.01, max_iter=5)
-    assert "temperature" not in ml.settings and ml.probabilistic
+    ml.set_params(objective="ml", l2=0.01, max_iter=5, warm_start=True).fit(TRAIN)
+    assert "temperature" not in ml.settings_ and ml.probabilistic
 
 
 def test_an_ml_crf_is_probabilistic_and_may_be_calibrated():
     crf = CRF("tmpt1")
     data = crf._prepare(TRAIN)
-    crf.fit(data, objective="ml", l2=0.01, max_iter=30)
+    crf.set_params(objective="ml", l2=0.01, max_iter=30).fit(data)
     assert crf.probabilistic and crf.temperature == 1.0
     decode_sentences(crf, HELD, "meu")
     assert crf.calibrate(HELD) > 0

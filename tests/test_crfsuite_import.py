@@ -76,15 +76,15 @@ def test_scheme_none_is_crfsuite_itself(chunker):
     """MAP = CRFsuite's Viterbi, token marginals to 1e-6, path probabilities to 1e-9."""
     d, tagger, test = chunker
     model = _imported(d, "none")
-    assert model.kind == "attribute-crf" and model.scheme == "none"
-    assert list(model.tags) == tagger.labels()
+    assert model.kind == "attribute-crf" and model.scheme_ == "none"
+    assert list(model.tags_) == tagger.labels()
     X = [_items(s) for s in test]
     worst = 0.0
     for x, lat in zip(X, model.lattices(X)):
         tagger.set(pycrfsuite.ItemSequence(x))
         viterbi = tagger.tag()
         assert list(decode_map(lat).tags) == viterbi
-        theirs = np.array([[tagger.marginal(y, t) for y in model.tags] for t in range(len(x))])
+        theirs = np.array([[tagger.marginal(y, t) for y in model.tags_] for t in range(len(x))])
         worst = max(worst, float(np.abs(lat.marginals() - theirs).max()))
         assert math.isclose(math.exp(lat.log_prob(viterbi)), tagger.probability(viterbi),
                             rel_tol=1e-9)
@@ -97,8 +97,8 @@ def test_chunk_scheme_is_crfsuite_restricted_to_valid_sequences(chunker):
     sequences (one constant per sentence), and fstchunk's MAP is valid."""
     d, tagger, test = chunker
     model = _imported(d, "IOB2")
-    added = model.settings["impossible_tags"]
-    assert list(model.tags) == tagger.labels() + added
+    added = model.settings_["impossible_tags"]
+    assert list(model.tags_) == tagger.labels() + added
     X = [_items(s) for s in test]
     invalid = 0
     for s, x, lat in zip(test, X, model.lattices(X)):
@@ -116,7 +116,7 @@ def test_chunk_scheme_is_crfsuite_restricted_to_valid_sequences(chunker):
                  if enc.is_valid(y, "IOB2")]
         assert max(shift) - min(shift) < 1e-9 and min(shift) >= -1e-12
         if added:                               # the impossible tags carry no mass
-            cols = [model.tags.index(t) for t in added]
+            cols = [model.tags_.index(t) for t in added]
             assert lat.marginals()[:, cols].max() == 0.0
     # the count the issue asks for (on the full test set: benchmarks/bench_crfsuite.py)
     print(f"CRFsuite's Viterbi invalid in IOB2 on {invalid} of {len(test)} sentences")
@@ -142,12 +142,12 @@ def test_restriction_against_brute_force(tmp_path):
     tagger = pycrfsuite.Tagger()
     tagger.open(str(tmp_path / "noisy.crfsuite"))
     model = from_crfsuite(tmp_path / "noisy.crfsuite", "IOB2")
-    assert model.settings["impossible_tags"] == []
+    assert model.settings_["impossible_tags"] == []
     invalid = 0
     for x, lat in zip(X, model.lattices(X)):
         tagger.set(pycrfsuite.ItemSequence(x))
         invalid += not enc.is_valid(tagger.tag(), "IOB2")
-        valid = [list(y) for y in itertools.product(model.tags, repeat=len(x))
+        valid = [list(y) for y in itertools.product(model.tags_, repeat=len(x))
                  if enc.is_valid(list(y), "IOB2")]
         p = np.array([tagger.probability(y) for y in valid])
         ours = np.array([math.exp(lat.log_prob(y)) for y in valid])
@@ -243,7 +243,7 @@ def test_train_format_crfsuite_then_decode(chunker, tmp_path):
     r = _cli("train", "--format", "crfsuite", "--train", str(d / "train.crfsuite"), "-o",
              str(out), "--max-iter", "15", "--quiet")
     assert r.returncode == 0, r.stderr
-    assert load_model(out).scheme == "IOB2"
+    assert load_model(out).scheme_ == "IOB2"
     r = _cli("decode", "--model", str(out), "--input", str(d / "test.crfsuite"),
              "--format", "crfsuite", "--decoder", "meu")
     assert r.returncode == 0 and len(r.stdout.split("\n\n")) >= len(test)
@@ -279,9 +279,9 @@ def test_missing_tags_made_impossible_or_refused(tmp_path):
     sents = read_conll(os.path.join(DATA, "conll2000/train.txt"))[:40]
     _train(tmp_path / "m.crfsuite", sents, max_iterations=5)
     model = from_crfsuite(tmp_path / "m.crfsuite", "IOB2")
-    for t in model.settings["impossible_tags"]:
-        k = model.tags.index(t)
-        trans = model.unpack(model.theta)[0]
+    for t in model.settings_["impossible_tags"]:
+        k = model.tags_.index(t)
+        trans = model.unpack(model.theta_)[0]
         assert (trans[k, :] == IMPOSSIBLE).all() and (trans[:, k] == IMPOSSIBLE).all()
     trainer = pycrfsuite.Trainer(verbose=False)
     trainer.append(pycrfsuite.ItemSequence([{"a": 1.0}, {"b": 1.0}, {"c": 1.0}]),

@@ -25,8 +25,8 @@ def models(tmp_path_factory, corpus):
     train = read_conll(corpus("conll2000", "train.txt"))[:150]
     held = read_conll(corpus("conll2000", "dev.txt"))[:40]
     HMM().fit(train).save(d / "hmm.npz")
-    CRF("tmpt1").fit(train, objective="ml", max_iter=15).save(d / "crf.npz")
-    mm = CRF("tmpt1").fit(train, objective="max-margin", l2=0.05, max_iter=15)
+    CRF("tmpt1", objective="ml", max_iter=15).fit(train).save(d / "crf.npz")
+    mm = CRF("tmpt1", objective="max-margin", l2=0.05, max_iter=15).fit(train)
     mm.save(d / "mm-raw.npz")
     mm.calibrate(held, source="held")
     mm.save(d / "mm.npz")
@@ -91,7 +91,7 @@ def test_marginals_are_the_lattice_marginals(models, capsys):
                  "--marginals", "--output-scheme", "IOE2")
     model = load_model(models / "crf.npz")
     for r, lat in zip(rows, model.lattices(read_conll(models / "in.txt"))):
-        assert r["marginals_scheme"] == model.scheme
+        assert r["marginals_scheme"] == model.scheme_
         assert all(list(m) == list(lat.tags) for m in r["marginals"])
         got = np.array([[m[t] for t in lat.tags] for m in r["marginals"]])
         np.testing.assert_allclose(got, lat.marginals(), atol=1e-12)

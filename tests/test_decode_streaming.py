@@ -54,7 +54,7 @@ def previous_output(inp, hmm, decoder: str) -> str:
     sents = read_conll(inp)
     preds = decoders.decode_lattices(hmm.lattices(sents), decoder, 1.0, 20)
     tag_of = {line: t for s, p in zip(sents, preds)
-              for line, t in zip(s.lines, enc.convert(p, hmm.scheme, "IOB2"))}
+              for line, t in zip(s.lines, enc.convert(p, hmm.scheme_, "IOB2"))}
     out = []
     for lineno, raw in iter_lines(inp):
         text = raw.rstrip("\r\n")
@@ -84,7 +84,7 @@ def fail_meu_on_length(monkeypatch, n: int, error: BaseException):
 def test_iter_decode_sentences_gives_what_decode_lattices_gives(files, decoder):
     inp, _, hmm = files
     sents = read_conll(inp)
-    want = [enc.convert(p, hmm.scheme, "IOBES")
+    want = [enc.convert(p, hmm.scheme_, "IOBES")
             for p in decoders.decode_lattices(hmm.lattices(sents), decoder, 1.0, 20)]
     got = list(batch.iter_decode_sentences(hmm, sents, decoder, output_scheme="IOBES"))
     assert [d.index for d in got] == [0, 1, 2] and all(d.error is None for d in got)

@@ -53,8 +53,8 @@ def test_the_usual_report_counts_only_the_labels_of_y():
 def test_a_model_saved_before_the_record_lists_all_its_tags(tmp_path):
     crf = CRF(max_iterations=5).fit(X, Y)
     model: AttributeCRF = crf.model_
-    model.settings.pop("classes")
-    assert model.classes == list(model.tags)
+    model.settings_.pop("classes")
+    assert model.classes == list(model.tags_)
 
 
 # ---------------------------------------------------------------- metrics and scorers
@@ -186,7 +186,7 @@ def test_marginals_of_margin_trained_models_are_normalised_scores_with_one_warni
             assert sum(token.values()) == pytest.approx(1.0, abs=1e-9)
     assert p == pytest.approx(marg[0][1]["O"], abs=1e-12)
     lat = crf.model_.lattices([X[0]], require_probabilities=False)[0]   # exp(θ·φ)/Z, T = 1
-    assert crf.model_.settings.get("temperature", 1.0) == 1.0
+    assert crf.model_.settings_.get("temperature", 1.0) == 1.0
     assert marg[0][0]["B-PER"] == pytest.approx(
         float(lat.marginals()[0, list(crf.model_.tags).index("B-PER")]), abs=1e-12)
     assert crf.predict_single(X[1]) == crf.tagger_.tag(X[1]) == list(crf.predict(X)[1])

@@ -87,6 +87,6 @@ def test_lbfgs_error_norm_is_the_gradient_norm_on_crfsuites_scale(ned):
     model = crf.model_
     data = model.training_data((X, y))
     call = Call(objective("ml"), data, model.l2, 1.0, "hamming", 1e-9, None)
-    _, grad = call.objective_loss.function(model, data, None)(model.theta)
+    _, grad = call.objective_loss.function(model, data, None)(model.theta_)
     grad = np.where(model.free, grad, 0.0)
     assert its[-1]["error_norm"] == pytest.approx(len(X) * np.linalg.norm(grad), rel=1e-6)

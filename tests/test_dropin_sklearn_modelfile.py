@@ -103,8 +103,8 @@ def test_fit_writes_a_file_pycrfsuite_tags_identically(ned, tmp_path, params):
     # read back: the scheme and the model's weights (the anchor's shifts undone)
     back = CRF(model_filename=path)
     assert back.scheme_ == "IOB2"
-    np.testing.assert_allclose(back.model_.unpack(back.model_.theta)[0][~forbidden(crf.model_)],
-                               crf.model_.unpack(crf.model_.theta)[0][~forbidden(crf.model_)],
+    np.testing.assert_allclose(back.model_.unpack(back.model_.theta_)[0][~forbidden(crf.model_)],
+                               crf.model_.unpack(crf.model_.theta_)[0][~forbidden(crf.model_)],
                                atol=1e-8)
     assert back.state_features_.keys() == crf.state_features_.keys()
     assert max(abs(back.state_features_[k] - w) for k, w in crf.state_features_.items()) < 1e-8
@@ -208,7 +208,7 @@ def test_npz_names_keep_fstchunks_format(ned, tmp_path):
     assert open(path, "rb").read(2) == b"PK"
     back = CRF(model_filename=path)
     assert back.scheme_ == "IOB2"
-    np.testing.assert_array_equal(back.model_.theta, crf.model_.theta)
+    np.testing.assert_array_equal(back.model_.theta_, crf.model_.theta_)
 
 
 def test_a_damaged_crfsuite_file_is_one_error(theirs, tmp_path):

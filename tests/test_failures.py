@@ -27,7 +27,7 @@ def models(tmp_path_factory):
     HMM().fit(sents).save(d / "hmm.npz")
     crf = CRF("tmpt3")
     data = crf._prepare(sents)
-    crf.fit(data, objective="ml", l2=0.1, max_iter=5)
+    crf.set_params(objective="ml", l2=0.1, max_iter=5).fit(data)
     crf.save(d / "crf.npz")
     return {"hmm": d / "hmm.npz", "crf": d / "crf.npz"}
 

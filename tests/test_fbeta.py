@@ -291,14 +291,14 @@ def test_meu_corpus_objective_is_the_standard_corpus_f():
     were swapped before: F_{1/β})."""
     crf = CRF("tmpt1")
     data = crf._prepare(SENTS)
-    crf.theta = np.random.default_rng(3).normal(scale=0.5, size=crf.theta.shape)
+    crf.theta_ = np.random.default_rng(3).normal(scale=0.5, size=crf.theta_.shape)
     for beta in (0.5, 2.0):
-        got = -crf.objective_function("meu-corpus", data, 0.0, beta)(crf.theta)[0]
+        got = -crf.objective_function("meu-corpus", data, 0.0, beta)(crf.theta_)[0]
         rs = [expected_f(crf.lattice(s), reference=s.column(-1), beta=beta) for s in SENTS]
         tp, m_x, m_y = (sum(getattr(r, k) for r in rs) for k in ("tp", "m_hyp", "m_ref"))
         assert got == pytest.approx((1 + beta ** 2) * tp / (m_x + beta ** 2 * m_y), rel=1e-10)
         # and the per-sentence objective is the mean E[F_β] of the same direction
-        got = -crf.objective_function("meu", data, 0.0, beta)(crf.theta)[0]
+        got = -crf.objective_function("meu", data, 0.0, beta)(crf.theta_)[0]
         assert got == pytest.approx(np.mean([r.f for r in rs]), rel=1e-10)
 
 
@@ -306,22 +306,22 @@ def test_a_model_file_with_the_slides_beta_keeps_its_meaning():
     """A CRF trained by the old code with --objective meu --beta 4 (the slides' β' = 4)
     reads as β = 2, and its recorded objective value is the objective at β = 2."""
     old = CRF.load(os.path.join(FIXTURES, "meu_beta4.npz"))
-    s = old.settings
+    s = old.settings_
     assert (s["beta"], s["beta_slides"], s["beta_convention"]) == (2.0, 4.0, "standard")
     assert s["run"]["beta"] == 2.0 and "beta_slides" not in s["run"]
     _ = CRF("tmpt1")
     data = _._prepare(SENTS)
-    value = old.objective_function("meu", data, s["l2"], s["beta"])(old.theta)[0]
+    value = old.objective_function("meu", data, s["l2"], s["beta"])(old.theta_)[0]
     assert value == pytest.approx(s["final_objective"], rel=1e-9)
 
 
 def test_a_new_model_file_records_the_standard_beta(tmp_path):
     crf = CRF("tmpt1")
     data = crf._prepare(SENTS)
-    crf.fit(data, objective="meu", l2=0.1, beta=2.0, max_iter=2, progress=False)
+    crf.set_params(objective="meu", l2=0.1, beta=2.0, max_iter=2).fit(data, progress=False)
     path = tmp_path / "m.npz"
     crf.save(path)
-    s = CRF.load(path).settings
+    s = CRF.load(path).settings_
     assert (s["beta"], s["run"]["beta"], s["beta_convention"]) == (2.0, 2.0, "standard")
     assert "beta_slides" not in s
 
@@ -340,7 +340,7 @@ def test_resuming_a_checkpoint_with_the_slides_beta(tmp_path):
     messages = []
     Trainer(beta=2.0, log=messages.append, **kw).fit(crf, data)
     assert messages[0].endswith("at iteration 2")
-    assert crf.settings["beta"] == 2.0 and crf.settings["iteration"] > 2
+    assert crf.settings_["beta"] == 2.0 and crf.settings_["iteration"] > 2
 
 
 def test_upgrade_settings_converts_once_and_only_numbers():

@@ -105,4 +105,4 @@ def test_ctrl_c_before_the_first_epoch_leaves_a_resumable_checkpoint(
     resumed, rdata = prepared(CRF("tmpt1"), sents)
     Trainer(objective=objective, max_iter=2, progress=False, checkpoint=ckpt,
             resume=True).fit(resumed, rdata)
-    np.testing.assert_allclose(resumed.theta, whole.theta, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(resumed.theta_, whole.theta_, rtol=0, atol=1e-12)

@@ -250,12 +250,12 @@ def test_crf_records_its_layout_and_data_scheme(tmp_path, columns, template):
     crf._prepare(sents)
     want = ("word", "tag") if columns else ("word", "pos" if template == "tmpt1" else "_",
                                             "tag")
-    assert crf.layout.held == want and crf.data_scheme == "IOB2"
-    assert set(crf.layout.vocab) == ({"word", "pos"} if "pos" in want else {"word"})
-    assert crf.settings["min_count"] == 1
+    assert crf.layout_.held == want and crf.data_scheme_ == "IOB2"
+    assert set(crf.layout_.vocab) == ({"word", "pos"} if "pos" in want else {"word"})
+    assert crf.settings_["min_count"] == 1
     crf.save(tmp_path / "m.npz")
     back = CRF.load(tmp_path / "m.npz")
-    assert back.layout == crf.layout and back.data_scheme == "IOB2"
+    assert back.layout_ == crf.layout_ and back.data_scheme_ == "IOB2"
 
 
 def test_hmm_and_joint_record_their_layouts(tmp_path):
@@ -263,17 +263,17 @@ def test_hmm_and_joint_record_their_layouts(tmp_path):
                                                                    "IOBES"))], s.lines)
              for s in TRAIN]
     hmm = HMM(min_count=1, data_scheme="IOBES").fit(iobes)
-    assert hmm.layout.held == ("word", "pos", "tag") and hmm.data_scheme == "IOBES"
+    assert hmm.layout_.held == ("word", "pos", "tag") and hmm.data_scheme_ == "IOBES"
     hmm.save(tmp_path / "h.npz")
     back = load_model(tmp_path / "h.npz")
-    assert back.layout == hmm.layout and back.data_scheme == "IOBES"
+    assert back.layout_ == hmm.layout_ and back.data_scheme_ == "IOBES"
     jm, enc = J.model_for(J.layered(TRAIN), "joint", {})
-    jm.layout = Layout.of(TRAIN, Columns(0, 1, 2), "IOB2", "gold")
+    jm.layout_ = Layout.of(TRAIN, Columns(0, 1, 2), "IOB2", "gold")
     jm.set_params(algorithm="perceptron", max_iter=1).fit(enc, progress=False)
     jm.save(tmp_path / "j.npz")
     back = load_model(tmp_path / "j.npz")
-    assert back.layout == jm.layout and back.data_scheme == "IOB2"
-    assert set(back.layout.vocab) == {"word"}          # its POS is an output, not checked
+    assert back.layout_ == jm.layout_ and back.data_scheme_ == "IOB2"
+    assert set(back.layout_.vocab) == {"word"}          # its POS is an output, not checked
 
 
 @pytest.fixture(scope="module")
@@ -290,14 +290,14 @@ def test_files_without_a_layout_load_and_decode_as_before(v2, name, decoder):
     """Model files written before the record (fstchunk at 2857aae: tests/data/v2) load
     with no layout and no data scheme, and decode exactly as they did."""
     model = load_model(os.path.join(V2, f"{name}.npz"))
-    assert model.layout is None and model.data_scheme is None
+    assert model.layout_ is None and model.data_scheme_ is None
     sents = v2["sentences"] if name != "crf-wordtag" else project(v2["sentences"], (0, 2))
     assert decode_sentences(model, sents, decoder, 1.0) == v2["expect"][f"{name}-{decoder}"]
 
 
 def test_joint_file_without_a_layout_decodes_as_before(v2):
     model = load_model(os.path.join(V2, "joint.npz"))
-    assert model.layout is None and model.data_scheme is None
+    assert model.layout_ is None and model.data_scheme_ is None
     _, chunks = J.predict(model, J.layered(v2["sentences"]), "map", 1.0)
     assert chunks == v2["expect"]["joint-map"]
 

@@ -202,7 +202,7 @@ def conll_model(train_path, test_path):
     crf = CRF("tmpt1")
     data = crf._prepare(read_conll(train_path)[:200])
     with threadpool_limits(limits=1, user_api="blas"):
-        crf.fit(data, objective="ml", l2=0.05, max_iter=20)
+        crf.set_params(objective="ml", l2=0.05, max_iter=20).fit(data)
     test = [s for s in read_conll(test_path) if len(s) <= 25][:20]
     return crf, test
 

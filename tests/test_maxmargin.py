@@ -38,7 +38,7 @@ def _problem(min_count=1):
 def test_hinge_subgradient_matches_finite_differences(loss):
     crf, data = _problem()
     rng = np.random.default_rng(1)
-    theta = rng.normal(scale=0.7, size=crf.theta.shape)
+    theta = rng.normal(scale=0.7, size=crf.theta_.shape)
     fun = crf.objective_function("max-margin", data, 0.03, beta=1.5, loss=loss)
     value, grad = fun(theta)
     assert value > 0
@@ -56,42 +56,42 @@ def test_hinge_subgradient_matches_finite_differences(loss):
 
 def test_hinge_is_the_mean_of_brute_force_maxima():
     crf, data = _problem()
-    theta = np.random.default_rng(2).normal(scale=0.5, size=crf.theta.shape)
+    theta = np.random.default_rng(2).normal(scale=0.5, size=crf.theta_.shape)
     value, _ = crf.objective_function("max-margin", data, 0.0, loss="f", beta=2.0)(theta)
-    crf.theta = theta
+    crf.theta_ = theta
     want = 0.0
     for s, lat in zip(SENTS, crf.lattices(SENTS)):
-        gold = enc.convert(s.column(-1), "IOB2", crf.scheme)
+        gold = enc.convert(s.column(-1), "IOB2", crf.scheme_)
         em, tr, st, en = lat.scores
-        best = max(loss_value(y, gold, crf.scheme, "f", 2.0)
+        best = max(loss_value(y, gold, crf.scheme_, "f", 2.0)
                    + _score(crf, em, tr, st, en, y) for y in _valid(crf, len(s)))
         want += best - _score(crf, em, tr, st, en, gold)
     assert value == pytest.approx(want / len(SENTS), rel=1e-12)
 
 
 def _valid(crf, n):
-    return [list(y) for y in itertools.product(crf.tags, repeat=n)
-            if enc.is_valid(list(y), crf.scheme)]
+    return [list(y) for y in itertools.product(crf.tags_, repeat=n)
+            if enc.is_valid(list(y), crf.scheme_)]
 
 
 def _score(crf, em, tr, st, en, tags):
-    y = np.array([crf.tags.index(t) for t in tags])
+    y = np.array([crf.tags_.index(t) for t in tags])
     return mm.sequence_score(em, tr, st, en, y)
 
 
 def _qp_optimum(crf, data, l2, loss, beta):
     """min_θ λ‖θ‖² + (1/N) Σ ξ_i  s.t.  ξ_i ≥ Δ(y, y_i) + θ·(φ(y) − φ(y_i)) for every
     valid y: the primal as an explicit QP (SLSQP), every sequence enumerated."""
-    P = len(crf.theta)
+    P = len(crf.theta_)
     N = len(SENTS)
     rows, rhs = [], []
     for k, s in enumerate(SENTS):
-        g_tags = [crf.tags[t] for t in data.gold.sequences[k]]
-        one = Gold([data.gold.sequences[k]], crf.tags, crf.scheme)
+        g_tags = [crf.tags_[t] for t in data.gold.sequences[k]]
+        one = Gold([data.gold.sequences[k]], crf.tags_, crf.scheme_)
         sub = type(data)(data.X[data.gold.offsets[k]:data.gold.offsets[k + 1]], one)
 
         def phi(tags):
-            y = np.array([crf.tags.index(t) for t in tags])
+            y = np.array([crf.tags_.index(t) for t in tags])
             n, L = len(y), crf.L
             E = np.zeros((n, L))
             E[np.arange(n), y] = 1
@@ -107,7 +107,7 @@ def _qp_optimum(crf, data, l2, loss, beta):
             a[:P] = phi(y) - pg
             a[P + k] = -1.0
             rows.append(a)            # a·z + Δ ≤ 0
-            rhs.append(loss_value(y, g_tags, crf.scheme, loss, beta))
+            rhs.append(loss_value(y, g_tags, crf.scheme_, loss, beta))
     A, b = np.array(rows), np.array(rhs)
 
     def f(z):
@@ -197,7 +197,7 @@ def test_trainer_records_the_certificate_in_the_settings(tmp_path):
     Trainer(objective="max-margin", l2=0.05, loss="f", tol=1e-4, max_iter=300,
             progress=False, callbacks=[seen.append], dev=SENTS, dev_every=0,
             output=str(tmp_path / "m.npz")).fit(crf, data)
-    s = CRF.load(tmp_path / "m.npz").settings
+    s = CRF.load(tmp_path / "m.npz").settings_
     assert s["solver"] == "bcfw" and s["loss"] == "f" and s["l2"] == 0.05
     assert s["C"] == pytest.approx(1 / (2 * 0.05 * 4))
     assert s["converged"] and s["duality_gap"] <= 1e-4
@@ -224,13 +224,13 @@ def test_ctrl_c_and_resume_give_the_uninterrupted_run(tmp_path):
     with pytest.raises(TrainingInterrupted, match="stopped at iteration 5; checkpoint"):
         Trainer(checkpoint=ckpt, checkpoint_every=3, callbacks=[_interrupt_at(5)],
                 **opts).fit(crf, data)
-    assert CRF.load(ckpt).settings["iteration"] == 5
+    assert CRF.load(ckpt).settings_["iteration"] == 5
     fresh, data = _problem()
     messages: list[str] = []
     Trainer(checkpoint=ckpt, resume=True, log=messages.append, **opts).fit(fresh, data)
     assert messages == [f"resuming from {ckpt} at iteration 5"]
-    np.testing.assert_allclose(fresh.theta, whole.theta, rtol=1e-9, atol=1e-12)
-    assert fresh.settings["duality_gaps"] == pytest.approx(whole.settings["duality_gaps"])
+    np.testing.assert_allclose(fresh.theta_, whole.theta_, rtol=1e-9, atol=1e-12)
+    assert fresh.settings_["duality_gaps"] == pytest.approx(whole.settings_["duality_gaps"])
     assert not (tmp_path / "m.npz.ckpt").exists()
     assert not (tmp_path / ("m.npz.ckpt" + bcfw.DUAL_SUFFIX)).exists()
 
@@ -259,7 +259,7 @@ def test_resume_refuses_a_dual_state_of_another_checkpoint(tmp_path):
     with pytest.raises(TrainingInterrupted):
         Trainer(callbacks=[_interrupt_at(3)], **opts).fit(crf, data)
     saved = CRF.load(ckpt)
-    saved.theta = saved.theta + 1e-3
+    saved.theta_ = saved.theta_ + 1e-3
     saved.save(ckpt)
     fresh, data = _problem()
     with pytest.raises(Exception, match="does not give the checkpoint's θ"):
@@ -283,7 +283,7 @@ def test_loss_f_with_another_objective_and_a_trained_start_are_refused():
         Trainer(objective="ml", loss="f")
     assert e.value.cli_text() == "--loss f applies to --objective max-margin only"
     crf, data = _problem()
-    crf.theta[:] = 0.1
+    crf.theta_[:] = 0.1
     with pytest.raises(InputError, match="θ = 0"):
         Trainer(objective="max-margin", progress=False).fit(crf, data)
 
@@ -297,7 +297,7 @@ def test_cli_train_max_margin_decode_eval(capsys, tmp_path):
                  "300", "--dev", str(train), "-o", model, "--quiet"])
     out, err = capsys.readouterr()
     assert code == 0, err
-    s = CRF.load(model).settings
+    s = CRF.load(model).settings_
     assert s["l2"] == pytest.approx(1 / (2 * 5 * 3)) and s["C"] == pytest.approx(5.0)
     assert s["loss"] == "f" and s["solver"] == "bcfw" and s["duality_gap"] <= 1e-4
     pred = tmp_path / "pred.txt"
@@ -338,8 +338,8 @@ def test_ctrl_c_inside_a_pass_saves_a_consistent_dual_point(tmp_path, monkeypatc
     saved = CRF.load(ckpt)
     solver = bcfw.BCFW(saved, data, 0.05,
                        state=bcfw.load_state(ckpt + bcfw.DUAL_SUFFIX, [3, 4, 2, 1]))
-    np.testing.assert_allclose(solver.theta, saved.theta, rtol=1e-12, atol=1e-15)
-    assert solver.state.passes == saved.settings["iteration"] == 2
+    np.testing.assert_allclose(solver.theta, saved.theta_, rtol=1e-12, atol=1e-15)
+    assert solver.state.passes == saved.settings_["iteration"] == 2
     fresh, data = _problem()
     Trainer(resume=True, **opts).fit(fresh, data)
-    assert fresh.settings["converged"] and fresh.settings["duality_gap"] <= 1e-4
+    assert fresh.settings_["converged"] and fresh.settings_["duality_gap"] <= 1e-4

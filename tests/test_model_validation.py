@@ -33,7 +33,7 @@ SENTS = [Sentence([["The", "DT", "B-NP"], ["dog", "NN", "I-NP"], ["barks", "VBZ"
 def crf_file(path, template="tmpt3"):
     crf = CRF(template)
     crf._prepare(SENTS)
-    crf.theta = np.random.default_rng(0).normal(size=crf.theta.shape)
+    crf.theta_ = np.random.default_rng(0).normal(size=crf.theta_.shape)
     crf.save(path)
     return crf
 
@@ -73,7 +73,7 @@ def test_reordered_tags_are_refused(tmp_path):
     """They decoded silently with F = 0.00."""
     p = tmp_path / "crf.npz"
     crf = crf_file(p)
-    tags = list(crf.tags)
+    tags = list(crf.tags_)
     swapped = [tags[0], tags[2], tags[1]] + tags[3:]
     edit(p, lambda m: m.update(tags=swapped))
     refused(p, r"crf.npz: field\(s\) 'tags' do not match the checksum written with the model "
@@ -120,26 +120,26 @@ def test_float_pairs_and_other_bad_arrays(tmp_path):
     """Float pairs ended in an IndexError traceback."""
     p = tmp_path / "crf.npz"
     crf = crf_file(p)
-    edit(p, pairs=crf.pairs.astype(float))
+    edit(p, pairs=crf.pairs_.astype(float))
     refused(p, r"field\(s\) arrays \(names, dtypes, shapes\) do not match the checksum")
-    F, L, P = len(crf.fmap), len(crf.tags), crf.P
-    bad_pairs = crf.pairs.copy()
+    F, L, P = len(crf.fmap_), len(crf.tags_), crf.P
+    bad_pairs = crf.pairs_.copy()
     bad_pairs[0, 1] = L
-    dup = crf.pairs.copy()
+    dup = crf.pairs_.copy()
     dup[1] = dup[0]
-    nan = crf.theta.copy()
+    nan = crf.theta_.copy()
     nan[3] = np.nan
-    cases = [({"pairs": crf.pairs.astype(float)}, "field 'pairs': expected a int array, "
+    cases = [({"pairs": crf.pairs_.astype(float)}, "field 'pairs': expected a int array, "
                                                    "found dtype float64"),
-             ({"pairs": crf.pairs.ravel()}, r"field 'pairs': expected shape \(\*, 2\)"),
+             ({"pairs": crf.pairs_.ravel()}, r"field 'pairs': expected shape \(\*, 2\)"),
              ({"pairs": bad_pairs}, f"field 'pairs': .*out of range of the {F} features "
                                     f"and {L} tags"),
-             ({"pairs": -crf.pairs}, "field 'pairs': .*out of range"),
+             ({"pairs": -crf.pairs_}, "field 'pairs': .*out of range"),
              ({"pairs": dup}, "field 'pairs': repeats a"),
              ({"theta": nan}, "field 'theta': has values that are not finite"),
-             ({"theta": crf.theta[:-1]},
+             ({"theta": crf.theta_[:-1]},
               f"field 'theta': expected shape \\({P + L * L + 2 * L},\\)"),
-             ({"theta": crf.theta.astype(np.int64)}, "field 'theta': expected a float array"),
+             ({"theta": crf.theta_.astype(np.int64)}, "field 'theta': expected a float array"),
              ({"feature_names": np.frombuffer(b"\xff\xfe", dtype=np.uint8)},
               "field 'feature_names': not UTF-8"),
              ({"feature_names": np.array(["b"])}, "field 'feature_names': expected a bytes"),
@@ -160,13 +160,13 @@ def test_float_pairs_and_other_bad_arrays(tmp_path):
 def test_hmm_fields(tmp_path):
     p = tmp_path / "hmm.npz"
     m = hmm_file(p)
-    pos = m.log_pos.copy()
+    pos = m.log_pos_.copy()
     pos[0, 0] = 0.5
     cases = [({"log_pos": pos}, {}, "field 'log_pos': log-probabilities must be <= 0"),
              ({"vocab": np.array(["a", "<unk>"])}, {}, r"field 'log_word': expected shape"),
-             ({"vocab": np.array([w for w in m.vocab if w != "<unk>"] + ["zzz"])}, {},
+             ({"vocab": np.array([w for w in m.vocab_ if w != "<unk>"] + ["zzz"])}, {},
               "field 'vocab': lacks the unknown-word entry"),
-             ({"log_end": np.full(len(m.tags), np.inf)}, {}, "field 'log_end': has values"),
+             ({"log_end": np.full(len(m.tags_), np.inf)}, {}, "field 'log_end': has values"),
              ({}, {"settings": {"delta": -1}}, "field 'settings': delta must be"),
              ({}, {"settings": [1]}, "field 'settings': expected dict"),
              ({}, {"scheme": "IOB9"}, "field 'scheme': unknown chunk scheme"),
@@ -177,7 +177,7 @@ def test_hmm_fields(tmp_path):
         refused(p, "hmm.npz: " + match)
     hmm_file(p)
     edit(p, lambda mt: mt["settings"].update(delta=0.5))     # bookkeeping: may be edited
-    assert load_model(p).settings["delta"] == 0.5
+    assert load_model(p).settings_["delta"] == 0.5
 
 
 def test_old_hmm_files_keep_their_columns_in_settings(tmp_path):
@@ -185,7 +185,7 @@ def test_old_hmm_files_keep_their_columns_in_settings(tmp_path):
     hmm_file(p)
     edit(p, lambda m: (m.pop("columns"), m["settings"].update(word_col=0, pos_col=1)), v1=True)
     m = load_model(p)
-    assert (m.columns.word, m.columns.pos, m.columns.tag) == (0, 1, -1)
+    assert (m.columns_.word, m.columns_.pos, m.columns_.tag) == (0, 1, -1)
     edit(p, lambda m: m["settings"].update(pos_col="1"), v1=True)
     refused(p, "hmm.npz: field 'word_col/pos_col': .*pos column must be an integer")
 

@@ -20,7 +20,7 @@ SENTS = [Sentence([["The", "DT", "B-NP"], ["dog", "NN", "I-NP"], ["barks", "VBZ"
 def crf_model():
     crf = CRF("tmpt1")
     data = crf._prepare(SENTS)
-    return crf.fit(data, objective="ml", l2=0.1, max_iter=5)
+    return crf.set_params(objective="ml", l2=0.1, max_iter=5).fit(data)
 
 
 def joint_model():
@@ -45,7 +45,7 @@ def test_load_model_chain_models(tmp_path, make):
     model.save(p)
     back = load_model(p)
     assert type(back) is type(model) and back.kind == model.kind
-    assert back.tags == model.tags and back.scheme == model.scheme
+    assert back.tags_ == model.tags_ and back.scheme_ == model.scheme_
     lats = back.lattices(SENTS)
     assert len(lats) == len(SENTS) and all(isinstance(lat, Lattice) for lat in lats)
     for a, b in zip(lats, model.lattices(SENTS)):
@@ -87,6 +87,6 @@ def test_truncated_arrays_of_a_known_kind(tmp_path):
     model = HMM(min_count=1).fit(SENTS)
     p = tmp_path / "hmm.npz"
     save_model(p, "hmm", {"vocab": np.array(["a"])},
-               {"tags": list(model.tags), "scheme": model.scheme, "settings": model.settings})
+               {"tags": list(model.tags_), "scheme": model.scheme_, "settings": model.settings_})
     with pytest.raises(ModelFileError, match="hmm.npz: field '.*': array missing"):
         load_model(p)

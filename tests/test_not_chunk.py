@@ -149,7 +149,7 @@ def test_the_column_syntax_read_trained_and_shown(tmp_path, capsys):
     data = crf._prepare(ps)
     assert data.gold.terms[0] is not None and data.gold.terms[1] is None
     rng = np.random.default_rng(0)
-    theta = rng.normal(scale=0.3, size=crf.theta.shape)
+    theta = rng.normal(scale=0.3, size=crf.theta_.shape)
     fun = crf.objective_function("ml", data, 0.0)
     f0, g = fun(theta)
     for i in rng.choice(len(theta), 15, replace=False):

@@ -23,7 +23,7 @@ SENTS = [Sentence([["The", "DT", "B-NP"], ["dog", "NN", "I-NP"], ["barks", "VBZ"
 def model(seed=0, scale=0.5):
     crf = CRF("tmpt3", "IOB2")
     data = crf._prepare(SENTS)
-    crf.theta = np.random.default_rng(seed).normal(scale=scale, size=crf.theta.shape)
+    crf.theta_ = np.random.default_rng(seed).normal(scale=scale, size=crf.theta_.shape)
     return crf, data
 
 
@@ -38,20 +38,20 @@ def exact_f(y, gold, b2):
 @pytest.mark.parametrize("scale", [0.5, 30.0])
 def test_the_value_is_minus_the_mean_expected_exact_f_by_enumeration(beta, scale):
     crf, data = model(1, scale)
-    value, _ = Loss(lo.MEU_EXACT, 0.0, beta=beta).function(crf, data)(crf.theta)
+    value, _ = Loss(lo.MEU_EXACT, 0.0, beta=beta).function(crf, data)(crf.theta_)
     want = []
     for s in SENTS:
         gold = [row[-1] for row in s.rows]
         want.append(sum(np.exp(lp) * exact_f(y, gold, beta * beta)
                         for y, lp in crf.lattice(s).enumerate()))
     assert value == pytest.approx(-np.mean(want), rel=1e-9, abs=1e-12)
-    typed, _ = Loss(lo.MEU, 0.0, beta=beta).function(crf, data)(crf.theta)
+    typed, _ = Loss(lo.MEU, 0.0, beta=beta).function(crf, data)(crf.theta_)
     assert value <= typed + 1e-12               # a right type is a right boundary too
 
 
 def test_the_gradient_by_finite_differences():
     crf, data = model(2)
-    finite_difference_check(Loss(lo.MEU_EXACT, 0.05).function(crf, data), crf.theta,
+    finite_difference_check(Loss(lo.MEU_EXACT, 0.05).function(crf, data), crf.theta_,
                             np.random.default_rng(3))
 
 

@@ -23,16 +23,16 @@ SENTS = [Sentence([["The", "DT", "B-NP"], ["dog", "NN", "I-NP"], ["barks", "VBZ"
 def _model():
     crf = CRF("tmpt1")
     crf._prepare(SENTS)
-    crf.theta = np.random.default_rng(0).normal(scale=0.5, size=crf.theta.shape)
+    crf.theta_ = np.random.default_rng(0).normal(scale=0.5, size=crf.theta_.shape)
     return crf
 
 
 @pytest.mark.parametrize("name", ["ml", "meu"])
 def test_per_sentence_objectives_are_the_mean_of_the_sentences(name):
     crf = _model()
-    whole, grad = crf.objective_function(name, crf.training_data(SENTS), 0.0)(crf.theta)
+    whole, grad = crf.objective_function(name, crf.training_data(SENTS), 0.0)(crf.theta_)
     halves = [SENTS[:2], SENTS[2:]]     # (a training set of one tag is refused)
-    parts = [crf.objective_function(name, crf.training_data(h), 0.0)(crf.theta) for h in halves]
+    parts = [crf.objective_function(name, crf.training_data(h), 0.0)(crf.theta_) for h in halves]
     assert whole == pytest.approx((2 * parts[0][0] + 2 * parts[1][0]) / 4, rel=1e-10)
     np.testing.assert_allclose(grad, (2 * parts[0][1] + 2 * parts[1][1]) / 4, atol=1e-10)
     assert not np.isclose(parts[0][0], parts[1][0])
@@ -43,8 +43,8 @@ def test_per_sentence_objectives_are_the_mean_of_the_sentences(name):
 @pytest.mark.parametrize("name", [o.name for o in (ML, MEU, MEU_CORPUS)])
 def test_value_and_gradient_do_not_grow_with_the_corpus(name):
     crf = _model()
-    once = crf.objective_function(name, crf.training_data(SENTS), 0.0)(crf.theta)
-    thrice = crf.objective_function(name, crf.training_data(SENTS * 3), 0.0)(crf.theta)
+    once = crf.objective_function(name, crf.training_data(SENTS), 0.0)(crf.theta_)
+    thrice = crf.objective_function(name, crf.training_data(SENTS * 3), 0.0)(crf.theta_)
     assert thrice[0] == pytest.approx(once[0], rel=1e-10)
     np.testing.assert_allclose(thrice[1], once[1], atol=1e-10)
 
@@ -58,7 +58,7 @@ def test_one_lambda_means_the_same_on_a_repeated_corpus():
     opts = dict(l2=0.01, max_iter=200, progress=False)
     Trainer(**opts).fit(a, da)
     Trainer(**opts).fit(b, b.training_data(SENTS * 3))
-    np.testing.assert_allclose(b.theta, a.theta, atol=1e-4)
+    np.testing.assert_allclose(b.theta_, a.theta_, atol=1e-4)
 
 
 def test_default_lambdas():

@@ -107,15 +107,15 @@ def test_crf_gradient_by_finite_differences_and_full_data_is_ml(scheme):
     crf = CRF("tmpt3", scheme, data_scheme="IOB2", partial=True)
     data = crf._prepare(sentences(OPEN if scheme == "IOB2" else None))
     rng = np.random.default_rng(2)
-    theta = rng.normal(scale=0.5, size=crf.theta.shape)
+    theta = rng.normal(scale=0.5, size=crf.theta_.shape)
     finite_difference_check(crf.objective_function("ml", data, 0.1), theta, rng, k=30)
     # fully annotated data read with --partial: the ML objective, pairs and all
     ml = CRF("tmpt3", scheme, data_scheme="IOB2")
     mdata = ml._prepare(sentences())
     pcrf = CRF("tmpt3", scheme, data_scheme="IOB2", partial=True)
     pdata = pcrf._prepare(sentences())
-    assert pcrf.tags == ml.tags and np.array_equal(pcrf.pairs, ml.pairs)
-    theta = rng.normal(scale=0.5, size=ml.theta.shape)
+    assert pcrf.tags_ == ml.tags_ and np.array_equal(pcrf.pairs_, ml.pairs_)
+    theta = rng.normal(scale=0.5, size=ml.theta_.shape)
     a = ml.objective_function("ml", mdata, 0.01)(theta)
     b = pcrf.objective_function("ml", pdata, 0.01)(theta)
     assert b[0] == pytest.approx(a[0], rel=1e-12)
@@ -125,7 +125,7 @@ def test_crf_gradient_by_finite_differences_and_full_data_is_ml(scheme):
 def test_partitions_sum_to_the_whole():
     crf = CRF("tmpt3", "IOB2", partial=True)
     data = crf._prepare(sentences(OPEN))
-    theta = np.random.default_rng(4).normal(size=crf.theta.shape)
+    theta = np.random.default_rng(4).normal(size=crf.theta_.shape)
     want = crf.objective_function("ml", data, 1e-3)(theta)
     ex = scale.LocalExecutor(2)
     try:
@@ -141,7 +141,7 @@ def test_refusals_name_what_and_where(tmp_path):
     data = crf._prepare(sentences(OPEN))
     for name in ("meu", "max-margin", "perceptron"):
         with pytest.raises(InputError, match="--partial trains --objective ml only"):
-            crf.fit(data, objective=name, max_iter=1)
+            crf.set_params(objective=name, max_iter=1).fit(data)
     bad = [r[:] for r in OPEN]
     bad[1] = ["O", "I-NP", "B-*", "O"]                  # O then I-NP: not IOB2
     with pytest.raises(SchemeError, match="p.conll:12: the annotation contradicts IOB2"):
@@ -164,8 +164,8 @@ def test_cli_train_partial_with_declarations_and_workers(tmp_path, capsys):
     assert main(["train", "--train", str(train), "--partial", "-o", str(out),
                  "--max-iter", "5", "--quiet", "--workers", "2"]) == 0
     model = CRF.load(str(out))
-    assert model.tags == TagSet("IOB2", ("NP", "VP")).tags
-    assert model.settings["partial"] is True
+    assert model.tags_ == TagSet("IOB2", ("NP", "VP")).tags
+    assert model.settings_["partial"] is True
     # the declared O of sentence 1 leaves VP open: a pair (feature, B-VP) exists there
     assert main(["train", "--train", str(train), "--partial", "-o", str(out),
                  "--objective", "meu"]) == 2

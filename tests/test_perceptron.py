@@ -34,8 +34,8 @@ def _data(corpus, n=40):
 def _phi(crf, data, k, y):
     """φ(x_k, y) in θ-space, by the CRF's chain rule on sentence k's rows."""
     sub = type(data)(data.X[data.gold.offsets[k]:data.gold.offsets[k + 1]],
-                     Gold([data.gold.sequences[k]], crf.tags, crf.scheme))
-    n, L = len(y), len(crf.tags)
+                     Gold([data.gold.sequences[k]], crf.tags_, crf.scheme_))
+    n, L = len(y), len(crf.tags_)
     E, T, S, En = np.zeros((n, L)), np.zeros((L, L)), np.zeros(L), np.zeros(L)
     E[np.arange(n), y] = 1
     np.add.at(T, (y[:-1], y[1:]), 1)
@@ -45,13 +45,13 @@ def _phi(crf, data, k, y):
 
 def reference(crf, data, passes):
     """θ averaged over every visit, straight from the definition."""
-    theta, total, visits = np.zeros_like(crf.theta), np.zeros_like(crf.theta), 0
+    theta, total, visits = np.zeros_like(crf.theta_), np.zeros_like(crf.theta_), 0
     off = data.gold.offsets
     for p in range(passes):
         for k in np.random.default_rng(p).permutation(len(data.gold)):
             ch = crf.chain(theta, data.X[off[k]:off[k + 1]])
-            lat = Lattice.from_scores(crf.tags, ch.emissions, ch.trans, ch.start, ch.end,
-                                      scheme=crf.scheme)
+            lat = Lattice.from_scores(crf.tags_, ch.emissions, ch.trans, ch.start, ch.end,
+                                      scheme=crf.scheme_)
             y = np.array(viterbi(lat.layers)[0])
             g = data.gold.sequences[k]
             if not np.array_equal(y, g):
@@ -78,7 +78,7 @@ def test_trainer_stops_at_a_pass_without_mistakes_and_records_it(tmp_path):
     seen: list[Progress] = []
     Trainer(objective="perceptron", max_iter=50, progress=False, callbacks=[seen.append],
             dev=sents, dev_every=0, output=str(tmp_path / "p.npz")).fit(crf, data)
-    s = CRF.load(tmp_path / "p.npz").settings
+    s = CRF.load(tmp_path / "p.npz").settings_
     assert s["solver"] == "averaged-perceptron" and s["converged"]
     assert s["mistakes"] == 0 and s["passes"] == len(seen) < 50
     assert seen[-1].objective == 0.0 and s["dev_f"] == pytest.approx(100.0)
@@ -100,8 +100,8 @@ def test_ctrl_c_and_resume_give_the_uninterrupted_run(corpus, tmp_path):
     _, resumed, rdata = _data(corpus, 30)
     Trainer(objective="perceptron", max_iter=4, progress=False, checkpoint=ckpt,
             resume=True).fit(resumed, rdata)
-    np.testing.assert_allclose(resumed.theta, crf.theta, rtol=0, atol=1e-12)
-    assert resumed.settings["iteration"] == 4
+    np.testing.assert_allclose(resumed.theta_, crf.theta_, rtol=0, atol=1e-12)
+    assert resumed.settings_["iteration"] == 4
 
 
 def test_ctrl_c_inside_a_pass_keeps_the_last_complete_pass(corpus, tmp_path, monkeypatch):
@@ -126,7 +126,7 @@ def test_ctrl_c_inside_a_pass_keeps_the_last_complete_pass(corpus, tmp_path, mon
     _, resumed, rdata = _data(corpus, 30)
     Trainer(objective="perceptron", max_iter=3, progress=False, checkpoint=ckpt,
             resume=True).fit(resumed, rdata)
-    np.testing.assert_allclose(resumed.theta, crf.theta, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(resumed.theta_, crf.theta_, rtol=0, atol=1e-12)
 
 
 def test_resume_refuses_a_state_of_another_run(corpus, tmp_path):
@@ -151,7 +151,7 @@ def test_refusals(corpus):
     _, crf, data = _data(corpus, 10)
     with pytest.raises(InputError, match="no objective function"):
         crf.objective_function("perceptron", data, 0.0)
-    crf.theta[:] = 0.1
+    crf.theta_[:] = 0.1
     with pytest.raises(InputError, match="θ = 0"):
         Trainer(objective="perceptron", progress=False).fit(crf, data)
 
@@ -177,7 +177,7 @@ def test_cli_train_perceptron_then_decode(capsys, tmp_path):
                  "--quiet"])
     out, err = capsys.readouterr()
     assert code == 0, err
-    s = CRF.load(model).settings
+    s = CRF.load(model).settings_
     assert s["objective"] == "perceptron" and s["solver"] == "averaged-perceptron"
     assert "temperature" in s
     assert main(["decode", "--model", model, "--input", str(train), "--decoder", "meu"]) == 0

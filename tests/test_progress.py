@@ -125,7 +125,7 @@ def test_a_log_gets_lines_and_a_terminal_a_bar(name, data, capsys, monkeypatch):
     lines = err.splitlines()
     assert "\r" not in err and err.endswith("\n")
     assert lines and all(x.startswith(start) for x in lines), err
-    assert len(lines) == expected(load_model(model).settings), err
+    assert len(lines) == expected(load_model(model).settings_), err
     if name == "segment train":                     # the epoch's figures, dev F included
         assert [x.split(", ")[0] for x in lines] == [
             f"train multilabel: {k}/3 epoch" for k in (1, 2, 3)]

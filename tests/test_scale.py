@@ -32,7 +32,7 @@ def problem(corpus):
     sents = read_conll(corpus("conll2000", "train.txt"))[:90]
     crf = CRF("tmpt1")
     data = crf._prepare(sents)
-    theta = np.random.default_rng(0).normal(scale=0.2, size=crf.theta.shape)
+    theta = np.random.default_rng(0).normal(scale=0.2, size=crf.theta_.shape)
     return sents, crf, data, theta
 
 
@@ -82,8 +82,8 @@ def test_training_gives_the_same_theta(problem, dask):
     for ex in (None, scale.LocalExecutor(2), dask):
         crf = CRF("tmpt1")
         data = crf._prepare(sents)
-        crf.fit(data, objective="ml", l2=1e-3, max_iter=8, executor=ex)
-        thetas.append(crf.theta)
+        crf.set_params(objective="ml", l2=1e-3, max_iter=8).fit(data, executor=ex)
+        thetas.append(crf.theta_)
     for th in thetas[1:]:
         np.testing.assert_allclose(th, thetas[0], rtol=0, atol=1e-8)
 
@@ -149,7 +149,7 @@ def test_online_learners_refuse_an_executor(problem):
         Trainer(objective="perceptron", executor=scale.LocalExecutor(2))
     ex = scale.LocalExecutor(2)
     try:
-        theta = np.random.default_rng(3).normal(size=crf.theta.shape) * 0.1
+        theta = np.random.default_rng(3).normal(size=crf.theta_.shape) * 0.1
         here, _ = crf.objective_function("max-margin", data, 0.0)(theta)
         spread, _ = crf.objective_function("max-margin", data, 0.0, executor=ex)(theta)
         assert spread == pytest.approx(here, rel=1e-12)
@@ -167,7 +167,7 @@ def test_cli_train_with_workers_and_scheduler(tmp_path, corpus, capsys):
         out = str(tmp_path / f"{name}.npz")
         assert main(["train", "--train", str(train), "--features", "tmpt1", "--max-iter", "5",
                      "--quiet", "-o", out, *extra]) == 0
-        models[name] = CRF.load(out).theta
+        models[name] = CRF.load(out).theta_
     capsys.readouterr()
     for name in ("local", "dask"):
         np.testing.assert_allclose(models[name], models["one"], rtol=0, atol=1e-8)

@@ -36,7 +36,7 @@ def setup(corpus, tmp_path_factory):
     d = tmp_path_factory.mktemp("scale_decode")
     crf = CRF("tmpt1")
     data = crf._prepare(read_conll(corpus("conll2000", "train.txt"))[:80])
-    crf.fit(data, objective="ml", l2=1e-3, max_iter=15)
+    crf.set_params(objective="ml", l2=1e-3, max_iter=15).fit(data)
     model = d / "crf.npz"
     crf.save(model)
     inp = d / "in.txt"

@@ -88,10 +88,10 @@ def test_l1_is_sparse_and_reported(pos_data):
     dense = CRF(c1=0.0, c2=0.01, max_iterations=60).fit(X, y)
     sparse = CRF(c1=1.0, c2=0.01, max_iterations=60).fit(X, y)
     model = sparse.model_
-    nonzero = int(np.count_nonzero(model.theta))
+    nonzero = int(np.count_nonzero(model.theta_))
     assert sparse.num_nonzero_ == nonzero
     assert sparse.training_log_.last_iteration["active_features"] == nonzero
-    assert model.settings["nonzero"] == nonzero and model.settings["solver"] == "owlqn"
+    assert model.settings_["nonzero"] == nonzero and model.settings_["solver"] == "owlqn"
     assert nonzero < 0.5 * dense.num_nonzero_
 
 
@@ -171,8 +171,8 @@ def test_fstchunk_objectives(ner_data, objective, tmp_path):
     X, y = ner_data
     crf = CRF(objective=objective, c2=0.1, max_iterations=8).fit(X[:60], y[:60])
     model = crf.model_
-    assert model.settings["objective"] == objective
-    assert np.all(model.theta[~model.free] == 0)          # CRFsuite's features only
+    assert model.settings_["objective"] == objective
+    assert np.all(model.theta_[~model.free] == 0)          # CRFsuite's features only
     model.save(tmp_path / "m.npz")
     back = CRF(model_filename=str(tmp_path / "m.npz"))
     assert [list(p) for p in back.predict(X[:5])] == [list(p) for p in crf.predict(X[:5])]
@@ -213,7 +213,7 @@ def test_unknown_parameter_is_refused():
     with pytest.raises((TypeError, ValueError)):
         CRF(c3=1.0)
     with pytest.raises(InputError, match="c3"):
-        CRF().set_params(c3=1.0)
+        CRF(c3=1.0)
 
 
 def test_not_fitted():

@@ -102,30 +102,30 @@ def oracle_allows(label, tag):
 
 def brute(model, X, y, theta):
     """(Σ_i log Z − log Z_A, its gradient over θ) by enumerating the tag sequences."""
-    L, P, tags = model.L, model.P, model.tags
-    W = np.zeros((len(model.fmap), L))
-    W[model.pairs[:, 0], model.pairs[:, 1]] = theta[:P]
+    L, P, tags = model.L, model.P, model.tags_
+    W = np.zeros((len(model.fmap_), L))
+    W[model.pairs_[:, 0], model.pairs_[:, 1]] = theta[:P]
     trans = theta[P:P + L * L].reshape(L, L)
     value, grad = 0.0, np.zeros_like(theta)
     for xs, ys in zip(X, y):
-        F = model.fmap.transform([xs]).toarray()
+        F = model.fmap_.transform([xs]).toarray()
         E = F @ W
         n = len(xs)
         scores, phis, ok = [], [], []
         spans = tuple(runs(ys))
         for seq in itertools.product(range(L), repeat=n):
             t = [tags[j] for j in seq]
-            if model.space.chunked and not enc.is_valid(t, model.scheme):
+            if model.space_.chunked and not enc.is_valid(t, model.scheme_):
                 continue
             phi = np.zeros_like(theta)
-            for k, (a, lab) in enumerate(model.pairs):
+            for k, (a, lab) in enumerate(model.pairs_):
                 phi[k] = sum(F[i, a] for i in range(n) if seq[i] == lab)
             for i in range(1, n):
                 phi[P + seq[i - 1] * L + seq[i]] += 1
             scores.append(sum(E[i, seq[i]] for i in range(n))
                           + sum(trans[seq[i - 1], seq[i]] for i in range(1, n)))
             phis.append(phi)
-            chunks = enc.tags_to_chunks(t, model.scheme) if model.space.chunked else []
+            chunks = enc.tags_to_chunks(t, model.scheme_) if model.space_.chunked else []
             ok.append(all(oracle_allows(lab, tg) for lab, tg in zip(ys, t)) and
                       not any((a, b) == (s0, s1 + 1) for _, a, b in chunks for s0, s1 in spans))
         s, phis, ok = np.array(scores), np.array(phis), np.array(ok)
@@ -149,9 +149,9 @@ def test_marginal_likelihood_value_and_gradient_are_brute_force(scheme, seed):
     assert any(next(runs(ys), None) for ys in y)
     model = AttributeCRF(scheme, all_possible_transitions=True)
     data = model._prepare((X, y))
-    assert model.scheme == scheme and set(model.tags) <= set(tags)
+    assert model.scheme_ == scheme and set(model.tags_) <= set(tags)
     for sc in (0.3, 3.0):
-        theta = np.where(model.free, rng.normal(scale=sc, size=model.theta.shape), 0.0)
+        theta = np.where(model.free, rng.normal(scale=sc, size=model.theta_.shape), 0.0)
         value, grad = model.objective_function("ml", data, 0.0)(theta)
         want, wgrad = brute(model, X, y, theta)
         assert value == pytest.approx(want / len(X), rel=1e-10, abs=1e-10)
@@ -171,9 +171,9 @@ def test_every_label_a_singleton_set_is_full_supervision(scheme, params):
     a = CRF(max_iterations=40, **params).fit(X, y)
     b = CRF(max_iterations=40, **params).fit(X, sets)
     assert b.classes_ == a.classes_ and b.scheme_ == a.scheme_ == scheme
-    assert np.array_equal(a.model_.pairs, b.model_.pairs)
+    assert np.array_equal(a.model_.pairs_, b.model_.pairs_)
     assert np.array_equal(a.model_.transitions, b.model_.transitions)
-    np.testing.assert_allclose(b.model_.theta, a.model_.theta, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(b.model_.theta_, a.model_.theta_, rtol=0, atol=1e-8)
     la, lb = a.training_log_.iterations, b.training_log_.iterations
     assert len(la) == len(lb)
     assert [e["loss"] for e in lb] == pytest.approx([e["loss"] for e in la], rel=1e-10)
@@ -188,7 +188,7 @@ def test_a_sentence_of_question_marks_adds_zero_loss(scheme):
     y[2] = [anything] * len(y[2])
     model = AttributeCRF(scheme)
     data = model._prepare((X, y))
-    theta = np.where(model.free, rng.normal(size=model.theta.shape), 0.0)
+    theta = np.where(model.free, rng.normal(size=model.theta_.shape), 0.0)
     values, grads = model.statistics(data.subset([2]), theta, Loss(lo.ML))
     assert values[0] == pytest.approx(0.0, abs=1e-12)
     np.testing.assert_allclose(grads, 0.0, atol=1e-12)
@@ -222,7 +222,7 @@ def test_a_fitted_model_reads_partial_labels_in_its_own_labels(tmp_path):
     path = tmp_path / "m.npz"
     model.save(path)
     loaded = AttributeCRF.load(path)
-    np.testing.assert_array_equal(loaded.theta, model.theta)
+    np.testing.assert_array_equal(loaded.theta_, model.theta_)
     with pytest.raises(SchemeError, match=r"y\[0\]\[0\]: 'B-ORG' is not among"):
         model.training_data((X[:1], [["B-ORG"] + ["?"] * (len(X[0]) - 1)]))
 
@@ -277,7 +277,7 @@ def test_two_workers_sum_to_one_process():
     y[1] = mark_span(rng, y[1], gold[1], "IOB2")
     a = CRF(c2=0.1, max_iterations=15).fit(X, y)
     b = CRF(c2=0.1, max_iterations=15, workers=2).fit(X, y)
-    np.testing.assert_allclose(b.model_.theta, a.model_.theta, rtol=0, atol=1e-7)
+    np.testing.assert_allclose(b.model_.theta_, a.model_.theta_, rtol=0, atol=1e-7)
 
 
 @pytest.mark.parametrize("scheme", ["auto", None])
@@ -295,7 +295,7 @@ def test_a_string_outside_a_chunk_scheme_is_refused_or_read_literally(scheme, la
         X, [[t if t != label else "L" for t in ys] for ys in y])
     assert lit.classes_ == [label if t == "L" else t for t in plain.classes_]
     assert all(type(t) is str for t in lit.classes_)
-    np.testing.assert_array_equal(lit.model_.theta, plain.model_.theta)
+    np.testing.assert_array_equal(lit.model_.theta_, plain.model_.theta_)
     assert [list(p) for p in lit.predict(X)] == [[label if t == "L" else t for t in p]
                                                  for p in plain.predict(X)]
     assert lit.score(X, y) == plain.score(X, [[t if t != label else "L" for t in ys]

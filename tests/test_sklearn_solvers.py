@@ -58,7 +58,7 @@ def test_owlqn_against_the_smooth_reformulation(seed, mu):
     assert out.value == pytest.approx(F_ref, rel=1e-7, abs=1e-8)
     np.testing.assert_allclose(x, x_ref, atol=2e-4)
     assert np.array_equal(x == 0, np.abs(x_ref) < 1e-6)       # the same support
-    assert out.settings["nonzero"] == np.count_nonzero(x)
+    assert out.settings_["nonzero"] == np.count_nonzero(x)
     if not free[-1]:
         assert x[-1] == 0
     # optimality: the pseudo-gradient vanishes
@@ -77,9 +77,9 @@ def test_owlqn_without_l1_is_lbfgs():
 def test_crf_c1_zero_is_lbfgs_and_l1_sparser():
     X, y = toy(60)
     base = CRF(c1=0.0, c2=0.1, epsilon=1e-9, delta=1e-12, max_iterations=500).fit(X, y)
-    assert base.model_.settings["solver"] == "lbfgs"
+    assert base.model_.settings_["solver"] == "lbfgs"
     sparse = CRF(c1=2.0, c2=0.1, epsilon=1e-9, delta=1e-12, max_iterations=500).fit(X, y)
-    assert sparse.model_.settings["solver"] == "owlqn"
+    assert sparse.model_.settings_["solver"] == "owlqn"
     assert sparse.num_nonzero_ < base.num_nonzero_
 
 
@@ -88,12 +88,12 @@ def test_l2sgd_reaches_the_lbfgs_optimum():
     lb = CRF(algorithm="lbfgs", c2=1.0, epsilon=1e-10, delta=1e-12,
              max_iterations=1000).fit(X, y)
     sgd = CRF(algorithm="l2sgd", c2=1.0, max_iterations=300, delta=1e-9).fit(X, y)
-    assert sgd.model_.settings["solver"] == "l2sgd"
+    assert sgd.model_.settings_["solver"] == "l2sgd"
     a, b = lb.model_, sgd.model_
-    fa = a.objective_function("ml", a.training_data((X, y)), a.settings["l2"])
-    va, vb = fa(a.theta)[0], fa(b.theta)[0]
+    fa = a.objective_function("ml", a.training_data((X, y)), a.settings_["l2"])
+    va, vb = fa(a.theta_)[0], fa(b.theta_)[0]
     assert vb == pytest.approx(va, rel=1e-3)
-    np.testing.assert_allclose(b.theta, a.theta, atol=0.05)
+    np.testing.assert_allclose(b.theta_, a.theta_, atol=0.05)
     assert [list(p) for p in sgd.predict(X)] == [list(p) for p in lb.predict(X)]
 
 
@@ -103,10 +103,10 @@ def test_l2sgd_reaches_the_lbfgs_optimum():
 def test_online_algorithms_fit_separable_data(algorithm, params):
     X, y = toy(60, seed=3)
     crf = CRF(algorithm=algorithm, max_iterations=30, scheme=None, **params).fit(X, y)
-    assert crf.model_.settings["objective"] == {"ap": "perceptron"}.get(algorithm, algorithm)
+    assert crf.model_.settings_["objective"] == {"ap": "perceptron"}.get(algorithm, algorithm)
     assert crf.score(X, y) == 1.0
     model = crf.model_
-    assert np.all(model.theta[~model.free] == 0)        # no start/end, seen transitions only
+    assert np.all(model.theta_[~model.free] == 0)        # no start/end, seen transitions only
     with pytest.warns(FstchunkWarning, match="calibrate"):
         crf.predict_marginals(X[:1])                     # normalised margins until calibrated
     crf.calibrate(*toy(20, seed=9))
@@ -133,8 +133,8 @@ def test_resume_after_interrupt_continues_the_run(tmp_path, algorithm, options):
     with pytest.raises(TrainingInterrupted):
         AttributeCRF(**kw).fit(X, y, checkpoint=ck, checkpoint_every=1, callbacks=[stop_at_3])
     resumed = AttributeCRF(**kw).fit(X, y, checkpoint=ck, resume=True)
-    assert resumed.settings["iteration"] == whole.settings["iteration"]
+    assert resumed.settings_["iteration"] == whole.settings_["iteration"]
     if algorithm == "lbfgs":        # curvature memory restarts: the same optimum, not iterates
-        assert resumed.settings["iteration"] == 6
+        assert resumed.settings_["iteration"] == 6
     else:
-        np.testing.assert_allclose(resumed.theta, whole.theta, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(resumed.theta_, whole.theta_, rtol=1e-9, atol=1e-12)

@@ -196,7 +196,7 @@ def test_a_model_file_with_a_partial_tag_list_is_refused(tmp_path, capsys, kind,
     p = tmp_path / "m.npz"
     model.save(p)
     load_model(p)                                          # the complete list loads
-    partial = [t for t in model.tags if t not in drop]
+    partial = [t for t in model.tags_ if t not in drop]
     edit(p, lambda m: m.update(tags=partial))              # the checksum catches it
     with pytest.raises(ModelFileError, match=r"m\.npz: .*'tags'"):
         load_model(p)
@@ -312,7 +312,7 @@ def test_train_decode_eval_round_trip_with_hyphenated_types(tmp_path, capsys, sc
     code, _, err = run(capsys, "train", "--train", data, "-o", model, "--quiet",
                        "--features", "tmpt1", "--scheme", scheme, "--max-iter", "40")
     assert code == 0, err
-    assert load_model(model).tags == enc.scheme_tags(scheme, ("I-PER", "ORG-X", "a-b-c"))
+    assert load_model(model).tags_ == enc.scheme_tags(scheme, ("I-PER", "ORG-X", "a-b-c"))
     out = tmp_path / "out.txt"
     for decoder in ("map", "meu"):
         code, _, err = run(capsys, "decode", "--model", model, "--input", data,

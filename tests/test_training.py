@@ -35,15 +35,15 @@ def test_callbacks_dev_f_and_bookkeeping():
     out = Trainer(objective="ml", l2=0.1, max_iter=8, dev=SENTS, dev_every=2,
                   progress=False, callbacks=[seen.append], log=messages.append).fit(crf, data)
     assert out is crf
-    n = crf.settings["iterations"]
+    n = crf.settings_["iterations"]
     assert [p.iteration for p in seen] == list(range(1, n + 1)) and 2 <= n <= 8
     assert np.isnan(seen[0].dev_f) and 0 <= seen[1].dev_f <= 100
     assert all(np.isfinite(p.objective) and p.model is crf for p in seen)
-    assert seen[-1].objective == pytest.approx(crf.settings["final_objective"])
-    assert crf.settings["dev_f"] == pytest.approx(dev_f(crf, SENTS))
-    assert messages == [f"dev F = {crf.settings['dev_f']:.2f}"]
-    assert crf.settings["iteration"] == n and crf.settings["train_seconds"] > 0
-    assert crf.settings["objective"] == "ml" and crf.settings["l2"] == 0.1
+    assert seen[-1].objective == pytest.approx(crf.settings_["final_objective"])
+    assert crf.settings_["dev_f"] == pytest.approx(dev_f(crf, SENTS))
+    assert messages == [f"dev F = {crf.settings_['dev_f']:.2f}"]
+    assert crf.settings_["iteration"] == n and crf.settings_["train_seconds"] > 0
+    assert crf.settings_["objective"] == "ml" and crf.settings_["l2"] == 0.1
 
 
 def test_checkpoints_every_n_and_removed_at_the_end(tmp_path):
@@ -54,13 +54,13 @@ def test_checkpoints_every_n_and_removed_at_the_end(tmp_path):
 
     def look(p: Progress):
         if ckpt.exists():
-            found.setdefault(CRF.load(ckpt).settings["iteration"], p.iteration)
+            found.setdefault(CRF.load(ckpt).settings_["iteration"], p.iteration)
 
     Trainer(l2=0.1, max_iter=7, checkpoint=str(ckpt), checkpoint_every=3, output=str(output),
             progress=False, callbacks=[look], tol=1e-12).fit(crf, data)
     assert found == {3: 3, 6: 6}                 # written at 3 and 6, seen from then on
     assert not ckpt.exists() and output.exists()
-    np.testing.assert_array_equal(CRF.load(output).theta, crf.theta)
+    np.testing.assert_array_equal(CRF.load(output).theta_, crf.theta_)
 
 
 def test_resume_continues_and_reaches_the_uninterrupted_optimum(tmp_path):
@@ -71,7 +71,7 @@ def test_resume_continues_and_reaches_the_uninterrupted_optimum(tmp_path):
     whole = CRF("tmpt1")
     data = whole._prepare(SENTS)
     Trainer(**opts).fit(whole, data)
-    assert whole.settings["converged"]
+    assert whole.settings_["converged"]
 
     ckpt = str(tmp_path / "m.npz.ckpt")
     crf = CRF("tmpt1")
@@ -83,7 +83,7 @@ def test_resume_continues_and_reaches_the_uninterrupted_optimum(tmp_path):
 
     with pytest.raises(Stop):
         Trainer(checkpoint=ckpt, checkpoint_every=3, callbacks=[interrupt], **opts).fit(crf, data)
-    assert CRF.load(ckpt).settings["iteration"] == 3
+    assert CRF.load(ckpt).settings_["iteration"] == 3
 
     fresh = CRF("tmpt1")
     data = fresh._prepare(SENTS)
@@ -92,23 +92,23 @@ def test_resume_continues_and_reaches_the_uninterrupted_optimum(tmp_path):
             **opts).fit(fresh, data)
     assert messages == [f"resuming from {ckpt} at iteration 3"]
     assert seen[0].iteration == 4
-    assert fresh.settings["iteration"] == 3 + fresh.settings["iterations"]
+    assert fresh.settings_["iteration"] == 3 + fresh.settings_["iterations"]
     # L-BFGS restarts its curvature memory, so the iterates differ; the optimum does not
     # (up to the stopping rule's tolerance)
-    assert fresh.settings["final_objective"] == pytest.approx(whole.settings["final_objective"],
+    assert fresh.settings_["final_objective"] == pytest.approx(whole.settings_["final_objective"],
                                                               rel=1e-8)
-    np.testing.assert_allclose(fresh.theta, whole.theta, atol=1e-3)
+    np.testing.assert_allclose(fresh.theta_, whole.theta_, atol=1e-3)
 
 
 def test_resume_without_a_checkpoint_is_refused(tmp_path):
     crf = CRF("tmpt1")
     data = crf._prepare(SENTS)
-    theta = crf.theta.copy()
+    theta = crf.theta_.copy()
     missing = str(tmp_path / "none.ckpt")
     with pytest.raises(InputError, match=f"resume=True: no checkpoint at {missing}$"):
         Trainer(l2=0.1, max_iter=3, checkpoint=missing, resume=True,
                 progress=False).fit(crf, data)
-    np.testing.assert_array_equal(crf.theta, theta)              # nothing trained
+    np.testing.assert_array_equal(crf.theta_, theta)              # nothing trained
     with pytest.raises(InputError, match=r"resume=True: no checkpoint file given \(checkpoint"):
         Trainer(resume=True)
 
@@ -188,9 +188,9 @@ def test_ctrl_c_saves_the_latest_iterate_and_resumes(tmp_path):
     assert err.cli_text() == f"stopped at iteration 4; checkpoint {ckpt} (continue with --resume)"
     assert err.checkpoint == ckpt
     saved = CRF.load(ckpt)                  # written at 4 though checkpoint_every is 100
-    assert saved.settings["iteration"] == 4
-    np.testing.assert_array_equal(saved.theta, crf.theta)
-    assert saved.settings["run"] == {"objective": "ml", "l2": 0.1, "beta": 1.0, **IDENTITY}
+    assert saved.settings_["iteration"] == 4
+    np.testing.assert_array_equal(saved.theta_, crf.theta_)
+    assert saved.settings_["run"] == {"objective": "ml", "l2": 0.1, "beta": 1.0, **IDENTITY}
     fresh = CRF("tmpt1")
     data = fresh._prepare(SENTS)
     messages, seen = [], []
@@ -228,7 +228,7 @@ def test_resume_refuses_a_checkpoint_of_another_run(tmp_path, change, fields):
         Trainer(resume=True, **kw).fit(fresh, data)
     for field in fields:
         assert field in str(e.value)
-    assert CRF.load(ckpt).settings["iteration"] == 4           # kept for a right resume
+    assert CRF.load(ckpt).settings_["iteration"] == 4           # kept for a right resume
 
 
 def test_destinations_are_checked_before_training(tmp_path):
@@ -270,8 +270,8 @@ def test_ctrl_c_during_the_final_dev_f_keeps_the_trained_weights(tmp_path, monke
                 progress=False).fit(crf, data)
     assert e.value.checkpoint == ckpt and not (tmp_path / "m.npz").exists()
     saved = CRF.load(ckpt)
-    assert saved.settings["iteration"] == 5
-    np.testing.assert_array_equal(saved.theta, crf.theta)
+    assert saved.settings_["iteration"] == 5
+    np.testing.assert_array_equal(saved.theta_, crf.theta_)
 
 
 def test_identity_fields_must_survive_the_checkpoint():
@@ -303,7 +303,7 @@ def test_resume_with_max_iter_at_or_below_the_checkpoint_takes_no_step(
     with pytest.raises(TrainingInterrupted, match=f"stopped at iteration {stop}"):
         Trainer(max_iter=20, callbacks=[interrupt], **opts).fit(crf, data)
     saved = CRF.load(ckpt)
-    assert saved.settings["iteration"] == stop
+    assert saved.settings_["iteration"] == stop
     calls = []
     real = CRF.objective_function
 
@@ -328,18 +328,18 @@ def test_resume_with_max_iter_at_or_below_the_checkpoint_takes_no_step(
         Trainer(max_iter=max_iter, resume=True, output=str(output), dev=SENTS,
                 callbacks=[seen.append], log=messages.append, **opts).fit(fresh, data)
         assert seen == [] and calls == []                          # no step, no evaluation
-        assert np.array_equal(fresh.theta, saved.theta)
+        assert np.array_equal(fresh.theta_, saved.theta_)
         written = CRF.load(output)
-        assert np.array_equal(written.theta, saved.theta)
-        assert written.settings["iterations"] == 0
-        assert written.settings["iteration"] == stop
-        assert "final_objective" not in written.settings
-        assert written.settings["dev_f"] == pytest.approx(dev_f(saved, SENTS))
+        assert np.array_equal(written.theta_, saved.theta_)
+        assert written.settings_["iterations"] == 0
+        assert written.settings_["iteration"] == stop
+        assert "final_objective" not in written.settings_
+        assert written.settings_["dev_f"] == pytest.approx(dev_f(saved, SENTS))
         assert messages[1] == (f"--max-iter {max_iter}: the checkpoint is at iteration "
                                f"{stop} already; no step taken, the model is the "
                                f"checkpoint's (checkpoint kept)")
         assert pathlib.Path(ckpt).exists()
-        assert np.array_equal(CRF.load(ckpt).theta, saved.theta)
+        assert np.array_equal(CRF.load(ckpt).theta_, saved.theta_)
     monkeypatch.undo()                  # and a larger --max-iter continues from it
     fresh = CRF("tmpt1")
     data = fresh._prepare(SENTS)
@@ -365,7 +365,7 @@ def test_cli_resume_past_max_iter_says_so(tmp_path, capsys):
 
     crf = CRF("tmpt1")
     data = crf._prepare(SENTS)
-    ident = {"scheme": crf.scheme, "template": "tmpt1", "columns": Columns().spec(),
+    ident = {"scheme": crf.scheme_, "template": "tmpt1", "columns": Columns().spec(),
              "train_sha256": file_digest(train), "init": None}
     with pytest.raises(TrainingInterrupted):
         Trainer(l2=0.1, max_iter=9, checkpoint=out + ".ckpt", checkpoint_every=0,
@@ -376,4 +376,4 @@ def test_cli_resume_past_max_iter_says_so(tmp_path, capsys):
     assert lines == [f"resuming from {out}.ckpt at iteration 3",
                      "--max-iter 2: the checkpoint is at iteration 3 already; no step taken, "
                      "the model is the checkpoint's (checkpoint kept)", f"wrote {out}"]
-    assert np.array_equal(CRF.load(out).theta, CRF.load(out + ".ckpt").theta)
+    assert np.array_equal(CRF.load(out).theta_, CRF.load(out + ".ckpt").theta_)

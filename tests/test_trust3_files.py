@@ -43,8 +43,8 @@ def test_blank_lines_are_still_skipped_and_saved_templates_still_load(tmp_path, 
     save_model(path, meta.pop("kind"), arrays, {k: v for k, v in meta.items() if k not in (
         "format", "version", "checksum")})
     back = CRF.load(path)
-    assert len(back.fmap.spec.lines) == 2 and layout is not None
-    assert back.fmap.spec.source.endswith(" U02:%x[1,0]\n")
+    assert len(back.fmap_.spec.lines) == 2 and layout is not None
+    assert back.fmap_.spec.source.endswith(" U02:%x[1,0]\n")
 
 
 def test_a_template_file_with_a_byte_order_mark(tmp_path, capsys, corpus):

@@ -102,7 +102,7 @@ def test_the_chain_crf_advises_python_in_python_and_options_on_the_command_line(
 def test_trained_starts_of_the_online_solvers_name_python_calls():
     crf = ChainCRF("tmpt1")
     data = crf._prepare(SENTS)
-    crf.theta[:] = 0.1
+    crf.theta_[:] = 0.1
     for objective in ("perceptron", "max-margin"):
         kw = {} if objective == "perceptron" else {"l2": 0.1}
         with pytest.raises(InputError, match="θ = 0") as e:

@@ -75,13 +75,13 @@ def test_a_crf_on_words_with_line_breaks_saves_a_file_it_loads(tmp_path, sents):
     """fstchunk.CRF with a word holding '\\n' wrote a file it could not load (its
     feature names and its layout's word list split at the line break); a lone
     surrogate could not be written at all."""
-    crf = CRF("tmpt1").fit(sents, max_iter=5, progress=False)
+    crf = CRF("tmpt1", max_iter=5).fit(sents, progress=False)
     path = tmp_path / "m.npz"
     crf.save(path)
     back = load_model(path)
-    assert back.fmap.names == crf.fmap.names
-    assert back.layout.vocab["word"] == crf.layout.vocab["word"]
-    np.testing.assert_array_equal(back.theta, crf.theta)
+    assert back.fmap_.names == crf.fmap_.names
+    assert back.layout_.vocab["word"] == crf.layout_.vocab["word"]
+    np.testing.assert_array_equal(back.theta_, crf.theta_)
     for a, b in zip(back.lattices(sents), crf.lattices(sents)):
         np.testing.assert_array_equal(a.marginals(), b.marginals())
 
@@ -92,13 +92,13 @@ def test_an_hmm_keeps_a_word_that_ends_in_nul(tmp_path):
     path = tmp_path / "h.npz"
     hmm.save(path)
     back = load_model(path)
-    assert back.vocab == hmm.vocab and "b\x00" in back.vocab and "a\nb" in back.vocab
+    assert back.vocab_ == hmm.vocab_ and "b\x00" in back.vocab_ and "a\nb" in back.vocab_
     for a, b in zip(back.lattices(SENTS), hmm.lattices(SENTS)):
         np.testing.assert_array_equal(a.marginals(), b.marginals())
 
 
 def test_bad_lengths_in_a_model_file_name_the_field(tmp_path):
-    crf = CRF("tmpt1").fit(SENTS, max_iter=2, progress=False)
+    crf = CRF("tmpt1", max_iter=2).fit(SENTS, progress=False)
     path = tmp_path / "m.npz"
     crf.save(path)
     meta, arrays = load_model_file(path)

@@ -237,8 +237,8 @@ def test_crfsuite_data_and_models_through_pipes(data, pipe, capsys, tmp_path):
                        data / "train.crfsuite", "--max-iter", "5", "--quiet",
                        "-o", tmp_path / "f.npz")
     assert code == 0, err
-    np.testing.assert_allclose(load_model(tmp_path / "p.npz").theta,
-                               load_model(tmp_path / "f.npz").theta, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(load_model(tmp_path / "p.npz").theta_,
+                               load_model(tmp_path / "f.npz").theta_, rtol=1e-9, atol=1e-12)
     m = tmp_path / "f.npz"
     for argv in (["decode", "--model", m, "--format", "crfsuite", "--input", "{dev}"],
                  ["expected", "{dev}", "--format", "crfsuite", "--model", m, "--json"]):
@@ -258,7 +258,7 @@ def test_crfsuite_data_and_models_through_pipes(data, pipe, capsys, tmp_path):
         code, out, err = run(capsys, "import", "crfsuite", src, "--scheme", "IOB2", "-o",
                              tmp_path / f"imp{k}.npz")
         assert code == 0, err
-        outs.append(load_model(tmp_path / f"imp{k}.npz").theta)
+        outs.append(load_model(tmp_path / f"imp{k}.npz").theta_)
     np.testing.assert_array_equal(outs[0], outs[1])
 
 

@@ -52,10 +52,10 @@ def test_hmm_reads_min_count_and_quiet(data, capsys):
     code, _, err = run(capsys, "train", "--model-type", "hmm", "--train", data / "train.txt",
                        "--min-count", "3", "--quiet", "-o", data / "h.npz")
     assert code == 0, err
-    assert load_model(data / "h.npz").settings["min_count"] == 3
+    assert load_model(data / "h.npz").settings_["min_count"] == 3
     assert run(capsys, "train", "--model-type", "hmm", "--train", data / "train.txt", "-o",
                data / "h.npz")[0] == 0
-    assert load_model(data / "h.npz").settings["min_count"] == 2   # the HMM's own default
+    assert load_model(data / "h.npz").settings_["min_count"] == 2   # the HMM's own default
 
 
 def _interrupt_at(monkeypatch, step: int) -> None:

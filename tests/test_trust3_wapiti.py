@@ -163,19 +163,19 @@ def test_a_model_trained_before_reads_its_template_as_it_was_trained(tmp_path):
     it: its feature names are what its decoding computes."""
     tpl = tmp_path / "t.tpl"
     tpl.write_text(TEMPLATE, encoding="utf-8")
-    crf = CRF(str(tpl), columns="word,tag").fit(SENTS, max_iter=3, progress=False)
-    assert "m=" in crf.fmap.index and "m=12" not in crf.fmap.index
+    crf = CRF(str(tpl), columns="word,tag", max_iter=3).fit(SENTS, progress=False)
+    assert "m=" in crf.fmap_.index and "m=12" not in crf.fmap_.index
     path = tmp_path / "m.npz"
     crf.save(path)
-    assert load_model(path).fmap.spec.flavor == "wapiti"
+    assert load_model(path).fmap_.spec.flavor == "wapiti"
     meta, arrays = load_model_file(path)
     assert meta["template_regex"] == "wapiti"
     old = {k: v for k, v in meta.items()
            if k not in ("format", "version", "kind", "checksum", "template_regex")}
     save_model(path, "crf", arrays, old)                 # as the code before wrote it
     back = load_model(path)
-    assert back.fmap.spec.flavor == "python"
-    feats = back.fmap.spec.features({"word": ["12ab", "Big"]})
+    assert back.fmap_.spec.flavor == "python"
+    feats = back.fmap_.spec.features({"word": ["12ab", "Big"]})
     assert feats[0][0] == "m=12" and feats[1][1] == "n=big"          # greedy, as before
     meta["template_regex"] = "perl"
     save_model(path, "crf", arrays, {k: v for k, v in meta.items()

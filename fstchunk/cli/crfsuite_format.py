@@ -55,7 +55,7 @@ def known_attributes(seqs: Iterable[Sequence], model: Any, path: str, command: s
     model's data: a CoNLL file, other features); later, one warning per sequence that
     carries none (its labels would come from the transitions alone; the first
     :data:`SHOWN`, then a count after the last)."""
-    known = model.fmap.index
+    known = model.fmap_.index
     first, rest = head(seqs)
     if first and not any(a in known for s in first for item in s.items for a in item):
         items = sum(len(s) for s in first)
@@ -83,11 +83,11 @@ def known_attributes(seqs: Iterable[Sequence], model: Any, path: str, command: s
 class SequenceModel:
     """An attribute CRF seen through CRFsuite sequences: :meth:`lattices` of
     :class:`~fstchunk.io.crfsuite.data.Sequence` objects (their items), everything else
-    the model's own.  Its ``data_scheme`` is the model's scheme (what decode writes)."""
+    the model's own.  Its ``data_scheme_`` is the model's scheme (what decode writes)."""
 
     def __init__(self, model: Any):
         self.model = model
-        self.data_scheme = model.scheme
+        self.data_scheme_ = model.scheme_
 
     def __getattr__(self, name: str) -> Any:
         if name == "model":                      # not set yet (unpickling)
@@ -172,7 +172,7 @@ def _calibrate(crf: Any, held: tuple[list, list], path: str) -> None:
 def calibrate(crf: Any, path: str, on_invalid: str, command: str) -> None:
     """``calibrate --format crfsuite``: the temperature of an attribute CRF fitted on the
     held-out CRFsuite data at ``path``, its labels the gold in the model's scheme."""
-    seqs = known_attributes(gold_sequences(path, crf.scheme, on_invalid, command), crf, path,
+    seqs = known_attributes(gold_sequences(path, crf.scheme_, on_invalid, command), crf, path,
                             command)
     _calibrate(crf, training_pairs(seqs, path), path)
 
@@ -209,10 +209,11 @@ def run_train(args: Any) -> int:
     if args.init:
         crf = load_model(args.init)
         require_kind(crf, args.init, "train --format crfsuite --init")
-        if given(args, "scheme") and canonical(args.scheme) != crf.scheme:
+        if given(args, "scheme") and canonical(args.scheme) != crf.scheme_:
             raise InputError(f"--scheme {args.scheme} contradicts the --init model's scheme "
-                             f"{crf.scheme} ({args.init}); drop --scheme")
-        scheme = crf.scheme
+                             f"{crf.scheme_} ({args.init}); drop --scheme")
+        scheme = crf.scheme_
+        crf.set_params(warm_start=True)             # train on from its θ
     else:
         scheme = args.scheme if given(args, "scheme") else "auto"
         crf = AttributeCRF(scheme)
@@ -237,13 +238,13 @@ def run_train(args: Any) -> int:
                 checkpoint_every=args.checkpoint_every, resume=args.resume,
                 output=args.output, progress=not args.quiet, log=print, identity=identity,
                 executor=ex)
-    crf.settings.update(train=args.train, dev=args.dev, init=args.init)
+    crf.settings_.update(train=args.train, dev=args.dev, init=args.init)
     if held is not None:
         try:
             _calibrate(crf, held, args.calibrate)
         except FstchunkError as e:            # the trained model is on disk: say so
             raise uncalibrated(e, crf, args.output) from e
     crf.save(args.output)
-    print(f"wrote {args.output}: scheme {crf.scheme}, {crf.L} labels, {len(crf.fmap)} "
+    print(f"wrote {args.output}: scheme {crf.scheme_}, {crf.L} labels, {len(crf.fmap_)} "
           f"attributes, {crf.P} state features")
     return 0

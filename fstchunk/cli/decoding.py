@@ -237,7 +237,7 @@ def _write(args: argparse.Namespace, results: Iterator[Decoded], out: IO[str],
     """The chosen format; the number of sentences written (none: refused)."""
     total = None
     if args.format == "jsonl":
-        total = write_jsonl(results, out, failed, word, model.scheme)
+        total = write_jsonl(results, out, failed, word, model.scheme_)
     elif args.format == "html":
         what = args.model or args.scores
         sub = (f"decoder {dec.name}" + (f", β = {dec.beta:g}" if "beta" in dec.settings
@@ -325,7 +325,7 @@ def _stream(path: str, results: Iterator[Decoded], out: IO[str], failed: Failure
 def output_scheme(model) -> str:
     """The scheme ``decode`` writes by default: that of the model's training data
     (``data_scheme``), else IOB2 (models that do not record it)."""
-    return getattr(model, "data_scheme", None) or "IOB2"
+    return getattr(model, "data_scheme_", None) or "IOB2"
 
 
 def _with_hint(error: BaseException) -> BaseException:

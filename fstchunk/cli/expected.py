@@ -166,7 +166,7 @@ def _crfsuite_job(args: argparse.Namespace, model) -> tuple:
     if args.columns is not None or args.column != -1:
         raise InputError("--columns and --column are for CoNLL files; CRFsuite data's "
                          "labels are the fixed sequence")
-    if canonical(model.scheme) == UNCONSTRAINED:
+    if canonical(model.scheme_) == UNCONSTRAINED:
         raise InputError(f"{args.model}: an unconstrained chain (scheme none) has no chunks "
                          f"to expect; import or train it with its chunk scheme")
     job = _Job(SequenceModel(model), None, -1, args.scheme, args.direction, args.beta,

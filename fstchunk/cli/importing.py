@@ -40,9 +40,9 @@ def run_import(args: argparse.Namespace) -> int:
     check_output(args.output)
     model = from_crfsuite(args.model, args.scheme)
     model.save(args.output)
-    added = model.settings.get("impossible_tags") or []
-    extra = f" (+ {', '.join(added)}: needed by {model.scheme}, impossible)" if added else ""
-    print(f"wrote {args.output}: {model.L - len(added)} labels{extra}, {len(model.fmap)} "
-          f"attributes, {model.P} state features, {int(model.transitions.sum())} transition "
-          f"features; scheme {model.scheme}")
+    added = model.settings_.get("impossible_tags") or []
+    extra = f" (+ {', '.join(added)}: needed by {model.scheme_}, impossible)" if added else ""
+    print(f"wrote {args.output}: {model.L - len(added)} labels{extra}, {len(model.fmap_)} "
+          f"attributes, {model.P} state features, {int(model.transitions_.sum())} transition "
+          f"features; scheme {model.scheme_}")
     return 0

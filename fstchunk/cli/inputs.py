@@ -131,7 +131,7 @@ def layout_input(sents: Iterable[Sentence], model: Any, model_path: str,
         return Checked(stream, None, None)
     s0 = first[0]
     width, where = len(s0.rows[0]), s0.where(0)
-    layout = getattr(model, "layout", None)
+    layout = getattr(model, "layout_", None)
     if given is not None:
         source = given.resolve(width, where, need_tag=need_tag)
         if layout is not None:

@@ -123,7 +123,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--min-count", type=positive_int, default=1, action=Given,
                    help="drop feature strings seen fewer times (with --init: the init "
                         f"model's; --model-type hmm: words seen fewer times are read as "
-                        f"their shape class, not given: {HMM().settings['min_count']})")
+                        f"their shape class, not given: {HMM().min_count})")
     add_executor(p, "the training set (each objective evaluation)",
                  "for " + ", ".join(o.name for o in CRF_OBJECTIVES if o.spread_by_default))
     p.add_argument("--calibrate", action=Given, metavar="HELDOUT", default=None,
@@ -202,9 +202,9 @@ def run_train(args: argparse.Namespace) -> int:
     data_scheme = args.data_scheme
     if crf is not None:
         _refuse_init_conflicts(args, crf)
-        if not given(args, "data_scheme") and crf.data_scheme is not None:
-            data_scheme = crf.data_scheme
-    cols = args.columns or (crf.columns if crf is not None else Columns())
+        if not given(args, "data_scheme") and crf.data_scheme_ is not None:
+            data_scheme = crf.data_scheme_
+    cols = args.columns or (crf.columns_ if crf is not None else Columns())
     if crf is not None:                          # the init model's layout, before reading
         layout_input(iter_input(args.train), crf, args.init, args.columns, "train",
                      need_tag=True, fix="train --init reads files in the init model's layout")
@@ -217,17 +217,17 @@ def run_train(args: argparse.Namespace) -> int:
     plain = [getattr(s, "sentence", s) for s in train]
     if args.model_type == "hmm":
         counts = {"min_count": args.min_count} if given(args, "min_count") else {}
-        model = HMM(scheme=args.scheme, columns=cols, **counts).fit(train,
-                                                                   data_scheme=data_scheme)
-        warn_unread(args.columns, model.columns, train, "train")
+        model = HMM(scheme=args.scheme, columns=cols, data_scheme=data_scheme,
+                    **counts).fit(train)
+        warn_unread(args.columns, model.columns_, train, "train")
         model.save(args.output)
         print(f"wrote {args.output}")
         return 0
-    if crf is not None:
-        crf.set_params(partial=args.partial)
+    if crf is not None:                      # --init: train on from its θ
+        crf.set_params(partial=args.partial, warm_start=True)
         data = crf.training_data(train, data_scheme)
         layout = crf.layout_of(plain, data_scheme)
-        crf.layout = layout if crf.layout is None else crf.layout.union(layout)
+        crf.layout_ = layout if crf.layout_ is None else crf.layout_.union(layout)
     else:
         template = resolve_template(args.features, cols)
         if template != args.features:
@@ -236,17 +236,17 @@ def run_train(args: argparse.Namespace) -> int:
         crf = CRF(template, args.scheme, data_scheme=data_scheme, min_count=args.min_count,
                   columns=cols, partial=args.partial)
         data = crf._prepare(train)
-        warn_unread(args.columns, crf.columns, plain, "train")
+        warn_unread(args.columns, crf.columns_, plain, "train")
     dev = _heldout(crf, args.dev, args, data_scheme) if args.dev else None
     heldout = _heldout(crf, args.calibrate, args, data_scheme) if args.calibrate else None
-    crf.settings.update(train=args.train, dev=args.dev, features=crf.fmap.template,
+    crf.settings_.update(train=args.train, dev=args.dev, features=crf.fmap_.template,
                         init=args.init, partial=args.partial)
-    identity = {"scheme": crf.scheme, "template": crf.fmap.template,
+    identity = {"scheme": crf.scheme_, "template": crf.fmap_.template,
                 "columns": cols.spec(), "train_sha256": file_digest(args.train),
                 "init": args.init}
     if args.partial:             # recorded only when set: older checkpoints stay resumable
         identity["partial"] = True
-    identity["min_count"] = crf.settings.get("min_count", 1)   # older ones: 1 (loop.ABSENT)
+    identity["min_count"] = crf.settings_.get("min_count", 1)   # older ones: 1 (loop.ABSENT)
     l2 = args.l2
     if args.C is not None:
         if not lo.objective(args.objective).needs_l2:
@@ -289,13 +289,13 @@ def _refuse_init_conflicts(args: argparse.Namespace, crf: CRF) -> None:
     def refuse(option: str, value: object, what: str, theirs: object) -> None:
         raise InputError(f"{option} {value} contradicts the --init model's {what} {theirs} "
                          f"({args.init}); drop {option} or give a matching one")
-    if given(args, "scheme") and enc.canonical_scheme(args.scheme) != crf.scheme:
-        refuse("--scheme", args.scheme, "scheme", crf.scheme)
+    if given(args, "scheme") and enc.canonical_scheme(args.scheme) != crf.scheme_:
+        refuse("--scheme", args.scheme, "scheme", crf.scheme_)
     if given(args, "features") and template_of(resolve_template(
-            args.features, crf.columns)).source != crf.fmap.spec.source:
-        refuse("--features", args.features, "feature template", crf.fmap.template)
+            args.features, crf.columns_)).source != crf.fmap_.spec.source:
+        refuse("--features", args.features, "feature template", crf.fmap_.template)
     if given(args, "min_count"):
-        theirs = crf.settings.get("min_count")
+        theirs = crf.settings_.get("min_count")
         if theirs is None:
             raise InputError(f"--min-count {args.min_count} cannot be checked against the "
                              f"--init model ({args.init} does not record its min-count) and "
@@ -309,12 +309,12 @@ def _refuse_init_conflicts(args: argparse.Namespace, crf: CRF) -> None:
             raise no_sentences(args.train)
         width = len(first.rows[0])
         mine = args.columns.resolve(width, first.where(0))
-        theirs = crf.columns.resolve(width, first.where(0)) if crf.layout is None else \
-            crf.layout.source(width)
+        theirs = crf.columns_.resolve(width, first.where(0)) if crf.layout_ is None else \
+            crf.layout_.source(width)
         if theirs is None or (mine.word, mine.pos, mine.tag) != (theirs.word, theirs.pos,
                                                                  theirs.tag):
             refuse("--columns", args.columns.spec(), "columns",
-                   crf.layout.spec() if crf.layout is not None else crf.columns.spec())
+                   crf.layout_.spec() if crf.layout_ is not None else crf.columns_.spec())
 
 
 def _heldout(crf: CRF, path: str, args: argparse.Namespace, data_scheme: str):
@@ -322,7 +322,7 @@ def _heldout(crf: CRF, path: str, args: argparse.Namespace, data_scheme: str):
     (checked against it; ``--columns`` turns a mismatch into a warning)."""
     layout_input(iter_input(path), crf, args.output, args.columns, "train", need_tag=True,
                  fix="--dev and --calibrate files need the training file's columns")
-    return read_gold(path, data_scheme, crf.columns.tag, args.on_invalid, "train")
+    return read_gold(path, data_scheme, crf.columns_.tag, args.on_invalid, "train")
 
 
 def _calibrate(crf: CRF, held: list, path: str, data_scheme: str) -> None:
@@ -338,7 +338,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         crfsuite_format.require_kind(model, args.model, "calibrate --format crfsuite")
         if given(args, "data_scheme"):
             raise InputError(f"--data-scheme is for CoNLL files; the labels of CRFsuite data "
-                             f"are read in the model's scheme ({model.scheme})")
+                             f"are read in the model's scheme ({model.scheme_})")
         crfsuite_format.calibrate(model, args.input, args.on_invalid, "calibrate")
         model.save(args.output)
         print(f"wrote {args.output}")
@@ -350,7 +350,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
                          f"temperature (or an attribute CRF's){hint}")
     layout_input(iter_input(args.input), model, args.model, None, "calibrate", need_tag=True,
                  fix="give calibrate a held-out file in that layout")
-    held = read_gold(args.input, args.data_scheme, model.columns.tag, args.on_invalid,
+    held = read_gold(args.input, args.data_scheme, model.columns_.tag, args.on_invalid,
                      "calibrate")
     _calibrate(model, held, args.input, args.data_scheme)
     model.save(args.output)

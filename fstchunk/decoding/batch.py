@@ -117,7 +117,7 @@ class _Job(NamedTuple):
 def check_chain_model(model: Any) -> None:
     """InputError unless ``model`` gives tag lattices (``lattices`` and ``scheme``): a
     segment model predicts segment sets, which its own ``decode`` gives."""
-    if callable(getattr(model, "lattices", None)) and hasattr(model, "scheme"):
+    if callable(getattr(model, "lattices", None)) and hasattr(model, "scheme_"):
         return
     kind = getattr(model, "kind", type(model).__name__)
     fix = ("a segment model predicts sets of segments, not tag sequences: call "
@@ -132,7 +132,7 @@ def iter_decode_sentences(model, sentences: Iterable, decoder: "str | Decoder" =
                           executor: Any = None, confidences: bool = False,
                           marginals: bool = False) -> Iterator[Decoded]:
     """Decode sentences under any model of the model protocol (``model.lattices(sentences)``,
-    ``model.scheme``), yielding a :class:`Decoded` per sentence, in order: its tags in
+    ``model.scheme_``), yielding a :class:`Decoded` per sentence, in order: its tags in
     ``output_scheme``, or the error (:data:`SENTENCE_ERRORS`) that stopped it, after
     which decoding goes on.  ``decoder``: a name of :data:`fstchunk.decoding.decoders.REGISTRY`
     (with ``beta``, ``k``, ``memory_budget`` as it takes them) or a
@@ -166,15 +166,15 @@ def iter_decode_sentences(model, sentences: Iterable, decoder: "str | Decoder" =
 def check_model(model: Any, dec: Decoder, output_scheme: str, confidences: bool = False) -> None:
     """Refuse, before any work, what the model cannot give: labels that cannot be
     written in ``output_scheme``, chunks (MEU, confidences) of an unconstrained chain."""
-    if (output_scheme == UNCONSTRAINED) != (canonical(model.scheme) == UNCONSTRAINED):
-        raise InputError(f"the model's labels are in scheme {model.scheme}: they cannot be "
+    if (output_scheme == UNCONSTRAINED) != (canonical(model.scheme_) == UNCONSTRAINED):
+        raise InputError(f"the model's labels are in scheme {model.scheme_}: they cannot be "
                          f"written in {output_scheme} (the unconstrained chain's labels are "
                          f"not chunk tags, and chunk tags are not written as such)")
     if output_scheme == UNCONSTRAINED and (dec.needs_chunks or confidences):
         what = f"decoder {dec.name}" if dec.needs_chunks else "chunk confidences"
         raise InputError(f"{what}: chunks are needed, and the model is an unconstrained chain "
-                         f"(scheme none, labels {', '.join(model.tags[:6])}"
-                         f"{' ...' if len(model.tags) > 6 else ''}): decode by map or "
+                         f"(scheme none, labels {', '.join(model.tags_[:6])}"
+                         f"{' ...' if len(model.tags_) > 6 else ''}): decode by map or "
                          f"posterior, or import it with its chunk scheme")
 
 
@@ -200,7 +200,7 @@ def _iter_each(job: _Job, sentences: Iterable, start: int = 0) -> Iterator[Decod
             elif isinstance(extras[j], BaseException):
                 yield Decoded(index, None, sentence_error(extras[j]), s)
             else:
-                yield Decoded(index, _convert(d, job.model.scheme, job.output_scheme), None, s,
+                yield Decoded(index, _convert(d, job.model.scheme_, job.output_scheme), None, s,
                               *(extras[j] or ()))
             index += 1
 
@@ -313,7 +313,7 @@ def _iter_corpus(job: _Job, sentences: Iterable, executor: Any) -> Iterator[Deco
         if isinstance(extra, BaseException):
             yield Decoded(index, None, extra, s)
         else:
-            yield Decoded(index, _convert(y, job.model.scheme, job.output_scheme),
+            yield Decoded(index, _convert(y, job.model.scheme_, job.output_scheme),
                           None, s, *extra)
 
 

@@ -123,5 +123,5 @@ class EpochSolver:
         stopped before the learner was made, it is made from the model's θ, so that
         its state can be saved beside the checkpoint."""
         if self.learner is None:
-            self.start(np.array(self.model.theta, dtype=float))
+            self.start(np.array(self.model.theta_, dtype=float))
         return self.current()

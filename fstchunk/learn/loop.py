@@ -11,11 +11,11 @@ everything else:
   those before a resume);
 * progress: a bar on a terminal, a line each N steps in a log (:mod:`fstchunk.core.progress`);
 * the destinations (``output``, ``checkpoint``) checked before any work;
-* the dev F every ``dev_every`` steps and at the end (``settings["dev_f"]``);
+* the dev F every ``dev_every`` steps and at the end (``settings_["dev_f"]``);
   ``select="dev"`` keeps the θ of the best dev F (ties: the earlier;
-  ``settings["selected_iteration"]``), ``"last"`` the last θ;
+  ``settings_["selected_iteration"]``), ``"last"`` the last θ;
 * checkpoints: the model saved to ``checkpoint`` every ``checkpoint_every`` steps, with
-  ``settings["iteration"]``, ``settings["train_seconds"]`` and ``settings["run"]`` —
+  ``settings_["iteration"]``, ``settings_["train_seconds"]`` and ``settings_["run"]`` —
   what a resume must match (objective, λ, β, the loss, and the caller's ``identity``:
   the CLI passes scheme, features, columns, the training file's :func:`file_digest`),
   the solver's state beside it (``CHECKPOINT`` + its suffix) and, with
@@ -73,8 +73,10 @@ class Learnable(Protocol):
 
     #: the objectives the model trains
     objectives: tuple[Objective, ...]
-    theta: np.ndarray
-    settings: dict
+    #: the parameter vector: the start, then each iterate
+    theta_: np.ndarray
+    #: what training records (:mod:`fstchunk.models.estimator`)
+    settings_: dict
 
     def training_data(self, train: Any) -> Any: ...
 
@@ -142,7 +144,7 @@ class Trainer:
         >>> y = [["B-PER", "O"], ["B-PER", "O", "O"]]
         >>> crf = fstchunk.AttributeCRF(max_iter=3).fit(X, y)
         >>> trainer = fstchunk.Trainer("meu", beta=2.0, max_iter=3, progress=False)
-        >>> trainer.fit(crf, (X, y)) is crf, crf.settings["objective"]
+        >>> trainer.fit(crf, (X, y)) is crf, crf.settings_["objective"]
         (True, 'meu')
         >>> fstchunk.Trainer(select="dev")
         Traceback (most recent call last):
@@ -230,18 +232,18 @@ class Trainer:
             self.checkpoint = check_output(self.checkpoint, "checkpoint")
         data = model.training_data(train)
         for key in ("temperature", "calibration_nll", "calibration_nll_t1", "calibrated_on"):
-            model.settings.pop(key, None)        # fitted to the old θ: calibrate again
+            model.settings_.pop(key, None)        # fitted to the old θ: calibrate again
         solver = model.solver(o, data, l2=self.l2, beta=self.beta, loss=self.loss,
                               tol=self.tol, executor=self.executor)
         done, best = self._restore(model, solver)
         idle = done >= self.max_iter               # a resume with nothing left to do
-        model.settings.update(run=self.run, beta_convention=STANDARD)
-        t0 = time.perf_counter() - model.settings["train_seconds"]
+        model.settings_.update(run=self.run, beta_convention=STANDARD)
+        t0 = time.perf_counter() - model.settings_["train_seconds"]
         state: dict[str, Any] = {"value": math.nan, "dev_f": math.nan, "iteration": done,
                                  "best": best}
 
         def save_checkpoint(k: int) -> None:
-            model.settings.update(iteration=k, train_seconds=time.perf_counter() - t0)
+            model.settings_.update(iteration=k, train_seconds=time.perf_counter() - t0)
             if solver.suffix:
                 solver.save_state(self.checkpoint + solver.suffix)
             if self.select == "dev" and state["best"] is not None:
@@ -254,7 +256,7 @@ class Trainer:
         def on_step(theta: np.ndarray, value: float, shown: dict) -> None:
             state["iteration"] = k = state["iteration"] + 1
             state["value"] = value
-            model.theta = theta.copy()
+            model.theta_ = theta.copy()
             if self.dev and self.dev_every and k % self.dev_every == 0:
                 self._dev(model, state, k)
             dev = {"dev_f": _figure(state["dev_f"])} if self.dev else {}   # no dev: no column
@@ -262,7 +264,7 @@ class Trainer:
             bar.update(1)
             if self.checkpoint and self.checkpoint_every and k % self.checkpoint_every == 0:
                 save_checkpoint(k)
-            info = Progress(k, value, model.theta, state["dev_f"],
+            info = Progress(k, value, model.theta_, state["dev_f"],
                             time.perf_counter() - t0, model)
             for callback in self.callbacks:
                 callback(info)
@@ -280,20 +282,20 @@ class Trainer:
                              f"checkpoint's (checkpoint kept)")
                     out = None
                 else:
-                    out = solver.run(model.theta.copy(), done, self.max_iter, on_step)
-                    model.theta = solver.interrupted()[0].copy()
+                    out = solver.run(model.theta_.copy(), done, self.max_iter, on_step)
+                    model.theta_ = solver.interrupted()[0].copy()
             nit = 0 if out is None else out.steps
-            model.settings.update(objective=o.name, l2=self.l2, beta=self.beta,
+            model.settings_.update(objective=o.name, l2=self.l2, beta=self.beta,
                                   iterations=nit, iteration=done + nit,
                                   converged=bool(out and out.converged),
                                   train_seconds=time.perf_counter() - t0)
             if out is not None:
-                model.settings.update(out.settings, final_objective=out.value)
+                model.settings_.update(out.settings, final_objective=out.value)
             state["iteration"] = done + nit
             if self.dev:
                 self._dev(model, state, done + nit)
                 self._keep(model, state)
-                model.settings["dev_f"] = state["dev_f"]
+                model.settings_["dev_f"] = state["dev_f"]
                 self.log(f"dev F = {_figure(state['dev_f'])}")
             if self.output:
                 model.save(self.output)
@@ -301,7 +303,7 @@ class Trainer:
             k = state["iteration"]
             if not idle:                    # what the solver can resume from
                 theta, k = solver.interrupted()
-                model.theta = theta.copy()
+                model.theta_ = theta.copy()
             if not self.checkpoint:
                 raise TrainingInterrupted(f"stopped at iteration {k}; no checkpoint "
                                           f"written (no checkpoint file set)") from None
@@ -323,12 +325,12 @@ class Trainer:
         state["dev_f"] = f = float(model.dev_f(self.dev))
         best = state["best"]
         if self.select == "dev" and (best is None or f > best[0]):
-            state["best"] = (f, k, model.theta.copy())
+            state["best"] = (f, k, model.theta_.copy())
 
     def _misfit(self, saved: Learnable, model: Learnable) -> ModelFileError:
         return ModelFileError(f"{self.checkpoint}: checkpoint does not fit this run: its "
-                              f"{np.size(saved.theta)} weights, this run's "
-                              f"{np.size(model.theta)} (the training data gives other "
+                              f"{np.size(saved.theta_)} weights, this run's "
+                              f"{np.size(model.theta_)} (the training data gives other "
                               f"features)")
 
     def _keep(self, model: Learnable, state: dict) -> None:
@@ -336,9 +338,9 @@ class Trainer:
         if self.select != "dev" or state["best"] is None:
             return
         f, at, theta = state["best"]
-        model.settings["selected_iteration"] = at
+        model.settings_["selected_iteration"] = at
         if at != state["iteration"]:
-            model.theta = theta.copy()
+            model.theta_ = theta.copy()
             state["dev_f"] = f
 
     def _restore(self, model: Learnable, solver: Solver) -> tuple[int, tuple | None]:
@@ -346,14 +348,14 @@ class Trainer:
         (steps done, the best (dev F, step, θ) so far).  InputError if there is no
         checkpoint or it is of another run."""
         if not self.resume:
-            model.settings["train_seconds"] = 0.0
+            model.settings_["train_seconds"] = 0.0
             return 0, None
         if not os.path.isfile(self.checkpoint):
             raise InputError(f"resume=True: no checkpoint at {self.checkpoint}",
                              cli=f"--resume: no checkpoint at {self.checkpoint}")
         saved = type(model).load(self.checkpoint)
-        recorded = saved.settings.get("run")
-        fits = np.shape(saved.theta) == np.shape(model.theta)
+        recorded = saved.settings_.get("run")
+        fits = np.shape(saved.theta_) == np.shape(model.theta_)
         if not isinstance(recorded, dict) and not fits:        # no run's checkpoint at all
             raise self._misfit(saved, model)
         # before the sizes: name the setting, not its effect
@@ -361,23 +363,23 @@ class Trainer:
                        self.run)
         if not fits:
             raise self._misfit(saved, model)
-        done = int(saved.settings.get("iteration", 0))
-        model.theta = saved.theta.copy()
-        model.settings["train_seconds"] = float(saved.settings.get("train_seconds", 0.0))
+        done = int(saved.settings_.get("iteration", 0))
+        model.theta_ = saved.theta_.copy()
+        model.settings_["train_seconds"] = float(saved.settings_.get("train_seconds", 0.0))
         if not solver.suffix:
-            solver.restore("", model.theta, done)
+            solver.restore("", model.theta_, done)
         elif done < self.max_iter:
             path = self.checkpoint + solver.suffix
             if not os.path.isfile(path):
                 what = (f"no {solver.state_name} at {path} (it is written next to the "
                         f"checkpoint)")
                 raise InputError(f"resume=True: {what}", cli=f"--resume: {what}")
-            solver.restore(path, model.theta, done)
+            solver.restore(path, model.theta_, done)
         best = None
         if self.select == "dev" and os.path.isfile(self.checkpoint + BEST_SUFFIX):
             with np.load(self.checkpoint + BEST_SUFFIX) as z:
                 best = (float(z["dev_f"]), int(z["iteration"]), z["theta"].copy())
-            if best[2].shape != np.shape(model.theta):
+            if best[2].shape != np.shape(model.theta_):
                 raise ModelFileError(f"{self.checkpoint + BEST_SUFFIX}: does not fit this "
                                      f"training set's features")
         self.log(f"resuming from {self.checkpoint} at iteration {done}")

@@ -9,7 +9,7 @@ Every field a class reads from its file is validated (and version 2 files are
 checked against the checksum written with them, :mod:`fstchunk.models.io`), so a
 damaged, foreign or edited file is one :class:`~fstchunk.core.errors.ModelFileError`
 naming the file and the field, never a traceback or a silently wrong model.  The
-CRF and the HMM expose the columns they read as ``model.columns``
+CRF and the HMM expose the columns they read as ``model.columns_``
 (:class:`~fstchunk.io.columns.Columns`).
 
 Pitfall: a new model class must be added to :data:`MODELS` (its kind and where its

@@ -58,17 +58,12 @@ from . import partial_labels as pl
 from .partial import PartialGold
 from .pairchain import PairChain
 from .solvers import make_solver
+from .estimator import Estimator, FittedAlias, renamed_state
 
 #: the objectives an attribute CRF trains
 ATTRIBUTE_OBJECTIVES = (lo.ML, lo.MEU, lo.MEU_EXACT, lo.MEU_CORPUS, lo.MAX_MARGIN, lo.PERCEPTRON, lo.PA,
                         lo.AROW)
-#: the hyper-parameters (constructor arguments)
-HYPERPARAMETERS = ("scheme", "min_freq", "all_possible_states", "all_possible_transitions",
-                   "objective", "l2", "l1", "beta", "loss", "max_iter", "tol", "select",
-                   "algorithm", "options")
-
-
-class AttributeCRF(Calibrated, PairChain):
+class AttributeCRF(Estimator, Calibrated, PairChain):
     """A linear-chain CRF over weighted attributes and any labels, the model of
     python-crfsuite and sklearn-crfsuite (which :class:`fstchunk.sklearn.CRF` wraps):
     $\\mathrm{score}(y \\mid x) = \\sum_i \\sum_a x_{i,a}\\, w_{a, y_i}
@@ -94,6 +89,7 @@ class AttributeCRF(Calibrated, PairChain):
         select: which iterate to keep: ``last`` or ``dev`` (the best on dev).
         algorithm: CRFsuite's solver name: ``lbfgs``, ``l2sgd``, ``ap``, ``pa``, ``arow``.
         options: the solver's further settings (CRFsuite's names).
+        warm_start: ``fit`` on a fitted model trains on from its θ, attributes and labels.
 
     Raises:
         InputError: an unknown hyper-parameter, or one the objective or algorithm
@@ -101,18 +97,18 @@ class AttributeCRF(Calibrated, PairChain):
         SchemeError: labels that are not of a given ``scheme``, or an invalid sequence.
 
     Attributes:
-        tags: the model's labels, those of ``y`` first, then any its scheme adds.
+        tags_: the model's labels, those of ``y`` first, then any its scheme adds.
         classes: the labels of ``y`` in order of first appearance.
-        scheme: the scheme used (``None``: unconstrained).
-        theta: θ, the weights (state features, transitions, start, end).
-        settings: what training recorded (iterations, solver, dev F, ...).
+        scheme_: the scheme used (``None``: unconstrained).
+        theta_: θ, the weights (state features, transitions, start, end).
+        settings_: what training recorded (iterations, solver, dev F, ...).
 
     Examples:
         >>> import fstchunk
         >>> X = [[{"w": "John"}, {"w": "ran"}], [{"w": "Mary"}, {"w": "sat"}, {"w": "down"}]]
         >>> y = [["B-PER", "O"], ["B-PER", "O", "O"]]
         >>> crf = fstchunk.AttributeCRF(max_iter=20).fit(X, y)
-        >>> crf.scheme, crf.tags
+        >>> crf.scheme_, crf.tags_
         ('IOB2', ('B-PER', 'O', 'I-PER'))
         >>> fstchunk.decode_map(crf.lattices([[{"w": "Mary"}, {"w": "ran"}]])[0]).tags
         ['B-PER', 'O']
@@ -128,55 +124,38 @@ class AttributeCRF(Calibrated, PairChain):
                  objective: str = "ml", l2: float | None = None, l1: float = 0.0,
                  beta: float = 1.0, loss: str = "hamming", max_iter: int = 100,
                  tol: float | None = None, select: str = "last", algorithm: str = "lbfgs",
-                 options: dict | None = None):
-        self.scheme_param, self.min_freq = scheme, min_freq
+                 options: dict | None = None, warm_start: bool = False):
+        self.scheme, self.min_freq = scheme, min_freq
         self.all_possible_states = all_possible_states
         self.all_possible_transitions = all_possible_transitions
-        self.objective_, self.l2, self.l1, self.beta, self.loss = objective, l2, l1, beta, loss
+        self.objective, self.l2, self.l1, self.beta, self.loss = objective, l2, l1, beta, loss
         self.max_iter, self.tol, self.select = max_iter, tol, select
-        self.algorithm, self.options = algorithm, dict(options or {})
-        self.fmap: AttributeMap | None = None
-        self.settings: dict = {}
+        self.algorithm, self.options, self.warm_start = algorithm, options, warm_start
 
-    def get_params(self, deep: bool = True) -> dict:
-        return {"scheme": self.scheme_param, "min_freq": self.min_freq,
-                "all_possible_states": self.all_possible_states,
-                "all_possible_transitions": self.all_possible_transitions,
-                "objective": self.objective_, "l2": self.l2, "l1": self.l1,
-                "beta": self.beta, "loss": self.loss, "max_iter": self.max_iter,
-                "tol": self.tol, "select": self.select, "algorithm": self.algorithm,
-                "options": dict(self.options)}
-
-    def set_params(self, **params: Any) -> "AttributeCRF":
-        for name, value in params.items():
-            if name not in HYPERPARAMETERS:
-                raise InputError(f"unknown AttributeCRF parameter {name!r}; the parameters "
-                                 f"are {', '.join(HYPERPARAMETERS)}")
-            attr = {"scheme": "scheme_param", "objective": "objective_"}.get(name, name)
-            setattr(self, attr, value)
-        return self
-
-    @property
-    def fitted(self) -> bool:
-        return self.fmap is not None
+    theta = FittedAlias("theta_")
+    tags = FittedAlias("tags_")
+    fmap = FittedAlias("fmap_")
+    pairs = FittedAlias("pairs_")
+    settings = FittedAlias("settings_")
+    transitions = FittedAlias("transitions_")
+    space = FittedAlias("space_")
 
     def _set_state(self, fmap: AttributeMap, tags: Sequence[str], scheme: str | None,
                    pairs: np.ndarray, transitions: np.ndarray,
                    theta: np.ndarray | None = None, settings: dict | None = None
                    ) -> "AttributeCRF":
         """The fitted state (attribute map, labels, pairs, transition features, θ)."""
-        self.space = TagSpace.of(tuple(tags), canonical(scheme))
-        self.fmap, self.tags, self.scheme = fmap, self.space.tags, self.space.scheme
-        self.L = len(self.tags)
-        self.pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-        self.P = len(self.pairs)
-        self.transitions = np.asarray(transitions, dtype=bool).reshape(self.L, self.L)
+        self.space_ = TagSpace.of(tuple(tags), canonical(scheme))
+        self.fmap_, self.tags_, self.scheme_ = fmap, self.space_.tags, self.space_.scheme
+        self.pairs_ = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        self.transitions_ = np.asarray(transitions, dtype=bool).reshape(self.L, self.L)
         size = self.P + self.L * self.L + 2 * self.L
-        self.theta = np.zeros(size) if theta is None else np.asarray(theta, dtype=float)
-        if self.theta.shape != (size,):
-            raise InputError(f"{self.theta.size} parameters do not fit {self.P} state "
+        theta = np.zeros(size) if theta is None else np.asarray(theta, dtype=float)
+        if theta.shape != (size,):
+            raise InputError(f"{theta.size} parameters do not fit {self.P} state "
                              f"weights and {self.L} labels")
-        self.settings = dict(settings or {})
+        self.theta_ = theta
+        self.settings_ = dict(settings or {})
         self._w_cache = None
         return self
 
@@ -184,22 +163,22 @@ class AttributeCRF(Calibrated, PairChain):
     def classes(self) -> list[str]:
         """The labels of the training y in order of first appearance, not the scheme's
         extra tags (partial labels, or no record: all ``tags``)."""
-        seen = self.settings.get("classes")
-        return [t for t in seen if t in self.tags] if isinstance(seen, list) else list(self.tags)
+        seen = self.settings_.get("classes")
+        return [t for t in seen if t in self.tags_] if isinstance(seen, list) else list(self.tags_)
 
     @property
     def free(self) -> np.ndarray:
         """θ's entries that are parameters: the state features, the transition features;
         not start and end (CRFsuite has neither)."""
-        return np.concatenate([np.ones(self.P, bool), self.transitions.ravel(),
+        return np.concatenate([np.ones(self.P, bool), self.transitions_.ravel(),
                                np.zeros(2 * self.L, bool)])
 
     def copy(self, theta: np.ndarray | None = None) -> "AttributeCRF":
         other = type(self)(**self.get_params())
-        return other._set_state(self.fmap, self.tags, self.scheme, self.pairs,
-                                self.transitions,
-                                self.theta.copy() if theta is None else theta,
-                                dict(self.settings))
+        return other._set_state(self.fmap_, self.tags_, self.scheme_, self.pairs_,
+                                self.transitions_,
+                                self.theta_.copy() if theta is None else theta,
+                                dict(self.settings_))
 
     def scoring_copy(self) -> "AttributeCRF":
         """What a worker of :mod:`fstchunk.runtime.scale` receives (the same model)."""
@@ -216,11 +195,11 @@ class AttributeCRF(Calibrated, PairChain):
         if not (isinstance(self.min_freq, (int, float)) and not isinstance(self.min_freq, bool)
                 and np.isfinite(self.min_freq)):
             raise InputError(f"min_freq must be a finite number, got {self.min_freq!r}")
-        if pl.check_trainer(y, self.algorithm, self.objective_):     # the marginal likelihood
+        if pl.check_trainer(y, self.algorithm, self.objective):     # the marginal likelihood
             space, gold, fit = pl.fit_partial(
-                X, y, self.scheme_param, DETECT, float(self.min_freq),
+                X, y, self.scheme, DETECT, float(self.min_freq),
                 bool(self.all_possible_states), bool(self.all_possible_transitions))
-            auto = self.scheme_param == "auto"
+            auto = self.scheme == "auto"
             self._set_state(fit.attributes, space.tags, space.scheme, fit.pairs, fit.transitions,
                             settings={"min_freq": self.min_freq, "detected_scheme": auto,
                                       "classes": pl.named_labels(gold.masks, space.tags)})
@@ -230,11 +209,11 @@ class AttributeCRF(Calibrated, PairChain):
         for ys in y:
             order.update(dict.fromkeys(ys))
         labels = list(order)
-        if self.scheme_param == "auto":
+        if self.scheme == "auto":
             scheme = detect_scheme(labels, y)
         else:
-            scheme = canonical(self.scheme_param)
-        if scheme != UNCONSTRAINED and self.scheme_param != "auto":   # auto: all valid
+            scheme = canonical(self.scheme)
+        if scheme != UNCONSTRAINED and self.scheme != "auto":   # auto: all valid
             for i, ys in enumerate(y):
                 try:
                     enc.validate(ys, scheme)
@@ -249,8 +228,8 @@ class AttributeCRF(Calibrated, PairChain):
                              bool(self.all_possible_transitions))
         self._set_state(fit.attributes, labels, scheme, fit.pairs, fit.transitions,
                         settings={"min_freq": self.min_freq, "detected_scheme":
-                                  self.scheme_param == "auto", "classes": list(order)})
-        return TrainingData(fit.X, Gold(gold, self.tags, self.scheme))
+                                  self.scheme == "auto", "classes": list(order)})
+        return TrainingData(fit.X, Gold(gold, self.tags_, self.scheme_))
 
     def training_data(self, train: Any, data_scheme: str | None = None) -> TrainingData:
         """(X, y) under this model's attributes and labels; prepared data pass through."""
@@ -259,29 +238,30 @@ class AttributeCRF(Calibrated, PairChain):
         X, y = train
         X = check_sequences(X)
         y = check_labels(X, y, open_ok=True)
-        if pl.check_trainer(y, self.algorithm, self.objective_):
-            return TrainingData(self.fmap.transform(X), pl.gold(y, self.space))
-        ix = {t: i for i, t in enumerate(self.tags)}
+        if pl.check_trainer(y, self.algorithm, self.objective):
+            return TrainingData(self.fmap_.transform(X), pl.gold(y, self.space_))
+        ix = {t: i for i, t in enumerate(self.tags_)}
         gold = []
         for i, ys in enumerate(y):
             for t, lab in enumerate(ys):
                 if lab not in ix:
                     raise SchemeError(f"y[{i}][{t}]: label {lab!r} is not among the model's "
-                                      f"labels {', '.join(self.tags)}", t)
-            if self.space.chunked:
+                                      f"labels {', '.join(self.tags_)}", t)
+            if self.space_.chunked:
                 try:
-                    enc.validate(ys, self.scheme)
+                    enc.validate(ys, self.scheme_)
                 except SchemeError as e:
                     raise SchemeError(f"y[{i}]: {e}", e.position) from None
             gold.append(np.array([ix[t] for t in ys], dtype=np.int64))
-        return TrainingData(self.fmap.transform(X), Gold(gold, self.tags, self.scheme))
+        return TrainingData(self.fmap_.transform(X), Gold(gold, self.tags_, self.scheme_))
 
     def lattices(self, X: Sequence[Any], require_probabilities: bool = True) -> list[Lattice]:
         """One lattice per sequence of X (one transform, one product); scores θ·φ/T."""
+        self._check_fitted()
         if require_probabilities:
             self.require_probabilities()
         X = check_sequences(X)
-        ch = self.chain(self.theta / self.temperature, self.fmap.transform(X))
+        ch = self.chain(self.theta_ / self.temperature, self.fmap_.transform(X))
         out, k = [], 0
         for seq in X:
             out.append(ch.lattice(k, k + len(seq)))
@@ -321,7 +301,7 @@ class AttributeCRF(Calibrated, PairChain):
         objective (:func:`.solvers.make_solver` asks for it); the gradient of the
         entries that are not parameters (:attr:`free`) is 0, so they stay 0."""
         from ..learn.owlqn import OWLQN, Stopping
-        opts = self.options
+        opts = self.options or {}
         fun = call.objective_loss.function(self, call.data, call.executor)
         free = self.free
 
@@ -341,44 +321,55 @@ class AttributeCRF(Calibrated, PairChain):
         chunk scheme, token accuracy for the unconstrained chain."""
         X, y = dev
         pred = MAP().tags(self.lattices(X, require_probabilities=False))
-        if not self.space.chunked:
+        if not self.space_.chunked:
             flat = [(a == b) for p, g in zip(pred, y) for a, b in zip(p, g)]
             return 100.0 * float(np.mean(flat)) if flat else 0.0
-        return evaluate(list(y), pred, scheme=self.scheme).overall.f
+        return evaluate(list(y), pred, scheme=self.scheme_).overall.f
 
     def fit(self, X: Sequence[Any], y: Any, dev: Any = None, **options: Any) -> "AttributeCRF":
         """Learn from sequences ``X`` and labels ``y``; ``dev`` = (X_dev, y_dev) for the
-        dev figure (:meth:`dev_f`) and ``select="dev"``.  An unfitted model first learns
-        its attributes; a fitted one trains on from θ.  ``options`` go to the trainer."""
-        self.set_params(**{k: options.pop(k) for k in list(options) if k in HYPERPARAMETERS})
+        dev figure (:meth:`dev_f`) and ``select="dev"``.  The model learns its attributes
+        and labels, then θ from 0; with ``warm_start=True`` a fitted model keeps them and
+        trains on from θ.  ``options`` go to the trainer; a hyper-parameter there is an
+        InputError (set it with :meth:`set_params`)."""
+        self._refuse_parameters(options)
         if dev is not None and not isinstance(dev, TrainingData):
             X_dev = check_sequences(dev[0], "X_dev")       # read once, scored often
             dev = (X_dev, check_labels(X_dev, dev[1], "y_dev", open_ok=True))
             pl.refuse_open(dev[1], "y_dev", "the held-out figure needs one tag per token")
-        data = self.training_data((X, y)) if self.fitted else self._prepare((X, y))
+        warm = self.warm_start and self.fitted
+        data = self.training_data((X, y)) if warm else self._prepare((X, y))
         options.setdefault("progress", False)
-        return Trainer(objective=self.objective_, l2=self.l2, beta=self.beta, loss=self.loss,
+        return Trainer(objective=self.objective, l2=self.l2, beta=self.beta, loss=self.loss,
                        max_iter=self.max_iter, tol=self.tol, select=self.select, dev=dev,
                        **options).fit(self, data)
 
     def __getstate__(self) -> dict:
         """Pickled without the tag space (pynini tables) and the dense W cache."""
         state = self.__dict__.copy()
-        state.pop("space", None)
+        state.pop("space_", None)
         state["_w_cache"] = None
         return state
 
     def __setstate__(self, state: dict) -> None:
+        """Unpickle (a model pickled before fitted state ended in ``_`` too)."""
+        state = renamed_state(state, type(self))
+        if "scheme_param" in state:         # the hyper-parameter's name before
+            state["scheme"] = state.pop("scheme_param")
+        if "objective_" in state:
+            state["objective"] = state.pop("objective_")
+        state.pop("L", None), state.pop("P", None), state.pop("space_", None)
+        state.setdefault("warm_start", False)
         self.__dict__.update(state)
-        if "tags" in state:
-            self.space = TagSpace.of(self.tags, self.scheme)
+        if "tags_" in state:
+            self.space_ = TagSpace.of(self.tags_, self.scheme_)
 
     # --------------------------------------------------------------- files
     def save(self, path) -> None:
-        arrays = dict(self.fmap.to_arrays(), theta=self.theta, pairs=self.pairs,
-                      transitions=self.transitions.astype(np.int8))
-        save_model(path, self.kind, arrays, {"tags": list(self.tags), "scheme": self.scheme,
-                                             "settings": self.settings})
+        arrays = dict(self.fmap_.to_arrays(), theta=self.theta_, pairs=self.pairs_,
+                      transitions=self.transitions_.astype(np.int8))
+        save_model(path, self.kind, arrays, {"tags": list(self.tags_), "scheme": self.scheme_,
+                                             "settings": self.settings_})
 
     @classmethod
     def load(cls, path) -> "AttributeCRF":
@@ -390,17 +381,9 @@ class AttributeCRF(Calibrated, PairChain):
             space = TagSpace.of(tuple(tags), canonical(scheme_name))
         except (InputError, SchemeError, TypeError) as e:
             raise f.error("tags", str(e)) from None
-        names = f.packed_strings("attribute_names")
-        if len(set(names)) != len(names):
-            raise f.error("attribute_names", "repeats an attribute")
+        names = f.unique_strings("attribute_names", "an attribute")
         L = len(space.tags)
-        pairs = f.array("pairs", "int", (None, 2))
-        if pairs.size and ((pairs < 0).any() or (pairs[:, 0] >= len(names)).any()
-                           or (pairs[:, 1] >= L).any()):
-            raise f.error("pairs", f"(attribute, label) indices out of range of the "
-                                   f"{len(names)} attributes and {L} labels")
-        if len(np.unique(pairs[:, 0].astype(np.int64) * L + pairs[:, 1])) != len(pairs):
-            raise f.error("pairs", "repeats an (attribute, label) pair")
+        pairs = f.pairs(len(names), L, "attribute")
         trans = f.array("transitions", "int", (L, L))
         if not np.isin(trans, (0, 1)).all():
             raise f.error("transitions", "expected 0/1 flags")

@@ -4,15 +4,17 @@ A model (:class:`~fstchunk.models.crf.CRF`, :class:`~fstchunk.models.hmm.HMM`,
 :class:`~fstchunk.models.joint.JointModel`) is a distribution over the valid tag
 sequences of one chunk scheme for each sentence.  :class:`ChunkModel` names the
 part everyone relies on: ``kind`` (the tag stored in its model file, the key of
-:data:`fstchunk.models.MODELS`), the ``scheme`` of its chunk lattices (their tags
+:data:`fstchunk.models.MODELS`), the ``scheme_`` of its chunk lattices (their tags
 are ``lattice.tags``; the joint model's ``tags`` is a method of its own),
 ``lattices(sentences)``, ``fit(...) -> self``, ``save(path)`` and
-``load(path)``; the CRF and the HMM also have ``columns`` (the
+``load(path)``; the CRF and the HMM also have ``columns_`` (the
 :class:`~fstchunk.io.columns.Columns` they read, stored in their files), and every model
 that reads CoNLL columns says which it reads in ``reads`` (the CRF's POS only if its
 template reads it; the joint model's fixed word 0, POS 1): :func:`reading_columns`.
-Models trained by this version also carry ``layout`` (their training layout,
-:class:`~fstchunk.io.layout.Layout`, or None) and ``data_scheme``.  :class:`TrainableModel` adds what
+Models trained by this version also carry ``layout_`` (their training layout,
+:class:`~fstchunk.io.layout.Layout`, or None) and ``data_scheme_``.  What ``fit``
+learns ends in ``_``; the constructor's arguments are hyper-parameters, never
+rewritten by ``fit`` (:mod:`fstchunk.models.estimator`).  :class:`TrainableModel` adds what
 :class:`fstchunk.learn.loop.Trainer` needs to run a solver over a differentiable
 objective: a parameter vector θ, prepared training data, and the objective as
 a function of θ.
@@ -26,8 +28,9 @@ Pitfalls:
 * ``lattices`` takes many sentences at once: the CRF computes one feature
   transform and one sparse product for all of them, so a loop over a
   one-sentence method would be far slower.
-* decoders read ``scheme`` to convert predictions into the output scheme, so
-  it must be the scheme the lattices' tags are written in, not the data's.
+* decoders read ``scheme_`` to convert predictions into the output scheme, so
+  it must be the scheme the lattices' tags are written in, not the data's (nor the
+  ``scheme`` hyper-parameter as the user spelled it).
 
 Helpers every model's training uses: :func:`gold_tags` (the tag column of a
 sentence, an invalid sequence refused at the offending tag's own line),
@@ -60,9 +63,9 @@ class ChunkModel(Protocol):
     #: the model kind stored in its file ("crf", "hmm", "joint")
     kind: ClassVar[str]
     #: the (canonical) scheme the tags are written in
-    scheme: str
+    scheme_: str
     #: hyper-parameters and training bookkeeping, stored in the model file
-    settings: dict
+    settings_: dict
 
     def lattices(self, sentences: Sequence[Sentence]) -> list[Lattice]:
         """One :class:`~fstchunk.structures.lattice.Lattice` per sentence, in order."""
@@ -91,7 +94,7 @@ class TrainableModel(ChunkModel, Protocol):
     #: the objectives it trains (:mod:`fstchunk.learn.objectives`)
     objectives: tuple
     #: the parameter vector; the trainer reads the start and writes each iterate
-    theta: np.ndarray
+    theta_: np.ndarray
 
     def training_data(self, train: Any) -> Any:
         """The prepared training data (features, gold indices) of ``train``:
@@ -110,12 +113,12 @@ class TrainableModel(ChunkModel, Protocol):
 
 def chunk_dev_f(model: Any, sentences: Sequence[Sentence]) -> float:
     """conlleval F (percent) of MAP decoding against the gold tags read in the model's
-    data scheme: the model's tag column (``model.columns.tag``) if it has one, else
+    data scheme: the model's tag column (``model.columns_.tag``) if it has one, else
     the last column."""
-    cols = getattr(model, "columns", None)
+    cols = getattr(model, "columns_", None)
     tag = getattr(cols, "tag", None)
     col = -1 if tag is None else tag
-    scheme = getattr(model, "data_scheme", None) or "IOB2"
+    scheme = getattr(model, "data_scheme_", None) or "IOB2"
     preds = decode_sentences(model, sentences, MAP(), output_scheme=scheme)
     return evaluate([s.column(col) for s in sentences], preds, scheme=scheme).overall.f
 

@@ -99,7 +99,7 @@ class BCFW(ChainBlocks):
         self.c = 1.0 / (self.lam * self.N)                # w_y = c·ψ(y)
         self.chunks = data.gold.chunks if loss == "f" else [()] * self.N
         if state is None:
-            if np.any(model.theta != 0):
+            if np.any(model.theta_ != 0):
                 what = ("max-margin training starts from the dual point α = the gold, i.e. "
                         "θ = 0: it cannot start from a trained model ")
                 raise InputError(what + "(fit a new one); resume from its checkpoint instead "

@@ -45,10 +45,10 @@ class ChainBlocks:
     """One CRF's training data cut into sentences (module doc)."""
 
     def __init__(self, model: ChainModel, data: Data):
-        self.tags, self.scheme = model.tags, model.scheme
+        self.tags, self.scheme = model.tags_, model.scheme_
         self.X, self.gold = data.X, data.gold
-        self.N, self.L = len(data.gold), len(model.tags)
-        self.pairs = np.asarray(model.pairs)
+        self.N, self.L = len(data.gold), len(model.tags_)
+        self.pairs = np.asarray(model.pairs_)
         self.mask = np.zeros((data.X.shape[1], self.L))
         self.mask[self.pairs[:, 0], self.pairs[:, 1]] = 1.0
         # 1 at the entries of (trans, start, end) that are parameters (a model's ``free``

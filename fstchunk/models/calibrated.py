@@ -33,15 +33,15 @@ class Calibrated:
     @property
     def temperature(self) -> float:
         """T of p(y|x) ∝ exp(score(x, y)/T): the calibrated one, else 1."""
-        return float(self.settings.get("temperature", 1.0))
+        return float(self.settings_.get("temperature", 1.0))
 
     @property
     def probabilistic(self) -> bool:
         """Whether exp(score/T) is read as p(y|x): a likelihood- or risk-trained CRF, or a
         max-margin or perceptron one once calibrated (its scores have the scale of margins)."""
-        name = self.settings.get("objective", self.settings.get("run", {}).get("objective"))
+        name = self.settings_.get("objective", self.settings_.get("run", {}).get("objective"))
         trained = lo.OBJECTIVES.get(name)
-        return trained is None or trained.probabilistic or "temperature" in self.settings
+        return trained is None or trained.probabilistic or "temperature" in self.settings_
 
     #: the Python call that calibrates this kind of model, for the advice of
     #: :meth:`require_probabilities`
@@ -52,8 +52,8 @@ class Calibrated:
         command line names its command), else the Python call :attr:`calibrate_call`
         (on the command line: ``fstchunk calibrate``)."""
         if not self.probabilistic:
-            objective = self.settings.get("objective",
-                                          self.settings.get("run", {}).get("objective"))
+            objective = self.settings_.get("objective",
+                                          self.settings_.get("run", {}).get("objective"))
             what = (f"this CRF was trained by {objective}; its scores are margins, not "
                     f"probabilities. Calibrate it on held-out sentences first: ")
             raise InputError(what + f"{fix or self.calibrate_call}; MAP decoding needs no "
@@ -69,8 +69,8 @@ class Calibrated:
         (``temperature``, ``calibration_nll`` and ``calibration_nll_t1``: mean NLL per
         sentence at T and at T = 1, ``calibrated_on``) and return it."""
         data = self.training_data(sentences, data_scheme)
-        ch = self.chain(self.theta, data.X)
-        off, L = data.gold.offsets, len(self.tags)
+        ch = self.chain(self.theta_, data.X)
+        off, L = data.gold.offsets, len(self.tags_)
 
         def build(idx: list[int]):
             lats = [ch.lattice(off[i], off[i + 1]).layers for i in idx]
@@ -82,8 +82,8 @@ class Calibrated:
             fit = fit_temperature(HeldOut(build, np.diff(off), L))
         except InputError as e:
             raise InputError(f"{source}: {e}" if source else str(e)) from None
-        self.settings.update(temperature=fit.temperature, calibration_nll=fit.nll,
-                             calibration_nll_t1=fit.nll_untempered,
-                             calibrated_on={"source": source or "<unnamed>",
-                                            "sentences": fit.sentences})
+        self.settings_.update(temperature=fit.temperature, calibration_nll=fit.nll,
+                              calibration_nll_t1=fit.nll_untempered,
+                              calibrated_on={"source": source or "<unnamed>",
+                                             "sentences": fit.sentences})
         return fit.temperature

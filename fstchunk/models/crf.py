@@ -18,18 +18,21 @@ functions of θ are :mod:`fstchunk.models.crf_loss`.
 
     crf = CRF("tmpt3", "IOB2", columns="word,pos,tag", l2=1e-6).fit(train, dev=dev)
     crf.lattices(test_sentences)
-    CRF.load("m.npz").fit(more, objective="meu")    # trains on from its θ (--init)
+    CRF.load("m.npz").set_params(objective="meu", warm_start=True).fit(more)  # --init
 
-The model remembers the columns it was trained on (:attr:`CRF.columns`, resolved
+The model remembers the columns it was trained on (:attr:`CRF.columns_`, resolved
 to absolute indices, stored in its file): :meth:`CRF.lattices` reads the words
 and POS tags from them, :meth:`CRF.training_data` the gold tags too.  Trained on
 columns without POS, a template that reads POS becomes its ``-nopos`` variant
 (:func:`~fstchunk.models.features.resolve_template`) and the model records that
-name.  ``l2=None`` is the objective's own default λ (the trainer resolves it).
-It also records its training layout (:attr:`CRF.layout`, :mod:`fstchunk.io.layout`:
+name (:attr:`CRF.features_`).  ``l2=None`` is the objective's own default λ (the
+trainer resolves it).
+It also records its training layout (:attr:`CRF.layout_`, :mod:`fstchunk.io.layout`:
 the training file's columns, what each held, the data scheme, the word and POS
-vocabularies), which the CLI checks inputs against; :attr:`CRF.data_scheme` is
-its data scheme (None for files written before the record).
+vocabularies), which the CLI checks inputs against; :attr:`CRF.data_scheme_` is
+its data scheme (None for files written before the record).  Hyper-parameters are
+the constructor's and stay as given; what ``fit`` learns ends in ``_``
+(:mod:`fstchunk.models.estimator`).
 
 Pitfalls:
 
@@ -69,6 +72,7 @@ from .features import TEMPLATES, FeatureMap, feature_kinds, resolve_template, te
 from .templates import REGEX_FLAVORS, parse_template
 from .io import Fields, load_model_file, save_model
 from .calibrated import Calibrated
+from .estimator import Estimator, FittedAlias, renamed_state
 from .pairchain import PairChain
 from . import partial
 from .solvers import make_solver
@@ -77,12 +81,7 @@ from .solvers import make_solver
 CRF_OBJECTIVES = (lo.ML, lo.MEU, lo.MEU_EXACT, lo.MEU_CORPUS, lo.MAX_MARGIN, lo.PERCEPTRON)
 
 
-#: the hyper-parameters of a CRF (its constructor's arguments, :meth:`CRF.get_params`)
-HYPERPARAMETERS = ("features", "scheme", "data_scheme", "columns", "min_count", "objective",
-                   "l2", "beta", "loss", "max_iter", "tol", "select", "partial")
-
-
-class CRF(Calibrated, PairChain):
+class CRF(Estimator, Calibrated, PairChain):
     """A linear-chain CRF over a chunk scheme's tags, trained for likelihood, expected
     F, max margin or as a perceptron (see the module doc).
 
@@ -106,9 +105,19 @@ class CRF(Calibrated, PairChain):
         tol: the stopping tolerance (``None``: the solver's default).
         select: which iterate to keep: ``last`` or ``dev`` (the best on dev).
         partial: train on partial annotation (:mod:`fstchunk.models.partial`).
+        warm_start: ``fit`` on a fitted model trains on from its θ, feature map and
+            tags (the CLI's ``--init``); otherwise every ``fit`` starts afresh.
 
     Raises:
         InputError: an unknown or invalid hyper-parameter, when fitting.
+
+    Attributes:
+        theta_: θ, the weights (state weights, transitions, start, end).
+        tags_: the tags seen in training, in the scheme ``scheme_`` (canonical).
+        columns_: the columns read, resolved against the training file.
+        features_: the template trained (``-nopos`` where the files have no POS).
+        settings_: what training recorded (objective, iterations, dev F, T, ...).
+        layout_: the training file's layout (:mod:`fstchunk.io.layout`).
 
     Examples:
         >>> import fstchunk
@@ -128,41 +137,20 @@ class CRF(Calibrated, PairChain):
                  data_scheme: str = "IOB2", columns: Columns | str | None = None,
                  min_count: int = 1, objective: str = "ml", l2: float | None = None,
                  beta: float = 1.0, loss: str = "hamming", max_iter: int = 100,
-                 tol: float | None = None, select: str = "last", partial: bool = False):
-        self.features, self.scheme, self.data_scheme_ = features, scheme, data_scheme
+                 tol: float | None = None, select: str = "last", partial: bool = False,
+                 warm_start: bool = False):
+        self.features, self.scheme, self.data_scheme = features, scheme, data_scheme
         self.columns, self.min_count = columns, min_count
-        self.objective_, self.l2, self.beta, self.loss = objective, l2, beta, loss
+        self.objective, self.l2, self.beta, self.loss = objective, l2, beta, loss
         self.max_iter, self.tol, self.select = max_iter, tol, select
-        #: train on partial annotation (:mod:`fstchunk.models.partial`)
-        self.partial = partial
-        self.fmap: FeatureMap | FeatureCount | None = None      # fitted state, below
-        self.settings: dict = {}
-        #: the training layout (None: not fitted, or a file written before it was recorded)
-        self.layout: Layout | None = None
+        self.partial, self.warm_start = partial, warm_start
 
-    # --------------------------------------------------------------- hyper-parameters
-    def get_params(self, deep: bool = True) -> dict:
-        """The hyper-parameters (:data:`HYPERPARAMETERS`), as the constructor took them."""
-        return {"features": self.features, "scheme": self.scheme,
-                "data_scheme": self.data_scheme_, "columns": self.columns,
-                "min_count": self.min_count, "objective": self.objective_, "l2": self.l2,
-                "beta": self.beta, "loss": self.loss, "max_iter": self.max_iter,
-                "tol": self.tol, "select": self.select, "partial": self.partial}
-
-    def set_params(self, **params: Any) -> "CRF":
-        """Set hyper-parameters by name; InputError naming an unknown one."""
-        for name, value in params.items():
-            if name not in HYPERPARAMETERS:
-                raise InputError(f"unknown CRF parameter {name!r}; the parameters are "
-                                 f"{', '.join(HYPERPARAMETERS)}")
-            attr = {"data_scheme": "data_scheme_", "objective": "objective_"}.get(name, name)
-            setattr(self, attr, value)
-        return self
-
-    @property
-    def fitted(self) -> bool:
-        """Whether the feature map, tags and θ are there (by :meth:`fit` or :meth:`load`)."""
-        return self.fmap is not None
+    theta = FittedAlias("theta_")
+    tags = FittedAlias("tags_")
+    fmap = FittedAlias("fmap_")
+    pairs = FittedAlias("pairs_")
+    settings = FittedAlias("settings_")
+    layout = FittedAlias("layout_")
 
     def _set_state(self, fmap: FeatureMap | FeatureCount, tags: Sequence[str], scheme: str,
                    pairs: np.ndarray, theta: np.ndarray | None = None,
@@ -170,27 +158,25 @@ class CRF(Calibrated, PairChain):
                    layout: Layout | None = None) -> "CRF":
         """The fitted state: feature map, tags, (attribute, tag) pairs, θ, settings, the
         resolved reading columns and the training layout."""
-        self.fmap, self.tags, self.scheme = fmap, tuple(tags), enc.canonical_scheme(scheme)
+        self.fmap_, self.tags_ = fmap, tuple(tags)
+        self.scheme_ = enc.canonical_scheme(scheme)
         #: the reading columns (word, POS, gold tag); the feature map reads the same
-        self.columns = columns if columns is not None else Columns(fmap.word_col,
-                                                                   fmap.pos_col, -1)
-        if (self.columns.word, self.columns.pos) != (fmap.word_col, fmap.pos_col):
-            raise InputError(f"columns {self.columns.spec()} differ from the feature map's "
+        self.columns_ = columns if columns is not None else Columns(fmap.word_col,
+                                                                    fmap.pos_col, -1)
+        if (self.columns_.word, self.columns_.pos) != (fmap.word_col, fmap.pos_col):
+            raise InputError(f"columns {self.columns_.spec()} differ from the feature map's "
                              f"(word {fmap.word_col}, pos {fmap.pos_col})")
-        self.features = getattr(fmap, "template", self.features)
-        self.L = len(self.tags)
-        self.pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)   # (feature, label)
-        self.P = len(self.pairs)
+        self.features_ = getattr(fmap, "template", self.features)
+        self.pairs_ = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)   # (feature, label)
         size = self.P + self.L * self.L + 2 * self.L
-        self.theta = np.zeros(size) if theta is None else np.asarray(theta, dtype=float)
-        if self.theta.shape != (size,):
-            raise InputError(f"{self.theta.size} parameters do not fit {self.P} state "
+        theta = np.zeros(size) if theta is None else np.asarray(theta, dtype=float)
+        if theta.shape != (size,):
+            raise InputError(f"{theta.size} parameters do not fit {self.P} state "
                              f"weights and {self.L} tags")
-        self.settings = dict(settings or {})
-        self.min_count = self.settings.get("min_count", self.min_count)
-        self.layout = layout
-        if layout is not None:
-            self.data_scheme_ = layout.data_scheme
+        self.theta_ = theta
+        self.settings_ = dict(settings or {})
+        self.layout_ = layout
+        self.data_scheme_ = None if layout is None else layout.data_scheme
         self._w_cache: tuple[int, np.ndarray] | None = None
         return self
 
@@ -199,37 +185,37 @@ class CRF(Calibrated, PairChain):
                 pairs: np.ndarray, theta: np.ndarray | None = None,
                 settings: dict | None = None, columns: Columns | None = None,
                 layout: Layout | None = None) -> "CRF":
-        """A CRF of this fitted state (:meth:`load`, :meth:`scoring_copy`)."""
-        return cls(getattr(fmap, "template", "tmpt3"), scheme)._set_state(
-            fmap, tags, scheme, pairs, theta, settings, columns, layout)
+        """A CRF of this fitted state (:meth:`load`, :meth:`scoring_copy`); its
+        hyper-parameters are those the state was trained with, as far as it records them."""
+        settings = dict(settings or {})
+        model = cls(getattr(fmap, "template", "tmpt3"), enc.canonical_scheme(scheme),
+                    data_scheme=layout.data_scheme if layout is not None else "IOB2",
+                    columns=columns, min_count=settings.get("min_count", 1))
+        return model._set_state(fmap, tags, scheme, pairs, theta, settings, columns, layout)
 
     def copy(self, theta: np.ndarray | None = None) -> "CRF":
         """A fitted copy (its own settings), with ``theta`` if given."""
         other = type(self)(**self.get_params())
-        return other._set_state(self.fmap, self.tags, self.scheme, self.pairs,
-                                self.theta.copy() if theta is None else theta,
-                                dict(self.settings), self.columns, self.layout)
+        return other._set_state(self.fmap_, self.tags_, self.scheme_, self.pairs_,
+                                self.theta_.copy() if theta is None else theta,
+                                dict(self.settings_), self.columns_, self.layout_)
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickle, a model pickled before fitted state ended in ``_`` too."""
+        self.__dict__.update(renamed_state(state, type(self)))
 
     @property
     def reads(self) -> Columns:
-        """The columns the features read: :attr:`columns`, without POS for a ``-nopos``
+        """The columns the features read: :attr:`columns_`, without POS for a ``-nopos``
         template."""
-        c = self.columns
-        return Columns(c.word, c.pos if self.fmap.spec.reads_pos else None, c.tag)
-
-    @property
-    def data_scheme(self) -> str | None:
-        """The scheme of the training file's tag column (None when a model file does not
-        record it; before :meth:`fit`, the hyper-parameter)."""
-        if self.layout is not None:
-            return self.layout.data_scheme
-        return None if self.fitted else self.data_scheme_
+        c = self.columns_
+        return Columns(c.word, c.pos if self.fmap_.spec.reads_pos else None, c.tag)
 
     def layout_of(self, sentences: Sequence[Sentence], data_scheme: str) -> Layout:
         """The layout of training ``sentences`` read through :attr:`columns`."""
-        cols = training_columns(sentences, self.columns, "the CRF")
+        cols = training_columns(sentences, self.columns_, "the CRF")
         return Layout.of(sentences, cols, enc.canonical_scheme(data_scheme),
-                         "feature" if self.fmap.spec.reads_pos else "unread")
+                         "feature" if self.fmap_.spec.reads_pos else "unread")
 
     def lattice(self, sentence: Sentence) -> Lattice:
         return self.lattices([sentence])[0]
@@ -241,12 +227,13 @@ class CRF(Calibrated, PairChain):
         (:attr:`temperature`); a max-margin model that is not calibrated is refused
         (:meth:`require_probabilities`) unless ``require_probabilities=False`` (MAP,
         which no positive scale changes)."""
+        self._check_fitted()
         if require_probabilities:
             self.require_probabilities()
         for s in sentences:
             if len(s) == 0:
                 raise InputError(f"{s.source}: a sentence without tokens")
-        ch = self.chain(self.theta / self.temperature, self.fmap.transform(sentences))
+        ch = self.chain(self.theta_ / self.temperature, self.fmap_.transform(sentences))
         out, k = [], 0
         for s in sentences:
             out.append(ch.lattice(k, k + len(s)))
@@ -269,7 +256,7 @@ class CRF(Calibrated, PairChain):
         cols = training_columns(sentences, given, "a CRF")
         template = resolve_template(self.features, cols)
         scheme = enc.canonical_scheme(self.scheme)
-        data_scheme = enc.canonical_scheme(self.data_scheme_)
+        data_scheme = enc.canonical_scheme(self.data_scheme)
         if not self.partial:
             gold = [gold_tags(s, data_scheme, scheme, cols.tag) for s in sentences]
             check_training_set(sentences, gold, "a CRF")
@@ -284,7 +271,8 @@ class CRF(Calibrated, PairChain):
             pairs = observed_pairs(data.X, data.gold.sequences, len(tags))
         self._set_state(fmap, tags, scheme, pairs, settings={"min_count": min_count},
                         columns=cols)
-        self.layout = self.layout_of(sentences, data_scheme)
+        self.layout_ = self.layout_of(sentences, data_scheme)
+        self.data_scheme_ = self.layout_.data_scheme
         return data
 
     def training_data(self, train: Sequence[Sentence] | TrainingData,
@@ -295,15 +283,15 @@ class CRF(Calibrated, PairChain):
         unchanged."""
         if isinstance(train, TrainingData):
             return train
-        data_scheme = data_scheme or self.data_scheme or "IOB2"
-        cols = training_columns([getattr(s, "sentence", s) for s in train], self.columns,
+        data_scheme = data_scheme or self.data_scheme_ or "IOB2"
+        cols = training_columns([getattr(s, "sentence", s) for s in train], self.columns_,
                                 "the CRF")
         if self.partial:
-            return partial.prepare(self.fmap, train, cols.tag, enc.canonical_scheme(
-                data_scheme), self.scheme, self.tags)[0]
-        gold = [gold_tags(s, data_scheme, self.scheme, cols.tag) for s in train]
+            return partial.prepare(self.fmap_, train, cols.tag, enc.canonical_scheme(
+                data_scheme), self.scheme_, self.tags_)[0]
+        gold = [gold_tags(s, data_scheme, self.scheme_, cols.tag) for s in train]
         check_training_set(train, gold, "the CRF")
-        return training_data(self.fmap, self.tags, self.scheme, train, gold)
+        return training_data(self.fmap_, self.tags_, self.scheme_, train, gold)
 
     # --------------------------------------------------------------- objectives
     def solver(self, objective: lo.Objective, data: TrainingData, *, l2: float,
@@ -324,38 +312,50 @@ class CRF(Calibrated, PairChain):
         """This CRF without its feature dictionary (a :class:`FeatureCount` in its
         place): it scores prepared features (:meth:`statistics`) but reads no
         sentence; what a worker of :mod:`fstchunk.runtime.scale` receives."""
-        fm = self.fmap
-        return CRF._fitted(FeatureCount(len(fm), fm.word_col, fm.pos_col), self.tags,
-                           self.scheme, self.pairs, columns=self.columns)
+        fm = self.fmap_
+        return CRF._fitted(FeatureCount(len(fm), fm.word_col, fm.pos_col), self.tags_,
+                           self.scheme_, self.pairs_, columns=self.columns_)
 
     # --------------------------------------------------------------- training
     def fit(self, train: Sequence[Sentence] | TrainingData, dev: Sequence[Sentence] | None = None,
             **options: Any) -> "CRF":
         """Learn from ``train`` (sentences, or :meth:`training_data` of a fitted model);
-        ``self``.  An unfitted CRF first learns its feature map, tags and pairs
-        (θ = 0); a fitted one (:meth:`load`, an earlier fit) trains on from its θ with
-        its features (``--init``).  θ is optimised by :class:`fstchunk.learn.loop.Trainer`
-        with the hyper-parameters (``l2=None``: the objective's default λ); ``options``
-        may set hyper-parameters too (as :meth:`set_params`), the rest go to the
-        trainer (``checkpoint``, ``resume``, ``callbacks``, ``executor``, ``progress``
-        (default off), ...).  ``dev``: sentences for the dev F and ``select="dev"``."""
+        ``self``.  The CRF learns its feature map, tags and pairs, then θ from 0; with
+        ``warm_start=True`` a fitted CRF (:meth:`load`, an earlier fit) keeps them and
+        trains on from its θ (``--init``); prepared data keep them, θ from 0 unless
+        ``warm_start``.  θ is optimised by
+        :class:`fstchunk.learn.loop.Trainer` with the hyper-parameters (``l2=None``: the
+        objective's default λ); ``options`` go to the trainer (``checkpoint``,
+        ``resume``, ``callbacks``, ``executor``, ``progress`` (default off), ...); a
+        hyper-parameter there is an InputError (set it with :meth:`set_params`).
+        ``dev``: sentences for the dev F and ``select="dev"``."""
         if isinstance(dev, (str, bytes)):
             raise InputError(f"dev must be sentences (read_conll of a file), got {dev!r}; "
-                             f"hyper-parameters go by name: fit(train, objective=...)")
-        self.set_params(**{k: options.pop(k) for k in list(options) if k in HYPERPARAMETERS})
-        data = self.training_data(train) if self.fitted else self._prepare(train)
+                             f"hyper-parameters are set with set_params(objective=...)")
+        self._refuse_parameters(options)
+        if isinstance(train, TrainingData):         # of this model's features and tags
+            if not self.fitted:
+                raise InputError("prepared training data belong to a fitted CRF; fit an "
+                                 "unfitted CRF on sentences")
+            data = train
+            if not self.warm_start:
+                self.theta_ = np.zeros_like(self.theta_)
+        elif self.warm_start and self.fitted:
+            data = self.training_data(train)
+        else:
+            data = self._prepare(train)
         options.setdefault("progress", False)
-        return Trainer(objective=self.objective_, l2=self.l2, beta=self.beta, loss=self.loss,
+        return Trainer(objective=self.objective, l2=self.l2, beta=self.beta, loss=self.loss,
                        max_iter=self.max_iter, tol=self.tol, select=self.select, dev=dev,
                        **options).fit(self, data)
 
     # --------------------------------------------------------------- files
     def save(self, path) -> None:
         """Write the model file (:func:`~fstchunk.models.io.save_model`)."""
-        arrays = dict(self.fmap.to_arrays(), theta=self.theta, pairs=self.pairs)
+        arrays = dict(self.fmap_.to_arrays(), theta=self.theta_, pairs=self.pairs_)
         save_model(path, "crf", arrays, {
-            "tags": list(self.tags), "scheme": self.scheme, **self.fmap.meta(),
-            "columns": self.columns.to_json(), "settings": self.settings}, self.layout)
+            "tags": list(self.tags_), "scheme": self.scheme_, **self.fmap_.meta(),
+            "columns": self.columns_.to_json(), "settings": self.settings_}, self.layout_)
 
     @classmethod
     def load(cls, path) -> "CRF":
@@ -383,22 +383,14 @@ class CRF(Calibrated, PairChain):
             if spec.reads_pos and cols.pos is None:
                 raise f.error("columns", f"template {template} reads POS, but the columns "
                                          f"{cols.spec()} have none")
-        names = f.packed_strings("feature_names")
-        if len(set(names)) != len(names):
-            raise f.error("feature_names", "repeats a feature")
+        names = f.unique_strings("feature_names", "a feature")
         alien = set() if "template_source" in f.meta else (
             {n.split("=", 1)[0] for n in names} - feature_kinds(template))
         if alien:
             raise f.error("template", f"{template} does not write the features of this "
                                       f"model (e.g. {sorted(alien)[0]!r})")
         L = len(tags)
-        pairs = f.array("pairs", "int", (None, 2))
-        if pairs.size and ((pairs < 0).any() or (pairs[:, 0] >= len(names)).any()
-                           or (pairs[:, 1] >= L).any()):
-            raise f.error("pairs", f"(feature, tag) indices out of range of the "
-                                   f"{len(names)} features and {L} tags")
-        if len(np.unique(pairs[:, 0].astype(np.int64) * L + pairs[:, 1])) != len(pairs):
-            raise f.error("pairs", "repeats a (feature, tag) pair")
+        pairs = f.pairs(len(names), L)
         theta = f.array("theta", "float", (len(pairs) + L * L + 2 * L,), finite=True)
         fmap = FeatureMap(spec, names, cols.word, cols.pos)
         return cls._fitted(fmap, tags, scheme, pairs, theta, f.settings(), cols,

@@ -46,7 +46,7 @@ DENSE_ENTRIES = 2 ** 22
 
 def dense(crf: Any) -> bool:
     """Whether ``crf``'s W is small enough for the dense products."""
-    return len(crf.fmap) * crf.L <= DENSE_ENTRIES
+    return len(crf.fmap_) * crf.L <= DENSE_ENTRIES
 
 
 def full_statistics(objective: lo.Objective, chain: Chain, gold: Gold, beta_sq: float,
@@ -74,8 +74,8 @@ def statistics(crf: Any, data: TrainingData, theta: np.ndarray, loss: Loss
     elif dense(crf):
         emissions = np.asarray(crf.emissions(data.X, theta))
     else:
-        emissions = (data.design(crf.pairs, crf.L).T @ theta[:crf.P]).reshape(-1, crf.L)
-    chain = Chain(crf.tags, crf.scheme, emissions, *crf.unpack(theta), bucketed=bucketed)
+        emissions = (data.design(crf.pairs_, crf.L).T @ theta[:crf.P]).reshape(-1, crf.L)
+    chain = Chain(crf.tags_, crf.scheme_, emissions, *crf.unpack(theta), bucketed=bucketed)
     st = BY_GOLD[type(data.gold)](objective, chain, data.gold, loss.beta_sq, loss.margin)
     return st.values, np.stack([chain_rule(crf, data, g, bucketed) for g in st.grads])
 
@@ -88,9 +88,9 @@ def chain_rule(crf: Any, data: TrainingData, g: ChainGrad, bucketed: bool = Fals
     if dense(crf):
         XT = data.bucketed().T if bucketed else data.transposed()
         G = np.asarray(XT @ g.emissions)
-        pairs = G[crf.pairs[:, 0], crf.pairs[:, 1]]
+        pairs = G[crf.pairs_[:, 0], crf.pairs_[:, 1]]
     else:
-        pairs = data.design(crf.pairs, crf.L) @ g.emissions.ravel()
+        pairs = data.design(crf.pairs_, crf.L) @ g.emissions.ravel()
     return np.concatenate([pairs, g.trans.ravel(), g.start, g.end])
 
 

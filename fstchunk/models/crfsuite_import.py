@@ -90,6 +90,6 @@ def from_crfsuite(path: str | os.PathLike, scheme: str | None = None) -> Attribu
     model = AttributeCRF(scheme)._set_state(AttributeMap(list(m.attributes)),
                                             labels + added, scheme, pairs, flags, theta,
                                             settings)
-    if model.tags != tuple(labels + added):      # a bug, not the user's
+    if model.tags_ != tuple(labels + added):      # a bug, not the user's
         raise AssertionError("the tag space reordered CRFsuite's labels")
     return model

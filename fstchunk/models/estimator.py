@@ -60,6 +60,16 @@ class FittedAlias:
         setattr(obj, self.target, value)
 
 
+def renamed_state(state: dict, cls: type) -> dict:
+    """A pickled ``__dict__`` with the old names of fitted state (those ``cls`` keeps
+    as :class:`FittedAlias`) under their new names: models pickled before the rename
+    unpickle as fitted models."""
+    aliases = {name: a.target for klass in reversed(cls.__mro__)
+               for name, a in vars(klass).items() if isinstance(a, FittedAlias)}
+    return {aliases.get(k, k) if aliases.get(k, k) not in state else k: v
+            for k, v in state.items()}
+
+
 class Estimator:
     """Hyper-parameters in ``__init__``, fitted state in ``*_`` attributes (module doc).
 
@@ -99,6 +109,13 @@ class Estimator:
     def fitted(self) -> bool:
         """Whether ``fit`` or ``load`` has given the model its fitted state."""
         return self._fitted_attribute in vars(self)
+
+    def _check_fitted(self, what: str = "lattices") -> None:
+        """One InputError if the model is not fitted (``what``: the call refused)."""
+        if not self.fitted:
+            name = type(self).__name__
+            raise InputError(f"this {name} is not fitted: call fit(...) or {name}.load(path) "
+                             f"before {what}()")
 
     def _refuse_parameters(self, options: dict[str, Any], call: str = "fit") -> None:
         """One InputError if ``options`` (of ``call``) hold a hyper-parameter."""

@@ -12,19 +12,20 @@ tags -> words transducer is :func:`fstchunk.grammars.models.hmm_transducer`.
 
     HMM(scheme="IOB2", delta=0.1, min_count=2).fit(sentences).save("hmm.npz")
 
-The columns it reads are :attr:`HMM.columns` (:class:`~fstchunk.io.columns.Columns`,
-resolved against the training file and stored in the model file); without a POS
+The columns it reads are :attr:`HMM.columns_` (:class:`~fstchunk.io.columns.Columns`,
+the ``columns`` asked for resolved against the training file and stored in the model file); without a POS
 column (``Columns.parse("word,tag")``) the HMM emits the words only.
 
     HMM(scheme="IOB2", columns=Columns.parse("word,tag")).fit(sentences)
 
-Like the CRF it records its training layout (:attr:`HMM.layout`,
-:mod:`fstchunk.io.layout`) and its data scheme (:attr:`HMM.data_scheme`; None when
-loaded from a file written before the record).
+Like the CRF it records its training layout (:attr:`HMM.layout_`,
+:mod:`fstchunk.io.layout`) and its data scheme (:attr:`HMM.data_scheme_`; None when
+loaded from a file written before the record).  What ``fit`` learns ends in ``_``
+(:mod:`fstchunk.models.estimator`).
 
 Pitfalls: the HMM has no iterative training (``fit`` counts once; it is no
 :class:`~fstchunk.models.base.TrainableModel`); the model file stores the
-hyper-parameters in ``settings`` and the columns in ``columns`` (files of
+hyper-parameters in ``settings_`` and the columns in ``columns`` (files of
 fstchunk 0.1 kept ``word_col``/``pos_col`` in ``settings``; they still load); an
 unfitted HMM has no tags and no lattices; training data without a chunk, with a
 single tag or without sentences is refused (InputError naming the file).
@@ -33,7 +34,7 @@ single tag or without sentences is refused (InputError naming the file).
 from __future__ import annotations
 
 from collections import Counter
-from typing import ClassVar, Sequence
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
@@ -48,11 +49,12 @@ from ..schemes.tagspace import TagSet
 from .base import check_training_set, gold_tags, training_columns
 from .features import word_shape
 from .io import Fields, load_model_file, save_model
+from .estimator import Estimator, FittedAlias
 
 UNKNOWN = "<unk>"
 
 
-class HMM:
+class HMM(Estimator):
     """A first-order HMM over a chunk scheme's tags, estimated by counting with
     add-δ smoothing: $p(w, y) = \\prod_i p(y_i \\mid y_{i-1})\\, p(\\mathrm{pos}_i
     \\mid y_i)\\, p(\\mathrm{word}_i \\mid y_i) \\cdot p(\\mathrm{END} \\mid y_n)$
@@ -76,71 +78,95 @@ class HMM:
         SchemeError: an unknown scheme.
 
     Attributes:
-        tags: the model's tags, those of the scheme over the types seen.
-        columns: the columns it reads, resolved against the training data.
+        tags_: the model's tags, those of the scheme over the types seen.
+        scheme_: the scheme of its tags (canonical).
+        columns_: the columns it reads, resolved against the training data.
+        settings_: δ, ``min_count`` and the number of training sentences.
 
     Examples:
         >>> import io, fstchunk
         >>> text = "John NNP B-NP\\nran VBD B-VP\\n\\nMary NNP B-NP\\nsat VBD B-VP\\ndown RB O\\n"
         >>> train = fstchunk.read_conll(io.StringIO(text))
         >>> hmm = fstchunk.HMM(min_count=1).fit(train)
-        >>> hmm.tags
+        >>> hmm.tags_
         ('O', 'B-NP', 'I-NP', 'B-VP', 'I-VP')
         >>> fstchunk.decode_map(hmm.lattices(train[:1])[0]).tags
         ['B-NP', 'B-VP']
     """
 
     kind: ClassVar[str] = "hmm"
+    _fitted_attribute: ClassVar[str] = "tags_"
 
     def __init__(self, scheme: str = "IOB2", delta: float = 0.1, min_count: int = 2,
                  word_col: int = 0, pos_col: int | None = 1, tag_col: int | None = -1,
                  data_scheme: str = "IOB2", columns: Columns | None = None):
+        self.scheme, self.delta, self.min_count = scheme, delta, min_count
+        self.word_col, self.pos_col, self.tag_col = word_col, pos_col, tag_col
+        self.data_scheme, self.columns = data_scheme, columns
+
+    tags = FittedAlias("tags_")
+    settings = FittedAlias("settings_")
+    layout = FittedAlias("layout_")
+    vocab = FittedAlias("vocab_")
+    pos_vocab = FittedAlias("pos_vocab_")
+    log_start = FittedAlias("log_start_")
+    log_trans = FittedAlias("log_trans_")
+    log_end = FittedAlias("log_end_")
+    log_word = FittedAlias("log_word_")
+    log_pos = FittedAlias("log_pos_")
+
+    @property
+    def reads(self) -> Columns:
+        """The columns the HMM reads (:attr:`columns_`)."""
+        return self.columns_
+
+    def _check_parameters(self) -> tuple[float, int]:
+        """δ and ``min_count``, checked (InputError naming the value)."""
+        delta, min_count = self.delta, self.min_count
         if not (isinstance(delta, (int, float)) and not isinstance(delta, bool)
                 and np.isfinite(delta) and delta > 0):
             raise InputError(f"delta must be a finite number > 0, got {delta!r}")
         if not (isinstance(min_count, int) and not isinstance(min_count, bool)
                 and min_count >= 1):
             raise InputError(f"min_count must be an integer >= 1, got {min_count!r}")
-        self.scheme = enc.canonical_scheme(scheme)
-        self.data_scheme = enc.canonical_scheme(data_scheme)
-        #: the reading columns (word, POS or None, gold tag); resolved by :meth:`fit`
-        self.columns = columns if columns is not None else Columns(word_col, pos_col, tag_col)
-        self.settings: dict = {"delta": delta, "min_count": min_count}
-        #: the training layout (None until fitted, or loaded from an older file)
-        self.layout: Layout | None = None
-        self._set_parameters((), [UNKNOWN], [UNKNOWN], np.zeros(0), np.zeros((0, 0)),
-                             np.zeros(0), np.zeros((0, 1)), np.zeros((0, 1)))
-
-    @property
-    def reads(self) -> Columns:
-        """The columns the HMM reads (:attr:`columns`)."""
-        return self.columns
+        return delta, min_count
 
     def _set_parameters(self, tags, vocab, pos_vocab, log_start, log_trans, log_end,
                         log_word, log_pos) -> None:
-        self.tags = tuple(tags)
-        self.vocab = {w: i for i, w in enumerate(vocab)}
-        self.pos_vocab = {p: i for i, p in enumerate(pos_vocab)}
-        self.log_start, self.log_trans, self.log_end = log_start, log_trans, log_end
-        self.log_word, self.log_pos = log_word, log_pos
+        self.tags_ = tuple(tags)
+        self.vocab_ = {w: i for i, w in enumerate(vocab)}
+        self.pos_vocab_ = {p: i for i, p in enumerate(pos_vocab)}
+        self.log_start_, self.log_trans_, self.log_end_ = log_start, log_trans, log_end
+        self.log_word_, self.log_pos_ = log_word, log_pos
 
     def _pos(self, s: Sentence) -> list[str]:
         """The POS column (every token ``UNKNOWN`` when the columns have none)."""
-        return s.column(self.columns.pos) if self.columns.pos is not None else [UNKNOWN] * len(s)
+        pos = self.columns_.pos
+        return s.column(pos) if pos is not None else [UNKNOWN] * len(s)
 
-    def fit(self, sentences: Sequence[Sentence], data_scheme: str | None = None) -> "HMM":
+    def fit(self, sentences: Sequence[Sentence], dev: None = None, **options: Any) -> "HMM":
         """Relative frequencies (add-δ) of the sentences' tags, words and POS, read from
-        :attr:`columns` (tags in ``data_scheme``, default the constructor's); ``self``."""
-        if data_scheme is not None or self.data_scheme is None:
-            self.data_scheme = enc.canonical_scheme(data_scheme or "IOB2")
-        cols = training_columns(sentences, self.columns, "the HMM")
-        gold = [gold_tags(s, self.data_scheme, self.scheme, cols.tag) for s in sentences]
+        ``columns`` (tags in ``data_scheme``); ``self``.  The HMM counts once: it takes
+        no ``dev`` and no option."""
+        self._refuse_parameters(options)
+        if options:
+            raise InputError(f"HMM.fit() takes no option ({', '.join(options)}): an HMM "
+                             f"counts once")
+        if dev is not None:
+            raise InputError("HMM.fit() takes no dev set: an HMM counts once and has "
+                             "nothing to select on held-out data")
+        delta, min_count = self._check_parameters()
+        scheme = enc.canonical_scheme(self.scheme)
+        data_scheme = enc.canonical_scheme(self.data_scheme or "IOB2")
+        given = self.columns if self.columns is not None else Columns(
+            self.word_col, self.pos_col, self.tag_col)
+        cols = training_columns(sentences, given, "the HMM")
+        gold = [gold_tags(s, data_scheme, scheme, cols.tag) for s in sentences]
         check_training_set(sentences, gold, "the HMM")
-        self.columns = cols
-        self.layout = Layout.of(sentences, cols, self.data_scheme)
-        delta, min_count = self.settings["delta"], self.settings["min_count"]
+        self.scheme_, self.data_scheme_, self.columns_ = scheme, data_scheme, cols
+        self.layout_ = Layout.of(sentences, cols, data_scheme)
         seqs = [(s.column(cols.word), self._pos(s), g) for s, g in zip(sentences, gold)]
-        tags = TagSet.from_tags({t for _, _, ts in seqs for t in ts}, self.scheme).tags
+        tags = TagSet.from_tags({t for _, _, ts in seqs for t in ts}, scheme).tags
         ix = {t: i for i, t in enumerate(tags)}
         L = len(tags)
         counts = Counter(w.lower() for ws, _, _ in seqs for w in ws)
@@ -173,30 +199,32 @@ class HMM:
                              log_te[:, :L], log_te[:, L],
                              np.log(word / word.sum(axis=1, keepdims=True)),
                              np.log(pos / pos.sum(axis=1, keepdims=True)))
-        self.settings["sentences"] = len(seqs)
+        self.settings_ = {"delta": delta, "min_count": min_count, "sentences": len(seqs)}
         return self
 
     def _word_index(self, w: str) -> int:
         lw = w.lower()
-        if lw in self.vocab:
-            return self.vocab[lw]
-        return self.vocab.get(UNKNOWN + word_shape(w), self.vocab[UNKNOWN])
+        if lw in self.vocab_:
+            return self.vocab_[lw]
+        return self.vocab_.get(UNKNOWN + word_shape(w), self.vocab_[UNKNOWN])
 
     def emissions(self, sentence: Sentence) -> np.ndarray:
         """log Pr(word, POS | tag) of every token, (n, L)."""
-        if not self.tags:
+        if not self.fitted:
             raise InputError("the HMM is not fitted: call fit(sentences) or HMM.load(path)")
         if len(sentence) == 0:
             raise InputError(f"{sentence.source}: a sentence without tokens")
-        self.columns.require(len(sentence.rows[0]), sentence.where(0), "the HMM")
-        w = [self._word_index(x) for x in sentence.column(self.columns.word)]
-        p = [self.pos_vocab.get(x, self.pos_vocab[UNKNOWN]) for x in self._pos(sentence)]
-        return (self.log_word[:, w] + self.log_pos[:, p]).T
+        self.columns_.require(len(sentence.rows[0]), sentence.where(0), "the HMM")
+        w = [self._word_index(x) for x in sentence.column(self.columns_.word)]
+        p = [self.pos_vocab_.get(x, self.pos_vocab_[UNKNOWN]) for x in self._pos(sentence)]
+        return (self.log_word_[:, w] + self.log_pos_[:, p]).T
 
     def lattice(self, sentence: Sentence) -> Lattice:
         """Pr(x | w) as a lattice (the joint Pr(w, x), renormalised over valid x)."""
-        return Lattice.from_scores(self.tags, self.emissions(sentence), self.log_trans,
-                                   self.log_start, self.log_end, scheme=self.scheme, warn=False)
+        emissions = self.emissions(sentence)        # refuses an unfitted HMM
+        return Lattice.from_scores(self.tags_, emissions, self.log_trans_,
+                                   self.log_start_, self.log_end_, scheme=self.scheme_,
+                                   warn=False)
 
     def lattices(self, sentences: Sequence[Sentence]) -> list[Lattice]:
         """One lattice per sentence (the model protocol)."""
@@ -204,14 +232,14 @@ class HMM:
 
     def save(self, path) -> None:
         """Write the model file (:func:`~fstchunk.models.io.save_model`)."""
-        inv = sorted(self.vocab, key=self.vocab.get)
-        pinv = sorted(self.pos_vocab, key=self.pos_vocab.get)
+        inv = sorted(self.vocab_, key=self.vocab_.get)
+        pinv = sorted(self.pos_vocab_, key=self.pos_vocab_.get)
         save_model(path, "hmm", {
             **pack("vocab", inv), **pack("pos_vocab", pinv),
-            "log_start": self.log_start, "log_trans": self.log_trans, "log_end": self.log_end,
-            "log_word": self.log_word, "log_pos": self.log_pos},
-            {"tags": list(self.tags), "scheme": self.scheme, "columns": self.columns.to_json(),
-             "settings": self.settings}, self.layout)
+            "log_start": self.log_start_, "log_trans": self.log_trans_,
+            "log_end": self.log_end_, "log_word": self.log_word_, "log_pos": self.log_pos_},
+            {"tags": list(self.tags_), "scheme": self.scheme_,
+             "columns": self.columns_.to_json(), "settings": self.settings_}, self.layout_)
 
     @classmethod
     def load(cls, path) -> "HMM":
@@ -222,9 +250,10 @@ class HMM:
         tags = f.tags(scheme)
         settings = f.get("settings", dict)
         cols = f.columns(legacy=settings)
+        m = cls(scheme, settings.get("delta", 0.1), settings.get("min_count", 2),
+                columns=cols)
         try:
-            m = cls(scheme, settings.get("delta", 0.1), settings.get("min_count", 2),
-                    columns=cols)
+            m._check_parameters()
         except FstchunkError as e:
             raise f.error("settings", str(e)) from None
         vocab, pos_vocab = f.strings("vocab"), f.strings("pos_vocab")
@@ -239,7 +268,9 @@ class HMM:
             if (a > 1e-9).any():
                 raise f.error(field, "log-probabilities must be <= 0")
         m._set_parameters(tags, vocab, pos_vocab, *logs)
-        m.settings = dict(settings)
-        m.layout = f.layout(cols)
-        m.data_scheme = m.layout.data_scheme if m.layout is not None else None
+        m.scheme_, m.columns_, m.settings_ = scheme, cols, dict(settings)
+        m.layout_ = f.layout(cols)
+        m.data_scheme_ = m.layout_.data_scheme if m.layout_ is not None else None
+        if m.data_scheme_ is not None:
+            m.data_scheme = m.data_scheme_
         return m

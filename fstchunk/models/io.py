@@ -355,6 +355,25 @@ class Fields:
                                        f"reading columns {columns.spec()}")
         return layout
 
+    def pairs(self, features: int, L: int, what: str = "feature") -> np.ndarray:
+        """The (feature, tag) pairs with a state weight: in range of ``features`` names
+        and ``L`` tags, none repeated (``what``: the features' name in messages)."""
+        pairs = self.array("pairs", "int", (None, 2))
+        if pairs.size and ((pairs < 0).any() or (pairs[:, 0] >= features).any()
+                           or (pairs[:, 1] >= L).any()):
+            raise self.error("pairs", f"({what}, tag) indices out of range of the "
+                                      f"{features} {what}s and {L} tags")
+        if len(np.unique(pairs[:, 0].astype(np.int64) * L + pairs[:, 1])) != len(pairs):
+            raise self.error("pairs", f"repeats a ({what}, tag) pair")
+        return pairs
+
+    def unique_strings(self, field: str, what: str) -> list[str]:
+        """A packed string list with no repeat (``what``: one entry, for the message)."""
+        names = self.packed_strings(field)
+        if len(set(names)) != len(names):
+            raise self.error(field, f"repeats {what}")
+        return names
+
     def packed_strings(self, field: str) -> list[str]:
         """The list of strings :func:`fstchunk.core.stringpack.pack` wrote as ``field``."""
         self.array(field, "bytes", (None,))

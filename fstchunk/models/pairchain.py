@@ -29,10 +29,20 @@ from .objectives import Chain
 
 class PairChain:
     """The θ layout and score arrays of a pair-feature chain model (module doc); the
-    model holds ``fmap`` (its ``len`` is the attribute count), ``tags``, ``scheme``,
-    ``pairs`` (P x 2), ``P``, ``L``, ``theta`` and ``objectives``."""
+    fitted model holds ``fmap_`` (its ``len`` is the attribute count), ``tags_``,
+    ``scheme_``, ``pairs_`` (P x 2), ``theta_`` and the class's ``objectives``."""
 
     _w_cache: tuple[int, np.ndarray] | None = None
+
+    @property
+    def L(self) -> int:
+        """The number of tags."""
+        return len(self.tags_)
+
+    @property
+    def P(self) -> int:
+        """The number of (feature, tag) pairs with a state weight."""
+        return len(self.pairs_)
 
     def unpack(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(trans, start, end) of θ; the state weights are :meth:`emissions`'."""
@@ -45,18 +55,18 @@ class PairChain:
         key = hash(theta.tobytes())
         if self._w_cache is not None and self._w_cache[0] == key:
             return self._w_cache[1]
-        W = np.zeros((len(self.fmap), self.L))
-        W[self.pairs[:, 0], self.pairs[:, 1]] = theta[:self.P]
+        W = np.zeros((len(self.fmap_), self.L))
+        W[self.pairs_[:, 0], self.pairs_[:, 1]] = theta[:self.P]
         self._w_cache = (key, W)
         return W
 
     def emissions(self, X: sp.csr_matrix, theta: np.ndarray | None = None) -> np.ndarray:
         """X·W for the token rows of X."""
-        return X @ self._dense_w(self.theta if theta is None else theta)
+        return X @ self._dense_w(self.theta_ if theta is None else theta)
 
     def chain(self, theta: np.ndarray, X: sp.csr_matrix) -> Chain:
         """The score arrays of the tokens of X under θ."""
-        return Chain(self.tags, self.scheme, self.emissions(X, theta), *self.unpack(theta))
+        return Chain(self.tags_, self.scheme_, self.emissions(X, theta), *self.unpack(theta))
 
     def objective_function(self, name: str | lo.Objective, data: TrainingData, l2: float,
                            beta: float = 1.0, loss: str = "hamming", executor: Any = None):

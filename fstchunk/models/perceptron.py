@@ -58,7 +58,7 @@ class AveragedPerceptron(ChainBlocks):
     def __init__(self, model: ChainModel, data: Data, state: str | None = None):
         """From θ = 0, or from the :meth:`save_state` file ``state`` (a resumed run)."""
         super().__init__(model, data)
-        if state is None and np.any(model.theta != 0):
+        if state is None and np.any(model.theta_ != 0):
             what = "perceptron training starts from θ = 0: it cannot start from a trained model "
             raise InputError(what + "(fit a new one); resume from its checkpoint instead "
                              "(Trainer(checkpoint=..., resume=True))",

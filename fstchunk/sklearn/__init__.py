@@ -21,8 +21,8 @@ marginal likelihood of what they allow, lbfgs and ml only;
 :mod:`fstchunk.models.partial_labels`).
 
 Pitfalls: ``classes_`` lists the labels seen in y in CRFsuite's order (first
-appearance), as sklearn-crfsuite's (partial labels: the tags they name, ``?`` none); the tags a chunk scheme needs that y lacks are in
-``model_.tags`` and in the keys of ``predict_marginals``; ``state_features_``,
+appearance), as sklearn-crfsuite's (partial labels: the tags they name, ``?``
+none); the tags a chunk scheme needs that y lacks are in ``model_.tags_`` and in the keys of ``predict_marginals``; ``state_features_``,
 ``transition_features_`` and ``attributes_`` hold the non-zero weights only, as a
 CRFsuite model file does, and ``transition_features_`` each transition the scheme
 forbids as ``-inf``; ``size_`` is the size of the CRFsuite model file
@@ -189,11 +189,7 @@ class CRF(CRFParams, BaseEstimator):
             model.__dict__.pop("smooth_solver", None)
             if ex is not None:
                 ex.close()
-        log.training_seconds = float(model.settings.get("train_seconds", 0.0))
-        log.featgen_seconds = max(time.perf_counter() - began - log.training_seconds, 0.0)
-        log.featgen_num_features = int(model.P + np.count_nonzero(model.transitions))
-        log.scheme, log.converged = model.scheme, bool(model.settings.get("converged"))
-        log.stopped_by = str(model.settings.get("stopped_by", ""))
+        log.record_fit(model, time.perf_counter() - began)
         modelfile.record_anchor(model, X)
         self.model_, self.training_log_ = model, log
         began = time.perf_counter()
@@ -259,14 +255,14 @@ class CRF(CRFParams, BaseEstimator):
         """Per sequence, per token, {label: Pr(y_t = label | x)}."""
         model = self._fitted()
         normalised_scores(model)                 # ap, pa, arow: sklearn-crfsuite's reading
-        return _object_array([_marginal_dicts(model.tags, m) for m in marginals_all(
+        return _object_array([_marginal_dicts(model.tags_, m) for m in marginals_all(
             model.lattices(X, require_probabilities=False))])
 
     def predict_marginals_single(self, xseq: Sequence[Any]) -> list[dict]:
         """:meth:`predict_marginals` of one sequence."""
         model = self._fitted()
         normalised_scores(model)
-        return _marginal_dicts(model.tags, model.lattices(
+        return _marginal_dicts(model.tags_, model.lattices(
             [xseq], require_probabilities=False)[0].marginals())
 
     def predict_chunks(self, X: Sequence[Any], decoder: "str | Decoder" = "map",
@@ -275,7 +271,7 @@ class CRF(CRFParams, BaseEstimator):
         each a :class:`fstchunk.decoding.confidence.ScoredChunk` (type, start, end exclusive, p)
         with its exact marginal probability; a chunk scheme only."""
         model = self._fitted()
-        model.space.require_chunks("predict_chunks")
+        model.space_.require_chunks("predict_chunks")
         dec = get_decoder(decoder, beta=beta, utility=utility)
         model.require_probabilities(CALIBRATE)
         lats = model.lattices(X)
@@ -285,7 +281,7 @@ class CRF(CRFParams, BaseEstimator):
         """E[F_β(ŷ | y)] per sequence, ŷ drawn from the model (the training direction of
         :func:`fstchunk.decoding.expected.expected_f`); a chunk scheme only."""
         model = self._fitted()
-        model.space.require_chunks("expected_f")
+        model.space_.require_chunks("expected_f")
         model.require_probabilities(CALIBRATE)
         X, y = self._data(X, y)                  # a partial label: refused by name
         refuse_open(y, "y", "expected F is taken against one tag sequence per sequence")
@@ -331,13 +327,13 @@ class CRF(CRFParams, BaseEstimator):
     @property
     def classes_(self) -> list[str] | None:
         """The labels seen in y, in order of first appearance (sklearn-crfsuite's); the
-        tags a chunk scheme adds stay internal (``model_.tags`` lists them all)."""
+        tags a chunk scheme adds stay internal (``model_.tags_`` lists them all)."""
         return None if self._model is None else self._model.classes
 
     @property
     def scheme_(self) -> str | None:
         """The scheme the model uses ("none": the unconstrained chain)."""
-        return None if self._model is None else self._model.scheme
+        return None if self._model is None else self._model.scheme_
 
     @property
     def size_(self) -> int | None:

@@ -56,18 +56,18 @@ FORBIDDEN = IMPOSSIBLE
 #: which exponentiates state and transition weights apart, neither overflows (e^300)
 #: nor loses a valid path (e^-600 for a tag that may neither open nor close)
 SHIFT = 300.0
-#: ``model.settings`` key of the anchor attribute (recorded by :func:`record_anchor`)
+#: ``model.settings_`` key of the anchor attribute (recorded by :func:`record_anchor`)
 ANCHOR = "crfsuite_anchor"
 
 
 def forbidden(model: AttributeCRF) -> np.ndarray:
     """(L, L) bool: the transitions ``model``'s scheme forbids (none without one)."""
-    return ~np.asarray(model.space.trans_ok, bool)
+    return ~np.asarray(model.space_.trans_ok, bool)
 
 
 def ends(model: AttributeCRF) -> tuple[np.ndarray, np.ndarray]:
     """(L,) bool each: the tags that may not open, and that may not close, a sentence."""
-    return ~np.asarray(model.space.start_ok, bool), ~np.asarray(model.space.end_ok, bool)
+    return ~np.asarray(model.space_.start_ok, bool), ~np.asarray(model.space_.end_ok, bool)
 
 
 def anchor(model: AttributeCRF, X_matrix) -> str | None:
@@ -77,17 +77,17 @@ def anchor(model: AttributeCRF, X_matrix) -> str | None:
     csc = X_matrix.tocsc()
     ones = np.asarray((csc == 1).sum(axis=0)).ravel()
     full = np.flatnonzero((ones == n) & (np.diff(csc.indptr) == n))
-    return model.fmap.names[int(full[0])] if n and full.size else None
+    return model.fmap_.names[int(full[0])] if n and full.size else None
 
 
 def record_anchor(model: AttributeCRF, X) -> None:
-    """Note in ``model.settings`` the anchor of the training sequences ``X`` (only a
+    """Note in ``model.settings_`` the anchor of the training sequences ``X`` (only a
     scheme with tags that may not open or close a sentence needs one)."""
-    model.settings.pop(ANCHOR, None)
+    model.settings_.pop(ANCHOR, None)
     if any(m.any() for m in ends(model)):
-        name = anchor(model, model.fmap.transform(X))
+        name = anchor(model, model.fmap_.transform(X))
         if name is not None:
-            model.settings[ANCHOR] = name
+            model.settings_[ANCHOR] = name
 
 
 def to_crfsuite(model: AttributeCRF, anchored: bool = True, warn: bool = True
@@ -95,21 +95,21 @@ def to_crfsuite(model: AttributeCRF, anchored: bool = True, warn: bool = True
     """``model`` as a CRFsuite model (module doc): non-zero weights, forbidden
     transitions at :data:`FORBIDDEN`, with ``anchored`` the first and last tags kept
     valid through the anchor (with ``warn``, a warning when the model has none)."""
-    w = model.theta[:model.P].copy()
-    pairs = model.pairs
-    trans = model.unpack(model.theta)[0]
+    w = model.theta_[:model.P].copy()
+    pairs = model.pairs_
+    trans = model.unpack(model.theta_)[0]
     bad = forbidden(model)
-    has = (model.transitions & (trans != 0) & ~bad) | bad
+    has = (model.transitions_ & (trans != 0) & ~bad) | bad
     T = np.where(bad, FORBIDDEN, np.where(has, trans, 0.0))
     no_open, no_close = ends(model)
     if anchored and (no_open.any() or no_close.any()):
-        name = model.settings.get(ANCHOR)
-        a = model.fmap.index.get(name) if isinstance(name, str) else None
+        name = model.settings_.get(ANCHOR)
+        a = model.fmap_.index.get(name) if isinstance(name, str) else None
         if a is None:
             if warn:
-                tags = ", ".join(np.asarray(model.tags)[no_open | no_close][:3])
+                tags = ", ".join(np.asarray(model.tags_)[no_open | no_close][:3])
                 warnings.warn(f"this CRFsuite model file cannot keep CRFsuite's tagger from "
-                              f"opening or closing a sentence with a tag {model.scheme} "
+                              f"opening or closing a sentence with a tag {model.scheme_} "
                               f"forbids there ({tags}, ...): no attribute had value 1 on "
                               f"every training token "
                               f"(add one, as the tutorial's 'bias': 1.0); fstchunk's own "
@@ -134,8 +134,8 @@ def to_crfsuite(model: AttributeCRF, anchored: bool = True, warn: bool = True
     keep = w != 0
     attr, label = pairs[keep, 0], pairs[keep, 1]
     used = np.unique(attr)                              # fstchunk's order of attributes
-    names = [model.fmap.names[a] for a in used]
-    return CRFsuiteModel("", list(model.tags), names, np.searchsorted(used, attr),
+    names = [model.fmap_.names[a] for a in used]
+    return CRFsuiteModel("", list(model.tags_), names, np.searchsorted(used, attr),
                          label.astype(np.int64), w[keep].astype(float), T, has)
 
 
@@ -182,8 +182,8 @@ def load(path: str | os.PathLike, scheme: str | None = "auto") -> AttributeCRF:
     if scheme == "auto":
         scheme = _written_scheme(read_model(name))
     model = from_crfsuite(name, canonical(scheme))
-    if model.space.chunked:                       # the forbidden entries are no weights
-        model.theta[model.P:model.P + model.L ** 2][forbidden(model).ravel()] = 0.0
+    if model.space_.chunked:                       # the forbidden entries are no weights
+        model.theta_[model.P:model.P + model.L ** 2][forbidden(model).ravel()] = 0.0
         _unanchor(model)
     return model
 
@@ -196,18 +196,18 @@ def _unanchor(model: AttributeCRF) -> None:
     k = no_open.astype(float) + no_close.astype(float)
     if not k.any():
         return
-    w = model.theta[:model.P]
+    w = model.theta_[:model.P]
     low = w <= -SHIFT / 2
-    for a in np.unique(model.pairs[low, 0]):
-        rows = np.flatnonzero(model.pairs[:, 0] == a)
-        labs = model.pairs[rows, 1]
+    for a in np.unique(model.pairs_[low, 0]):
+        rows = np.flatnonzero(model.pairs_[:, 0] == a)
+        labs = model.pairs_[rows, 1]
         if set(labs[low[rows]].tolist()) != set(np.flatnonzero(k).tolist()):
             continue
         w[rows] += SHIFT * k[labs] * low[rows]
-        trans = model.theta[model.P:model.P + model.L ** 2].reshape(model.L, model.L)
+        trans = model.theta_[model.P:model.P + model.L ** 2].reshape(model.L, model.L)
         move = SHIFT * (no_open[None, :].astype(float) + no_close[:, None].astype(float))
         trans -= np.where(forbidden(model), 0.0, move)
-        model.settings[ANCHOR] = model.fmap.names[int(a)]
+        model.settings_[ANCHOR] = model.fmap_.names[int(a)]
         return
 
 

@@ -77,7 +77,7 @@ def normalised_scores(model: AttributeCRF) -> None:
     if model.algorithm not in ONLINE:
         model.require_probabilities(CALIBRATE)
     model._warned_uncalibrated = True
-    how = model.settings.get("objective", model.algorithm)
+    how = model.settings_.get("objective", model.algorithm)
     warnings.warn(f"this CRF was trained by {how}: its marginals are its scores "
                   f"normalised (as CRFsuite's), not calibrated probabilities; fit the "
                   f"temperature on held-out data with {CALIBRATE}", FstchunkWarning,
@@ -97,7 +97,7 @@ class Tagger:
 
     def labels(self) -> list[str]:
         """The model's labels, in CRFsuite's order (first appearance in training)."""
-        return list(self.model.tags)
+        return list(self.model.tags_)
 
     def set(self, xseq: Sequence[Any]) -> None:
         """The sequence :meth:`tag`, :meth:`marginal` and :meth:`probability` read."""

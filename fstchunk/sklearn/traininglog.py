@@ -67,6 +67,17 @@ class TrainingLog:
     storing_seconds: float | None = None
 
     @property
+    def record_fit(self, model: Any, seconds: float) -> None:
+        """What a fit of ``model`` (an attribute CRF) that took ``seconds`` in all
+        leaves in the log: the training time, the rest as feature generation, the
+        features, the scheme, how it stopped."""
+        settings = model.settings_
+        self.training_seconds = float(settings.get("train_seconds", 0.0))
+        self.featgen_seconds = max(seconds - self.training_seconds, 0.0)
+        self.featgen_num_features = int(model.P + np.count_nonzero(model.transitions_))
+        self.scheme, self.converged = model.scheme_, bool(settings.get("converged"))
+        self.stopped_by = str(settings.get("stopped_by", ""))
+
     def last_iteration(self) -> dict:
         return self.iterations[-1] if self.iterations else {}
 

@@ -28,4 +28,4 @@ with open(out + "/joint-crf.json", "w") as fh:
                "L-BFGS iterations, l2 = 3.0 on the summed NLL, on expected.json's train",
                "map_pos": pos, "map_chunks": chunks, "meu_chunks": meu, "meu_beta3_chunks": meu2,
                "log_z": logz}, fh, indent=0)
-print(back.settings)
+print(back.settings_)
