@@ -22,7 +22,7 @@ next to nothing, and ``fstchunk eval`` does not wait for scipy or pynini):
 * the errors (:mod:`fstchunk.core.errors`): :class:`FstchunkError` and its kinds
   :class:`InputError`, :class:`LayoutError`, :class:`SchemeError`, :class:`CoNLLError`,
   :class:`ModelFileError`, :class:`OutputError`, :class:`BudgetError`,
-  :class:`DownloadError`, :class:`TrainingInterrupted`; the warnings
+  :class:`DownloadError`, :class:`TrainingInterrupted`, :class:`NotFittedError`; the warnings
   :class:`FstchunkWarning` and :class:`FstchunkDeprecationWarning`;
 * the subpackage :mod:`joint` (Shimizu & Haas; ``import fstchunk.joint`` works too).
 
@@ -64,7 +64,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     **{n: ("fstchunk.core.errors", n) for n in (
         "BudgetError", "CoNLLError", "DownloadError", "FstchunkDeprecationWarning", "FstchunkError",
         "FstchunkWarning", "InputError",
-        "LayoutError", "ModelFileError", "OutputError", "SchemeError",
+        "LayoutError", "ModelFileError", "NotFittedError", "OutputError", "SchemeError",
         "TrainingInterrupted")},
     "CRF": ("fstchunk.models.crf", "CRF"),
     "AttributeCRF": ("fstchunk.models.attribute_crf", "AttributeCRF"),
@@ -104,7 +104,8 @@ if _TYPE_CHECKING:                      # what type checkers and editors see
     from .decoding.decoders import Decoder, decoder
     from .core.errors import (BudgetError, CoNLLError, DownloadError, FstchunkError,
                               FstchunkDeprecationWarning, FstchunkWarning,
-                              InputError, LayoutError, ModelFileError, OutputError,
+                              InputError, LayoutError, ModelFileError, NotFittedError,
+                              OutputError,
                               SchemeError, TrainingInterrupted)
     from .schemes.encodings import (SCHEMES, chunks_to_tags, conlleval_chunks, convert,
                                     is_valid, tags_to_chunks)

@@ -186,7 +186,7 @@ def test_limited_iter_limits_each_step_and_not_the_callers_loop(user_threads):
 
 class _Model:
     """The model protocol's least: lattices of sentences (one lattice per sentence)."""
-    scheme = "IOB2"
+    scheme_ = "IOB2"
 
     def __init__(self, seen):
         self.seen = seen

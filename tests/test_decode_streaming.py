@@ -160,7 +160,7 @@ def test_a_model_that_refuses_every_sentence_is_refused_before_any_work(files):
     _, _, hmm = files
 
     class NoChunks:
-        scheme = "IOB2"
+        scheme_ = "IOB2"
 
         def lattices(self, sentences):
             raise InputError("a tagger model has no chunk layer")

@@ -32,12 +32,14 @@ DOCUMENTED = ("tags_to_chunks", "read_conll",
 #: size limit of test_house_architecture)
 EXAMPLES = DOCUMENTED + ("chunks_to_tags", "convert", "is_valid", "FstchunkError",
                          "InputError", "SchemeError", "CoNLLError", "ModelFileError",
-                         "OutputError", "BudgetError", "FstchunkWarning")
+                         "OutputError", "BudgetError", "FstchunkWarning", "NotFittedError",
+                         "FstchunkDeprecationWarning")
 
 #: the error family and its warning: each says when it is raised
 ERRORS = ("FstchunkError", "InputError", "SchemeError", "CoNLLError", "ModelFileError",
           "OutputError", "LayoutError", "BudgetError", "DownloadError",
-          "TrainingInterrupted", "FstchunkWarning")
+          "TrainingInterrupted", "NotFittedError", "FstchunkWarning",
+          "FstchunkDeprecationWarning")
 
 
 #: module attributes documented by the string after their assignment (what the site

@@ -1,6 +1,8 @@
-"""The estimator contract (fstchunk.models.estimator) for every model: hyper-parameters as
-given in the constructor and never rewritten by fit, fitted state in ``*_`` attributes,
-hyper-parameters refused by fit, clone, warm_start, the old names as warning aliases."""
+"""The estimator contract (fstchunk.models.estimator) for every model (CRF, attribute CRF,
+HMM, joint model, segment model): hyper-parameters as given in the constructor and never
+rewritten by fit, fitted state in ``*_`` attributes, hyper-parameters refused by fit,
+clone, warm_start, the old names as warning aliases.  Each model's own details are in
+test_estimator_contract_joint.py and test_estimator_contract_segment.py."""
 
 import inspect
 import pickle
@@ -16,6 +18,9 @@ from fstchunk.models.attribute_crf import AttributeCRF
 from fstchunk.models.crf import CRF
 from fstchunk.models.estimator import Estimator
 from fstchunk.models.hmm import HMM
+from fstchunk.models.joint import JointModel
+from fstchunk.models.segment import SegmentModel
+from segment_contract_data import TOY as SEGMENT_TOY
 
 SENTS = [Sentence([["The", "DT", "B-NP"], ["dog", "NN", "I-NP"], ["barks", "VBZ", "B-VP"]]),
          Sentence([["A", "DT", "B-NP"], ["cat", "NN", "I-NP"], ["sleeps", "VBZ", "B-VP"],
@@ -29,8 +34,8 @@ class Case:
     """One estimator: how to build it with unusual hyper-parameters, what it learns from,
     and a hyper-parameter fit must refuse."""
 
-    def __init__(self, make, data, refused, iterative=True):
-        self.make, self.data, self.refused, self.iterative = make, data, refused, iterative
+    def __init__(self, make, data, refused, warm="continues"):
+        self.make, self.data, self.refused, self.warm = make, data, refused, warm
 
     def fit(self, model, **options):
         return model.fit(*self.data, **options)
@@ -42,7 +47,11 @@ CASES = {
     "attribute-crf": Case(lambda **kw: AttributeCRF("bio", max_iter=3, options={"epsilon": 1e-5},
                                                     **kw), (X, Y), {"max_iter": 5}),
     "hmm": Case(lambda **kw: HMM("iobes", min_count=1, **kw), (SENTS,), {"data_scheme": "IOB2"},
-                iterative=False),
+                warm=None),
+    "joint": Case(lambda **kw: JointModel(variant="chunker", max_iter=2, **kw), (SENTS,),
+                  {"algorithm": "crf"}),
+    "segment": Case(lambda **kw: SegmentModel(D=2 ** 12, max_iter=2, **kw), (SEGMENT_TOY,),
+                    {"max_iter": 3}, warm="refused"),
 }
 
 
@@ -98,9 +107,12 @@ def test_a_fitted_model_round_trips_through_its_file_and_pickle(case, tmp_path):
     model = case.fit(case.make())
     model.save(tmp_path / "m.npz")
     back = type(model).load(tmp_path / "m.npz")
-    assert back.fitted and back.tags_ == model.tags_ and back.scheme_ == model.scheme_
+    assert back.fitted and back.scheme_ == model.scheme_
+    weights = model.theta_ if case.warm else model.log_word_
+    np.testing.assert_array_equal(back.theta_ if case.warm else back.log_word_, weights)
     again = pickle.loads(pickle.dumps(model))
-    assert again.get_params().keys() == model.get_params().keys() and again.tags_ == model.tags_
+    assert again.get_params().keys() == model.get_params().keys() and again.fitted
+    np.testing.assert_array_equal(again.theta_ if case.warm else again.log_word_, weights)
 
 
 def _starts(monkeypatch):
@@ -115,17 +127,22 @@ def _starts(monkeypatch):
     return seen
 
 
-@pytest.mark.parametrize("name", [n for n in sorted(CASES) if CASES[n].iterative])
+@pytest.mark.parametrize("name", [n for n in sorted(CASES) if CASES[n].warm])
 def test_warm_start_trains_on_from_theta_and_otherwise_fit_starts_afresh(name, monkeypatch):
     case = CASES[name]
     seen = _starts(monkeypatch)
     model = case.fit(case.make())
-    first = model.theta_.copy()
+    first = np.array(model.theta_, copy=True)
     assert np.any(first != 0)
     case.fit(model)                                   # warm_start=False: from 0 again
     np.testing.assert_array_equal(seen[-1], np.zeros_like(first))
     np.testing.assert_allclose(model.theta_, first, rtol=1e-12, atol=1e-12)   # the same fit
     model.set_params(warm_start=True)
+    if case.warm == "refused":                        # its learner's state is not in it
+        with pytest.raises(InputError, match="warm_start"):
+            case.fit(model)
+        np.testing.assert_array_equal(model.theta_, first)
+        return
     case.fit(model)
     np.testing.assert_array_equal(seen[-1], first)    # from the fitted θ
 

@@ -158,6 +158,20 @@ class TrainingInterrupted(FstchunkError):
         self.checkpoint = checkpoint
 
 
+class NotFittedError(InputError, AttributeError):
+    """A model used before ``fit`` or ``load`` gave it what it learns (scikit-learn's
+    ``NotFittedError``); also an AttributeError, so ``hasattr(model, "theta_")`` is False
+    on an unfitted model.
+
+    Examples:
+        >>> import fstchunk
+        >>> fstchunk.CRF().theta_
+        Traceback (most recent call last):
+        ...
+        fstchunk.core.errors.NotFittedError: this CRF is not fitted (theta_ is what fit learns): call fit(...) or CRF.load(path) first
+    """
+
+
 class FstchunkWarning(UserWarning):
     """A warning, not an error: something fstchunk can compute but that is likely
     not what was meant (score arrays that look like probabilities); the CLI prints

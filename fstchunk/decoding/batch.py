@@ -115,14 +115,22 @@ class _Job(NamedTuple):
 
 
 def check_chain_model(model: Any) -> None:
-    """InputError unless ``model`` gives tag lattices (``lattices`` and ``scheme``): a
-    segment model predicts segment sets, which its own ``decode`` gives."""
-    if callable(getattr(model, "lattices", None)) and hasattr(model, "scheme_"):
+    """InputError unless ``model`` gives tag lattices (``lattices`` and ``scheme_``, the
+    scheme they are written in): a segment model predicts segment sets, which its own
+    ``decode`` gives; a model not fitted yet is a NotFittedError."""
+    check = getattr(type(model), "_check_fitted", None)
+    if check is not None:
+        check(model)
+    if callable(getattr(model, "lattices", None)) and \
+            getattr(model, "scheme_", None) is not None:
         return
     kind = getattr(model, "kind", type(model).__name__)
     fix = ("a segment model predicts sets of segments, not tag sequences: call "
            "model.decode(sentences) (command line: fstchunk segment decode)"
            if kind == "segment" else "give a CRF, HMM, attribute CRF or joint model")
+    if kind != "segment" and "scheme" in dir(model):
+        fix += (" (a model of the protocol names the scheme of its lattices scheme_, as "
+                "fitted models do)")
     raise InputError(f"a {kind} model has no tag lattices to decode; {fix}")
 
 

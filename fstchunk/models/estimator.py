@@ -10,7 +10,8 @@
   :class:`~fstchunk.core.errors.InputError` naming ``set_params``.
 * Everything ``fit`` (or ``load``) learns is an attribute whose name ends in ``_``
   (``theta_``, ``tags_``, ``scheme_``, ``settings_``, ``layout_``); an unfitted model
-  has none of them (:attr:`Estimator.fitted`).
+  has none of them (:attr:`Estimator.fitted`), and reading one is a
+  :class:`~fstchunk.core.errors.NotFittedError`.
 * ``warm_start=True``: ``fit`` on a fitted model trains on from its θ with its
   features and tags (the CLI's ``--init``); ``False``: every ``fit`` starts afresh.
 
@@ -31,7 +32,7 @@ import inspect
 import warnings
 from typing import Any, ClassVar
 
-from ..core.errors import FstchunkDeprecationWarning, InputError
+from ..core.errors import FstchunkDeprecationWarning, InputError, NotFittedError
 
 
 class FittedAlias:
@@ -110,12 +111,24 @@ class Estimator:
         """Whether ``fit`` or ``load`` has given the model its fitted state."""
         return self._fitted_attribute in vars(self)
 
-    def _check_fitted(self, what: str = "lattices") -> None:
-        """One InputError if the model is not fitted (``what``: the call refused)."""
+    def _not_fitted(self, name: str | None = None) -> NotFittedError:
+        cls = type(self).__name__
+        what = f" ({name} is what fit learns)" if name else ""
+        return NotFittedError(f"this {cls} is not fitted{what}: call fit(...) or "
+                              f"{cls}.load(path) first")
+
+    def _check_fitted(self) -> None:
+        """One NotFittedError if the model is not fitted."""
         if not self.fitted:
-            name = type(self).__name__
-            raise InputError(f"this {name} is not fitted: call fit(...) or {name}.load(path) "
-                             f"before {what}()")
+            raise self._not_fitted()
+
+    def __getattr__(self, name: str) -> Any:
+        """A fitted attribute (``*_``, or a view or old name of one) of a model not
+        fitted yet: NotFittedError (an AttributeError too)."""
+        if not name.startswith("__") and (name.endswith("_") or isinstance(
+                getattr(type(self), name, None), (property, FittedAlias))) and not self.fitted:
+            raise self._not_fitted(name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _refuse_parameters(self, options: dict[str, Any], call: str = "fit") -> None:
         """One InputError if ``options`` (of ``call``) hold a hyper-parameter."""

@@ -210,8 +210,7 @@ class HMM(Estimator):
 
     def emissions(self, sentence: Sentence) -> np.ndarray:
         """log Pr(word, POS | tag) of every token, (n, L)."""
-        if not self.fitted:
-            raise InputError("the HMM is not fitted: call fit(sentences) or HMM.load(path)")
+        self._check_fitted()
         if len(sentence) == 0:
             raise InputError(f"{sentence.source}: a sentence without tokens")
         self.columns_.require(len(sentence.rows[0]), sentence.where(0), "the HMM")

@@ -203,20 +203,20 @@ class ScoredSentence(Sentence):
 
 class ScoreModel:
     """The model protocol's reading side over score arrays: ``lattices(items)`` of
-    :class:`ScoredSentence` items, all in one ``scheme``.  A bad array is the error
-    of its sentence (named by file:line or file and index)."""
+    :class:`ScoredSentence` items, all in one scheme (``scheme_``, as a fitted model's).
+    A bad array is the error of its sentence (named by file:line or file and index)."""
     kind = "scores"
 
     def __init__(self, scheme: str):
-        self.scheme = enc.canonical_scheme(scheme)
-        self.data_scheme = self.scheme          # decode writes the scores' scheme
+        self.scheme_ = enc.canonical_scheme(scheme)
+        self.data_scheme_ = self.scheme_        # decode writes the scores' scheme
 
     def lattices(self, items: Sequence[ScoredSentence]) -> list[Lattice]:
         out = []
         for it in items:
             tags, e, t, start, end = it.scores
             try:
-                out.append(Lattice.from_scores(tags, e, t, start, end, scheme=self.scheme))
+                out.append(Lattice.from_scores(tags, e, t, start, end, scheme=self.scheme_))
             except FstchunkError as err:
                 raise InputError(f"{it.where(0)}: {err}") from None
         return out

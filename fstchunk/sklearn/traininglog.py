@@ -66,7 +66,6 @@ class TrainingLog:
     training_seconds: float | None = None
     storing_seconds: float | None = None
 
-    @property
     def record_fit(self, model: Any, seconds: float) -> None:
         """What a fit of ``model`` (an attribute CRF) that took ``seconds`` in all
         leaves in the log: the training time, the rest as feature generation, the
@@ -78,6 +77,7 @@ class TrainingLog:
         self.scheme, self.converged = model.scheme_, bool(settings.get("converged"))
         self.stopped_by = str(settings.get("stopped_by", ""))
 
+    @property
     def last_iteration(self) -> dict:
         return self.iterations[-1] if self.iterations else {}
 

@@ -50,11 +50,6 @@ from .train import algorithm as objective_of
 STRUCTURAL = ("collapse_pos", "np_only", "columns", "kind")
 
 
-class NotFittedError(InputError, AttributeError):
-    """What a model not fitted yet lacks: an InputError saying to fit or load it, and an
-    AttributeError, so that ``hasattr(model, "theta_")`` is False."""
-
-
 def _scoring(name: str, doc: str) -> property:
     return property(lambda self: getattr(self.scorer_, name), doc=doc)
 
@@ -79,17 +74,6 @@ class JointEstimator(Estimator):
         self.collapse_pos = collapse_pos
         self.np_only = np_only
         self.warm_start = warm_start
-
-    def __getattr__(self, name: str) -> Any:
-        """Only a fitted attribute (``*_``), a view or an old name of one is missing:
-        NotFittedError."""
-        if not name.startswith("__") and (
-                name.endswith("_")
-                or isinstance(getattr(type(self), name, None), (property, FittedAlias))):
-            raise NotFittedError(f"this {type(self).__name__} is not fitted ({name} is what fit "
-                                 f"learns): call fit(sentences) or "
-                                 f"{type(self).__name__}.load(path) first")
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # ---------------------------------------------------------- fitted state
     chunk_labels_ = _scoring("chunk_labels", "The chunk types, then ``O``.")

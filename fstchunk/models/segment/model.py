@@ -193,11 +193,6 @@ class SegmentModel(Fitting, Estimator):
         for name in [n for n in vars(self) if n.endswith("_") or n == "_hp"]:
             delattr(self, name)
 
-    def _check_fitted(self) -> None:
-        if not self.fitted:
-            raise InputError("this segment model is not fitted (SegmentModel.fit, or "
-                             "load a model file)")
-
     @property
     def data_scheme_(self) -> str | None:
         """The scheme of a CoNLL training file's tag column (None: JSONL, or unknown)."""
