@@ -85,6 +85,7 @@ def data(tmp_path_factory, corpus):
     d = tmp_path_factory.mktemp("pipes")
     sents = read_conll(corpus("conll2000", "train.txt"))
     train, dev, held = sents[:400], sents[400:460], sents[460:500]
+    write_conll(train[:150], d / "small.txt")         # where the pipe is not --train
     for name, part in (("train", train), ("dev", dev), ("held", held)):
         write_conll(part, d / f"{name}.txt")
 
@@ -167,11 +168,11 @@ def test_train_reads_every_input_once(data, pipe, capsys, tmp_path):
     np.testing.assert_allclose(piped[1].theta, files[1].theta, rtol=1e-9, atol=1e-12)
     assert piped[1].settings["dev_f"] == pytest.approx(files[1].settings["dev_f"], abs=1e-9)
     # --calibrate and --init
-    cal = [train(data / "train.txt", "--objective", "max-margin", "--calibrate", held,
+    cal = [train(data / "small.txt", "--objective", "max-margin", "--calibrate", held,
                  out=tmp_path / f"c{k}.npz")[1].temperature
            for k, held in enumerate((data / "held.txt", pipe(data / "held.txt")))]
     assert cal[1] == pytest.approx(cal[0], rel=1e-9)
-    init = [train(data / "train.txt", "--init", m, out=tmp_path / f"i{k}.npz")[1].theta
+    init = [train(data / "small.txt", "--init", m, out=tmp_path / f"i{k}.npz")[1].theta
             for k, m in enumerate((data / "crf.npz", pipe(data / "crf.npz")))]
     np.testing.assert_allclose(init[1], init[0], rtol=1e-9, atol=1e-12)
 
