@@ -43,14 +43,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Protocol, Sequence, runtime_checkable
 
-import numpy as np
-
 from ..schemes import encodings as enc
 from ..io.columns import Columns
 from ..io.conll import Sentence
 from ..core.errors import InputError, SchemeError
 from ..decoding.batch import decode_sentences
 from ..decoding.decoders import MAP
+from ..learn.loop import Learnable
 from ..evaluation.chunks import evaluate
 from ..structures.lattice import Lattice
 
@@ -87,28 +86,11 @@ class ChunkModel(Protocol):
 
 
 @runtime_checkable
-class TrainableModel(ChunkModel, Protocol):
-    """A model :class:`fstchunk.learn.loop.Trainer` trains (its ``Learnable``): the
-    objectives it trains, θ, prepared training data, a solver per objective, a dev F."""
-
-    #: the objectives it trains (:mod:`fstchunk.learn.objectives`)
-    objectives: tuple
-    #: the parameter vector; the trainer reads the start and writes each iterate
-    theta_: np.ndarray
-
-    def training_data(self, train: Any) -> Any:
-        """The prepared training data (features, gold indices) of ``train``:
-        sentences, or data this method returned before (passed through)."""
-        ...
-
-    def solver(self, objective: Any, data: Any, *, l2: float, beta: float, loss: str,
-               tol: float | None, executor: Any) -> Any:
-        """The :class:`fstchunk.learn.solvers.Solver` of ``objective`` on ``data``."""
-        ...
-
-    def dev_f(self, dev: Sequence[Any]) -> float:
-        """F (percent) of the current θ on held-out ``dev`` sentences."""
-        ...
+class TrainableModel(ChunkModel, Learnable, Protocol):
+    """A chunk model :class:`fstchunk.learn.loop.Trainer` trains: a :class:`ChunkModel`
+    that is the trainer's :class:`~fstchunk.learn.loop.Learnable` (the objectives it
+    trains, θ as ``theta_``, prepared training data, a solver per objective, a dev F);
+    the one protocol of training, declared once in the trainer."""
 
 
 def chunk_dev_f(model: Any, sentences: Sequence[Sentence]) -> float:
