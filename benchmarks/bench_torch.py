@@ -92,7 +92,7 @@ def run(L: int, n: int, repeats: int) -> dict:
         from fstchunk.torch.checks import check_gold
         from fstchunk.torch.expected import node_axis
         bt = crf._check(scores, tr0, mask, None, None)
-        g = check_gold(gold, bt, crf.scheme_, crf.types, crf.type_index)
+        g = check_gold(gold, bt, crf.scheme, crf.types, crf.type_index)
         return int(node_axis(crf, bt, g, 1.0)[0].shape[1]) - 2
 
     peer = torchcrf.CRF(L, batch_first=True)

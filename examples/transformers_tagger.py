@@ -215,7 +215,7 @@ def write_scores(model: Tagger, data: list, path: str, args) -> None:
             em, _ = model.emissions([words])
             ems.append(em[0].double().numpy())
         crf = model.crf
-        save_scores(path, crf.tags_, ems, crf.transitions.double().numpy(),
+        save_scores(path, crf.tags, ems, crf.transitions.double().numpy(),
                     crf.start.double().numpy(), crf.end.double().numpy(), scheme=args.scheme)
 
 

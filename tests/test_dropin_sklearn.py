@@ -28,9 +28,9 @@ def test_classes_are_the_labels_of_y_in_sklearn_crfsuites_order(y, tmp_path):
 
 def test_the_schemes_extra_tags_stay_internal():
     crf = CRF(max_iterations=5).fit(X, Y)
-    assert "I-PER" not in crf.classes_ and "I-PER" in crf.model_.tags
+    assert "I-PER" not in crf.classes_ and "I-PER" in crf.model_.tags_
     marg = crf.predict_marginals_single(X[0])          # a distribution over every tag
-    assert set(marg[0]) == set(crf.model_.tags)
+    assert set(marg[0]) == set(crf.model_.tags_)
     assert sum(marg[0].values()) == pytest.approx(1.0, abs=1e-9)
 
 
@@ -188,5 +188,5 @@ def test_marginals_of_margin_trained_models_are_normalised_scores_with_one_warni
     lat = crf.model_.lattices([X[0]], require_probabilities=False)[0]   # exp(θ·φ)/Z, T = 1
     assert crf.model_.settings_.get("temperature", 1.0) == 1.0
     assert marg[0][0]["B-PER"] == pytest.approx(
-        float(lat.marginals()[0, list(crf.model_.tags).index("B-PER")]), abs=1e-12)
+        float(lat.marginals()[0, list(crf.model_.tags_).index("B-PER")]), abs=1e-12)
     assert crf.predict_single(X[1]) == crf.tagger_.tag(X[1]) == list(crf.predict(X)[1])

@@ -92,8 +92,8 @@ def test_fit_writes_a_file_pycrfsuite_tags_identically(ned, tmp_path, params):
         ours = crf.predict_marginals(Xt[:20])
     for x, m in zip(Xt[:20], ours):
         tagger.set(x)
-        got = [[tagger.marginal(t, i) for t in crf.model_.tags] for i in range(len(x))]
-        want = [[row[t] for t in crf.model_.tags] for row in m]
+        got = [[tagger.marginal(t, i) for t in crf.model_.tags_] for i in range(len(x))]
+        want = [[row[t] for t in crf.model_.tags_] for row in m]
         np.testing.assert_allclose(got, want, atol=1e-5)
     # info(): the file's header, labels and ids as python-crfsuite reads them
     info, mine = tagger.info(), crf.tagger_.info()
@@ -242,7 +242,7 @@ def test_forbidden_transitions_shown_are_between_classes():
     X = [[{"w": "Jan"}, {"w": "loopt"}], [{"w": "in"}, {"w": "Den"}, {"w": "Haag"}]]
     y = [["B-PER", "O"], ["O", "B-LOC", "I-LOC"]]
     crf = CRF(max_iterations=5).fit(X, y)
-    assert "I-PER" in crf.model_.tags and "I-PER" not in crf.classes_
+    assert "I-PER" in crf.model_.tags_ and "I-PER" not in crf.classes_
     keys = crf.transition_features_
     assert ("O", "I-LOC") in keys and keys[("O", "I-LOC")] == float("-inf")
     assert all(a in crf.classes_ and b in crf.classes_ for a, b in keys)

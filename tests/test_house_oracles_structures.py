@@ -198,7 +198,7 @@ class _Chunked:
 
 def _named(model, y) -> tuple[list[str], list[str]]:
     """(POS labels, IOB2 chunk tags) of a structure."""
-    return model.tags_(y)
+    return model.tags(y)
 
 
 def test_entropy_of_a_machine_with_several_paths_per_tag_sequence_is_refused():

@@ -66,7 +66,7 @@ def test_a_resumed_perceptron_is_the_uninterrupted_one_bit_for_bit(conll, tmp_pa
     with pytest.raises(TrainingInterrupted, match=f"stopped at iteration 3; checkpoint {ckpt}"):
         first.set_params(algorithm=algorithm, max_iter=6).fit(enc, checkpoint=ckpt, checkpoint_every=100, callbacks=[stop_at(3)])
     assert os.path.isfile(ckpt + JT.STATE_SUFFIX)
-    assert J.JointModel.load(ckpt).settings["iteration"] == 3
+    assert J.JointModel.load(ckpt).settings_["iteration"] == 3
     resumed, enc = prepared(sents, kind)
     resumed.set_params(algorithm=algorithm, max_iter=6).fit(enc, checkpoint=ckpt, resume=True)
     assert resumed.settings_["iteration"] == whole.settings_["iteration"]
@@ -366,7 +366,7 @@ def test_sigterm_writes_the_checkpoint_and_resume_finishes(conll, tmp_path, caps
     assert "fstchunk joint train: terminated" in err and "m.npz.ckpt" in err
     assert "Traceback" not in err
     assert not [p for p in os.listdir(tmp_path) if ".tmp" in p]
-    done = J.JointModel.load(ckpt).settings["iteration"]
+    done = J.JointModel.load(ckpt).settings_["iteration"]
     assert done >= 1 and not (tmp_path / "m.npz").exists()
     assert (algorithm == "crf") != (tmp_path / f"m.npz.ckpt{JT.STATE_SUFFIX}").exists()
     cwd = os.getcwd()
@@ -376,5 +376,5 @@ def test_sigterm_writes_the_checkpoint_and_resume_finishes(conll, tmp_path, caps
         assert main([str(a) for a in argv] + ["--resume"]) == 0
     finally:
         os.chdir(cwd)
-    assert J.JointModel.load(tmp_path / "m.npz").settings["iteration"] == done + 1
+    assert J.JointModel.load(tmp_path / "m.npz").settings_["iteration"] == done + 1
     assert not ckpt.exists()

@@ -58,7 +58,7 @@ def test_load_model_joint(tmp_path):
     model.save(p)
     back = load_model(p)
     assert isinstance(back, J.JointModel)
-    np.testing.assert_array_equal(back.w, model.w)
+    np.testing.assert_array_equal(back.theta_, model.theta_)
 
 
 def test_only_the_crf_is_trainable():

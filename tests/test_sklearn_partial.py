@@ -172,7 +172,7 @@ def test_every_label_a_singleton_set_is_full_supervision(scheme, params):
     b = CRF(max_iterations=40, **params).fit(X, sets)
     assert b.classes_ == a.classes_ and b.scheme_ == a.scheme_ == scheme
     assert np.array_equal(a.model_.pairs_, b.model_.pairs_)
-    assert np.array_equal(a.model_.transitions, b.model_.transitions)
+    assert np.array_equal(a.model_.transitions_, b.model_.transitions_)
     np.testing.assert_allclose(b.model_.theta_, a.model_.theta_, rtol=0, atol=1e-8)
     la, lb = a.training_log_.iterations, b.training_log_.iterations
     assert len(la) == len(lb)
@@ -199,7 +199,7 @@ def test_a_sentence_of_question_marks_adds_zero_loss(scheme):
 def test_auto_detects_the_scheme_of_the_named_tags_and_labels_any_chain():
     X = [[{"w": w} for w in s] for s in (["Jan", "Peeters"], ["in", "Gent"], ["de"])]
     crf = CRF(max_iterations=5).fit(X, [["B-PER", "E-PER"], ["O", "*-LOC"], ["?"]])
-    assert crf.scheme_ == "IOBES" and set(crf.model_.tags) == set(enc.scheme_tags(
+    assert crf.scheme_ == "IOBES" and set(crf.model_.tags_) == set(enc.scheme_tags(
             "IOBES", ["PER", "LOC"]))
     # classes_: the labels y names ("?" names none, "*-LOC" every LOC tag)
     assert set(crf.classes_) == {"B-PER", "E-PER", "O"} | set(enc.scheme_tags(
@@ -308,7 +308,7 @@ def test_literal_labels_in_a_chunk_scheme_are_tags_of_their_own_type():
     X = [[{"w": "a"}, {"w": "b"}]]
     lit = CRF(max_iterations=5, scheme="IOB2", literal_labels=True).fit(X, [["B-PER|O", "O"]])
     assert lit.classes_ == ["B-PER|O", "O"]                          # the labels of y
-    assert lit.model_.tags == ("B-PER|O", "O", "I-PER|O")           # the type 'PER|O'
+    assert lit.model_.tags_ == ("B-PER|O", "O", "I-PER|O")           # the type 'PER|O'
     crf = CRF(max_iterations=5, scheme="IOB2").fit(X, [["B-PER|O", "O"]])
     assert crf.classes_ == ["B-PER", "O"]                           # the labels y names
-    assert crf.model_.tags == ("B-PER", "O", "I-PER")                 # the column syntax
+    assert crf.model_.tags_ == ("B-PER", "O", "I-PER")                 # the column syntax
