@@ -431,7 +431,7 @@ def test_fast_expected_f_holds_on_long_sentences():
         cm = lat.chunk_marginals()
         tix = {t: i for i, t in enumerate(lat.space.types)}
         meu = decode_meu(lat)
-        for tags in (decode_map(lat).tags, meu.tags_):
+        for tags in (decode_map(lat).tags, meu.tags):
             got = expected_f(lat, hypothesis=tags, beta=1.0, method="fast")
             if n <= 40:
                 twin = expected_f(lat, hypothesis=tags, beta=1.0, method="fst")
@@ -442,7 +442,7 @@ def test_fast_expected_f_holds_on_long_sentences():
                                            rel=1e-12, abs=1e-12), n
             assert got.m_ref == pytest.approx(cm.sum(), rel=1e-12), n
         assert meu.score == pytest.approx(
-            expected_f(lat, hypothesis=meu.tags_, beta=1.0, method="fast").f, rel=0, abs=1e-12)
+            expected_f(lat, hypothesis=meu.tags, beta=1.0, method="fast").f, rel=0, abs=1e-12)
 
 
 # ------------------------------------------- real data, identities that pin MEU

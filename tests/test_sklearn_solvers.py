@@ -58,7 +58,7 @@ def test_owlqn_against_the_smooth_reformulation(seed, mu):
     assert out.value == pytest.approx(F_ref, rel=1e-7, abs=1e-8)
     np.testing.assert_allclose(x, x_ref, atol=2e-4)
     assert np.array_equal(x == 0, np.abs(x_ref) < 1e-6)       # the same support
-    assert out.settings_["nonzero"] == np.count_nonzero(x)
+    assert out.settings["nonzero"] == np.count_nonzero(x)
     if not free[-1]:
         assert x[-1] == 0
     # optimality: the pseudo-gradient vanishes

@@ -167,7 +167,7 @@ def test_a_model_keeps_its_template_file_whole(tmp_path):
     path = tmp_path / "my.tpl"
     path.write_text("U00:%x[0,0]\nU01:%x[-1,1]/%x[0,0:lower]\nB\n")
     crf = CRF(str(path), "IOB2", max_iter=5).fit(_train_set())
-    assert "U01:PRP/reckons" in crf.fmap.names
+    assert "U01:PRP/reckons" in crf.fmap_.names
     crf.save(tmp_path / "m.npz")
     path.unlink()
     back = CRF.load(tmp_path / "m.npz")

@@ -37,7 +37,7 @@ def test_with_literal_labels_the_question_mark_is_a_tag_it_predicts(scheme):
     assert [list(p) for p in crf.predict(X)] == Y
     assert crf.score(X, Y) == 1.0
     lit = AttributeCRF(scheme, max_iter=50).fit(X, [[Literal(t) for t in ys] for ys in Y])
-    assert lit.tags == ("WP", "VBD", "?", "PRP", ".")
+    assert lit.tags_ == ("WP", "VBD", "?", "PRP", ".")
 
 
 def test_only_partial_labels_name_no_label():

@@ -165,7 +165,7 @@ def test_train_reads_every_input_once(data, pipe, capsys, tmp_path):
     piped = train(pipe(data / "train.txt"), "--dev", pipe(data / "dev.txt"), "--features",
                   pipe(data / "my.tpl"), out=tmp_path / "b.npz")
     assert files[0].replace("a.npz", "b.npz") == piped[0] and "dev F" in piped[0]
-    np.testing.assert_allclose(piped[1].theta, files[1].theta, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(piped[1].theta_, files[1].theta_, rtol=1e-9, atol=1e-12)
     assert piped[1].settings["dev_f"] == pytest.approx(files[1].settings["dev_f"], abs=1e-9)
     # --calibrate and --init
     cal = [train(data / "small.txt", "--objective", "max-margin", "--calibrate", held,
@@ -279,7 +279,7 @@ def test_grammar_from_data_and_segment_commands_read_pipes(data, pipe, capsys, t
                            "--max-iter", "1", "--hash-bits", "12", "--quiet", "-o", out)
         assert code == 0, err
         models.append(load_model(out))
-    np.testing.assert_allclose(models[1].W, models[0].W, rtol=1e-12)
+    np.testing.assert_allclose(models[1].W_, models[0].W_, rtol=1e-12)
     m = tmp_path / "seg0.npz"
     want = run(capsys, "segment", "decode", "--model", m, "--input", genia)
     assert want[0] == 0 and want[1]
