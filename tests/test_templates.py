@@ -171,7 +171,7 @@ def test_a_model_keeps_its_template_file_whole(tmp_path):
     crf.save(tmp_path / "m.npz")
     path.unlink()
     back = CRF.load(tmp_path / "m.npz")
-    assert back.fmap.template == str(path) and back.fmap.names == crf.fmap.names
+    assert back.fmap_.template == str(path) and back.fmap_.names == crf.fmap_.names
     a, b = crf.lattices(_train_set()), back.lattices(_train_set())
     assert all(np.allclose(x.marginals(), y.marginals()) for x, y in zip(a, b))
     import json

@@ -166,13 +166,13 @@ def test_train_reads_every_input_once(data, pipe, capsys, tmp_path):
                   pipe(data / "my.tpl"), out=tmp_path / "b.npz")
     assert files[0].replace("a.npz", "b.npz") == piped[0] and "dev F" in piped[0]
     np.testing.assert_allclose(piped[1].theta_, files[1].theta_, rtol=1e-9, atol=1e-12)
-    assert piped[1].settings["dev_f"] == pytest.approx(files[1].settings["dev_f"], abs=1e-9)
+    assert piped[1].settings_["dev_f"] == pytest.approx(files[1].settings_["dev_f"], abs=1e-9)
     # --calibrate and --init
     cal = [train(data / "small.txt", "--objective", "max-margin", "--calibrate", held,
                  out=tmp_path / f"c{k}.npz")[1].temperature
            for k, held in enumerate((data / "held.txt", pipe(data / "held.txt")))]
     assert cal[1] == pytest.approx(cal[0], rel=1e-9)
-    init = [train(data / "small.txt", "--init", m, out=tmp_path / f"i{k}.npz")[1].theta
+    init = [train(data / "small.txt", "--init", m, out=tmp_path / f"i{k}.npz")[1].theta_
             for k, m in enumerate((data / "crf.npz", pipe(data / "crf.npz")))]
     np.testing.assert_allclose(init[1], init[0], rtol=1e-9, atol=1e-12)
 
