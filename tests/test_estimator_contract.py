@@ -182,3 +182,12 @@ def test_a_model_pickled_with_the_old_names_unpickles_fitted():
     assert back.warm_start is False and back.tags_ == model.tags_
     np.testing.assert_array_equal(back.theta_, model.theta_)
     assert back.lattices(X)[0].marginals().shape == model.lattices(X)[0].marginals().shape
+
+
+@pytest.mark.parametrize("algorithm, objective", [("pa", "pa"), ("arow", "arow"),
+                                                  ("l2sgd", "ml"), ("ap", "perceptron")])
+def test_the_attribute_crf_trains_every_algorithm_with_its_default_options(algorithm, objective):
+    """``options=None`` (the default, stored as given) is no options for every solver."""
+    model = AttributeCRF(algorithm=algorithm, objective=objective, max_iter=2)
+    assert model.options is None and model.fit(X, Y) is model and model.fitted
+    assert model.get_params()["options"] is None

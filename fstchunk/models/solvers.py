@@ -54,9 +54,9 @@ SOLVERS: dict[str, Callable[[Any, Call], Solver]] = {
     "lbfgs": _lbfgs,
     "bcfw": lambda m, c: BCFWSolver(m, c.data, c.l2, c.loss, c.beta, c.tol, c.executor),
     "perceptron": lambda m, c: PerceptronSolver(m, c.data),
-    "pa": lambda m, c: MarginSolver(m, c.data, "pa", m.options),
-    "arow": lambda m, c: MarginSolver(m, c.data, "arow", m.options),
-    "l2sgd": lambda m, c: L2SGDSolver(m, c.data, c.l2, m.options),
+    "pa": lambda m, c: MarginSolver(m, c.data, "pa", m.options or {}),
+    "arow": lambda m, c: MarginSolver(m, c.data, "arow", m.options or {}),
+    "l2sgd": lambda m, c: L2SGDSolver(m, c.data, c.l2, m.options or {}),
     "mmvp": lambda m, c: JointPerceptronSolver(m, c.data, True),
     "hildreth": lambda m, c: HildrethSolver(m, c.data, m.seed, m.average, m.max_sweeps),
 }
