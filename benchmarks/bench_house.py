@@ -61,8 +61,8 @@ def main() -> None:
     ap.add_argument("--no-write", action="store_true")
     a = ap.parse_args()
     old, new = os.path.abspath(a.old), HERE
-    rows = ["| corpus | command | older (s) | this (s) | ratio | same output |",
-            "|---|---|---|---|---|---|"]
+    rows = ["| corpus | command | older (s) | this (s) | ratio | older, range (s) | this, range (s) "
+            "| same output |", "|---|---|---|---|---|---|---|---|"]
     with tempfile.TemporaryDirectory() as tmp:
         for name, (corpus, train_file, test_file) in CORPORA.items():
             train = head(data_path(corpus, train_file), a.sentences,
@@ -93,10 +93,11 @@ def main() -> None:
                     files = [open(os.path.join(tmp, f"{corpus}-{s}-{dec}.txt"), "rb").read()
                              for s in ("old", "new")]
                     same = f"byte-identical: {files[0] == files[1]}"
-                t_old = statistics.median(times[(step, "old")])
-                t_new = statistics.median(times[(step, "new")])
+                old_t, new_t = times[(step, "old")], times[(step, "new")]
+                t_old, t_new = statistics.median(old_t), statistics.median(new_t)
                 rows.append(f"| {name} | {step} | {t_old:.2f} | {t_new:.2f} | "
-                            f"{t_new / t_old:.2f} | {same} |")
+                            f"{t_new / t_old:.2f} | {min(old_t):.2f}–{max(old_t):.2f} | "
+                            f"{min(new_t):.2f}–{max(new_t):.2f} | {same} |")
                 print(rows[-1], flush=True)
     commit = subprocess.run(["git", "-C", old, "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip() or "?"
@@ -105,7 +106,7 @@ def main() -> None:
             f"{a.sentences or 'all'} training sentences), then `decode` of the whole test "
             f"set with MAP and MEU. Median wall time of {a.repeats} runs each, the two "
             f"checkouts interleaved, one BLAS thread. A ratio is this checkout's time over "
-            f"the older one's.\n\n" + "\n".join(rows))
+            f"the older one's; the ranges show the spread of the runs.\n\n" + "\n".join(rows))
     print(body)
     if not a.no_write:
         write_section("The house rebuilt: behaviour and speed against the older code", body)
