@@ -7,7 +7,7 @@ from fstchunk.io.conll import Sentence, read_conll
 from fstchunk.decoding.batch import decode_sentences
 from fstchunk.core.errors import InputError, ModelFileError, SchemeError
 from fstchunk.evaluation.chunks import evaluate
-from fstchunk.models import crf as crf_module
+from fstchunk.models import chain_crf as chain_crf_module
 from fstchunk.models.crf import CRF, TrainingData
 from fstchunk.models.hmm import HMM
 from oracles import finite_difference_check, prepared
@@ -118,8 +118,13 @@ def test_bad_files_and_arguments(tmp_path):
         CRF.load(tmp_path / "hmm.npz")
     with pytest.raises(InputError, match="unknown objective"):
         crf.set_params(objective="mle").fit(data)
-    with pytest.raises(InputError, match="dev must be sentences"):
+    with pytest.raises(InputError, match="y must be None, got 'ml'.*set_params"):
         crf.fit(data, "ml")
+    with pytest.raises(InputError, match="y must be None, got list; held-out sentences go "
+                                         "in dev="):
+        crf.fit(data, [["B-NP"]])
+    with pytest.raises(InputError, match="dev must be sentences"):
+        crf.fit(data, dev="dev.txt")
     with pytest.raises(InputError, match="unknown objective"):
         crf.objective_function("mle", data, 0.0)
     with pytest.raises(InputError, match="l2 must be a finite number >= 0"):
@@ -263,7 +268,7 @@ def test_l2_none_is_passed_to_the_trainer(monkeypatch):
         def fit(self, model, train):
             return model
 
-    monkeypatch.setattr(crf_module, "Trainer", FakeTrainer)
+    monkeypatch.setattr(chain_crf_module, "Trainer", FakeTrainer)
     crf = CRF("tmpt1")
     data = crf._prepare(SENTS)
     assert crf.set_params(objective="meu").fit(data) is crf

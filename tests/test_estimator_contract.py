@@ -96,6 +96,31 @@ def test_fit_learns_only_attributes_ending_in_underscore_and_rewrites_no_paramet
     assert learned and all(a.endswith("_") or a.startswith("_") for a in learned), learned
 
 
+def test_every_fit_has_one_signature_and_y_only_where_labels_are_apart(case):
+    """fit(X, y=None, *, dev=None, **options) for all five; a model whose sentences hold
+    their tags refuses y (a dev set given where y goes, say), and the attribute CRF
+    refuses a fit without its labels."""
+    model = case.make()
+    params = inspect.signature(type(model).fit).parameters
+    assert [(n, p.kind, p.default) for n, p in params.items()] == [
+        ("self", inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.empty),
+        ("X", inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.empty),
+        ("y", inspect.Parameter.POSITIONAL_OR_KEYWORD, None),
+        ("dev", inspect.Parameter.KEYWORD_ONLY, None),
+        ("options", inspect.Parameter.VAR_KEYWORD, inspect.Parameter.empty)]
+    if len(case.data) == 2:
+        with pytest.raises(InputError, match=r"AttributeCRF.fit\(X, y, \*, dev=None\): the "
+                                             "labels y are missing"):
+            model.fit(case.data[0])
+    else:
+        name = type(model).__name__
+        with pytest.raises(InputError, match=rf"{name}.fit\(X, y=None, \*, dev=None\): .*y "
+                                             "must be None, got list; held-out sentences go "
+                                             r"in dev=\.\.\."):
+            model.fit(case.data[0], case.data[0])
+    assert not model.fitted
+
+
 def test_fit_refuses_a_hyper_parameter(case):
     model = case.make()
     (name, value), = case.refused.items()

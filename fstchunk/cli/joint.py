@@ -222,7 +222,7 @@ def run_train(args: argparse.Namespace) -> int:
                 "train_sha256": file_digest(args.train), "sentences": len(data)}
     every = SMOOTH_DEV_EVERY if objective.smooth else 1
     with _executor(args, objective, len(data)) as ex:
-        model.fit(data, dev, dev_every=every if args.dev_every is None else args.dev_every,
+        model.fit(data, dev=dev, dev_every=every if args.dev_every is None else args.dev_every,
                   checkpoint=args.output + ".ckpt", checkpoint_every=args.checkpoint_every,
                   resume=args.resume, output=args.output, progress=not args.quiet,
                   log=print, identity=identity, executor=ex, layout=layout,

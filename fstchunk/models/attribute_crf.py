@@ -42,28 +42,24 @@ import numpy as np
 from ..schemes import encodings as enc
 from ..decoding.decoders import MAP
 from ..core.errors import InputError, SchemeError
-from ..structures.lattice import Lattice
 from ..learn import objectives as lo
-from ..learn.loop import Trainer
 from ..learn.solvers import LBFGS, Solver
 from ..evaluation.chunks import evaluate
 from ..schemes.tagspace import UNCONSTRAINED, TagSpace, canonical, missing_tags
 from .attributes import AttributeMap, check_sequences, fit_attributes
 from .labels import DETECT, check_labels, detect_scheme
-from .calibrated import Calibrated
 from .design import TrainingData
 from .io import Fields, load_model_file, save_model
 from .batching import Gold
 from . import partial_labels as pl
 from .partial import PartialGold
-from .pairchain import PairChain
-from .solvers import make_solver
-from .estimator import Estimator, FittedAlias, renamed_state
+from .chain_crf import ChainCRF
+from .estimator import FittedAlias, renamed_state
 
 #: the objectives an attribute CRF trains
 ATTRIBUTE_OBJECTIVES = (lo.ML, lo.MEU, lo.MEU_EXACT, lo.MEU_CORPUS, lo.MAX_MARGIN, lo.PERCEPTRON, lo.PA,
                         lo.AROW)
-class AttributeCRF(Estimator, Calibrated, PairChain):
+class AttributeCRF(ChainCRF):
     """A linear-chain CRF over weighted attributes and any labels, the model of
     python-crfsuite and sklearn-crfsuite (which :class:`fstchunk.sklearn.CRF` wraps):
     $\\mathrm{score}(y \\mid x) = \\sum_i \\sum_a x_{i,a}\\, w_{a, y_i}
@@ -115,6 +111,7 @@ class AttributeCRF(Estimator, Calibrated, PairChain):
     """
 
     kind: ClassVar[str] = "attribute-crf"
+    noun: ClassVar[str] = "an attribute CRF"
     objectives = ATTRIBUTE_OBJECTIVES
     calibrate_call = ("crf.calibrate(X_held_out, y_held_out) (fstchunk.sklearn.CRF; an "
                       "AttributeCRF itself: model.calibrate((X_held_out, y_held_out)))")
@@ -149,14 +146,8 @@ class AttributeCRF(Estimator, Calibrated, PairChain):
         self.fmap_, self.tags_, self.scheme_ = fmap, self.space_.tags, self.space_.scheme
         self.pairs_ = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
         self.transitions_ = np.asarray(transitions, dtype=bool).reshape(self.L, self.L)
-        size = self.P + self.L * self.L + 2 * self.L
-        theta = np.zeros(size) if theta is None else np.asarray(theta, dtype=float)
-        if theta.shape != (size,):
-            raise InputError(f"{theta.size} parameters do not fit {self.P} state "
-                             f"weights and {self.L} labels")
-        self.theta_ = theta
+        self._set_theta(theta, "labels")
         self.settings_ = dict(settings or {})
-        self._w_cache = None
         return self
 
     @property
@@ -173,12 +164,9 @@ class AttributeCRF(Estimator, Calibrated, PairChain):
         return np.concatenate([np.ones(self.P, bool), self.transitions_.ravel(),
                                np.zeros(2 * self.L, bool)])
 
-    def copy(self, theta: np.ndarray | None = None) -> "AttributeCRF":
-        other = type(self)(**self.get_params())
-        return other._set_state(self.fmap_, self.tags_, self.scheme_, self.pairs_,
-                                self.transitions_,
-                                self.theta_.copy() if theta is None else theta,
-                                dict(self.settings_))
+    def _fitted_state(self) -> dict[str, Any]:
+        return dict(fmap=self.fmap_, tags=self.tags_, scheme=self.scheme_, pairs=self.pairs_,
+                    transitions=self.transitions_)
 
     def scoring_copy(self) -> "AttributeCRF":
         """What a worker of :mod:`fstchunk.runtime.scale` receives (the same model)."""
@@ -231,10 +219,8 @@ class AttributeCRF(Estimator, Calibrated, PairChain):
                                   self.scheme == "auto", "classes": list(order)})
         return TrainingData(fit.X, Gold(gold, self.tags_, self.scheme_))
 
-    def training_data(self, train: Any, data_scheme: str | None = None) -> TrainingData:
-        """(X, y) under this model's attributes and labels; prepared data pass through."""
-        if isinstance(train, TrainingData):
-            return train
+    def _data_of(self, train: Any, data_scheme: str | None) -> TrainingData:
+        """(X, y) under this model's attributes and labels."""
         X, y = train
         X = check_sequences(X)
         y = check_labels(X, y, open_ok=True)
@@ -255,25 +241,14 @@ class AttributeCRF(Estimator, Calibrated, PairChain):
             gold.append(np.array([ix[t] for t in ys], dtype=np.int64))
         return TrainingData(self.fmap_.transform(X), Gold(gold, self.tags_, self.scheme_))
 
-    def lattices(self, X: Sequence[Any], require_probabilities: bool = True) -> list[Lattice]:
-        """One lattice per sequence of X (one transform, one product); scores θ·φ/T."""
-        self._check_fitted()
-        if require_probabilities:
-            self.require_probabilities()
-        X = check_sequences(X)
-        ch = self.chain(self.theta_ / self.temperature, self.fmap_.transform(X))
-        out, k = [], 0
-        for seq in X:
-            out.append(ch.lattice(k, k + len(seq)))
-            k += len(seq)
-        return out
+    def _inputs(self, X: Sequence[Any]) -> list:
+        """Sequences of items (python-crfsuite's), checked."""
+        return check_sequences(X)
 
     # --------------------------------------------------------------- training
-    def solver(self, objective: lo.Objective, data: TrainingData, *, l2: float,
-               beta: float, loss: str, tol: float | None, executor: Any) -> Solver:
-        """The solver of ``algorithm`` for ``objective`` (module doc) from the table
-        :data:`.solvers.SOLVERS` (``l2sgd`` in place of L-BFGS when ``algorithm`` says
-        so); refuses what ``algorithm``, ``l1`` and partial labels do not train."""
+    def _solver_name(self, objective: lo.Objective, data: TrainingData) -> str | None:
+        """``l2sgd`` in place of L-BFGS when ``algorithm`` says so (module doc); refuses
+        what ``algorithm``, ``l1`` and partial labels do not train."""
         l1 = self.l1
         if isinstance(l1, bool) or not isinstance(l1, (int, float, np.floating)) \
                 or not np.isfinite(l1) or l1 < 0:
@@ -293,8 +268,7 @@ class AttributeCRF(Estimator, Calibrated, PairChain):
         elif not objective.smooth and self.l1:
             raise InputError(f"l1 (c1) applies to L-BFGS training (OWL-QN) only, not to "
                              f"{objective.name}")
-        return make_solver(self, objective, data, l2=l2, beta=beta, loss=loss, tol=tol,
-                           executor=executor, name=name, kind="an attribute CRF")
+        return name
 
     def smooth_solver(self, call: Any) -> Solver:
         """L-BFGS (OWL-QN with ``l1``) under CRFsuite's stopping test for a smooth
@@ -326,23 +300,23 @@ class AttributeCRF(Estimator, Calibrated, PairChain):
             return 100.0 * float(np.mean(flat)) if flat else 0.0
         return evaluate(list(y), pred, scheme=self.scheme_).overall.f
 
-    def fit(self, X: Sequence[Any], y: Any, dev: Any = None, **options: Any) -> "AttributeCRF":
-        """Learn from sequences ``X`` and labels ``y``; ``dev`` = (X_dev, y_dev) for the
-        dev figure (:meth:`dev_f`) and ``select="dev"``.  The model learns its attributes
-        and labels, then θ from 0; with ``warm_start=True`` a fitted model keeps them and
-        trains on from θ.  ``options`` go to the trainer; a hyper-parameter there is an
-        InputError (set it with :meth:`set_params`)."""
-        self._refuse_parameters(options)
-        if dev is not None and not isinstance(dev, TrainingData):
-            X_dev = check_sequences(dev[0], "X_dev")       # read once, scored often
-            dev = (X_dev, check_labels(X_dev, dev[1], "y_dev", open_ok=True))
-            pl.refuse_open(dev[1], "y_dev", "the held-out figure needs one tag per token")
-        warm = self.warm_start and self.fitted
-        data = self.training_data((X, y)) if warm else self._prepare((X, y))
-        options.setdefault("progress", False)
-        return Trainer(objective=self.objective, l2=self.l2, beta=self.beta, loss=self.loss,
-                       max_iter=self.max_iter, tol=self.tol, select=self.select, dev=dev,
-                       **options).fit(self, data)
+    def _train_input(self, X: Any, y: Any) -> tuple[Sequence[Any], Any] | TrainingData:
+        """(X, y): sequences of items and their labels (or prepared data, y None)."""
+        if isinstance(X, TrainingData) and y is None:
+            return X
+        if y is None:
+            raise InputError("AttributeCRF.fit(X, y, *, dev=None): the labels y are "
+                             "missing (one label, or a set of labels, per item of X)")
+        return X, y
+
+    def _dev_input(self, dev: Any) -> Any:
+        """dev = (X_dev, y_dev), read once (scored often) for :meth:`dev_f`."""
+        if dev is None or isinstance(dev, TrainingData):
+            return dev
+        X_dev = check_sequences(dev[0], "X_dev")
+        dev = (X_dev, check_labels(X_dev, dev[1], "y_dev", open_ok=True))
+        pl.refuse_open(dev[1], "y_dev", "the held-out figure needs one tag per token")
+        return dev
 
     def __getstate__(self) -> dict:
         """Pickled without the tag space (pynini tables) and the dense W cache."""

@@ -8,6 +8,8 @@
 (attribute, label) pairs seen in training (as in CRFsuite), so the parameter
 vector θ = (state weights, trans, start, end) stays small.
 
+The :class:`~fstchunk.models.chain_crf.ChainCRF` estimator over feature templates of
+CoNLL columns (the attribute CRF is the same estimator over python-crfsuite's items).
 An estimator in scikit-learn's convention, apart from the training loop (as
 sklearn-crfsuite's is from CRFsuite): the constructor takes the hyper-parameters
 (features, schemes, columns, ``min_count``, the objective of
@@ -60,28 +62,23 @@ from ..schemes import encodings as enc
 from ..io.columns import Columns
 from ..io.conll import Sentence
 from ..core.errors import InputError
-from ..structures.lattice import Lattice
 from ..io.layout import Layout
 from ..learn import objectives as lo
-from ..learn.loop import Trainer
-from ..learn.solvers import Solver
 from ..schemes.tagspace import TagSet
 from .design import FeatureCount, TrainingData, observed_pairs, training_data
 from .base import check_training_set, chunk_dev_f, gold_tags, training_columns
 from .features import TEMPLATES, FeatureMap, feature_kinds, resolve_template, template_of
 from .templates import REGEX_FLAVORS, parse_template
 from .io import Fields, load_model_file, save_model
-from .calibrated import Calibrated
-from .estimator import Estimator, FittedAlias, renamed_state
-from .pairchain import PairChain
+from .chain_crf import ChainCRF
+from .estimator import FittedAlias
 from . import partial
-from .solvers import make_solver
 
 #: the objectives a CRF trains (:mod:`fstchunk.learn.objectives`)
 CRF_OBJECTIVES = (lo.ML, lo.MEU, lo.MEU_EXACT, lo.MEU_CORPUS, lo.MAX_MARGIN, lo.PERCEPTRON)
 
 
-class CRF(Estimator, Calibrated, PairChain):
+class CRF(ChainCRF):
     """A linear-chain CRF over a chunk scheme's tags, trained for likelihood, expected
     F, max margin or as a perceptron (see the module doc).
 
@@ -130,6 +127,7 @@ class CRF(Estimator, Calibrated, PairChain):
     """
 
     kind: ClassVar[str] = "crf"
+    noun: ClassVar[str] = "a CRF"
     #: the objectives a CRF trains
     objectives = CRF_OBJECTIVES
 
@@ -168,16 +166,10 @@ class CRF(Estimator, Calibrated, PairChain):
                              f"(word {fmap.word_col}, pos {fmap.pos_col})")
         self.features_ = getattr(fmap, "template", self.features)
         self.pairs_ = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)   # (feature, label)
-        size = self.P + self.L * self.L + 2 * self.L
-        theta = np.zeros(size) if theta is None else np.asarray(theta, dtype=float)
-        if theta.shape != (size,):
-            raise InputError(f"{theta.size} parameters do not fit {self.P} state "
-                             f"weights and {self.L} tags")
-        self.theta_ = theta
+        self._set_theta(theta, "tags")
         self.settings_ = dict(settings or {})
         self.layout_ = layout
         self.data_scheme_ = None if layout is None else layout.data_scheme
-        self._w_cache: tuple[int, np.ndarray] | None = None
         return self
 
     @classmethod
@@ -193,17 +185,6 @@ class CRF(Estimator, Calibrated, PairChain):
                     columns=columns, min_count=settings.get("min_count", 1))
         return model._set_state(fmap, tags, scheme, pairs, theta, settings, columns, layout)
 
-    def copy(self, theta: np.ndarray | None = None) -> "CRF":
-        """A fitted copy (its own settings), with ``theta`` if given."""
-        other = type(self)(**self.get_params())
-        return other._set_state(self.fmap_, self.tags_, self.scheme_, self.pairs_,
-                                self.theta_.copy() if theta is None else theta,
-                                dict(self.settings_), self.columns_, self.layout_)
-
-    def __setstate__(self, state: dict) -> None:
-        """Unpickle, a model pickled before fitted state ended in ``_`` too."""
-        self.__dict__.update(renamed_state(state, type(self)))
-
     @property
     def reads(self) -> Columns:
         """The columns the features read: :attr:`columns_`, without POS for a ``-nopos``
@@ -216,29 +197,6 @@ class CRF(Estimator, Calibrated, PairChain):
         cols = training_columns(sentences, self.columns_, "the CRF")
         return Layout.of(sentences, cols, enc.canonical_scheme(data_scheme),
                          "feature" if self.fmap_.spec.reads_pos else "unread")
-
-    def lattice(self, sentence: Sentence) -> Lattice:
-        return self.lattices([sentence])[0]
-
-    def lattices(self, sentences: Sequence[Sentence],
-                 require_probabilities: bool = True) -> list[Lattice]:
-        """One lattice per sentence, with one feature transform and one product; the
-        words (and POS tags) are read from :attr:`columns`.  Scores are θ·φ/T
-        (:attr:`temperature`); a max-margin model that is not calibrated is refused
-        (:meth:`require_probabilities`) unless ``require_probabilities=False`` (MAP,
-        which no positive scale changes)."""
-        self._check_fitted()
-        if require_probabilities:
-            self.require_probabilities()
-        for s in sentences:
-            if len(s) == 0:
-                raise InputError(f"{s.source}: a sentence without tokens")
-        ch = self.chain(self.theta_ / self.temperature, self.fmap_.transform(sentences))
-        out, k = [], 0
-        for s in sentences:
-            out.append(ch.lattice(k, k + len(s)))
-            k += len(s)
-        return out
 
     # --------------------------------------------------------------- training data
     def _prepare(self, sentences: Sequence[Sentence]) -> TrainingData:
@@ -275,14 +233,9 @@ class CRF(Estimator, Calibrated, PairChain):
         self.data_scheme_ = self.layout_.data_scheme
         return data
 
-    def training_data(self, train: Sequence[Sentence] | TrainingData,
-                      data_scheme: str | None = None) -> TrainingData:
-        """The training data of ``train`` (sentences whose tag column, that of
-        :attr:`columns`, holds tags in ``data_scheme``, default the model's data scheme,
-        else IOB2) under this model's feature map and tags; prepared data pass through
-        unchanged."""
-        if isinstance(train, TrainingData):
-            return train
+    def _data_of(self, train: Sequence[Sentence], data_scheme: str | None) -> TrainingData:
+        """The training data of sentences whose tag column, that of :attr:`columns_`,
+        holds tags in ``data_scheme`` (default the model's data scheme, else IOB2)."""
         data_scheme = data_scheme or self.data_scheme_ or "IOB2"
         cols = training_columns([getattr(s, "sentence", s) for s in train], self.columns_,
                                 "the CRF")
@@ -294,15 +247,11 @@ class CRF(Estimator, Calibrated, PairChain):
         return training_data(self.fmap_, self.tags_, self.scheme_, train, gold)
 
     # --------------------------------------------------------------- objectives
-    def solver(self, objective: lo.Objective, data: TrainingData, *, l2: float,
-               beta: float, loss: str, tol: float | None, executor: Any) -> Solver:
-        """The solver of ``objective`` (:class:`fstchunk.learn.loop.Trainer` runs it) from
-        the table :data:`.solvers.SOLVERS`: L-BFGS for the smooth objectives, BCFW for
-        max-margin, passes of the averaged perceptron."""
+    def _solver_name(self, objective: lo.Objective, data: TrainingData) -> str | None:
+        """Partial annotation trains the likelihood only (:func:`.partial.check_objective`)."""
         if isinstance(data.gold, partial.PartialGold):
             partial.check_objective(objective)
-        return make_solver(self, objective, data, l2=l2, beta=beta, loss=loss, tol=tol,
-                           executor=executor, kind="a CRF")
+        return None
 
     def dev_f(self, dev: Sequence[Sentence]) -> float:
         """conlleval F (percent) of MAP decoding on ``dev`` (:func:`.base.chunk_dev_f`)."""
@@ -316,38 +265,28 @@ class CRF(Estimator, Calibrated, PairChain):
         return CRF._fitted(FeatureCount(len(fm), fm.word_col, fm.pos_col), self.tags_,
                            self.scheme_, self.pairs_, columns=self.columns_)
 
-    # --------------------------------------------------------------- training
-    def fit(self, train: Sequence[Sentence] | TrainingData, dev: Sequence[Sentence] | None = None,
-            **options: Any) -> "CRF":
-        """Learn from ``train`` (sentences, or :meth:`training_data` of a fitted model);
-        ``self``.  The CRF learns its feature map, tags and pairs, then θ from 0; with
-        ``warm_start=True`` a fitted CRF (:meth:`load`, an earlier fit) keeps them and
-        trains on from its θ (``--init``); prepared data keep them, θ from 0 unless
-        ``warm_start``.  θ is optimised by
-        :class:`fstchunk.learn.loop.Trainer` with the hyper-parameters (``l2=None``: the
-        objective's default λ); ``options`` go to the trainer (``checkpoint``,
-        ``resume``, ``callbacks``, ``executor``, ``progress`` (default off), ...); a
-        hyper-parameter there is an InputError (set it with :meth:`set_params`).
-        ``dev``: sentences for the dev F and ``select="dev"``."""
+    # --------------------------------------------------------------- inputs
+    def _train_input(self, X: Any, y: Any) -> Sequence[Sentence] | TrainingData:
+        """The training sentences (or prepared data); the tags are their tag column."""
+        self._no_labels(y)
+        return X
+
+    def _dev_input(self, dev: Any) -> Sequence[Sentence] | None:
         if isinstance(dev, (str, bytes)):
             raise InputError(f"dev must be sentences (read_conll of a file), got {dev!r}; "
                              f"hyper-parameters are set with set_params(objective=...)")
-        self._refuse_parameters(options)
-        if isinstance(train, TrainingData):         # of this model's features and tags
-            if not self.fitted:
-                raise InputError("prepared training data belong to a fitted CRF; fit an "
-                                 "unfitted CRF on sentences")
-            data = train
-            if not self.warm_start:
-                self.theta_ = np.zeros_like(self.theta_)
-        elif self.warm_start and self.fitted:
-            data = self.training_data(train)
-        else:
-            data = self._prepare(train)
-        options.setdefault("progress", False)
-        return Trainer(objective=self.objective, l2=self.l2, beta=self.beta, loss=self.loss,
-                       max_iter=self.max_iter, tol=self.tol, select=self.select, dev=dev,
-                       **options).fit(self, data)
+        return dev
+
+    def _inputs(self, X: Sequence[Sentence]) -> Sequence[Sentence]:
+        """Sentences to score; the words (and POS tags) are read from :attr:`columns_`."""
+        for s in X:
+            if len(s) == 0:
+                raise InputError(f"{s.source}: a sentence without tokens")
+        return X
+
+    def _fitted_state(self) -> dict[str, Any]:
+        return dict(fmap=self.fmap_, tags=self.tags_, scheme=self.scheme_, pairs=self.pairs_,
+                    columns=self.columns_, layout=self.layout_)
 
     # --------------------------------------------------------------- files
     def save(self, path) -> None:

@@ -4,8 +4,10 @@
   name exactly as given: no check, no conversion (checks happen in ``fit``, so
   ``set_params`` and ``clone`` see what the user wrote).  :meth:`Estimator.get_params`
   returns them; ``type(m)(**m.get_params())`` is the same unfitted model.
-* ``fit(train, dev=None, **options)`` learns and returns ``self``; it never rewrites a
-  hyper-parameter.  ``options`` are how to run (checkpoint, callbacks, executor,
+* ``fit(X, y=None, *, dev=None, **options)`` learns and returns ``self``; it never
+  rewrites a hyper-parameter.  ``X`` is the training set: sentences, whose tag column
+  holds the tags (``y`` stays None), or the attribute CRF's sequences with their labels
+  in ``y``; ``dev`` is held-out data of the same kind.  ``options`` are how to run (checkpoint, callbacks, executor,
   progress), never what to learn: a hyper-parameter given to ``fit`` is one
   :class:`~fstchunk.core.errors.InputError` naming ``set_params``.
 * Everything ``fit`` (or ``load``) learns is an attribute whose name ends in ``_``
@@ -129,6 +131,18 @@ class Estimator:
                 getattr(type(self), name, None), (property, FittedAlias))) and not self.fitted:
             raise self._not_fitted(name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _no_labels(self, y: Any) -> None:
+        """One InputError if ``y`` is given to a model that reads its tags from the
+        sentences: every ``fit`` is ``fit(X, y=None, *, dev=None, **options)``
+        (scikit-learn's), and only a model over separate labels takes ``y``."""
+        if y is not None:
+            cls = type(self).__name__
+            got = repr(y) if isinstance(y, (str, bytes, int, float)) else type(y).__name__
+            raise InputError(f"{cls}.fit(X, y=None, *, dev=None): a {cls} reads the tags "
+                             f"from the sentences' tag column, so y must be None, got "
+                             f"{got:.40}; held-out sentences go in dev=..., hyper-parameters "
+                             f"in set_params(...)")
 
     def _refuse_parameters(self, options: dict[str, Any], call: str = "fit") -> None:
         """One InputError if ``options`` (of ``call``) hold a hyper-parameter."""

@@ -144,11 +144,14 @@ class HMM(Estimator):
         pos = self.columns_.pos
         return s.column(pos) if pos is not None else [UNKNOWN] * len(s)
 
-    def fit(self, sentences: Sequence[Sentence], dev: None = None, **options: Any) -> "HMM":
-        """Relative frequencies (add-δ) of the sentences' tags, words and POS, read from
-        ``columns`` (tags in ``data_scheme``); ``self``.  The HMM counts once: it takes
-        no ``dev`` and no option."""
+    def fit(self, X: Sequence[Sentence], y: None = None, *, dev: None = None,
+            **options: Any) -> "HMM":
+        """Relative frequencies (add-δ) of the tags, words and POS of the sentences ``X``,
+        read from ``columns`` (tags in ``data_scheme``; ``y`` stays None); ``self``.
+        The HMM counts once: it takes no ``dev`` and no option."""
         self._refuse_parameters(options)
+        self._no_labels(y)
+        sentences = X
         if options:
             raise InputError(f"HMM.fit() takes no option ({', '.join(options)}): an HMM "
                              f"counts once")

@@ -186,10 +186,10 @@ class JointEstimator(Estimator):
                                  f"{name}={value!r} and {why} keeps what was built: set "
                                  f"warm_start=False and fit on sentences to build anew")
 
-    def fit(self, train: Sequence[Sentence | Layered | Encoded],
+    def fit(self, X: Sequence[Sentence | Layered | Encoded], y: None = None, *,
             dev: Sequence[Layered] | None = None, **options: Any) -> "JointEstimator":
-        """Learn labels, templates, vocabularies and weights from ``train`` and return
-        the model: sentences (read by :func:`~.corpus.layered` with ``collapse_pos`` and
+        """Learn labels, templates, vocabularies and weights from the training set ``X``
+        (``y`` stays None: the tags are in it) and return the model: sentences (read by :func:`~.corpus.layered` with ``collapse_pos`` and
         ``np_only``), :class:`~.corpus.Layered` ones (read as they are) or a fitted
         model's encoded ones (:func:`~.data.model_for`).  The weights, by
         :class:`fstchunk.learn.loop.Trainer`: ``algorithm`` ``perceptron`` (Algorithm
@@ -208,10 +208,13 @@ class JointEstimator(Estimator):
             raise InputError(f"iterations is max_iter's older name, a hyper-parameter: set "
                              f"it with model.set_params(max_iter={options['iterations']!r}) "
                              f"or the constructor, then call fit()")
-        if isinstance(dev, (str, bytes, lo.Objective)):
-            raise InputError(f"JointModel.fit(train, dev): dev must be held-out sentences, "
-                             f"got {dev!r}; the algorithm is a hyper-parameter: "
-                             f"model.set_params(algorithm={dev!r}) or the constructor")
+        for given in (y, dev):
+            if isinstance(given, (str, bytes, lo.Objective)):
+                raise InputError(f"JointModel.fit(X, y=None, *, dev=None): got {given!r}; the "
+                                 f"algorithm is a hyper-parameter: model.set_params("
+                                 f"algorithm={given!r}) or the constructor")
+        self._no_labels(y)
+        train = X
         objective = self._checked()
         layout, record = options.pop("layout", None), dict(options.pop("record", None) or {})
         options.setdefault("progress", False)

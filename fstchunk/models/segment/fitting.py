@@ -100,9 +100,9 @@ class Fitting:
                 "seed": hp.seed, "average": hp.average, "max_sweeps": hp.max_sweeps,
                 **({"threshold": hp.threshold} if hp.threshold else {})}  # dev F reads it
 
-    def fit(self, sentences: Sequence[SegSentence], dev: Sequence[SegSentence] | None = None,
-            **options: Any) -> "Fitting":
-        """Learn from ``sentences`` afresh (the fitted state of :meth:`training_data`, then
+    def fit(self, X: Sequence[SegSentence], y: None = None, *,
+            dev: Sequence[SegSentence] | None = None, **options: Any) -> "Fitting":
+        """Learn from the sentences ``X`` (``y`` stays None) afresh (the fitted state of :meth:`training_data`, then
         ``max_iter`` epochs of the online learner) through
         :class:`fstchunk.learn.loop.Trainer`; ``options`` are how to run, never what to
         learn (a hyper-parameter among them: InputError): the trainer's (``select``,
@@ -117,6 +117,8 @@ class Fitting:
         starts from W = 0 (its state, W, U and the visits, is in a checkpoint, not the
         model: ``resume=True``)."""
         self._refuse_parameters(options)
+        self._no_labels(y)
+        sentences = X
         identity = options.pop("identity", None)
         record = options.pop("record", None)
         dev_restrictions = options.pop("dev_restrictions", None)
