@@ -8,7 +8,8 @@ next to nothing, and ``fstchunk eval`` does not wait for scipy or pynini):
 * files and scores: :func:`read_conll`, :func:`iter_conll`, :func:`write_conll`,
   :func:`evaluate` (tag sequences), :func:`evaluate_file` (conlleval.pl's reading);
 * distributions and expectations: :class:`Lattice`, :func:`expected_f`,
-  :class:`ExpectedF`;
+  :class:`ExpectedF`; other utilities (exact-boundary, per-type, macro F, a type map
+  of one's own) as machines: :class:`Utility`, :func:`utility`, :func:`expected_utility`;
 * decoders as objects: :func:`decoder` (a name of the registry and its settings, e.g.
   ``fstchunk.decoder("meu", beta=0.5)``), :class:`Decoder`, the module :mod:`decoders`;
   as functions: :func:`decode_map`, :func:`decode_posterior`, :func:`decode_meu`,
@@ -54,6 +55,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     **{n: ("fstchunk.evaluation.chunks", n) for n in ("evaluate", "evaluate_file")},
     "Lattice": ("fstchunk.structures.lattice", "Lattice"),
     **{n: ("fstchunk.decoding.expected", n) for n in ("ExpectedF", "expected_f")},
+    **{n: ("fstchunk.decoding.utilities", n) for n in ("Utility", "utility",
+                                                        "expected_utility")},
     **{n: ("fstchunk.decoding.decode", n) for n in (
         "Decoding", "decode_map", "decode_meu", "decode_meu_corpus", "decode_posterior")},
     "decode_loss_augmented": ("fstchunk.decoding.lossaug", "decode_loss_augmented"),
@@ -111,6 +114,7 @@ if _TYPE_CHECKING:                      # what type checkers and editors see
                                     is_valid, tags_to_chunks)
     from .evaluation.chunks import evaluate, evaluate_file
     from .decoding.expected import ExpectedF, expected_f
+    from .decoding.utilities import Utility, expected_utility, utility
     from .structures.lattice import Lattice
     from .learn import Trainer
     from .learn.objectives import OBJECTIVES

@@ -25,7 +25,7 @@ DOCUMENTED = ("tags_to_chunks", "read_conll",
               "decode_loss_augmented", "Lattice.from_scores", "Lattice", "AttributeCRF",
               "Trainer", "Decoding", "ExpectedF", "Decoder", "ScoredChunk",
               "evaluate_file", "conlleval_chunks", "TagSet", "HMM", "JointModel",
-              "SegmentModel")
+              "SegmentModel", "expected_utility", "utility")
 
 
 #: names whose docstrings give an example only (fstchunk/schemes/encodings.py is at the
@@ -33,7 +33,7 @@ DOCUMENTED = ("tags_to_chunks", "read_conll",
 EXAMPLES = DOCUMENTED + ("chunks_to_tags", "convert", "is_valid", "FstchunkError",
                          "InputError", "SchemeError", "CoNLLError", "ModelFileError",
                          "OutputError", "BudgetError", "FstchunkWarning", "NotFittedError",
-                         "FstchunkDeprecationWarning")
+                         "FstchunkDeprecationWarning", "Utility")
 
 #: the error family and its warning: each says when it is raised
 ERRORS = ("FstchunkError", "InputError", "SchemeError", "CoNLLError", "ModelFileError",

@@ -46,7 +46,8 @@ def small_options(name: str):
         gold = (tuple(enc.chunks_to_tags(rng.choice(all_chunkings(n, types)), n, scheme))
                 if "gold" in reads else ())
         yield R.Options(scheme=scheme, types=types, max_length=n, gold=gold,
-                        target="IOBES3" if scheme == "IOE1" else "IOE1")
+                        target="IOBES3" if scheme == "IOE1" else "IOE1",
+                        keep=types[:1] if "keep" in reads else ())
 
 
 @pytest.mark.parametrize("name", list(R.GRAMMARS))

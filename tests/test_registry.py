@@ -17,9 +17,11 @@ TYPESETS = [("",), ("NP", "VP")]
 
 
 def options(types, **kw):
-    """IOB1 options; a gold for the loss machines (I-NP O, or I O untyped)."""
+    """IOB1 options; a gold for the loss machines (I-NP O, or I O untyped); the type
+    filter keeps the first type."""
     kw.setdefault("max_length", 2)
     kw.setdefault("gold", ("I-NP", "O") if types != ("",) else ("I", "O"))
+    kw.setdefault("keep", types[:1])
     return R.Options(scheme="IOB1", types=types, target="IOE2", **kw)
 
 
@@ -33,7 +35,8 @@ def test_every_grammar_builds_with_the_shared_symbol_table(name, types):
     # grammars that do not read the chunk types (the toy model) are untyped
     shared = symbol_table(o.types if "types" in R.GRAMMARS[name].reads else ("",))
     # the type eraser writes untyped tags: its output tape is the untyped table
-    out = symbol_table(("",)) if name == "type-eraser" else shared
+    out = symbol_table(("",)) if name == "type-eraser" else \
+        symbol_table(o.keep) if name == "type-filter" else shared
     for tab, want in ((fst.input_symbols(), shared), (fst.output_symbols(), out)):
         assert tab is not None
         for label, sym in want:
@@ -73,7 +76,9 @@ def test_export_far_default_writes_every_grammar_and_target(tmp_path):
     keys = R.export_far(path, None, o)
     want = sorted([R.far_key(n, o) for n in R.GRAMMARS if n != "convert"] +
                   [f"convert.IOB1.{t}" for t in enc.SCHEMES if t != "IOB1"])
-    assert keys == want
+    assert keys == want and "type-filter.IOB1.keep_NP" in keys
+    assert "type-filter.IOB1.keep_NP" not in R.export_far(str(tmp_path / "no-keep.far"), None,
+                                                         options(("NP",), keep=()))
     got = read_far(path)
     assert sorted(got) == want
     for key, fst in got.items():

@@ -159,6 +159,10 @@ def test_chunk_methods(ner_data):
     found = crf.predict_chunks(X[:5], decoder="meu", beta=0.5, utility="exact")
     assert [[(c.type, c.start, c.end) for c in f] for f in found] == \
         [enc.tags_to_chunks(list(p), "IOB2") for p in exact]
+    from fstchunk.decoding.utilities import utility
+    for util in ("macro", "type:PER"):
+        got = crf.predict(X[:3], decoder="meu", utility=util)
+        assert [list(p) for p in got] == [utility(util).decode(lat).tags for lat in lats[:3]]
     pos = CRF(scheme=None, c2=0.1, max_iterations=5).fit(X[:30], y[:30])
     for op in (lambda: pos.predict_chunks(X[:2]), lambda: pos.expected_f(X[:2], y[:2]),
                lambda: pos.predict(X[:2], decoder="meu")):

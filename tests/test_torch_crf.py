@@ -566,22 +566,24 @@ def test_decode_chunks_carry_their_marginals(scheme):
         em, layer.transitions.detach(), mask, layer.start.detach(), layer.end.detach())
 
 
-@pytest.mark.parametrize("scheme", ["IOB2", "IOB1", "BILOU"])
-def test_meu_for_the_exact_boundary_utility(scheme):
-    """``utility="exact"`` (issue 47: the torch layer through the decoder registry):
-    the numpy engine's exact-boundary MEU of each sentence's lattice, and its chunks;
-    an unknown utility is one error naming it."""
-    from fstchunk.decoding.exact_boundaries import decode_meu_exact
+@pytest.mark.parametrize("scheme,util", [("IOB2", "exact"), ("IOB1", "exact"),
+                                         ("BILOU", "exact"), ("IOB2", "type:VP"),
+                                         ("IOB1", "macro")])
+def test_meu_for_the_exact_boundary_utility(scheme, util):
+    """``utility=util`` and the other utilities (issue 47: the torch layer through
+    the decoder registry): the numpy engine's MEU of each sentence's lattice for that
+    utility, and its chunks; an unknown utility is one error naming it."""
+    from fstchunk.decoding.utilities import utility
     from fstchunk.torch.module import CRFLayer
     rng = np.random.default_rng(stable_seed("exact-" + scheme))
     tags = list(enc.scheme_tags(scheme, ("NP", "VP")))
     crf = ChunkCRF(tags, scheme)
     lengths = [6, 3, 1]
     args = make_batch(rng, len(tags), lengths, scale=2.0)
-    got = crf.decode(*args, method="meu", beta=0.5, utility="exact")
-    chunks = crf.decode_chunks(*args, method="meu", beta=0.5, utility="exact")
+    got = crf.decode(*args, method="meu", beta=0.5, utility=util)
+    chunks = crf.decode_chunks(*args, method="meu", beta=0.5, utility=util)
     for b, length in enumerate(lengths):
-        want = decode_meu_exact(lattice(tags, scheme, args, b, length), beta=0.5).tags
+        want = utility(util).decode(lattice(tags, scheme, args, b, length), beta=0.5).tags
         assert got[b] == want
         assert [c[:3] for c in chunks[b]] == [(t, s, e) for t, s, e in
                                              enc.tags_to_chunks(want, scheme)]
@@ -594,11 +596,11 @@ def test_meu_for_the_exact_boundary_utility(scheme):
         layer.transitions.copy_(args[1])
         layer.start.copy_(args[3])
         layer.end.copy_(args[4])
-    assert layer.decode(args[0], args[2], "meu", 0.5, "exact") == got
+    assert layer.decode(args[0], args[2], "meu", 0.5, util) == got
     drop = CRF(len(tags), batch_first=True, tags=tags, scheme=scheme).double()
     with torch.no_grad():
         drop.transitions.copy_(args[1])
         drop.start_transitions.copy_(args[3])
         drop.end_transitions.copy_(args[4])
-    idx = drop.decode(args[0], args[2], decoder="meu", beta=0.5, utility="exact")
+    idx = drop.decode(args[0], args[2], decoder="meu", beta=0.5, utility=util)
     assert [[tags[i] for i in row] for row in idx] == got

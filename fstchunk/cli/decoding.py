@@ -51,6 +51,7 @@ from ..decoding.confidence import check_min_confidence
 from ..io.conll import file_delimiter, is_separator, iter_lines, split_line
 from ..io.crfsuite.data import iter_data
 from ..decoding.decoders import UTILITIES, Decoder, decoder as get_decoder, names as decoder_names
+from ..decoding.utilities import utility as resolve_utility
 from ..core.errors import BudgetError, FstchunkError, InputError
 from ..evaluation.chunks import UNDECODED
 from ..models import load_model
@@ -67,6 +68,17 @@ from .decode_formats import (docstart_lines, thresholded, write_html, write_json
 from .inputs import (add_columns, arranged, delimiter_arg, iter_input, layout_input,
                      no_sentences)
 
+
+
+def utility_option(text: str) -> str:
+    """argparse type: ``--utility``, a name :func:`fstchunk.decoding.utilities.utility`
+    knows (``type:T``'s T is checked against the model's types when decoding)."""
+    try:
+        resolve_utility(text)
+    except InputError:
+        raise argparse.ArgumentTypeError(f"unknown utility {text!r}; use one of conlleval, "
+                                         f"exact, macro, type:TYPE (e.g. type:PER)") from None
+    return text
 
 def add_parser(sub) -> None:
     p = sub.add_parser("decode", formatter_class=HelpFormatter,
@@ -113,10 +125,13 @@ def add_parser(sub) -> None:
     p.add_argument("--beta", type=beta_option, default=1.0,
                    help=f"the MEU decoders' F_β: {BETA_HELP}")
     p.add_argument("--k", type=positive_int, default=20, help="paths reranked by meu-kbest")
-    p.add_argument("--utility", choices=UTILITIES, default="conlleval",
+    p.add_argument("--utility", type=utility_option, default="conlleval",
+                   metavar="{" + ",".join(UTILITIES) + "}",
                    help="what --decoder meu maximises the expectation of: conlleval's F_β "
-                        "(a chunk is correct with its boundaries and type) or exact, the "
-                        "exact-boundary F_β (boundaries alone, any type: eval --mode exact)")
+                        "(a chunk is correct with its boundaries and type), exact (the "
+                        "exact-boundary F_β: boundaries alone, any type: eval --mode exact), "
+                        "type:T (the F_β of the chunks of type T alone) or macro (the mean "
+                        "over the model's types of type:T; its certificate is a bound)")
     p.add_argument("--output-scheme", default=None,
                    help="scheme of the predicted column (none: the scheme of the model's "
                         "training data, its --data-scheme; IOB2 for models that do not "

@@ -43,6 +43,9 @@ def add_parser(sub) -> None:
                         "annotation: one cell per token (?, B-PER|I-PER|O, *-PER, B-*) "
                         "(its chunk types are the tag set's unless --types/--tags/--from-data)")
     p.add_argument("--beta", type=beta_option, default=1.0, help=f"f-loss: {BETA_HELP}")
+    p.add_argument("--keep", default=None, metavar="TYPES",
+                   help="the chunk types type-filter keeps, e.g. PER (the per-type "
+                        "utility type:PER) or PER,LOC")
     p.add_argument("--arc-type", default="log64", choices=("standard", "log", "log64"),
                    help="OpenFst arc type of the machines")
     add_state_budget(p)
@@ -91,7 +94,8 @@ def options(args: argparse.Namespace) -> registry.Options:
                   enc.chunk_types(gold)) or None)
     return registry.Options(scheme=scheme, types=types, target=args.target,
                             max_length=args.max_length, arc_type=args.arc_type,
-                            theta=args.theta, gold=gold, beta=args.beta)
+                            theta=args.theta, gold=gold, beta=args.beta,
+                            keep=tuple(split_list(args.keep, "--keep")) if args.keep else ())
 
 
 def run(args: argparse.Namespace) -> int:

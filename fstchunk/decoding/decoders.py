@@ -18,8 +18,9 @@ name          scope     settings               decision (score)
 ============  ========  =====================  ==========================================
 map           sentence  —                      argmax Pr(y) (log Pr)
 posterior     sentence  —                      argmax Σ_i Pr(y_i) (Σ marginals)
-meu           sentence  beta, memory_budget,   argmax E[F_β] exactly (E[F_β], gap < 1e-12);
-                        utility                conlleval's F or the exact-boundary F;
+meu           sentence  beta, memory_budget,   argmax E[u] exactly (E[u], its certificate);
+                        utility                u: conlleval's F, exact-boundary, per-type
+                                               or macro F, a type map (.utilities);
                                                segments too (independent decisions)
 meu-kbest     sentence  beta, k, memory_budget the k best paths reranked by E[F_β]
 meu-corpus    corpus    beta, max_iter         max F_β of the corpus's expected counts
@@ -45,15 +46,15 @@ from ..engine import inference
 from ..engine.ragged import RaggedBatch
 from ..core.errors import InputError
 from ..core.fbeta import check_beta, to_beta_sq
-from .exact_boundaries import decode_meu_exact
+from .utilities import NAMES, utility as resolve_utility
 from .segments import meu_set
 from ..structures.lattice import Decoding, Lattice
 from .rule import REGISTRY, Decoder
 from ..structures.lattices import (apply, kbest_decisions, meu_decisions, no_path, of_batch,
                                    tag_lists)
 
-#: the utilities MEU decodes for (``utility=``, ``--utility``)
-UTILITIES = ("conlleval", "exact")
+#: the utilities MEU decodes for (``utility=``, ``--utility``; ``type:T`` for a type T)
+UTILITIES = NAMES
 
 
 # ---------------------------------------------------------------------- decoders
@@ -107,9 +108,11 @@ class Posterior(Decoder):
 class MEU(Decoder):
     """Exact maximum expected F_β (Jansche §10, §21; :mod:`fstchunk.engine.meu`):
     score E[F_β] of the decision, ``gap`` its certificate (< 1e-12).  ``utility``:
-    conlleval's F (a chunk correct with its boundaries and type) or ``"exact"``, the
-    exact-boundary F (any type; :mod:`fstchunk.decoding.exact_boundaries`, one
-    sentence at a time on its machine)."""
+    conlleval's F (a chunk correct with its boundaries and type; batched), or a
+    utility of :mod:`fstchunk.decoding.utilities` by name or object — ``"exact"``
+    (any type), ``"type:T"`` (the F of type T), ``"macro"`` (macro-averaged F, its
+    certificate a bound), a :class:`~fstchunk.decoding.utilities.Utility` type map —
+    one sentence at a time on its machine."""
     name = "meu"
     returns = "E[F_β(x | y)]"
     settings = ("beta", "memory_budget", "utility")
@@ -120,14 +123,13 @@ class MEU(Decoder):
                  utility: str = "conlleval"):
         self.beta = check_beta(beta)
         self.memory_budget = _budget(memory_budget)
-        if utility not in UTILITIES:
-            raise InputError(f"unknown utility {utility!r}; use one of {', '.join(UTILITIES)}")
+        resolve_utility(utility)                # an unknown name: InputError now
         self.utility = utility
 
     def decode_one(self, lattice: Lattice) -> Decoding:
-        if self.utility == "exact":
-            return decode_meu_exact(lattice, self.beta)
-        return lattice.meu(self.beta, self.memory_budget)
+        if self.utility == "conlleval":
+            return lattice.meu(self.beta, self.memory_budget)
+        return resolve_utility(self.utility).decode(lattice, self.beta, self.memory_budget)
 
     def choose_segments(self, scores, probabilities, threshold) -> list[int]:
         """The set of maximal E[F_β] under independent segment decisions
@@ -142,7 +144,7 @@ class MEU(Decoder):
 
     def decode_batch(self, batch: RaggedBatch, value: bool = True) -> list[Decoding]:
         """The batched exact MEU (:func:`fstchunk.structures.lattices.meu_decisions`)."""
-        if self.utility == "exact":
+        if self.utility != "conlleval":
             return [self.decode_one(lat) for lat in of_batch(batch)]
         return meu_decisions(batch, to_beta_sq(self.beta), value, self.memory_budget)
 

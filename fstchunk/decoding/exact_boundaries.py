@@ -30,17 +30,15 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-import pynini
 
 from ..core.errors import InputError
 from ..core.fbeta import to_beta_sq
 from ..engine import inference
 from ..engine.expectation import ExpectedF, from_count_table
-from ..grammars import fsa
 from ..grammars.conversion import type_eraser
 from ..schemes import encodings as enc
-from ..schemes.tagspace import symbol_table
 from ..structures.lattice import Decoding, Lattice
+from ..structures.pushforward import pushforward
 from .expected import expected_f
 
 #: the untyped IOBES tags of the erased lattice
@@ -49,17 +47,9 @@ UNTYPED = enc.scheme_tags("IOBES")
 
 def untyped_lattice(lattice: Lattice) -> Lattice:
     """The distribution over untyped IOBES chunkings (module doc), a lattice from the
-    machine Q ∘ U projected on its output."""
+    machine Q ∘ U projected on its output (:func:`~fstchunk.structures.pushforward.pushforward`)."""
     lattice.space.require_chunks("the exact-boundary utility")
-    u = type_eraser(lattice.scheme, lattice.space.types)
-    q = lattice.fst.copy()
-    q.set_input_symbols(u.input_symbols())
-    q.set_output_symbols(u.input_symbols())
-    out = pynini.compose(fsa.bare(q).arcsort("olabel"), fsa.bare(u).arcsort("ilabel"))
-    out.project("output").rmepsilon().connect()
-    out.set_input_symbols(symbol_table(("",)))
-    out.set_output_symbols(symbol_table(("",)))
-    return Lattice.from_fst(out, UNTYPED, "IOBES")
+    return pushforward(lattice, type_eraser(lattice.scheme, lattice.space.types), ("",))
 
 
 def _untyped_tags(tags: Sequence[str], scheme: str, n: int) -> list[str]:

@@ -68,6 +68,7 @@ class Options:
     theta: float = 0.5
     gold: tuple[str, ...] = ()
     beta: float = 1.0
+    keep: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scheme", enc.canonical_scheme(self.scheme))
@@ -81,6 +82,9 @@ class Options:
         if isinstance(self.gold, str) or not all(isinstance(t, str) for t in self.gold):
             raise InputError(f"gold must be a sequence of tags, got {self.gold!r}")
         object.__setattr__(self, "gold", tuple(self.gold))
+        if isinstance(self.keep, str) or not all(isinstance(t, str) for t in self.keep):
+            raise InputError(f"keep must be a sequence of chunk types, got {self.keep!r}")
+        object.__setattr__(self, "keep", tuple(self.keep))
         object.__setattr__(self, "beta", check_beta(self.beta))    # the standard β
 
 
@@ -113,6 +117,10 @@ def _convert(o: Options) -> pynini.Fst:
 
 def _eraser(o: Options) -> pynini.Fst:
     return conversion.type_eraser(o.scheme, o.types, o.arc_type)
+
+
+def _filter(o: Options) -> pynini.Fst:
+    return conversion.type_filter(o.scheme, o.types, o.keep, o.arc_type)
 
 
 def _eraser_inspect(o: Options) -> budget.Estimate:
@@ -200,6 +208,11 @@ GRAMMARS: dict[str, Grammar] = {g.name: g for g in (
     Grammar("type-eraser", "U: valid --scheme sequences -> the same chunks as untyped "
             "IOBES (B, I, E, S, O); the exact-boundary utility is U on both tapes, then TM "
             "with --types ''", _eraser, ("scheme", "types"),
+            lambda o: budget.conversion_machine(_k(o)), _eraser_inspect),
+    Grammar("type-filter", "U: valid --scheme sequences -> their chunks of the types "
+            "--keep only, in IOBES (the others' tokens O); the per-type utility type:T "
+            "is conlleval's F on both tapes seen through it", _filter,
+            ("scheme", "types", "keep"),
             lambda o: budget.conversion_machine(_k(o)), _eraser_inspect),
     Grammar("T", "true-positive counter over IOBES pairs x:y, states (ct, match), "
             "ct <= --max-length; writes <tp=ct> at the end (Jansche §15)", _tp,
@@ -328,17 +341,22 @@ def far_key(name: str, o: Options) -> str:
         parts.append("gold_" + "_".join(o.gold))
     if "beta" in g.reads:
         parts.append(f"beta{o.beta:g}")
+    if "keep" in g.reads:
+        parts.append("keep_" + "_".join(o.keep))
     return ".".join(parts)
 
 
 def export_far(path: str, names: list[str] | None, options: Options) -> list[str]:
     """Write the named machines (default: every grammar, every target scheme; the loss
-    machines only when ``options.gold`` is given) to a FAR
+    machines only when ``options.gold`` is given, the type filter when ``options.keep``
+    is) to a FAR
     at ``path``; return the keys written, sorted.  ``path`` is checked before any
     machine is built; the FAR is written atomically and read back (OutputError)."""
     outputs.check_output(path, "FAR")
     jobs: list[tuple[str, Options]] = []
-    for name in names or [g for g in GRAMMARS if options.gold or "gold" not in GRAMMARS[g].reads]:
+    every = [g for g in GRAMMARS if (options.gold or "gold" not in GRAMMARS[g].reads)
+             and (options.keep or "keep" not in GRAMMARS[g].reads)]
+    for name in names or every:
         if "target" in grammar(name).reads and not names:
             jobs += [(name, replace(options, target=t)) for t in enc.SCHEMES
                      if t != options.scheme]

@@ -1,0 +1,327 @@
+"""Utilities as machines: F_β of chunkings seen through a map, their expected values
+under the model and their MEU decisions.
+
+A utility u(x, y) scores a decision x against a reference y.  Those here are
+conlleval's F_β (:mod:`fstchunk.core.fbeta`) after a functional transducer U that
+rewrites both tag sequences (:func:`fstchunk.grammars.conversion.type_map`: chunk
+types renamed, merged, erased or dropped):
+
+    u_U(x, y) = F_β(U(x) | U(y)),    E_y[u_U(x, y)] = E_{y' ~ U_*p}[F_β(U(x) | y')]
+
+so the expectation and the exact MEU decision are those of the pushed lattice U_*p
+(:mod:`fstchunk.structures.pushforward`): by composition with T⊠M or by the
+lattice's engine, with MEU's certificate.
+
+Shipped (:func:`utility` by name; the MEU decoder's ``utility=``, ``--utility``):
+
+==============  ==================================================================
+conlleval       U the identity: a chunk is right with its span and its type
+exact           U erases the types: the span is enough (SemEval-2013's exact)
+type:T          U keeps the chunks of type T: the F of that type alone
+macro           the mean over the lattice's types of type:T (macro-averaged F)
+==============  ==================================================================
+
+A user's own is a type map, ``Utility("loc", {"GPE": "LOC"})``: GPE and LOC
+scored as one type; ``{"MISC": None}``: scored without MISC; each type to a new name,
+``""`` (untyped) or None (dropped).  ``fstchunk grammar print type-filter --keep T``
+prints a per-type U.
+
+Each sentence is scored on its own, with 0/0 := 1: a sentence where neither x nor y
+has a chunk of type T has F_T = 1 (:mod:`fstchunk.decoding.expected`).  Macro-F's
+expectation is the mean of the per-type expectations (linearity), exact.  Its MEU
+decision is no single lattice's: each type's exact decision is taken, and where
+chunks of two types overlap, the one whose removal costs less expected utility goes,
+greedily; the certificate is the mean of the per-type maxima plus their certificates
+(each type decided freely: an upper bound) minus the value reached.
+
+Pitfall: the pushed lattice is a machine lattice, decoded one sentence at a time,
+several times slower than conlleval's batched engine (``macro``: once per type).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..core.errors import InputError
+from ..core.fbeta import to_beta_sq
+from ..grammars.conversion import mapped_types, type_map
+from ..schemes import encodings as enc
+from ..structures.decision import Decoding
+from ..structures.lattice import Lattice
+from ..structures.pushforward import pushforward
+from .exact_boundaries import decode_meu_exact, expected_exact_f
+from .expected import expected_f
+
+#: the shipped utilities' names (``type:T`` for any type T)
+NAMES = ("conlleval", "exact", "macro", "type:TYPE")
+
+TypeMap = Mapping[str, "str | None"]
+
+
+def f_of_chunks(x: set, y: set, beta_sq: float) -> float:
+    """F_β = (1+β²)·|x ∩ y| / (|x| + β²|y|), 0/0 := 1 (β² = ``beta_sq``)."""
+    if not x and not y:
+        return 1.0
+    return (1 + beta_sq) * len(x & y) / (len(x) + beta_sq * len(y))
+
+
+class Utility:
+    """F_β after a map U of chunk types (module doc): ``mapping`` gives a type its new
+    name, ``""`` (untyped) or None (dropped); a type it leaves out keeps its name.
+    Call it on two tag sequences for u(x, y); :meth:`expected` gives E_y[u(x, y)]
+    under a lattice, :meth:`decode` the MEU decision.  Picklable (decoders travel to
+    worker processes); a map that depends on the lattice's types overrides
+    :meth:`type_map`.
+
+    Args:
+        name: what messages and ``settings`` call it.
+        mapping: {type: new name, ``""`` or None}.
+
+    Examples:
+        >>> import fstchunk
+        >>> u = fstchunk.Utility("loc", {"GPE": "LOC"})
+        >>> u(["B-GPE", "O"], ["B-LOC", "O"], "IOB2", types=("GPE", "LOC"))
+        1.0
+    """
+
+    def __init__(self, name: str, mapping: TypeMap | None = None):
+        self.name, self.mapping = name, dict(mapping or {})
+
+    def __repr__(self) -> str:
+        return f"Utility({self.name!r})"
+
+    def type_map(self, types: tuple[str, ...]) -> TypeMap:
+        """The map for a lattice over ``types`` (the fixed ``mapping`` here)."""
+        return self.mapping
+
+    def _map(self, types: Sequence[str]) -> dict[str, str | None]:
+        m = dict(self.type_map(tuple(types)))
+        mapped_types(types, m)                  # checked: known types, names, not all dropped
+        return m
+
+    def image(self, tags: Sequence[str], scheme: str, types: Sequence[str]) -> set:
+        """U of a tag sequence, as its set of chunks (new type, start, end)."""
+        m = self._map(types)
+        out = set()
+        for t, s, e in enc.tags_to_chunks(list(tags), scheme):
+            new = m.get(t, t)
+            if new is not None:
+                out.add((new, s, e))
+        return out
+
+    def __call__(self, x: Sequence[str], y: Sequence[str], scheme: str,
+                 types: Sequence[str], beta: float = 1.0) -> float:
+        """u(x, y) = F_β(U(x) | U(y)) of two fixed tag sequences (``types``: the types
+        the map is read for)."""
+        return f_of_chunks(self.image(x, scheme, types), self.image(y, scheme, types),
+                           to_beta_sq(beta))
+
+    def pushed(self, lattice: Lattice) -> Lattice:
+        """U_*p: the lattice's distribution seen through U (a lattice over IOBES tags)."""
+        lattice.space.require_chunks(f"the {self.name} utility")
+        types = lattice.space.types
+        m = self._map(types)
+        return pushforward(lattice, type_map(lattice.scheme, types, m), mapped_types(types, m))
+
+    def expected(self, lattice: Lattice, hypothesis: Sequence[str] | None = None,
+                 reference: Sequence[str] | None = None, beta: float = 1.0,
+                 method: str = "fast") -> float:
+        """E[u] of a fixed ``hypothesis`` against y ~ the lattice (or of y against a
+        fixed ``reference``: one of the two), by the pushed lattice's engine
+        (``"fast"``) or composition with T⊠M (``"fst"``)."""
+        what, fixed = _one_side(hypothesis, reference)
+        lattice.check_chunking(list(fixed), what)
+        pushed = self.pushed(lattice)
+        chunks = sorted(self.image(fixed, lattice.scheme, lattice.space.types),
+                        key=lambda c: c[1])
+        image = enc.chunks_to_tags(chunks, lattice.n, "IOBES")
+        return float(expected_f(pushed, beta=beta, method=method, **{what: image}).f)
+
+    def decode(self, lattice: Lattice, beta: float = 1.0,
+               memory_budget: float | None = None) -> Decoding:
+        """The MEU decision for u: the pushed lattice's exact MEU chunking, each chunk
+        written back with the most probable of the types U maps to its type (any of
+        them earns the same utility), in the lattice's scheme; ``score`` E[u], ``gap``
+        the certificate."""
+        pushed = self.pushed(lattice)
+        best = pushed.meu(beta, memory_budget)
+        m = self._map(lattice.space.types)
+        types = lattice.space.types
+        cm = lattice.chunk_marginals()                  # [type, s, e]
+        chunks = []
+        for new, s, e in enc.tags_to_chunks(list(best.tags), "IOBES"):
+            pre = [i for i, t in enumerate(types) if m.get(t, t) == new]
+            chunks.append((types[max(pre, key=lambda i: cm[i, s, e])], s, e))
+        tags = enc.chunks_to_tags(chunks, lattice.n, lattice.scheme)
+        return Decoding(list(tags), float(best.score), float(best.gap))
+
+
+class Conlleval(Utility):
+    """conlleval's F_β: U the identity (the lattice's own batched engine)."""
+
+    def __init__(self):
+        super().__init__("conlleval")
+
+    def expected(self, lattice, hypothesis=None, reference=None, beta=1.0, method="fast"):
+        return float(expected_f(lattice, hypothesis, reference, beta, method).f)
+
+    def decode(self, lattice, beta=1.0, memory_budget=None):
+        return lattice.meu(beta, memory_budget)
+
+
+class ExactBoundaries(Utility):
+    """The exact-boundary F_β: U erases the types
+    (:mod:`fstchunk.decoding.exact_boundaries`, its dense fast path)."""
+
+    def __init__(self):
+        super().__init__("exact")
+
+    def type_map(self, types):
+        return {t: "" for t in types}
+
+    def expected(self, lattice, hypothesis=None, reference=None, beta=1.0, method="fast"):
+        return float(expected_exact_f(lattice, hypothesis, reference, beta, method).f)
+
+    def decode(self, lattice, beta=1.0, memory_budget=None):
+        return decode_meu_exact(lattice, beta)
+
+
+class TypeF(Utility):
+    """``type:T``: the F_β of the chunks of type ``kind`` alone (U the type filter,
+    :func:`fstchunk.grammars.conversion.type_filter`)."""
+
+    def __init__(self, kind: str):
+        super().__init__(f"type:{kind}")
+        self.kind = kind
+
+    def type_map(self, types):
+        if self.kind not in types:
+            raise InputError(f"utility type:{self.kind}: {self.kind!r} is not among the "
+                             f"lattice's types {', '.join(types)}")
+        return {t: (t if t == self.kind else None) for t in types}
+
+
+class MacroF(Utility):
+    """Macro-averaged F_β: the mean over the lattice's types T of ``type:T`` (module
+    doc: exact expectation; MEU by per-type decisions, overlaps resolved greedily,
+    with a certificate)."""
+
+    def __init__(self):
+        super().__init__("macro")
+
+    def __call__(self, x, y, scheme, types, beta=1.0):
+        return float(np.mean([TypeF(t)(x, y, scheme, types, beta) for t in types]))
+
+    def pushed(self, lattice):
+        raise InputError("macro-F is a mean over types, not one map: it has no single "
+                         "pushed lattice (type:T has one per type)")
+
+    def expected(self, lattice, hypothesis=None, reference=None, beta=1.0, method="fast"):
+        lattice.space.require_chunks("the macro utility")
+        return float(np.mean([TypeF(t).expected(lattice, hypothesis, reference, beta, method)
+                              for t in lattice.space.types]))
+
+    def decode(self, lattice, beta=1.0, memory_budget=None):
+        lattice.space.require_chunks("the macro utility")
+        types = lattice.space.types
+        per = {t: TypeF(t).decode(lattice, beta, memory_budget) for t in types}
+        bound = float(np.mean([d.score + d.gap for d in per.values()]))
+        chosen = {t: enc.tags_to_chunks(d.tags, lattice.scheme) for t, d in per.items()}
+        value = {t: float(d.score) for t, d in per.items()}
+
+        def tags_of(chunks):
+            return enc.chunks_to_tags(sorted(chunks, key=lambda c: c[1]), lattice.n,
+                                      lattice.scheme)
+        while True:
+            flat = [c for t in types for c in chosen[t]]
+            clash = {c for c in flat for d in flat
+                     if c != d and c[1] < d[2] and d[1] < c[2]}         # spans [s, e)
+            if not clash:
+                break
+            costs = []
+            for c in clash:                      # the utility lost by removing c
+                rest = [d for d in chosen[c[0]] if d != c]
+                v = TypeF(c[0]).expected(lattice, hypothesis=tags_of(rest), beta=beta)
+                costs.append((value[c[0]] - v, c, rest, v))
+            _, c, rest, v = min(costs, key=lambda z: (z[0], z[1]))
+            chosen[c[0]], value[c[0]] = rest, v
+        score = float(np.mean([value[t] for t in types]))
+        tags = tags_of([c for t in types for c in chosen[t]])
+        return Decoding(list(tags), score, max(0.0, bound - score))
+
+
+def _one_side(hypothesis, reference) -> tuple[str, Sequence[str]]:
+    if (hypothesis is None) == (reference is None):
+        raise InputError("give exactly one of hypothesis= (decoding) or reference= (training)")
+    return ("hypothesis", hypothesis) if hypothesis is not None else ("reference", reference)
+
+
+_SHIPPED = {"conlleval": Conlleval, "exact": ExactBoundaries, "macro": MacroF}
+
+
+def utility(spec: "str | Utility") -> Utility:
+    """The utility named ``spec`` (``conlleval``, ``exact``, ``macro``, ``type:T``), or
+    ``spec`` itself if it is a :class:`Utility`.
+
+    Args:
+        spec: a name of :data:`NAMES` or a :class:`Utility`.
+
+    Returns:
+        The :class:`Utility`.
+
+    Raises:
+        InputError: an unknown name.
+
+    Examples:
+        >>> import fstchunk
+        >>> fstchunk.utility("type:PER")
+        Utility('type:PER')
+    """
+    if isinstance(spec, Utility):
+        return spec
+    if isinstance(spec, str) and spec in _SHIPPED:
+        return _SHIPPED[spec]()
+    if isinstance(spec, str) and spec.startswith("type:") and spec[5:].strip():
+        return TypeF(spec[5:].strip())
+    raise InputError(f"unknown utility {spec!r}; use one of conlleval, exact, macro, "
+                     f"type:TYPE (e.g. type:PER) or a fstchunk.Utility",
+                     cli=f"--utility {spec}: unknown utility; use one of conlleval, exact, "
+                         f"macro, type:TYPE (e.g. type:PER)")
+
+
+def expected_utility(lattice: Lattice, hypothesis: Sequence[str] | None = None,
+                     reference: Sequence[str] | None = None, utility: "str | Utility" =
+                     "conlleval", beta: float = 1.0, method: str = "fast") -> float:
+    """E[u(h, y)] for a fixed hypothesis h and y ~ the lattice (or E[u(y, r)] for a fixed
+    reference r), u a utility of :func:`utility`.
+
+    Args:
+        lattice: the model's distribution over one sentence's tag sequences.
+        hypothesis: the decision scored (give this or ``reference``).
+        reference: the tags taken as gold, the lattice's y the decision.
+        utility: a name (``conlleval``, ``exact``, ``macro``, ``type:T``) or a
+            :class:`Utility`.
+        beta: β of F_β.
+        method: ``"fast"`` (the engine) or ``"fst"`` (composition with T⊠M).
+
+    Returns:
+        The expected utility, in [0, 1].
+
+    Raises:
+        InputError: an unknown utility, a type the lattice lacks, both or neither of
+            ``hypothesis`` and ``reference``, a sequence of the wrong length.
+        SchemeError: an invalid sequence.
+
+    Examples:
+        >>> import numpy as np, fstchunk
+        >>> tags = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
+        >>> lat = fstchunk.Lattice.from_scores(tags, np.zeros((2, 5)), np.zeros((5, 5)))
+        >>> round(fstchunk.expected_utility(lat, ["B-PER", "O"], utility="type:PER"), 4)
+        0.2424
+    """
+    return _resolve(utility).expected(lattice, hypothesis, reference, beta, method)
+
+
+_resolve = utility          # the function, where a parameter takes its name
