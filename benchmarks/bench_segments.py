@@ -118,7 +118,7 @@ def perceptron(args, tr: list[Sentence], dv: list[Sentence], template: str,
                columns: Columns | None = None) -> tuple[CRF, int]:
     """The averaged perceptron tagger on the CRF's features, the pass (of at most
     --epochs) chosen by dev F."""
-    crf = CRF(template, columns=columns)
+    crf = CRF(template, columns=columns, objective="perceptron", max_iter=args.epochs)
     data = crf._prepare(tr)
     best: dict = {"f": -1.0}
 
@@ -127,9 +127,8 @@ def perceptron(args, tr: list[Sentence], dv: list[Sentence], template: str,
             best.update(f=p.dev_f, theta=p.theta.copy(), it=p.iteration)
 
     with single_threaded_blas():
-        crf.fit(data, objective="perceptron", max_iter=args.epochs, dev=dv, dev_every=1,
-                callbacks=[keep])
-    crf.theta = best["theta"]
+        crf.fit(data, dev=dv, dev_every=1, callbacks=[keep])
+    crf.theta_ = best["theta"]
     return crf, best["it"]
 
 
@@ -154,10 +153,10 @@ def section_genia(args) -> None:
             row("multilabel, no embedding", gold, m.decode(te, restrictions="no-embedding"), idx),
             row("multilabel, MEU (calibrated on dev)", gold, meu := m.decode(te, decoder="meu"),
                 idx)]
-    crf = CRF("ner-nopos", columns=Columns.parse("word,tag"))
+    crf = CRF("ner-nopos", columns=Columns.parse("word,tag"), max_iter=args.crf_iter)
     data = crf._prepare(as_conll(tr, [projection(s) for s in tr], False))
     with Timer() as t_crf, single_threaded_blas():
-        crf.fit(data, objective="ml", max_iter=args.crf_iter)
+        crf.fit(data)
     crf_pred = crf_segments(crf, as_conll(te, [[] for _ in te], False))
     rows.append(row("ML CRF on the projection", gold, crf_pred, idx))
     base = boot(gold, crf_pred, idx)
@@ -207,10 +206,10 @@ def section_table1(args, corpus: str) -> None:
     r, secs_r = multilabel(args, tr, dv, restrictions="no-overlap,contiguous")
     template = "tmpt3" if corpus == "np" else "ner"
     conll_tr = as_conll(tr, [s.segments for s in tr], True)
-    crf = CRF(template)
+    crf = CRF(template, max_iter=args.crf_iter)
     data = crf._prepare(conll_tr)
     with single_threaded_blas():
-        crf.fit(data, objective="ml", max_iter=args.crf_iter)
+        crf.fit(data)
     ap, ap_passes = perceptron(args, conll_tr, as_conll(dv, [s.segments for s in dv], True),
                                template)
     rows = [row("multilabel", gold, m.decode(te), idx, f"{paper['multilabel']:.2f}"),

@@ -65,7 +65,7 @@ def calibrated(m, dev):
     """A copy of ``m`` with T fitted on the dev sentences whose tags it knows."""
     t = m.copy()
     sents = check_gold(read_conll(data_path(*dev)), "IOB2").sentences
-    t.calibrate([s for s in sents if set(s.column(-1)) <= set(t.tags)], source="dev")
+    t.calibrate([s for s in sents if set(s.column(-1)) <= set(t.tags_)], source="dev")
     return t
 
 
