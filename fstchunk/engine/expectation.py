@@ -108,12 +108,14 @@ def from_count_table(Z: np.ndarray, T: np.ndarray, m_fixed: int, beta_sq: float,
                      float(np.sqrt(beta_sq)), direction, Z, T, joint)
 
 
-def _tp_rules(lattice, fixed_chunks, typed: bool = True):
+def _tp_rules(lattice, fixed_chunks, typed: bool = True, count_type: str | None = None):
     """Per layer, the linear terms of the recursion: (w, [(m_src, m_dst, shift, mask,
     inc_mask or None)]) with w the scaled layer weights (see :func:`tp_count_table`);
-    ``typed=False``: a chunk matches with its boundaries, whatever the types."""
+    ``typed=False``: a chunk matches with its boundaries, whatever the types;
+    ``count_type``: m counts the chunks of that type only."""
     n = lattice.n
     tix, types = lattice.space.type_index, lattice.space.types
+    counted = None if count_type is None else types.index(count_type)
     if not typed:
         tix = np.zeros_like(tix)
     fs = np.full(n, -2)                     # type index of a fixed chunk starting at j
@@ -128,12 +130,16 @@ def _tp_rules(lattice, fixed_chunks, typed: bool = True):
         key = (j == 0, int(fs[j]), fixed_ended)
         terms = cache.get(key) if dense else None
         if terms is None:
-            terms = _terms(start, end, tix[dst], fs[j], fixed_ended)
+            count = start if counted is None else \
+                start & (lattice.space.type_index[dst][None, :] == counted)
+            terms = _terms(start, end, tix[dst], fs[j], fixed_ended, count)
             cache[key] = terms
         yield w, mx, terms
 
 
-def _terms(start, end, dst_types, fixed_start_type, fixed_ended):
+def _terms(start, end, dst_types, fixed_start_type, fixed_ended, count):
+    """The terms of one layer (:func:`_tp_rules`); ``count``: the transitions that
+    open a chunk m counts (``start``, or those into one type's chunks)."""
     match_start = start & (dst_types[None, :] == fixed_start_type)
     if fixed_ended:
         rules = {0: (match_start, None), 1: (match_start, end)}
@@ -142,7 +148,7 @@ def _terms(start, end, dst_types, fixed_start_type, fixed_ended):
     terms = []
     for m_src, (to_one, inc) in rules.items():
         for m_dst, sel in ((1, to_one), (0, ~to_one)):
-            for shift, sh in ((1, start), (0, ~start)):
+            for shift, sh in ((1, count), (0, ~count)):
                 mask = sel & sh
                 if mask.any():
                     terms.append((m_src, m_dst, shift, mask,
@@ -214,7 +220,8 @@ def _close(x: _Window, lattice, C: int):
     return Z / total, T / total, fin, total
 
 
-def tp_count_table(lattice, fixed_chunks, typed: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def tp_count_table(lattice, fixed_chunks, typed: bool = True, count_type: str | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
     """(Z, T): Z[c] = Pr(m(y) = c), T[c] = E[tp · 1{m(y) = c}] against ``fixed_chunks``.
 
     ``fixed_chunks`` are (type, start, end) of a sequence of the lattice's length;
@@ -225,17 +232,20 @@ def tp_count_table(lattice, fixed_chunks, typed: bool = True) -> tuple[np.ndarra
     time, O(S·width) memory, width ≤ n + 1 (about 300 counts at n = 2000 on a
     CoNLL-2000 CRF: the count's spread, not n).  ``typed=False``: tp counts the
     chunks of y with a fixed chunk's boundaries, whatever its type (the exact-boundary
-    utility, :mod:`fstchunk.decoding.exact_boundaries`).
+    utility, :mod:`fstchunk.decoding.exact_boundaries`).  ``count_type``: m(y) counts
+    y's chunks of that type only — with only that type's ``fixed_chunks``, the table of
+    one type's F (the per-type and macro utilities, :mod:`fstchunk.decoding.utilities`).
     """
     C = lattice.n + 1
     x = _start(C)
-    for w, _, terms in _tp_rules(lattice, fixed_chunks, typed):
+    for w, _, terms in _tp_rules(lattice, fixed_chunks, typed, count_type):
         x, _, _ = _step(x, w, terms, C)
     Z, T, _, _ = _close(x, lattice, C)
     return Z, T
 
 
-def tp_count_table_grad(lattice, fixed_chunks, Zbar, Tbar, typed: bool = True):
+def tp_count_table_grad(lattice, fixed_chunks, Zbar, Tbar, typed: bool = True,
+                        count_type: str | None = None):
     """Gradient of Σ_c Zbar[c]·Z[c] + Tbar[c]·T[c] (Z, T of :func:`tp_count_table`)
     with respect to the lattice's log weights: (list of (S_i, S_{i+1}) arrays, one per
     layer; array over the final states; and (Z, T) themselves).  ``Zbar`` may be a
@@ -248,10 +258,10 @@ def tp_count_table_grad(lattice, fixed_chunks, Zbar, Tbar, typed: bool = True):
     every ⌈√n⌉ layers and one stretch of layers recomputed at a time — plus the
     O(n·S²) gradient itself.
     Adjoints are carried on the forward's count windows: a count flushed to 0 in the
-    forward passes no gradient back (it changes the result by < TINY).  ``typed``: as
-    :func:`tp_count_table`'s."""
+    forward passes no gradient back (it changes the result by < TINY).  ``typed`` and
+    ``count_type``: as :func:`tp_count_table`'s."""
     C = lattice.n + 1
-    rules = list(_tp_rules(lattice, fixed_chunks, typed))
+    rules = list(_tp_rules(lattice, fixed_chunks, typed, count_type))
     n = len(rules)
     S = max([1] + [w.shape[1] for w, _, _ in rules])
     every = n if 4 * 8 * n * S * C <= TAPE_BYTES else max(1, int(np.ceil(np.sqrt(n))))

@@ -142,6 +142,11 @@ MEU_EXACT = Objective("meu-exact", "expected sentence exact-boundary F_β (a chu
                       "with its boundaries, any type: SemEval's exact mode) per sentence",
                       "lbfgs", 1e-6, True, NEGATED_MEAN, uses_beta=True,
                       default_tol=LBFGS_TOL, spread_by_default=True)
+#: λ as meu's, not tuned for it
+MEU_MACRO = Objective("meu-macro", "expected sentence macro-averaged F_β (the mean over "
+                      "the model's types of the F_β of that type's chunks alone) per "
+                      "sentence", "lbfgs", 1e-6, True, NEGATED_MEAN, uses_beta=True,
+                      default_tol=LBFGS_TOL, spread_by_default=True)
 MEU_CORPUS = Objective("meu-corpus", "F_β of the corpus's expected counts", "lbfgs", 1e-6,
                        True, CORPUS_RATIO, uses_beta=True, default_tol=LBFGS_TOL)
 #: λ chosen a priori (not tuned): Tang et al.'s C = 1 on the 8936 CoNLL-2000 training
@@ -163,7 +168,8 @@ MULTILABEL = Objective("multilabel", "online large-margin multilabel learning wi
                        None, False)
 
 OBJECTIVES: dict[str, Objective] = {o.name: o for o in (
-    ML, MEU, MEU_EXACT, MEU_CORPUS, MAX_MARGIN, PERCEPTRON, MMVP, PA, AROW, MULTILABEL)}
+    ML, MEU, MEU_EXACT, MEU_MACRO, MEU_CORPUS, MAX_MARGIN, PERCEPTRON, MMVP, PA, AROW,
+    MULTILABEL)}
 """Every training objective, by the name ``objective=`` and ``--objective`` take.
 The smooth ones minimise a mean per sentence plus λ‖θ‖²,
 $\\frac{1}{S} \\sum_i \\ell_i(\\theta) + \\lambda \\lVert\\theta\\rVert^2$ (module doc);
@@ -174,6 +180,7 @@ the others run passes of an online solver (no λ).
 | ``ml`` | $-\\log p(y_i \\mid x_i)$ (conditional likelihood) | 1e-6 |
 | ``meu`` | $-\\mathbb{E}[F_\\beta]$ per sentence (Jansche's slides) | 1e-6 |
 | ``meu-exact`` | $-\\mathbb{E}[F_\\beta]$ of the exact-boundary utility per sentence (any type) | 1e-6 (meu's) |
+| ``meu-macro`` | $-\\mathbb{E}$ of the macro-averaged $F_\\beta$ per sentence (the mean over types of each type's $F_\\beta$) | 1e-6 (meu's) |
 | ``meu-corpus`` | −F_β of the corpus's expected counts | 1e-6 |
 | ``max-margin`` | the structured hinge, Hamming or 1 − F_β loss (Tang et al.) | 5e-5 |
 | ``perceptron`` | averaged perceptron passes | — |

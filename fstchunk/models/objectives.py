@@ -76,7 +76,7 @@ from ..engine.batched import scaled_weights, transfer
 from ..engine.expectation import corpus_expectations, tp_count_table_grad
 from ..decoding.expected import from_count_table
 from ..structures.lattice import Lattice
-from ..learn.objectives import ML, MEU, MEU_CORPUS, MEU_EXACT, Objective
+from ..learn.objectives import ML, MEU, MEU_CORPUS, MEU_EXACT, MEU_MACRO, Objective
 from ..schemes.tagspace import TagSpace
 from .batching import Gold
 
@@ -188,13 +188,15 @@ def ml_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Statistics:
 
 @one_blas_thread
 def meu_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0,
-                   typed: bool = True) -> Statistics:
-    """Σ_i E[F_β(x | y_i)] (``beta_sq`` = β²) and its gradient, sentence by sentence (an
-    executor of :mod:`fstchunk.runtime.scale` spreads the sentences: its partitions);
-    ``typed=False``: of the exact-boundary utility (a chunk right with its boundaries,
-    any type)."""
+                   utility: str = "conlleval") -> Statistics:
+    """Σ_i E[u(x | y_i)] (``beta_sq`` = β²) and its gradient, sentence by sentence (an
+    executor of :mod:`fstchunk.runtime.scale` spreads the sentences: its partitions).
+    ``utility``: ``conlleval`` (F_β), ``exact`` (the exact-boundary F_β: a chunk right
+    with its boundaries, any type) or ``macro`` (the mean over the chain's types of the
+    F_β of that type's chunks alone, each a sweep with m counting that type,
+    :func:`~fstchunk.engine.expectation.tp_count_table`'s ``count_type``)."""
     L = len(chain.tags)
-    job = (chain, gold.offsets, gold.chunks, beta_sq, typed)
+    job = (chain, gold.offsets, gold.chunks, beta_sq, utility)
     parts = [_meu_shard(job, np.arange(len(gold)))]
     gE = np.zeros_like(chain.emissions)
     gT, gS, gEnd = np.zeros((L, L)), np.zeros(L), np.zeros(L)
@@ -209,31 +211,40 @@ def meu_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0,
     return Statistics(np.array([value]), (ChainGrad(gE, gT, gS, gEnd),))
 
 
+def _views(chunks: list, utility: str, types: tuple[str, ...]) -> list:
+    """The sweeps of one sentence's E[u]: (its gold chunks, typed, the type m counts,
+    weight) — one for conlleval and exact, one per type for macro."""
+    if utility == "macro":
+        return [([c for c in chunks if c[0] == t], True, t, 1.0 / len(types)) for t in types]
+    return [(chunks, utility != "exact", None, 1.0)]
+
+
 def _meu_shard(job, ids):
-    """E[F] and its gradient pieces for the sentences ``ids``; ``job`` is
-    (chain, offsets, gold chunks, β², typed)."""
-    chain, offsets, chunks, beta_sq, typed = job
+    """E[u] and its gradient pieces for the sentences ``ids``; ``job`` is
+    (chain, offsets, gold chunks, β², utility)."""
+    chain, offsets, chunks, beta_sq, utility = job
     L = len(chain.tags)
     gT, gS, gEnd = np.zeros((L, L)), np.zeros(L), np.zeros(L)
     rows, value = [], 0.0
     for k in ids:
         lat = chain.lattice(offsets[k], offsets[k + 1])
-        ch = chunks[k]
-        c = np.arange(lat.n + 1, dtype=float)
-        den = c + beta_sq * len(ch)
-        # dE[F]/dZ[c] = 1 where c + w·m(y) = 0 (0/0 := 1), dE[F]/dT[c] = (1+w)/den
-        adj = (np.where(den > 0, 0.0, 1.0),
-               np.where(den > 0, (beta_sq + 1) / np.where(den > 0, den, 1), 0.0))
-        gw, gfin, (Z, T) = tp_count_table_grad(lat, ch, *adj, typed=typed)
-        value += from_count_table(Z, T, len(ch), beta_sq, "training").f
         em_grad = np.zeros((lat.n, L))
-        for i, gwi in enumerate(gw):
-            em_grad[i] = gwi.sum(axis=0)
-            if i == 0:
-                gS += gwi[0]
-            else:
-                gT += gwi
-        gEnd += gfin
+        for ch, typed, count_type, weight in _views(chunks[k], utility, lat.space.types):
+            c = np.arange(lat.n + 1, dtype=float)
+            den = c + beta_sq * len(ch)
+            # dE[F]/dZ[c] = 1 where c + w·m(y) = 0 (0/0 := 1), dE[F]/dT[c] = (1+w)/den
+            adj = (np.where(den > 0, 0.0, weight),
+                   np.where(den > 0, weight * (beta_sq + 1) / np.where(den > 0, den, 1), 0.0))
+            gw, gfin, (Z, T) = tp_count_table_grad(lat, ch, *adj, typed=typed,
+                                                   count_type=count_type)
+            value += weight * from_count_table(Z, T, len(ch), beta_sq, "training").f
+            for i, gwi in enumerate(gw):
+                em_grad[i] += gwi.sum(axis=0)
+                if i == 0:
+                    gS += gwi[0]
+                else:
+                    gT += gwi
+            gEnd += gfin
         rows.append(em_grad)
     return list(ids), rows, value, gT, gS, gEnd
 
@@ -266,12 +277,17 @@ def meu_corpus_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Sta
 #: registry :mod:`fstchunk.learn.objectives`; the max-margin hinge's is in :mod:`.maxmargin`)
 def meu_exact_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Statistics:
     """:func:`meu_statistics` of the exact-boundary utility."""
-    return meu_statistics(chain, gold, beta_sq, typed=False)
+    return meu_statistics(chain, gold, beta_sq, "exact")
+
+
+def meu_macro_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Statistics:
+    """:func:`meu_statistics` of the macro-averaged F_β."""
+    return meu_statistics(chain, gold, beta_sq, "macro")
 
 
 STATISTICS: dict[Objective, Callable[[Chain, Gold, float], Statistics]] = {
     ML: ml_statistics, MEU: meu_statistics, MEU_EXACT: meu_exact_statistics,
-    MEU_CORPUS: meu_corpus_statistics}
+    MEU_MACRO: meu_macro_statistics, MEU_CORPUS: meu_corpus_statistics}
 
 
 def _combined(o: Objective) -> Callable[[Chain, Gold, float], tuple[float, ChainGrad]]:
@@ -287,4 +303,4 @@ def _combined(o: Objective) -> Callable[[Chain, Gold, float], tuple[float, Chain
 
 #: the objectives as functions f(chain, gold, β²) -> (value to minimise, gradient)
 ml, meu, meu_corpus = _combined(ML), _combined(MEU), _combined(MEU_CORPUS)
-meu_exact = _combined(MEU_EXACT)
+meu_exact, meu_macro = _combined(MEU_EXACT), _combined(MEU_MACRO)
