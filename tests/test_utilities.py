@@ -184,3 +184,61 @@ def test_decode_takes_every_utility_from_the_command_line(tmp_path, capsys):
     assert main(["decode", "--model", str(model), "--input", str(train), "--decoder", "meu",
                  "--utility", "type:PER", "-o", str(tmp_path / "x.txt")]) != 0
     assert "'PER' is not among the lattice's types NP, VP" in capsys.readouterr().err
+
+
+def singles(scheme, types):
+    """U of one's own: only single-token chunks count (conversion to IOBES, then S-X
+    kept and B, I, E to O) — no type map says this."""
+    from fstchunk.grammars.conversion import conversion_transducer
+    from fstchunk.schemes.tagspace import symbol_table
+    conv = conversion_transducer(scheme, "IOBES", types)
+    table = symbol_table(types)
+    keep = pynini.Fst(conv.arc_type())
+    q = keep.add_state()
+    keep.set_start(q)
+    keep.set_final(q)
+    for tag in enc.scheme_tags("IOBES", types):
+        out = tag if tag.startswith("S-") or tag == "O" else "O"
+        keep.add_arc(q, pynini.Arc(table.find(tag), table.find(out),
+                                   pynini.Weight.one(keep.weight_type()), q))
+    return pynini.compose(conv, keep), types
+
+
+def merge_b(scheme, types):
+    return type_map(scheme, types, {"B": "A"}), ("A", "C")
+
+
+@pytest.mark.parametrize("scheme", ["IOB2", "IOB1", "IOBES"])
+def test_a_transducer_of_ones_own_is_a_utility(scheme):
+    from fstchunk.decoding.machine_utility import MachineUtility
+    lat = lattice(11, scheme, 3, 2.0)
+    law = [(list(y), np.exp(lp)) for y, lp in lat.enumerate()]
+
+    def oracle(x, y):
+        one = lambda tags: {c for c in enc.tags_to_chunks(tags, scheme) if c[2] - c[1] == 1}
+        X, Y = one(x), one(y)
+        return 1.0 if not X and not Y else 2 * len(X & Y) / (len(X) + len(Y))
+    value = {tuple(x): sum(p * oracle(x, y) for y, p in law) for x, _ in law}
+    u = MachineUtility("singles", singles)
+    for x, _ in law[::9]:
+        assert u.expected(lat, hypothesis=x) == pytest.approx(value[tuple(x)], abs=1e-10)
+        assert u.expected(lat, hypothesis=x, method="fst") == pytest.approx(value[tuple(x)],
+                                                                             abs=1e-10)
+        assert u(x, law[0][0], scheme, TYPES) == oracle(x, law[0][0])
+    d = decoder("meu", utility=u).decode(lat)
+    assert d.score == pytest.approx(max(value.values()), abs=1e-10)
+    assert value[tuple(d.tags)] == pytest.approx(d.score, abs=1e-10)
+    merged = pickle.loads(pickle.dumps(MachineUtility("merge", merge_b)))   # picklable
+    twin = Utility("merge", {"B": "A"})
+    assert merged.decode(lat).score == pytest.approx(twin.decode(lat).score, abs=1e-12)
+    assert merged.expected(lat, reference=law[3][0]) == pytest.approx(
+        twin.expected(lat, reference=law[3][0]), abs=1e-12)
+    with pytest.raises(InputError, match="not \\(a pynini.Fst, its output types\\)"):
+        MachineUtility("bad", lambda s, t: ("U", t)).decode(lat)
+    two = MachineUtility("two", lambda s, t: (pynini.union(singles(s, t)[0],
+                                                           type_map(s, t, {})), t))
+    many = [x for x, _ in law if enc.tags_to_chunks(x, scheme)
+            and any(c[2] - c[1] > 1 for c in enc.tags_to_chunks(x, scheme))][0]
+    with pytest.raises(InputError, match="U maps .* to 2 sequences; it must map every valid "
+                                         "sequence to exactly one"):
+        two.image(many, scheme, TYPES)
