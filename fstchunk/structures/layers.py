@@ -36,13 +36,16 @@ def to_space_labels(fst: pynini.Fst, ts: TagSpace) -> pynini.Fst:
     syms = fst.input_symbols()
     if syms is not None:
         pairs = []
+        used = None                          # the labels on arcs, read once if needed
         for k in range(syms.num_symbols()):
             key = syms.get_nth_key(k)
             name = syms.find(key)
             if key == 0:
                 continue
             if name not in tags:
-                if any(a.ilabel == key for s in f.states() for a in f.arcs(s)):
+                if used is None:
+                    used = {a.ilabel for s in f.states() for a in f.arcs(s)}
+                if key in used:
                     raise InputError(f"the machine uses symbol {name!r}, which is not among "
                                      f"the tags {', '.join(tags)}")
                 continue
