@@ -154,3 +154,29 @@ def test_bad_input_errors():
         lat.log_prob(["O", "O"])
     with pytest.raises(ValueError, match="position 1: tag 'I-NP' cannot stand after 'O'"):
         lat.log_prob(["O", "I-NP", "O"])
+
+
+def test_a_machine_with_a_symbol_outside_the_tags_is_refused_only_where_an_arc_uses_it():
+    """Lattice.from_fst reads the machine's symbol table: a symbol that is not among the
+    tags is one InputError naming it if an arc carries it, and ignored otherwise."""
+    from fstchunk.core.errors import InputError
+    from fstchunk.schemes.tagspace import symbol_table
+    table = symbol_table(("NP", "VP"))                 # holds B-VP, I-VP, E-NP, ... too
+    tags = ["O", "B-NP", "I-NP"]
+
+    def machine(labels):
+        f = pynini.Fst("log64")
+        states = [f.add_state() for _ in range(len(labels) + 1)]
+        f.set_start(states[0])
+        f.set_final(states[-1])
+        for i, t in enumerate(labels):
+            f.add_arc(states[i], pynini.Arc(table.find(t), table.find(t),
+                                            pynini.Weight.one("log64"), states[i + 1]))
+        f.set_input_symbols(table)
+        f.set_output_symbols(table)
+        return f
+    lat = Lattice.from_fst(machine(["B-NP", "I-NP", "O"]), tags, "IOB2")
+    assert lat.map().tags == ["B-NP", "I-NP", "O"]
+    with pytest.raises(InputError, match="the machine uses symbol 'B-VP', which is not among "
+                                         "the tags O, B-NP, I-NP"):
+        Lattice.from_fst(machine(["B-NP", "B-VP", "O"]), tags, "IOB2")
