@@ -137,9 +137,11 @@ def _tp_rules(lattice, fixed_chunks, typed: bool = True, count_type: str | None 
         yield w, mx, terms
 
 
-def _terms(start, end, dst_types, fixed_start_type, fixed_ended, count):
-    """The terms of one layer (:func:`_tp_rules`); ``count``: the transitions that
-    open a chunk m counts (``start``, or those into one type's chunks)."""
+def _terms(start, end, dst_types, fixed_start_type, fixed_ended, count=None):
+    """The terms of one layer (:func:`_tp_rules`; the loss-augmented DP of
+    :mod:`.lossaug` reads them too); ``count``: the transitions that open a chunk m
+    counts (default ``start``: every chunk; or those into one type's chunks)."""
+    count = start if count is None else count
     match_start = start & (dst_types[None, :] == fixed_start_type)
     if fixed_ended:
         rules = {0: (match_start, None), 1: (match_start, end)}
