@@ -97,5 +97,5 @@ def test_the_attribute_crf_and_the_sklearn_drop_in_take_it():
     assert m.settings_["objective"] == "meu-macro"
     sk = SkCRF(objective="meu-macro", max_iterations=5).fit(X, y)
     assert sk.model_.settings_["objective"] == "meu-macro"
-    with pytest.raises(Exception, match="meu-exact, meu-macro, meu-corpus"):
+    with pytest.raises(Exception, match="meu-exact, meu-macro, meu-partial, meu-corpus"):
         SkCRF(objective="macro").fit(X, y)

@@ -130,7 +130,8 @@ def add_parser(sub) -> None:
                    help="what --decoder meu maximises the expectation of: conlleval's F_β "
                         "(a chunk is correct with its boundaries and type), exact (the "
                         "exact-boundary F_β: boundaries alone, any type: eval --mode exact), "
-                        "type:T (the F_β of the chunks of type T alone) or macro (the mean "
+                        "partial (eval --mode partial: half credit for an overlap; its "
+                        "certificate is a bound), type:T (the F_β of the chunks of type T alone) or macro (the mean "
                         "over the model's types of type:T; its certificate is a bound)")
     p.add_argument("--output-scheme", default=None,
                    help="scheme of the predicted column (none: the scheme of the model's "

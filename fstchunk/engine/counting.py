@@ -177,3 +177,47 @@ def chunk_count_marginals(lattice) -> np.ndarray:
         Gs = flush(Gs / mxs[None, :, None])
         lg = lg + mx2 + np.log(mxs)
     return out
+
+
+def outside_run_marginals(lattice) -> np.ndarray:
+    """Pr(no chunk of y covers a token of [s, e) and m(y) = m), shape (n, n+1, n+1),
+    indexed [s, e, m] (0 where e ≤ s): the overlap marginals of the partial-match
+    utility's bound (:mod:`.partial`).
+
+    The run of outside tokens s .. e−1 is entered from the counting forward at s − 1
+    and left into the counting backward at e − 1; inside the run no chunk opens, so
+    the count is the forward's plus the backward's (convolved).  All open runs
+    advance together, one layer at a time: O(S·n⁴) time, O(S·n²) memory.
+    """
+    n, C = lattice.n, lattice.n + 1
+    out = np.zeros((n, n + 1, C))
+    alphas, ascale = _count_forward(lattice)
+    betas, bscale = _count_backward(lattice)
+    fmax = np.max(lattice.chain.final)
+    logz = ascale[-1] + np.log(np.sum(alphas[-1] * np.exp(lattice.chain.final - fmax)[:, None]))
+    logz += fmax
+    layers = list(scaled_layers(lattice.chain, lattice.space))
+    tix = lattice.space.type_index
+    idx = np.arange(C)[None, :] - np.arange(C)[:, None]          # Toeplitz offsets m - a
+    V, lg = None, np.zeros(0)          # V[s', a, c]: runs started at s = s', state a
+    for e in range(1, n + 1):
+        s = e - 1
+        _, w, mx, _, _, _, _, dst = layers[s]
+        outside = (tix[dst] < 0).astype(float)
+        a_prev = alphas[s - 1] if s > 0 else np.eye(1, C)
+        wo = w * outside[None, :]
+        if V is not None:                                    # the open runs go on
+            V = np.einsum("ab,rac->rbc", wo, V)
+            lg = lg + mx
+        v = (wo.T @ a_prev)[None]
+        V = v if V is None else np.concatenate([V, v], axis=0)
+        lg = np.append(lg, (ascale[s - 1] if s > 0 else 0.0) + mx)
+        b = betas[s]                                         # suffix after token s
+        Bt = np.where(idx >= 0, b[:, np.clip(idx, 0, C - 1)], 0.0)   # (S, C, C)
+        res = V.reshape(len(V), -1) @ Bt.reshape(-1, C)
+        out[np.arange(e), e] = res * np.exp(lg + bscale[s] - logz)[:, None]
+        top = V.max(axis=(1, 2))
+        top = np.where(top > 0, top, 1.0)
+        V = flush(V / top[:, None, None])
+        lg = lg + np.log(top)
+    return out

@@ -84,7 +84,7 @@ class MEUResult:
 
 
 # ------------------------------------------------------------------ the decoder
-def _global_bound(pm: np.ndarray, beta_sq: float, ms: np.ndarray) -> np.ndarray:
+def global_bound(pm: np.ndarray, beta_sq: float, ms: np.ndarray) -> np.ndarray:
     """(w+1) Σ_{m ∈ ms} Pr(m) min(k, m) / (k + wm) for k = 0..n (k = 0: 0)."""
     n = len(pm) - 1
     k = np.arange(n + 1, dtype=float)[:, None]
@@ -238,7 +238,7 @@ def exact_meu(lattice, beta_sq: float, map_chunks: list | None = None,
         pm, basis = _count_basis(lattice, beta_sq, budget)
         return _search(lattice, beta_sq, pm, basis, map_chunks, budget)
     pm = count_distribution(lattice)
-    bound = _global_bound(pm, beta_sq, ms)
+    bound = global_bound(pm, beta_sq, ms)
     k_map = len(map_chunks)
     res = None
     for tail in (CORE_TAIL, WINDOW_TAIL):
@@ -317,8 +317,8 @@ def _search(lattice, beta_sq: float, pm: np.ndarray, basis: _Basis, map_chunks: 
     ms = np.arange(n + 1)
     m_lo, m_hi = _window(pm, WINDOW_TAIL)
     outside = np.concatenate([ms[:m_lo], ms[m_hi + 1:]])
-    tail = _global_bound(pm, beta_sq, outside) if len(outside) else np.zeros(n + 1)
-    bound = _global_bound(pm, beta_sq, ms)
+    tail = global_bound(pm, beta_sq, outside) if len(outside) else np.zeros(n + 1)
+    bound = global_bound(pm, beta_sq, ms)
     bound[0] = -np.inf                                # the empty hypothesis is exact
     best_val, best_chunks, best_err = float(pm[0]), [], 0.0
     sw = basis.sw

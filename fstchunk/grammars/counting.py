@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Sequence
+from typing import Callable, Sequence
 
 import pynini
 
@@ -80,13 +80,13 @@ def marker_symbols(types: tuple[str, ...], bound: int) -> pynini.SymbolTable:
     return table
 
 
-def _check_bound(bound: int) -> int:
+def check_bound(bound: int) -> int:
     if not (isinstance(bound, int) and 0 <= bound < MAX_COUNT):
         raise InputError(f"count bound must be an integer in 0..{MAX_COUNT - 1}, got {bound!r}")
     return bound
 
 
-def _iobes(types: tuple[str, ...]):
+def iobes_tags(types: tuple[str, ...]):
     """(label, prefix, type) of every IOBES tag over ``types`` (O first, then type by
     type), read off the shared symbol table: no tag space is compiled."""
     table = symbol_table(types)
@@ -125,13 +125,13 @@ def true_positive_transducer(types=None, bound: int = 4, arc_type: str = "log64"
                              weights: str = "marker") -> pynini.Fst:
     """T over IOBES pairs x:y, states (ct, match), ct <= ``bound``."""
     types = normalize_types(types)
-    _check_bound(bound)
+    check_bound(bound)
     if weights not in ("marker", "count"):
         raise InputError(f"weights must be 'marker' or 'count', got {weights!r}")
     budget.check(f"the true-positive counter T over {budget.types_phrase(types)} with "
                  f"count bound {bound}", budget.tp_transducer(bound, len(types)),
                  "use a smaller bound (--max-length)")
-    tags = _iobes(types)
+    tags = iobes_tags(types)
     f = pynini.Fst(arc_type)
     one = pynini.Weight.one(fsa.weight_type(arc_type))
     state = {(ct, m): f.add_state() for ct in range(bound + 1) for m in (0, 1)}
@@ -154,13 +154,13 @@ def chunk_counter(types=None, bound: int = 4, arc_type: str = "log64",
                   weights: str = "marker", tape: str = "output") -> pynini.Fst:
     """M: counts chunk starts (B, S) on ``tape`` ("output" = y, as in the slides)."""
     types = normalize_types(types)
-    _check_bound(bound)
+    check_bound(bound)
     if tape not in ("input", "output"):
         raise InputError(f"tape must be 'input' or 'output', got {tape!r}")
     budget.check(f"the chunk counter M over {budget.types_phrase(types)} with count bound "
                  f"{bound}", budget.chunk_counter(bound, len(types)),
                  "use a smaller bound (--max-length)")
-    tags = _iobes(types)
+    tags = iobes_tags(types)
     f = pynini.Fst(arc_type)
     one = pynini.Weight.one(fsa.weight_type(arc_type))
     state = [f.add_state() for _ in range(bound + 1)]
@@ -192,7 +192,7 @@ def pair_machine(types=None, bound: int = 4, arc_type: str = "log64",
     T⊠M = T' ∩ M' over encoded (x, y) label pairs (an acceptor composition).
     """
     types = normalize_types(types)
-    _check_bound(bound)
+    check_bound(bound)
     budget.check(f"the pair machine T⊠M over {budget.types_phrase(types)} with count bound "
                  f"{bound}", budget.pair_machine(bound, len(types)),
                  "use a smaller bound (--max-length)")
@@ -236,20 +236,25 @@ def fixed_iobes(chunks: Sequence[enc.Chunk], n: int) -> list[tuple[str, str]]:
 
 
 def specialised_pair_acceptor(fixed_chunks: Sequence[enc.Chunk], n: int, types=None,
-                              arc_type: str = "log64") -> pynini.Fst:
+                              arc_type: str = "log64", step: Callable = tp_step,
+                              credit_bound: int | None = None) -> pynini.Fst:
     """T⊠M with one tape fixed to the sequence with ``fixed_chunks`` (length ``n``).
 
     An acceptor over the *other* tape (IOBES tags) followed by <tp=a><m=b>, where a
     is tp against the fixed sequence and b the chunk count of the accepted one;
     equal to projecting the fixed sequence through :func:`pair_machine` (tested).
     Built as the intersection of T_fixed (states (i, ct, match)) and a one-tape M.
+    ``step`` (match, fixed pair, other pair) -> (increment, match') replaces T's
+    :func:`tp_step` (the partial-credit counter of :mod:`.partial`), whose count
+    reaches at most ``credit_bound`` (default n); a match state other than 0 at
+    the end is not final.
     """
     types = normalize_types(types)
     if n < 1:
         raise InputError(f"a sentence has at least one token, got n={n!r}")
     fixed = fixed_iobes(fixed_chunks, n)
-    tags = _iobes(types)
-    bound = n
+    tags = iobes_tags(types)
+    bound = n if credit_bound is None else max(n, credit_bound)
     one = pynini.Weight.one(fsa.weight_type(arc_type))
     # T specialised: states (i, ct, match)
     t = pynini.Fst(arc_type)
@@ -274,7 +279,7 @@ def specialised_pair_acceptor(fixed_chunks: Sequence[enc.Chunk], n: int, types=N
                 t.add_arc(s, pynini.Arc(tp_marker(ct), tp_marker(ct), one, tail))
             continue
         for lb, pb, tb in tags:
-            inc, m2 = tp_step(m, fixed[i], (pb, tb))
+            inc, m2 = step(m, fixed[i], (pb, tb))
             key = (i + 1, ct + inc, m2)
             t.add_arc(s, pynini.Arc(lb, lb, one, state(key)))
             if key not in seen:
@@ -291,7 +296,7 @@ def specialised_pair_acceptor(fixed_chunks: Sequence[enc.Chunk], n: int, types=N
 def chunk_counter_acceptor(types, bound: int, arc_type: str = "log64") -> pynini.Fst:
     """One-tape M over IOBES tags: tags · <tp=·> · <m=count of B and S>."""
     types = normalize_types(types)
-    tags = _iobes(types)
+    tags = iobes_tags(types)
     f = pynini.Fst(arc_type)
     one = pynini.Weight.one(fsa.weight_type(arc_type))
     state = [f.add_state() for _ in range(bound + 1)]

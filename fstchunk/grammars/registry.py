@@ -50,7 +50,7 @@ from ..core.errors import InputError
 from ..core.fbeta import check_beta
 from ..schemes.tagspace import normalize_types
 from ..io.annotation import parse_column
-from . import annotation, budget, conversion, counting, loss, models, validity
+from . import annotation, budget, conversion, counting, loss, models, partial, validity
 
 
 #: The largest ``max_length``: the count markers <tp=a>, <m=b> stop there.
@@ -142,6 +142,10 @@ def _tm(o: Options) -> pynini.Fst:
     return counting.pair_machine(o.types, o.max_length, o.arc_type)
 
 
+def _partial(o: Options) -> pynini.Fst:
+    return partial.partial_credit_transducer(o.types, o.max_length, o.arc_type)
+
+
 def _toy(o: Options) -> pynini.Fst:
     return models.toy_bigram(o.theta, o.max_length, o.arc_type)
 
@@ -222,6 +226,12 @@ GRAMMARS: dict[str, Grammar] = {g.name: g for g in (
     Grammar("TM", "T⊠M, the codomain pairing of T and M, states (ct, match, cm); paths end "
             "in <tp=a><m=b> (§18)", _tm, ("types", "max_length"),
             *_counter("TM", budget.pair_machine)),
+    Grammar("partial", "P: SemEval-2013's partial-match credit over IOBES pairs x:y (x the "
+            "prediction), states (half-credits h, claim); writes <tp=h>, h = 2·COR + PAR, "
+            "h <= 2·--max-length (the partial utility)", _partial, ("types", "max_length"),
+            lambda o: partial.partial_estimate(o.max_length, _k(o)),
+            lambda o: budget.Estimate(partial.partial_estimate(o.max_length, _k(o)).states ** 2,
+                                      partial.partial_estimate(o.max_length, _k(o)).arcs ** 2)),
     Grammar("toy", "the slides' toy bigram model b(·|·;θ) over untyped IOB2, --max-length "
             "tokens, --theta θ (§11)", _toy, ("theta", "max_length"),
             estimate=lambda o: budget.score_lattice(o.max_length, 3)),

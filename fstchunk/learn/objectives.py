@@ -147,6 +147,11 @@ MEU_MACRO = Objective("meu-macro", "expected sentence macro-averaged F_β (the m
                       "the model's types of the F_β of that type's chunks alone) per "
                       "sentence", "lbfgs", 1e-6, True, NEGATED_MEAN, uses_beta=True,
                       default_tol=LBFGS_TOL, spread_by_default=True)
+#: λ as meu's, not tuned for it
+MEU_PARTIAL = Objective("meu-partial", "expected sentence F_β of SemEval-2013's partial "
+                        "match (½ credit for an overlap, 1 for the span: eval --mode partial)",
+                        "lbfgs", 1e-6, True, NEGATED_MEAN, uses_beta=True,
+                        default_tol=LBFGS_TOL, spread_by_default=True)
 MEU_CORPUS = Objective("meu-corpus", "F_β of the corpus's expected counts", "lbfgs", 1e-6,
                        True, CORPUS_RATIO, uses_beta=True, default_tol=LBFGS_TOL)
 #: λ chosen a priori (not tuned): Tang et al.'s C = 1 on the 8936 CoNLL-2000 training
@@ -168,7 +173,7 @@ MULTILABEL = Objective("multilabel", "online large-margin multilabel learning wi
                        None, False)
 
 OBJECTIVES: dict[str, Objective] = {o.name: o for o in (
-    ML, MEU, MEU_EXACT, MEU_MACRO, MEU_CORPUS, MAX_MARGIN, PERCEPTRON, MMVP, PA, AROW,
+    ML, MEU, MEU_EXACT, MEU_MACRO, MEU_PARTIAL, MEU_CORPUS, MAX_MARGIN, PERCEPTRON, MMVP, PA, AROW,
     MULTILABEL)}
 """Every training objective, by the name ``objective=`` and ``--objective`` take.
 The smooth ones minimise a mean per sentence plus λ‖θ‖²,
@@ -181,6 +186,7 @@ the others run passes of an online solver (no λ).
 | ``meu`` | $-\\mathbb{E}[F_\\beta]$ per sentence (Jansche's slides) | 1e-6 |
 | ``meu-exact`` | $-\\mathbb{E}[F_\\beta]$ of the exact-boundary utility per sentence (any type) | 1e-6 (meu's) |
 | ``meu-macro`` | $-\\mathbb{E}$ of the macro-averaged $F_\\beta$ per sentence (the mean over types of each type's $F_\\beta$) | 1e-6 (meu's) |
+| ``meu-partial`` | $-\\mathbb{E}[F_\\beta]$ of SemEval-2013's partial match per sentence (½ credit for an overlap) | 1e-6 (meu's) |
 | ``meu-corpus`` | −F_β of the corpus's expected counts | 1e-6 |
 | ``max-margin`` | the structured hinge, Hamming or 1 − F_β loss (Tang et al.) | 5e-5 |
 | ``perceptron`` | averaged perceptron passes | — |

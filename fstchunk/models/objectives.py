@@ -74,9 +74,10 @@ from ..core.blas import one_blas_thread
 from ..core.errors import InputError
 from ..engine.batched import scaled_weights, transfer
 from ..engine.expectation import corpus_expectations, tp_count_table_grad
+from ..engine.partial import partial_count_table_grad
 from ..decoding.expected import from_count_table
 from ..structures.lattice import Lattice
-from ..learn.objectives import ML, MEU, MEU_CORPUS, MEU_EXACT, MEU_MACRO, Objective
+from ..learn.objectives import ML, MEU, MEU_CORPUS, MEU_EXACT, MEU_MACRO, MEU_PARTIAL, Objective
 from ..schemes.tagspace import TagSpace
 from .batching import Gold
 
@@ -192,9 +193,10 @@ def meu_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0,
     """Σ_i E[u(x | y_i)] (``beta_sq`` = β²) and its gradient, sentence by sentence (an
     executor of :mod:`fstchunk.runtime.scale` spreads the sentences: its partitions).
     ``utility``: ``conlleval`` (F_β), ``exact`` (the exact-boundary F_β: a chunk right
-    with its boundaries, any type) or ``macro`` (the mean over the chain's types of the
+    with its boundaries, any type), ``macro`` (the mean over the chain's types of the
     F_β of that type's chunks alone, each a sweep with m counting that type,
-    :func:`~fstchunk.engine.expectation.tp_count_table`'s ``count_type``)."""
+    :func:`~fstchunk.engine.expectation.tp_count_table`'s ``count_type``) or ``partial``
+    (SemEval-2013's partial match, :func:`fstchunk.engine.partial.partial_count_table_grad`)."""
     L = len(chain.tags)
     job = (chain, gold.offsets, gold.chunks, beta_sq, utility)
     parts = [_meu_shard(job, np.arange(len(gold)))]
@@ -213,7 +215,7 @@ def meu_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0,
 
 def _views(chunks: list, utility: str, types: tuple[str, ...]) -> list:
     """The sweeps of one sentence's E[u]: (its gold chunks, typed, the type m counts,
-    weight) — one for conlleval and exact, one per type for macro."""
+    weight) — one for conlleval, exact and partial, one per type for macro."""
     if utility == "macro":
         return [([c for c in chunks if c[0] == t], True, t, 1.0 / len(types)) for t in types]
     return [(chunks, utility != "exact", None, 1.0)]
@@ -235,8 +237,11 @@ def _meu_shard(job, ids):
             # dE[F]/dZ[c] = 1 where c + w·m(y) = 0 (0/0 := 1), dE[F]/dT[c] = (1+w)/den
             adj = (np.where(den > 0, 0.0, weight),
                    np.where(den > 0, weight * (beta_sq + 1) / np.where(den > 0, den, 1), 0.0))
-            gw, gfin, (Z, T) = tp_count_table_grad(lat, ch, *adj, typed=typed,
-                                                   count_type=count_type)
+            if utility == "partial":
+                gw, gfin, (Z, T) = partial_count_table_grad(lat, ch, *adj)
+            else:
+                gw, gfin, (Z, T) = tp_count_table_grad(lat, ch, *adj, typed=typed,
+                                                       count_type=count_type)
             value += weight * from_count_table(Z, T, len(ch), beta_sq, "training").f
             for i, gwi in enumerate(gw):
                 em_grad[i] += gwi.sum(axis=0)
@@ -285,9 +290,15 @@ def meu_macro_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Stat
     return meu_statistics(chain, gold, beta_sq, "macro")
 
 
+def meu_partial_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Statistics:
+    """:func:`meu_statistics` of the partial-match F_β (SemEval-2013's partial mode)."""
+    return meu_statistics(chain, gold, beta_sq, "partial")
+
+
 STATISTICS: dict[Objective, Callable[[Chain, Gold, float], Statistics]] = {
     ML: ml_statistics, MEU: meu_statistics, MEU_EXACT: meu_exact_statistics,
-    MEU_MACRO: meu_macro_statistics, MEU_CORPUS: meu_corpus_statistics}
+    MEU_MACRO: meu_macro_statistics, MEU_PARTIAL: meu_partial_statistics,
+    MEU_CORPUS: meu_corpus_statistics}
 
 
 def _combined(o: Objective) -> Callable[[Chain, Gold, float], tuple[float, ChainGrad]]:
@@ -304,3 +315,4 @@ def _combined(o: Objective) -> Callable[[Chain, Gold, float], tuple[float, Chain
 #: the objectives as functions f(chain, gold, β²) -> (value to minimise, gradient)
 ml, meu, meu_corpus = _combined(ML), _combined(MEU), _combined(MEU_CORPUS)
 meu_exact, meu_macro = _combined(MEU_EXACT), _combined(MEU_MACRO)
+meu_partial = _combined(MEU_PARTIAL)

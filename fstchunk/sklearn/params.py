@@ -161,7 +161,8 @@ def resolve(p: CRFParams, sentences: int) -> Run:
     max_iter = UNLIMITED if max_it is None else _number("max_iterations", max_it, 1,
                                                         integer=True)
     objective = p.objective
-    known = (lo.ML, lo.MEU, lo.MEU_EXACT, lo.MEU_MACRO, lo.MEU_CORPUS, lo.MAX_MARGIN)
+    known = (lo.ML, lo.MEU, lo.MEU_EXACT, lo.MEU_MACRO, lo.MEU_PARTIAL, lo.MEU_CORPUS,
+             lo.MAX_MARGIN)
     if objective not in [o.name for o in known]:
         raise InputError(f"unknown objective {objective!r}; use "
                          f"{', '.join(o.name for o in known[:-1])} or max-margin")
