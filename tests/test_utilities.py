@@ -146,7 +146,7 @@ def test_type_maps_are_checked_and_decoders_carry_them():
     with pytest.raises(InputError, match="'Q' is not among the lattice's types A, B, C"):
         utility("type:Q").decode(lat)
     with pytest.raises(InputError, match="unknown utility 'f1'; use one of conlleval, exact, "
-                                         "macro, type:TYPE"):
+                                         "partial, macro, type:TYPE"):
         decoder("meu", utility="f1")
     with pytest.raises(InputError, match="give exactly one of hypothesis"):
         utility("macro").expected(lat)

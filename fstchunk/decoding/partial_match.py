@@ -31,7 +31,7 @@ from ..engine.expectation import from_count_table
 from ..engine.meu import DEFAULT_MEMORY_BUDGET
 from ..engine.partial import expected_partial_f, partial_meu
 from ..grammars.counting import fixed_iobes
-from ..grammars.partial import partial_step
+from ..schemes.matching import partial_step
 from ..schemes import encodings as enc
 from ..structures.decision import Decoding
 from .expected import joint_by_composition

@@ -10,9 +10,9 @@ m counting the random side's chunks.  F_β = (1+β²)·credit / (m(x) + β²·m(
 linear in credit for fixed counts, so (Z, H) give E[P], E[R] and E[F_β] exactly as
 (Z, T) do for conlleval's tp (:func:`.expectation.from_count_table`).
 
-The recursion is the partial-credit counter P of :mod:`fstchunk.grammars.partial`
-(:func:`~fstchunk.grammars.partial.partial_close`, then
-:func:`~fstchunk.grammars.partial.partial_open`, at each token boundary) read on
+The recursion is the partial-credit counter P (:mod:`fstchunk.grammars.partial`) on
+the steps of :mod:`fstchunk.schemes.matching` (:func:`~fstchunk.schemes.matching.partial_close`,
+then :func:`~fstchunk.schemes.matching.partial_open`, at each token boundary) read on
 the lattice's chunk boundaries, over states (tag, claim state, count) carrying
 pairs ⟨p, p·credit⟩ of the expectation semiring (as :mod:`.expectation`):
 O(n·S²·6·n) time, O(S·6·n) memory.  Each layer is rescaled (both parts by the same
@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.errors import BudgetError, InputError
-from ..grammars.partial import STATES, partial_close, partial_open
+from ..schemes.matching import STATES, partial_close, partial_open
 from .chain import flush, scaled_layers
 from .counting import chunk_count_marginals, count_distribution, outside_run_marginals
 from .expectation import from_count_table

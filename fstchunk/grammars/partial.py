@@ -1,34 +1,21 @@
 """The partial-match credit counter P: SemEval-2013's ``partial`` mode as a machine.
 
-SemEval-2013 Task 9.1 (Segura-Bedmar et al. 2013), as nervaluate scores it
-(:mod:`fstchunk.evaluation.modes`): each predicted chunk p, in order, takes the first
-gold chunk not yet taken that overlaps it; p is *correct* (COR) when that chunk has
-p's boundaries (any type), *partial* (PAR) otherwise, *spurious* when there is none.
-The credit is COR + ½·PAR, so with x the prediction and y the gold
+With x the prediction and y the gold, nervaluate's matching
+(:mod:`fstchunk.schemes.matching`, whose steps P is built from) gives
+credit = COR + ½·PAR, and
 
     P = credit / m(x),   R = credit / m(y),   F_β = (1+β²)·credit / (m(x) + β²·m(y)).
 
-Read left to right over aligned IOBES pairs x_i:y_i the matching is finite-state.
-The only gold chunk a later prediction can still reach is the one open at the
-current token, and a prediction has either taken a gold chunk or not.  So the
-state is q = (gu, ps): gu says whether the open gold chunk is taken (0, 1); ps
-is the open prediction's claim: 0 none, 1 a gold chunk that started with it and is
-still open, 2 any other.  At each token: gold and prediction starts reset their
-part; a prediction and an untaken gold chunk both inside claim each other
-(:func:`partial_open`); at each end the prediction scores 2 half-credits if its
-claim (ps = 1) ends with it, 1 if it holds a claim, 0 if not (:func:`partial_close`).
-Credits are counted in half units, so the count stays an integer: the marker
-``<tp=h>`` carries h = 2·COR + PAR.
+P reads aligned IOBES pairs x_i:y_i with states (half-credits h, claim state q);
+credits are counted in half units so that the count stays an integer: the marker
+``<tp=h>`` carries h = 2·COR + PAR.  :func:`partial_credit_transducer` is P over both
+tapes (``fstchunk grammar print partial``); the expected value under a lattice
+composes P, specialised to the fixed side (:func:`specialised_partial_acceptor`),
+with the lattice, and :mod:`fstchunk.engine.partial` runs the same steps as a
+recursion.
 
-:func:`partial_credit_transducer` is P over both tapes (``fstchunk grammar print
-partial``); the expected value under a lattice composes P, specialised to the fixed
-side (:func:`fstchunk.grammars.counting.specialised_pair_acceptor` with
-:func:`partial_step`), with the lattice, and :mod:`fstchunk.engine.partial` runs
-the same steps as a recursion.
-
-Pitfall: nervaluate counts a gold chunk as overlapped when a prediction covers at
-least 1% of its tokens; P counts any shared token.  The two agree unless a gold
-chunk is longer than 100 tokens.
+Pitfall: P is deterministic on pairs, not on its input tape alone (like T), and
+counts any shared token as overlap (nervaluate: 1% of the gold chunk's tokens).
 """
 
 from __future__ import annotations
@@ -39,45 +26,9 @@ import pynini
 
 from ..core.errors import InputError
 from ..schemes import encodings as enc
+from ..schemes.matching import STATES, partial_step
 from ..schemes.tagspace import normalize_types
 from . import budget, counting, fsa
-
-#: the claim states q = 3·gu + ps (module doc); 0 is the start and the only final one
-STATES = tuple(range(6))
-
-
-def partial_open(q: int, pred_start: bool, gold_start: bool, pred_in: bool,
-                 gold_in: bool) -> int:
-    """The claim state after a token's starts and its claim (module doc)."""
-    gu, ps = divmod(q, 3)
-    if gold_start:
-        gu = 0
-    if pred_start:
-        ps = 0
-    if pred_in and gold_in and ps == 0 and gu == 0:
-        gu, ps = 1, (1 if pred_start and gold_start else 2)
-    return 3 * gu + ps
-
-
-def partial_close(q: int, pred_end: bool, gold_end: bool) -> tuple[int, int]:
-    """(half-credits, claim state) after a token's ends (module doc)."""
-    gu, ps = divmod(q, 3)
-    credit = 0
-    if pred_end:
-        credit = 2 if ps == 1 and gold_end else 1 if ps else 0
-        ps = 0
-    if gold_end:
-        ps, gu = (2 if ps == 1 else ps), 0
-    return credit, 3 * gu + ps
-
-
-def partial_step(q: int, pred: tuple[str, str], gold: tuple[str, str]) -> tuple[int, int]:
-    """P's transition on one aligned token: ``pred`` and ``gold`` are IOBES
-    (prefix, type); returns (half-credits, claim state)."""
-    (pp, _), (pg, _) = pred, gold
-    q = partial_open(q, pp in "BS", pg in "BS", pp != "O", pg != "O")
-    return partial_close(q, pp in "ES", pg in "ES")
-
 
 def fixed_step(fixed: str):
     """:func:`partial_step` with the fixed tape first: ``"hypothesis"`` (the prediction
