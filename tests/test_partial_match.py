@@ -196,3 +196,37 @@ def test_grammar_print_shows_the_counter():
 
 def test_top_level_names():
     assert isinstance(fstchunk.utility("partial"), fstchunk.Utility)
+
+
+def test_ranked_sets_lists_every_set_once_in_decreasing_order():
+    from fstchunk.engine.intervals import SpanPairs, counted_dp, ranked_sets
+    n = 5
+    rng = np.random.default_rng(4)
+    s_i, e_i = np.nonzero(np.triu(np.ones((n, n + 1), bool), 1))
+    sw = SpanPairs(np.zeros(len(s_i), int), s_i, e_i, n)
+    tables, want = {}, []
+    for k in (1, 2, 3):
+        wpair = sw.pairs(rng.normal(size=len(s_i))[sw.order])
+        tables[k] = (wpair, counted_dp(sw, wpair, k), k)
+        weight = {(int(s), int(e)): w for s, e, w in zip(sw.ps, sw.pe, wpair)}
+        for c in chunkings(n):
+            if len(c) == k:
+                want.append((sum(weight[(s, e)] for _, s, e in c), k,
+                             [(s, e) for _, s, e in c]))
+    got = list(ranked_sets(sw, tables))
+    assert [g[0] for g in got] == sorted([g[0] for g in got], reverse=True)
+    assert sorted((k, tuple(c)) for _, k, c in got) == sorted((k, tuple(c)) for _, k, c in want)
+    for v, k, c in got:
+        assert v == pytest.approx(next(w for w, kk, cc in want if kk == k and cc == c))
+    floor = sorted(g[0] for g in got)[len(got) // 2]
+    assert [g[1:] for g in ranked_sets(sw, tables, floor)] == \
+        [g[1:] for g in got if g[0] > floor]
+
+
+def test_a_search_cut_short_is_still_certified():
+    for seed in range(6):
+        lat = lattice(seed, "IOB2", 5, 1.0)
+        best = max(expected_partial_f(lat, c, 1.0) for c in chunkings(5))
+        r = partial_meu(lat, 1.0, max_candidates=1)
+        assert r.anchors == 1
+        assert r.value <= best + 1e-12 <= r.value + r.gap + 2e-12

@@ -22,6 +22,9 @@ the rest of the DP).  Pitfall: only listed spans exist — an unlisted span is n
 
 from __future__ import annotations
 
+import heapq
+import itertools
+
 import numpy as np
 
 
@@ -120,3 +123,33 @@ def best_span_set(sp: SpanPairs, w: np.ndarray) -> list[tuple[int, int, int]]:
         chunks.append((sp.best_type(p, w), int(sp.ps[p]), i))
         i = int(sp.ps[p])
     return chunks[::-1]
+
+
+def ranked_sets(sp: SpanPairs, tables: dict, floor: float = -np.inf):
+    """Span sets in decreasing order of their weight: for each key ``k`` of ``tables``,
+    (wpair, D, j) — the k-th weights, :func:`counted_dp`'s table for them, and the
+    number of spans j — the sets of exactly j spans; yields (weight, k, [(start, end),
+    ...]) across all keys by one best-first search.  D is the exact best completion of
+    a partial set (the j' spans still to place inside [0, i)), so the search is A*
+    with an exact heuristic: sets come out in order, each once (a set is built from
+    its last span back).  Sets of weight ≤ ``floor`` are never pushed; the caller
+    may raise the floor as it goes (send it the new floor)."""
+    heap, tick = [], itertools.count()
+    for k, (wpair, D, j) in tables.items():
+        if np.isfinite(D[j, sp.n]) and D[j, sp.n] > floor:
+            heapq.heappush(heap, (-float(D[j, sp.n]), next(tick), k, j, sp.n, 0.0, ()))
+    while heap:
+        neg, _, k, j, i, got, chosen = heapq.heappop(heap)
+        if -neg <= floor:
+            return
+        if j == 0:
+            new = yield -neg, k, [(int(sp.ps[c]), int(sp.pe[c])) for c in reversed(chosen)]
+            if new is not None:
+                floor = max(floor, new)
+            continue
+        wpair, D, _ = tables[k]
+        cand = np.flatnonzero(sp.pe <= i)
+        vals = got + wpair[cand] + D[j - 1][sp.ps[cand]]
+        for c, v in zip(cand[vals > floor], vals[vals > floor]):
+            heapq.heappush(heap, (-float(v), next(tick), k, j - 1, int(sp.ps[c]),
+                                  got + float(wpair[c]), chosen + (int(c),)))

@@ -28,7 +28,7 @@ from ..schemes.matching import STATES, partial_close, partial_open
 from .chain import flush, scaled_layers
 from .counting import chunk_count_marginals, count_distribution, outside_run_marginals
 from .expectation import from_count_table
-from .intervals import SpanPairs, backtrace, counted_dp
+from .intervals import SpanPairs, counted_dp, ranked_sets
 from .meu import DEFAULT_MEMORY_BUDGET, MEUResult, global_bound
 
 
@@ -166,7 +166,7 @@ def partial_count_table_grad(lattice, fixed_chunks, Zbar, Hbar, fixed: str = "re
 
 
 #: partial-credit MEU evaluates at most this many candidate decisions exactly
-MAX_CANDIDATES = 8
+MAX_CANDIDATES = 16
 
 
 def partial_meu(lattice, beta_sq: float, memory_budget: float = DEFAULT_MEMORY_BUDGET,
@@ -179,14 +179,16 @@ def partial_meu(lattice, beta_sq: float, memory_budget: float = DEFAULT_MEMORY_B
 
         U(x) ≤ Σ_{p ∈ x} b_k(p),   b_k(p) = (1+β²)·E[½(o_p + e_p) / (k + β²·m(y))],
 
-    a sum over chunks, whose best k-set is :func:`.intervals.counted_dp`'s (any span;
-    o_p and e_p from :func:`.counting.outside_run_marginals` and
-    :func:`.counting.chunk_count_marginals`).  The k are visited by the cheap bound
-    (1+β²)·E[min(k, m)/(k + β²m)] (credit ≤ min(k, m)); each best k-set whose bound
-    beats the best exact value found is evaluated exactly (:func:`partial_count_table`),
-    up to ``max_candidates``.  The empty decision scores Pr(m = 0).  ``gap`` is the
-    largest bound left minus the value reached: 0.0 when the answer is the MEU
-    decision.  BudgetError when the count tables exceed ``memory_budget`` bytes.
+    a sum over chunks (any span; o_p and e_p from :func:`.counting.outside_run_marginals`
+    and :func:`.counting.chunk_count_marginals`).  Chunkings come out in decreasing
+    order of this bound, across every k worth trying (the cheap bound
+    (1+β²)·E[min(k, m)/(k + β²m)] prunes the others), by :func:`.intervals.ranked_sets`
+    over :func:`.intervals.counted_dp`'s tables; each is evaluated exactly
+    (:func:`partial_count_table`) until the next bound is at most the best value found
+    — then the answer is the MEU decision and ``gap`` 0.0 — or ``max_candidates`` were
+    evaluated, and ``gap`` is the next bound minus the value reached.  The empty
+    decision scores Pr(m = 0).  BudgetError when the count tables exceed
+    ``memory_budget`` bytes.
     """
     n, T = lattice.n, len(lattice.space.types)
     need = 8.0 * (T + 1) * n * (n + 1) ** 2
@@ -205,25 +207,27 @@ def partial_meu(lattice, beta_sq: float, memory_budget: float = DEFAULT_MEMORY_B
     feats = credit[s_i, e_i][sw.order]                       # (spans, m)
     best, best_chunks, evaluated = float(pm[0]), [], 0
     cheap = global_bound(pm, beta_sq, ms)
-    bounds = []
-    for k in sorted(range(1, n + 1), key=lambda k: -cheap[k]):
-        if cheap[k] <= best:
-            break
-        g = (1 + beta_sq) * (feats @ (1.0 / (k + beta_sq * ms)))
-        wpair = sw.pairs(g)
-        D = counted_dp(sw, wpair, k)
-        if not np.isfinite(D[k, n]):
-            continue
-        bound = float(D[k, n])
-        if bound > best and evaluated < max_candidates:
-            chunks = [(0, s, e) for _, s, e in backtrace(sw, wpair, D, k, g)]
+    tables = {}
+    for k in range(1, n + 1):
+        if cheap[k] > best:
+            wpair = sw.pairs((1 + beta_sq) * (feats @ (1.0 / (k + beta_sq * ms))))
+            tables[k] = (wpair, counted_dp(sw, wpair, k), k)
+    ranked, top = ranked_sets(sw, tables, floor=best), best
+    try:
+        bound, _, spans = next(ranked)
+        while True:
+            if evaluated == max_candidates:
+                top = bound
+                break
+            chunks = [(0, s, e) for s, e in spans]
             value = expected_partial_f(lattice, chunks, beta_sq, "hypothesis")
             evaluated += 1
             if value > best:
                 best, best_chunks = value, chunks
-        bounds.append(bound)
-    gap = max([0.0] + [b - best for b in bounds])
-    return MEUResult(best_chunks, best, gap, evaluated, len(bounds))
+            bound, _, spans = ranked.send(best)
+    except StopIteration:
+        pass
+    return MEUResult(best_chunks, best, max(0.0, top - best), evaluated, len(tables))
 
 
 def expected_partial_f(lattice, chunks, beta_sq: float, fixed: str = "hypothesis") -> float:
