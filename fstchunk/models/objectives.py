@@ -73,9 +73,8 @@ import numpy as np
 from ..core.blas import one_blas_thread
 from ..core.errors import InputError
 from ..engine.batched import scaled_weights, transfer
-from ..engine.expectation import corpus_expectations, tp_count_table_grad
-from ..engine.partial import partial_count_table_grad
-from ..decoding.expected import from_count_table
+from ..engine.expectation import corpus_expectations
+from ..engine.utility_grad import expected_utility_grad
 from ..structures.lattice import Lattice
 from ..learn.objectives import ML, MEU, MEU_CORPUS, MEU_EXACT, MEU_MACRO, MEU_PARTIAL, Objective
 from ..schemes.tagspace import TagSpace
@@ -213,14 +212,6 @@ def meu_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0,
     return Statistics(np.array([value]), (ChainGrad(gE, gT, gS, gEnd),))
 
 
-def _views(chunks: list, utility: str, types: tuple[str, ...]) -> list:
-    """The sweeps of one sentence's E[u]: (its gold chunks, typed, the type m counts,
-    weight) — one for conlleval, exact and partial, one per type for macro."""
-    if utility == "macro":
-        return [([c for c in chunks if c[0] == t], True, t, 1.0 / len(types)) for t in types]
-    return [(chunks, utility != "exact", None, 1.0)]
-
-
 def _meu_shard(job, ids):
     """E[u] and its gradient pieces for the sentences ``ids``; ``job`` is
     (chain, offsets, gold chunks, β², utility)."""
@@ -230,27 +221,12 @@ def _meu_shard(job, ids):
     rows, value = [], 0.0
     for k in ids:
         lat = chain.lattice(offsets[k], offsets[k + 1])
-        em_grad = np.zeros((lat.n, L))
-        for ch, typed, count_type, weight in _views(chunks[k], utility, lat.space.types):
-            c = np.arange(lat.n + 1, dtype=float)
-            den = c + beta_sq * len(ch)
-            # dE[F]/dZ[c] = 1 where c + w·m(y) = 0 (0/0 := 1), dE[F]/dT[c] = (1+w)/den
-            adj = (np.where(den > 0, 0.0, weight),
-                   np.where(den > 0, weight * (beta_sq + 1) / np.where(den > 0, den, 1), 0.0))
-            if utility == "partial":
-                gw, gfin, (Z, T) = partial_count_table_grad(lat, ch, *adj)
-            else:
-                gw, gfin, (Z, T) = tp_count_table_grad(lat, ch, *adj, typed=typed,
-                                                       count_type=count_type)
-            value += weight * from_count_table(Z, T, len(ch), beta_sq, "training").f
-            for i, gwi in enumerate(gw):
-                em_grad[i] += gwi.sum(axis=0)
-                if i == 0:
-                    gS += gwi[0]
-                else:
-                    gT += gwi
-            gEnd += gfin
-        rows.append(em_grad)
+        v, gE, gTk, gSk, gEk = expected_utility_grad(lat, chunks[k], utility, beta_sq)
+        value += v
+        rows.append(gE)
+        gT += gTk
+        gS += gSk
+        gEnd += gEk
     return list(ids), rows, value, gT, gS, gEnd
 
 

@@ -52,6 +52,7 @@ from ..core.errors import FstchunkError, InputError
 from ..structures.lattice import Lattice
 from ..schemes.tagspace import TagSpace
 from . import chain as _chain
+from . import engine_loss as _engine_loss
 from . import expected as _expected
 from . import tilted as _tilted
 from ..core.fbeta import to_beta_sq
@@ -272,6 +273,21 @@ class ChunkCRF:
         b64 = bt.double()
         return _expected.expected_f(self, b64, self._gold(gold, b64), beta_sq).to(
             bt.emissions.dtype)
+
+    def expected_utility(self, emissions, transitions, mask, start=None, end=None,
+                         gold: Sequence[Sequence[str]] | None = None, utility: str = "exact",
+                         beta: float = 1.0) -> torch.Tensor:
+        """E_y[u(y | gold)] (B,) for ``utility`` ``conlleval``, ``exact``, ``macro`` or
+        ``partial`` (:mod:`fstchunk.decoding.utilities`), differentiable, from the numpy
+        engine on the CPU (:mod:`fstchunk.torch.engine_loss`)."""
+        bt = self._check(emissions, transitions, mask, start, end)
+        self._gold(gold, bt.double())                   # checked as every loss checks it
+        rows = gold.tolist() if isinstance(gold, torch.Tensor) else gold
+        chunks = [enc.tags_to_chunks([t if isinstance(t, str) else self.tags[t]
+                                      for t in row[:length]], self.scheme)
+                  for row, length in zip(rows, bt.lengths_list)]
+        return _engine_loss.expected_utility(self.tags, self.scheme, bt, chunks, utility,
+                                             to_beta_sq(beta))
 
     def expected_corpus_f(self, emissions, transitions, mask, start=None, end=None,
                           gold: Sequence[Sequence[str]] | None = None,

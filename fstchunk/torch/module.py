@@ -10,7 +10,11 @@ sentences unless ``reduction="sum"``:
   sequences the mask allows (:mod:`fstchunk.models.partial` is its numpy twin);
 * ``"meu"``: 1 − E[F_β(y | gold)] per sentence (minimum risk, Jansche 2005);
 * ``"meu-corpus"``: 1 − (1+β²)·Σ E[tp] / (Σ E[m] + β²·Σ m(gold)), the batch's
-  expected corpus F (one number for the batch; ``reduction`` does not apply).
+  expected corpus F (one number for the batch; ``reduction`` does not apply);
+* ``"meu-exact"``, ``"meu-macro"``, ``"meu-partial"``: 1 − E[u] per sentence for the
+  exact-boundary, macro-averaged and partial-match F_β of
+  :mod:`fstchunk.decoding.utilities`, from the numpy engine on the CPU
+  (:mod:`fstchunk.torch.engine_loss`: slower, exact, the same code as the CRFs').
 
 These are the objectives of the same names everywhere in fstchunk
 (:data:`fstchunk.learn.objectives.OBJECTIVES`: ``train --objective``, the CRFs'
@@ -40,7 +44,11 @@ from ..learn import objectives as lo
 from .crf import ChunkCRF
 
 #: the objectives :meth:`CRFLayer.loss` trains, named as everywhere in fstchunk
-OBJECTIVES = (lo.ML.name, lo.MEU.name, lo.MEU_CORPUS.name)
+OBJECTIVES = (lo.ML.name, lo.MEU.name, lo.MEU_CORPUS.name, lo.MEU_EXACT.name,
+              lo.MEU_MACRO.name, lo.MEU_PARTIAL.name)
+#: the objectives whose expectation and gradient come from the numpy engine, and their utility
+ENGINE_UTILITIES = {lo.MEU_EXACT.name: "exact", lo.MEU_MACRO.name: "macro",
+                    lo.MEU_PARTIAL.name: "partial"}
 #: the older torch names of the same objectives, still accepted
 OLD_NAMES = {"nll": lo.ML.name, "expected-f": lo.MEU.name,
              "expected-corpus-f": lo.MEU_CORPUS.name}
@@ -106,6 +114,9 @@ class CRFLayer(torch.nn.Module):
             return 1 - self.crf.expected_corpus_f(*a, gold=gold, beta=beta)
         if objective == lo.ML.name:
             per = self.crf.log_partition(*a) - self.crf.score(*a, gold=gold)
+        elif objective in ENGINE_UTILITIES:
+            per = 1 - self.crf.expected_utility(*a, gold=gold, beta=beta,
+                                                utility=ENGINE_UTILITIES[objective])
         else:
             per = 1 - self.crf.expected_f(*a, gold=gold, beta=beta)
         return per.mean() if reduction == "mean" else per.sum()
