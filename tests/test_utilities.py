@@ -179,8 +179,8 @@ def test_decode_takes_every_utility_from_the_command_line(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["decode", "--model", str(model), "--input", str(train), "--decoder", "meu",
               "--utility", "f1"])
-    assert "argument --utility: unknown utility 'f1'; use one of conlleval, exact, macro, " \
-           "type:TYPE" in capsys.readouterr().err
+    assert "argument --utility: unknown utility 'f1'; use one of conlleval, exact, partial, " \
+           "macro, type:TYPE (e.g. type:PER), weighted:TYPE=W" in capsys.readouterr().err
     assert main(["decode", "--model", str(model), "--input", str(train), "--decoder", "meu",
                  "--utility", "type:PER", "-o", str(tmp_path / "x.txt")]) != 0
     assert "'PER' is not among the lattice's types NP, VP" in capsys.readouterr().err

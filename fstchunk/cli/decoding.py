@@ -75,10 +75,10 @@ def utility_option(text: str) -> str:
     knows (``type:T``'s T is checked against the model's types when decoding)."""
     try:
         resolve_utility(text)
-    except InputError:
-        raise argparse.ArgumentTypeError(f"unknown utility {text!r}; use one of conlleval, "
-                                         f"exact, macro, type:TYPE (e.g. type:PER)") from None
+    except InputError as e:
+        raise argparse.ArgumentTypeError(str(e).replace(" or a fstchunk.Utility", "")) from None
     return text
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("decode", formatter_class=HelpFormatter,
@@ -131,8 +131,10 @@ def add_parser(sub) -> None:
                         "(a chunk is correct with its boundaries and type), exact (the "
                         "exact-boundary F_β: boundaries alone, any type: eval --mode exact), "
                         "partial (eval --mode partial: half credit for an overlap; its "
-                        "certificate is a bound), type:T (the F_β of the chunks of type T alone) or macro (the mean "
-                        "over the model's types of type:T; its certificate is a bound)")
+                        "certificate is a bound), type:T (the F_β of the chunks of type T "
+                        "alone), weighted:T=w,... (a chunk of type T counts w times) or macro "
+                        "(the mean over the model's types of type:T; its certificate is a "
+                        "bound)")
     p.add_argument("--output-scheme", default=None,
                    help="scheme of the predicted column (none: the scheme of the model's "
                         "training data, its --data-scheme; IOB2 for models that do not "

@@ -38,7 +38,6 @@ from ..core.fbeta import to_beta_sq
 from ..engine import inference
 from ..engine.expectation import ExpectedF, from_count_table
 from ..grammars import budget, counting
-from ..grammars import partial as partial_grammar
 from ..grammars.conversion import encoder
 from ..structures.lattice import Lattice
 from ..structures.lattices import apply
@@ -146,33 +145,31 @@ def composition_estimate(lattice: Lattice, fixed_chunks) -> dict[str, budget.Est
                               layer_labels, layer_arcs)
 
 
-def joint_by_composition(lattice: Lattice, fixed_chunks, partial: str | None = None
-                         ) -> np.ndarray:
+def joint_by_composition(lattice: Lattice, fixed_chunks, acceptor=None, top: int | None = None,
+                         growth: int = 1) -> np.ndarray:
     """Pr(tp = a, m_random = b) by composing T⊠M (specialised) with the lattice.
 
     R = A ∘ (E_scheme · markers*) ∘ (Q · markers*), A = T⊠M with one tape fixed
     (IOBES), E_scheme the IOBES -> scheme encoder, Q the normalised lattice; the
     tags are deleted and the marker strings <tp=a><m=b> summed by epsilon removal.
-    ``partial``: A is the partial-credit counter P⊠M instead, with the fixed tape
-    the ``"hypothesis"`` or the ``"reference"`` (:mod:`fstchunk.grammars.partial`),
-    and a counts half-credits (0 .. 2n).
+    ``acceptor``: another counter specialised to the fixed side in place of A (the
+    partial-credit counter P⊠M of :mod:`fstchunk.grammars.partial`, a weighted T⊠M),
+    whose counts reach ``top`` (default n) and whose size is ``growth`` times A's.
     BudgetError, before anything is built, if the largest would exceed the budget.
     """
     n = lattice.n
     largest = max(composition_estimate(lattice, fixed_chunks).values(), key=lambda e: e.size)
-    if partial is not None:                  # six claim states, twice the credits
-        largest = budget.Estimate(12 * largest.states, 12 * largest.arcs)
+    largest = budget.Estimate(growth * largest.states, growth * largest.arcs)
     budget.check(f'expected_f(method="fst") on a lattice of {n} tokens and '
                  f'{len(lattice.tags)} {lattice.scheme} tags: composing T⊠M with it',
                  largest, 'use method="fast" (the same numbers without building a machine; '
                  '`fstchunk expected --method fast`)')
     types = lattice.space.types
-    top = n if partial is None else 2 * n
+    top = n if top is None else top
     marks = fsa.union_of([counting.tp_marker(a) for a in range(top + 1)] +
-                         [counting.m_marker(b) for b in range(n + 1)], "log64").closure()
+                         [counting.m_marker(b) for b in range(top + 1)], "log64").closure()
     a = fsa.bare(counting.specialised_pair_acceptor(fixed_chunks, n, types)
-                 if partial is None else
-                 partial_grammar.specialised_partial_acceptor(fixed_chunks, n, types, partial))
+                 if acceptor is None else acceptor)
     if lattice.scheme != "IOBES":
         e = fsa.bare(encoder(lattice.scheme, types)) + marks
         a = pynini.compose(a.arcsort("olabel"), e.arcsort()).project("output")
@@ -181,7 +178,7 @@ def joint_by_composition(lattice: Lattice, fixed_chunks, partial: str | None = N
     r = pynini.compose(a.arcsort("olabel"), q.arcsort()).connect()
     r = pynini.compose(r, marker_extractor(lattice, top)).project("output")
     r.rmepsilon(delta=fsa.DELTA)
-    joint = np.zeros((top + 1, n + 1))
+    joint = np.zeros((top + 1, top + 1))
     for labels, _, w in fsa.paths(r):
         (k1, a_), (k2, b_) = (counting.decode_marker(x) for x in labels)
         if (k1, k2) != ("tp", "m"):            # T⊠M emits <tp> then <m> on every path

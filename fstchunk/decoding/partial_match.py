@@ -31,6 +31,7 @@ from ..engine.expectation import from_count_table
 from ..engine.meu import DEFAULT_MEMORY_BUDGET
 from ..engine.partial import expected_partial_f, partial_meu
 from ..grammars.counting import fixed_iobes
+from ..grammars.partial import specialised_partial_acceptor
 from ..schemes.matching import partial_step
 from ..schemes import encodings as enc
 from ..structures.decision import Decoding
@@ -77,7 +78,8 @@ class PartialMatch(Utility):
             return float(expected_partial_f(lattice, chunks, w, what))
         if method != "fst":
             raise InputError(f"unknown method {method!r}; use 'fst' or 'fast'")
-        joint = joint_by_composition(lattice, chunks, partial=what)
+        joint = joint_by_composition(lattice, chunks, specialised_partial_acceptor(
+            chunks, lattice.n, lattice.space.types, what), 2 * lattice.n, growth=12)
         Z, H = joint.sum(axis=0), np.arange(joint.shape[0]) @ joint / 2
         return float(from_count_table(Z, H, len(chunks), w, "decoding" if what ==
                                       "hypothesis" else "training").f)

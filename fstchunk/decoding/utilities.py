@@ -20,6 +20,7 @@ exact           U erases the types: the span is enough (SemEval-2013's exact)
 partial         SemEval-2013's partial: ½ credit for an overlap, 1 for the span
                 (:mod:`fstchunk.decoding.partial_match`; not a map: a counter of its own)
 type:T          U keeps the chunks of type T: the F of that type alone
+weighted:T=w    a chunk of type T counts w times (:mod:`fstchunk.decoding.weighted_utility`)
 macro           the mean over the lattice's types of type:T (macro-averaged F)
 ==============  ==================================================================
 
@@ -54,9 +55,10 @@ from .exact_boundaries import decode_meu_exact, expected_exact_f
 from .expected import expected_f
 from .mapped import Utility
 from .partial_match import PartialMatch
+from .weighted_utility import WeightedF, parse_weights
 
 #: the shipped utilities' names (``type:T`` for any type T)
-NAMES = ("conlleval", "exact", "partial", "macro", "type:TYPE")
+NAMES = ("conlleval", "exact", "partial", "macro", "type:TYPE", "weighted:TYPE=W,...")
 
 
 class Conlleval(Utility):
@@ -159,7 +161,7 @@ _SHIPPED = {"conlleval": Conlleval, "exact": ExactBoundaries, "partial": Partial
 
 def utility(spec: "str | Utility") -> Utility:
     """The utility named ``spec`` (``conlleval``, ``exact``, ``partial``, ``macro``,
-    ``type:T``), or
+    ``type:T``, ``weighted:T=w,...``), or
     ``spec`` itself if it is a :class:`Utility`.
 
     Args:
@@ -182,10 +184,14 @@ def utility(spec: "str | Utility") -> Utility:
         return _SHIPPED[spec]()
     if isinstance(spec, str) and spec.startswith("type:") and spec[5:].strip():
         return TypeF(spec[5:].strip())
+    if isinstance(spec, str) and spec.startswith("weighted:"):
+        return WeightedF(parse_weights(spec[9:]))
     raise InputError(f"unknown utility {spec!r}; use one of conlleval, exact, partial, "
-                     f"macro, type:TYPE (e.g. type:PER) or a fstchunk.Utility",
+                     f"macro, type:TYPE (e.g. type:PER), weighted:TYPE=W,... (e.g. "
+                     f"weighted:LOC=2) or a fstchunk.Utility",
                      cli=f"--utility {spec}: unknown utility; use one of conlleval, exact, "
-                         f"partial, macro, type:TYPE (e.g. type:PER)")
+                         f"partial, macro, type:TYPE (e.g. type:PER), weighted:TYPE=W,... "
+                         f"(e.g. weighted:LOC=2)")
 
 
 def expected_utility(lattice: Lattice, hypothesis: Sequence[str] | None = None,

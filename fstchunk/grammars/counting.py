@@ -229,6 +229,15 @@ def _prepend_markers(m: pynini.Fst, bound: int, arc_type: str) -> pynini.Fst:
     return out
 
 
+def weighted_tp_step(weights: dict) -> Callable:
+    """T's step with a completed match counting its type's weight (1 for a type left
+    out of ``weights``): the numerator of the per-type weighted F."""
+    def step(match: int, a: tuple[str, str], b: tuple[str, str]) -> tuple[int, int]:
+        inc, m2 = tp_step(match, a, b)
+        return inc * weights.get(a[1], 1), m2
+    return step
+
+
 def fixed_iobes(chunks: Sequence[enc.Chunk], n: int) -> list[tuple[str, str]]:
     """(prefix, type) of the IOBES encoding of a fixed sequence's chunks."""
     return [enc.split_tag(t) if t != "O" else ("O", "")
@@ -237,7 +246,8 @@ def fixed_iobes(chunks: Sequence[enc.Chunk], n: int) -> list[tuple[str, str]]:
 
 def specialised_pair_acceptor(fixed_chunks: Sequence[enc.Chunk], n: int, types=None,
                               arc_type: str = "log64", step: Callable = tp_step,
-                              credit_bound: int | None = None) -> pynini.Fst:
+                              credit_bound: int | None = None,
+                              weights: dict | None = None) -> pynini.Fst:
     """T⊠M with one tape fixed to the sequence with ``fixed_chunks`` (length ``n``).
 
     An acceptor over the *other* tape (IOBES tags) followed by <tp=a><m=b>, where a
@@ -245,9 +255,10 @@ def specialised_pair_acceptor(fixed_chunks: Sequence[enc.Chunk], n: int, types=N
     equal to projecting the fixed sequence through :func:`pair_machine` (tested).
     Built as the intersection of T_fixed (states (i, ct, match)) and a one-tape M.
     ``step`` (match, fixed pair, other pair) -> (increment, match') replaces T's
-    :func:`tp_step` (the partial-credit counter of :mod:`.partial`), whose count
-    reaches at most ``credit_bound`` (default n); a match state other than 0 at
-    the end is not final.
+    :func:`tp_step` (the partial-credit counter of :mod:`.partial`, or T with a
+    weight per type), whose count reaches at most ``credit_bound`` (default n); a
+    match state other than 0 at the end is not final.  ``weights``: M counts each
+    chunk's type weight (:func:`chunk_counter_acceptor`).
     """
     types = normalize_types(types)
     if n < 1:
@@ -288,13 +299,16 @@ def specialised_pair_acceptor(fixed_chunks: Sequence[enc.Chunk], n: int, types=N
     for b in range(bound + 1):
         t.add_arc(tail, pynini.Arc(m_marker(b), m_marker(b), one, sink))
     # one-tape M preceded by any <tp=·>
-    m = chunk_counter_acceptor(types, bound, arc_type)
+    m = chunk_counter_acceptor(types, bound, arc_type, weights)
     out = pynini.intersect(t.connect().arcsort(), m.arcsort()).connect()
     return fsa.attach(out, marker_symbols(types, bound))
 
 
-def chunk_counter_acceptor(types, bound: int, arc_type: str = "log64") -> pynini.Fst:
-    """One-tape M over IOBES tags: tags · <tp=·> · <m=count of B and S>."""
+def chunk_counter_acceptor(types, bound: int, arc_type: str = "log64",
+                           weights: dict | None = None) -> pynini.Fst:
+    """One-tape M over IOBES tags: tags · <tp=·> · <m=count of B and S>; with
+    ``weights`` ({type: integer}, 1 for a type left out) a chunk counts its type's
+    weight."""
     types = normalize_types(types)
     tags = iobes_tags(types)
     f = pynini.Fst(arc_type)
@@ -305,8 +319,8 @@ def chunk_counter_acceptor(types, bound: int, arc_type: str = "log64") -> pynini
     f.set_start(state[0])
     f.set_final(sink)
     for cm, s in enumerate(state):
-        for la, pa, _ in tags:
-            nxt = cm + (pa in ("B", "S"))
+        for la, pa, ta in tags:
+            nxt = cm + (pa in ("B", "S")) * (weights or {}).get(ta, 1)
             if nxt <= bound:
                 f.add_arc(s, pynini.Arc(la, la, one, state[nxt]))
         for a in range(bound + 1):
