@@ -77,10 +77,15 @@ def _forward(lattice, fixed_chunks, fixed: str, tape: bool = False):
     P[0, 0, 0] = 1.0
     E = np.zeros_like(P)
     layers = []
+    dense = lattice.scores is not None      # every layer after the first has the same tables
+    cache: dict = {}
     for j, w, _, _, opens, closes, _, dst in scaled_layers(lattice.chain, lattice.space):
-        live = [q for q in STATES if P[:, q].any()]
-        terms = _layer_terms(live, closes, opens, tix[dst] >= 0, pred_random,
-                             bool(f_end[j]), bool(f_start[j]), bool(f_in[j]))
+        live = tuple(q for q in STATES if P[:, q].any())
+        key = (j == 0, bool(f_end[j]), bool(f_start[j]), bool(f_in[j]), live)
+        terms = cache.get(key) if dense else None
+        if terms is None:
+            terms = cache[key] = _layer_terms(live, closes, opens, tix[dst] >= 0, pred_random,
+                                              *key[1:4])
         P2, E2 = np.zeros((w.shape[1], Q, C)), np.zeros((w.shape[1], Q, C))
         for q, q2, shift, inc, mask in terms:
             M = (w * mask).T
