@@ -160,7 +160,7 @@ def test_chunk_methods(ner_data):
     assert [[(c.type, c.start, c.end) for c in f] for f in found] == \
         [enc.tags_to_chunks(list(p), "IOB2") for p in exact]
     from fstchunk.decoding.utilities import utility
-    for util in ("macro", "type:PER"):
+    for util in ("macro", "type:PER", "partial", "weighted:PER=2"):
         got = crf.predict(X[:3], decoder="meu", utility=util)
         assert [list(p) for p in got] == [utility(util).decode(lat).tags for lat in lats[:3]]
     pos = CRF(scheme=None, c2=0.1, max_iterations=5).fit(X[:30], y[:30])

@@ -568,7 +568,8 @@ def test_decode_chunks_carry_their_marginals(scheme):
 
 @pytest.mark.parametrize("scheme,util", [("IOB2", "exact"), ("IOB1", "exact"),
                                          ("BILOU", "exact"), ("IOB2", "type:VP"),
-                                         ("IOB1", "macro")])
+                                         ("IOB1", "macro"), ("IOB2", "partial"),
+                                         ("IOBES", "weighted:NP=2")])
 def test_meu_for_the_exact_boundary_utility(scheme, util):
     """``utility=util`` and the other utilities (issue 47: the torch layer through
     the decoder registry): the numpy engine's MEU of each sentence's lattice for that
@@ -587,8 +588,8 @@ def test_meu_for_the_exact_boundary_utility(scheme, util):
         assert got[b] == want
         assert [c[:3] for c in chunks[b]] == [(t, s, e) for t, s, e in
                                              enc.tags_to_chunks(want, scheme)]
-    with pytest.raises(InputError, match="unknown utility 'partial'"):
-        crf.decode(*args, method="meu", utility="partial")
+    with pytest.raises(InputError, match="unknown utility 'f1'"):
+        crf.decode(*args, method="meu", utility="f1")
     import torch
     from fstchunk.torch.pytorch_crf import CRF
     layer = CRFLayer(tags, scheme, dtype=torch.float64)
