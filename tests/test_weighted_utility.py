@@ -111,3 +111,14 @@ def test_the_cli_decodes_for_it(tmp_path):
         main(["decode", "--model", str(tmp_path / "m.npz"), "--input", t, "--decoder",
               "meu", "--utility", "weighted:LOC=0"])
     assert e.value.code == 2
+
+
+def test_decoders_with_these_utilities_pickle_and_decode_the_same():
+    import pickle
+    lat = lattice(5, "IOB2", 4, 1.0)
+    for name in ("weighted:A=2,B=3", "partial"):
+        d = decoder("meu", utility=name)
+        back = pickle.loads(pickle.dumps(d))
+        assert back.decode(lat).tags == d.decode(lat).tags
+        u = pickle.loads(pickle.dumps(utility(name)))
+        assert u.name == name
