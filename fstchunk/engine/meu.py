@@ -94,6 +94,16 @@ def global_bound(pm: np.ndarray, beta_sq: float, ms: np.ndarray) -> np.ndarray:
     return (beta_sq + 1) * terms.sum(axis=1)
 
 
+def refuse_over_budget(what: str, need: float, budget: float) -> None:
+    """One BudgetError when a sentence's count tables (``need`` bytes) exceed the memory
+    ``budget``; ``what`` names the work ("exact MEU of this 400-token sentence")."""
+    if need > budget:
+        text = (f"{what} needs more than the memory budget of {budget / 2**20:.0f} MiB for "
+                f"its count table; raise the budget ({{}}) or decode it with map or posterior")
+        raise BudgetError(text.format("memory_budget="), estimate=need, budget=budget,
+                          cli=text.format("--memory-budget"))
+
+
 def _err_by_k(pm: np.ndarray, delta: np.ndarray) -> np.ndarray:
     """e(k) = Σ_m Pr(m) min(k, m) |δ(m)| for k = 0..n, by prefix sums."""
     d = pm * np.abs(delta)
@@ -117,13 +127,8 @@ def _count_basis(lattice, beta_sq: float, budget: float):
     """Exact basis: Pr(c, m) for every chunk and count (short sentences); also
     Pr(m) = Σ_c Pr(c, m) / m for m ≥ 1 (every chunk of y counts once per chunk)."""
     n, T = lattice.n, len(lattice.space.types)
-    need = 8.0 * T * n * (n + 1) ** 2
-    if need > budget:
-        what = (f"exact MEU of this {n}-token sentence needs more than the memory budget of "
-                f"{budget / 2**20:.0f} MiB for its count table; raise the budget ({{}}) or "
-                f"decode it with map or posterior")
-        raise BudgetError(what.format("memory_budget="), estimate=need, budget=budget,
-                          cli=what.format("--memory-budget"))
+    refuse_over_budget(f"exact MEU of this {n}-token sentence", 8.0 * T * n * (n + 1) ** 2,
+                       budget)
     ms = np.arange(n + 1)
     pcm = chunk_count_marginals(lattice)
     t_i, s_i, e_i = np.nonzero(pcm.sum(axis=3) > 0)

@@ -29,7 +29,7 @@ from .chain import flush, scaled_layers
 from .counting import chunk_count_marginals, count_distribution, outside_run_marginals
 from .expectation import from_count_table
 from .intervals import SpanPairs, counted_dp, ranked_sets
-from .meu import DEFAULT_MEMORY_BUDGET, MEUResult, global_bound
+from .meu import DEFAULT_MEMORY_BUDGET, MEUResult, global_bound, refuse_over_budget
 
 
 def _layer_terms(q_src_states, closes, opens, inside, pred_random: bool,
@@ -196,13 +196,8 @@ def partial_meu(lattice, beta_sq: float, memory_budget: float = DEFAULT_MEMORY_B
     ``memory_budget`` bytes.
     """
     n, T = lattice.n, len(lattice.space.types)
-    need = 8.0 * (T + 1) * n * (n + 1) ** 2
-    if need > memory_budget:
-        what = (f"partial-match MEU of this {n}-token sentence needs more than the memory "
-                f"budget of {memory_budget / 2**20:.0f} MiB for its count tables; raise the "
-                f"budget ({{}}) or decode it with map or posterior")
-        raise BudgetError(what.format("memory_budget="), estimate=need, budget=memory_budget,
-                          cli=what.format("--memory-budget"))
+    refuse_over_budget(f"partial-match MEU of this {n}-token sentence",
+                       8.0 * (T + 1) * n * (n + 1) ** 2, memory_budget)
     ms = np.arange(n + 1)
     pm = count_distribution(lattice)
     exact = chunk_count_marginals(lattice)                   # [type, s, e, m]

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.errors import BudgetError, InputError
+from ..core.errors import InputError
 from .chain import flush, scaled_layers
-from .meu import DEFAULT_MEMORY_BUDGET, MEUResult
+from .meu import DEFAULT_MEMORY_BUDGET, MEUResult, refuse_over_budget
 
 
 def _state_weights(lattice, weights: np.ndarray) -> list[np.ndarray]:
@@ -163,13 +163,8 @@ def weighted_meu(lattice, weights: np.ndarray, beta_sq: float,
     table would exceed ``memory_budget`` bytes."""
     n, T = lattice.n, len(lattice.space.types)
     C = int(weights.max()) * n + 1
-    need = 8.0 * T * n * (n + 1) * C
-    if need > memory_budget:
-        what = (f"weighted-F MEU of this {n}-token sentence needs more than the memory "
-                f"budget of {memory_budget / 2**20:.0f} MiB for its count table; raise the "
-                f"budget ({{}}) or decode it with map or posterior")
-        raise BudgetError(what.format("memory_budget="), estimate=need, budget=memory_budget,
-                          cli=what.format("--memory-budget"))
+    refuse_over_budget(f"weighted-F MEU of this {n}-token sentence", 8.0 * T * n * (n + 1) * C,
+                       memory_budget)
     P, pm = weighted_marginals(lattice, weights)
     m = np.arange(C, dtype=float)
     t_i, s_i, e_i = np.nonzero(P.sum(axis=3) > 0)
