@@ -131,23 +131,35 @@ def true_positive_transducer(types=None, bound: int = 4, arc_type: str = "log64"
     budget.check(f"the true-positive counter T over {budget.types_phrase(types)} with "
                  f"count bound {bound}", budget.tp_transducer(bound, len(types)),
                  "use a smaller bound (--max-length)")
+    f = pair_counter(types, bound, (0, 1), tp_step, arc_type,
+                     lambda f, s, ct, sink: _final(f, s, ct, weights, tp_marker(ct), sink),
+                     sink=weights == "marker")
+    return fsa.attach(f, marker_symbols(types, bound))
+
+
+def pair_counter(types: tuple[str, ...], top: int, matches: Sequence[int], step: Callable,
+                 arc_type: str, final: Callable, sink: bool = True) -> pynini.Fst:
+    """A counter over IOBES pairs x:y with states (count ≤ ``top``, match state):
+    ``step`` (match, x pair, y pair) -> (increment, match'); ``final(f, state, count,
+    sink)`` ends the match-0 states (T's :func:`tp_step`; the partial-credit counter of
+    :mod:`.partial`)."""
     tags = iobes_tags(types)
     f = pynini.Fst(arc_type)
     one = pynini.Weight.one(fsa.weight_type(arc_type))
-    state = {(ct, m): f.add_state() for ct in range(bound + 1) for m in (0, 1)}
+    state = {(ct, m): f.add_state() for ct in range(top + 1) for m in matches}
     f.set_start(state[(0, 0)])
-    sink = f.add_state() if weights == "marker" else None
-    if sink is not None:
-        f.set_final(sink)
+    end = f.add_state() if sink else None
+    if end is not None:
+        f.set_final(end)
     for (ct, m), s in state.items():
         for la, pa, ta in tags:
             for lb, pb, tb in tags:
-                inc, m2 = tp_step(m, (pa, ta), (pb, tb))
-                if ct + inc <= bound:
+                inc, m2 = step(m, (pa, ta), (pb, tb))
+                if ct + inc <= top:
                     f.add_arc(s, pynini.Arc(la, lb, one, state[(ct + inc, m2)]))
         if m == 0:
-            _final(f, s, ct, weights, tp_marker(ct), sink)
-    return fsa.attach(f, marker_symbols(types, bound))
+            final(f, s, ct, end)
+    return f
 
 
 def chunk_counter(types=None, bound: int = 4, arc_type: str = "log64",

@@ -56,21 +56,11 @@ def partial_credit_transducer(types=None, bound: int = 4,
                  f"length bound {bound}", partial_estimate(bound, len(types)),
                  "use a smaller bound (--max-length)")
     top = 2 * bound
-    tags = counting.iobes_tags(types)
-    f = pynini.Fst(arc_type)
     one = pynini.Weight.one(fsa.weight_type(arc_type))
-    state = {(h, q): f.add_state() for h in range(top + 1) for q in STATES}
-    f.set_start(state[(0, 0)])
-    sink = f.add_state()
-    f.set_final(sink)
-    for (h, q), s in state.items():
-        for la, pa, ta in tags:
-            for lb, pb, tb in tags:
-                inc, q2 = partial_step(q, (pa, ta), (pb, tb))
-                if h + inc <= top:
-                    f.add_arc(s, pynini.Arc(la, lb, one, state[(h + inc, q2)]))
-        if q == 0:
-            f.add_arc(s, pynini.Arc(counting.tp_marker(h), counting.tp_marker(h), one, sink))
+
+    def final(f, s, h, sink):
+        f.add_arc(s, pynini.Arc(counting.tp_marker(h), counting.tp_marker(h), one, sink))
+    f = counting.pair_counter(types, top, STATES, partial_step, arc_type, final)
     return fsa.attach(f.connect(), counting.marker_symbols(types, top))
 
 
