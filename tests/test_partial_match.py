@@ -230,3 +230,24 @@ def test_a_search_cut_short_is_still_certified():
         r = partial_meu(lat, 1.0, max_candidates=1)
         assert r.anchors == 1
         assert r.value <= best + 1e-12 <= r.value + r.gap + 2e-12
+
+
+def test_a_machine_lattice_takes_the_partial_and_weighted_utilities():
+    """A lattice from a machine (here the type filter's pushforward, IOBES over one
+    type) has no score arrays: the recursions run on its layers."""
+    lat = utility("type:A").pushed(lattice(8, "IOB2", 4, 2.0))
+    assert lat.scores is None
+    seqs = [(list(y), np.exp(lp)) for y, lp in lat.enumerate()]
+    for x, _ in seqs[::5]:
+        xc = enc.tags_to_chunks(x, lat.scheme)
+        want = sum(p * nervaluate_f(xc, enc.tags_to_chunks(y, lat.scheme)) for y, p in seqs)
+        for method in ("fast", "fst"):
+            assert utility("partial").expected(lat, hypothesis=x, method=method) == \
+                pytest.approx(want, abs=1e-10)
+    d = utility("partial").decode(lat)
+    best = max(expected_partial_f(lat, enc.tags_to_chunks(x, lat.scheme), 1.0)
+               for x, _ in seqs)
+    assert d.score <= best + 1e-12 <= d.score + d.gap + 2e-12
+    w = utility("weighted:A=2")
+    assert w.expected(lat, hypothesis=seqs[1][0]) == pytest.approx(
+        w.expected(lat, hypothesis=seqs[1][0], method="fst"), abs=1e-10)
