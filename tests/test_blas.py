@@ -101,7 +101,7 @@ def test_the_training_objectives_run_with_one_thread(user_threads, monkeypatch):
     e, t, s, en = lat.scores
     chain = obj.Chain(tuple(tags), lat.scheme, e, t, s, en)
     gold = obj.Gold([np.array([tags.index(x) for x in gold_tags])], tags, lat.scheme)
-    for name, inner in (("ml", "transfer"), ("meu", "tp_count_table_grad"),
+    for name, inner in (("ml", "transfer"), ("meu", "expected_utility_grad"),
                         ("meu_corpus", "corpus_expectations")):
         seen: list = []
         with monkeypatch.context() as m:
