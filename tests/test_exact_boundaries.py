@@ -94,9 +94,9 @@ def test_meu_for_the_exact_utility_is_the_best_valid_chunking(scheme, beta):
 
 
 def test_the_decoder_and_the_command_line_take_the_utility(tmp_path, capsys):
-    with pytest.raises(InputError, match="unknown utility 'partial'; use one of conlleval, "
+    with pytest.raises(InputError, match="unknown utility 'f1'; use one of conlleval, "
                                          "exact"):
-        fstchunk.decoder("meu", utility="partial")
+        fstchunk.decoder("meu", utility="f1")
     with pytest.raises(InputError, match="decoder map reads no utility"):
         fstchunk.decoder("map", utility="exact")
     assert fstchunk.decoder("map", utility="conlleval").name == "map"    # the default

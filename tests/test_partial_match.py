@@ -251,3 +251,19 @@ def test_a_machine_lattice_takes_the_partial_and_weighted_utilities():
     w = utility("weighted:A=2")
     assert w.expected(lat, hypothesis=seqs[1][0]) == pytest.approx(
         w.expected(lat, hypothesis=seqs[1][0], method="fst"), abs=1e-10)
+
+
+@pytest.mark.parametrize("scheme,n,scale", SCHEMES[:2])
+def test_strict_is_conlleval_and_scores_as_nervaluate_strict(scheme, n, scale):
+    """SemEval's strict mode scores a sentence as conlleval does: `strict` is an alias."""
+    lat = lattice(9, scheme, n, scale)
+    seqs = [(list(y), np.exp(lp)) for y, lp in lat.enumerate()]
+    for x, _ in seqs[::7]:
+        xc = enc.tags_to_chunks(x, scheme)
+        want = 0.0
+        for y, p in seqs:
+            yc = enc.tags_to_chunks(y, scheme)
+            s = match(yc, xc, "strict")
+            want += p * (1.0 if not xc and not yc else 2 * s.correct / (len(xc) + len(yc)))
+        assert utility("strict").expected(lat, hypothesis=x) == pytest.approx(want, abs=1e-10)
+    assert utility("strict").decode(lat).tags == utility("conlleval").decode(lat).tags

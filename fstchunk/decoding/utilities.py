@@ -16,6 +16,7 @@ Shipped (:func:`utility` by name; the MEU decoder's ``utility=``, ``--utility``)
 
 ==============  ==================================================================
 conlleval       U the identity: a chunk is right with its span and its type
+strict          the same (SemEval-2013's strict mode scores a sentence as conlleval does)
 exact           U erases the types: the span is enough (SemEval-2013's exact)
 partial         SemEval-2013's partial: ½ credit for an overlap, 1 for the span
                 (:mod:`fstchunk.decoding.partial_match`; not a map: a counter of its own)
@@ -58,7 +59,8 @@ from .partial_match import PartialMatch
 from .weighted_utility import WeightedF, parse_weights
 
 #: the shipped utilities' names (``type:T`` for any type T)
-NAMES = ("conlleval", "exact", "partial", "macro", "type:TYPE", "weighted:TYPE=W,...")
+NAMES = ("conlleval", "strict", "exact", "partial", "macro", "type:TYPE",
+         "weighted:TYPE=W,...")
 
 
 class Conlleval(Utility):
@@ -155,13 +157,13 @@ class MacroF(Utility):
         return Decoding(list(tags), score, max(0.0, bound - score))
 
 
-_SHIPPED = {"conlleval": Conlleval, "exact": ExactBoundaries, "partial": PartialMatch,
-            "macro": MacroF}
+_SHIPPED = {"conlleval": Conlleval, "strict": Conlleval, "exact": ExactBoundaries,
+            "partial": PartialMatch, "macro": MacroF}
 
 
 def utility(spec: "str | Utility") -> Utility:
-    """The utility named ``spec`` (``conlleval``, ``exact``, ``partial``, ``macro``,
-    ``type:T``, ``weighted:T=w,...``), or
+    """The utility named ``spec`` (``conlleval`` or its alias ``strict``, ``exact``,
+    ``partial``, ``macro``, ``type:T``, ``weighted:T=w,...``), or
     ``spec`` itself if it is a :class:`Utility`.
 
     Args:
@@ -188,10 +190,10 @@ def utility(spec: "str | Utility") -> Utility:
         return WeightedF(parse_weights(spec[9:]))
     raise InputError(f"unknown utility {spec!r}; use one of conlleval, exact, partial, "
                      f"macro, type:TYPE (e.g. type:PER), weighted:TYPE=W,... (e.g. "
-                     f"weighted:LOC=2) or a fstchunk.Utility",
+                     f"weighted:LOC=2), strict (= conlleval) or a fstchunk.Utility",
                      cli=f"--utility {spec}: unknown utility; use one of conlleval, exact, "
                          f"partial, macro, type:TYPE (e.g. type:PER), weighted:TYPE=W,... "
-                         f"(e.g. weighted:LOC=2)")
+                         f"(e.g. weighted:LOC=2), strict (= conlleval)")
 
 
 def expected_utility(lattice: Lattice, hypothesis: Sequence[str] | None = None,
