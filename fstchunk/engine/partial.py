@@ -34,7 +34,7 @@ from .meu import DEFAULT_MEMORY_BUDGET, MEUResult, global_bound, refuse_over_bud
 
 def _layer_terms(q_src_states, closes, opens, inside, pred_random: bool,
                  f_end: bool, f_start: bool, f_in: bool) -> list:
-    """(q_src, q_dst, shift, mask, half-credits) of one layer: the random side's
+    """(q_src, q_dst, shift, half-credits, mask) of one layer: the random side's
     transitions split by (its chunk ended, a chunk opens, inside), each read through
     close-then-open of P with the fixed side's booleans."""
     out: dict = {}
