@@ -39,9 +39,8 @@ def lattice(seed, scheme, n, scale=1.0, types=("A", "B")):
 def nervaluate_f(pred, gold, beta_sq=1.0):
     """F_β of one sentence from the evaluation module's partial-mode counts, 0/0 := 1."""
     s = match(gold, pred, "partial")
-    if not pred and not gold:
-        return 1.0
-    return (1 + beta_sq) * (s.correct + 0.5 * s.partial) / (len(pred) + beta_sq * len(gold))
+    den = len(pred) + beta_sq * len(gold)
+    return 1.0 if den == 0 else (1 + beta_sq) * (s.correct + 0.5 * s.partial) / den
 
 
 def chunkings(n, types=("A",)):
@@ -107,7 +106,7 @@ def test_count_table_and_expectation_equal_enumeration_and_composition(scheme, n
         fc = enc.tags_to_chunks(fx, scheme)
         Z, H = partial_count_table(lat, fc, fixed)
         Zb, Hb = np.zeros(n + 1), np.zeros(n + 1)
-        for beta in (1.0, 0.5):
+        for beta in (1.0, 0.5, 0.0):
             want = 0.0
             for y, p in seqs:
                 yc = enc.tags_to_chunks(y, scheme)
@@ -145,7 +144,7 @@ def test_meu_is_certified_against_every_chunking(seed):
     scheme, _, scale = SCHEMES[seed % 4]
     n = 4 + seed % 2
     lat = lattice(seed, scheme, n, [0.5, 3.0, 30.0][seed % 3])
-    for beta_sq in (1.0, 0.25):
+    for beta_sq in (1.0, 0.25, 0.0):
         r = partial_meu(lat, beta_sq)
         best = max(expected_partial_f(lat, c, beta_sq) for c in chunkings(n))
         assert expected_partial_f(lat, r.chunks, beta_sq) == pytest.approx(r.value, abs=1e-12)

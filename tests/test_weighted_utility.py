@@ -30,9 +30,10 @@ def lattice(seed, scheme, n, scale):
 
 
 def f_w(x, y, w, b2):
+    """F_w of decision x against reference y, 1 where the denominator is 0."""
     x, y = set(x), set(y)
     wx, wy = sum(w.get(c[0], 1) for c in x), sum(w.get(c[0], 1) for c in y)
-    if not x and not y:
+    if wx + b2 * wy == 0:
         return 1.0
     return (1 + b2) * sum(w.get(c[0], 1) for c in x & y) / (wx + b2 * wy)
 
@@ -61,7 +62,7 @@ def test_expected_value_both_ways_both_methods_and_meu_equal_enumeration(scheme,
     u = utility("weighted:" + ",".join(f"{t}={v}" for t, v in w.items()))
     seqs = [(list(y), enc.tags_to_chunks(list(y), scheme), np.exp(lp))
             for y, lp in lat.enumerate()]
-    for beta in (1.0, 0.5, 2.0):
+    for beta in (1.0, 0.5, 2.0, 0.0):
         b2 = beta * beta
         for tags, ch, _ in seqs[::9]:
             dec = sum(p * f_w(ch, c, w, b2) for _, c, p in seqs)

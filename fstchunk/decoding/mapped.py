@@ -28,10 +28,10 @@ TypeMap = Mapping[str, "str | None"]
 
 
 def f_of_chunks(x: set, y: set, beta_sq: float) -> float:
-    """F_β = (1+β²)·|x ∩ y| / (|x| + β²|y|), 0/0 := 1 (β² = ``beta_sq``)."""
-    if not x and not y:
-        return 1.0
-    return (1 + beta_sq) * len(x & y) / (len(x) + beta_sq * len(y))
+    """F_β = (1+β²)·|x ∩ y| / (|x| + β²|y|), 0/0 := 1 (β² = ``beta_sq``; at β = 0 an
+    empty x scores 1, as :func:`fstchunk.expected_f` counts it)."""
+    den = len(x) + beta_sq * len(y)
+    return 1.0 if den == 0 else (1 + beta_sq) * len(x & y) / den
 
 
 class Utility:

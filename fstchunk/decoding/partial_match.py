@@ -60,10 +60,9 @@ class PartialMatch(Utility):
         cx, cy = enc.tags_to_chunks(list(x), scheme), enc.tags_to_chunks(list(y), scheme)
         if len(x) != len(y):
             raise InputError(f"the two sequences differ in length: {len(x)} and {len(y)}")
-        if not cx and not cy:
-            return 1.0
         w = to_beta_sq(beta)
-        return (1 + w) * partial_credit(cx, cy, len(x)) / (len(cx) + w * len(cy))
+        den = len(cx) + w * len(cy)                      # 0/0 := 1 (β = 0: an empty x)
+        return 1.0 if den == 0 else (1 + w) * partial_credit(cx, cy, len(x)) / den
 
     def pushed(self, lattice):
         raise InputError("the partial-match utility matches overlapping chunks: it is not "

@@ -79,12 +79,10 @@ class WeightedF(Utility):
         if len(x) != len(y):
             raise InputError(f"the two sequences differ in length: {len(x)} and {len(y)}")
         cx, cy = set(enc.tags_to_chunks(list(x), scheme)), set(enc.tags_to_chunks(list(y), scheme))
-        if not cx and not cy:
-            return 1.0
         w = to_beta_sq(beta)
+        den = sum(self._w(c[0]) for c in cx) + w * sum(self._w(c[0]) for c in cy)
         tp = sum(self._w(c[0]) for c in cx & cy)
-        return (1 + w) * tp / (sum(self._w(c[0]) for c in cx) + w * sum(self._w(c[0])
-                                                                       for c in cy))
+        return 1.0 if den == 0 else (1 + w) * tp / den          # 0/0 := 1
 
     def pushed(self, lattice):
         raise InputError("weighted F counts chunks by type: it is not F after a map of "

@@ -192,10 +192,12 @@ def partial_meu(lattice, beta_sq: float, memory_budget: float = DEFAULT_MEMORY_B
     (:func:`partial_count_table`) until the next bound is at most the best value found
     — then the answer is the MEU decision and ``gap`` 0.0 — or ``max_candidates`` were
     evaluated, and ``gap`` is the next bound minus the value reached.  The empty
-    decision scores Pr(m = 0).  BudgetError when the count tables exceed
-    ``memory_budget`` bytes.
+    decision scores Pr(m = 0) (1 when β = 0: it is the answer then).  BudgetError when
+    the count tables exceed ``memory_budget`` bytes.
     """
     n, T = lattice.n, len(lattice.space.types)
+    if beta_sq == 0:       # F_0 = precision: the empty decision has F = 0/0 := 1
+        return MEUResult([], 1.0, 0.0, 0, 0)
     refuse_over_budget(f"partial-match MEU of this {n}-token sentence",
                        8.0 * (T + 1) * n * (n + 1) ** 2, memory_budget)
     ms = np.arange(n + 1)

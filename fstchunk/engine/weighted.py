@@ -138,20 +138,25 @@ def weighted_expected_f(P: np.ndarray, pm: np.ndarray, chunks, weights: np.ndarr
                         beta_sq: float, fixed: str = "hypothesis") -> float:
     """E[F_w] of a fixed chunk list ``chunks`` ((type index or −1, start, end); −1: a
     type the lattice lacks, weight 1) from :func:`weighted_marginals`' (P, pm): the
-    decision fixed (``"hypothesis"``) or the gold (``"reference"``), module doc."""
+    decision fixed (``"hypothesis"``) or the gold (``"reference"``), module doc.  As
+    everywhere, F is 1 where its denominator is 0: both sides empty, or (β = 0) an
+    empty decision."""
     w_of = [int(weights[t]) if t >= 0 else 1 for t, _, _ in chunks]
     fixed_count = sum(w_of)
-    if fixed_count == 0:
-        return float(pm[0])
+    if fixed_count == 0:                 # an empty decision at β = 0 scores 1 on every y
+        return 1.0 if fixed == "hypothesis" and beta_sq == 0 else float(pm[0])
     m = np.arange(P.shape[3], dtype=float)
     if fixed == "hypothesis":
         frac = _fraction(beta_sq, fixed_count, m)          # K fixed, M random
-    elif fixed == "reference":
-        with np.errstate(divide="ignore"):
-            frac = _fraction(beta_sq, m, fixed_count)      # M fixed, K random
+        empty = 0.0
+    elif fixed == "reference":                             # M fixed, K random
+        frac = np.zeros_like(m)
+        frac[1:] = _fraction(beta_sq, m[1:], fixed_count)  # K = 0: no chunk of x is in P
+        empty = float(pm[0]) if beta_sq == 0 else 0.0     # K = 0 and β = 0: 0/0 := 1
     else:
         raise InputError(f"fixed must be 'hypothesis' or 'reference', got {fixed!r}")
-    return float(sum(w * (P[t, s, e] @ frac) for w, (t, s, e) in zip(w_of, chunks) if t >= 0))
+    return empty + float(sum(w * (P[t, s, e] @ frac)
+                             for w, (t, s, e) in zip(w_of, chunks) if t >= 0))
 
 
 def weighted_meu(lattice, weights: np.ndarray, beta_sq: float,
@@ -159,9 +164,11 @@ def weighted_meu(lattice, weights: np.ndarray, beta_sq: float,
     """The exact MEU decision for F_w (module doc): each K (the decision's weighted
     count) whose bound (1+β²)·E[min(K, M)/(K + β²M)] beats the best value found is
     solved by the weighted interval DP (:func:`weighted_dp`); the empty decision
-    scores Pr(M = 0).  ``gap`` is 0.0 (nothing is approximated).  BudgetError when the
+    scores Pr(M = 0) (1 when β = 0: it is the answer then).  ``gap`` is 0.0 (nothing is approximated).  BudgetError when the
     table would exceed ``memory_budget`` bytes."""
     n, T = lattice.n, len(lattice.space.types)
+    if beta_sq == 0:       # F_0 = precision: the empty decision has F = 0/0 := 1
+        return MEUResult([], 1.0, 0.0, 0, 0)
     C = int(weights.max()) * n + 1
     refuse_over_budget(f"weighted-F MEU of this {n}-token sentence", 8.0 * T * n * (n + 1) * C,
                        memory_budget)
