@@ -304,3 +304,38 @@ def best_chunking_value(weights) -> float:
     for e in range(1, n + 1):
         best[e] = max(best[e - 1], float(np.max(best[:e] + weights[:, :e, e].max(axis=0))))
     return float(best[n])
+
+
+def cli_trained_for(tmp_path, sentences, objective: str, utility_name: str) -> tuple:
+    """(mean E[u] under an ML model, under one trained from it with ``objective``), both
+    trained by the command line on ``sentences`` × 4, u the utility ``utility_name``
+    with each sentence's own tags as the reference."""
+    from fstchunk.cli import main
+    from fstchunk.decoding.utilities import utility
+    from fstchunk.io.conll import write_conll
+    from fstchunk.models import load_model
+    write_conll(list(sentences) * 4, tmp_path / "train.txt")
+    t = str(tmp_path / "train.txt")
+    assert main(["train", "--train", t, "--max-iter", "5", "--quiet",
+                 "-o", str(tmp_path / "ml.npz")]) == 0
+    assert main(["train", "--train", t, "--objective", objective, "--init",
+                 str(tmp_path / "ml.npz"), "--max-iter", "3", "--quiet",
+                 "-o", str(tmp_path / "trained.npz")]) == 0
+
+    def mean_u(path):
+        m = load_model(str(path))
+        return float(np.mean([utility(utility_name).expected(
+            m.lattice(s), reference=[r[-1] for r in s.rows]) for s in sentences]))
+    return mean_u(tmp_path / "ml.npz"), mean_u(tmp_path / "trained.npz")
+
+
+def attribute_models_take(objective: str, sentences) -> None:
+    """The attribute CRF and the sklearn drop-in train ``objective`` on ``sentences``."""
+    from fstchunk.models.attribute_crf import AttributeCRF
+    from fstchunk.sklearn import CRF as SkCRF
+    X = [[{"w": r[0].lower(), "pos": r[1]} for r in s.rows] for s in sentences] * 3
+    y = [[r[-1] for r in s.rows] for s in sentences] * 3
+    assert AttributeCRF(objective=objective, max_iter=5).fit(X, y).settings_["objective"] == \
+        objective
+    assert SkCRF(objective=objective, max_iterations=5).fit(X, y).model_.settings_[
+        "objective"] == objective

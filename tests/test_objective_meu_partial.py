@@ -7,15 +7,13 @@ command line."""
 import numpy as np
 import pytest
 
-from fstchunk.cli import main
-from fstchunk.decoding.utilities import utility
 from fstchunk.evaluation.modes import match
-from fstchunk.io.conll import Sentence, write_conll
+from fstchunk.io.conll import Sentence
 from fstchunk.learn import objectives as lo
 from fstchunk.learn.loss import Loss
 from fstchunk.models.crf import CRF
 from fstchunk.schemes import encodings as enc
-from oracles import finite_difference_check
+from oracles import attribute_models_take, cli_trained_for, finite_difference_check
 
 SENTS = [Sentence([["The", "DT", "B-NP"], ["big", "JJ", "I-NP"], ["dog", "NN", "I-NP"],
                    ["barks", "VBZ", "B-VP"]]),
@@ -62,30 +60,9 @@ def test_the_gradient_by_finite_differences():
 
 
 def test_the_cli_trains_for_it_from_ml(tmp_path):
-    write_conll(SENTS * 4, tmp_path / "train.txt")
-    t = str(tmp_path / "train.txt")
-    assert main(["train", "--train", t, "--max-iter", "5", "--quiet",
-                 "-o", str(tmp_path / "ml.npz")]) == 0
-    assert main(["train", "--train", t, "--objective", "meu-partial", "--init",
-                 str(tmp_path / "ml.npz"), "--max-iter", "3", "--quiet",
-                 "-o", str(tmp_path / "partial.npz")]) == 0
-    from fstchunk.models import load_model
-
-    def mean_partial_f(path):
-        m = load_model(str(path))
-        return np.mean([utility("partial").expected(m.lattice(s),
-                                                    reference=[r[-1] for r in s.rows])
-                        for s in SENTS])
-    ml, part = mean_partial_f(tmp_path / "ml.npz"), mean_partial_f(tmp_path / "partial.npz")
+    ml, part = cli_trained_for(tmp_path, SENTS, "meu-partial", "partial")
     assert part > ml and part > 0.99               # trained for it, from ML's θ
 
 
 def test_the_attribute_crf_and_the_sklearn_drop_in_take_it():
-    from fstchunk.models.attribute_crf import AttributeCRF
-    from fstchunk.sklearn import CRF as SkCRF
-    X = [[{"w": r[0].lower(), "pos": r[1]} for r in s.rows] for s in SENTS] * 3
-    y = [[r[-1] for r in s.rows] for s in SENTS] * 3
-    m = AttributeCRF(objective="meu-partial", max_iter=5).fit(X, y)
-    assert m.settings_["objective"] == "meu-partial"
-    sk = SkCRF(objective="meu-partial", max_iterations=5).fit(X, y)
-    assert sk.model_.settings_["objective"] == "meu-partial"
+    attribute_models_take("meu-partial", SENTS)
