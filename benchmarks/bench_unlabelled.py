@@ -43,6 +43,7 @@ def model(corpus: str, args):
     features, columns, dev, _, train = CORPORA[corpus]
     path = os.path.join(args.models, f"{corpus}-ml.npz")
     if not os.path.exists(path):
+        os.makedirs(args.models, exist_ok=True)      # every script that trains one
         cmd = [sys.executable, "-m", "fstchunk", "train", "--train", data_path(*train),
                *columns, "--features", features, "--max-iter", str(args.iter), "--quiet",
                "--checkpoint-every", "0", "-o", path]

@@ -242,3 +242,71 @@ def test_a_transducer_of_ones_own_is_a_utility(scheme):
     with pytest.raises(InputError, match="U maps .* to 2 sequences; it must map every valid "
                                          "sequence to exactly one"):
         two.image(many, scheme, TYPES)
+
+
+def test_expected_takes_every_utility_from_the_command_line(tmp_path, capsys):
+    """``expected --utility U``: each row is U's own E[u] of the sentence's tag column
+    under the model (both directions, both methods, a score file, workers); a type the
+    model lacks is one error before any row; ``--input`` refuses it."""
+    import json
+    from fstchunk.cli import main
+    from fstchunk.io.conll import read_conll
+    from fstchunk.models import load_model
+    from fstchunk.models.scorefile import save_scores
+    from oracles import TINY_CONLL
+    train = tmp_path / "train.txt"
+    train.write_text(TINY_CONLL * 2, encoding="utf-8")
+    model = tmp_path / "m.npz"
+    assert main(["train", "--train", str(train), "--max-iter", "3", "--quiet",
+                 "-o", str(model)]) == 0
+    sents = read_conll(str(train))
+    lats = load_model(str(model)).lattices(sents)
+    capsys.readouterr()
+
+    def rows(*extra):
+        assert main(["expected", str(train), "--json", *extra]) == 0
+        return json.loads(capsys.readouterr().out)
+    for util, extra in [("partial", ["--model", str(model)]),
+                        ("macro", ["--model", str(model), "--direction", "decoding"]),
+                        ("weighted:NP=3", ["--model", str(model), "--beta", "0.5"]),
+                        ("type:VP", ["--model", str(model), "--method", "fst"]),
+                        ("exact", ["--model", str(model), "--workers", "2"])]:
+        got = rows("--utility", util, *extra)
+        side = "hypothesis" if "decoding" in extra else "reference"
+        beta = 0.5 if "0.5" in extra else 1.0
+        want = [utility(util).expected(lat, beta=beta, **{side: enc.convert(
+            s.column(-1), "IOB2", lat.scheme)}) for s, lat in zip(sents, lats)]
+        assert [r["expected_utility"] for r in got["sentences"]] == pytest.approx(want)
+        assert got["summary"]["utility"] == util
+        assert got["summary"]["mean_sentence_expected_utility"] == pytest.approx(np.mean(want))
+    # a score file: the same rows; and the text table
+    npz = tmp_path / "scores.npz"
+    _, trans, start, end = lats[0].scores
+    save_scores(npz, lats[0].space.tags, [lat.scores[0] for lat in lats], trans, start, end,
+                scheme=lats[0].scheme)
+    got = rows("--scores", str(npz), "--utility", "partial")
+    want = [utility("partial").expected(lat, reference=enc.convert(s.column(-1), "IOB2",
+                                                                   lat.scheme))
+            for s, lat in zip(sents, lats)]
+    assert [r["expected_utility"] for r in got["sentences"]] == pytest.approx(want)
+    assert main(["expected", str(train), "--model", str(model), "--utility", "partial"]) == 0
+    text = capsys.readouterr().out
+    assert text.splitlines()[0].split() == ["sent", "line", "n", "E[u]"]
+    assert f"mean per-sentence E[u] of partial = {np.mean(want):.6f} over {len(sents)} " \
+           f"sentences (training direction, β = 1)" in text
+    # strict is conlleval: the full table
+    assert main(["expected", str(train), "--model", str(model), "--utility", "strict"]) == 0
+    assert "E[tp]" in capsys.readouterr().out
+    # refusals, each one line naming what is wrong
+    for bad, said in [(["--utility", "type:PER"], "'PER' is not among the lattice's types "
+                       "NP, VP"),
+                      (["--utility", "weighted:PER=2"], "'PER' not among the lattice's types")]:
+        assert main(["expected", str(train), "--model", str(model), *bad]) != 0
+        cap = capsys.readouterr()
+        assert said in cap.err and cap.out == ""
+    assert main(["expected", "--input", str(train), "--model", str(model), "--utility",
+                 "macro"]) != 0
+    assert "--utility macro is for the per-sentence table" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["expected", str(train), "--model", str(model), "--utility", "f1"])
+    assert "argument --utility: unknown utility 'f1'" in capsys.readouterr().err

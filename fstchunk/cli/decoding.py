@@ -51,7 +51,6 @@ from ..decoding.confidence import check_min_confidence
 from ..io.conll import file_delimiter, is_separator, iter_lines, split_line
 from ..io.crfsuite.data import iter_data
 from ..decoding.decoders import UTILITIES, Decoder, decoder as get_decoder, names as decoder_names
-from ..decoding.utilities import utility as resolve_utility
 from ..core.errors import BudgetError, FstchunkError, InputError
 from ..evaluation.chunks import UNDECODED
 from ..models import load_model
@@ -60,7 +59,7 @@ from ..models.scorefile import open_scores
 from ..core.outputs import atomic_write, check_output
 from .common import (BETA_HELP, Failures, HelpFormatter, add_executor, beta_option,
                      chain_model, executor_of, memory_size, positive_int,
-                     require_probabilities)
+                     require_probabilities, utility_option)
 from .crfsuite_format import (KIND, SequenceModel, known_attributes, refuse_kind, require_kind,
                               write_reference)
 from .decode_formats import (docstart_lines, thresholded, write_html, write_jsonl,
@@ -68,16 +67,6 @@ from .decode_formats import (docstart_lines, thresholded, write_html, write_json
 from .inputs import (add_columns, arranged, delimiter_arg, iter_input, layout_input,
                      no_sentences)
 
-
-
-def utility_option(text: str) -> str:
-    """argparse type: ``--utility``, a name :func:`fstchunk.decoding.utilities.utility`
-    knows (``type:T``'s T is checked against the model's types when decoding)."""
-    try:
-        resolve_utility(text)
-    except InputError as e:
-        raise argparse.ArgumentTypeError(str(e).replace(" or a fstchunk.Utility", "")) from None
-    return text
 
 
 def add_parser(sub) -> None:

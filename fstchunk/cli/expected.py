@@ -1,6 +1,7 @@
 """``fstchunk expected``: E[tp], E[P], E[R], E[F_β] of each sentence under a model or
 score arrays; with ``--format crfsuite``, of each sequence of a CRFsuite data file
-under an attribute CRF, its labels the fixed sequence."""
+under an attribute CRF, its labels the fixed sequence; with ``--utility``, E[u] of
+another utility (:mod:`fstchunk.decoding.utilities`) instead."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from ..schemes import encodings as enc
 from ..core.errors import FstchunkError, InputError
 from ..evaluation.chunks import f_beta
 from ..decoding.expected import expected_f, expected_f_all
+from ..decoding.utilities import Conlleval, utility as resolve_utility
 from ..grammars import budget
 from ..models import load_model
 from ..models.io import read_metadata
@@ -21,7 +23,8 @@ from ..models.scorefile import load_lattices
 from ..decoding.batch import SENTENCE_ERRORS, block_lattices
 from ..runtime.blocks import map_blocks, sentence_error
 from .common import (BETA_HELP, Failures, HelpFormatter, add_executor, add_on_invalid,
-                     beta_option, chain_model, executor_of, require_probabilities)
+                     beta_option, chain_model, executor_of, require_probabilities,
+                     utility_option)
 from .inputs import arranged, columns_spec, iter_gold, layout_input, read_gold
 from .grammar import add_state_budget
 from .crfsuite_format import (SequenceModel, gold_sequences, known_attributes, refuse_kind,
@@ -63,6 +66,10 @@ def add_parsers(sub) -> None:
                    help="training: the column is the gold, hypotheses ~ model; "
                         "decoding: the column is a hypothesis, references ~ model")
     p.add_argument("--beta", type=beta_option, default=1.0, help=BETA_HELP)
+    p.add_argument("--utility", type=utility_option, default="conlleval", metavar="NAME",
+                   help="the utility whose expectation each row gives: conlleval (E[tp], "
+                        "the chunk counts, E[P], E[R], E[F_β]) or exact, partial, macro, "
+                        "type:T, weighted:T=w,... (E[u] alone; decode --utility's names)")
     p.add_argument("--method", choices=("fast", "fst"), default="fast",
                    help="the fast engine or composition with the machines")
     add_state_budget(p, "with --method fst: ")
@@ -97,7 +104,7 @@ def _scored(args: argparse.Namespace, ex) -> Iterator[tuple]:
             gold = iter_gold(args.file, args.scheme, args.column, args.on_invalid, "expected")
             checked = layout_input(gold, model, args.model, args.columns, "expected")
             job = _Job(model, checked.arrangement, args.column, args.scheme, args.direction,
-                       args.beta, args.method, args.state_budget)
+                       args.beta, args.method, args.state_budget, _other(args.utility))
             sents = checked.sentences
         return ((s, row) for block, rows in map_blocks(_expected_block, job, sents, ex)
                 for s, row in zip(block, rows))
@@ -116,8 +123,16 @@ def _scored(args: argparse.Namespace, ex) -> Iterator[tuple]:
         raise InputError(f"{args.scores} scores {len(lattices)} sentences but {args.file} "
                          f"has {len(sents)}")
     job = _Job(None, None, args.column, args.scheme, args.direction, args.beta, args.method,
-               args.state_budget)
+               args.state_budget, _other(args.utility))
+    if job.utility is not None and lattices:
+        job.utility.check(lattices[0].space)
     return ((s, _row(job, s, lat)) for s, lat in zip(sents, lattices))
+
+
+def _other(name: str):
+    """The utility of ``--utility`` when it is not conlleval's F (None: the full table)."""
+    u = resolve_utility(name)
+    return None if isinstance(u, Conlleval) else u
 
 
 class _Job(NamedTuple):
@@ -129,6 +144,7 @@ class _Job(NamedTuple):
     beta: float
     method: str
     state_budget: Any
+    utility: Any = None          # another utility than conlleval's (its E[u] alone)
 
 
 def _expected_block(job: _Job, block: list) -> list:
@@ -137,7 +153,12 @@ def _expected_block(job: _Job, block: list) -> list:
     (the file's columns) stops the command."""
     with budget.use_state_budget(job.state_budget):
         lats = block_lattices(job.model.lattices, list(arranged(block, job.arrangement)))
-        if job.method != "fast":
+        if job.utility is not None:          # the model's types: one error for the command
+            for lat in lats:
+                if not isinstance(lat, BaseException):
+                    job.utility.check(lat.space)
+                    break
+        if job.method != "fast" or job.utility is not None:
             return [lat if isinstance(lat, BaseException) else _row(job, s, lat)
                     for s, lat in zip(block, lats)]
         # the fast engine: the block's lattices in ragged batches
@@ -170,7 +191,7 @@ def _crfsuite_job(args: argparse.Namespace, model) -> tuple:
         raise InputError(f"{args.model}: an unconstrained chain (scheme none) has no chunks "
                          f"to expect; import or train it with its chunk scheme")
     job = _Job(SequenceModel(model), None, -1, args.scheme, args.direction, args.beta,
-               args.method, args.state_budget)
+               args.method, args.state_budget, _other(args.utility))
     return job, known_attributes(gold_sequences(args.file, args.scheme, args.on_invalid,
                                                 "expected"), model, args.file, "expected")
 
@@ -190,6 +211,9 @@ def _row(job: _Job, s, lat) -> dict | BaseException:
     try:
         fixed = _fixed(job, s, lat)
         kw = {"hypothesis": fixed} if job.direction == "decoding" else {"reference": fixed}
+        if job.utility is not None:
+            value = job.utility.expected(lat, beta=job.beta, method=job.method, **kw)
+            return {"line": s.lines[0], "tokens": len(s), "expected_utility": value}
         r = expected_f(lat, beta=job.beta, method=job.method, **kw)
     except SENTENCE_ERRORS as e:
         return sentence_error(e)
@@ -214,6 +238,11 @@ def run_expected(args: argparse.Namespace) -> int:
         if args.input is not None:
             if args.format != "conll":
                 raise InputError("--input reads CoNLL columns (--format conll)")
+            if _other(args.utility) is not None:
+                raise InputError(f"--input gives conlleval's corpus precision, recall and "
+                                 f"F_β of the model's own output; --utility {args.utility} "
+                                 f"is for the per-sentence table of a FILE with its tag "
+                                 f"column")
             args.interval = 0.9 if args.interval is None else args.interval
             return run_unlabelled(args, ex)
         return _run_expected(args, ex)
@@ -224,8 +253,11 @@ def _run_expected(args: argparse.Namespace, ex) -> int:
     ``summary``), so memory stays bounded under ``--model`` whatever the file's size.
     A sentence that cannot be scored gets an error row and one line on standard error
     (:class:`~fstchunk.cli.common.Failures`), the others go on, and the exit status is
-    1; a fault of the whole input (its layout) stops before any output."""
-    tot = {"tp": 0.0, "m_hyp": 0.0, "m_ref": 0.0}
+    1; a fault of the whole input (its layout) stops before any output.  Under another
+    ``--utility`` than conlleval's, a row is E[u] alone and the summary its mean."""
+    other = _other(args.utility)
+    keys = ("expected_utility",) if other else ("tp", "m_hyp", "m_ref")
+    tot = dict.fromkeys(keys, 0.0)
     sum_f, n, k = 0.0, 0, -1
     out = sys.stdout
     scored = _scored(args, ex)                   # refusals before any output
@@ -233,6 +265,8 @@ def _run_expected(args: argparse.Namespace, ex) -> int:
     failed = Failures("expected", "scored")
     if args.json:
         out.write('{\n  "sentences": [')
+    elif other:
+        out.write(f"{'sent':>5} {'line':>7} {'n':>4} {'E[u]':>8}\n")
     else:
         out.write(f"{'sent':>5} {'line':>7} {'n':>4} {'E[tp]':>8} {'m_hyp':>8} {'m_ref':>8} "
                   f"{'E[P]':>7} {'E[R]':>7} {'E[F]':>7}\n")
@@ -247,33 +281,43 @@ def _run_expected(args: argparse.Namespace, ex) -> int:
         r = {"sentence": k, **r}
         for key in tot:
             tot[key] += r[key]
-        sum_f += r["f"]
+        sum_f += r["expected_utility" if other else "f"]
         n += 1
         if args.json:
             out.write(("," if k else "") + "\n    " + json_text(r))
+        elif other:
+            out.write(f"{r['sentence']:>5} {r['line']:>7} {r['tokens']:>4} "
+                      f"{r['expected_utility']:8.4f}\n")
         else:
             out.write(f"{r['sentence']:>5} {r['line']:>7} {r['tokens']:>4} {r['tp']:8.4f} "
                       f"{r['m_hyp']:8.4f} {r['m_ref']:8.4f} {r['precision']:7.4f} "
                       f"{r['recall']:7.4f} {r['f']:7.4f}\n")
     # over the scored sentences only; none scored: no figure (null), not 0/0 := 1
     mean_f = sum_f / n if n else None
-    corpus_f = f_beta(tot["tp"], tot["m_hyp"], tot["m_ref"], args.beta) if n else None
-    summary = {"sentences": n, "failed": len(failed.where), "direction": args.direction,
-               "beta": args.beta, "expected_tp": tot["tp"], "expected_m_hyp": tot["m_hyp"],
-               "expected_m_ref": tot["m_ref"], "mean_sentence_expected_f": mean_f,
-               "corpus_f_of_expectations": corpus_f}
+    if other:
+        summary = {"sentences": n, "failed": len(failed.where), "direction": args.direction,
+                   "beta": args.beta, "utility": other.name,
+                   "mean_sentence_expected_utility": mean_f}
+        what = f"E[u] of {other.name}"
+    else:
+        corpus_f = f_beta(tot["tp"], tot["m_hyp"], tot["m_ref"], args.beta) if n else None
+        summary = {"sentences": n, "failed": len(failed.where), "direction": args.direction,
+                   "beta": args.beta, "expected_tp": tot["tp"], "expected_m_hyp": tot["m_hyp"],
+                   "expected_m_ref": tot["m_ref"], "mean_sentence_expected_f": mean_f,
+                   "corpus_f_of_expectations": corpus_f}
+        what = f"E[F_{args.beta:g}]"
     if args.json:
         out.write('\n  ],\n  "summary": ' + json_text(summary, indent=2).replace("\n", "\n  ")
                   + "\n}\n")
     elif not n:
-        print(f"no sentence scored ({len(failed.where)} not scored): no mean E[F_{args.beta:g}] "
-              f"and no corpus F ({args.direction} direction)")
+        print(f"no sentence scored ({len(failed.where)} not scored): no mean {what}"
+              f"{'' if other else ' and no corpus F'} ({args.direction} direction)")
     else:
-        skipped = (f", {len(failed.where)} not scored (left out of both figures)"
-                   if failed.where else "")
-        print(f"mean per-sentence E[F_{args.beta:g}] = {mean_f:.6f} over {n} sentences"
-              f"{skipped}; corpus F of expected counts = {corpus_f:.6f} ({args.direction} "
-              f"direction)")
+        skipped = (f", {len(failed.where)} not scored (left out of "
+                   f"{'it' if other else 'both figures'})" if failed.where else "")
+        tail = "" if other else f"; corpus F of expected counts = {corpus_f:.6f}"
+        print(f"mean per-sentence {what} = {mean_f:.6f} over {n} sentences{skipped}{tail} "
+              f"({args.direction} direction{f', β = {args.beta:g}' if other else ''})")
     if failed.where:
         print(f"fstchunk expected: error: {failed.summary(k + 1)}: their rows say why",
               file=sys.stderr)

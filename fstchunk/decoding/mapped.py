@@ -63,6 +63,13 @@ class Utility:
         """The map for a lattice over ``types`` (the fixed ``mapping`` here)."""
         return self.mapping
 
+    def check(self, space) -> None:
+        """InputError (SchemeError for a space without chunks) where this utility
+        cannot score the lattices of a tag space (``Lattice.space``): a type it names
+        that the space lacks, a map that drops every type."""
+        space.require_chunks(f"the {self.name} utility")
+        self._map(space.types)
+
     def _map(self, types: Sequence[str]) -> dict[str, str | None]:
         m = dict(self.type_map(tuple(types)))
         mapped_types(types, m)                  # checked: known types, names, not all dropped

@@ -67,12 +67,15 @@ class WeightedF(Utility):
     def _w(self, t: str) -> int:
         return self.weights.get(t, 1)
 
-    def _check(self, lattice):
-        lattice.space.require_chunks(f"the {self.name} utility")
-        unknown = sorted(set(self.weights) - set(lattice.space.types))
+    def check(self, space) -> None:
+        space.require_chunks(f"the {self.name} utility")
+        unknown = sorted(set(self.weights) - set(space.types))
         if unknown:
             raise InputError(f"utility {self.name}: {', '.join(map(repr, unknown))} not among "
-                             f"the lattice's types {', '.join(lattice.space.types)}")
+                             f"the lattice's types {', '.join(space.types)}")
+
+    def _check(self, lattice):
+        self.check(lattice.space)
         return np.array([self._w(t) for t in lattice.space.types])
 
     def __call__(self, x, y, scheme, types=(), beta=1.0):
