@@ -1,4 +1,5 @@
-"""The torch layer's losses from the numpy engine (meu-exact, meu-macro, meu-partial):
+"""The torch layer's losses from the numpy engine (meu-exact, meu-macro, meu-partial,
+meu-weighted:T=w):
 each sentence's value against the utility's own expectation (itself checked by
 enumeration), the conlleval sweep against the torch recursion (values and gradients),
 gradients by gradcheck, and a padded index gold."""
@@ -8,6 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from fstchunk.core.errors import InputError  # noqa: E402
 from fstchunk.decoding.utilities import utility  # noqa: E402
 from fstchunk.schemes import encodings as enc  # noqa: E402
 from fstchunk.torch import ChunkCRF, CRFLayer  # noqa: E402
@@ -17,7 +19,8 @@ LENGTHS = [5, 1, 3, 6]
 
 
 @pytest.mark.parametrize("scheme", ["IOB2", "IOBES"])
-@pytest.mark.parametrize("name", ["conlleval", "exact", "macro", "partial"])
+@pytest.mark.parametrize("name", ["conlleval", "exact", "macro", "partial",
+                                  "weighted:LOC=2,PER=3"])
 def test_values_are_the_utilities_expectations(scheme, name):
     rng = np.random.default_rng(11)
     tags = enc.scheme_tags(scheme, ("PER", "LOC"))
@@ -47,7 +50,8 @@ def test_the_conlleval_sweep_equals_the_torch_recursion_with_its_gradient():
         torch.testing.assert_close(ga, gb, rtol=0, atol=1e-9)
 
 
-@pytest.mark.parametrize("objective", ["meu-exact", "meu-macro", "meu-partial"])
+@pytest.mark.parametrize("objective", ["meu-exact", "meu-macro", "meu-partial",
+                                       "meu-weighted:LOC=3"])
 def test_layer_losses_gradcheck_and_index_gold(objective):
     rng = np.random.default_rng(13)
     tags = enc.scheme_tags("IOB2", ("PER", "LOC"))
@@ -58,7 +62,8 @@ def test_layer_losses_gradcheck_and_index_gold(objective):
     lengths = [4, 2, 3]
     em, _, mask, _, _ = make_batch(rng, len(tags), lengths)
     gold = random_gold(rng, tags, "IOB2", lengths)
-    name = {"meu-exact": "exact", "meu-macro": "macro", "meu-partial": "partial"}[objective]
+    name = {"meu-exact": "exact", "meu-macro": "macro", "meu-partial": "partial",
+            "meu-weighted:LOC=3": "weighted:LOC=3"}[objective]
     a = (em, layer.transitions, mask, layer.start, layer.end)
     per = layer.crf.expected_utility(*a, gold=gold, utility=name, beta=2.0)
     assert layer.loss(em, mask, gold, objective, beta=2.0).item() == pytest.approx(
@@ -74,3 +79,14 @@ def test_layer_losses_gradcheck_and_index_gold(objective):
     inputs = (em.clone(), layer.transitions.detach().clone(), layer.start.detach().clone(),
               layer.end.detach().clone())
     assert torch.autograd.gradcheck(f, tuple(x.requires_grad_(True) for x in inputs))
+
+
+def test_a_weighted_loss_names_its_weights():
+    layer = CRFLayer(enc.scheme_tags("IOB2", ("PER", "LOC")), dtype=F64)
+    em, _, mask, _, _ = make_batch(np.random.default_rng(1), 5, [2])
+    gold = [["B-PER", "O"]]
+    for bad, said in [("meu-weighted", "needs its weights: meu-weighted:TYPE=W"),
+                      ("meu-weighted:LOC=0", "each weight is TYPE=W with a whole W >= 1"),
+                      ("meu-weighted:ORG=2", "'ORG' not among the lattice's types")]:
+        with pytest.raises(InputError, match=said):
+            layer.loss(em, mask, gold, bad)

@@ -29,7 +29,6 @@ from typing import Any, Iterable, Iterator
 from ..core.errors import FstchunkError, FstchunkWarning, InputError, OutputError
 from ..core.fbeta import beta_range, check_beta
 from ..io.gold import ON_INVALID
-from ..decoding.utilities import utility as resolve_utility
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -74,16 +73,6 @@ def _beta(text: str, positive: bool) -> float:
     except (ValueError, InputError):
         raise argparse.ArgumentTypeError(f"must be {beta_range(positive)}, "
                                          f"got {text!r}") from None
-
-
-def utility_option(text: str) -> str:
-    """argparse type: ``--utility``, a name :func:`fstchunk.decoding.utilities.utility`
-    knows (``type:T``'s T is checked against the model's types when it reads them)."""
-    try:
-        resolve_utility(text)
-    except InputError as e:
-        raise argparse.ArgumentTypeError(str(e).replace(" or a fstchunk.Utility", "")) from None
-    return text
 
 
 def nonnegative_float(text: str) -> float:

@@ -59,7 +59,8 @@ from ..models.scorefile import open_scores
 from ..core.outputs import atomic_write, check_output
 from .common import (BETA_HELP, Failures, HelpFormatter, add_executor, beta_option,
                      chain_model, executor_of, memory_size, positive_int,
-                     require_probabilities, utility_option)
+                     require_probabilities)
+from .choices import utility_option
 from .crfsuite_format import (KIND, SequenceModel, known_attributes, refuse_kind, require_kind,
                               write_reference)
 from .decode_formats import (docstart_lines, thresholded, write_html, write_jsonl,

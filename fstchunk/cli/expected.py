@@ -23,8 +23,8 @@ from ..models.scorefile import load_lattices
 from ..decoding.batch import SENTENCE_ERRORS, block_lattices
 from ..runtime.blocks import map_blocks, sentence_error
 from .common import (BETA_HELP, Failures, HelpFormatter, add_executor, add_on_invalid,
-                     beta_option, chain_model, executor_of, require_probabilities,
-                     utility_option)
+                     beta_option, chain_model, executor_of, require_probabilities)
+from .choices import utility_option
 from .inputs import arranged, columns_spec, iter_gold, layout_input, read_gold
 from .grammar import add_state_budget
 from .crfsuite_format import (SequenceModel, gold_sequences, known_attributes, refuse_kind,

@@ -37,6 +37,7 @@ from ..models.features import TEMPLATES, resolve_template, template_of
 from ..models.hmm import HMM
 from ..schemes import encodings as enc
 from . import crfsuite_format
+from .choices import objective_option
 from .common import (
     Given,
     GivenTrue,
@@ -85,7 +86,9 @@ def add_parsers(sub) -> None:
                         "(CRF++'s syntax, U and B lines, %%x[row,col]; docs/howto/"
                         "templates.md); with --init: the init model's")
     p.add_argument("--objective", action=Given, default=lo.ML.name,
-                   choices=lo.names(CRF_OBJECTIVES),
+                   type=objective_option(CRF_OBJECTIVES),
+                   metavar="{" + ",".join(lo.names(CRF_OBJECTIVES)).replace(
+                       lo.MEU_WEIGHTED.name, lo.MEU_WEIGHTED.name + ":T=w") + "}",
                    help="what training minimises, a mean per sentence plus λ‖θ‖² where it "
                         "has a λ: " + lo.help_text(CRF_OBJECTIVES) + "; meu costs "
                         "O(n·L²·W) time and O(√n·L·W + n·L²) memory per sentence of n "

@@ -92,3 +92,17 @@ def upgrade_settings(settings: dict) -> dict:
 def _slides_value(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) \
         and math.isfinite(value) and value >= 0
+
+
+def parse_weights(text: str) -> dict[str, int]:
+    """The per-type weights of the weighted F_β (``weighted:LOC=2,PER=3``,
+    ``meu-weighted:LOC=2,PER=3``): ``LOC=2,PER=3`` → {"LOC": 2, "PER": 3}, whole
+    weights ≥ 1 (InputError naming a bad item)."""
+    out = {}
+    for item in text.split(","):
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip() or not value.strip().isdigit() or int(value) < 1:
+            raise InputError(f"utility weighted:{text}: {item!r} is not TYPE=WEIGHT with a "
+                             f"whole weight >= 1 (e.g. weighted:LOC=2,PER=3)")
+        out[name.strip()] = int(value)
+    return out

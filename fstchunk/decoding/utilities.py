@@ -49,6 +49,7 @@ from typing import Sequence
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.fbeta import parse_weights
 from ..schemes import encodings as enc
 from ..structures.decision import Decoding
 from ..structures.lattice import Lattice
@@ -56,7 +57,7 @@ from .exact_boundaries import decode_meu_exact, expected_exact_f
 from .expected import expected_f
 from .mapped import Utility
 from .partial_match import PartialMatch
-from .weighted_utility import WeightedF, parse_weights
+from .weighted_utility import WeightedF
 
 #: the shipped utilities' names (``type:T`` for any type T)
 NAMES = ("conlleval", "strict", "exact", "partial", "macro", "type:TYPE",

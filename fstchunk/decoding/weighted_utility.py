@@ -25,24 +25,12 @@ from ..core.errors import InputError
 from ..core.fbeta import to_beta_sq
 from ..engine.expectation import from_count_table
 from ..engine.meu import DEFAULT_MEMORY_BUDGET
-from ..engine.weighted import weighted_expected_f, weighted_marginals, weighted_meu
+from ..engine.weighted import weight_array, weighted_expected_f, weighted_marginals, weighted_meu
 from ..grammars.counting import specialised_pair_acceptor, weighted_tp_step
 from ..schemes import encodings as enc
 from ..structures.decision import Decoding
 from .expected import joint_by_composition
 from .mapped import Utility, _one_side
-
-
-def parse_weights(text: str) -> dict[str, int]:
-    """``LOC=2,PER=3`` → {"LOC": 2, "PER": 3} (InputError naming a bad item)."""
-    out = {}
-    for item in text.split(","):
-        name, eq, value = item.partition("=")
-        if not eq or not name.strip() or not value.strip().isdigit() or int(value) < 1:
-            raise InputError(f"utility weighted:{text}: {item!r} is not TYPE=WEIGHT with a "
-                             f"whole weight >= 1 (e.g. weighted:LOC=2,PER=3)")
-        out[name.strip()] = int(value)
-    return out
 
 
 class WeightedF(Utility):
@@ -68,15 +56,15 @@ class WeightedF(Utility):
         return self.weights.get(t, 1)
 
     def check(self, space) -> None:
+        self._array(space)
+
+    def _array(self, space) -> np.ndarray:
+        """The weight of each of the space's types (checked)."""
         space.require_chunks(f"the {self.name} utility")
-        unknown = sorted(set(self.weights) - set(space.types))
-        if unknown:
-            raise InputError(f"utility {self.name}: {', '.join(map(repr, unknown))} not among "
-                             f"the lattice's types {', '.join(space.types)}")
+        return weight_array(self.weights, space.types, f"utility {self.name}")
 
     def _check(self, lattice):
-        self.check(lattice.space)
-        return np.array([self._w(t) for t in lattice.space.types])
+        return self._array(lattice.space)
 
     def __call__(self, x, y, scheme, types=(), beta=1.0):
         if len(x) != len(y):

@@ -108,40 +108,54 @@ def from_count_table(Z: np.ndarray, T: np.ndarray, m_fixed: int, beta_sq: float,
                      float(np.sqrt(beta_sq)), direction, Z, T, joint)
 
 
-def _tp_rules(lattice, fixed_chunks, typed: bool = True, count_type: str | None = None):
+def _tp_rules(lattice, fixed_chunks, typed: bool = True, count_type: str | None = None,
+              weights: np.ndarray | None = None):
     """Per layer, the linear terms of the recursion: (w, [(m_src, m_dst, shift, mask,
-    inc_mask or None)]) with w the scaled layer weights (see :func:`tp_count_table`);
+    inc or None)]) with w the scaled layer weights (see :func:`tp_count_table`);
     ``typed=False``: a chunk matches with its boundaries, whatever the types;
-    ``count_type``: m counts the chunks of that type only."""
+    ``count_type``: m counts the chunks of that type only; ``weights``: a chunk of
+    type index k counts ``weights[k]`` in m and a match of it in tp."""
     n = lattice.n
     tix, types = lattice.space.type_index, lattice.space.types
     counted = None if count_type is None else types.index(count_type)
+    tag_w = None if weights is None else \
+        np.where(tix >= 0, np.asarray(weights)[np.maximum(tix, 0)], 0)
     if not typed:
         tix = np.zeros_like(tix)
     fs = np.full(n, -2)                     # type index of a fixed chunk starting at j
-    fe = np.zeros(n + 1, bool)              # fixed chunk ends at token j
+    fe = np.zeros(n + 1)                    # weight of the fixed chunk ending at token j
     for t, s, e in fixed_chunks:
         fs[s] = 0 if not typed else types.index(t) if t in types else -3   # -3: type lacking
-        fe[e - 1] = True
+        fe[e - 1] = 1 if weights is None or t not in types else weights[types.index(t)]
     dense = lattice.scores is not None      # every layer after the first has the same tables
     cache: dict = {}
     for j, w, mx, _, start, end, src, dst in scaled_layers(lattice.chain, lattice.space):
-        fixed_ended = bool(j > 0 and fe[j - 1])
-        key = (j == 0, int(fs[j]), fixed_ended)
+        ended = float(fe[j - 1]) if j > 0 else 0.0
+        key = (j == 0, int(fs[j]), ended)
         terms = cache.get(key) if dense else None
         if terms is None:
             count = start if counted is None else \
                 start & (lattice.space.type_index[dst][None, :] == counted)
-            terms = _terms(start, end, tix[dst], fs[j], fixed_ended, count)
+            terms = _terms(start, end, tix[dst], fs[j], ended > 0, count,
+                           None if tag_w is None else tag_w[dst], ended)
             cache[key] = terms
         yield w, mx, terms
 
 
-def _terms(start, end, dst_types, fixed_start_type, fixed_ended, count=None):
+def _terms(start, end, dst_types, fixed_start_type, fixed_ended, count=None,
+           count_weights=None, end_weight=1.0):
     """The terms of one layer (:func:`_tp_rules`; the loss-augmented DP of
     :mod:`.lossaug` reads them too); ``count``: the transitions that open a chunk m
-    counts (default ``start``: every chunk; or those into one type's chunks)."""
+    counts (default ``start``: every chunk; or those into one type's chunks);
+    ``count_weights``: per destination tag, what such a chunk adds to m (default 1);
+    ``end_weight``: what the match of the fixed chunk that ended adds to tp."""
     count = start if count is None else count
+    if count_weights is None:
+        shifts = ((1, count), (0, ~count))
+    else:
+        cw = np.broadcast_to(np.asarray(count_weights)[None, :], count.shape)
+        shifts = tuple((int(v), count & (cw == v)) for v in np.unique(cw[count])) \
+            + ((0, ~count),)
     match_start = start & (dst_types[None, :] == fixed_start_type)
     if fixed_ended:
         rules = {0: (match_start, None), 1: (match_start, end)}
@@ -150,11 +164,12 @@ def _terms(start, end, dst_types, fixed_start_type, fixed_ended, count=None):
     terms = []
     for m_src, (to_one, inc) in rules.items():
         for m_dst, sel in ((1, to_one), (0, ~to_one)):
-            for shift, sh in ((1, count), (0, ~count)):
+            for shift, sh in shifts:
                 mask = sel & sh
                 if mask.any():
                     terms.append((m_src, m_dst, shift, mask,
-                                  None if inc is None else inc & mask))
+                                  None if inc is None else (inc & mask) if end_weight == 1
+                                  else (inc & mask) * float(end_weight)))
     return terms
 
 
@@ -186,7 +201,7 @@ def _step(x: _Window, w: np.ndarray, terms: list, C: int) -> tuple[_Window, floa
     whose mass fell below :data:`.chain.TINY`)."""
     P, E, lo = x
     wd = P.shape[2]
-    wd2 = min(wd + 1, C - lo)
+    wd2 = min(wd + max(t[2] for t in terms), C - lo) if terms else wd
     S = w.shape[1]
     P2 = np.zeros((S, 2, wd2))
     E2 = np.zeros((S, 2, wd2))
@@ -208,22 +223,33 @@ def _step(x: _Window, w: np.ndarray, terms: list, C: int) -> tuple[_Window, floa
     return _Window(P2, E2, lo + a), scale, wd2
 
 
-def _close(x: _Window, lattice, C: int):
-    """Z, T (normalised) from the last window and the final weights; (fin, total)."""
+def _close(x: _Window, lattice, C: int, last: float = 1.0):
+    """Z, T (normalised) from the last window and the final weights; (fin, total).
+    ``last``: what a match still open at n adds to tp (the fixed last chunk's weight)."""
     fin = np.exp(lattice.chain.final - np.max(lattice.chain.final))
     P, E, lo = x
     Z, T = np.zeros(C), np.zeros(C)
     sl = slice(lo, lo + P.shape[2])
     Z[sl] = np.einsum("smc,s->c", P, fin)
-    T[sl] = np.einsum("smc,s->c", E, fin) + P[:, 1, :].T @ fin     # open matches close at n
+    T[sl] = np.einsum("smc,s->c", E, fin) + last * (P[:, 1, :].T @ fin)   # open matches close
     total = Z.sum()
     if not total > 0:
         raise InputError("the lattice gives no weight to any valid sequence")
     return Z / total, T / total, fin, total
 
 
-def tp_count_table(lattice, fixed_chunks, typed: bool = True, count_type: str | None = None
-                   ) -> tuple[np.ndarray, np.ndarray]:
+def _sizes(lattice, fixed_chunks, weights) -> tuple[int, float]:
+    """(C, the tp a match open at n adds): C = n·max weight + 1 counts m can take."""
+    if weights is None:
+        return lattice.n + 1, 1.0
+    types = lattice.space.types
+    last = [weights[types.index(t)] for t, _, e in fixed_chunks
+            if e == lattice.n and t in types]
+    return lattice.n * int(max(weights, default=1)) + 1, float(last[0] if last else 1)
+
+
+def tp_count_table(lattice, fixed_chunks, typed: bool = True, count_type: str | None = None,
+                   weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(Z, T): Z[c] = Pr(m(y) = c), T[c] = E[tp · 1{m(y) = c}] against ``fixed_chunks``.
 
     ``fixed_chunks`` are (type, start, end) of a sequence of the lattice's length;
@@ -237,17 +263,21 @@ def tp_count_table(lattice, fixed_chunks, typed: bool = True, count_type: str | 
     utility, :mod:`fstchunk.decoding.exact_boundaries`).  ``count_type``: m(y) counts
     y's chunks of that type only — with only that type's ``fixed_chunks``, the table of
     one type's F (the per-type and macro utilities, :mod:`fstchunk.decoding.utilities`).
+    ``weights`` (whole numbers ≥ 1 by type index, with ``typed``): a chunk of type k
+    counts ``weights[k]`` in m(y) and a match of it ``weights[k]`` in tp, so Z and T
+    run over weighted counts c ≤ n·max weight — the weighted F_β's table
+    (:mod:`fstchunk.decoding.weighted_utility`; m(fixed) is then its weighted count).
     """
-    C = lattice.n + 1
+    C, last = _sizes(lattice, fixed_chunks, weights)
     x = _start(C)
-    for w, _, terms in _tp_rules(lattice, fixed_chunks, typed, count_type):
+    for w, _, terms in _tp_rules(lattice, fixed_chunks, typed, count_type, weights):
         x, _, _ = _step(x, w, terms, C)
-    Z, T, _, _ = _close(x, lattice, C)
+    Z, T, _, _ = _close(x, lattice, C, last)
     return Z, T
 
 
 def tp_count_table_grad(lattice, fixed_chunks, Zbar, Tbar, typed: bool = True,
-                        count_type: str | None = None):
+                        count_type: str | None = None, weights: np.ndarray | None = None):
     """Gradient of Σ_c Zbar[c]·Z[c] + Tbar[c]·T[c] (Z, T of :func:`tp_count_table`)
     with respect to the lattice's log weights: (list of (S_i, S_{i+1}) arrays, one per
     layer; array over the final states; and (Z, T) themselves).  ``Zbar`` may be a
@@ -260,10 +290,10 @@ def tp_count_table_grad(lattice, fixed_chunks, Zbar, Tbar, typed: bool = True,
     every ⌈√n⌉ layers and one stretch of layers recomputed at a time — plus the
     O(n·S²) gradient itself.
     Adjoints are carried on the forward's count windows: a count flushed to 0 in the
-    forward passes no gradient back (it changes the result by < TINY).  ``typed`` and
-    ``count_type``: as :func:`tp_count_table`'s."""
-    C = lattice.n + 1
-    rules = list(_tp_rules(lattice, fixed_chunks, typed, count_type))
+    forward passes no gradient back (it changes the result by < TINY).  ``typed``,
+    ``count_type`` and ``weights``: as :func:`tp_count_table`'s."""
+    C, last = _sizes(lattice, fixed_chunks, weights)
+    rules = list(_tp_rules(lattice, fixed_chunks, typed, count_type, weights))
     n = len(rules)
     S = max([1] + [w.shape[1] for w, _, _ in rules])
     every = n if 4 * 8 * n * S * C <= TAPE_BYTES else max(1, int(np.ceil(np.sqrt(n))))
@@ -275,7 +305,7 @@ def tp_count_table_grad(lattice, fixed_chunks, Zbar, Tbar, typed: bool = True,
         y, scale, wd2 = _step(x, w, terms, C)
         stretch.append((x, scale, wd2, y.lo))
         x = y
-    Zn, Tn, fin, total = _close(x, lattice, C)
+    Zn, Tn, fin, total = _close(x, lattice, C, last)
     if callable(Zbar):                   # adjoints that depend on the table itself
         Zbar, Tbar = Zbar(Zn, Tn)
     K = float(Zbar @ Zn + Tbar @ Tn)
@@ -284,10 +314,10 @@ def tp_count_table_grad(lattice, fixed_chunks, Zbar, Tbar, typed: bool = True,
     zb = (Zbar[sl] - K) / total
     tb = Tbar[sl] / total
     Pb = fin[:, None, None] * zb[None, None, :] + np.zeros_like(P)
-    Pb[:, 1, :] += fin[:, None] * tb[None, :]
+    Pb[:, 1, :] += last * fin[:, None] * tb[None, :]
     Eb = np.broadcast_to(fin[:, None, None] * tb[None, None, :], E.shape).copy()
     final_grad = (np.einsum("smc,c->s", P, zb) + np.einsum("smc,c->s", E, tb)
-                  + P[:, 1, :] @ tb) * fin
+                  + last * (P[:, 1, :] @ tb)) * fin
     grads: list = [None] * n
     for j0 in sorted(checkpoints, reverse=True):
         if j0 < max(checkpoints):                 # the stretch's inputs, recomputed

@@ -9,7 +9,10 @@ For x ~ the lattice and the gold g fixed (the training direction),
 * ``exact``: the same sweep matching boundaries alone (``typed=False``);
 * ``macro``: the mean over the lattice's types T of E[F_β] of T's chunks alone, one
   sweep per type with m counting T's chunks (``count_type``);
-* ``partial``: SemEval-2013's partial match, :func:`.partial.partial_count_table_grad`.
+* ``partial``: SemEval-2013's partial match, :func:`.partial.partial_count_table_grad`;
+* ``weighted:T=w,...``: the per-type weighted F_β (a chunk of type T counts w in tp and
+  in both chunk counts), the conlleval sweep over weighted counts
+  (:func:`.expectation.tp_count_table_grad`'s ``weights``), m(g) the gold's weighted count.
 
 Every sweep gives (Z, T) and the adjoints of E[F_β] = Σ_c (1+β²)·T[c]/(c + β²·m(g))
 (0/0 := 1) are fed back through it.  The lattice must be a dense chain
@@ -23,22 +26,29 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.fbeta import parse_weights
 from .expectation import from_count_table, tp_count_table_grad
 from .partial import partial_count_table_grad
+from .weighted import weight_array
 
-#: the utilities whose expectation has a gradient here
-UTILITIES = ("conlleval", "exact", "macro", "partial")
+#: the utilities whose expectation has a gradient here (``weighted:T=w,...`` any weights)
+UTILITIES = ("conlleval", "exact", "macro", "partial", "weighted:TYPE=W,...")
 
 
 def sweeps(chunks: list, utility: str, types: tuple[str, ...]) -> list:
     """The sweeps of one sentence's E[u]: (gold chunks, typed, the type m counts,
-    weight) — one for conlleval, exact and partial, one per type for macro."""
+    weight of the sweep in the mean, the types' chunk weights or None) — one for
+    conlleval, exact, partial and weighted, one per type for macro."""
+    if utility.startswith("weighted:"):
+        w = weight_array(parse_weights(utility[9:]), types, f"utility {utility}")
+        return [(chunks, True, None, 1.0, w)]
     if utility not in UTILITIES:
         raise InputError(f"unknown utility {utility!r} for training; use one of "
                          f"{', '.join(UTILITIES)}")
     if utility == "macro":
-        return [([c for c in chunks if c[0] == t], True, t, 1.0 / len(types)) for t in types]
-    return [(chunks, utility != "exact", None, 1.0)]
+        return [([c for c in chunks if c[0] == t], True, t, 1.0 / len(types), None)
+                for t in types]
+    return [(chunks, utility != "exact", None, 1.0, None)]
 
 
 def expected_utility_grad(lattice, chunks: list, utility: str, beta_sq: float):
@@ -47,9 +57,12 @@ def expected_utility_grad(lattice, chunks: list, utility: str, beta_sq: float):
     L = len(lattice.space.tags)
     gE, gT, gS, gEnd = np.zeros((lattice.n, L)), np.zeros((L, L)), np.zeros(L), np.zeros(L)
     value = 0.0
-    for ch, typed, count_type, weight in sweeps(chunks, utility, lattice.space.types):
-        c = np.arange(lattice.n + 1, dtype=float)
-        den = c + beta_sq * len(ch)
+    types = lattice.space.types
+    for ch, typed, count_type, weight, w in sweeps(chunks, utility, types):
+        c = np.arange(lattice.n * (1 if w is None else int(w.max())) + 1, dtype=float)
+        m_g = len(ch) if w is None else int(sum(w[types.index(t)] if t in types else 1
+                                                for t, _, _ in ch))
+        den = c + beta_sq * m_g
         # dE[F]/dZ[c] = 1 where c + w·m(g) = 0 (0/0 := 1), dE[F]/dT[c] = (1+w)/den
         adj = (np.where(den > 0, 0.0, weight),
                np.where(den > 0, weight * (beta_sq + 1) / np.where(den > 0, den, 1), 0.0))
@@ -57,8 +70,8 @@ def expected_utility_grad(lattice, chunks: list, utility: str, beta_sq: float):
             gw, gfin, (Z, T) = partial_count_table_grad(lattice, ch, *adj)
         else:
             gw, gfin, (Z, T) = tp_count_table_grad(lattice, ch, *adj, typed=typed,
-                                                   count_type=count_type)
-        value += weight * from_count_table(Z, T, len(ch), beta_sq, "training").f
+                                                   count_type=count_type, weights=w)
+        value += weight * from_count_table(Z, T, m_g, beta_sq, "training").f
         for i, gwi in enumerate(gw):
             gE[i] += gwi.sum(axis=0)
             if i == 0:

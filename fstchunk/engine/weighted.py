@@ -28,6 +28,16 @@ from .chain import flush, scaled_layers
 from .meu import DEFAULT_MEMORY_BUDGET, MEUResult, refuse_over_budget
 
 
+def weight_array(weights: dict[str, int], types, what: str) -> np.ndarray:
+    """The weight of each of ``types`` (1 where ``weights`` leaves it out);
+    InputError naming ``what`` for a weighted type not among them."""
+    unknown = sorted(set(weights) - set(types))
+    if unknown:
+        raise InputError(f"{what}: {', '.join(map(repr, unknown))} not among the "
+                         f"lattice's types {', '.join(types)}")
+    return np.array([int(weights.get(t, 1)) for t in types])
+
+
 def _state_weights(lattice, weights: np.ndarray) -> list[np.ndarray]:
     """Per layer, the weight of each destination state's chunk type (0 for O)."""
     tix = lattice.space.type_index

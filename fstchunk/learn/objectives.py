@@ -32,11 +32,12 @@ likelihood) over different structures; their statistics differ, their λ does no
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.fbeta import parse_weights
 
 #: how the summed statistics make the objective (:meth:`Objective.combine`)
 MEAN, NEGATED_MEAN, CORPUS_RATIO = "mean", "negated mean", "corpus ratio"
@@ -76,6 +77,15 @@ class Objective:
         """Pickled by name: a worker's copy is the registry's own object, so that
         ``objective is ML`` holds there too."""
         return objective, (self.name,)
+
+    @property
+    def family(self) -> str:
+        """The registry's name: ``meu-weighted`` for ``meu-weighted:LOC=2``."""
+        return self.name.partition(":")[0]
+
+    def among(self, objectives) -> bool:
+        """Whether ``objectives`` (what a model trains) hold this one's family."""
+        return any(self.family == o.name for o in objectives)
 
     @property
     def spreads(self) -> bool:
@@ -152,6 +162,12 @@ MEU_PARTIAL = Objective("meu-partial", "expected sentence F_β of SemEval-2013's
                         "match (½ credit for an overlap, 1 for the span: eval --mode partial)",
                         "lbfgs", 1e-6, True, NEGATED_MEAN, uses_beta=True,
                         default_tol=LBFGS_TOL, spread_by_default=True)
+#: λ as meu's, not tuned for it; trained as ``meu-weighted:T=w,...`` (the weights in the name)
+MEU_WEIGHTED = Objective("meu-weighted", "expected sentence per-type weighted F_β, named "
+                         "with its weights: meu-weighted:T=w,... (a chunk of type T counts w "
+                         "times, a whole number >= 1; decode --utility weighted:T=w,...)",
+                         "lbfgs", 1e-6, True, NEGATED_MEAN, uses_beta=True,
+                         default_tol=LBFGS_TOL, spread_by_default=True)
 MEU_CORPUS = Objective("meu-corpus", "F_β of the corpus's expected counts", "lbfgs", 1e-6,
                        True, CORPUS_RATIO, uses_beta=True, default_tol=LBFGS_TOL)
 #: λ chosen a priori (not tuned): Tang et al.'s C = 1 on the 8936 CoNLL-2000 training
@@ -173,8 +189,8 @@ MULTILABEL = Objective("multilabel", "online large-margin multilabel learning wi
                        None, False)
 
 OBJECTIVES: dict[str, Objective] = {o.name: o for o in (
-    ML, MEU, MEU_EXACT, MEU_MACRO, MEU_PARTIAL, MEU_CORPUS, MAX_MARGIN, PERCEPTRON, MMVP, PA, AROW,
-    MULTILABEL)}
+    ML, MEU, MEU_EXACT, MEU_MACRO, MEU_PARTIAL, MEU_WEIGHTED, MEU_CORPUS, MAX_MARGIN, PERCEPTRON,
+    MMVP, PA, AROW, MULTILABEL)}
 """Every training objective, by the name ``objective=`` and ``--objective`` take.
 The smooth ones minimise a mean per sentence plus λ‖θ‖²,
 $\\frac{1}{S} \\sum_i \\ell_i(\\theta) + \\lambda \\lVert\\theta\\rVert^2$ (module doc);
@@ -187,6 +203,7 @@ the others run passes of an online solver (no λ).
 | ``meu-exact`` | $-\\mathbb{E}[F_\\beta]$ of the exact-boundary utility per sentence (any type) | 1e-6 (meu's) |
 | ``meu-macro`` | $-\\mathbb{E}$ of the macro-averaged $F_\\beta$ per sentence (the mean over types of each type's $F_\\beta$) | 1e-6 (meu's) |
 | ``meu-partial`` | $-\\mathbb{E}[F_\\beta]$ of SemEval-2013's partial match per sentence (½ credit for an overlap) | 1e-6 (meu's) |
+| ``meu-weighted:T=w,...`` | $-\\mathbb{E}[F_\\beta]$ per sentence with a chunk of type T counting w times (in tp and both counts) | 1e-6 (meu's) |
 | ``meu-corpus`` | −F_β of the corpus's expected counts | 1e-6 |
 | ``max-margin`` | the structured hinge, Hamming or 1 − F_β loss (Tang et al.) | 5e-5 |
 | ``perceptron`` | averaged perceptron passes | — |
@@ -206,16 +223,31 @@ Examples:
 
 def objective(name: str | Objective, among: tuple[Objective, ...] | None = None) -> Objective:
     """The objective called ``name`` (an Objective passes through); InputError naming
-    the choices when there is none, or when it is not ``among`` those a model trains."""
+    the choices when there is none, or when it is not ``among`` those a model trains.
+    ``meu-weighted:T=w,...`` is :data:`MEU_WEIGHTED` with its weights in the name
+    (written back in one form: ``meu-weighted:LOC=2,PER=3``)."""
     if isinstance(name, Objective):
         found = name
+    elif isinstance(name, str) and name.partition(":")[0] == MEU_WEIGHTED.name:
+        if not name.partition(":")[2].strip():
+            return objective(MEU_WEIGHTED)              # refused: no weights
+        try:
+            weights = parse_weights(name.partition(":")[2])
+        except InputError:
+            raise InputError(f"objective {name!r}: each weight is TYPE=W with a whole W >= 1 "
+                             f"(e.g. meu-weighted:LOC=2,PER=3)") from None
+        found = replace(MEU_WEIGHTED, name=MEU_WEIGHTED.name + ":" + ",".join(
+            f"{t}={w}" for t, w in weights.items()))
     else:
         found = OBJECTIVES.get(name)
+    if found is MEU_WEIGHTED:
+        raise InputError("objective 'meu-weighted' needs its weights: meu-weighted:TYPE=W,... "
+                         "(e.g. meu-weighted:LOC=2)")
     choices = among if among is not None else tuple(OBJECTIVES.values())
-    if found is None or found not in choices:
+    if found is None or not found.among(choices):
         shown = name.name if isinstance(name, Objective) else name      # not its repr
-        raise InputError(f"unknown objective {shown!r}; use one of "
-                         f"{', '.join(o.name for o in choices)}")
+        listed = (o.name + (":TYPE=W,..." if o is MEU_WEIGHTED else "") for o in choices)
+        raise InputError(f"unknown objective {shown!r}; use one of {', '.join(listed)}")
     return found
 
 

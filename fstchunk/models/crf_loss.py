@@ -33,7 +33,7 @@ from .design import TrainingData
 from .maxmargin import hinge_statistics
 from . import partial
 from .batching import Gold
-from .objectives import STATISTICS, Chain, ChainGrad, Statistics
+from .objectives import Chain, ChainGrad, Statistics, statistics_of
 from .partial import PartialGold
 
 
@@ -55,7 +55,7 @@ def full_statistics(objective: lo.Objective, chain: Chain, gold: Gold, beta_sq: 
     with loss ``margin`` among them)."""
     if objective is lo.MAX_MARGIN:
         return hinge_statistics(chain, gold, beta_sq, margin)
-    return STATISTICS[objective](chain, gold, beta_sq)
+    return statistics_of(objective)(chain, gold, beta_sq)
 
 
 #: the kind of gold -> its statistics (partial annotation: the marginal likelihood of A(x))

@@ -65,7 +65,7 @@ Pitfalls:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -76,7 +76,8 @@ from ..engine.batched import scaled_weights, transfer
 from ..engine.expectation import corpus_expectations
 from ..engine.utility_grad import expected_utility_grad
 from ..structures.lattice import Lattice
-from ..learn.objectives import ML, MEU, MEU_CORPUS, MEU_EXACT, MEU_MACRO, MEU_PARTIAL, Objective
+from ..learn.objectives import (ML, MEU, MEU_CORPUS, MEU_EXACT, MEU_MACRO, MEU_PARTIAL,
+                                MEU_WEIGHTED, Objective)
 from ..schemes.tagspace import TagSpace
 from .batching import Gold
 
@@ -194,8 +195,10 @@ def meu_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0,
     ``utility``: ``conlleval`` (F_β), ``exact`` (the exact-boundary F_β: a chunk right
     with its boundaries, any type), ``macro`` (the mean over the chain's types of the
     F_β of that type's chunks alone, each a sweep with m counting that type,
-    :func:`~fstchunk.engine.expectation.tp_count_table`'s ``count_type``) or ``partial``
-    (SemEval-2013's partial match, :func:`fstchunk.engine.partial.partial_count_table_grad`)."""
+    :func:`~fstchunk.engine.expectation.tp_count_table`'s ``count_type``), ``partial``
+    (SemEval-2013's partial match, :func:`fstchunk.engine.partial.partial_count_table_grad`)
+    or ``weighted:T=w,...`` (a chunk of type T counts w, the conlleval sweep over weighted
+    counts)."""
     L = len(chain.tags)
     job = (chain, gold.offsets, gold.chunks, beta_sq, utility)
     parts = [_meu_shard(job, np.arange(len(gold)))]
@@ -277,9 +280,17 @@ STATISTICS: dict[Objective, Callable[[Chain, Gold, float], Statistics]] = {
     MEU_CORPUS: meu_corpus_statistics}
 
 
+def statistics_of(o: Objective) -> Callable[[Chain, Gold, float], Statistics]:
+    """The statistics function of ``o``; ``meu-weighted:T=w,...`` is :func:`meu_statistics`
+    of the utility ``weighted:T=w,...``."""
+    if o.family == MEU_WEIGHTED.name:
+        return partial(meu_statistics, utility="weighted:" + o.name.partition(":")[2])
+    return STATISTICS[o]
+
+
 def _combined(o: Objective) -> Callable[[Chain, Gold, float], tuple[float, ChainGrad]]:
     def objective(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> tuple[float, ChainGrad]:
-        st = STATISTICS[o](chain, gold, beta_sq)
+        st = statistics_of(o)(chain, gold, beta_sq)
         value, w = o.combine(st.values, len(gold), beta_sq)
         return value, ChainGrad(*(sum(wj * g[i] for wj, g in zip(w, st.grads))
                                   for i in range(4)))

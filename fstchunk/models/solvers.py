@@ -68,7 +68,7 @@ def make_solver(model: Any, objective: lo.Objective, data: Any, *, l2: float, be
     """The solver ``name`` (default the objective's) for ``model``, from the model's
     ``own_solvers`` or :data:`SOLVERS`; InputError naming ``kind`` ("a CRF") if the
     model does not train ``objective``."""
-    if objective not in tuple(getattr(model, "objectives", (objective,))):
+    if not objective.among(tuple(getattr(model, "objectives", (objective,)))):
         raise lo.objective_error(kind + " does not train {}", objective.name)
     name = objective.solver if name is None else name
     build = {**SOLVERS, **getattr(model, "own_solvers", {})}[name]

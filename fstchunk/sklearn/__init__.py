@@ -49,7 +49,7 @@ from ..models.attributes import check_sequences
 from ..models.partial_labels import literal, refuse_open
 from ..runtime.scale import executor
 from . import modelfile
-from .params import ALGORITHMS, CRFParams, resolve
+from .params import ALGORITHMS, KNOWN, CRFParams, resolve
 from .tagger import CALIBRATE, Tagger, normalised_scores
 from .traininglog import Recorder, TrainingLog, Watch
 
@@ -103,7 +103,7 @@ class CRF(CRFParams, BaseEstimator):
         scheme: ``"auto"``: labels that are chunk tags of a scheme give a distribution
             over its valid sequences, other labels an ordinary chain; a scheme name;
             None: CRFsuite's unconstrained chain.
-        objective: ``ml``, ``meu``, ``meu-exact``, ``meu-corpus`` or ``max-margin``.
+        objective: a name of :data:`OBJECTIVES` (``meu-weighted:T=w,...``: weights).
         beta: β of F_β for the expected-F objectives.
         workers: processes that share the objective's statistics.
         literal_labels: read every string of ``y`` as one label, never as a partial
@@ -392,7 +392,7 @@ def _object_array(rows: list) -> np.ndarray:
 
 
 #: the objectives ``objective=`` takes
-OBJECTIVES = (lo.ML.name, lo.MEU.name, lo.MEU_CORPUS.name, lo.MAX_MARGIN.name)
+OBJECTIVES = tuple(o.name for o in KNOWN)
 
 from . import eli5 as _eli5                    # noqa: E402  (needs CRF defined)
 _eli5.install()                              # eli5.explain_weights(crf), when eli5 is there

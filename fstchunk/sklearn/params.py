@@ -16,6 +16,9 @@ from ..learn import objectives as lo
 
 #: CRFsuite's training algorithms, all trained here
 ALGORITHMS = ("lbfgs", "l2sgd", "ap", "pa", "arow")
+#: the objectives ``objective=`` takes (``meu-weighted`` as ``meu-weighted:T=w,...``)
+KNOWN = (lo.ML, lo.MEU, lo.MEU_EXACT, lo.MEU_MACRO, lo.MEU_PARTIAL, lo.MEU_WEIGHTED,
+         lo.MEU_CORPUS, lo.MAX_MARGIN)
 
 #: the parameters each algorithm takes, and CRFsuite's defaults
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -161,11 +164,10 @@ def resolve(p: CRFParams, sentences: int) -> Run:
     max_iter = UNLIMITED if max_it is None else _number("max_iterations", max_it, 1,
                                                         integer=True)
     objective = p.objective
-    known = (lo.ML, lo.MEU, lo.MEU_EXACT, lo.MEU_MACRO, lo.MEU_PARTIAL, lo.MEU_CORPUS,
-             lo.MAX_MARGIN)
-    if objective not in [o.name for o in known]:
-        raise InputError(f"unknown objective {objective!r}; use "
-                         f"{', '.join(o.name for o in known[:-1])} or max-margin")
+    if not isinstance(objective, str):
+        raise InputError(f"unknown objective {objective!r}; use one of "
+                         f"{', '.join(o.name for o in KNOWN)}")
+    objective = lo.objective(objective, KNOWN).name       # meu-weighted:T=w in one form
     if algorithm in ("ap", "pa", "arow"):
         if objective != "ml":
             raise InputError(f"objective={objective!r} is trained by L-BFGS (or BCFW for "

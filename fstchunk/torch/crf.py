@@ -277,9 +277,9 @@ class ChunkCRF:
     def expected_utility(self, emissions, transitions, mask, start=None, end=None,
                          gold: Sequence[Sequence[str]] | None = None, utility: str = "exact",
                          beta: float = 1.0) -> torch.Tensor:
-        """E_y[u(y | gold)] (B,) for ``utility`` ``conlleval``, ``exact``, ``macro`` or
-        ``partial`` (:mod:`fstchunk.decoding.utilities`), differentiable, from the numpy
-        engine on the CPU (:mod:`fstchunk.torch.engine_loss`)."""
+        """E_y[u(y | gold)] (B,) for ``utility`` ``conlleval``, ``exact``, ``macro``,
+        ``partial`` or ``weighted:T=w,...`` (:mod:`fstchunk.decoding.utilities`),
+        differentiable, from the numpy engine on the CPU (:mod:`fstchunk.torch.engine_loss`)."""
         bt = self._check(emissions, transitions, mask, start, end)
         self._gold(gold, bt.double())                   # checked as every loss checks it
         rows = gold.tolist() if isinstance(gold, torch.Tensor) else gold

@@ -11,9 +11,9 @@ sentences unless ``reduction="sum"``:
 * ``"meu"``: 1 − E[F_β(y | gold)] per sentence (minimum risk, Jansche 2005);
 * ``"meu-corpus"``: 1 − (1+β²)·Σ E[tp] / (Σ E[m] + β²·Σ m(gold)), the batch's
   expected corpus F (one number for the batch; ``reduction`` does not apply);
-* ``"meu-exact"``, ``"meu-macro"``, ``"meu-partial"``: 1 − E[u] per sentence for the
-  exact-boundary, macro-averaged and partial-match F_β of
-  :mod:`fstchunk.decoding.utilities`, from the numpy engine on the CPU
+* ``"meu-exact"``, ``"meu-macro"``, ``"meu-partial"``, ``"meu-weighted:T=w,..."``: 1 − E[u]
+  per sentence for the exact-boundary, macro-averaged, partial-match and per-type
+  weighted F_β of :mod:`fstchunk.decoding.utilities`, from the numpy engine on the CPU
   (:mod:`fstchunk.torch.engine_loss`: slower, exact, the same code as the CRFs').
 
 These are the objectives of the same names everywhere in fstchunk
@@ -45,7 +45,7 @@ from .crf import ChunkCRF
 
 #: the objectives :meth:`CRFLayer.loss` trains, named as everywhere in fstchunk
 OBJECTIVES = (lo.ML.name, lo.MEU.name, lo.MEU_CORPUS.name, lo.MEU_EXACT.name,
-              lo.MEU_MACRO.name, lo.MEU_PARTIAL.name)
+              lo.MEU_MACRO.name, lo.MEU_PARTIAL.name, lo.MEU_WEIGHTED.name)
 #: the objectives whose expectation and gradient come from the numpy engine, and their utility
 ENGINE_UTILITIES = {lo.MEU_EXACT.name: "exact", lo.MEU_MACRO.name: "macro",
                     lo.MEU_PARTIAL.name: "partial"}
@@ -93,11 +93,11 @@ class CRFLayer(torch.nn.Module):
         ``allowed`` (B, n, L) bool instead of ``gold`` (``ml`` only), the partial-label
         NLL log Z − log Z_A = −log Σ_{y ∈ A} Pr(y) (:meth:`ChunkCRF.log_partition`)."""
         name = OLD_NAMES.get(objective, objective) if isinstance(objective, str) else objective
-        if name not in OBJECTIVES:
+        if not isinstance(name, str) or name.partition(":")[0] not in OBJECTIVES:
             raise InputError(f"unknown objective {objective!r}; use one of "
-                             f"{', '.join(OBJECTIVES)} (older names: "
+                             f"{', '.join(OBJECTIVES)}:TYPE=W,... (older names: "
                              f"{', '.join(OLD_NAMES)})")
-        objective = name
+        objective = lo.objective(name).name          # meu-weighted's weights checked
         if reduction not in ("mean", "sum"):
             raise InputError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
         if (gold is None) == (allowed is None):
@@ -114,6 +114,9 @@ class CRFLayer(torch.nn.Module):
             return 1 - self.crf.expected_corpus_f(*a, gold=gold, beta=beta)
         if objective == lo.ML.name:
             per = self.crf.log_partition(*a) - self.crf.score(*a, gold=gold)
+        elif objective.startswith(lo.MEU_WEIGHTED.name + ":"):
+            per = 1 - self.crf.expected_utility(*a, gold=gold, beta=beta, utility="weighted:"
+                                                + objective.partition(":")[2])
         elif objective in ENGINE_UTILITIES:
             per = 1 - self.crf.expected_utility(*a, gold=gold, beta=beta,
                                                 utility=ENGINE_UTILITIES[objective])
