@@ -28,7 +28,9 @@ macro           the mean over the lattice's types of type:T (macro-averaged F)
 A user's own is a type map, ``Utility("loc", {"GPE": "LOC"})``: GPE and LOC
 scored as one type; ``{"MISC": None}``: scored without MISC; each type to a new name,
 ``""`` (untyped) or None (dropped).  ``fstchunk grammar print type-filter --keep T``
-prints a per-type U.
+prints a per-type U.  Any functional transducer U of one's own:
+:class:`~fstchunk.decoding.machine_utility.MachineUtility`; a credit counter of one's
+own in place of tp (partial credit): :class:`~fstchunk.decoding.credit_utility.CreditUtility`.
 
 Each sentence is scored on its own, with 0/0 := 1: a sentence where neither x nor y
 has a chunk of type T has F_T = 1 (:mod:`fstchunk.decoding.expected`).  Macro-F's

@@ -162,6 +162,22 @@ def pair_counter(types: tuple[str, ...], top: int, matches: Sequence[int], step:
     return f
 
 
+def credit_transducer(types, top: int, states: Sequence[int], step: Callable,
+                      arc_type: str = "log64") -> pynini.Fst:
+    """A credit counter C over IOBES pairs x:y (x the decision, y the reference), the
+    form of T and of the partial-credit counter P: states (credits h ≤ ``top``, match
+    state of ``states``); ``step`` (match, x's (prefix, type), y's (prefix, type)) ->
+    (credits earned, match'); a path starts in match state 0 and ends there, writing
+    ``<tp=h>`` (T is :func:`tp_step`'s counter, P
+    :func:`fstchunk.schemes.matching.partial_step`'s)."""
+    one = pynini.Weight.one(fsa.weight_type(arc_type))
+
+    def final(f, s, h, sink):
+        f.add_arc(s, pynini.Arc(tp_marker(h), tp_marker(h), one, sink))
+    f = pair_counter(normalize_types(types), top, states, step, arc_type, final)
+    return fsa.attach(f.connect(), marker_symbols(normalize_types(types), top))
+
+
 def chunk_counter(types=None, bound: int = 4, arc_type: str = "log64",
                   weights: str = "marker", tape: str = "output") -> pynini.Fst:
     """M: counts chunk starts (B, S) on ``tape`` ("output" = y, as in the slides)."""

@@ -28,7 +28,7 @@ from ..core.errors import InputError
 from ..schemes import encodings as enc
 from ..schemes.matching import STATES, partial_step
 from ..schemes.tagspace import normalize_types
-from . import budget, counting, fsa
+from . import budget, counting
 
 def fixed_step(fixed: str):
     """:func:`partial_step` with the fixed tape first: ``"hypothesis"`` (the prediction
@@ -55,13 +55,7 @@ def partial_credit_transducer(types=None, bound: int = 4,
     budget.check(f"the partial-credit counter P over {budget.types_phrase(types)} with "
                  f"length bound {bound}", partial_estimate(bound, len(types)),
                  "use a smaller bound (--max-length)")
-    top = 2 * bound
-    one = pynini.Weight.one(fsa.weight_type(arc_type))
-
-    def final(f, s, h, sink):
-        f.add_arc(s, pynini.Arc(counting.tp_marker(h), counting.tp_marker(h), one, sink))
-    f = counting.pair_counter(types, top, STATES, partial_step, arc_type, final)
-    return fsa.attach(f.connect(), counting.marker_symbols(types, top))
+    return counting.credit_transducer(types, 2 * bound, STATES, partial_step, arc_type)
 
 
 def specialised_partial_acceptor(fixed_chunks: Sequence[enc.Chunk], n: int, types=None,

@@ -1,0 +1,202 @@
+"""A utility from a credit counter of one's own: F_β with the true positives replaced
+by the credits a pynini transducer C gives a decision x against a reference y,
+
+    u(x, y) = (1+β²)·(h(x, y) / unit) / (m(x) + β²·m(y)),    0/0 := 1,
+
+h the credits C writes, ``unit`` credits to a point (2: half points).  C reads aligned
+IOBES pairs x_i:y_i with the symbols of
+:func:`fstchunk.grammars.counting.marker_symbols` and ends every path with one
+marker ``<tp=h>``: the form of T (conlleval's tp) and of P (SemEval's partial credit).
+:func:`fstchunk.grammars.counting.credit_transducer` builds one from a step over
+(prefix, type) pairs; "the span alone earns half a point, the span and the type a
+whole one"::
+
+    def span_half(match, x, y):       # match: 0 none, 1 span and type, 2 span only
+        (px, tx), (py, ty) = x, y
+        if match:
+            if px == py == "E":
+                return (2 if match == 1 else 1), 0
+            return 0, (match if px == py == "I" else 0)
+        if px == py == "S":
+            return (2 if tx == ty else 1), 0
+        return 0, ((1 if tx == ty else 2) if px == py == "B" else 0)
+
+    def build(types, top):
+        return credit_transducer(types, top, (0, 1, 2), span_half)
+
+    u = CreditUtility("span-half", build, unit=2)
+
+The expected value composes C, specialised to the fixed side (the fixed sequence's
+acceptor composed with C, the other tape kept), with the chunk counter M of the
+other side and the lattice (:func:`fstchunk.decoding.expected.joint_by_composition`):
+the exact law of (h, m), so E[u] exactly, in either direction.  MEU reranks the k
+best paths and the conlleval MEU decision by that exact E[u]: no certificate
+(``gap`` inf), as ``meu-kbest``.
+
+Pitfalls: C must give every pair of valid sequences exactly one path (a pair it
+rejects or counts twice is refused, InputError naming the mass it lost); composition
+costs O(n³) states per sentence and more with C's states (the state budget bounds
+it: ``fstchunk.grammars.budget``); decoders travel to worker processes pickled, so
+``build`` must be a module-level function, not a lambda.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+import pynini
+
+from ..core.errors import InputError
+from ..core.fbeta import to_beta_sq
+from ..grammars import budget, counting, fsa
+from ..schemes import encodings as enc
+from ..structures.decision import Decoding
+from ..structures.lattice import Lattice
+from .decode import _shortest
+from .expected import joint_by_composition
+from .mapped import Utility, _one_side
+
+#: (types, top) -> C, a credit counter over IOBES pairs writing <tp=h>, h ≤ top
+Builder = Callable[[tuple, int], pynini.Fst]
+
+#: the paths MEU reranks (with the conlleval MEU decision)
+K = 20
+
+#: how far the law of (h, m) may fall short of mass 1 before C is said to reject pairs
+MASS_SLACK = 1e-9
+
+
+class CreditUtility(Utility):
+    """F_β with h(x, y)/unit in place of tp, h from a credit counter C (module doc).
+
+    Args:
+        name: what messages call it.
+        build: (types, top) -> C over IOBES pairs of ``types`` with credits up to
+            ``top``.
+        unit: the credits of one point (a whole number ≥ 1).
+        k: the paths MEU reranks.
+    """
+
+    def __init__(self, name: str, build: Builder, unit: int = 1, k: int = K):
+        if isinstance(unit, bool) or not isinstance(unit, (int, np.integer)) or unit < 1:
+            raise InputError(f"utility {name}: unit must be a whole number >= 1, got {unit!r}")
+        super().__init__(name)
+        self.build, self.unit, self.k = build, int(unit), k
+
+    def machine(self, types: Sequence[str], n: int) -> pynini.Fst:
+        """C for ``types`` and sentences of up to ``n`` tokens (credits ≤ unit·n)."""
+        c = self.build(tuple(types), self.unit * n)
+        if not isinstance(c, pynini.Fst):
+            raise InputError(f"utility {self.name}: build returned {type(c).__name__}, not "
+                             f"a pynini.Fst")
+        return c
+
+    def _side(self, tags: list[str], types, n: int, what: str) -> pynini.Fst:
+        """C with the ``what`` tape ("hypothesis": x, the input) fixed to ``tags``
+        (IOBES): an acceptor over the other tape's tags followed by ``<tp=h>``."""
+        c = fsa.bare(self.machine(types, n))
+        table = counting.marker_symbols(tuple(types), self.unit * n)
+        fixed = pynini.Fst(c.arc_type())
+        one = pynini.Weight.one(fixed.weight_type())
+        states = [fixed.add_state() for _ in range(len(tags) + 2)]
+        fixed.set_start(states[0])
+        fixed.set_final(states[-1])
+        for i, t in enumerate(tags):
+            fixed.add_arc(states[i], pynini.Arc(table.find(t), table.find(t), one,
+                                                states[i + 1]))
+        for h in range(self.unit * n + 1):
+            fixed.add_arc(states[-2], pynini.Arc(counting.tp_marker(h), counting.tp_marker(h),
+                                                 one, states[-1]))
+        if what == "hypothesis":
+            out = pynini.compose(fixed.arcsort("olabel"), c.arcsort("ilabel")).project("output")
+        else:
+            out = pynini.compose(c.arcsort("olabel"), fixed.arcsort("ilabel")).project("input")
+        return out.rmepsilon().connect()
+
+    def _specialised(self, chunks, n: int, types, what: str) -> pynini.Fst:
+        """C on the fixed side ⊠ M on the other: tags · <tp=h> · <m=b>."""
+        side = self._side(enc.chunks_to_tags(chunks, n, "IOBES"), types, n, what)
+        ms = pynini.Fst(side.arc_type())
+        one = pynini.Weight.one(ms.weight_type())
+        a, b = ms.add_state(), ms.add_state()
+        ms.set_start(a)
+        ms.set_final(b)
+        for m in range(self.unit * n + 1):
+            ms.add_arc(a, pynini.Arc(counting.m_marker(m), counting.m_marker(m), one, b))
+        m_acc = counting.chunk_counter_acceptor(tuple(types), self.unit * n, side.arc_type())
+        return pynini.intersect((side + ms).arcsort(), m_acc.arcsort()).connect()
+
+    def _law(self, lattice: Lattice, chunks, what: str) -> np.ndarray:
+        """Pr(h = a, m_random = b) under the lattice, C's side ``what`` fixed to
+        ``chunks``; InputError where C loses mass (a pair it rejects)."""
+        lattice.space.require_chunks(f"the {self.name} utility")
+        n, types = lattice.n, lattice.space.types
+        acc = self._specialised(chunks, n, types, what)
+        tm = budget.pair_acceptor(n, [(s, e) for _, s, e in chunks], len(types))
+        joint = joint_by_composition(lattice, chunks, acceptor=acc, top=self.unit * n,
+                                     growth=-(-acc.num_states() // max(1, tm.states)))
+        if abs(joint.sum() - 1) > MASS_SLACK:
+            raise InputError(f"utility {self.name}: its credit counter gives the pairs of "
+                             f"this lattice's sequences mass {joint.sum():.12g}, not 1: it "
+                             f"rejects some pairs (or counts some twice)")
+        return joint
+
+    def __call__(self, x, y, scheme, types=(), beta=1.0):
+        if len(x) != len(y):
+            raise InputError(f"the two sequences differ in length: {len(x)} and {len(y)}")
+        types = tuple(types) or tuple(sorted({c[0] for s in (x, y)
+                                             for c in enc.tags_to_chunks(list(s), scheme)}))
+        cx, cy = (enc.tags_to_chunks(list(s), scheme) for s in (x, y))
+        side = self._side(enc.chunks_to_tags(cx, len(x), "IOBES"), types, len(x), "hypothesis")
+        table = counting.marker_symbols(types, self.unit * len(x))
+        ys = pynini.accep(" ".join(enc.chunks_to_tags(cy, len(y), "IOBES")), token_type=table)
+        both = pynini.compose(_with_markers(ys, side, self.unit * len(x)).arcsort("olabel"),
+                              side.arcsort("ilabel"))
+        hits = [labels[-1] for labels, _, _ in fsa.paths(both.connect())]
+        if len(hits) != 1:
+            raise InputError(f"utility {self.name}: its credit counter gives this pair "
+                             f"{len(hits)} paths, not 1")
+        h = counting.decode_marker(hits[0])[1] / self.unit
+        den = len(cx) + to_beta_sq(beta) * len(cy)
+        return 1.0 if den == 0 else (1 + to_beta_sq(beta)) * h / den
+
+    def pushed(self, lattice):
+        raise InputError(f"utility {self.name} counts credits with its own machine, not a "
+                         f"map of chunk types: it has no pushed lattice")
+
+    def expected(self, lattice, hypothesis=None, reference=None, beta=1.0, method="fst"):
+        """E[u] of a fixed ``hypothesis`` (or against a fixed ``reference``) by
+        composition (the only method: ``method`` is accepted and ignored)."""
+        what, fixed = _one_side(hypothesis, reference)
+        lattice.check_chunking(list(fixed), what)
+        chunks = enc.tags_to_chunks(list(fixed), lattice.scheme)
+        joint = self._law(lattice, chunks, what)
+        b2 = to_beta_sq(beta)
+        h = np.arange(joint.shape[0])[:, None] / self.unit
+        m = np.arange(joint.shape[1])[None, :]
+        den = len(chunks) + b2 * m if what == "hypothesis" else m + b2 * len(chunks)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u = np.where(den > 0, (1 + b2) * h / np.where(den > 0, den, 1), 1.0)
+        return float((joint * u).sum())
+
+    def decode(self, lattice, beta=1.0, memory_budget=None):
+        """The best of the k best paths and the conlleval MEU decision by exact E[u];
+        ``gap`` inf (no certificate)."""
+        lattice.space.require_chunks(f"the {self.name} utility")
+        paths = _shortest(lattice, self.k)
+        cands = [[lattice.space.symbols.find(x) for x in labels]
+                 for labels, _, _ in fsa.paths(paths)]
+        cands.append(list(lattice.meu(beta, memory_budget).tags))
+        best = None
+        for tags in cands:
+            u = self.expected(lattice, hypothesis=tags, beta=beta)
+            if best is None or u > best.score:
+                best = Decoding(list(tags), u, float("inf"))
+        return best
+
+
+def _with_markers(ys: pynini.Fst, side: pynini.Fst, top: int) -> pynini.Fst:
+    """The acceptor ``ys`` followed by any one ``<tp=h>``, h ≤ ``top``."""
+    marks = fsa.union_of([counting.tp_marker(h) for h in range(top + 1)], side.arc_type())
+    return fsa.to_arc_type(fsa.bare(ys), side.arc_type()) + marks
