@@ -123,3 +123,36 @@ def test_decoders_with_these_utilities_pickle_and_decode_the_same():
         assert back.decode(lat).tags == d.decode(lat).tags
         u = pickle.loads(pickle.dumps(utility(name)))
         assert u.name == name
+
+
+def test_the_weighted_counter_in_the_registry_counts_matched_weights(capsys):
+    """``grammar print weighted --weights A=3``: T_w walked on pairs of chunkings of 3
+    tokens writes Σ w(c) over the chunks both have; bad weights are one error."""
+    import itertools
+    from fstchunk.grammars import counting, registry
+    n, w = 3, {"A": 3}
+    tw = registry.grammar("weighted").build(registry.Options(types=TYPES, max_length=n,
+                                                             weights=(("A", 3),)))
+    table = tw.input_symbols()
+    spans = [(s, e) for s in range(n) for e in range(s + 1, n + 1)]
+    every = [[(t, s, e) for t, (s, e) in zip(ts, pick)]
+             for r in range(n + 1) for pick in itertools.combinations(spans, r)
+             if all(a[1] <= b[0] for a, b in zip(pick, pick[1:]))
+             for ts in itertools.product(TYPES, repeat=r)]
+    for x, y in itertools.product(every[::2], every[::3]):
+        state = tw.start()
+        for a, b in zip(counting.fixed_iobes(x, n), counting.fixed_iobes(y, n)):
+            la, lb = (table.find(enc.make_tag(*p) if p[0] != "O" else "O") for p in (a, b))
+            arc = [c for c in tw.arcs(state) if (c.ilabel, c.olabel) == (la, lb)]
+            assert len(arc) == 1
+            state = arc[0].nextstate
+        marks = [counting.decode_marker(c.ilabel)[1] for c in tw.arcs(state)
+                 if c.ilabel >= counting.MARKER_BASE]
+        assert marks == [sum(w.get(c[0], 1) for c in set(x) & set(y))], (x, y)
+    assert main(["grammar", "info", "weighted", "--types", "A,B", "--weights", "A=2",
+                 "--max-length", "2"]) == 0
+    assert "weighted.n2.w_A2" in capsys.readouterr().out
+    for bad, said in [("A=x", "--weights A=x: give TYPE=W,... with whole weights W >= 1"),
+                      ("C=2", "--weights names C, not among its --types A, B")]:
+        assert main(["grammar", "print", "weighted", "--types", "A,B", "--weights", bad]) != 0
+        assert said in capsys.readouterr().err

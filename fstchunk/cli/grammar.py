@@ -10,6 +10,7 @@ from ..grammars import fsa
 from ..io.annotation import cell_types
 from ..io.conll import iter_conll
 from ..core.errors import FstchunkError, InputError, SchemeError
+from ..core.fbeta import parse_weights
 from ..grammars import budget, drawing, registry
 from ..schemes.tagspace import TagSpace
 from .common import BETA_HELP, HelpFormatter, beta_option, positive_int, split_list, warn
@@ -46,6 +47,9 @@ def add_parser(sub) -> None:
     p.add_argument("--keep", default=None, metavar="TYPES",
                    help="the chunk types type-filter keeps, e.g. PER (the per-type "
                         "utility type:PER) or PER,LOC")
+    p.add_argument("--weights", default=None, metavar="TYPE=W,...",
+                   help="the type weights of the weighted counter, e.g. LOC=2 (the weighted "
+                        "utility weighted:LOC=2)")
     p.add_argument("--arc-type", default="log64", choices=("standard", "log", "log64"),
                    help="OpenFst arc type of the machines")
     add_state_budget(p)
@@ -95,7 +99,19 @@ def options(args: argparse.Namespace) -> registry.Options:
     return registry.Options(scheme=scheme, types=types, target=args.target,
                             max_length=args.max_length, arc_type=args.arc_type,
                             theta=args.theta, gold=gold, beta=args.beta,
-                            keep=tuple(split_list(args.keep, "--keep")) if args.keep else ())
+                            keep=tuple(split_list(args.keep, "--keep")) if args.keep else (),
+                            weights=_weights(args.weights))
+
+
+def _weights(text: str | None) -> tuple:
+    """``--weights LOC=2,PER=3`` as ((type, weight), ...)."""
+    if not text:
+        return ()
+    try:
+        return tuple(parse_weights(text).items())
+    except InputError:
+        raise InputError(f"--weights {text}: give TYPE=W,... with whole weights W >= 1 "
+                         f"(e.g. LOC=2,PER=3)") from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,7 +5,8 @@ each entry names a builder of a grammar module (:mod:`~fstchunk.grammars.validit
 :mod:`~fstchunk.grammars.conversion`, :mod:`~fstchunk.grammars.counting`,
 :mod:`~fstchunk.grammars.models`, :mod:`~fstchunk.grammars.loss`) and the options it
 reads (scheme, chunk types, target scheme, length bound, θ, arc type; the loss
-machines: a gold tag sequence and the standard β of F_β, :mod:`fstchunk.core.fbeta`).
+machines: a gold tag sequence and the standard β of F_β, :mod:`fstchunk.core.fbeta`;
+the type filter its kept types, the weighted counter its type weights).
 :func:`export_far` is the one FAR exporter of the package: the grammar modules only
 build machines.
 
@@ -69,6 +70,7 @@ class Options:
     gold: tuple[str, ...] = ()
     beta: float = 1.0
     keep: tuple[str, ...] = ()
+    weights: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scheme", enc.canonical_scheme(self.scheme))
@@ -85,6 +87,10 @@ class Options:
         if isinstance(self.keep, str) or not all(isinstance(t, str) for t in self.keep):
             raise InputError(f"keep must be a sequence of chunk types, got {self.keep!r}")
         object.__setattr__(self, "keep", tuple(self.keep))
+        weights = dict(self.weights)
+        if any(isinstance(w, bool) or not isinstance(w, int) or w < 1 for w in weights.values()):
+            raise InputError(f"weights must be whole numbers >= 1 by type, got {weights!r}")
+        object.__setattr__(self, "weights", tuple(weights.items()))
         object.__setattr__(self, "beta", check_beta(self.beta))    # the standard β
 
 
@@ -140,6 +146,20 @@ def _m(o: Options) -> pynini.Fst:
 
 def _tm(o: Options) -> pynini.Fst:
     return counting.pair_machine(o.types, o.max_length, o.arc_type)
+
+
+def _weighted_top(o: Options) -> int:
+    """The weighted T's count bound: the largest weight times --max-length."""
+    return max([1] + [w for _, w in o.weights]) * o.max_length
+
+
+def _weighted(o: Options) -> pynini.Fst:
+    unknown = sorted(set(dict(o.weights)) - set(o.types))
+    if unknown:
+        raise InputError(f"grammar 'weighted': --weights names {', '.join(unknown)}, not among "
+                         f"its --types {', '.join(o.types)}")
+    return counting.credit_transducer(o.types, _weighted_top(o), (0, 1),
+                                      counting.weighted_tp_step(dict(o.weights)), o.arc_type)
 
 
 def _partial(o: Options) -> pynini.Fst:
@@ -232,6 +252,13 @@ GRAMMARS: dict[str, Grammar] = {g.name: g for g in (
             lambda o: partial.partial_estimate(o.max_length, _k(o)),
             lambda o: budget.Estimate(partial.partial_estimate(o.max_length, _k(o)).states ** 2,
                                       partial.partial_estimate(o.max_length, _k(o)).arcs ** 2)),
+    Grammar("weighted", "T_w: T with a completed match counting its type's weight "
+            "(--weights LOC=2: a location counts double; a type left out weighs 1), states "
+            "(ct, match); writes "
+            "<tp=ct>, ct <= the largest weight times --max-length (the weighted utility, "
+            "with M counting each chunk's weight)", _weighted, ("types", "max_length", "weights"),
+            lambda o: budget.tp_transducer(_weighted_top(o), _k(o)),
+            lambda o: budget.counter_self_composition("T", _weighted_top(o), _k(o))),
     Grammar("toy", "the slides' toy bigram model b(·|·;θ) over untyped IOB2, --max-length "
             "tokens, --theta θ (§11)", _toy, ("theta", "max_length"),
             estimate=lambda o: budget.score_lattice(o.max_length, 3)),
@@ -353,6 +380,8 @@ def far_key(name: str, o: Options) -> str:
         parts.append(f"beta{o.beta:g}")
     if "keep" in g.reads:
         parts.append("keep_" + "_".join(o.keep))
+    if "weights" in g.reads and o.weights:
+        parts.append("w_" + "_".join(f"{t}{w}" for t, w in o.weights))
     return ".".join(parts)
 
 
