@@ -266,6 +266,19 @@ def weighted_tp_step(weights: dict) -> Callable:
     return step
 
 
+def weighted_tp_transducer(types, bound: int, weights: dict,
+                           arc_type: str = "log64") -> pynini.Fst:
+    """T_w: T with a completed match counting its type's weight (:func:`weighted_tp_step`),
+    credits up to the largest weight times ``bound``."""
+    types = normalize_types(types)
+    unknown = sorted(set(weights) - set(types))
+    if unknown:
+        raise InputError(f"grammar 'weighted': --weights names {', '.join(unknown)}, not among "
+                         f"its --types {', '.join(types)}")
+    return credit_transducer(types, max([1, *weights.values()]) * bound, (0, 1),
+                             weighted_tp_step(weights), arc_type)
+
+
 def fixed_iobes(chunks: Sequence[enc.Chunk], n: int) -> list[tuple[str, str]]:
     """(prefix, type) of the IOBES encoding of a fixed sequence's chunks."""
     return [enc.split_tag(t) if t != "O" else ("O", "")

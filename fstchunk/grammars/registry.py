@@ -87,10 +87,10 @@ class Options:
         if isinstance(self.keep, str) or not all(isinstance(t, str) for t in self.keep):
             raise InputError(f"keep must be a sequence of chunk types, got {self.keep!r}")
         object.__setattr__(self, "keep", tuple(self.keep))
-        weights = dict(self.weights)
-        if any(isinstance(w, bool) or not isinstance(w, int) or w < 1 for w in weights.values()):
-            raise InputError(f"weights must be whole numbers >= 1 by type, got {weights!r}")
-        object.__setattr__(self, "weights", tuple(weights.items()))
+        if any(isinstance(w, bool) or not isinstance(w, int) or w < 1
+               for w in dict(self.weights).values()):
+            raise InputError(f"weights must be whole numbers >= 1 by type, got {self.weights!r}")
+        object.__setattr__(self, "weights", tuple(dict(self.weights).items()))
         object.__setattr__(self, "beta", check_beta(self.beta))    # the standard β
 
 
@@ -148,18 +148,12 @@ def _tm(o: Options) -> pynini.Fst:
     return counting.pair_machine(o.types, o.max_length, o.arc_type)
 
 
-def _weighted_top(o: Options) -> int:
-    """The weighted T's count bound: the largest weight times --max-length."""
+def _weighted_top(o: Options) -> int:          # the largest weight times --max-length
     return max([1] + [w for _, w in o.weights]) * o.max_length
 
 
 def _weighted(o: Options) -> pynini.Fst:
-    unknown = sorted(set(dict(o.weights)) - set(o.types))
-    if unknown:
-        raise InputError(f"grammar 'weighted': --weights names {', '.join(unknown)}, not among "
-                         f"its --types {', '.join(o.types)}")
-    return counting.credit_transducer(o.types, _weighted_top(o), (0, 1),
-                                      counting.weighted_tp_step(dict(o.weights)), o.arc_type)
+    return counting.weighted_tp_transducer(o.types, o.max_length, dict(o.weights), o.arc_type)
 
 
 def _partial(o: Options) -> pynini.Fst:
