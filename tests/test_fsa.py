@@ -3,6 +3,7 @@
 import math
 import os
 
+import numpy as np
 import pynini
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -218,3 +219,39 @@ def test_write_far_refuses_nothing(tmp_path):
     with pytest.raises(InputError, match="no machines"):
         fsa.write_far(str(tmp_path / "m.far"), {}, "log64")
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("arc_type", ["log64", "log", "standard"])
+def test_arc_table_reads_every_arc_as_the_arc_iterator_does(arc_type):
+    """fsa.arc_table (OpenFst's binary form read at once) against pynini's own arc
+    iterator and weight_value, on a random machine with symbol tables, epsilons, zero
+    and negative weights, parallel arcs and states without arcs."""
+    rng = np.random.default_rng(7)
+    f = pynini.Fst(arc_type)
+    wt = fsa.weight_type(arc_type)
+    states = [f.add_state() for _ in range(30)]
+    f.set_start(states[3])
+    for q in states:
+        if rng.random() < 0.3:
+            f.set_final(q, pynini.Weight(wt, float(rng.normal())))
+        for _ in range(rng.integers(0, 5)):
+            w = pynini.Weight.zero(wt) if rng.random() < 0.1 else \
+                pynini.Weight(wt, float(rng.normal() * 10))
+            f.add_arc(q, pynini.Arc(int(rng.integers(0, 9)), int(rng.integers(0, 9)), w,
+                                    states[int(rng.integers(0, 30))]))
+    table = pynini.SymbolTable()
+    for k in range(9):
+        table.add_symbol(f"s{k}", k)
+    f.set_input_symbols(table)
+    f.set_output_symbols(table)
+    t = fsa.arc_table(f)
+    want = [(q, a.ilabel, a.olabel, fsa.weight_value(a.weight), a.nextstate)
+            for q in f.states() for a in f.arcs(q)]
+    got = list(zip(t.src.tolist(), t.ilabel.tolist(), t.olabel.tolist(), t.weight.tolist(),
+                   t.dst.tolist()))
+    assert [g[:3] + g[4:] for g in got] == [w[:3] + w[4:] for w in want]
+    tol = 1e-15 if arc_type == "log64" else 1e-6
+    np.testing.assert_allclose(t.weight, [w[3] for w in want], rtol=tol)
+    np.testing.assert_allclose(t.final, [fsa.weight_value(f.final(q)) for q in f.states()],
+                               rtol=tol)
+    assert t.start == f.start()

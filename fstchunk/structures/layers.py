@@ -44,7 +44,7 @@ def to_space_labels(fst: pynini.Fst, ts: TagSpace) -> pynini.Fst:
                 continue
             if name not in tags:
                 if used is None:
-                    used = {a.ilabel for s in f.states() for a in f.arcs(s)}
+                    used = set(fsa.arc_table(f).ilabel.tolist())
                 if key in used:
                     raise InputError(f"the machine uses symbol {name!r}, which is not among "
                                      f"the tags {', '.join(tags)}")
@@ -52,12 +52,12 @@ def to_space_labels(fst: pynini.Fst, ts: TagSpace) -> pynini.Fst:
             pairs.append((key, ts.label(name)))
         f.relabel_pairs(ipairs=pairs, opairs=pairs)
     else:
-        allowed = {ts.label(t) for t in tags}
-        for s in f.states():
-            for a in f.arcs(s):
-                if a.ilabel not in allowed and a.ilabel != 0:
-                    raise InputError(f"the machine has label {a.ilabel}, not the label of any "
-                                     f"tag in {', '.join(tags)}")
+        allowed = [0] + [ts.label(t) for t in tags]
+        labels = fsa.arc_table(f).ilabel
+        stray = labels[~np.isin(labels, allowed)]
+        if len(stray):
+            raise InputError(f"the machine has label {stray[0]}, not the label of any "
+                             f"tag in {', '.join(tags)}")
     f.rmepsilon(delta=fsa.DELTA)
     return fsa.attach(f, ts.symbols)
 
@@ -119,39 +119,39 @@ def layers_of(f: pynini.Fst, ts: TagSpace) -> Layers:
         raise InputError(f"the machine accepts no valid {scheme} sequence over the given tags")
     if g.properties(pynini.CYCLIC, True) == pynini.CYCLIC:
         raise InputError("the lattice machine is cyclic; a sentence lattice must be acyclic")
-    index = {lab: i for i, lab in enumerate(labels)}
-    depth = {g.start(): 0}
-    order = [g.start()]
-    for s in order:                        # breadth-first; checks equal path lengths
-        for a in g.arcs(s):
-            d = depth[s] + 1
-            if a.nextstate not in depth:
-                depth[a.nextstate] = d
-                order.append(a.nextstate)
-            elif depth[a.nextstate] != d:
-                raise InputError("the lattice machine accepts sequences of different lengths")
-    n = max(depth.values())
-    layer_states = [[] for _ in range(n + 1)]
-    for s in order:
-        layer_states[depth[s]].append(s)
-    pos = {s: k for layer in layer_states for k, s in enumerate(layer)}
-    zero = pynini.Weight.zero("log64")
-    for s in order:
-        if g.final(s) != zero and depth[s] != n:
+    t = fsa.arc_table(g)                       # every arc at once: no Python call per arc
+    depth = np.full(len(t.final), -1)
+    depth[t.start] = 0
+    front, d = np.array([t.start]), 0
+    while True:                                # layer by layer; checks equal path lengths
+        out = np.isin(t.src, front)
+        if not out.any():
+            break
+        d += 1
+        nxt = t.dst[out]
+        if ((depth[nxt] != -1) & (depth[nxt] != d)).any():
             raise InputError("the lattice machine accepts sequences of different lengths")
+        depth[nxt] = d
+        front = np.unique(nxt)
+    n = d
+    if (np.isfinite(t.final) & (depth != n)).any():
+        raise InputError("the lattice machine accepts sequences of different lengths")
+    pos = np.zeros(len(depth), dtype=np.int64)
+    layer_states = [np.flatnonzero(depth == i) for i in range(n + 1)]
+    for layer in layer_states:
+        pos[layer] = np.arange(len(layer))
+    index = np.full(max(labels) + 1, -1)
+    index[labels] = np.arange(len(labels))
     weights, labs = [], []
     for i in range(n):
-        src, dst = layer_states[i], layer_states[i + 1]
-        w = np.full((len(src), len(dst)), -np.inf)
-        lab = np.full(len(dst), -1)
-        for s in src:
-            for a in g.arcs(s):
-                k = pos[a.nextstate]
-                lab[k] = index[a.ilabel]
-                w[pos[s], k] = np.logaddexp(w[pos[s], k], -fsa.weight_value(a.weight))
+        sel = depth[t.src] == i
+        w = np.full((len(layer_states[i]), len(layer_states[i + 1])), -np.inf)
+        np.logaddexp.at(w, (pos[t.src[sel]], pos[t.dst[sel]]), -t.weight[sel])
+        lab = np.full(len(layer_states[i + 1]), -1)
+        lab[pos[t.dst[sel]]] = index[t.ilabel[sel]]
         weights.append(w)
         labs.append(lab)
-    final = np.array([-fsa.weight_value(g.final(s)) for s in layer_states[n]])
+    final = -t.final[layer_states[n]]
     return Layers(weights, labs, final)
 
 
