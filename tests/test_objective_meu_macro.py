@@ -6,6 +6,7 @@ per-type utility's machine, and a model trained for it through the command line.
 import numpy as np
 import pytest
 
+from fstchunk.core.errors import InputError
 from fstchunk.decoding.utilities import utility
 from fstchunk.engine.expectation import from_count_table, tp_count_table
 from fstchunk.io.conll import Sentence
@@ -79,5 +80,6 @@ def test_the_attribute_crf_and_the_sklearn_drop_in_take_it():
     attribute_models_take("meu-macro", SENTS)
     X = [[{"w": r[0].lower(), "pos": r[1]} for r in s.rows] for s in SENTS]
     y = [[r[-1] for r in s.rows] for s in SENTS]
-    with pytest.raises(Exception, match="meu-exact, meu-macro, meu-partial, meu-corpus"):
+    with pytest.raises(InputError, match="unknown objective 'macro'; use one of ml, meu, "
+                                         "meu-exact, meu-macro, meu-partial, meu-weighted"):
         SkCRF(objective="macro").fit(X, y)
