@@ -156,3 +156,57 @@ def test_span_half_walks_to_the_oracle_on_random_chunkings(n, data):
     u = CreditUtility("span-half", span_half_machine, unit=2)
     assert u(enc.chunks_to_tags(x, n, "IOBES"), enc.chunks_to_tags(y, n, "IOBES"), "IOBES",
              TYPES, 0.5) == pytest.approx(span_half_oracle(x, y, 0.25), abs=1e-15)
+
+
+def near_oracle(x, y):
+    """Credits of "a boundary off by one token earns half", from the definition."""
+    gold = set(y)
+    h = 0
+    for t, s, e in x:
+        if (t, s, e) in gold:
+            h += 2
+        elif any(g[0] == t and ((g[1] == s and abs(g[2] - e) == 1) or
+                                (g[2] == e and abs(g[1] - s) == 1)) for g in gold):
+            h += 1
+    return h
+
+
+def test_near_step_counts_the_definition_on_every_pair_of_chunkings():
+    import itertools
+    from fstchunk.grammars.counting import fixed_iobes
+    from fstchunk.schemes.near_match import near_step
+    for n in range(1, 6):
+        spans = [(s, e) for s in range(n) for e in range(s + 1, n + 1)]
+        every = [[(t, s, e) for t, (s, e) in zip(ts, pick)]
+                 for r in range(n + 1) for pick in itertools.combinations(spans, r)
+                 if all(a[1] <= b[0] for a, b in zip(pick, pick[1:]))
+                 for ts in itertools.product(TYPES, repeat=r)]
+        for x, y in itertools.product(every, every[::1 if n < 5 else 7]):
+            state, h = 0, 0
+            for a, b in zip(fixed_iobes(x, n), fixed_iobes(y, n)):
+                inc, state = near_step(state, a, b)
+                h += inc
+            assert (h, state) == (near_oracle(x, y), 0), (x, y)
+
+
+@pytest.mark.parametrize("scheme,n,scale", [("IOB2", 3, 1.0), ("IOBES", 3, 30.0)])
+def test_near_boundaries_equals_enumeration(scheme, n, scale):
+    from fstchunk.decoding.credit_utility import near_boundaries
+    lat = lattice(5, scheme, n, scale)
+    u = CreditUtility("near", near_boundaries, unit=2, k=10 ** 4)
+    seqs = [(list(y), enc.tags_to_chunks(list(y), scheme), np.exp(lp))
+            for y, lp in lat.enumerate()]
+
+    def f(x, y, b2):
+        den = len(x) + b2 * len(y)
+        return 1.0 if den == 0 else (1 + b2) * near_oracle(x, y) / 2 / den
+    for tags, ch, _ in seqs[::9]:
+        for beta in (1.0, 0.5):
+            b2 = beta * beta
+            assert u.expected(lat, hypothesis=tags, beta=beta) == pytest.approx(
+                sum(p * f(ch, c, b2) for _, c, p in seqs), abs=1e-12)
+            assert u.expected(lat, reference=tags, beta=beta) == pytest.approx(
+                sum(p * f(c, ch, b2) for _, c, p in seqs), abs=1e-12)
+    d = u.decode(lat)
+    assert d.score == pytest.approx(max(sum(p * f(x, c, 1.0) for _, c, p in seqs)
+                                        for _, x, _ in seqs), abs=1e-12)

@@ -51,6 +51,7 @@ from ..core.errors import InputError
 from ..core.fbeta import to_beta_sq
 from ..grammars import budget, counting, fsa
 from ..schemes import encodings as enc
+from ..schemes.near_match import near_step
 from ..structures.decision import Decoding
 from ..structures.lattice import Lattice
 from .decode import _shortest
@@ -83,14 +84,21 @@ class CreditUtility(Utility):
             raise InputError(f"utility {name}: unit must be a whole number >= 1, got {unit!r}")
         super().__init__(name)
         self.build, self.unit, self.k = build, int(unit), k
+        self._machines: dict = {}               # the last C built, by (types, top)
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_machines": {}}      # workers build their own
 
     def machine(self, types: Sequence[str], n: int) -> pynini.Fst:
         """C for ``types`` and sentences of up to ``n`` tokens (credits ≤ unit·n)."""
-        c = self.build(tuple(types), self.unit * n)
-        if not isinstance(c, pynini.Fst):
-            raise InputError(f"utility {self.name}: build returned {type(c).__name__}, not "
-                             f"a pynini.Fst")
-        return c
+        key = (tuple(types), self.unit * n)
+        if key not in self._machines:
+            c = self.build(*key)
+            if not isinstance(c, pynini.Fst):
+                raise InputError(f"utility {self.name}: build returned {type(c).__name__}, "
+                                 f"not a pynini.Fst")
+            self._machines = {key: c}
+        return self._machines[key]
 
     def _side(self, tags: list[str], types, n: int, what: str) -> pynini.Fst:
         """C with the ``what`` tape ("hypothesis": x, the input) fixed to ``tags``
@@ -194,6 +202,12 @@ class CreditUtility(Utility):
             if best is None or u > best.score:
                 best = Decoding(list(tags), u, float("inf"))
         return best
+
+
+def near_boundaries(types: tuple, top: int) -> pynini.Fst:
+    """C of "a boundary off by one token earns half" (:mod:`fstchunk.schemes.near_match`):
+    ``CreditUtility("near", near_boundaries, unit=2)``."""
+    return counting.credit_transducer(types, top, None, near_step)
 
 
 def _with_markers(ys: pynini.Fst, side: pynini.Fst, top: int) -> pynini.Fst:

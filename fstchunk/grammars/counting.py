@@ -162,20 +162,31 @@ def pair_counter(types: tuple[str, ...], top: int, matches: Sequence[int], step:
     return f
 
 
-def credit_transducer(types, top: int, states: Sequence[int], step: Callable,
+def credit_transducer(types, top: int, states: Sequence | None, step: Callable,
                       arc_type: str = "log64") -> pynini.Fst:
     """A credit counter C over IOBES pairs x:y (x the decision, y the reference), the
     form of T and of the partial-credit counter P: states (credits h ≤ ``top``, match
-    state of ``states``); ``step`` (match, x's (prefix, type), y's (prefix, type)) ->
-    (credits earned, match'); a path starts in match state 0 and ends there, writing
-    ``<tp=h>`` (T is :func:`tp_step`'s counter, P
-    :func:`fstchunk.schemes.matching.partial_step`'s)."""
+    state of ``states``, any hashable values; None: those ``step`` reaches from 0);
+    ``step`` (match, x's (prefix, type), y's (prefix, type)) -> (credits earned,
+    match'); a path starts in match state 0 and ends there, writing ``<tp=h>`` (T is
+    :func:`tp_step`'s counter, P :func:`fstchunk.schemes.matching.partial_step`'s)."""
+    types = normalize_types(types)
     one = pynini.Weight.one(fsa.weight_type(arc_type))
+    if states is None:
+        pairs = [(p, t) for _, p, t in iobes_tags(types)]
+        states, k = [0], 0
+        while k < len(states):
+            for a in pairs:
+                for b in pairs:
+                    nxt = step(states[k], a, b)[1]
+                    if nxt not in states:
+                        states.append(nxt)
+            k += 1
 
     def final(f, s, h, sink):
         f.add_arc(s, pynini.Arc(tp_marker(h), tp_marker(h), one, sink))
-    f = pair_counter(normalize_types(types), top, states, step, arc_type, final)
-    return fsa.attach(f.connect(), marker_symbols(normalize_types(types), top))
+    f = pair_counter(types, top, states, step, arc_type, final)
+    return fsa.attach(f.connect(), marker_symbols(types, top))
 
 
 def chunk_counter(types=None, bound: int = 4, arc_type: str = "log64",
