@@ -194,6 +194,18 @@ def tp_transducer(max_length: int, n_types: int) -> Estimate:
     return Estimate(2 * k1 + 1, 2 * k1 * g * g - k - k * k + k1)
 
 
+def near_counter(max_length: int, n_types: int, inverse: bool = False) -> Estimate:
+    """The counter of "a boundary off by one token earns half" (:mod:`fstchunk.schemes.near_match`)
+    with credits <= 2K: at most 7(k + 1) match states (5k + 8 reachable) per credit
+    count, every pair of tags from each; ``inverse``: its inverse composed with it,
+    state pairs with at most g³ arcs each."""
+    g = iobes_tags(n_types)
+    states = 7 * (max(1, n_types) + 1) * (2 * max_length + 1) + 1
+    if inverse:
+        return Estimate(states * states, states * states * g ** 3)
+    return Estimate(states, states * g * g)
+
+
 def chunk_counter(max_length: int, n_types: int) -> Estimate:
     """M with cm <= K: states cm and the marker sink; at cm = K no B or S on y."""
     k, g = max(1, n_types), iobes_tags(n_types)
@@ -354,7 +366,7 @@ def composition(n: int, fixed_spans: Sequence[tuple[int, int]], scheme: str,
 __all__ = ["ARCS_PER_STATE", "DEFAULT_STATE_BUDGET", "ENV_VAR", "EncoderShape", "Estimate",
            "check", "chunk_counter", "composition", "conversion_machine",
            "counter_self_composition", "encoder_machine", "encoder_shape", "fits",
-           "largest_fitting", "letter_self_composition", "pair_acceptor",
+           "largest_fitting", "letter_self_composition", "near_counter", "pair_acceptor",
            "pair_acceptor_layers", "pair_machine", "score_lattice", "self_composition",
            "set_state_budget", "state_budget", "tp_transducer", "types_phrase",
            "use_state_budget", "validity_machine"]

@@ -45,6 +45,7 @@ from typing import Callable
 import pynini
 
 from ..schemes import encodings as enc
+from ..schemes.near_match import near_step
 from . import fsa
 from ..core import outputs
 from ..core.errors import InputError
@@ -129,13 +130,6 @@ def _filter(o: Options) -> pynini.Fst:
     return conversion.type_filter(o.scheme, o.types, o.keep, o.arc_type)
 
 
-def _eraser_inspect(o: Options) -> budget.Estimate:
-    """U⁻¹ ∘ U (the functional check) pairs the typed sequences of one untyped form:
-    at most the square of the conversion's size."""
-    c = budget.conversion_machine(_k(o))
-    return budget.Estimate(c.states * c.states, c.arcs * c.arcs)
-
-
 def _tp(o: Options) -> pynini.Fst:
     return counting.true_positive_transducer(o.types, o.max_length, o.arc_type)
 
@@ -154,6 +148,16 @@ def _weighted_top(o: Options) -> int:          # the largest weight times --max-
 
 def _weighted(o: Options) -> pynini.Fst:
     return counting.weighted_tp_transducer(o.types, o.max_length, dict(o.weights), o.arc_type)
+
+
+def _near(o: Options) -> pynini.Fst:
+    return counting.credit_transducer(o.types, 2 * o.max_length, None, near_step, o.arc_type)
+
+
+def _squared(size: Callable[[Options], budget.Estimate]):
+    """(estimate, inspect): the machine; its inverse composed with it (≤ its square:
+    the type eraser's U⁻¹ ∘ U pairs the typed sequences of one untyped form)."""
+    return size, lambda o: budget.Estimate(size(o).states ** 2, size(o).arcs ** 2)
 
 
 def _partial(o: Options) -> pynini.Fst:
@@ -226,12 +230,12 @@ GRAMMARS: dict[str, Grammar] = {g.name: g for g in (
     Grammar("type-eraser", "U: valid --scheme sequences -> the same chunks as untyped "
             "IOBES (B, I, E, S, O); the exact-boundary utility is U on both tapes, then TM "
             "with --types ''", _eraser, ("scheme", "types"),
-            lambda o: budget.conversion_machine(_k(o)), _eraser_inspect),
+            *_squared(lambda o: budget.conversion_machine(_k(o)))),
     Grammar("type-filter", "U: valid --scheme sequences -> their chunks of the types "
             "--keep only, in IOBES (the others' tokens O); the per-type utility type:T "
             "is conlleval's F on both tapes seen through it", _filter,
             ("scheme", "types", "keep"),
-            lambda o: budget.conversion_machine(_k(o)), _eraser_inspect),
+            *_squared(lambda o: budget.conversion_machine(_k(o)))),
     Grammar("T", "true-positive counter over IOBES pairs x:y, states (ct, match), "
             "ct <= --max-length; writes <tp=ct> at the end (Jansche §15)", _tp,
             ("types", "max_length"), *_counter("T", budget.tp_transducer)),
@@ -243,9 +247,12 @@ GRAMMARS: dict[str, Grammar] = {g.name: g for g in (
     Grammar("partial", "P: SemEval-2013's partial-match credit over IOBES pairs x:y (x the "
             "prediction), states (half-credits h, claim); writes <tp=h>, h = 2·COR + PAR, "
             "h <= 2·--max-length (the partial utility)", _partial, ("types", "max_length"),
-            lambda o: partial.partial_estimate(o.max_length, _k(o)),
-            lambda o: budget.Estimate(partial.partial_estimate(o.max_length, _k(o)).states ** 2,
-                                      partial.partial_estimate(o.max_length, _k(o)).arcs ** 2)),
+            *_squared(lambda o: partial.partial_estimate(o.max_length, _k(o)))),
+    Grammar("near", "a boundary off by one token earns half: 2 credits for a chunk x has with "
+            "its span and type in y, 1 for one whose type and one boundary are a y chunk's "
+            "and whose other boundary is one token off; writes <tp=h>, h <= 2·--max-length",
+            _near, ("types", "max_length"), lambda o: budget.near_counter(o.max_length, _k(o)),
+            lambda o: budget.near_counter(o.max_length, _k(o), inverse=True)),
     Grammar("weighted", "T_w: T with a completed match counting its type's weight "
             "(--weights LOC=2: a location counts double; a type left out weighs 1), states "
             "(ct, match); writes "
