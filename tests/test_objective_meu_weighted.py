@@ -19,17 +19,9 @@ from fstchunk.schemes import encodings as enc
 from oracles import (attribute_models_take, cli_trained_for, finite_difference_check,
                      random_scores)
 from test_objective_meu_partial import SENTS
+from test_weighted_utility import f_w
 
 TYPES = ("A", "B")
-
-
-def f_w(x, y, w, b2):
-    """F_w of x against y from the chunk sets, 1 where the denominator is 0."""
-    x, y = set(x), set(y)
-    wx, wy = sum(w.get(c[0], 1) for c in x), sum(w.get(c[0], 1) for c in y)
-    if wx + b2 * wy == 0:
-        return 1.0
-    return (1 + b2) * sum(w.get(c[0], 1) for c in x & y) / (wx + b2 * wy)
 
 
 @pytest.mark.parametrize("scheme,n,scale,w", [

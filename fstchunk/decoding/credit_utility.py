@@ -8,23 +8,13 @@ IOBES pairs x_i:y_i with the symbols of
 :func:`fstchunk.grammars.counting.marker_symbols` and ends every path with one
 marker ``<tp=h>``: the form of T (conlleval's tp) and of P (SemEval's partial credit).
 :func:`fstchunk.grammars.counting.credit_transducer` builds one from a step over
-(prefix, type) pairs; "the span alone earns half a point, the span and the type a
-whole one"::
+(prefix, type) pairs, in a few lines for "the span alone earns half a point, the span
+and the type a whole one" (docs/howto/utilities.md); "a boundary off by one token
+earns half" is shipped (:func:`near_boundaries`, the step
+:func:`fstchunk.schemes.near_match.near_step`)::
 
-    def span_half(match, x, y):       # match: 0 none, 1 span and type, 2 span only
-        (px, tx), (py, ty) = x, y
-        if match:
-            if px == py == "E":
-                return (2 if match == 1 else 1), 0
-            return 0, (match if px == py == "I" else 0)
-        if px == py == "S":
-            return (2 if tx == ty else 1), 0
-        return 0, ((1 if tx == ty else 2) if px == py == "B" else 0)
-
-    def build(types, top):
-        return credit_transducer(types, top, (0, 1, 2), span_half)
-
-    u = CreditUtility("span-half", build, unit=2)
+    u = CreditUtility("near", near_boundaries, unit=2)
+    u.expected(lattice, hypothesis=tags)
 
 The expected value composes C, specialised to the fixed side (the fixed sequence's
 acceptor composed with C, the other tape kept), with the chunk counter M of the
