@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fstchunk import Lattice
-from fstchunk.core.errors import InputError, SchemeError
+from fstchunk.core.errors import BudgetError, InputError, SchemeError
 from fstchunk.decoding.credit_utility import CreditUtility
 from fstchunk.decoding.decoders import decoder
 from fstchunk.decoding.utilities import utility
@@ -143,6 +143,9 @@ def test_refusals():
     with pytest.raises(InputError, match="differ in length"):
         CreditUtility("t", tp_machine)(["O"], ["O", "O"], "IOB2", TYPES)
     assert isinstance(CreditUtility("t", tp_machine).machine(TYPES, 2), pynini.Fst)
+    from fstchunk.decoding.credit_utility import near_boundaries
+    with pytest.raises(BudgetError, match="the off-by-one counter over 11 chunk type"):
+        near_boundaries(tuple("ABCDEFGHIJK"), 200)          # refused before it is built
 
 
 @settings(max_examples=60, deadline=None)

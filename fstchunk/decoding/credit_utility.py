@@ -196,7 +196,11 @@ class CreditUtility(Utility):
 
 def near_boundaries(types: tuple, top: int) -> pynini.Fst:
     """C of "a boundary off by one token earns half" (:mod:`fstchunk.schemes.near_match`):
-    ``CreditUtility("near", near_boundaries, unit=2)``."""
+    ``CreditUtility("near", near_boundaries, unit=2)``; BudgetError before it is built
+    if it would exceed the state budget."""
+    budget.check(f"the off-by-one counter over {budget.types_phrase(types)} with credits up "
+                 f"to {top}", budget.near_counter((top + 1) // 2, len(types)),
+                 "score shorter sentences or raise the state budget")
     return counting.credit_transducer(types, top, None, near_step)
 
 
