@@ -130,16 +130,9 @@ def _filter(o: Options) -> pynini.Fst:
     return conversion.type_filter(o.scheme, o.types, o.keep, o.arc_type)
 
 
-def _tp(o: Options) -> pynini.Fst:
-    return counting.true_positive_transducer(o.types, o.max_length, o.arc_type)
-
-
-def _m(o: Options) -> pynini.Fst:
-    return counting.chunk_counter(o.types, o.max_length, o.arc_type)
-
-
-def _tm(o: Options) -> pynini.Fst:
-    return counting.pair_machine(o.types, o.max_length, o.arc_type)
+def _by_length(build: Callable) -> Callable[[Options], pynini.Fst]:
+    """The builder of a counter of (types, --max-length, arc type): T, M, T⊠M, P."""
+    return lambda o: build(o.types, o.max_length, o.arc_type)
 
 
 def _weighted_top(o: Options) -> int:          # the largest weight times --max-length
@@ -158,10 +151,6 @@ def _squared(size: Callable[[Options], budget.Estimate]):
     """(estimate, inspect): the machine; its inverse composed with it (≤ its square:
     the type eraser's U⁻¹ ∘ U pairs the typed sequences of one untyped form)."""
     return size, lambda o: budget.Estimate(size(o).states ** 2, size(o).arcs ** 2)
-
-
-def _partial(o: Options) -> pynini.Fst:
-    return partial.partial_credit_transducer(o.types, o.max_length, o.arc_type)
 
 
 def _toy(o: Options) -> pynini.Fst:
@@ -237,16 +226,19 @@ GRAMMARS: dict[str, Grammar] = {g.name: g for g in (
             ("scheme", "types", "keep"),
             *_squared(lambda o: budget.conversion_machine(_k(o)))),
     Grammar("T", "true-positive counter over IOBES pairs x:y, states (ct, match), "
-            "ct <= --max-length; writes <tp=ct> at the end (Jansche §15)", _tp,
+            "ct <= --max-length; writes <tp=ct> at the end (Jansche §15)",
+            _by_length(counting.true_positive_transducer),
             ("types", "max_length"), *_counter("T", budget.tp_transducer)),
-    Grammar("M", "chunk counter: counts B/S on the second tape, writes <m=cm> (§17)", _m,
+    Grammar("M", "chunk counter: counts B/S on the second tape, writes <m=cm> (§17)",
+            _by_length(counting.chunk_counter),
             ("types", "max_length"), *_counter("M", budget.chunk_counter)),
     Grammar("TM", "T⊠M, the codomain pairing of T and M, states (ct, match, cm); paths end "
-            "in <tp=a><m=b> (§18)", _tm, ("types", "max_length"),
+            "in <tp=a><m=b> (§18)", _by_length(counting.pair_machine), ("types", "max_length"),
             *_counter("TM", budget.pair_machine)),
     Grammar("partial", "P: SemEval-2013's partial-match credit over IOBES pairs x:y (x the "
             "prediction), states (half-credits h, claim); writes <tp=h>, h = 2·COR + PAR, "
-            "h <= 2·--max-length (the partial utility)", _partial, ("types", "max_length"),
+            "h <= 2·--max-length (the partial utility)",
+            _by_length(partial.partial_credit_transducer), ("types", "max_length"),
             *_squared(lambda o: partial.partial_estimate(o.max_length, _k(o)))),
     Grammar("near", "a boundary off by one token earns half: 2 credits for a chunk x has with "
             "its span and type in y, 1 for one whose type and one boundary are a y chunk's "
