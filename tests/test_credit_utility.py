@@ -135,6 +135,8 @@ def test_refusals():
         bad.expected(lat, hypothesis=["B-A", "O", "O"])
     with pytest.raises(InputError, match="gives this pair 0 paths, not 1"):
         bad(["B-A", "O", "O"], ["O", "B-A", "O"], "IOB2", TYPES)
+    with pytest.raises(InputError, match="unknown method 'foo'; use 'fst' or 'fast'"):
+        CreditUtility("t", tp_machine).expected(lat, hypothesis=["O"] * 3, method="foo")
     with pytest.raises(InputError, match="has no pushed lattice"):
         bad.pushed(lat)
     free = Lattice.from_scores(["X", "Y"], np.zeros((2, 2)), np.zeros((2, 2)), scheme=None)

@@ -165,7 +165,9 @@ class CreditUtility(Utility):
 
     def expected(self, lattice, hypothesis=None, reference=None, beta=1.0, method="fst"):
         """E[u] of a fixed ``hypothesis`` (or against a fixed ``reference``) by
-        composition (the only method: ``method`` is accepted and ignored)."""
+        composition, the only way here: ``method`` ``"fast"`` gives the same numbers."""
+        if method not in ("fst", "fast"):
+            raise InputError(f"unknown method {method!r}; use 'fst' or 'fast'")
         what, fixed = _one_side(hypothesis, reference)
         lattice.check_chunking(list(fixed), what)
         chunks = enc.tags_to_chunks(list(fixed), lattice.scheme)
