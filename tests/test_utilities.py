@@ -146,7 +146,7 @@ def test_type_maps_are_checked_and_decoders_carry_them():
     with pytest.raises(InputError, match="'Q' is not among the lattice's types A, B, C"):
         utility("type:Q").decode(lat)
     with pytest.raises(InputError, match="unknown utility 'f1'; use one of conlleval, exact, "
-                                         "partial, macro, type:TYPE"):
+                                         "partial, type, macro, type:TYPE"):
         decoder("meu", utility="f1")
     with pytest.raises(InputError, match="give exactly one of hypothesis"):
         utility("macro").expected(lat)
@@ -179,7 +179,7 @@ def test_decode_takes_every_utility_from_the_command_line(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["decode", "--model", str(model), "--input", str(train), "--decoder", "meu",
               "--utility", "f1"])
-    assert "argument --utility: unknown utility 'f1'; use one of conlleval, exact, partial, " \
+    assert "argument --utility: unknown utility 'f1'; use one of conlleval, exact, partial, type, " \
            "macro, type:TYPE (e.g. type:PER), weighted:TYPE=W" in capsys.readouterr().err
     assert main(["decode", "--model", str(model), "--input", str(train), "--decoder", "meu",
                  "--utility", "type:PER", "-o", str(tmp_path / "x.txt")]) != 0

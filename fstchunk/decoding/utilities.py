@@ -20,6 +20,8 @@ strict          the same (SemEval-2013's strict mode scores a sentence as conlle
 exact           U erases the types: the span is enough (SemEval-2013's exact)
 partial         SemEval-2013's partial: ½ credit for an overlap, 1 for the span
                 (:mod:`fstchunk.decoding.partial_match`; not a map: a counter of its own)
+type            SemEval-2013's type: a chunk of its type overlapping it is enough
+                (:mod:`fstchunk.decoding.type_match`; a counter of its own)
 type:T          U keeps the chunks of type T: the F of that type alone
 weighted:T=w    a chunk of type T counts w times (:mod:`fstchunk.decoding.weighted_utility`)
 macro           the mean over the lattice's types of type:T (macro-averaged F)
@@ -59,10 +61,11 @@ from .exact_boundaries import decode_meu_exact, expected_exact_f
 from .expected import expected_f
 from .mapped import Utility
 from .partial_match import PartialMatch
+from .type_match import TypeMatch
 from .weighted_utility import WeightedF
 
 #: the shipped utilities' names (``type:T`` for any type T)
-NAMES = ("conlleval", "strict", "exact", "partial", "macro", "type:TYPE",
+NAMES = ("conlleval", "strict", "exact", "partial", "type", "macro", "type:TYPE",
          "weighted:TYPE=W,...")
 
 
@@ -161,12 +164,13 @@ class MacroF(Utility):
 
 
 _SHIPPED = {"conlleval": Conlleval, "strict": Conlleval, "exact": ExactBoundaries,
-            "partial": PartialMatch, "macro": MacroF}
+            "partial": PartialMatch, "type": TypeMatch, "macro": MacroF}
 
 
 def utility(spec: "str | Utility") -> Utility:
     """The utility named ``spec`` (``conlleval`` or its alias ``strict``, ``exact``,
-    ``partial``, ``macro``, ``type:T``, ``weighted:T=w,...``), or
+    ``partial``, ``type`` (SemEval's modes), ``macro``, ``type:T`` (one type's F),
+    ``weighted:T=w,...``), or
     ``spec`` itself if it is a :class:`Utility`.
 
     Args:
@@ -192,10 +196,10 @@ def utility(spec: "str | Utility") -> Utility:
     if isinstance(spec, str) and spec.startswith("weighted:"):
         return WeightedF(parse_weights(spec[9:]))
     raise InputError(f"unknown utility {spec!r}; use one of conlleval, exact, partial, "
-                     f"macro, type:TYPE (e.g. type:PER), weighted:TYPE=W,... (e.g. "
+                     f"type, macro, type:TYPE (e.g. type:PER), weighted:TYPE=W,... (e.g. "
                      f"weighted:LOC=2), strict (= conlleval) or a fstchunk.Utility",
                      cli=f"--utility {spec}: unknown utility; use one of conlleval, exact, "
-                         f"partial, macro, type:TYPE (e.g. type:PER), weighted:TYPE=W,... "
+                         f"partial, type, macro, type:TYPE (e.g. type:PER), weighted:TYPE=W,... "
                          f"(e.g. weighted:LOC=2), strict (= conlleval)")
 
 

@@ -179,15 +179,17 @@ def chunk_count_marginals(lattice) -> np.ndarray:
     return out
 
 
-def outside_run_marginals(lattice) -> np.ndarray:
+def outside_run_marginals(lattice, of_type: int | None = None) -> np.ndarray:
     """Pr(no chunk of y covers a token of [s, e) and m(y) = m), shape (n, n+1, n+1),
     indexed [s, e, m] (0 where e ≤ s): the overlap marginals of the partial-match
-    utility's bound (:mod:`.partial`).
+    utility's bound (:mod:`.partial`); with ``of_type`` (a type index), no chunk of
+    that type (the type-match bound, :mod:`fstchunk.decoding.type_match`).
 
-    The run of outside tokens s .. e−1 is entered from the counting forward at s − 1
-    and left into the counting backward at e − 1; inside the run no chunk opens, so
-    the count is the forward's plus the backward's (convolved).  All open runs
-    advance together, one layer at a time: O(S·n⁴) time, O(S·n²) memory.
+    The run of clear tokens s .. e−1 is entered from the counting forward at s − 1
+    and left into the counting backward at e − 1; chunks of other types opening
+    inside the run shift its count, and the count is the forward's plus the run's
+    plus the backward's (convolved).  All open runs advance together, one layer at a
+    time: O(S·n⁴) time, O(S·n²) memory.
     """
     n, C = lattice.n, lattice.n + 1
     out = np.zeros((n, n + 1, C))
@@ -202,14 +204,22 @@ def outside_run_marginals(lattice) -> np.ndarray:
     V, lg = None, np.zeros(0)          # V[s', a, c]: runs started at s = s', state a
     for e in range(1, n + 1):
         s = e - 1
-        _, w, mx, _, _, _, _, dst = layers[s]
-        outside = (tix[dst] < 0).astype(float)
+        _, w, mx, _, opens, _, _, dst = layers[s]
+        clear = tix[dst] < 0 if of_type is None else tix[dst] != of_type
         a_prev = alphas[s - 1] if s > 0 else np.eye(1, C)
-        wo = w * outside[None, :]
+        wo = w * clear[None, :]
+        wopen = wo * opens                                   # another type's chunk opens
+        wo = wo - wopen
         if V is not None:                                    # the open runs go on
-            V = np.einsum("ab,rac->rbc", wo, V)
+            V2 = np.einsum("ab,rac->rbc", wo, V)
+            if wopen.any():
+                V2[:, :, 1:] += np.einsum("ab,rac->rbc", wopen, V[:, :, :-1])
+            V = V2
             lg = lg + mx
-        v = (wo.T @ a_prev)[None]
+        v = wo.T @ a_prev
+        if wopen.any():
+            v[:, 1:] += wopen.T @ a_prev[:, :-1]
+        v = v[None]
         V = v if V is None else np.concatenate([V, v], axis=0)
         lg = np.append(lg, (ascale[s - 1] if s > 0 else 0.0) + mx)
         b = betas[s]                                         # suffix after token s

@@ -43,6 +43,10 @@ class SpanPairs:
         self.ps, self.pe = self.starts[self.pair_first], self.ends[self.pair_first]
         self.e_vals, self.e_first = np.unique(self.pe, return_index=True)
 
+    def span(self, pair: int) -> tuple:
+        """The (start, end) of one pair."""
+        return int(self.ps[pair]), int(self.pe[pair])
+
     def __len__(self) -> int:
         return len(self.types)
 
@@ -63,6 +67,20 @@ class SpanPairs:
         out = np.zeros((num_types, self.n, self.n + 1))
         out[self.types, self.starts, self.ends] = values
         return out
+
+
+class TypedSpans(SpanPairs):
+    """Each typed span its own pair (no best type taken first), for searches whose
+    weights depend on the type: :meth:`span` is (type, start, end)."""
+
+    def __init__(self, types: np.ndarray, starts: np.ndarray, ends: np.ndarray, n: int):
+        super().__init__(types, starts, ends, n)
+        self.pair_first = np.arange(len(self.types))
+        self.ps, self.pe, self.pt = self.starts, self.ends, self.types
+        self.e_vals, self.e_first = np.unique(self.pe, return_index=True)
+
+    def span(self, pair: int) -> tuple:
+        return int(self.pt[pair]), int(self.ps[pair]), int(self.pe[pair])
 
 
 def counted_dp(sp: SpanPairs, wpair: np.ndarray, J: int) -> np.ndarray:
@@ -128,8 +146,8 @@ def best_span_set(sp: SpanPairs, w: np.ndarray) -> list[tuple[int, int, int]]:
 def ranked_sets(sp: SpanPairs, tables: dict, floor: float = -np.inf):
     """Span sets in decreasing order of their weight: for each key ``k`` of ``tables``,
     (wpair, D, j) — the k-th weights, :func:`counted_dp`'s table for them, and the
-    number of spans j — the sets of exactly j spans; yields (weight, k, [(start, end),
-    ...]) across all keys by one best-first search.  D is the exact best completion of
+    number of spans j — the sets of exactly j spans; yields (weight, k, [:meth:`span
+    <SpanPairs.span>` of each, in order]) across all keys by one best-first search.  D is the exact best completion of
     a partial set (the j' spans still to place inside [0, i)), so the search is A*
     with an exact heuristic: sets come out in order, each once (a set is built from
     its last span back).  Sets of weight ≤ ``floor`` are never pushed; the caller
@@ -143,7 +161,7 @@ def ranked_sets(sp: SpanPairs, tables: dict, floor: float = -np.inf):
         if -neg <= floor:
             return
         if j == 0:
-            new = yield -neg, k, [(int(sp.ps[c]), int(sp.pe[c])) for c in reversed(chosen)]
+            new = yield -neg, k, [sp.span(c) for c in reversed(chosen)]
             if new is not None:
                 floor = max(floor, new)
             continue

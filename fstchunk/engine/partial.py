@@ -24,12 +24,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.errors import BudgetError, InputError
+from ..schemes import encodings as enc
 from ..schemes.matching import STATES, partial_close, partial_open
 from .chain import flush, scaled_layers
 from .counting import chunk_count_marginals, count_distribution, outside_run_marginals
 from .expectation import from_count_table
-from .intervals import SpanPairs, counted_dp, ranked_sets
-from .meu import DEFAULT_MEMORY_BUDGET, MEUResult, global_bound, refuse_over_budget
+from .certified import certified_meu
+from .intervals import SpanPairs
+from .meu import DEFAULT_MEMORY_BUDGET, MEUResult, refuse_over_budget
 
 
 def _layer_terms(q_src_states, closes, opens, inside, pred_random: bool,
@@ -185,13 +187,9 @@ def partial_meu(lattice, beta_sq: float, memory_budget: float = DEFAULT_MEMORY_B
         U(x) ≤ Σ_{p ∈ x} b_k(p),   b_k(p) = (1+β²)·E[½(o_p + e_p) / (k + β²·m(y))],
 
     a sum over chunks (any span; o_p and e_p from :func:`.counting.outside_run_marginals`
-    and :func:`.counting.chunk_count_marginals`).  Chunkings come out in decreasing
-    order of this bound, across every k worth trying (the cheap bound
-    (1+β²)·E[min(k, m)/(k + β²m)] prunes the others), by :func:`.intervals.ranked_sets`
-    over :func:`.intervals.counted_dp`'s tables; each is evaluated exactly
-    (:func:`partial_count_table`) until the next bound is at most the best value found
-    — then the answer is the MEU decision and ``gap`` 0.0 — or ``max_candidates`` were
-    evaluated, and ``gap`` is the next bound minus the value reached.  The empty
+    and :func:`.counting.chunk_count_marginals`), searched by
+    :func:`.certified.certified_meu` with :func:`partial_count_table` as the exact
+    value, after the MAP and conlleval MEU decisions (never less than either): ``gap`` 0.0 when the search ends before ``max_candidates``.  The empty
     decision scores Pr(m = 0) (1 when β = 0: it is the answer then).  BudgetError when
     the count tables exceed ``memory_budget`` bytes.
     """
@@ -200,36 +198,17 @@ def partial_meu(lattice, beta_sq: float, memory_budget: float = DEFAULT_MEMORY_B
         return MEUResult([], 1.0, 0.0, 0, 0)
     refuse_over_budget(f"partial-match MEU of this {n}-token sentence",
                        8.0 * (T + 1) * n * (n + 1) ** 2, memory_budget)
-    ms = np.arange(n + 1)
     pm = count_distribution(lattice)
     exact = chunk_count_marginals(lattice)                   # [type, s, e, m]
     credit = 0.5 * (exact.sum(axis=0) + pm[None, None, :] - outside_run_marginals(lattice))
     s_i, e_i = np.nonzero(np.triu(np.ones((n, n + 1), bool), 1))
     sw = SpanPairs(np.zeros(len(s_i), int), s_i, e_i, n)
-    feats = credit[s_i, e_i][sw.order]                       # (spans, m)
-    best, best_chunks, evaluated = float(pm[0]), [], 0
-    cheap = global_bound(pm, beta_sq, ms)
-    tables = {}
-    for k in range(1, n + 1):
-        if cheap[k] > best:
-            wpair = sw.pairs((1 + beta_sq) * (feats @ (1.0 / (k + beta_sq * ms))))
-            tables[k] = (wpair, counted_dp(sw, wpair, k), k)
-    ranked, top = ranked_sets(sw, tables, floor=best), best
-    try:
-        bound, _, spans = next(ranked)
-        while True:
-            if evaluated == max_candidates:
-                top = bound
-                break
-            chunks = [(0, s, e) for s, e in spans]
-            value = expected_partial_f(lattice, chunks, beta_sq, "hypothesis")
-            evaluated += 1
-            if value > best:
-                best, best_chunks = value, chunks
-            bound, _, spans = ranked.send(best)
-    except StopIteration:
-        pass
-    return MEUResult(best_chunks, best, max(0.0, top - best), evaluated, len(tables))
+    seeds = [[(s, e) for _, s, e in enc.tags_to_chunks(list(d.tags), lattice.scheme)]
+             for d in (lattice.map(), lattice.meu(float(np.sqrt(beta_sq)), memory_budget))]
+    r = certified_meu(sw, credit[s_i, e_i][sw.order], pm, beta_sq, lambda spans:
+                      expected_partial_f(lattice, [(0, s, e) for s, e in spans], beta_sq),
+                      max_candidates, seeds)
+    return MEUResult([(0, s, e) for s, e in r.chunks], r.value, r.gap, r.anchors, r.nodes)
 
 
 def expected_partial_f(lattice, chunks, beta_sq: float, fixed: str = "hypothesis") -> float:
