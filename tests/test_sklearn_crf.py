@@ -160,9 +160,13 @@ def test_chunk_methods(ner_data):
     assert [[(c.type, c.start, c.end) for c in f] for f in found] == \
         [enc.tags_to_chunks(list(p), "IOB2") for p in exact]
     from fstchunk.decoding.utilities import utility
-    for util in ("macro", "type:PER", "partial", "weighted:PER=2"):
-        got = crf.predict(X[:3], decoder="meu", utility=util)
-        assert [list(p) for p in got] == [utility(util).decode(lat).tags for lat in lats[:3]]
+    short = [x for x in X if len(x) <= 8][:3]       # type's MEU is slow on long chunks
+    assert len(short) == 3
+    for util, xs in [("macro", X[:3]), ("type:PER", X[:3]), ("partial", X[:3]),
+                     ("weighted:PER=2", X[:3]), ("type", short)]:
+        got = crf.predict(xs, decoder="meu", utility=util)
+        assert [list(p) for p in got] == [utility(util).decode(lat).tags
+                                          for lat in crf.model_.lattices(xs)]
     pos = CRF(scheme=None, c2=0.1, max_iterations=5).fit(X[:30], y[:30])
     for op in (lambda: pos.predict_chunks(X[:2]), lambda: pos.expected_f(X[:2], y[:2]),
                lambda: pos.predict(X[:2], decoder="meu")):

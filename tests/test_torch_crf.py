@@ -569,7 +569,7 @@ def test_decode_chunks_carry_their_marginals(scheme):
 @pytest.mark.parametrize("scheme,util", [("IOB2", "exact"), ("IOB1", "exact"),
                                          ("BILOU", "exact"), ("IOB2", "type:VP"),
                                          ("IOB1", "macro"), ("IOB2", "partial"),
-                                         ("IOBES", "weighted:NP=2")])
+                                         ("IOBES", "weighted:NP=2"), ("BILOU", "type")])
 def test_meu_for_the_exact_boundary_utility(scheme, util):
     """``utility=util`` and the other utilities (issue 47: the torch layer through
     the decoder registry): the numpy engine's MEU of each sentence's lattice for that

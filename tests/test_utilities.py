@@ -168,7 +168,7 @@ def test_decode_takes_every_utility_from_the_command_line(tmp_path, capsys):
     assert main(["train", "--train", str(train), "--max-iter", "10", "--quiet",
                  "-o", str(model)]) == 0
     lats = load_model(str(model)).lattices(read_conll(str(train)))
-    for util in ("type:VP", "macro"):
+    for util in ("type:VP", "macro", "type"):
         out = tmp_path / "out.txt"
         assert main(["decode", "--model", str(model), "--input", str(train), "--decoder",
                      "meu", "--utility", util, "-o", str(out)]) == 0
@@ -270,6 +270,7 @@ def test_expected_takes_every_utility_from_the_command_line(tmp_path, capsys):
                         ("macro", ["--model", str(model), "--direction", "decoding"]),
                         ("weighted:NP=3", ["--model", str(model), "--beta", "0.5"]),
                         ("type:VP", ["--model", str(model), "--method", "fst"]),
+                        ("type", ["--model", str(model), "--direction", "decoding"]),
                         ("exact", ["--model", str(model), "--workers", "2"])]:
         got = rows("--utility", util, *extra)
         side = "hypothesis" if "decoding" in extra else "reference"

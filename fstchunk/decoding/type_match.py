@@ -45,8 +45,10 @@ from ..structures.decision import Decoding
 from .expected import joint_by_composition
 from .mapped import Utility, _one_side
 
-#: type-match MEU evaluates at most this many candidate decisions exactly
-MAX_CANDIDATES = 16
+#: type-match MEU evaluates at most this many candidate decisions exactly (besides
+#: the MAP and conlleval MEU decisions); each costs a step recursion, seconds for a
+#: candidate with a 20-token chunk
+MAX_CANDIDATES = 8
 
 
 def type_credit(x: Sequence[enc.Chunk], y: Sequence[enc.Chunk], n: int) -> int:
@@ -100,14 +102,19 @@ def type_meu(lattice, beta_sq: float, memory_budget: float = DEFAULT_MEMORY_BUDG
     overlap = [pm[None, :] - outside_run_marginals(lattice, t)[s_i, e_i] for t in range(T)]
     sp = TypedSpans(np.repeat(np.arange(T), len(s_i)), np.tile(s_i, T), np.tile(e_i, T), n)
     types = lattice.space.types
-    seeds = [[(types.index(t), s, e) for t, s, e in enc.tags_to_chunks(list(d.tags),
-                                                                        lattice.scheme)]
-             for d in (lattice.map(), lattice.meu(float(np.sqrt(beta_sq)), memory_budget))]
+    seeds = {tuple((types.index(t), s, e) for t, s, e in enc.tags_to_chunks(
+        list(d.tags), lattice.scheme)): None for d in (lattice.map(), lattice.meu(
+            float(np.sqrt(beta_sq)), memory_budget))}
+    row = {(int(s), int(e)): j for j, (s, e) in enumerate(zip(s_i, e_i))}
+    f_one = (1 + beta_sq) / (1 + beta_sq * np.arange(n + 1))
 
     def value(chunks):
+        if len(chunks) == 1:           # one prediction: COR is its overlap, the bound
+            t, s, e = chunks[0]
+            return float(overlap[t][row[(s, e)]] @ f_one)
         return expected_type_f(lattice, [(types[t], s, e) for t, s, e in chunks], beta_sq)
     return certified_meu(sp, np.concatenate(overlap)[sp.order], pm, beta_sq, value,
-                         max_candidates, seeds)
+                         max_candidates, [list(c) for c in seeds])
 
 
 class TypeMatch(Utility):

@@ -47,7 +47,7 @@ def _iobes_codes(inside, types_of, started, ends) -> list:
 
 
 class _Stepper:
-    """The step against the fixed side, memoised: (q, i, random pair) -> (h, q')."""
+    """The step against the fixed side, memoised: (q, token i, random pair) -> (h, q')."""
 
     def __init__(self, step: Step, fixed_chunks, n: int, fixed: str):
         if fixed not in ("hypothesis", "reference"):
@@ -56,9 +56,9 @@ class _Stepper:
         self.pred_random, self.memo = fixed == "reference", {}
 
     def __call__(self, q, i: int, v: tuple) -> tuple[int, object]:
-        key = (q, i, v)
+        f = self.tape[i]
+        key = (q, f, v)
         if key not in self.memo:
-            f = self.tape[i]
             self.memo[key] = self.step(q, v, f) if self.pred_random else self.step(q, f, v)
         return self.memo[key]
 

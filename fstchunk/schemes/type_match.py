@@ -105,4 +105,6 @@ def _pack(g, p):
         return 0
     if p is not None and p[1] is not None:
         p[2] = False                                    # correct whatever else it meets
+    if p is not None and g is not None and p[3] is not None and g[0] != p[0]:
+        p[3] = 0                                        # another type: no distance read
     return (None if g is None else tuple(g), None if p is None else tuple(p))
