@@ -81,5 +81,5 @@ def test_the_attribute_crf_and_the_sklearn_drop_in_take_it():
     X = [[{"w": r[0].lower(), "pos": r[1]} for r in s.rows] for s in SENTS]
     y = [[r[-1] for r in s.rows] for s in SENTS]
     with pytest.raises(InputError, match="unknown objective 'macro'; use one of ml, meu, "
-                                         "meu-exact, meu-macro, meu-partial, meu-weighted"):
+                                         "meu-exact, meu-macro, meu-partial, meu-type, meu-weighted"):
         SkCRF(objective="macro").fit(X, y)

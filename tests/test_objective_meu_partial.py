@@ -1,8 +1,8 @@
-"""Training for SemEval-2013's partial match (issue 47 §2): the ``meu-partial``
-objective, −E of the partial-match F_β per sentence, against brute-force enumeration
-(the credit from the evaluation module's nervaluate matching) at two score scales and
-three β, its gradient by finite differences, and a model trained for it through the
-command line."""
+"""Training for SemEval-2013's partial and type matches (issue 47 §2): the
+``meu-partial`` and ``meu-type`` objectives, −E of the mode's F_β per sentence, against
+brute-force enumeration (the credit from the evaluation module's nervaluate matching)
+at two score scales and three β, their gradients by finite differences, and models
+trained for them through the command line."""
 
 import numpy as np
 import pytest
@@ -29,40 +29,49 @@ def model(seed=0, scale=0.5):
     return crf, data
 
 
-def partial_f(y, gold, b2):
+#: objective -> (utility, credit of a sentence from nervaluate's counts)
+MODES = {lo.MEU_PARTIAL: ("partial", lambda s: s.correct + 0.5 * s.partial),
+         lo.MEU_TYPE: ("type", lambda s: s.correct)}
+
+
+def mode_f(y, gold, b2, objective):
     pred, ref = enc.tags_to_chunks(list(y), "IOB2"), enc.tags_to_chunks(list(gold), "IOB2")
     if not pred and not ref:
         return 1.0
-    s = match(ref, pred, "partial")
-    return (1 + b2) * (s.correct + 0.5 * s.partial) / (len(pred) + b2 * len(ref))
+    utility, credit = MODES[objective]
+    return (1 + b2) * credit(match(ref, pred, utility)) / (len(pred) + b2 * len(ref))
 
 
+@pytest.mark.parametrize("objective", list(MODES))
 @pytest.mark.parametrize("beta", [0.5, 1.0, 2.0])
 @pytest.mark.parametrize("scale", [0.5, 30.0])
-def test_the_value_is_minus_the_mean_expected_partial_f_by_enumeration(beta, scale):
+def test_the_value_is_minus_the_mean_expected_f_by_enumeration(beta, scale, objective):
     crf, data = model(1, scale)
-    value, _ = Loss(lo.MEU_PARTIAL, 0.0, beta=beta).function(crf, data)(crf.theta_)
+    value, _ = Loss(objective, 0.0, beta=beta).function(crf, data)(crf.theta_)
     want = []
     for s in SENTS:
         gold = [row[-1] for row in s.rows]
-        want.append(sum(np.exp(lp) * partial_f(y, gold, beta * beta)
+        want.append(sum(np.exp(lp) * mode_f(y, gold, beta * beta, objective)
                         for y, lp in crf.lattice(s).enumerate()))
     assert value == pytest.approx(-np.mean(want), rel=1e-9, abs=1e-12)
 
 
-def test_the_gradient_by_finite_differences():
+@pytest.mark.parametrize("objective", list(MODES))
+def test_the_gradient_by_finite_differences(objective):
     crf, data = model(2)
-    finite_difference_check(Loss(lo.MEU_PARTIAL, 0.05).function(crf, data), crf.theta_,
+    finite_difference_check(Loss(objective, 0.05).function(crf, data), crf.theta_,
                             np.random.default_rng(3))
     crf, data = model(5, 4.0)
-    finite_difference_check(Loss(lo.MEU_PARTIAL, 0.0, beta=0.5).function(crf, data),
+    finite_difference_check(Loss(objective, 0.0, beta=0.5).function(crf, data),
                             crf.theta_, np.random.default_rng(6))
 
 
-def test_the_cli_trains_for_it_from_ml(tmp_path):
-    ml, part = cli_trained_for(tmp_path, SENTS, "meu-partial", "partial")
-    assert part > ml and part > 0.99               # trained for it, from ML's θ
+@pytest.mark.parametrize("objective", list(MODES))
+def test_the_cli_trains_for_it_from_ml(tmp_path, objective):
+    ml, got = cli_trained_for(tmp_path, SENTS, objective.name, MODES[objective][0])
+    assert got > ml and got > 0.99                 # trained for it, from ML's θ
 
 
-def test_the_attribute_crf_and_the_sklearn_drop_in_take_it():
-    attribute_models_take("meu-partial", SENTS)
+@pytest.mark.parametrize("objective", list(MODES))
+def test_the_attribute_crf_and_the_sklearn_drop_in_take_it(objective):
+    attribute_models_take(objective.name, SENTS)

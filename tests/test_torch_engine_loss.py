@@ -51,7 +51,7 @@ def test_the_conlleval_sweep_equals_the_torch_recursion_with_its_gradient():
 
 
 @pytest.mark.parametrize("objective", ["meu-exact", "meu-macro", "meu-partial",
-                                       "meu-weighted:LOC=3"])
+                                       "meu-type", "meu-weighted:LOC=3"])
 def test_layer_losses_gradcheck_and_index_gold(objective):
     rng = np.random.default_rng(13)
     tags = enc.scheme_tags("IOB2", ("PER", "LOC"))
@@ -63,6 +63,7 @@ def test_layer_losses_gradcheck_and_index_gold(objective):
     em, _, mask, _, _ = make_batch(rng, len(tags), lengths)
     gold = random_gold(rng, tags, "IOB2", lengths)
     name = {"meu-exact": "exact", "meu-macro": "macro", "meu-partial": "partial",
+            "meu-type": "type",
             "meu-weighted:LOC=3": "weighted:LOC=3"}[objective]
     a = (em, layer.transitions, mask, layer.start, layer.end)
     per = layer.crf.expected_utility(*a, gold=gold, utility=name, beta=2.0)

@@ -31,7 +31,7 @@ from typing import Callable
 import numpy as np
 from scipy import sparse
 
-from ..core.errors import InputError
+from ..core.errors import BudgetError, InputError
 from ..grammars.counting import fixed_iobes
 from .chain import flush, scaled_layers
 
@@ -63,60 +63,68 @@ class _Stepper:
         return self.memo[key]
 
 
-def step_count_table(lattice, fixed_chunks, step: Step, fixed: str = "hypothesis"
-                     ) -> tuple[np.ndarray, np.ndarray]:
-    """(Z, H) of the counter ``step`` (module doc): Z[c] = Pr(m = c), H[c] = E[h ·
-    1{m = c}] in the step's credits.  ``fixed``: ``"hypothesis"`` (``fixed_chunks``
-    are the prediction, the gold random) or ``"reference"``.  InputError where the
-    step does not end in state 0 on some pair (it is not a counter)."""
+def _parts(w, opens, closes, src, tix, types) -> list:
+    """One layer's arcs split by the random token's IOBES value v (read on the arc
+    from its tag into the next) and the next token's start bit s2: [(v, s2, Mᵀ)],
+    M the (start bit, tag) x tag weights of those arcs."""
+    S, S2 = w.shape
+    st2 = np.concatenate([opens, opens]).astype(int)
+    tname = np.array([types[t] if t >= 0 else "" for t in tix[src]], dtype=object)
+    shape = (2, S, S2)
+    codes = _iobes_codes(np.broadcast_to((tix[src] >= 0)[None, :, None], shape),
+                         np.broadcast_to(tname[None, :, None], shape),
+                         np.broadcast_to(np.arange(2)[:, None, None], shape),
+                         np.broadcast_to(closes[None], shape))
+    values = sorted(set(codes))
+    code = np.array([values.index(c) for c in codes]).reshape(2 * S, S2)
+    W = np.concatenate([w, w])                               # rows (start bit, tag)
+    out = []
+    for v in range(len(values)):
+        for s2 in (0, 1):
+            mask = (code == v) & (st2 == s2)
+            if mask.any():
+                out.append((values[v], s2, (W * mask).T, mask))
+    return out
+
+
+def _forward(lattice, fixed_chunks, step: Step, fixed: str, tape: bool = False):
+    """The recursion (module doc): the last layer's (states, P, E) before the
+    sentence's end, the end's pieces, and with ``tape`` every layer's tables."""
     n, C = lattice.n, lattice.n + 1
     run = _Stepper(step, fixed_chunks, n, fixed)
     space = lattice.space
     tix, types = space.type_index, space.types
-    live: dict = {}
+    layers = []
     for i, w, _, _, opens, closes, src, dst in scaled_layers(lattice.chain, space):
         S2 = len(dst)
-        st2 = opens.astype(int)                                  # (src, dst) start bits
         if i == 0:
-            P = np.zeros((2 * S2, C))
-            rows = st2[0] * S2 + np.arange(S2)
-            P[rows, st2[0]] = w[0]
-            live = {0: (P, np.zeros_like(P))}
+            st0 = opens[0].astype(int)
+            P = np.zeros((1, 2 * S2, C))
+            P[0, st0 * S2 + np.arange(S2), st0] = w[0]
+            qs, E = [0], np.zeros_like(P)
+            layers.append((w, st0))
             continue
-        S = len(src)
-        inside = np.broadcast_to((tix[src] >= 0)[None, :, None], (2, S, S2))
-        tname = np.array([types[t] if t >= 0 else "" for t in tix[src]], dtype=object)
-        codes = _iobes_codes(inside, np.broadcast_to(tname[None, :, None], (2, S, S2)),
-                             np.broadcast_to(np.arange(2)[:, None, None], (2, S, S2)),
-                             np.broadcast_to(closes[None], (2, S, S2)))
-        values = sorted(set(codes))
-        code = np.array([values.index(c) for c in codes]).reshape(2 * S, S2)
-        W = np.concatenate([w, w])                               # rows (start bit, tag)
-        parts = []                                               # (v, st', weights)
-        for v in range(len(values)):
-            for s2 in (0, 1):
-                M = W * ((code == v) & (np.concatenate([st2, st2]) == s2))
-                if M.any():
-                    parts.append((values[v], s2, M.T))
-        qs = list(live)
-        P, E = (np.stack([live[q][k] for q in qs]) for k in (0, 1))   # (Q, 2S, C)
-        moves = [[run(q, i - 1, v) for q in qs] for v, _, _ in parts]
+        parts = _parts(w, opens, closes, src, tix, types)
+        moves = [[run(q, i - 1, v) for q in qs] for v, _, _, _ in parts]
         ids = {q2: j for j, q2 in enumerate(dict.fromkeys(q2 for m in moves for _, q2 in m))}
         P2, E2 = np.zeros((len(ids), 2 * S2, C)), np.zeros((len(ids), 2 * S2, C))
-        for (_, s2, MT), m in zip(parts, moves):
+        steps = []
+        for (_, s2, MT, mask), m in zip(parts, moves):
             h = np.array([x for x, _ in m], dtype=float)[:, None, None]
-            dst = np.array([ids[q2] for _, q2 in m])
+            dst_ids = np.array([ids[q2] for _, q2 in m])
+            gather = sparse.csr_matrix((np.ones(len(dst_ids)), (dst_ids, np.arange(len(m)))),
+                                       shape=(len(ids), len(m)))
             lo = s2 * S2
-            gather = sparse.csr_matrix((np.ones(len(dst)), (dst, np.arange(len(dst)))),
-                                       shape=(len(ids), len(dst)))
             for A, B in ((P2, P), (E2, E + h * P)):
                 A[:, lo:lo + S2, s2:] += (gather @ (MT @ B[:, :, :C - s2]).reshape(
-                    len(dst), -1)).reshape(len(ids), S2, C - s2)
+                    len(m), -1)).reshape(len(ids), S2, C - s2)
+            steps.append((s2, MT, mask, h, dst_ids))
         scale = float(P2.sum())
         if not scale > 0:
             raise InputError("the lattice gives no weight to any valid sequence")
-        P2, E2 = flush(P2 / scale), flush(E2 / scale)
-        live = {q2: (P2[j], E2[j]) for q2, j in ids.items()}
+        if tape:
+            layers.append((P, E, w, steps, scale))
+        qs, P, E = list(ids), flush(P2 / scale), flush(E2 / scale)
     # the last token: its chunk, if any, ends with the sentence
     fin = np.exp(lattice.chain.final - np.max(lattice.chain.final))
     last = lattice.chain.labels[-1]
@@ -125,16 +133,19 @@ def step_count_table(lattice, fixed_chunks, step: Step, fixed: str = "hypothesis
     inside = np.broadcast_to(tix[last] >= 0, (2, S))
     codes = _iobes_codes(inside, np.broadcast_to(tname, (2, S)),
                          np.broadcast_to(np.arange(2)[:, None], (2, S)), inside)
-    fin2 = np.concatenate([fin, fin])
-    Z, H, lost = np.zeros(C), np.zeros(C), 0.0
-    for q, (P, E) in live.items():
-        for r, v in enumerate(codes):
-            h, q2 = run(q, n - 1, v)
-            if q2 != 0:
-                lost += fin2[r] * float(P[r].sum())
-                continue
-            Z += fin2[r] * P[r]
-            H += fin2[r] * (E[r] + h * P[r])
+    ends = [[run(q, n - 1, v) for v in codes] for q in qs]
+    h_end = np.array([[h for h, _ in row] for row in ends], dtype=float)    # (Q, 2S)
+    ok = np.array([[q2 == 0 for _, q2 in row] for row in ends])
+    return P, E, np.concatenate([fin, fin]), h_end, ok, layers
+
+
+def _close(P, E, fin2, h_end, ok):
+    """(Z, H) normalised and their total, from the last layer's tables; InputError
+    where a pair does not end in state 0."""
+    wgt = fin2[None, :] * ok                                         # (Q, 2S)
+    Z = np.einsum("qr,qrc->c", wgt, P)
+    H = np.einsum("qr,qrc->c", wgt, E + h_end[:, :, None] * P)
+    lost = float(np.einsum("qr,qrc->", fin2[None, :] * ~ok, P))
     total = float(Z.sum())
     if lost > 1e-12 * (total + lost):
         raise InputError(f"the credit counter does not come back to state 0 at the end "
@@ -142,4 +153,65 @@ def step_count_table(lattice, fixed_chunks, step: Step, fixed: str = "hypothesis
                          f"lost): it is not a counter of whole chunkings")
     if not total > 0:
         raise InputError("the lattice gives no weight to any valid sequence")
-    return Z / total, H / total
+    return Z / total, H / total, total
+
+
+def step_count_table(lattice, fixed_chunks, step: Step, fixed: str = "hypothesis"
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """(Z, H) of the counter ``step`` (module doc): Z[c] = Pr(m = c), H[c] = E[h ·
+    1{m = c}] in the step's credits.  ``fixed``: ``"hypothesis"`` (``fixed_chunks``
+    are the prediction, the gold random) or ``"reference"``.  InputError where the
+    step does not end in state 0 on some pair (it is not a counter)."""
+    P, E, fin2, h_end, ok, _ = _forward(lattice, fixed_chunks, step, fixed)
+    Z, H, _ = _close(P, E, fin2, h_end, ok)
+    return Z, H
+
+
+#: the reverse mode's tape may take at most this many bytes
+TAPE_BYTES = 1 << 30
+
+
+def step_count_table_grad(lattice, fixed_chunks, step: Step, Zbar, Hbar,
+                          fixed: str = "reference"):
+    """Gradient of Σ_c Zbar[c]·Z[c] + Hbar[c]·H[c] ((Z, H) of :func:`step_count_table`)
+    with respect to the lattice's log weights: (one (S_i, S_{i+1}) array per layer,
+    the array over the final states, (Z, H)).  Reverse mode over the recursion, every
+    layer's tables kept (BudgetError beyond :data:`TAPE_BYTES`); the per-layer scales
+    cancel in the normalised Z and H and are treated as constants."""
+    P, E, fin2, h_end, ok, layers = _forward(lattice, fixed_chunks, step, fixed, tape=True)
+    need = sum(2.0 * a[0].nbytes for a in layers[1:]) + 2.0 * P.nbytes
+    if need > TAPE_BYTES:
+        raise BudgetError(f"the gradient of this {lattice.n}-token sentence's credit count "
+                          f"needs {need / 2**20:.0f} MiB of tables, over "
+                          f"{TAPE_BYTES / 2**20:.0f} MiB", estimate=need, budget=TAPE_BYTES)
+    Z, H, total = _close(P, E, fin2, h_end, ok)
+    K = float(Zbar @ Z + Hbar @ H)
+    zb, hb = (Zbar - K) / total, Hbar / total
+    wgt = fin2[None, :] * ok
+    Pb = wgt[:, :, None] * (zb[None, None, :] + h_end[:, :, None] * hb[None, None, :])
+    Eb = wgt[:, :, None] * hb[None, None, :]
+    g2 = np.einsum("qrc,qrc->r", P, Pb) + np.einsum("qrc,qrc->r", E, Eb)
+    S = len(fin2) // 2
+    final_grad = g2[:S] + g2[S:]
+    C = lattice.n + 1
+    grads: list = [None] * len(layers)
+    for j in range(len(layers) - 1, 0, -1):
+        P, E, w, steps, scale = layers[j]
+        Yp, Ye = Pb / scale, Eb / scale
+        Pb, Eb = np.zeros_like(P), np.zeros_like(E)
+        S2 = w.shape[1]
+        dW = np.zeros((2 * w.shape[0], S2))
+        for s2, MT, mask, h, dst in steps:
+            lo = s2 * S2
+            yp, ye = Yp[dst, lo:lo + S2, s2:], Ye[dst, lo:lo + S2, s2:]     # (Q, S2, C')
+            up = yp + h * ye
+            Pb[:, :, :C - s2] += MT.T @ up
+            Eb[:, :, :C - s2] += MT.T @ ye
+            xp = P[:, :, :C - s2]
+            xe = (E + h * P)[:, :, :C - s2]
+            dW += mask * (np.einsum("qbc,qsc->sb", yp, xp) + np.einsum("qbc,qsc->sb", ye, xe))
+        grads[j] = (dW[:w.shape[0]] + dW[w.shape[0]:]) * w
+    w, st0 = layers[0]
+    S0 = w.shape[1]
+    grads[0] = (Pb[0, st0 * S0 + np.arange(S0), st0] * w[0])[None, :]
+    return grads, final_grad, (Z, H)

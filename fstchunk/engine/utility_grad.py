@@ -10,6 +10,8 @@ For x ~ the lattice and the gold g fixed (the training direction),
 * ``macro``: the mean over the lattice's types T of E[F_β] of T's chunks alone, one
   sweep per type with m counting T's chunks (``count_type``);
 * ``partial``: SemEval-2013's partial match, :func:`.partial.partial_count_table_grad`;
+* ``type``: SemEval-2013's type match, the step recursion of its counter
+  (:func:`.stepped.step_count_table_grad` of :func:`fstchunk.schemes.type_match.type_step`);
 * ``weighted:T=w,...``: the per-type weighted F_β (a chunk of type T counts w in tp and
   in both chunk counts), the conlleval sweep over weighted counts
   (:func:`.expectation.tp_count_table_grad`'s ``weights``), m(g) the gold's weighted count.
@@ -28,17 +30,19 @@ import numpy as np
 from ..core.errors import InputError
 from ..core.fbeta import parse_weights
 from .expectation import from_count_table, tp_count_table_grad
+from ..schemes.type_match import type_step
 from .partial import partial_count_table_grad
+from .stepped import step_count_table_grad
 from .weighted import weight_array
 
 #: the utilities whose expectation has a gradient here (``weighted:T=w,...`` any weights)
-UTILITIES = ("conlleval", "exact", "macro", "partial", "weighted:TYPE=W,...")
+UTILITIES = ("conlleval", "exact", "macro", "partial", "type", "weighted:TYPE=W,...")
 
 
 def sweeps(chunks: list, utility: str, types: tuple[str, ...]) -> list:
     """The sweeps of one sentence's E[u]: (gold chunks, typed, the type m counts,
     weight of the sweep in the mean, the types' chunk weights or None) — one for
-    conlleval, exact, partial and weighted, one per type for macro."""
+    conlleval, exact, partial, type and weighted, one per type for macro."""
     if utility.startswith("weighted:"):
         w = weight_array(parse_weights(utility[9:]), types, f"utility {utility}")
         return [(chunks, True, None, 1.0, w)]
@@ -68,6 +72,8 @@ def expected_utility_grad(lattice, chunks: list, utility: str, beta_sq: float):
                np.where(den > 0, weight * (beta_sq + 1) / np.where(den > 0, den, 1), 0.0))
         if utility == "partial":
             gw, gfin, (Z, T) = partial_count_table_grad(lattice, ch, *adj)
+        elif utility == "type":
+            gw, gfin, (Z, T) = step_count_table_grad(lattice, ch, type_step, *adj)
         else:
             gw, gfin, (Z, T) = tp_count_table_grad(lattice, ch, *adj, typed=typed,
                                                    count_type=count_type, weights=w)

@@ -162,6 +162,11 @@ MEU_PARTIAL = Objective("meu-partial", "expected sentence F_β of SemEval-2013's
                         "match (½ credit for an overlap, 1 for the span: eval --mode partial)",
                         "lbfgs", 1e-6, True, NEGATED_MEAN, uses_beta=True,
                         default_tol=LBFGS_TOL, spread_by_default=True)
+#: λ as meu's, not tuned for it
+MEU_TYPE = Objective("meu-type", "expected sentence F_β of SemEval-2013's type match (a "
+                     "chunk of its type overlapping it is enough: eval --mode type)",
+                     "lbfgs", 1e-6, True, NEGATED_MEAN, uses_beta=True,
+                     default_tol=LBFGS_TOL, spread_by_default=True)
 #: λ as meu's, not tuned for it; trained as ``meu-weighted:T=w,...`` (the weights in the name)
 MEU_WEIGHTED = Objective("meu-weighted", "expected sentence per-type weighted F_β, named "
                          "with its weights: meu-weighted:T=w,... (a chunk of type T counts w "
@@ -189,7 +194,7 @@ MULTILABEL = Objective("multilabel", "online large-margin multilabel learning wi
                        None, False)
 
 OBJECTIVES: dict[str, Objective] = {o.name: o for o in (
-    ML, MEU, MEU_EXACT, MEU_MACRO, MEU_PARTIAL, MEU_WEIGHTED, MEU_CORPUS, MAX_MARGIN, PERCEPTRON,
+    ML, MEU, MEU_EXACT, MEU_MACRO, MEU_PARTIAL, MEU_TYPE, MEU_WEIGHTED, MEU_CORPUS, MAX_MARGIN, PERCEPTRON,
     MMVP, PA, AROW, MULTILABEL)}
 """Every training objective, by the name ``objective=`` and ``--objective`` take.
 The smooth ones minimise a mean per sentence plus λ‖θ‖²,
@@ -203,6 +208,7 @@ the others run passes of an online solver (no λ).
 | ``meu-exact`` | $-\\mathbb{E}[F_\\beta]$ of the exact-boundary utility per sentence (any type) | 1e-6 (meu's) |
 | ``meu-macro`` | $-\\mathbb{E}$ of the macro-averaged $F_\\beta$ per sentence (the mean over types of each type's $F_\\beta$) | 1e-6 (meu's) |
 | ``meu-partial`` | $-\\mathbb{E}[F_\\beta]$ of SemEval-2013's partial match per sentence (½ credit for an overlap) | 1e-6 (meu's) |
+| ``meu-type`` | $-\\mathbb{E}[F_\\beta]$ of SemEval-2013's type match per sentence (a chunk of its type overlapping it is enough) | 1e-6 (meu's) |
 | ``meu-weighted:T=w,...`` | $-\\mathbb{E}[F_\\beta]$ per sentence with a chunk of type T counting w times (in tp and both counts) | 1e-6 (meu's) |
 | ``meu-corpus`` | −F_β of the corpus's expected counts | 1e-6 |
 | ``max-margin`` | the structured hinge, Hamming or 1 − F_β loss (Tang et al.) | 5e-5 |

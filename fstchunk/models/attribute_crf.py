@@ -57,8 +57,8 @@ from .chain_crf import ChainCRF
 from .estimator import FittedAlias, renamed_state
 
 #: the objectives an attribute CRF trains
-ATTRIBUTE_OBJECTIVES = (lo.ML, lo.MEU, lo.MEU_EXACT, lo.MEU_MACRO, lo.MEU_PARTIAL, lo.MEU_WEIGHTED,
-                        lo.MEU_CORPUS, lo.MAX_MARGIN, lo.PERCEPTRON, lo.PA, lo.AROW)
+ATTRIBUTE_OBJECTIVES = (lo.ML, lo.MEU, lo.MEU_EXACT, lo.MEU_MACRO, lo.MEU_PARTIAL,
+                        lo.MEU_TYPE, lo.MEU_WEIGHTED, lo.MEU_CORPUS, lo.MAX_MARGIN, lo.PERCEPTRON, lo.PA, lo.AROW)
 class AttributeCRF(ChainCRF):
     """A linear-chain CRF over weighted attributes and any labels, the model of
     python-crfsuite and sklearn-crfsuite (which :class:`fstchunk.sklearn.CRF` wraps):

@@ -75,8 +75,8 @@ from .estimator import FittedAlias
 from . import partial
 
 #: the objectives a CRF trains (:mod:`fstchunk.learn.objectives`)
-CRF_OBJECTIVES = (lo.ML, lo.MEU, lo.MEU_EXACT, lo.MEU_MACRO, lo.MEU_PARTIAL, lo.MEU_WEIGHTED,
-                  lo.MEU_CORPUS, lo.MAX_MARGIN, lo.PERCEPTRON)
+CRF_OBJECTIVES = (lo.ML, lo.MEU, lo.MEU_EXACT, lo.MEU_MACRO, lo.MEU_PARTIAL, lo.MEU_TYPE,
+                  lo.MEU_WEIGHTED, lo.MEU_CORPUS, lo.MAX_MARGIN, lo.PERCEPTRON)
 
 
 class CRF(ChainCRF):

@@ -77,7 +77,7 @@ from ..engine.expectation import corpus_expectations
 from ..engine.utility_grad import expected_utility_grad
 from ..structures.lattice import Lattice
 from ..learn.objectives import (ML, MEU, MEU_CORPUS, MEU_EXACT, MEU_MACRO, MEU_PARTIAL,
-                                MEU_WEIGHTED, Objective)
+                                MEU_TYPE, MEU_WEIGHTED, Objective)
 from ..schemes.tagspace import TagSpace
 from .batching import Gold
 
@@ -274,9 +274,15 @@ def meu_partial_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> St
     return meu_statistics(chain, gold, beta_sq, "partial")
 
 
+def meu_type_statistics(chain: Chain, gold: Gold, beta_sq: float = 1.0) -> Statistics:
+    """:func:`meu_statistics` of the type-match F_β (SemEval-2013's type mode)."""
+    return meu_statistics(chain, gold, beta_sq, "type")
+
+
 STATISTICS: dict[Objective, Callable[[Chain, Gold, float], Statistics]] = {
     ML: ml_statistics, MEU: meu_statistics, MEU_EXACT: meu_exact_statistics,
     MEU_MACRO: meu_macro_statistics, MEU_PARTIAL: meu_partial_statistics,
+    MEU_TYPE: meu_type_statistics,
     MEU_CORPUS: meu_corpus_statistics}
 
 
@@ -302,4 +308,4 @@ def _combined(o: Objective) -> Callable[[Chain, Gold, float], tuple[float, Chain
 #: the objectives as functions f(chain, gold, β²) -> (value to minimise, gradient)
 ml, meu, meu_corpus = _combined(ML), _combined(MEU), _combined(MEU_CORPUS)
 meu_exact, meu_macro = _combined(MEU_EXACT), _combined(MEU_MACRO)
-meu_partial = _combined(MEU_PARTIAL)
+meu_partial, meu_type = _combined(MEU_PARTIAL), _combined(MEU_TYPE)

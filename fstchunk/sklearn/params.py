@@ -17,8 +17,8 @@ from ..learn import objectives as lo
 #: CRFsuite's training algorithms, all trained here
 ALGORITHMS = ("lbfgs", "l2sgd", "ap", "pa", "arow")
 #: the objectives ``objective=`` takes (``meu-weighted`` as ``meu-weighted:T=w,...``)
-KNOWN = (lo.ML, lo.MEU, lo.MEU_EXACT, lo.MEU_MACRO, lo.MEU_PARTIAL, lo.MEU_WEIGHTED,
-         lo.MEU_CORPUS, lo.MAX_MARGIN)
+KNOWN = (lo.ML, lo.MEU, lo.MEU_EXACT, lo.MEU_MACRO, lo.MEU_PARTIAL, lo.MEU_TYPE,
+         lo.MEU_WEIGHTED, lo.MEU_CORPUS, lo.MAX_MARGIN)
 
 #: the parameters each algorithm takes, and CRFsuite's defaults
 DEFAULTS: dict[str, dict[str, Any]] = {

@@ -278,7 +278,7 @@ class ChunkCRF:
                          gold: Sequence[Sequence[str]] | None = None, utility: str = "exact",
                          beta: float = 1.0) -> torch.Tensor:
         """E_y[u(y | gold)] (B,) for ``utility`` ``conlleval``, ``exact``, ``macro``,
-        ``partial`` or ``weighted:T=w,...`` (:mod:`fstchunk.decoding.utilities`),
+        ``partial``, ``type`` or ``weighted:T=w,...`` (:mod:`fstchunk.decoding.utilities`),
         differentiable, from the numpy engine on the CPU (:mod:`fstchunk.torch.engine_loss`)."""
         bt = self._check(emissions, transitions, mask, start, end)
         self._gold(gold, bt.double())                   # checked as every loss checks it

@@ -1,5 +1,5 @@
 """Expected utilities with gradients from the numpy engine, for the torch layer's
-losses ``meu-exact``, ``meu-macro`` and ``meu-partial``.
+losses ``meu-exact``, ``meu-macro``, ``meu-partial``, ``meu-type`` and ``meu-weighted``.
 
 E[u(x | gold)] for x ~ the CRF and its gradient with respect to the emissions,
 transitions, start and end scores come from the engine's count sweeps and their

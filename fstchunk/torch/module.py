@@ -11,9 +11,9 @@ sentences unless ``reduction="sum"``:
 * ``"meu"``: 1 − E[F_β(y | gold)] per sentence (minimum risk, Jansche 2005);
 * ``"meu-corpus"``: 1 − (1+β²)·Σ E[tp] / (Σ E[m] + β²·Σ m(gold)), the batch's
   expected corpus F (one number for the batch; ``reduction`` does not apply);
-* ``"meu-exact"``, ``"meu-macro"``, ``"meu-partial"``, ``"meu-weighted:T=w,..."``: 1 − E[u]
-  per sentence for the exact-boundary, macro-averaged, partial-match and per-type
-  weighted F_β of :mod:`fstchunk.decoding.utilities`, from the numpy engine on the CPU
+* ``"meu-exact"``, ``"meu-macro"``, ``"meu-partial"``, ``"meu-type"``,
+  ``"meu-weighted:T=w,..."``: 1 − E[u] per sentence for the exact-boundary,
+  macro-averaged, partial-match, type-match and per-type weighted F_β of :mod:`fstchunk.decoding.utilities`, from the numpy engine on the CPU
   (:mod:`fstchunk.torch.engine_loss`: slower, exact, the same code as the CRFs').
 
 These are the objectives of the same names everywhere in fstchunk
@@ -45,10 +45,10 @@ from .crf import ChunkCRF
 
 #: the objectives :meth:`CRFLayer.loss` trains, named as everywhere in fstchunk
 OBJECTIVES = (lo.ML.name, lo.MEU.name, lo.MEU_CORPUS.name, lo.MEU_EXACT.name,
-              lo.MEU_MACRO.name, lo.MEU_PARTIAL.name, lo.MEU_WEIGHTED.name)
+              lo.MEU_MACRO.name, lo.MEU_PARTIAL.name, lo.MEU_TYPE.name, lo.MEU_WEIGHTED.name)
 #: the objectives whose expectation and gradient come from the numpy engine, and their utility
 ENGINE_UTILITIES = {lo.MEU_EXACT.name: "exact", lo.MEU_MACRO.name: "macro",
-                    lo.MEU_PARTIAL.name: "partial"}
+                    lo.MEU_PARTIAL.name: "partial", lo.MEU_TYPE.name: "type"}
 #: the older torch names of the same objectives, still accepted
 OLD_NAMES = {"nll": lo.ML.name, "expected-f": lo.MEU.name,
              "expected-corpus-f": lo.MEU_CORPUS.name}
