@@ -2,7 +2,8 @@
 for the exact-boundary F1 (SemEval's ``exact`` mode: boundaries alone), each output
 scored by both metrics, on CoNLL-2000 test and CoNLL-2002 Dutch ned.testb; with
 ``--set partial``, MAP against MEU for conlleval's F1 and for the partial-match F1
-(SemEval's ``partial`` mode), each scored by both; with ``--set types``, MEU for macro F1 and for each type's F1, each output scored by
+(SemEval's ``partial`` mode), each scored by both; ``--set type`` the same for the
+type-match F1 (SemEval's ``type`` mode); with ``--set types``, MEU for macro F1 and for each type's F1, each output scored by
 conlleval's, macro and every type's F1.
 
 Models: those of ``bench_unlabelled.py`` (the ML CRF, tmpt1 / ner), with the temperature
@@ -14,6 +15,7 @@ test set.
     FSTCHUNK_DATA=../shared/data python benchmarks/bench_utilities.py --models /tmp/unl
     FSTCHUNK_DATA=../shared/data python benchmarks/bench_utilities.py --set types --corpora ned
     FSTCHUNK_DATA=../shared/data python benchmarks/bench_utilities.py --set partial
+    FSTCHUNK_DATA=../shared/data python benchmarks/bench_utilities.py --set type --corpora ned --limit 600
 """
 
 from __future__ import annotations
@@ -39,7 +41,11 @@ SETS = {"exact": ({"MAP": ("map", {}), "MEU (conlleval)": ("meu", {}),
                      "MEU (partial)": ("meu", {"utility": "partial"})},
                     ("conlleval", "partial"),
                     "Decoding for the metric: MAP against MEU for the partial-match F1 "
-                    "(SemEval-2013 partial)")}
+                    "(SemEval-2013 partial)"),
+        "type": ({"MAP": ("map", {}), "MEU (conlleval)": ("meu", {}),
+                  "MEU (type)": ("meu", {"utility": "type"})}, ("conlleval", "type"),
+                 "Decoding for the metric: MAP against MEU for the type-match F1 "
+                 "(SemEval-2013 type)")}
 
 
 def type_counts(pairs, types) -> tuple[np.ndarray, object]:
@@ -142,9 +148,10 @@ def main() -> None:
     ap.add_argument("--iter", type=int, default=40)
     ap.add_argument("--samples", type=int, default=1000)
     ap.add_argument("--limit", type=int, default=None, help="first sentences only")
-    ap.add_argument("--set", choices=("exact", "partial", "types"), default="exact",
+    ap.add_argument("--set", choices=("exact", "partial", "type", "types"), default="exact",
                     help="exact: MAP, MEU for conlleval and exact-boundary F1; partial: MAP, "
-                         "MEU for conlleval and partial-match F1; types: MAP, MEU for "
+                         "MEU for conlleval and partial-match F1; type: the same for the "
+                         "type-match F1; types: MAP, MEU for "
                          "conlleval, macro and each type's F1")
     ap.add_argument("--corpora", nargs="+", default=list(CORPORA), choices=list(CORPORA))
     args = ap.parse_args()
@@ -201,7 +208,9 @@ def main() -> None:
             print(lines[-1], flush=True)
     scored = {"exact": "the exact-boundary F1 (SemEval's exact mode)",
               "partial": "the partial-match F1 (SemEval's partial mode, as nervaluate "
-                         "counts it: ½ credit for an overlap)"}[metrics[1]]
+                         "counts it: ½ credit for an overlap)",
+              "type": "the type-match F1 (SemEval's type mode, as nervaluate counts it: "
+                      "a chunk of the gold's type overlapping it is correct)"}[metrics[1]]
     body = ("ML CRFs (tmpt1 on CoNLL-2000, ner on Dutch; "
             f"{args.iter} L-BFGS iterations) with T fitted on dev; each decoder's output "
             f"scored by conlleval's F1 and by {scored}, ± the bootstrap standard error over "

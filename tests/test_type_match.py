@@ -218,3 +218,39 @@ def test_decode_gives_the_decision_its_value_and_the_registry_and_refusals():
         utility("type").expected(lat, hypothesis=["O"] * 4, method="exact")
     with pytest.raises(InputError, match="differ in length"):
         utility("type")(["O"], ["O", "O"], "IOB2")
+
+
+def test_the_machine_counts_nervaluate_type_matches_on_every_pair_of_short_chunkings():
+    """The counter as a pynini transducer (``grammar print type``), walked on every pair
+    of chunkings of 3 tokens over 2 types: deterministic on pairs, one marker <tp=COR>."""
+    from fstchunk.grammars.counting import MARKER_BASE, decode_marker
+    from fstchunk.grammars.partial import type_credit_transducer
+    n = 3
+    C = type_credit_transducer(TYPES, bound=n)
+    table = C.input_symbols()
+    every = all_chunkings(n, TYPES)
+    for x, y in itertools.product(every, every):
+        x, y = sorted(x, key=lambda c: c[1]), sorted(y, key=lambda c: c[1])
+        state = C.start()
+        for a, b in zip(fixed_iobes(x, n), fixed_iobes(y, n)):
+            la = table.find(enc.make_tag(*a) if a[0] != "O" else "O")
+            lb = table.find(enc.make_tag(*b) if b[0] != "O" else "O")
+            arc = [c for c in C.arcs(state) if (c.ilabel, c.olabel) == (la, lb)]
+            assert len(arc) == 1
+            state = arc[0].nextstate
+        marks = [decode_marker(c.ilabel) for c in C.arcs(state) if c.ilabel >= MARKER_BASE]
+        assert [m[1] for m in marks] == [match(y, x, "type").correct], (x, y)
+
+
+def test_grammar_info_and_the_budget():
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "fstchunk", "grammar", "info", "type",
+                          "--types", "A", "--max-length", "2"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "grammar: type" in out.stdout and "states: 50" in out.stdout
+    out = subprocess.run([sys.executable, "-m", "fstchunk", "grammar", "info", "type",
+                          "--types", "A,B,C,D", "--max-length", "30", "--state-budget",
+                          "100000"], capture_output=True, text=True)
+    assert out.returncode != 0 and "over the state budget of 100,000" in out.stderr
+    assert "Traceback" not in out.stderr

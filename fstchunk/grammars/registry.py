@@ -45,7 +45,6 @@ from typing import Callable
 import pynini
 
 from ..schemes import encodings as enc
-from ..schemes.near_match import near_step
 from . import fsa
 from ..core import outputs
 from ..core.errors import InputError
@@ -143,10 +142,6 @@ def _weighted(o: Options) -> pynini.Fst:
     return counting.weighted_tp_transducer(o.types, o.max_length, dict(o.weights), o.arc_type)
 
 
-def _near(o: Options) -> pynini.Fst:
-    return counting.credit_transducer(o.types, 2 * o.max_length, None, near_step, o.arc_type)
-
-
 def _squared(size: Callable[[Options], budget.Estimate]):
     """(estimate, inspect): the machine; its inverse composed with it (≤ its square:
     the type eraser's U⁻¹ ∘ U pairs the typed sequences of one untyped form)."""
@@ -240,10 +235,16 @@ GRAMMARS: dict[str, Grammar] = {g.name: g for g in (
             "h <= 2·--max-length (the partial utility)",
             _by_length(partial.partial_credit_transducer), ("types", "max_length"),
             *_squared(lambda o: partial.partial_estimate(o.max_length, _k(o)))),
+    Grammar("type", "SemEval-2013's type-match credit over IOBES pairs x:y (x the prediction): "
+            "writes <tp=h>, h the chunks of x that a y chunk of their type overlapping them "
+            "makes correct (the type utility), for sentences of up to --max-length tokens",
+            _by_length(partial.type_credit_transducer), ("types", "max_length"),
+            *_squared(lambda o: partial.type_estimate(o.max_length, o.types))),
     Grammar("near", "a boundary off by one token earns half: 2 credits for a chunk x has with "
             "its span and type in y, 1 for one whose type and one boundary are a y chunk's "
             "and whose other boundary is one token off; writes <tp=h>, h <= 2·--max-length",
-            _near, ("types", "max_length"), lambda o: budget.near_counter(o.max_length, _k(o)),
+            _by_length(partial.near_credit_transducer), ("types", "max_length"),
+            lambda o: budget.near_counter(o.max_length, _k(o)),
             lambda o: budget.near_counter(o.max_length, _k(o), inverse=True)),
     Grammar("weighted", "T_w: T with a completed match counting its type's weight "
             "(--weights LOC=2: a location counts double; a type left out weighs 1), states "
