@@ -198,7 +198,9 @@ def test_near_step_counts_the_definition_on_every_pair_of_chunkings():
 def test_near_boundaries_equals_enumeration(scheme, n, scale):
     from fstchunk.decoding.credit_utility import near_boundaries
     lat = lattice(5, scheme, n, scale)
+    from fstchunk.schemes.near_match import near_step
     u = CreditUtility("near", near_boundaries, unit=2, k=10 ** 4)
+    fast = CreditUtility("near", near_boundaries, unit=2, k=10 ** 4, step=near_step)
     seqs = [(list(y), enc.tags_to_chunks(list(y), scheme), np.exp(lp))
             for y, lp in lat.enumerate()]
 
@@ -208,10 +210,12 @@ def test_near_boundaries_equals_enumeration(scheme, n, scale):
     for tags, ch, _ in seqs[::9]:
         for beta in (1.0, 0.5):
             b2 = beta * beta
-            assert u.expected(lat, hypothesis=tags, beta=beta) == pytest.approx(
-                sum(p * f(ch, c, b2) for _, c, p in seqs), abs=1e-12)
-            assert u.expected(lat, reference=tags, beta=beta) == pytest.approx(
-                sum(p * f(c, ch, b2) for _, c, p in seqs), abs=1e-12)
-    d = u.decode(lat)
-    assert d.score == pytest.approx(max(sum(p * f(x, c, 1.0) for _, c, p in seqs)
-                                        for _, x, _ in seqs), abs=1e-12)
+            for v, how in ((u, "fast"), (fast, "fast"), (fast, "fst")):
+                assert v.expected(lat, hypothesis=tags, beta=beta, method=how) == \
+                    pytest.approx(sum(p * f(ch, c, b2) for _, c, p in seqs), abs=1e-12)
+                assert v.expected(lat, reference=tags, beta=beta, method=how) == \
+                    pytest.approx(sum(p * f(c, ch, b2) for _, c, p in seqs), abs=1e-12)
+    for v in (u, fast):
+        d = v.decode(lat)
+        assert d.score == pytest.approx(max(sum(p * f(x, c, 1.0) for _, c, p in seqs)
+                                            for _, x, _ in seqs), abs=1e-12)

@@ -13,13 +13,15 @@ and the type a whole one" (docs/howto/utilities.md); "a boundary off by one toke
 earns half" is shipped (:func:`near_boundaries`, the step
 :func:`fstchunk.schemes.near_match.near_step`)::
 
-    u = CreditUtility("near", near_boundaries, unit=2)
+    u = CreditUtility("near", near_boundaries, unit=2, step=near_step)
     u.expected(lattice, hypothesis=tags)
 
 The expected value composes C, specialised to the fixed side (the fixed sequence's
 acceptor composed with C, the other tape kept), with the chunk counter M of the
 other side and the lattice (:func:`fstchunk.decoding.expected.joint_by_composition`):
-the exact law of (h, m), so E[u] exactly, in either direction.  MEU reranks the k
+the exact law of (h, m), so E[u] exactly, in either direction.  Given the ``step`` C
+is built from, ``method="fast"`` runs that step as a recursion on the lattice instead
+(:mod:`fstchunk.engine.stepped`: no machine built, the same numbers).  MEU reranks the k
 best paths and the conlleval MEU decision by that exact E[u]: no certificate
 (``gap`` inf), as ``meu-kbest``.
 
@@ -39,6 +41,8 @@ import pynini
 
 from ..core.errors import InputError
 from ..core.fbeta import to_beta_sq
+from ..engine.expectation import from_count_table
+from ..engine.stepped import step_count_table
 from ..grammars import budget, counting, fsa
 from ..schemes import encodings as enc
 from ..schemes.near_match import near_step
@@ -67,13 +71,17 @@ class CreditUtility(Utility):
             ``top``.
         unit: the credits of one point (a whole number ≥ 1).
         k: the paths MEU reranks.
+        step: the step C is built from (``credit_transducer(types, top, states,
+            step)``), if any: ``expected(method="fast")`` then runs it as a recursion.
+            A module-level function, as ``build``.
     """
 
-    def __init__(self, name: str, build: Builder, unit: int = 1, k: int = K):
+    def __init__(self, name: str, build: Builder, unit: int = 1, k: int = K,
+                 step: Callable | None = None):
         if isinstance(unit, bool) or not isinstance(unit, (int, np.integer)) or unit < 1:
             raise InputError(f"utility {name}: unit must be a whole number >= 1, got {unit!r}")
         super().__init__(name)
-        self.build, self.unit, self.k = build, int(unit), k
+        self.build, self.unit, self.k, self.step = build, int(unit), k, step
         self._machines: dict = {}               # the last C built, by (types, top)
 
     def __getstate__(self) -> dict:
@@ -163,16 +171,22 @@ class CreditUtility(Utility):
         raise InputError(f"utility {self.name} counts credits with its own machine, not a "
                          f"map of chunk types: it has no pushed lattice")
 
-    def expected(self, lattice, hypothesis=None, reference=None, beta=1.0, method="fst"):
-        """E[u] of a fixed ``hypothesis`` (or against a fixed ``reference``) by
-        composition, the only way here: ``method`` ``"fast"`` gives the same numbers."""
+    def expected(self, lattice, hypothesis=None, reference=None, beta=1.0, method="fast"):
+        """E[u] of a fixed ``hypothesis`` (or against a fixed ``reference``): by the
+        step recursion for ``method="fast"`` where the utility has a ``step``, else by
+        composition (``"fst"``; also ``"fast"`` without a step)."""
         if method not in ("fst", "fast"):
             raise InputError(f"unknown method {method!r}; use 'fst' or 'fast'")
         what, fixed = _one_side(hypothesis, reference)
         lattice.check_chunking(list(fixed), what)
         chunks = enc.tags_to_chunks(list(fixed), lattice.scheme)
-        joint = self._law(lattice, chunks, what)
         b2 = to_beta_sq(beta)
+        if method == "fast" and self.step is not None:
+            lattice.space.require_chunks(f"the {self.name} utility")
+            Z, H = step_count_table(lattice, chunks, self.step, what)
+            return float(from_count_table(Z, H / self.unit, len(chunks), b2, "decoding"
+                                          if what == "hypothesis" else "training").f)
+        joint = self._law(lattice, chunks, what)
         h = np.arange(joint.shape[0])[:, None] / self.unit
         m = np.arange(joint.shape[1])[None, :]
         den = len(chunks) + b2 * m if what == "hypothesis" else m + b2 * len(chunks)
