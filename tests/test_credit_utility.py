@@ -219,3 +219,26 @@ def test_near_boundaries_equals_enumeration(scheme, n, scale):
         d = v.decode(lat)
         assert d.score == pytest.approx(max(sum(p * f(x, c, 1.0) for _, c, p in seqs)
                                             for _, x, _ in seqs), abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_shipped_near_utility_has_a_certified_meu(seed):
+    """``utility("near")``: the step recursion for E[u], and MEU certified by
+    near_bound (a point for the span, half for each neighbour): the best of all
+    chunkings lies between the score and score + gap."""
+    from fstchunk.decoding.utilities import utility as shipped
+    from oracles import all_chunkings
+    scheme, _, scale = CASES[seed % 4]
+    n = 4
+    lat = lattice(seed, scheme, n, [0.5, 3.0, 30.0][seed % 3])
+    u = shipped("near")
+    for beta in (1.0, 0.5):
+        d = u.decode(lat, beta=beta)
+        assert d.score == pytest.approx(u.expected(lat, hypothesis=d.tags, beta=beta,
+                                                   method="fst"), abs=1e-12)
+        best = max(u.expected(lat, hypothesis=enc.chunks_to_tags(list(c), n, scheme),
+                              beta=beta) for c in all_chunkings(n, TYPES)
+                   if all(t in lat.space.tags for t in enc.chunks_to_tags(list(c), n, scheme)))
+        assert d.score <= best + 1e-12 and best <= d.score + d.gap + 1e-12
+        assert d.gap < float("inf")
+    assert u.decode(lat, beta=0.0).tags == ["O"] * n

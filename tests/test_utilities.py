@@ -168,7 +168,7 @@ def test_decode_takes_every_utility_from_the_command_line(tmp_path, capsys):
     assert main(["train", "--train", str(train), "--max-iter", "10", "--quiet",
                  "-o", str(model)]) == 0
     lats = load_model(str(model)).lattices(read_conll(str(train)))
-    for util in ("type:VP", "macro", "type"):
+    for util in ("type:VP", "macro", "type", "near"):
         out = tmp_path / "out.txt"
         assert main(["decode", "--model", str(model), "--input", str(train), "--decoder",
                      "meu", "--utility", util, "-o", str(out)]) == 0

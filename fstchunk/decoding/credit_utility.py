@@ -41,7 +41,11 @@ import pynini
 
 from ..core.errors import InputError
 from ..core.fbeta import to_beta_sq
+from ..engine.certified import certified_meu
+from ..engine.counting import chunk_count_marginals, count_distribution
 from ..engine.expectation import from_count_table
+from ..engine.intervals import TypedSpans
+from ..engine.meu import DEFAULT_MEMORY_BUDGET, refuse_over_budget
 from ..engine.stepped import step_count_table
 from ..grammars import budget, counting, fsa
 from ..schemes import encodings as enc
@@ -74,14 +78,18 @@ class CreditUtility(Utility):
         step: the step C is built from (``credit_transducer(types, top, states,
             step)``), if any: ``expected(method="fast")`` then runs it as a recursion.
             A module-level function, as ``build``.
+        bound: lattice -> B[type, s, e, m] ≥ E-side credit of the chunk (t, s, e), in
+            points, jointly with the reference's count m: Pr-weighted, so that
+            Σ_{p ∈ x} B[p, m] ≥ E[h(x, y)/unit · 1{m(y) = m}] for every decision x (as
+            :func:`near_bound`); MEU is then certified.
     """
 
     def __init__(self, name: str, build: Builder, unit: int = 1, k: int = K,
-                 step: Callable | None = None):
+                 step: Callable | None = None, bound: Callable | None = None):
         if isinstance(unit, bool) or not isinstance(unit, (int, np.integer)) or unit < 1:
             raise InputError(f"utility {name}: unit must be a whole number >= 1, got {unit!r}")
         super().__init__(name)
-        self.build, self.unit, self.k, self.step = build, int(unit), k, step
+        self.build, self.unit, self.k, self.step, self.bound = build, int(unit), k, step, bound
         self._machines: dict = {}               # the last C built, by (types, top)
 
     def __getstate__(self) -> dict:
@@ -195,19 +203,50 @@ class CreditUtility(Utility):
         return float((joint * u).sum())
 
     def decode(self, lattice, beta=1.0, memory_budget=None):
-        """The best of the k best paths and the conlleval MEU decision by exact E[u];
-        ``gap`` inf (no certificate)."""
+        """The best of the k best paths and the conlleval MEU decision by exact E[u],
+        ``gap`` inf (no certificate); with a ``bound``, those are the seeds of the
+        certified search (:func:`fstchunk.engine.certified.certified_meu`, at most k
+        more chunkings) and ``gap`` is its certificate."""
         lattice.space.require_chunks(f"the {self.name} utility")
         paths = _shortest(lattice, self.k)
         cands = [[lattice.space.symbols.find(x) for x in labels]
                  for labels, _, _ in fsa.paths(paths)]
         cands.append(list(lattice.meu(beta, memory_budget).tags))
+        if self.bound is not None and (beta > 0 or "O" in lattice.space.tags):
+            return self._certified(lattice, cands, to_beta_sq(beta), DEFAULT_MEMORY_BUDGET
+                                   if memory_budget is None else memory_budget)
         best = None
         for tags in cands:
             u = self.expected(lattice, hypothesis=tags, beta=beta)
             if best is None or u > best.score:
                 best = Decoding(list(tags), u, float("inf"))
         return best
+
+    def _certified(self, lattice, cands, b2: float, memory_budget: float) -> Decoding:
+        """MEU by the certified search over the bound, the candidates as seeds."""
+        n, types = lattice.n, lattice.space.types
+        if b2 == 0:            # F_0 = precision: the empty decision has F = 0/0 := 1
+            return Decoding(["O"] * n, 1.0, 0.0)
+        refuse_over_budget(f"{self.name} MEU of this {n}-token sentence",
+                           8.0 * (len(types) + 1) * n * (n + 1) ** 2, memory_budget)
+        T = len(types)
+        s_i, e_i = np.nonzero(np.triu(np.ones((n, n + 1), bool), 1))
+        sp = TypedSpans(np.repeat(np.arange(T), len(s_i)), np.tile(s_i, T), np.tile(e_i, T), n)
+        feats = self.bound(lattice)[sp.types, sp.starts, sp.ends]
+
+        def chunks_of(tags):
+            return [(types.index(t), s, e) for t, s, e in enc.tags_to_chunks(
+                list(tags), lattice.scheme)]
+
+        def value(chunks):
+            tags = enc.chunks_to_tags([(types[t], s, e) for t, s, e in chunks], n,
+                                      lattice.scheme)
+            return self.expected(lattice, hypothesis=tags, beta=float(np.sqrt(b2)))
+        seeds = list({tuple(chunks_of(c)): None for c in cands})
+        r = certified_meu(sp, feats, count_distribution(lattice), b2, value, self.k,
+                          [list(c) for c in seeds])
+        tags = enc.chunks_to_tags([(types[t], s, e) for t, s, e in r.chunks], n, lattice.scheme)
+        return Decoding(list(tags), float(r.value), float(r.gap))
 
 
 def near_boundaries(types: tuple, top: int) -> pynini.Fst:
@@ -224,3 +263,23 @@ def _with_markers(ys: pynini.Fst, side: pynini.Fst, top: int) -> pynini.Fst:
     """The acceptor ``ys`` followed by any one ``<tp=h>``, h ≤ ``top``."""
     marks = fsa.union_of([counting.tp_marker(h) for h in range(top + 1)], side.arc_type())
     return fsa.to_arc_type(fsa.bare(ys), side.arc_type()) + marks
+
+
+def near_bound(lattice) -> np.ndarray:
+    """B[t, s, e, m] = Pr((t, s, e) ∈ y, m) + ½·Σ_v Pr(v ∈ y, m) over the spans v of
+    type t one boundary off [s, e), m = m(y): the off-by-one credit of a prediction
+    (a point for its span, half for a neighbour's) is at most the sum of those
+    indicators, so B bounds its expectation (:class:`CreditUtility`'s ``bound``)."""
+    ex = chunk_count_marginals(lattice)                 # [type, s, e, m], 0 where e <= s
+    out = ex.copy()
+    out[:, :, 1:] += 0.5 * ex[:, :, :-1]                # [s, e - 1)
+    out[:, :, :-1] += 0.5 * ex[:, :, 1:]                # [s, e + 1)
+    out[:, 1:] += 0.5 * ex[:, :-1]                      # [s - 1, e)
+    out[:, :-1] += 0.5 * ex[:, 1:]                      # [s + 1, e)
+    return out
+
+
+def near() -> CreditUtility:
+    """``near``: "a boundary off by one token earns half" (:mod:`fstchunk.schemes.near_match`)
+    with its step's recursion and a certified MEU (:func:`near_bound`)."""
+    return CreditUtility("near", near_boundaries, unit=2, step=near_step, bound=near_bound)

@@ -30,9 +30,8 @@ from ..core.fbeta import to_beta_sq
 from ..engine.expectation import from_count_table
 from ..engine.meu import DEFAULT_MEMORY_BUDGET
 from ..engine.partial import expected_partial_f, partial_meu
-from ..grammars.counting import fixed_iobes
 from ..grammars.partial import specialised_partial_acceptor
-from ..schemes.matching import partial_step
+from ..schemes.matching import partial_step, walk
 from ..schemes import encodings as enc
 from ..structures.decision import Decoding
 from .expected import joint_by_composition
@@ -42,12 +41,7 @@ from .mapped import Utility, _one_side
 def partial_credit(x: Sequence[enc.Chunk], y: Sequence[enc.Chunk], n: int) -> float:
     """COR + ½·PAR of prediction chunks ``x`` against gold chunks ``y`` (module doc),
     by running P over the aligned IOBES pairs of the two."""
-    q, half = 0, 0
-    for a, b in zip(fixed_iobes(sorted(x, key=lambda c: c[1]), n),
-                    fixed_iobes(sorted(y, key=lambda c: c[1]), n)):
-        inc, q = partial_step(q, a, b)
-        half += inc
-    return half / 2
+    return walk(partial_step, x, y, n) / 2
 
 
 class PartialMatch(Utility):

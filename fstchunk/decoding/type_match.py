@@ -38,7 +38,8 @@ from ..engine.intervals import TypedSpans
 from ..engine.meu import DEFAULT_MEMORY_BUDGET, MEUResult, refuse_over_budget
 from ..engine.stepped import step_count_table
 from ..grammars import budget
-from ..grammars.counting import fixed_iobes, specialised_pair_acceptor
+from ..grammars.counting import specialised_pair_acceptor
+from ..schemes.matching import walk
 from ..schemes import encodings as enc
 from ..schemes.type_match import type_step
 from ..structures.decision import Decoding
@@ -54,12 +55,7 @@ MAX_CANDIDATES = 8
 def type_credit(x: Sequence[enc.Chunk], y: Sequence[enc.Chunk], n: int) -> int:
     """COR of prediction chunks ``x`` against gold chunks ``y`` in SemEval's type mode
     (module doc), by running the counter's steps over the aligned IOBES pairs."""
-    q, cor = 0, 0
-    for a, b in zip(fixed_iobes(sorted(x, key=lambda c: c[1]), n),
-                    fixed_iobes(sorted(y, key=lambda c: c[1]), n)):
-        inc, q = type_step(q, a, b)
-        cor += inc
-    return cor
+    return walk(type_step, x, y, n)
 
 
 def _gold_fixed(q, gold, pred):

@@ -24,6 +24,8 @@ type            SemEval-2013's type: a chunk of its type overlapping it is enoug
                 (:mod:`fstchunk.decoding.type_match`; a counter of its own)
 type:T          U keeps the chunks of type T: the F of that type alone
 weighted:T=w    a chunk of type T counts w times (:mod:`fstchunk.decoding.weighted_utility`)
+near            a boundary off by one token earns half (a credit counter of its own,
+                :func:`fstchunk.decoding.credit_utility.near`)
 macro           the mean over the lattice's types of type:T (macro-averaged F)
 ==============  ==================================================================
 
@@ -61,12 +63,13 @@ from .exact_boundaries import decode_meu_exact, expected_exact_f
 from .expected import expected_f
 from .mapped import Utility
 from .partial_match import PartialMatch
+from .credit_utility import near
 from .type_match import TypeMatch
 from .weighted_utility import WeightedF
 
 #: the shipped utilities' names (``type:T`` for any type T)
 NAMES = ("conlleval", "strict", "exact", "partial", "type", "macro", "type:TYPE",
-         "weighted:TYPE=W,...")
+         "weighted:TYPE=W,...", "near")
 
 
 class Conlleval(Utility):
@@ -164,13 +167,13 @@ class MacroF(Utility):
 
 
 _SHIPPED = {"conlleval": Conlleval, "strict": Conlleval, "exact": ExactBoundaries,
-            "partial": PartialMatch, "type": TypeMatch, "macro": MacroF}
+            "partial": PartialMatch, "type": TypeMatch, "macro": MacroF, "near": near}
 
 
 def utility(spec: "str | Utility") -> Utility:
     """The utility named ``spec`` (``conlleval`` or its alias ``strict``, ``exact``,
     ``partial``, ``type`` (SemEval's modes), ``macro``, ``type:T`` (one type's F),
-    ``weighted:T=w,...``), or
+    ``weighted:T=w,...``, ``near``), or
     ``spec`` itself if it is a :class:`Utility`.
 
     Args:
@@ -197,10 +200,10 @@ def utility(spec: "str | Utility") -> Utility:
         return WeightedF(parse_weights(spec[9:]))
     raise InputError(f"unknown utility {spec!r}; use one of conlleval, exact, partial, "
                      f"type, macro, type:TYPE (e.g. type:PER), weighted:TYPE=W,... (e.g. "
-                     f"weighted:LOC=2), strict (= conlleval) or a fstchunk.Utility",
+                     f"weighted:LOC=2), near, strict (= conlleval) or a fstchunk.Utility",
                      cli=f"--utility {spec}: unknown utility; use one of conlleval, exact, "
                          f"partial, type, macro, type:TYPE (e.g. type:PER), weighted:TYPE=W,... "
-                         f"(e.g. weighted:LOC=2), strict (= conlleval)")
+                         f"(e.g. weighted:LOC=2), near, strict (= conlleval)")
 
 
 def expected_utility(lattice: Lattice, hypothesis: Sequence[str] | None = None,

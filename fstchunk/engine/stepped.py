@@ -32,7 +32,7 @@ import numpy as np
 from scipy import sparse
 
 from ..core.errors import BudgetError, InputError
-from ..grammars.counting import fixed_iobes
+from ..schemes.matching import fixed_iobes
 from .chain import flush, scaled_layers
 
 Step = Callable[[object, tuple, tuple], tuple]

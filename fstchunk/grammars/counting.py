@@ -44,6 +44,7 @@ import pynini
 
 from ..core.errors import InputError
 from ..schemes import encodings as enc
+from ..schemes.matching import fixed_iobes
 from ..schemes.tagspace import normalize_types, symbol_table
 from . import budget, fsa
 
@@ -288,12 +289,6 @@ def weighted_tp_transducer(types, bound: int, weights: dict,
                          f"its --types {', '.join(types)}")
     return credit_transducer(types, max([1, *weights.values()]) * bound, (0, 1),
                              weighted_tp_step(weights), arc_type)
-
-
-def fixed_iobes(chunks: Sequence[enc.Chunk], n: int) -> list[tuple[str, str]]:
-    """(prefix, type) of the IOBES encoding of a fixed sequence's chunks."""
-    return [enc.split_tag(t) if t != "O" else ("O", "")
-            for t in enc.chunks_to_tags(chunks, n, "IOBES")]
 
 
 def specialised_pair_acceptor(fixed_chunks: Sequence[enc.Chunk], n: int, types=None,

@@ -13,13 +13,20 @@ their part, and a prediction and an untaken gold chunk both inside claim each ot
 (:func:`partial_open`); at each end the prediction scores 2 half-credits if its claim
 (ps = 1) ends with it, 1 if it holds a claim, 0 if not (:func:`partial_close`).  The
 machine P (:mod:`fstchunk.grammars.partial`) and the recursion
-(:mod:`fstchunk.engine.partial`) are both built from these steps.
+(:mod:`fstchunk.engine.partial`) are both built from these steps.  Any counter's
+steps read the same tape, :func:`fixed_iobes` of each side, and :func:`walk` runs
+one over two chunkings.
 
 Pitfall: any shared token counts as overlap; nervaluate asks for 1% of the gold
 chunk's tokens, which differs only for gold chunks over 100 tokens.
 """
 
 from __future__ import annotations
+
+from typing import Sequence
+
+from ..core.errors import InputError
+from . import encodings as enc
 
 
 #: the claim states q = 3·gu + ps (module doc); 0 is the start and the only final one
@@ -57,3 +64,24 @@ def partial_step(q: int, pred: tuple[str, str], gold: tuple[str, str]) -> tuple[
     (pp, _), (pg, _) = pred, gold
     q = partial_open(q, pp in "BS", pg in "BS", pp != "O", pg != "O")
     return partial_close(q, pp in "ES", pg in "ES")
+
+
+def fixed_iobes(chunks: Sequence[enc.Chunk], n: int) -> list[tuple[str, str]]:
+    """(prefix, type) of the IOBES encoding of a fixed sequence's chunks: the tape a
+    counter's steps read (``("O", "")`` outside chunks)."""
+    return [enc.split_tag(t) if t != "O" else ("O", "")
+            for t in enc.chunks_to_tags(chunks, n, "IOBES")]
+
+
+def walk(step, x: Sequence[enc.Chunk], y: Sequence[enc.Chunk], n: int) -> int:
+    """The credits a counter's ``step`` gives prediction chunks ``x`` against gold
+    chunks ``y`` of an ``n``-token sentence, walked over their aligned IOBES pairs;
+    InputError if it does not end at rest (state 0)."""
+    q, credits = 0, 0
+    for a, b in zip(fixed_iobes(sorted(x, key=lambda c: c[1]), n),
+                    fixed_iobes(sorted(y, key=lambda c: c[1]), n)):
+        inc, q = step(q, a, b)
+        credits += inc
+    if q != 0:
+        raise InputError(f"the counter's step ends in state {q!r}, not at rest (0)")
+    return credits
