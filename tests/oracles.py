@@ -339,3 +339,40 @@ def attribute_models_take(objective: str, sentences) -> None:
         objective
     assert SkCRF(objective=objective, max_iterations=5).fit(X, y).model_.settings_[
         "objective"] == objective
+
+
+def peaked_lattice(seq, types=("LOC", "PER"), floor=0.01, scheme="IOB2"):
+    """A lattice whose mode is ``seq``: each token's own tag weighs 1, the others
+    ``floor`` (no transition scores)."""
+    from fstchunk import Lattice
+    tags = enc.scheme_tags(scheme, types)
+    p = np.full((len(seq), len(tags)), floor)
+    for i, t in enumerate(seq):
+        p[i, tags.index(t)] = 1.0
+    return Lattice.from_scores(tags, np.log(p), np.zeros((len(tags), len(tags))),
+                               scheme=scheme)
+
+
+def match_utility_refusals(name, lat):
+    """The refusals a SemEval matching utility shares, each one InputError or
+    SchemeError naming what is wrong (``lat``: a 4-token lattice of a scheme)."""
+    import fstchunk
+    from fstchunk.core.errors import BudgetError, InputError, SchemeError
+    u = fstchunk.utility(name)
+    assert fstchunk.decoder("meu", utility=name).tags([lat])[0] == u.decode(lat).tags
+    big = fstchunk.Lattice.from_scores(lat.space.tags, np.zeros((30, len(lat.space.tags))),
+                                       np.zeros((len(lat.space.tags),) * 2), scheme=lat.scheme)
+    with pytest.raises(BudgetError, match="memory budget"):
+        u.decode(big, memory_budget=1000)
+    with pytest.raises(InputError, match="no pushed lattice"):
+        u.pushed(lat)
+    with pytest.raises(InputError, match="exactly one"):
+        u.expected(lat)
+    with pytest.raises(InputError, match="unknown method 'exact'"):
+        u.expected(lat, hypothesis=["O"] * lat.n, method="exact")
+    with pytest.raises(InputError, match="differ in length"):
+        u(["O"], ["O", "O"], lat.scheme)
+    plain = fstchunk.Lattice.from_scores(["x", "y"], np.zeros((2, 2)), np.zeros((2, 2)),
+                                         scheme=None)
+    with pytest.raises(SchemeError, match="scheme=None"):
+        u.expected(plain, hypothesis=["x", "y"])

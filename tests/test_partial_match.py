@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 
 import fstchunk
 from fstchunk import Lattice
-from fstchunk.core.errors import BudgetError, InputError, SchemeError
-from fstchunk.decoding.decoders import decoder
+from fstchunk.core.errors import InputError
 from fstchunk.decoding.partial_match import partial_credit
 from fstchunk.decoding.utilities import utility
 from fstchunk.engine.counting import outside_run_marginals
@@ -24,7 +23,7 @@ from fstchunk.evaluation.modes import match
 from fstchunk.grammars import counting
 from fstchunk.grammars.partial import partial_credit_transducer
 from fstchunk.schemes import encodings as enc
-from oracles import random_scores
+from oracles import match_utility_refusals, peaked_lattice, random_scores
 
 SCHEMES = [("IOB2", 4, 1.0), ("IOBES", 4, 30.0), ("IOB1", 4, 2.0), ("IOE1", 3, 0.5)]
 
@@ -154,33 +153,18 @@ def test_meu_is_certified_against_every_chunking(seed):
 
 
 def test_meu_on_a_peaked_lattice_is_its_mode_with_a_small_gap_and_types_written_back():
-    tags = enc.scheme_tags("IOB2", ("LOC", "PER"))
-    p = np.full((5, len(tags)), 0.01)
-    for i, t in enumerate(["B-PER", "I-PER", "O", "B-LOC", "O"]):
-        p[i, tags.index(t)] = 1.0
-    lat = Lattice.from_scores(tags, np.log(p), np.zeros((len(tags), len(tags))))
+    lat = peaked_lattice(["B-PER", "I-PER", "O", "B-LOC", "O"])
     d = utility("partial").decode(lat)
     assert d.tags == ["B-PER", "I-PER", "O", "B-LOC", "O"]
     assert 0.0 <= d.gap < 1e-3      # the bound counts rare y where two chunks overlap one
     assert d.score == pytest.approx(utility("partial").expected(lat, hypothesis=d.tags))
-    one = Lattice.from_scores(tags, np.log(p[:1]), np.zeros((len(tags), len(tags))))
+    one = peaked_lattice(["B-PER"])
     d = utility("partial").decode(one)        # one token: no chunk can be taken twice
     assert d.tags == ["B-PER"] and d.gap == 0.0
 
 
 def test_the_decoder_registry_cli_and_errors():
-    lat = lattice(0, "IOB2", 4)
-    d = decoder("meu", utility="partial")
-    assert d.tags([lat])[0] == utility("partial").decode(lat).tags
-    with pytest.raises(BudgetError, match="memory budget"):
-        utility("partial").decode(lattice(0, "IOB2", 30), memory_budget=1000)
-    with pytest.raises(InputError, match="no pushed lattice"):
-        utility("partial").pushed(lat)
-    with pytest.raises(InputError, match="exactly one"):
-        utility("partial").expected(lat)
-    plain = Lattice.from_scores(["x", "y"], np.zeros((2, 2)), np.zeros((2, 2)), scheme=None)
-    with pytest.raises(SchemeError, match="scheme=None"):
-        utility("partial").expected(plain, hypothesis=["x", "y"])
+    match_utility_refusals("partial", lattice(0, "IOB2", 4))
     with pytest.raises(InputError, match="partial"):
         utility("nope")
 

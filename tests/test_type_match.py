@@ -12,8 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fstchunk import Lattice
-from fstchunk.core.errors import BudgetError, InputError
-from fstchunk.decoding.decoders import decoder
+from fstchunk.core.errors import InputError
 from fstchunk.decoding.type_match import expected_type_f, type_credit, type_meu
 from fstchunk.decoding.utilities import utility
 from fstchunk.engine.counting import outside_run_marginals
@@ -26,7 +25,7 @@ from fstchunk.grammars.counting import fixed_iobes, tp_step
 from fstchunk.schemes import encodings as enc
 from fstchunk.schemes.matching import partial_step
 from fstchunk.schemes.type_match import type_step
-from oracles import all_chunkings, random_scores
+from oracles import all_chunkings, match_utility_refusals, peaked_lattice, random_scores
 
 TYPES = ("A", "B")
 SCHEMES = [("IOB2", 4, 1.0), ("IOBES", 4, 30.0), ("IOB1", 4, 2.0), ("IOE1", 3, 0.5)]
@@ -195,29 +194,14 @@ def test_meu_is_certified_against_every_chunking(seed):
 
 
 def test_decode_gives_the_decision_its_value_and_the_registry_and_refusals():
-    tags = enc.scheme_tags("IOB2", ("LOC", "PER"))
-    p = np.full((5, len(tags)), 0.01)
-    for i, t in enumerate(["B-PER", "I-PER", "O", "B-LOC", "O"]):
-        p[i, tags.index(t)] = 1.0
-    lat = Lattice.from_scores(tags, np.log(p), np.zeros((len(tags), len(tags))))
-    d = utility("type").decode(lat)       # overlap is enough: cover LOC's neighbour too
     mode = ["B-PER", "I-PER", "O", "B-LOC", "O"]
+    lat = peaked_lattice(mode)
+    d = utility("type").decode(lat)       # overlap is enough: cover LOC's neighbour too
     assert d.score >= utility("type").expected(lat, hypothesis=mode) and d.gap == 0.0
     assert d.score == pytest.approx(utility("type").expected(lat, hypothesis=d.tags))
     assert [c[0] for c in enc.tags_to_chunks(d.tags, "IOB2")] == ["PER", "LOC"]
-    lat = lattice(0, "IOB2", 4)
-    assert decoder("meu", utility="type").tags([lat])[0] == utility("type").decode(lat).tags
     assert utility("type").name == "type" and utility("type:A").name == "type:A"
-    with pytest.raises(BudgetError, match="memory budget"):
-        utility("type").decode(lattice(0, "IOB2", 30), memory_budget=1000)
-    with pytest.raises(InputError, match="no pushed lattice"):
-        utility("type").pushed(lat)
-    with pytest.raises(InputError, match="exactly one"):
-        utility("type").expected(lat)
-    with pytest.raises(InputError, match="unknown method 'exact'"):
-        utility("type").expected(lat, hypothesis=["O"] * 4, method="exact")
-    with pytest.raises(InputError, match="differ in length"):
-        utility("type")(["O"], ["O", "O"], "IOB2")
+    match_utility_refusals("type", lattice(0, "IOB2", 4))
 
 
 def test_the_machine_counts_nervaluate_type_matches_on_every_pair_of_short_chunkings():

@@ -41,11 +41,10 @@ import pynini
 
 from ..core.errors import InputError
 from ..core.fbeta import to_beta_sq
-from ..engine.certified import certified_meu
-from ..engine.counting import chunk_count_marginals, count_distribution
+from ..engine.certified import span_search
+from ..engine.counting import chunk_count_marginals
 from ..engine.expectation import from_count_table
-from ..engine.intervals import TypedSpans
-from ..engine.meu import DEFAULT_MEMORY_BUDGET, refuse_over_budget
+from ..engine.meu import DEFAULT_MEMORY_BUDGET
 from ..engine.stepped import step_count_table
 from ..grammars import budget, counting, fsa
 from ..schemes import encodings as enc
@@ -225,26 +224,14 @@ class CreditUtility(Utility):
     def _certified(self, lattice, cands, b2: float, memory_budget: float) -> Decoding:
         """MEU by the certified search over the bound, the candidates as seeds."""
         n, types = lattice.n, lattice.space.types
-        if b2 == 0:            # F_0 = precision: the empty decision has F = 0/0 := 1
-            return Decoding(["O"] * n, 1.0, 0.0)
-        refuse_over_budget(f"{self.name} MEU of this {n}-token sentence",
-                           8.0 * (len(types) + 1) * n * (n + 1) ** 2, memory_budget)
-        T = len(types)
-        s_i, e_i = np.nonzero(np.triu(np.ones((n, n + 1), bool), 1))
-        sp = TypedSpans(np.repeat(np.arange(T), len(s_i)), np.tile(s_i, T), np.tile(e_i, T), n)
-        feats = self.bound(lattice)[sp.types, sp.starts, sp.ends]
-
-        def chunks_of(tags):
-            return [(types.index(t), s, e) for t, s, e in enc.tags_to_chunks(
-                list(tags), lattice.scheme)]
 
         def value(chunks):
             tags = enc.chunks_to_tags([(types[t], s, e) for t, s, e in chunks], n,
                                       lattice.scheme)
             return self.expected(lattice, hypothesis=tags, beta=float(np.sqrt(b2)))
-        seeds = list({tuple(chunks_of(c)): None for c in cands})
-        r = certified_meu(sp, feats, count_distribution(lattice), b2, value, self.k,
-                          [list(c) for c in seeds])
+        r = span_search(lattice, self.name, b2, memory_budget, lambda pm, s_i, e_i:
+                        self.bound(lattice)[:, s_i, e_i].reshape(len(types) * len(s_i), -1),
+                        value, self.k, typed=True, seeds=cands)
         tags = enc.chunks_to_tags([(types[t], s, e) for t, s, e in r.chunks], n, lattice.scheme)
         return Decoding(list(tags), float(r.value), float(r.gap))
 

@@ -44,37 +44,56 @@ def partial_credit(x: Sequence[enc.Chunk], y: Sequence[enc.Chunk], n: int) -> fl
     return walk(partial_step, x, y, n) / 2
 
 
-class PartialMatch(Utility):
+class MatchUtility(Utility):
+    """F_β of a SemEval-2013 matching's credit in place of tp (``partial`` here,
+    ``type`` in :mod:`fstchunk.decoding.type_match`): the call on two sequences and
+    the expectation's checks; a mode gives :meth:`credit` and :meth:`expected_of`."""
+
+    def credit(self, x, y, n: int) -> float:
+        """The credit of prediction chunks ``x`` against gold chunks ``y``."""
+        raise NotImplementedError
+
+    def expected_of(self, lattice, chunks, beta_sq: float, what: str, method: str) -> float:
+        """E[u] with ``what`` ("hypothesis" or "reference") fixed to ``chunks``."""
+        raise NotImplementedError
+
+    def __call__(self, x, y, scheme, types=(), beta=1.0):
+        if len(x) != len(y):
+            raise InputError(f"the two sequences differ in length: {len(x)} and {len(y)}")
+        cx, cy = enc.tags_to_chunks(list(x), scheme), enc.tags_to_chunks(list(y), scheme)
+        w = to_beta_sq(beta)
+        den = len(cx) + w * len(cy)                      # 0/0 := 1 (β = 0: an empty x)
+        return 1.0 if den == 0 else (1 + w) * self.credit(cx, cy, len(x)) / den
+
+    def pushed(self, lattice):
+        raise InputError(f"the {self.name} utility matches overlapping chunks: it is not "
+                         f"F after a map of chunkings and has no pushed lattice")
+
+    def expected(self, lattice, hypothesis=None, reference=None, beta=1.0, method="fast"):
+        what, fixed = _one_side(hypothesis, reference)
+        lattice.space.require_chunks(f"the {self.name} utility")
+        chunks = lattice.check_chunking(list(fixed), what)
+        if method not in ("fast", "fst"):
+            raise InputError(f"unknown method {method!r}; use 'fst' or 'fast'")
+        return self.expected_of(lattice, chunks, to_beta_sq(beta), what, method)
+
+
+class PartialMatch(MatchUtility):
     """``partial``: F_β of SemEval-2013's partial-match credit (module doc)."""
 
     def __init__(self):
         super().__init__("partial")
 
-    def __call__(self, x, y, scheme, types=(), beta=1.0):
-        cx, cy = enc.tags_to_chunks(list(x), scheme), enc.tags_to_chunks(list(y), scheme)
-        if len(x) != len(y):
-            raise InputError(f"the two sequences differ in length: {len(x)} and {len(y)}")
-        w = to_beta_sq(beta)
-        den = len(cx) + w * len(cy)                      # 0/0 := 1 (β = 0: an empty x)
-        return 1.0 if den == 0 else (1 + w) * partial_credit(cx, cy, len(x)) / den
+    def credit(self, x, y, n: int) -> float:
+        return partial_credit(x, y, n)
 
-    def pushed(self, lattice):
-        raise InputError("the partial-match utility matches overlapping chunks: it is not "
-                         "F after a map of chunkings and has no pushed lattice")
-
-    def expected(self, lattice, hypothesis=None, reference=None, beta=1.0, method="fast"):
-        what, fixed = _one_side(hypothesis, reference)
-        lattice.space.require_chunks("the partial utility")
-        chunks = lattice.check_chunking(list(fixed), what)
-        w = to_beta_sq(beta)
+    def expected_of(self, lattice, chunks, beta_sq, what, method):
         if method == "fast":
-            return float(expected_partial_f(lattice, chunks, w, what))
-        if method != "fst":
-            raise InputError(f"unknown method {method!r}; use 'fst' or 'fast'")
+            return float(expected_partial_f(lattice, chunks, beta_sq, what))
         joint = joint_by_composition(lattice, chunks, specialised_partial_acceptor(
             chunks, lattice.n, lattice.space.types, what), 2 * lattice.n, growth=12)
         Z, H = joint.sum(axis=0), np.arange(joint.shape[0]) @ joint / 2
-        return float(from_count_table(Z, H, len(chunks), w, "decoding" if what ==
+        return float(from_count_table(Z, H, len(chunks), beta_sq, "decoding" if what ==
                                       "hypothesis" else "training").f)
 
     def decode(self, lattice, beta=1.0, memory_budget=None):

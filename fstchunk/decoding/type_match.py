@@ -31,11 +31,10 @@ import numpy as np
 
 from ..core.errors import InputError
 from ..core.fbeta import to_beta_sq
-from ..engine.certified import certified_meu
-from ..engine.counting import count_distribution, outside_run_marginals
+from ..engine.certified import span_search
+from ..engine.counting import outside_run_marginals
 from ..engine.expectation import from_count_table
-from ..engine.intervals import TypedSpans
-from ..engine.meu import DEFAULT_MEMORY_BUDGET, MEUResult, refuse_over_budget
+from ..engine.meu import DEFAULT_MEMORY_BUDGET, MEUResult
 from ..engine.stepped import step_count_table
 from ..grammars import budget
 from ..grammars.counting import specialised_pair_acceptor
@@ -44,7 +43,7 @@ from ..schemes import encodings as enc
 from ..schemes.type_match import type_step
 from ..structures.decision import Decoding
 from .expected import joint_by_composition
-from .mapped import Utility, _one_side
+from .partial_match import MatchUtility
 
 #: type-match MEU evaluates at most this many candidate decisions exactly (besides
 #: the MAP and conlleval MEU decisions); each costs a step recursion, seconds for a
@@ -88,56 +87,36 @@ def type_meu(lattice, beta_sq: float, memory_budget: float = DEFAULT_MEMORY_BUDG
     """The MEU decision for the type-match F_β, with a certificate (module doc); chunks
     are (type index, start, end).  BudgetError when the overlap tables exceed
     ``memory_budget`` bytes."""
-    n, T = lattice.n, len(lattice.space.types)
-    if beta_sq == 0:       # F_0 = precision: the empty decision has F = 0/0 := 1
-        return MEUResult([], 1.0, 0.0, 0, 0)
-    refuse_over_budget(f"type-match MEU of this {n}-token sentence",
-                       8.0 * (T + 1) * n * (n + 1) ** 2, memory_budget)
-    pm = count_distribution(lattice)
-    s_i, e_i = np.nonzero(np.triu(np.ones((n, n + 1), bool), 1))
-    overlap = [pm[None, :] - outside_run_marginals(lattice, t)[s_i, e_i] for t in range(T)]
-    sp = TypedSpans(np.repeat(np.arange(T), len(s_i)), np.tile(s_i, T), np.tile(e_i, T), n)
-    types = lattice.space.types
-    seeds = {tuple((types.index(t), s, e) for t, s, e in enc.tags_to_chunks(
-        list(d.tags), lattice.scheme)): None for d in (lattice.map(), lattice.meu(
-            float(np.sqrt(beta_sq)), memory_budget))}
-    row = {(int(s), int(e)): j for j, (s, e) in enumerate(zip(s_i, e_i))}
+    n, types = lattice.n, lattice.space.types
+    overlap: dict = {}
+
+    def bound(pm, s_i, e_i):
+        for t in range(len(types)):
+            overlap[t] = pm[None, :] - outside_run_marginals(lattice, t)[s_i, e_i]
+        overlap["row"] = {(int(s), int(e)): j for j, (s, e) in enumerate(zip(s_i, e_i))}
+        return np.concatenate([overlap[t] for t in range(len(types))])
     f_one = (1 + beta_sq) / (1 + beta_sq * np.arange(n + 1))
 
     def value(chunks):
         if len(chunks) == 1:           # one prediction: COR is its overlap, the bound
             t, s, e = chunks[0]
-            return float(overlap[t][row[(s, e)]] @ f_one)
+            return float(overlap[t][overlap["row"][(s, e)]] @ f_one)
         return expected_type_f(lattice, [(types[t], s, e) for t, s, e in chunks], beta_sq)
-    return certified_meu(sp, np.concatenate(overlap)[sp.order], pm, beta_sq, value,
-                         max_candidates, [list(c) for c in seeds])
+    return span_search(lattice, "type-match", beta_sq, memory_budget, bound, value,
+                       max_candidates, typed=True)
 
 
-class TypeMatch(Utility):
+class TypeMatch(MatchUtility):
     """``type``: F_β of SemEval-2013's type-match credit (module doc)."""
 
     def __init__(self):
         super().__init__("type")
 
-    def __call__(self, x, y, scheme, types=(), beta=1.0):
-        if len(x) != len(y):
-            raise InputError(f"the two sequences differ in length: {len(x)} and {len(y)}")
-        cx, cy = enc.tags_to_chunks(list(x), scheme), enc.tags_to_chunks(list(y), scheme)
-        w = to_beta_sq(beta)
-        den = len(cx) + w * len(cy)                      # 0/0 := 1 (β = 0: an empty x)
-        return 1.0 if den == 0 else (1 + w) * type_credit(cx, cy, len(x)) / den
+    def credit(self, x, y, n: int) -> float:
+        return type_credit(x, y, n)
 
-    def pushed(self, lattice):
-        raise InputError("the type-match utility matches overlapping chunks: it is not "
-                         "F after a map of chunkings and has no pushed lattice")
-
-    def expected(self, lattice, hypothesis=None, reference=None, beta=1.0, method="fast"):
-        what, fixed = _one_side(hypothesis, reference)
-        lattice.space.require_chunks("the type-match utility")
-        chunks = lattice.check_chunking(list(fixed), what)
-        if method not in ("fast", "fst"):
-            raise InputError(f"unknown method {method!r}; use 'fst' or 'fast'")
-        return expected_type_f(lattice, chunks, to_beta_sq(beta), what, method)
+    def expected_of(self, lattice, chunks, beta_sq, what, method):
+        return expected_type_f(lattice, chunks, beta_sq, what, method)
 
     def decode(self, lattice, beta=1.0, memory_budget=None):
         """The MEU decision; ``score`` E[u], ``gap`` the certificate."""

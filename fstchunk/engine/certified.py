@@ -12,8 +12,10 @@ every k the cheap bound (1+β²)·E[min(k, m)/(k + β²m)] leaves, by
 evaluated exactly (``evaluate``) until the next bound is at most the best value
 found — the answer is then the MEU decision, ``gap`` 0 — or ``max_candidates`` were
 evaluated, and ``gap`` is the next bound minus the value reached.  The empty
-decision scores Pr(m = 0).  Used by SemEval's partial mode (:mod:`.partial`) and
-type mode (:mod:`fstchunk.decoding.type_match`).
+decision scores Pr(m = 0).  :func:`span_search` is the front door: every span of
+a sentence, the MAP and conlleval MEU decisions as seeds; used by SemEval's partial
+mode (:mod:`.partial`), its type mode (:mod:`fstchunk.decoding.type_match`) and a
+credit counter with a bound (:class:`fstchunk.decoding.credit_utility.CreditUtility`).
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .intervals import SpanPairs, counted_dp, ranked_sets
-from .meu import MEUResult, global_bound
+from ..schemes import encodings as enc
+from .counting import count_distribution
+from .intervals import SpanPairs, TypedSpans, counted_dp, ranked_sets
+from .meu import MEUResult, global_bound, refuse_over_budget
 
 
 def certified_meu(sp: SpanPairs, feats: np.ndarray, pm: np.ndarray, beta_sq: float,
@@ -63,3 +67,35 @@ def certified_meu(sp: SpanPairs, feats: np.ndarray, pm: np.ndarray, beta_sq: flo
     except StopIteration:
         pass
     return MEUResult(best_chunks, best, max(0.0, top - best), evaluated, len(tables))
+
+
+def span_search(lattice, what: str, beta_sq: float, memory_budget: float,
+                bound: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+                evaluate: Callable[[list], float], max_candidates: int, typed: bool,
+                seeds: Sequence[Sequence[str]] = ()) -> MEUResult:
+    """:func:`certified_meu` over every span of ``lattice``'s sentence.
+
+    ``bound(pm, s, e)``: the per-count credit bound of the spans [s, e) listed (untyped:
+    one row each; ``typed``: one row per type and span, type-major), given Pr(m) ``pm``;
+    ``evaluate``: the exact E[u] of a chunk list ((start, end), or (type index, start,
+    end) when ``typed``).  The MAP and conlleval MEU decisions, and the tag sequences
+    ``seeds``, are evaluated first.  β = 0 (precision; the empty decision scores 0/0 :=
+    1) returns the empty decision; BudgetError when the count tables (T + 1 of n·(n+1)²
+    floats) exceed ``memory_budget`` bytes, ``what`` naming the work."""
+    n, types = lattice.n, lattice.space.types
+    if beta_sq == 0:
+        return MEUResult([], 1.0, 0.0, 0, 0)
+    refuse_over_budget(f"{what} MEU of this {n}-token sentence",
+                       8.0 * (len(types) + 1) * n * (n + 1) ** 2, memory_budget)
+    pm = count_distribution(lattice)
+    s_i, e_i = np.nonzero(np.triu(np.ones((n, n + 1), bool), 1))
+    T = len(types) if typed else 1
+    sp = (TypedSpans if typed else SpanPairs)(np.repeat(np.arange(T), len(s_i)),
+                                              np.tile(s_i, T), np.tile(e_i, T), n)
+    decisions = [lattice.map().tags, lattice.meu(float(np.sqrt(beta_sq)), memory_budget).tags,
+                 *seeds]
+    first = dict.fromkeys(tuple((types.index(t), s, e) if typed else (s, e) for t, s, e in
+                                enc.tags_to_chunks(list(tags), lattice.scheme))
+                          for tags in decisions)
+    return certified_meu(sp, bound(pm, s_i, e_i)[sp.order], pm, beta_sq, evaluate,
+                         max_candidates, [list(c) for c in first])

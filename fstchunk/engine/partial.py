@@ -24,14 +24,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.errors import BudgetError, InputError
-from ..schemes import encodings as enc
 from ..schemes.matching import STATES, partial_close, partial_open
 from .chain import flush, scaled_layers
-from .counting import chunk_count_marginals, count_distribution, outside_run_marginals
+from .counting import chunk_count_marginals, outside_run_marginals
 from .expectation import from_count_table
-from .certified import certified_meu
-from .intervals import SpanPairs
-from .meu import DEFAULT_MEMORY_BUDGET, MEUResult, refuse_over_budget
+from .certified import span_search
+from .meu import DEFAULT_MEMORY_BUDGET, MEUResult
 
 
 def _layer_terms(q_src_states, closes, opens, inside, pred_random: bool,
@@ -193,21 +191,13 @@ def partial_meu(lattice, beta_sq: float, memory_budget: float = DEFAULT_MEMORY_B
     decision scores Pr(m = 0) (1 when β = 0: it is the answer then).  BudgetError when
     the count tables exceed ``memory_budget`` bytes.
     """
-    n, T = lattice.n, len(lattice.space.types)
-    if beta_sq == 0:       # F_0 = precision: the empty decision has F = 0/0 := 1
-        return MEUResult([], 1.0, 0.0, 0, 0)
-    refuse_over_budget(f"partial-match MEU of this {n}-token sentence",
-                       8.0 * (T + 1) * n * (n + 1) ** 2, memory_budget)
-    pm = count_distribution(lattice)
-    exact = chunk_count_marginals(lattice)                   # [type, s, e, m]
-    credit = 0.5 * (exact.sum(axis=0) + pm[None, None, :] - outside_run_marginals(lattice))
-    s_i, e_i = np.nonzero(np.triu(np.ones((n, n + 1), bool), 1))
-    sw = SpanPairs(np.zeros(len(s_i), int), s_i, e_i, n)
-    seeds = [[(s, e) for _, s, e in enc.tags_to_chunks(list(d.tags), lattice.scheme)]
-             for d in (lattice.map(), lattice.meu(float(np.sqrt(beta_sq)), memory_budget))]
-    r = certified_meu(sw, credit[s_i, e_i][sw.order], pm, beta_sq, lambda spans:
-                      expected_partial_f(lattice, [(0, s, e) for s, e in spans], beta_sq),
-                      max_candidates, seeds)
+    def bound(pm, s_i, e_i):
+        exact = chunk_count_marginals(lattice)               # [type, s, e, m]
+        out = exact.sum(axis=0) + pm[None, None, :] - outside_run_marginals(lattice)
+        return 0.5 * out[s_i, e_i]
+    r = span_search(lattice, "partial-match", beta_sq, memory_budget, bound, lambda spans:
+                    expected_partial_f(lattice, [(0, s, e) for s, e in spans], beta_sq),
+                    max_candidates, typed=False)
     return MEUResult([(0, s, e) for s, e in r.chunks], r.value, r.gap, r.anchors, r.nodes)
 
 

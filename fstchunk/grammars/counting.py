@@ -163,6 +163,25 @@ def pair_counter(types: tuple[str, ...], top: int, matches: Sequence[int], step:
     return f
 
 
+def reachable(types, step: Callable, on_new: Callable[[int], None] | None = None) -> list:
+    """The match states ``step`` reaches from 0 over every pair of IOBES tags of
+    ``types``, in the order found; ``on_new(count)`` is called as each is found (a
+    budget check may raise there)."""
+    pairs = [(p, t) for _, p, t in iobes_tags(normalize_types(types))]
+    states, seen, k = [0], {0}, 0
+    while k < len(states):
+        for a in pairs:
+            for b in pairs:
+                nxt = step(states[k], a, b)[1]
+                if nxt not in seen:
+                    seen.add(nxt)
+                    states.append(nxt)
+                    if on_new is not None:
+                        on_new(len(states))
+        k += 1
+    return states
+
+
 def credit_transducer(types, top: int, states: Sequence | None, step: Callable,
                       arc_type: str = "log64") -> pynini.Fst:
     """A credit counter C over IOBES pairs x:y (x the decision, y the reference), the
@@ -174,15 +193,7 @@ def credit_transducer(types, top: int, states: Sequence | None, step: Callable,
     types = normalize_types(types)
     one = pynini.Weight.one(fsa.weight_type(arc_type))
     if states is None:
-        pairs = [(p, t) for _, p, t in iobes_tags(types)]
-        states, k = [0], 0
-        while k < len(states):
-            for a in pairs:
-                for b in pairs:
-                    nxt = step(states[k], a, b)[1]
-                    if nxt not in states:
-                        states.append(nxt)
-            k += 1
+        states = reachable(types, step)
 
     def final(f, s, h, sink):
         f.add_arc(s, pynini.Arc(tp_marker(h), tp_marker(h), one, sink))

@@ -100,20 +100,11 @@ def type_states(types: tuple, bound: int) -> tuple:
     k = len(types)          # B-t:B-u for every t, u opens its own state, at each credit
     budget.check(what, budget.Estimate(k * k * (bound + 1), at_least=True),
                  "use a smaller bound (--max-length)")
-    step, pairs = _bounded_type_step(bound), [(p, t) for _, p, t in counting.iobes_tags(types)]
-    states, seen, k = [0], {0}, 0
-    while k < len(states):
-        for a in pairs:
-            for b in pairs:
-                nxt = step(states[k], a, b)[1]
-                if nxt not in seen:
-                    seen.add(nxt)
-                    states.append(nxt)
-                    budget.check(what, budget.Estimate(len(states) * (bound + 1),
-                                                       at_least=True),
-                                 "use a smaller bound (--max-length)")
-        k += 1
-    return tuple(states)
+
+    def on_new(count: int) -> None:
+        budget.check(what, budget.Estimate(count * (bound + 1), at_least=True),
+                     "use a smaller bound (--max-length)")
+    return tuple(counting.reachable(types, _bounded_type_step(bound), on_new))
 
 
 def type_estimate(bound: int, types) -> budget.Estimate:
