@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fstchunk import Lattice
-from fstchunk.core.errors import InputError
+from fstchunk.core.errors import BudgetError, InputError
 from fstchunk.decoding.type_match import expected_type_f, type_credit, type_meu
 from fstchunk.decoding.utilities import utility
 from fstchunk.engine.counting import outside_run_marginals
@@ -238,3 +238,18 @@ def test_grammar_info_and_the_budget():
                           "100000"], capture_output=True, text=True)
     assert out.returncode != 0 and "over the state budget of 100,000" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_a_layer_over_its_memory_is_refused(monkeypatch):
+    import fstchunk.engine.stepped as stepped
+    monkeypatch.setattr(stepped, "LAYER_BYTES", 10_000)
+    lat = lattice(2, "IOB2", 6)
+    with pytest.raises(BudgetError, match="6-token sentence needs .* MiB for one layer"):
+        utility("type").expected(lat, hypothesis=["B-A"] + ["I-A"] * 5)
+
+
+def test_composition_past_the_state_budget_is_refused_during_the_walk():
+    from fstchunk.grammars.budget import use_state_budget
+    lat = lattice(2, "IOB2", 6)
+    with use_state_budget(50), pytest.raises(BudgetError, match="over the state budget of 50"):
+        utility("type").expected(lat, hypothesis=["B-A"] + ["I-A"] * 5, method="fst")

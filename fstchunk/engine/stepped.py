@@ -19,7 +19,8 @@ on it (read on the next layer's arc, or the sentence's end), so the step for tok
 i is taken on the arcs into token i + 1.  States (step state q, tag, start bit,
 count) carry pairs ⟨p, p·h⟩ of the expectation semiring; only the step states
 reachable against the fixed side are visited, each layer rescaled.  O(n·Q·S²·n)
-time for Q reachable step states.  The composition of the specialised counter with
+time for Q reachable step states (BudgetError where one layer's tables would exceed
+:data:`LAYER_BYTES`).  The composition of the specialised counter with
 the lattice (:func:`fstchunk.grammars.counting.specialised_pair_acceptor`) is its
 machine-built twin (tested).
 """
@@ -87,6 +88,10 @@ def _parts(w, opens, closes, src, tix, types) -> list:
     return out
 
 
+#: one layer's tables (in and out) may take at most this many bytes
+LAYER_BYTES = 1 << 30
+
+
 def _forward(lattice, fixed_chunks, step: Step, fixed: str, tape: bool = False):
     """The recursion (module doc): the last layer's (states, P, E) before the
     sentence's end, the end's pieces, and with ``tape`` every layer's tables."""
@@ -107,6 +112,12 @@ def _forward(lattice, fixed_chunks, step: Step, fixed: str, tape: bool = False):
         parts = _parts(w, opens, closes, src, tix, types)
         moves = [[run(q, i - 1, v) for q in qs] for v, _, _, _ in parts]
         ids = {q2: j for j, q2 in enumerate(dict.fromkeys(q2 for m in moves for _, q2 in m))}
+        need = 8.0 * 2 * (len(qs) * P.shape[1] + len(ids) * 2 * S2) * C
+        if need > LAYER_BYTES:
+            raise BudgetError(f"the credit count of this {n}-token sentence needs "
+                              f"{need / 2**20:.0f} MiB for one layer's tables ({len(ids)} "
+                              f"counter states at token {i}), over {LAYER_BYTES / 2**20:.0f} "
+                              f"MiB", estimate=need, budget=LAYER_BYTES)
         P2, E2 = np.zeros((len(ids), 2 * S2, C)), np.zeros((len(ids), 2 * S2, C))
         steps = []
         for (_, s2, MT, mask), m in zip(parts, moves):

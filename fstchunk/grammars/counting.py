@@ -316,7 +316,8 @@ def specialised_pair_acceptor(fixed_chunks: Sequence[enc.Chunk], n: int, types=N
     :func:`tp_step` (the partial-credit counter of :mod:`.partial`, or T with a
     weight per type), whose count reaches at most ``credit_bound`` (default n); a
     match state other than 0 at the end is not final.  ``weights``: M counts each
-    chunk's type weight (:func:`chunk_counter_acceptor`).
+    chunk's type weight (:func:`chunk_counter_acceptor`).  BudgetError as soon as the
+    walk passes the state budget.
     """
     types = normalize_types(types)
     if n < 1:
@@ -340,6 +341,7 @@ def specialised_pair_acceptor(fixed_chunks: Sequence[enc.Chunk], n: int, types=N
     t.set_final(sink)
     agenda = [(0, 0, 0)]
     seen = {(0, 0, 0)}
+    limit = budget.state_budget()
     while agenda:
         i, ct, m = agenda.pop()
         s = st[(i, ct, m)]
@@ -354,6 +356,10 @@ def specialised_pair_acceptor(fixed_chunks: Sequence[enc.Chunk], n: int, types=N
             if key not in seen:
                 seen.add(key)
                 agenda.append(key)
+                if len(seen) > limit:            # a counter with many states: refuse
+                    budget.check(f"the counter specialised to a fixed {n}-token sequence",
+                                 budget.Estimate(len(seen), at_least=True),
+                                 "score it with method='fast'")
     for b in range(bound + 1):
         t.add_arc(tail, pynini.Arc(m_marker(b), m_marker(b), one, sink))
     # one-tape M preceded by any <tp=·>
