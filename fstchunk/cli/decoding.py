@@ -120,11 +120,13 @@ def add_parser(sub) -> None:
                    help="what --decoder meu maximises the expectation of: conlleval's F_β "
                         "(a chunk is correct with its boundaries and type), exact (the "
                         "exact-boundary F_β: boundaries alone, any type: eval --mode exact), "
-                        "partial (eval --mode partial: half credit for an overlap; its "
-                        "certificate is a bound), type:T (the F_β of the chunks of type T "
-                        "alone), weighted:T=w,... (a chunk of type T counts w times) or macro "
-                        "(the mean over the model's types of type:T; its certificate is a "
-                        "bound)")
+                        "partial (eval --mode partial: half credit for an overlap), type "
+                        "(eval --mode type: a chunk of the gold's type overlapping it is "
+                        "enough), type:T (the F_β of the chunks of type T alone), "
+                        "weighted:T=w,... (a chunk of type T counts w times), near (half a "
+                        "point for a chunk one boundary off) or macro (the mean over the "
+                        "model's types of type:T); the certificate of partial, type, near "
+                        "and macro is a bound")
     p.add_argument("--output-scheme", default=None,
                    help="scheme of the predicted column (none: the scheme of the model's "
                         "training data, its --data-scheme; IOB2 for models that do not "

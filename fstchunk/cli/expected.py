@@ -68,8 +68,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--beta", type=beta_option, default=1.0, help=BETA_HELP)
     p.add_argument("--utility", type=utility_option, default="conlleval", metavar="NAME",
                    help="the utility whose expectation each row gives: conlleval (E[tp], "
-                        "the chunk counts, E[P], E[R], E[F_β]) or exact, partial, macro, "
-                        "type:T, weighted:T=w,... (E[u] alone; decode --utility's names)")
+                        "the chunk counts, E[P], E[R], E[F_β]) or exact, partial, type, macro, "
+                        "type:T, weighted:T=w,..., near (E[u] alone; decode --utility's names)")
     p.add_argument("--method", choices=("fast", "fst"), default="fast",
                    help="the fast engine or composition with the machines")
     add_state_budget(p, "with --method fst: ")

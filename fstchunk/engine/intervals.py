@@ -145,13 +145,13 @@ def best_span_set(sp: SpanPairs, w: np.ndarray) -> list[tuple[int, int, int]]:
 
 def ranked_sets(sp: SpanPairs, tables: dict, floor: float = -np.inf):
     """Span sets in decreasing order of their weight: for each key ``k`` of ``tables``,
-    (wpair, D, j) — the k-th weights, :func:`counted_dp`'s table for them, and the
-    number of spans j — the sets of exactly j spans; yields (weight, k, [:meth:`span
-    <SpanPairs.span>` of each, in order]) across all keys by one best-first search.  D is the exact best completion of
-    a partial set (the j' spans still to place inside [0, i)), so the search is A*
-    with an exact heuristic: sets come out in order, each once (a set is built from
-    its last span back).  Sets of weight ≤ ``floor`` are never pushed; the caller
-    may raise the floor as it goes (send it the new floor)."""
+    (wpair, D, j) — the k-th weights, :func:`counted_dp`'s table for them, and the number of
+    spans j — the sets of exactly j spans; yields (weight, k, [:meth:`span
+    <SpanPairs.span>` of each, in order]) across all keys by one best-first search. D is
+    the exact best completion of a partial set (the j' spans still to place inside [0,
+    i)), so the search is A* with an exact heuristic: sets come out in order, each once
+    (a set is built from its last span back). Sets of weight ≤ ``floor`` are never
+    pushed; the caller may raise the floor as it goes (send it the new floor)."""
     heap, tick = [], itertools.count()
     for k, (wpair, D, j) in tables.items():
         if np.isfinite(D[j, sp.n]) and D[j, sp.n] > floor:

@@ -186,10 +186,11 @@ def partial_meu(lattice, beta_sq: float, memory_budget: float = DEFAULT_MEMORY_B
 
     a sum over chunks (any span; o_p and e_p from :func:`.counting.outside_run_marginals`
     and :func:`.counting.chunk_count_marginals`), searched by
-    :func:`.certified.certified_meu` with :func:`partial_count_table` as the exact
-    value, after the MAP and conlleval MEU decisions (never less than either): ``gap`` 0.0 when the search ends before ``max_candidates``.  The empty
-    decision scores Pr(m = 0) (1 when β = 0: it is the answer then).  BudgetError when
-    the count tables exceed ``memory_budget`` bytes.
+    :func:`.certified.span_search` with :func:`partial_count_table` as the exact
+    value, after the MAP and conlleval MEU decisions (never less than either): ``gap``
+    0.0 when the search ends before ``max_candidates``. The empty decision scores Pr(m =
+    0) (1 when β = 0: it is the answer then). BudgetError when the count tables exceed
+    ``memory_budget`` bytes.
     """
     def bound(pm, s_i, e_i):
         exact = chunk_count_marginals(lattice)               # [type, s, e, m]
