@@ -48,26 +48,41 @@ def _iobes_codes(inside, types_of, started, ends) -> list:
 
 
 class _Stepper:
-    """The step against the fixed side, memoised: (q, token i, random pair) -> (h, q')."""
+    """The step against the fixed side, its states numbered (0 is state 0) and its
+    moves memoised by (state number, fixed pair)."""
 
     def __init__(self, step: Step, fixed_chunks, n: int, fixed: str):
         if fixed not in ("hypothesis", "reference"):
             raise InputError(f"fixed must be 'hypothesis' or 'reference', got {fixed!r}")
         self.step, self.tape = step, fixed_iobes(sorted(fixed_chunks, key=lambda c: c[1]), n)
-        self.pred_random, self.memo = fixed == "reference", {}
+        self.pred_random = fixed == "reference"
+        self.states, self.number, self.rows = [0], {0: 0}, {}
 
-    def __call__(self, q, i: int, v: tuple) -> tuple[int, object]:
+    def moves(self, qs, i: int, values: list) -> tuple[np.ndarray, np.ndarray]:
+        """(credits, next state numbers), each (len(values), len(qs)): the step from
+        each state number of ``qs`` at token i on each random pair of ``values``."""
         f = self.tape[i]
-        key = (q, f, v)
-        if key not in self.memo:
-            self.memo[key] = self.step(q, v, f) if self.pred_random else self.step(q, f, v)
-        return self.memo[key]
+        h, nxt = np.zeros((len(values), len(qs))), np.zeros((len(values), len(qs)), int)
+        for j, q in enumerate(qs):
+            row = self.rows.setdefault((q, f), {})
+            for k, v in enumerate(values):
+                got = row.get(v)
+                if got is None:
+                    s = self.states[q]
+                    inc, s2 = self.step(s, v, f) if self.pred_random else self.step(s, f, v)
+                    if s2 not in self.number:
+                        self.number[s2] = len(self.states)
+                        self.states.append(s2)
+                    got = row[v] = (inc, self.number[s2])
+                h[k, j], nxt[k, j] = got
+        return h, nxt
 
 
 def _parts(w, opens, closes, src, tix, types) -> list:
     """One layer's arcs split by the random token's IOBES value v (read on the arc
-    from its tag into the next) and the next token's start bit s2: [(v, s2, Mᵀ)],
-    M the (start bit, tag) x tag weights of those arcs."""
+    from its tag into the next) and the next token's start bit s2: [(v, s2, Mᵀ, rows,
+    cols, mask)], M the weights of those arcs between the (start bit, tag) ``rows``
+    and the tag ``cols`` they join (a few of each: the recursion skips the rest)."""
     S, S2 = w.shape
     st2 = np.concatenate([opens, opens]).astype(int)
     tname = np.array([types[t] if t >= 0 else "" for t in tix[src]], dtype=object)
@@ -84,7 +99,9 @@ def _parts(w, opens, closes, src, tix, types) -> list:
         for s2 in (0, 1):
             mask = (code == v) & (st2 == s2)
             if mask.any():
-                out.append((values[v], s2, (W * mask).T, mask))
+                rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
+                sub = mask[np.ix_(rows, cols)]
+                out.append((values[v], s2, (W[np.ix_(rows, cols)] * sub).T, rows, cols, sub))
     return out
 
 
@@ -110,8 +127,10 @@ def _forward(lattice, fixed_chunks, step: Step, fixed: str, tape: bool = False):
             layers.append((w, st0))
             continue
         parts = _parts(w, opens, closes, src, tix, types)
-        moves = [[run(q, i - 1, v) for q in qs] for v, _, _, _ in parts]
-        ids = {q2: j for j, q2 in enumerate(dict.fromkeys(q2 for m in moves for _, q2 in m))}
+        hs, nxt = run.moves(qs, i - 1, [part[0] for part in parts])
+        new, where = np.unique(nxt, return_inverse=True)
+        where = where.reshape(nxt.shape)
+        ids = range(len(new))
         need = 8.0 * 2 * (len(qs) * P.shape[1] + len(ids) * 2 * S2) * C
         if need > LAYER_BYTES:
             raise BudgetError(f"the credit count of this {n}-token sentence needs "
@@ -120,22 +139,21 @@ def _forward(lattice, fixed_chunks, step: Step, fixed: str, tape: bool = False):
                               f"MiB", estimate=need, budget=LAYER_BYTES)
         P2, E2 = np.zeros((len(ids), 2 * S2, C)), np.zeros((len(ids), 2 * S2, C))
         steps = []
-        for (_, s2, MT, mask), m in zip(parts, moves):
-            h = np.array([x for x, _ in m], dtype=float)[:, None, None]
-            dst_ids = np.array([ids[q2] for _, q2 in m])
-            gather = sparse.csr_matrix((np.ones(len(dst_ids)), (dst_ids, np.arange(len(m)))),
-                                       shape=(len(ids), len(m)))
-            lo = s2 * S2
-            for A, B in ((P2, P), (E2, E + h * P)):
-                A[:, lo:lo + S2, s2:] += (gather @ (MT @ B[:, :, :C - s2]).reshape(
-                    len(m), -1)).reshape(len(ids), S2, C - s2)
-            steps.append((s2, MT, mask, h, dst_ids))
+        for (_, s2, MT, rows, cols, mask), hk, dst_ids in zip(parts, hs, where):
+            h = hk[:, None, None]
+            gather = sparse.csr_matrix((np.ones(len(qs)), (dst_ids, np.arange(len(qs)))),
+                                       shape=(len(ids), len(qs)))
+            to = s2 * S2 + cols
+            for A, B in ((P2, P[:, rows]), (E2, E[:, rows] + h * P[:, rows])):
+                A[:, to, s2:] += (gather @ (MT @ B[:, :, :C - s2]).reshape(
+                    len(qs), -1)).reshape(len(ids), len(cols), C - s2)
+            steps.append((s2, MT, rows, cols, mask, h, dst_ids))
         scale = float(P2.sum())
         if not scale > 0:
             raise InputError("the lattice gives no weight to any valid sequence")
         if tape:
             layers.append((P, E, w, steps, scale))
-        qs, P, E = list(ids), flush(P2 / scale), flush(E2 / scale)
+        qs, P, E = list(new), flush(P2 / scale), flush(E2 / scale)
     # the last token: its chunk, if any, ends with the sentence
     fin = np.exp(lattice.chain.final - np.max(lattice.chain.final))
     last = lattice.chain.labels[-1]
@@ -144,10 +162,8 @@ def _forward(lattice, fixed_chunks, step: Step, fixed: str, tape: bool = False):
     inside = np.broadcast_to(tix[last] >= 0, (2, S))
     codes = _iobes_codes(inside, np.broadcast_to(tname, (2, S)),
                          np.broadcast_to(np.arange(2)[:, None], (2, S)), inside)
-    ends = [[run(q, n - 1, v) for v in codes] for q in qs]
-    h_end = np.array([[h for h, _ in row] for row in ends], dtype=float)    # (Q, 2S)
-    ok = np.array([[q2 == 0 for _, q2 in row] for row in ends])
-    return P, E, np.concatenate([fin, fin]), h_end, ok, layers
+    h_end, nxt = run.moves(qs, n - 1, codes)                           # (2S, Q)
+    return P, E, np.concatenate([fin, fin]), h_end.T, (nxt == 0).T, layers
 
 
 def _close(P, E, fin2, h_end, ok):
@@ -212,15 +228,16 @@ def step_count_table_grad(lattice, fixed_chunks, step: Step, Zbar, Hbar,
         Pb, Eb = np.zeros_like(P), np.zeros_like(E)
         S2 = w.shape[1]
         dW = np.zeros((2 * w.shape[0], S2))
-        for s2, MT, mask, h, dst in steps:
-            lo = s2 * S2
-            yp, ye = Yp[dst, lo:lo + S2, s2:], Ye[dst, lo:lo + S2, s2:]     # (Q, S2, C')
+        for s2, MT, rows, cols, mask, h, dst in steps:
+            to = s2 * S2 + cols
+            yp, ye = Yp[dst][:, to, s2:], Ye[dst][:, to, s2:]     # (Q, cols, C')
             up = yp + h * ye
-            Pb[:, :, :C - s2] += MT.T @ up
-            Eb[:, :, :C - s2] += MT.T @ ye
-            xp = P[:, :, :C - s2]
-            xe = (E + h * P)[:, :, :C - s2]
-            dW += mask * (np.einsum("qbc,qsc->sb", yp, xp) + np.einsum("qbc,qsc->sb", ye, xe))
+            Pb[:, rows, :C - s2] += MT.T @ up
+            Eb[:, rows, :C - s2] += MT.T @ ye
+            xp = P[:, rows, :C - s2]
+            xe = (E[:, rows] + h * P[:, rows])[:, :, :C - s2]
+            dW[np.ix_(rows, cols)] += mask * (np.einsum("qbc,qsc->sb", yp, xp) +
+                                              np.einsum("qbc,qsc->sb", ye, xe))
         grads[j] = (dW[:w.shape[0]] + dW[w.shape[0]:]) * w
     w, st0 = layers[0]
     S0 = w.shape[1]
