@@ -253,3 +253,35 @@ def test_composition_past_the_state_budget_is_refused_during_the_walk():
     lat = lattice(2, "IOB2", 6)
     with use_state_budget(50), pytest.raises(BudgetError, match="over the state budget of 50"):
         utility("type").expected(lat, hypothesis=["B-A"] + ["I-A"] * 5, method="fst")
+
+
+@pytest.mark.parametrize("scheme", ["IOB2", "IOBES", "IOB1"])
+def test_the_reverse_mode_is_the_partial_gradient_twin_and_finite_differences(scheme):
+    from fstchunk.engine.partial import partial_count_table_grad
+    from fstchunk.engine.stepped import step_count_table_grad
+    rng = np.random.default_rng(0)
+    tags = enc.scheme_tags(scheme, TYPES)
+    sc = random_scores(rng, len(tags), 5, scale=1.5)
+    lat = Lattice.from_scores(tags, *sc, scheme=scheme)
+    fc = enc.tags_to_chunks(list(lat.sample(1, seed=3)[0]), scheme)
+    Zbar, Hbar = rng.normal(size=6), rng.normal(size=6)
+    for fixed in ("reference", "hypothesis"):
+        g1, f1, _ = step_count_table_grad(lat, fc, partial_step, Zbar, Hbar / 2, fixed)
+        g2, f2, _ = partial_count_table_grad(lat, fc, Zbar, Hbar, fixed)
+        for a, b in zip(g1, g2):
+            np.testing.assert_allclose(a, b, atol=1e-12)
+        np.testing.assert_allclose(f1, f2, atol=1e-12)
+    em, tr, st_, en = sc
+
+    def f(e):
+        Z, H = step_count_table(Lattice.from_scores(tags, e, tr, st_, en, scheme=scheme), fc,
+                                type_step, "reference")
+        return Zbar @ Z + Hbar @ H
+    g, _, _ = step_count_table_grad(lat, fc, type_step, Zbar, Hbar, "reference")
+    got = np.array([gi.sum(axis=0) for gi in g])          # d/d emission row i
+    eps, num = 1e-6, np.zeros_like(em)
+    for i, j in itertools.product(range(em.shape[0]), range(em.shape[1])):
+        d = np.zeros_like(em)
+        d[i, j] = eps
+        num[i, j] = (f(em + d) - f(em - d)) / (2 * eps)
+    np.testing.assert_allclose(got, num, atol=1e-7)
