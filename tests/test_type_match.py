@@ -285,3 +285,24 @@ def test_the_reverse_mode_is_the_partial_gradient_twin_and_finite_differences(sc
         d[i, j] = eps
         num[i, j] = (f(em + d) - f(em - d)) / (2 * eps)
     np.testing.assert_allclose(got, num, atol=1e-7)
+
+
+def test_meu_at_beta_zero_without_an_o_tag_is_refused_by_every_utility():
+    """F_0's MEU decision is empty; a tag set without O cannot write it: one InputError
+    from every MEU path, never O tags the model does not have."""
+    import fstchunk
+    tags = [t for t in enc.scheme_tags("IOB2", TYPES) if t != "O"]
+    lat = Lattice.from_scores(tags, np.random.default_rng(0).normal(size=(3, len(tags))),
+                              np.zeros((len(tags),) * 2))
+    calls = [lambda: lat.meu(0.0), lambda: decoder_tags(lat)] + [
+        (lambda u: lambda: fstchunk.utility(u).decode(lat, beta=0.0))(u)
+        for u in ("exact", "macro", "type:A", "weighted:A=2", "partial", "type", "near")]
+    for call in calls:
+        with pytest.raises(InputError, match="β = 0 .* no O to write"):
+            call()
+    assert all(t in tags for t in fstchunk.utility("type").decode(lat, beta=1.0).tags)
+
+
+def decoder_tags(lat):
+    import fstchunk
+    return fstchunk.decoder("meu", beta=0.0).tags([lat])

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..core.errors import InputError
 from ..core.fbeta import to_beta_sq
+from ..engine.meu import refuse_unwritable_empty
 from ..engine import inference
 from ..engine.expectation import ExpectedF, from_count_table
 from ..grammars.conversion import type_eraser
@@ -86,6 +87,7 @@ def decode_meu_exact(lattice: Lattice, beta: float = 1.0) -> Decoding:
     """The exact MEU decision for the exact-boundary F_β (module doc), in the lattice's
     scheme; its ``score`` is the decision's expected exact-boundary F_β and ``gap`` the
     certificate of the untyped decision."""
+    refuse_unwritable_empty(lattice.space, to_beta_sq(beta))
     plain = untyped_lattice(lattice).meu(beta)
     spans = [(s, e) for _, s, e in enc.tags_to_chunks(list(plain.tags), "IOBES")]
     cm = lattice.chunk_marginals()                       # [type, s, e]

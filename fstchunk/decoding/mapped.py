@@ -17,6 +17,7 @@ from typing import Mapping, Sequence
 
 from ..core.errors import InputError
 from ..core.fbeta import to_beta_sq
+from ..engine.meu import refuse_unwritable_empty
 from ..grammars.conversion import mapped_types, type_map
 from ..schemes import encodings as enc
 from ..structures.decision import Decoding
@@ -119,6 +120,7 @@ class Utility:
         written back with the most probable of the types U maps to its type (any of
         them earns the same utility), in the lattice's scheme; ``score`` E[u], ``gap``
         the certificate."""
+        refuse_unwritable_empty(lattice.space, to_beta_sq(beta))
         pushed = self.pushed(lattice)
         best = pushed.meu(beta, memory_budget)
         m = self._map(lattice.space.types)

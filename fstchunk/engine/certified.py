@@ -27,7 +27,7 @@ import numpy as np
 from ..schemes import encodings as enc
 from .counting import count_distribution
 from .intervals import SpanPairs, TypedSpans, counted_dp, ranked_sets
-from .meu import MEUResult, global_bound, refuse_over_budget
+from .meu import MEUResult, global_bound, refuse_over_budget, refuse_unwritable_empty
 
 
 def certified_meu(sp: SpanPairs, feats: np.ndarray, pm: np.ndarray, beta_sq: float,
@@ -84,6 +84,7 @@ def span_search(lattice, what: str, beta_sq: float, memory_budget: float,
     floats) exceed ``memory_budget`` bytes, ``what`` naming the work."""
     n, types = lattice.n, lattice.space.types
     if beta_sq == 0:
+        refuse_unwritable_empty(lattice.space, beta_sq)
         return MEUResult([], 1.0, 0.0, 0, 0)
     refuse_over_budget(f"{what} MEU of this {n}-token sentence",
                        8.0 * (len(types) + 1) * n * (n + 1) ** 2, memory_budget)

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.errors import BudgetError
+from ..core.errors import BudgetError, InputError
 from ..schemes.encodings import tags_to_chunks
 from .chain import viterbi
 from .counting import chunk_count_marginals, count_distribution
@@ -92,6 +92,15 @@ def global_bound(pm: np.ndarray, beta_sq: float, ms: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         terms = np.where(k > 0, pm[ms][None, :] * np.minimum(k, m) / (k + beta_sq * m), 0.0)
     return (beta_sq + 1) * terms.sum(axis=1)
+
+
+def refuse_unwritable_empty(space, beta_sq: float) -> None:
+    """At β = 0 (F_0 = precision) every MEU decision is the empty one (0/0 := 1); one
+    InputError where the tag space cannot write it (no ``O``), instead of tags the
+    model does not have."""
+    if beta_sq == 0 and "O" not in space.tags:
+        raise InputError("MEU at β = 0 (precision) decides no chunk at all, and this tag "
+                         "set has no O to write that with; give β > 0")
 
 
 def refuse_over_budget(what: str, need: float, budget: float) -> None:
@@ -238,6 +247,7 @@ def exact_meu(lattice, beta_sq: float, map_chunks: list | None = None,
         map_chunks = [(types.index(t), s, e) for t, s, e in tags_to_chunks(tags, lattice.scheme)]
     map_chunks = [tuple(int(v) for v in c) for c in map_chunks]
     if beta_sq == 0:       # F_0 = precision: the empty hypothesis has F = 0/0 := 1
+        refuse_unwritable_empty(lattice.space, beta_sq)
         return MEUResult([], 1.0, 0.0, 0, 0)
     if n <= EXACT_MAX_N:
         pm, basis = _count_basis(lattice, beta_sq, budget)

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..core.errors import InputError
 from .chain import flush, scaled_layers
-from .meu import DEFAULT_MEMORY_BUDGET, MEUResult, refuse_over_budget
+from .meu import DEFAULT_MEMORY_BUDGET, MEUResult, refuse_over_budget, refuse_unwritable_empty
 
 
 def weight_array(weights: dict[str, int], types, what: str) -> np.ndarray:
@@ -178,6 +178,7 @@ def weighted_meu(lattice, weights: np.ndarray, beta_sq: float,
     table would exceed ``memory_budget`` bytes."""
     n, T = lattice.n, len(lattice.space.types)
     if beta_sq == 0:       # F_0 = precision: the empty decision has F = 0/0 := 1
+        refuse_unwritable_empty(lattice.space, beta_sq)
         return MEUResult([], 1.0, 0.0, 0, 0)
     C = int(weights.max()) * n + 1
     refuse_over_budget(f"weighted-F MEU of this {n}-token sentence", 8.0 * T * n * (n + 1) * C,

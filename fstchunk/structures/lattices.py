@@ -27,7 +27,7 @@ import numpy as np
 
 from ..core.errors import FstchunkError, InputError
 from ..engine import inference, meu_batch
-from ..engine.meu import MEUResult, exact_meu, map_certified
+from ..engine.meu import MEUResult, exact_meu, map_certified, refuse_unwritable_empty
 from ..engine.meu_batch import table_bytes
 from ..engine.ragged import RaggedBatch, ragged_batches
 from ..schemes import encodings as enc
@@ -160,6 +160,7 @@ def meu_decisions(batch: RaggedBatch, w: float, value: bool = True,
     chunks = [[(types.index(t), s, e) for t, s, e in enc.tags_to_chunks(tags, sp.scheme)]
               for tags in tag_lists(paths, batch)]
     if w == 0:                       # F_0 = precision: the empty set, F = 0/0 := 1
+        refuse_unwritable_empty(sp, w)
         return [Decoding(enc.chunks_to_tags([], int(n), sp.scheme), 1.0, 0.0) for n in lens]
     # p* = exp(best − log Z) ≤ 1; at score scales near 1e150 the two round apart by more
     # than exp's range, so the exponent is capped at its true bound 0
