@@ -24,7 +24,7 @@ from fstchunk.evaluation.modes import match
 from fstchunk.grammars.counting import fixed_iobes, tp_step
 from fstchunk.schemes import encodings as enc
 from fstchunk.schemes.matching import partial_step
-from fstchunk.schemes.type_match import type_step
+from fstchunk.schemes.type_match import prediction_fixed_canon, type_step
 from oracles import all_chunkings, match_utility_refusals, peaked_lattice, random_scores
 
 TYPES = ("A", "B")
@@ -38,11 +38,14 @@ def lattice(seed, scheme, n, scale=1.0, types=TYPES):
                                scheme=scheme)
 
 
-def walk(x, y, n):
-    """(COR, final state) of the step walked over the pair."""
+def walk(x, y, n, canon=False):
+    """(COR, final state) of the step walked over the pair; with ``canon`` each
+    state merged by the prediction-fixed canonical map."""
     q, cor = 0, 0
-    for a, b in zip(fixed_iobes(x, n), fixed_iobes(y, n)):
+    merge = prediction_fixed_canon(fixed_iobes(x, n)) if canon else None
+    for i, (a, b) in enumerate(zip(fixed_iobes(x, n), fixed_iobes(y, n))):
         inc, q = type_step(q, a, b)
+        q = merge(q, i) if canon else q
         cor += inc
     return cor, q
 
@@ -59,14 +62,15 @@ def test_the_step_counts_nervaluate_type_matches_on_every_pair_of_short_chunking
         for x, y in itertools.product(every, every[::1 if n < 5 else 5]):
             x, y = sorted(x, key=lambda c: c[1]), sorted(y, key=lambda c: c[1])
             assert walk(x, y, n) == (match(y, x, "type").correct, 0), (x, y)
+            assert walk(x, y, n, canon=True) == walk(x, y, n), (x, y)
 
 
 @st.composite
-def chunking(draw, n, types=("A", "B", "C")):
+def chunking(draw, n, types=("A", "B", "C"), longest=7):
     out, i = [], 0
     while i < n:
         if draw(st.booleans()):
-            k = draw(st.integers(1, min(7, n - i)))
+            k = draw(st.integers(1, min(longest, n - i)))
             out.append((draw(st.sampled_from(types)), i, i + k))
             i += k
         else:
@@ -82,6 +86,28 @@ def test_the_step_counts_nervaluate_type_matches_on_random_chunkings(case):
     assert type_credit(x, y, n) == match(y, x, "type").correct
     tags = [enc.chunks_to_tags(c, n, "IOB2") for c in (x, y)]
     assert utility("type")(*tags, "IOB2", beta=0.5) == pytest.approx(type_f(x, y, 0.25))
+
+
+@given(st.integers(1, 30).flatmap(lambda n: st.tuples(
+    st.just(n), chunking(n, ("A", "B"), longest=30), chunking(n, ("A", "B")))))
+@settings(max_examples=400, deadline=None)
+def test_merged_states_count_as_the_step_does_under_long_predictions(case):
+    """The canonical map merges only states every gold continuation scores alike:
+    the merged walk's COR is nervaluate's, on long predicted chunks over many gold
+    chunks (where the map clamps σ* and drops lengths)."""
+    n, x, y = case
+    assert walk(x, y, n, canon=True) == (match(y, x, "type").correct, 0)
+
+
+@pytest.mark.parametrize("scheme", ["IOB2", "IOBES", "IOE1"])
+def test_the_merged_recursion_equals_the_unmerged_one_on_long_chunks(scheme):
+    lat = lattice(3, scheme, 12, 2.0)
+    for fc in ([("A", 2, 12)], [("A", 0, 9)], [("B", 0, 1), ("A", 1, 8), ("A", 9, 11)],
+               [("A", 0, 5), ("B", 5, 12)]):
+        Z0, H0 = step_count_table(lat, fc, type_step, "hypothesis")
+        Z, H = step_count_table(lat, fc, type_step, "hypothesis", canon=prediction_fixed_canon)
+        np.testing.assert_allclose(Z, Z0, atol=1e-13)
+        np.testing.assert_allclose(H, H0, atol=1e-13)
 
 
 @pytest.mark.parametrize("scheme,n,scale", SCHEMES)

@@ -40,7 +40,7 @@ from ..grammars import budget
 from ..grammars.counting import specialised_pair_acceptor
 from ..schemes.matching import walk
 from ..schemes import encodings as enc
-from ..schemes.type_match import type_step
+from ..schemes.type_match import prediction_fixed_canon, type_step
 from ..structures.decision import Decoding
 from .expected import joint_by_composition
 from .partial_match import MatchUtility
@@ -66,7 +66,8 @@ def expected_type_f(lattice, chunks, beta_sq: float, fixed: str = "hypothesis",
                     method: str = "fast") -> float:
     """E[F_β] of the type-match credit of a fixed chunk list (module doc)."""
     if method == "fast":
-        Z, H = step_count_table(lattice, chunks, type_step, fixed)
+        Z, H = step_count_table(lattice, chunks, type_step, fixed, canon=(
+            prediction_fixed_canon if fixed == "hypothesis" else None))
     elif method == "fst":
         step = type_step if fixed == "hypothesis" else _gold_fixed
         acc = specialised_pair_acceptor(chunks, lattice.n, lattice.space.types,

@@ -51,11 +51,12 @@ class _Stepper:
     """The step against the fixed side, its states numbered (0 is state 0) and its
     moves memoised by (state number, fixed pair)."""
 
-    def __init__(self, step: Step, fixed_chunks, n: int, fixed: str):
+    def __init__(self, step: Step, fixed_chunks, n: int, fixed: str, canon=None):
         if fixed not in ("hypothesis", "reference"):
             raise InputError(f"fixed must be 'hypothesis' or 'reference', got {fixed!r}")
         self.step, self.tape = step, fixed_iobes(sorted(fixed_chunks, key=lambda c: c[1]), n)
         self.pred_random = fixed == "reference"
+        self.canon = None if canon is None else canon(self.tape)
         self.states, self.number, self.rows = [0], {0: 0}, {}
 
     def moves(self, qs, i: int, values: list) -> tuple[np.ndarray, np.ndarray]:
@@ -70,6 +71,8 @@ class _Stepper:
                 if got is None:
                     s = self.states[q]
                     inc, s2 = self.step(s, v, f) if self.pred_random else self.step(s, f, v)
+                    if self.canon is not None:
+                        s2 = self.canon(s2, i)
                     if s2 not in self.number:
                         self.number[s2] = len(self.states)
                         self.states.append(s2)
@@ -109,11 +112,12 @@ def _parts(w, opens, closes, src, tix, types) -> list:
 LAYER_BYTES = 1 << 30
 
 
-def _forward(lattice, fixed_chunks, step: Step, fixed: str, tape: bool = False):
+def _forward(lattice, fixed_chunks, step: Step, fixed: str, tape: bool = False,
+             canon=None):
     """The recursion (module doc): the last layer's (states, P, E) before the
     sentence's end, the end's pieces, and with ``tape`` every layer's tables."""
     n, C = lattice.n, lattice.n + 1
-    run = _Stepper(step, fixed_chunks, n, fixed)
+    run = _Stepper(step, fixed_chunks, n, fixed, canon)
     space = lattice.space
     tix, types = space.type_index, space.types
     layers = []
@@ -141,7 +145,7 @@ def _forward(lattice, fixed_chunks, step: Step, fixed: str, tape: bool = False):
         steps = []
         for (_, s2, MT, rows, cols, mask), hk, dst_ids in zip(parts, hs, where):
             h = hk[:, None, None]
-            gather = sparse.csr_matrix((np.ones(len(qs)), (dst_ids, np.arange(len(qs)))),
+            gather = sparse.csc_matrix((np.ones(len(qs)), dst_ids, np.arange(len(qs) + 1)),
                                        shape=(len(ids), len(qs)))
             to = s2 * S2 + cols
             for A, B in ((P2, P[:, rows]), (E2, E[:, rows] + h * P[:, rows])):
@@ -183,13 +187,16 @@ def _close(P, E, fin2, h_end, ok):
     return Z / total, H / total, total
 
 
-def step_count_table(lattice, fixed_chunks, step: Step, fixed: str = "hypothesis"
-                     ) -> tuple[np.ndarray, np.ndarray]:
+def step_count_table(lattice, fixed_chunks, step: Step, fixed: str = "hypothesis",
+                     canon=None) -> tuple[np.ndarray, np.ndarray]:
     """(Z, H) of the counter ``step`` (module doc): Z[c] = Pr(m = c), H[c] = E[h ·
     1{m = c}] in the step's credits.  ``fixed``: ``"hypothesis"`` (``fixed_chunks``
-    are the prediction, the gold random) or ``"reference"``.  InputError where the
-    step does not end in state 0 on some pair (it is not a counter)."""
-    P, E, fin2, h_end, ok, _ = _forward(lattice, fixed_chunks, step, fixed)
+    are the prediction, the gold random) or ``"reference"``.  ``canon``, given the
+    fixed side's IOBES tape, returns a map (state, token) -> state that merges
+    states no later step tells apart (fewer states, the same numbers; as
+    :func:`fstchunk.schemes.type_match.prediction_fixed_canon`).  InputError where
+    the step does not end in state 0 on some pair (it is not a counter)."""
+    P, E, fin2, h_end, ok, _ = _forward(lattice, fixed_chunks, step, fixed, canon=canon)
     Z, H, _ = _close(P, E, fin2, h_end, ok)
     return Z, H
 

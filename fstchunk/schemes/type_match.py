@@ -21,11 +21,19 @@ another type exists, σ of the open gold chunk), whose counters are bounded by t
 sentence's length: finite for sentences of bounded length, and small with one side
 fixed (:mod:`fstchunk.engine.stepped`).
 
+With the prediction fixed, :func:`prediction_fixed_canon` merges states no later
+step tells apart: σ* only meets σ(g_r) at p's end and the budget r only the tokens
+left after it, so σ* is clamped to a window of about min(tokens left in p, tokens
+after p) values, and the states of a long predicted chunk grow as its length, not its
+square.
+
 Pitfall: any shared token counts as overlap; nervaluate asks for 1% of the gold
 chunk's tokens, which differs only for gold chunks over 100 tokens.
 """
 
 from __future__ import annotations
+
+from typing import Callable
 
 FREE, TAKEN = "free", "taken"
 
@@ -108,3 +116,49 @@ def _pack(g, p):
     if p is not None and g is not None and p[3] is not None and g[0] != p[0]:
         p[3] = 0                                        # another type: no distance read
     return (None if g is None else tuple(g), None if p is None else tuple(p))
+
+
+def prediction_fixed_canon(tape: list) -> Callable[[object, int], object]:
+    """For a fixed prediction read as ``tape`` (its IOBES (prefix, type) per token):
+    canon(state, i) maps the :func:`type_step` state after token i to one that every
+    continuation of the gold side scores the same (module doc):
+
+    - the open gold chunk's length is read only by a later prediction of its type
+      starting inside it: dropped where the tape has none after token i;
+    - with the prediction p open, ``left`` tokens of it to come and ``rest`` after
+      it, no gold chunk reaches σ > U at p's end, U = max(left, σ_now + left) (σ_now
+      of the open gold chunk g when g is free and of p's type), so σ* ≥ U all lose to
+      every g_r: σ* := min(σ*, U);
+    - with such a g, σ* ≤ L = σ_now + min(0, left − 1 − rest) all lose to g if g ends
+      inside p (its σ then exceeds σ_now) and give it a budget r ≥ rest if it runs on
+      past p, which no later token spends; every candidate begun after token i has
+      σ ≥ 1, so without g L = −rest, and with g held by an earlier prediction (it may
+      come free inside p, or not) L = min(−rest, σ_now + min(0, left − 1 − rest)):
+      σ* := max(σ*, L)."""
+    n = len(tape)
+    end, later = [0] * n, [frozenset()] * n
+    last, types = n, frozenset()
+    for i in range(n - 1, -1, -1):
+        later[i] = types
+        if tape[i][0] in ("B", "S"):
+            types = types | {tape[i][1]}
+        if tape[i][0] in ("E", "S"):
+            last = i
+        end[i] = last
+
+    def canon(state, i: int):
+        if state == 0:
+            return state
+        g, p = state
+        if g is not None and g[1] and g[0] not in later[i]:
+            g = (g[0], 0, g[2])
+        if p is not None and p[1] is not None:
+            tx, best, other, sigma = p
+            left, rest = end[i] - i, n - 1 - end[i]
+            top, low = left, -rest
+            if g is not None and g[0] == tx and sigma is not None and _open_to(g):
+                top, near = max(left, sigma + left), sigma + min(0, left - 1 - rest)
+                low = near if g[2] == FREE else min(low, near)
+            p = (tx, min(max(best, low), top), other, sigma)
+        return (g, p)
+    return canon
