@@ -27,10 +27,10 @@ machine-built twin (tested).
 
 from __future__ import annotations
 
+import weakref
 from typing import Callable
 
 import numpy as np
-from scipy import sparse
 
 from ..core.errors import BudgetError, InputError
 from ..schemes.matching import fixed_iobes
@@ -112,53 +112,20 @@ def _parts(w, opens, closes, src, tix, types) -> list:
 LAYER_BYTES = 1 << 30
 
 
-def _forward(lattice, fixed_chunks, step: Step, fixed: str, tape: bool = False,
-             canon=None):
-    """The recursion (module doc): the last layer's (states, P, E) before the
-    sentence's end, the end's pieces, and with ``tape`` every layer's tables."""
-    n, C = lattice.n, lattice.n + 1
-    run = _Stepper(step, fixed_chunks, n, fixed, canon)
+_PARTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _lattice_parts(lattice) -> tuple[list, tuple]:
+    """Per layer (w, opens, :func:`_parts` from layer 1 on), and the last token's
+    (IOBES values, final weights): what the recursion reads of the lattice whatever
+    the fixed side (cached while the lattice lives: MEU scores many candidates)."""
+    got = _PARTS.get(lattice)
+    if got is not None:
+        return got
     space = lattice.space
     tix, types = space.type_index, space.types
-    layers = []
-    for i, w, _, _, opens, closes, src, dst in scaled_layers(lattice.chain, space):
-        S2 = len(dst)
-        if i == 0:
-            st0 = opens[0].astype(int)
-            P = np.zeros((1, 2 * S2, C))
-            P[0, st0 * S2 + np.arange(S2), st0] = w[0]
-            qs, E = [0], np.zeros_like(P)
-            layers.append((w, st0))
-            continue
-        parts = _parts(w, opens, closes, src, tix, types)
-        hs, nxt = run.moves(qs, i - 1, [part[0] for part in parts])
-        new, where = np.unique(nxt, return_inverse=True)
-        where = where.reshape(nxt.shape)
-        ids = range(len(new))
-        need = 8.0 * 2 * (len(qs) * P.shape[1] + len(ids) * 2 * S2) * C
-        if need > LAYER_BYTES:
-            raise BudgetError(f"the credit count of this {n}-token sentence needs "
-                              f"{need / 2**20:.0f} MiB for one layer's tables ({len(ids)} "
-                              f"counter states at token {i}), over {LAYER_BYTES / 2**20:.0f} "
-                              f"MiB", estimate=need, budget=LAYER_BYTES)
-        P2, E2 = np.zeros((len(ids), 2 * S2, C)), np.zeros((len(ids), 2 * S2, C))
-        steps = []
-        for (_, s2, MT, rows, cols, mask), hk, dst_ids in zip(parts, hs, where):
-            h = hk[:, None, None]
-            gather = sparse.csc_matrix((np.ones(len(qs)), dst_ids, np.arange(len(qs) + 1)),
-                                       shape=(len(ids), len(qs)))
-            to = s2 * S2 + cols
-            for A, B in ((P2, P[:, rows]), (E2, E[:, rows] + h * P[:, rows])):
-                A[:, to, s2:] += (gather @ (MT @ B[:, :, :C - s2]).reshape(
-                    len(qs), -1)).reshape(len(ids), len(cols), C - s2)
-            steps.append((s2, MT, rows, cols, mask, h, dst_ids))
-        scale = float(P2.sum())
-        if not scale > 0:
-            raise InputError("the lattice gives no weight to any valid sequence")
-        if tape:
-            layers.append((P, E, w, steps, scale))
-        qs, P, E = list(new), flush(P2 / scale), flush(E2 / scale)
-    # the last token: its chunk, if any, ends with the sentence
+    layers = [(w, opens, None if i == 0 else _parts(w, opens, closes, src, tix, types))
+              for i, w, _, _, opens, closes, src, _ in scaled_layers(lattice.chain, space)]
     fin = np.exp(lattice.chain.final - np.max(lattice.chain.final))
     last = lattice.chain.labels[-1]
     S = len(last)
@@ -166,8 +133,63 @@ def _forward(lattice, fixed_chunks, step: Step, fixed: str, tape: bool = False,
     inside = np.broadcast_to(tix[last] >= 0, (2, S))
     codes = _iobes_codes(inside, np.broadcast_to(tname, (2, S)),
                          np.broadcast_to(np.arange(2)[:, None], (2, S)), inside)
-    h_end, nxt = run.moves(qs, n - 1, codes)                           # (2S, Q)
-    return P, E, np.concatenate([fin, fin]), h_end.T, (nxt == 0).T, layers
+    got = _PARTS[lattice] = (layers, (codes, np.concatenate([fin, fin])))
+    return got
+
+
+def _forward(lattice, fixed_chunks, step: Step, fixed: str, tape: bool = False,
+             canon=None):
+    """The recursion (module doc): the last layer's (states, P, E) before the
+    sentence's end, the end's pieces, and with ``tape`` every layer's tables."""
+    n, C = lattice.n, lattice.n + 1
+    run = _Stepper(step, fixed_chunks, n, fixed, canon)
+    parts_of, (end_codes, fin2) = _lattice_parts(lattice)
+    layers = []
+    for i, (w, opens, parts) in enumerate(parts_of):
+        S2 = w.shape[1]
+        if i == 0:
+            st0 = opens[0].astype(int)
+            P = np.zeros((1, 2 * S2, C))
+            P[0, st0 * S2 + np.arange(S2), st0] = w[0]
+            qs, E = [0], np.zeros_like(P)
+            layers.append((w, st0))
+            continue
+        hs, nxt = run.moves(qs, i - 1, [part[0] for part in parts])
+        new, where = np.unique(nxt, return_inverse=True)
+        where = where.reshape(nxt.shape)
+        Q2 = len(new)
+        need = 8.0 * 2 * (len(qs) * P.shape[1] + Q2 * 2 * S2) * C
+        if need > LAYER_BYTES:
+            raise BudgetError(f"the credit count of this {n}-token sentence needs "
+                              f"{need / 2**20:.0f} MiB for one layer's tables ({Q2} "
+                              f"counter states at token {i}), over {LAYER_BYTES / 2**20:.0f} "
+                              f"MiB", estimate=need, budget=LAYER_BYTES)
+        steps, at, vp, ve = [], [], [], []
+        held = ((P != 0) | (E != 0)).any(axis=2)                  # (Q, 2S): any mass
+        for (_, s2, MT, rows, cols, mask), hk, dst_ids in zip(parts, hs, where):
+            if not tape:                # only the states with mass on the part's rows
+                live = np.flatnonzero(held[:, rows].any(axis=1))
+                hk, dst_ids = hk[live], dst_ids[live]
+            h = hk[:, None, None]
+            bp = (P if tape else P[live])[:, rows, :C - s2]
+            be = (E if tape else E[live])[:, rows, :C - s2] + h * bp
+            cell = (dst_ids[:, None] * (2 * S2) + s2 * S2 + cols[None, :]) * C + s2
+            at.append((cell[:, :, None] + np.arange(C - s2)).ravel())
+            vp.append((MT @ bp).ravel())
+            ve.append((MT @ be).ravel())
+            steps.append((s2, MT, rows, cols, mask, h, dst_ids))
+        at = np.concatenate(at)        # one scatter-add per table for all the parts
+        P2 = np.bincount(at, np.concatenate(vp), Q2 * 2 * S2 * C).reshape(Q2, 2 * S2, C)
+        E2 = np.bincount(at, np.concatenate(ve), Q2 * 2 * S2 * C).reshape(Q2, 2 * S2, C)
+        scale = float(P2.sum())
+        if not scale > 0:
+            raise InputError("the lattice gives no weight to any valid sequence")
+        if tape:
+            layers.append((P, E, w, steps, scale))
+        qs, P, E = list(new), flush(P2 / scale), flush(E2 / scale)
+    # the last token: its chunk, if any, ends with the sentence
+    h_end, nxt = run.moves(qs, n - 1, end_codes)                       # (2S, Q)
+    return P, E, fin2, h_end.T, (nxt == 0).T, layers
 
 
 def _close(P, E, fin2, h_end, ok):

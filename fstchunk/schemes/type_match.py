@@ -124,7 +124,9 @@ def prediction_fixed_canon(tape: list) -> Callable[[object, int], object]:
     continuation of the gold side scores the same (module doc):
 
     - the open gold chunk's length is read only by a later prediction of its type
-      starting inside it: dropped where the tape has none after token i;
+      starting inside it, and its type only against the types of the open and later
+      predictions: the length is dropped where the tape has no later prediction of
+      its type, and the type too (None) where the open prediction is not of it;
     - with the prediction p open, ``left`` tokens of it to come and ``rest`` after
       it, no gold chunk reaches σ > U at p's end, U = max(left, σ_now + left) (σ_now
       of the open gold chunk g when g is free and of p's type), so σ* ≥ U all lose to
@@ -150,8 +152,8 @@ def prediction_fixed_canon(tape: list) -> Callable[[object, int], object]:
         if state == 0:
             return state
         g, p = state
-        if g is not None and g[1] and g[0] not in later[i]:
-            g = (g[0], 0, g[2])
+        if g is not None and g[0] not in later[i]:
+            g = (g[0] if p is not None and g[0] == p[0] else None, 0, g[2])
         if p is not None and p[1] is not None:
             tx, best, other, sigma = p
             left, rest = end[i] - i, n - 1 - end[i]
