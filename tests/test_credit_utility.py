@@ -150,6 +150,44 @@ def test_refusals():
         near_boundaries(tuple("ABCDEFGHIJK"), 200)          # refused before it is built
 
 
+def span_half_but_c(match, x, y):
+    """span_half, except that a C chunk right with its span and type earns nothing."""
+    h, nxt = span_half(match, x, y)
+    return (0 if h == 2 and "C" in (x[1], y[1]) else h), nxt
+
+
+def test_a_step_that_is_not_the_counters_own_is_refused():
+    """The recursion trusts that C is built from the step: checked on short pairs, a
+    wrong step is one clear error naming a pair they disagree on, from expected and
+    from MEU; composition (method "fst") reads C alone."""
+    lat = lattice(4, "IOB2", 3, 1.0)
+    wrong = CreditUtility("span", span_half_machine, unit=2, step=tp_step)
+    with pytest.raises(InputError, match=r"utility span: its step and its credit counter C "
+                                         r"disagree on the pair x = S-A, y = S-A \(IOBES\): "
+                                         r"the step gives 1 credits, C gives \[2\]"):
+        wrong.expected(lat, hypothesis=["B-A", "O", "O"])
+    with pytest.raises(InputError, match="disagree on the pair"):
+        decoder("meu", utility=wrong).decode(lat)
+    assert wrong.expected(lat, hypothesis=["B-A", "O", "O"], method="fst") == pytest.approx(
+        CreditUtility("span", span_half_machine, unit=2).expected(lat, hypothesis=["B-A", "O",
+                                                                                   "O"]))
+    stuck_step = CreditUtility("stuck", stuck_machine, step=stuck)
+    with pytest.raises(InputError, match=r"the step gives no count \(it ends away from "
+                                         r"rest\), C gives no path"):
+        stuck_step.expected(lat, hypothesis=["B-A", "O", "O"])
+    # a difference on the third type only: found by the random pairs over every type
+    tags = enc.scheme_tags("IOB2", ("A", "B", "C"))
+    abc = Lattice.from_scores(tags, *random_scores(np.random.default_rng(0), len(tags), 3),
+                              scheme="IOB2")
+    with pytest.raises(InputError, match="C"):
+        CreditUtility("c", span_half_machine, unit=2, step=span_half_but_c).expected(
+            abc, hypothesis=["B-C", "O", "O"])
+    right = CreditUtility("span", span_half_machine, unit=2, step=span_half)
+    got = right.expected(abc, hypothesis=["B-C", "O", "O"])
+    assert right._checked == {("A", "B", "C")}
+    assert got == pytest.approx(right.expected(abc, hypothesis=["B-C", "O", "O"], method="fst"))
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 7), st.data())
 def test_span_half_walks_to_the_oracle_on_random_chunkings(n, data):

@@ -21,7 +21,8 @@ acceptor composed with C, the other tape kept), with the chunk counter M of the
 other side and the lattice (:func:`fstchunk.decoding.expected.joint_by_composition`):
 the exact law of (h, m), so E[u] exactly, in either direction.  Given the ``step`` C
 is built from, ``method="fast"`` runs that step as a recursion on the lattice instead
-(:mod:`fstchunk.engine.stepped`: no machine built, the same numbers).  MEU reranks the k
+(:mod:`fstchunk.engine.stepped`: no machine built, the same numbers; the step is
+checked against C on short pairs first, :meth:`CreditUtility.check_step`).  MEU reranks the k
 best paths and the conlleval MEU decision by that exact E[u]: no certificate
 (``gap`` inf), as ``meu-kbest``.
 
@@ -48,6 +49,7 @@ from ..engine.meu import DEFAULT_MEMORY_BUDGET
 from ..engine.stepped import step_count_table
 from ..grammars import budget, counting, fsa
 from ..schemes import encodings as enc
+from ..schemes.matching import walk
 from ..schemes.near_match import near_step
 from ..structures.decision import Decoding
 from ..structures.lattice import Lattice
@@ -64,6 +66,10 @@ K = 20
 #: how far the law of (h, m) may fall short of mass 1 before C is said to reject pairs
 MASS_SLACK = 1e-9
 
+#: a ``step`` is checked against C on every pair of chunkings of up to this many tokens
+#: over C's first two types, and on CHECK_PAIRS random pairs of up to 6 tokens over all
+CHECK_TOKENS, CHECK_PAIRS = 3, 400
+
 
 class CreditUtility(Utility):
     """F_β with h(x, y)/unit in place of tp, h from a credit counter C (module doc).
@@ -75,8 +81,8 @@ class CreditUtility(Utility):
         unit: the credits of one point (a whole number ≥ 1).
         k: the paths MEU reranks.
         step: the step C is built from (``credit_transducer(types, top, states,
-            step)``), if any: ``expected(method="fast")`` then runs it as a recursion.
-            A module-level function, as ``build``.
+            step)``), if any: ``expected(method="fast")`` then runs it as a recursion,
+            after :meth:`check_step`.  A module-level function, as ``build``.
         bound: lattice -> B[type, s, e, m] ≥ E-side credit of the chunk (t, s, e), in
             points, jointly with the reference's count m: Pr-weighted, so that
             Σ_{p ∈ x} B[p, m] ≥ E[h(x, y)/unit · 1{m(y) = m}] for every decision x (as
@@ -90,6 +96,7 @@ class CreditUtility(Utility):
         super().__init__(name)
         self.build, self.unit, self.k, self.step, self.bound = build, int(unit), k, step, bound
         self._machines: dict = {}               # the last C built, by (types, top)
+        self._checked: set = set()              # type sets the step agrees with C on
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_machines": {}}      # workers build their own
@@ -174,6 +181,38 @@ class CreditUtility(Utility):
         den = len(cx) + to_beta_sq(beta) * len(cy)
         return 1.0 if den == 0 else (1 + to_beta_sq(beta)) * h / den
 
+    def check_step(self, types: Sequence[str]) -> None:
+        """InputError unless ``step`` gives the credits C gives (module doc: the
+        recursion trusts that C is built from it), on every pair of chunkings of up to
+        :data:`CHECK_TOKENS` tokens over C's first two types and :data:`CHECK_PAIRS`
+        random pairs of up to 6 over all of them; once per type set."""
+        types = tuple(types)
+        if self.step is None or types in self._checked:
+            return
+        c = self.build(types, self.unit * 6)
+        table, arcs = counting.marker_symbols(types, self.unit * 6), {}
+        rng = np.random.default_rng(0)
+        pairs = [(x, y, n) for n in range(1, CHECK_TOKENS + 1)
+                 for x in _chunkings(n, types[:2]) for y in _chunkings(n, types[:2])]
+        for _ in range(CHECK_PAIRS):
+            n = int(rng.integers(1, 7))
+            pairs.append((_random_chunking(rng, n, types), _random_chunking(rng, n, types), n))
+        for x, y, n in pairs:
+            tx, ty = (enc.chunks_to_tags(z, n, "IOBES") for z in (x, y))
+            got = _machine_credits(c, table, arcs, tx, ty)
+            try:
+                want = walk(self.step, x, y, n)
+            except InputError:              # not at rest at the end
+                want = None
+            if got != [want]:
+                said = "no count (it ends away from rest)" if want is None else f"{want} credits"
+                raise InputError(
+                    f"utility {self.name}: its step and its credit counter C disagree on "
+                    f"the pair x = {' '.join(tx)}, y = {' '.join(ty)} (IOBES): the step "
+                    f"gives {said}, C gives {got or 'no path'}; give the step C "
+                    f"is built from, or none (then method 'fast' composes C)")
+        self._checked.add(types)
+
     def pushed(self, lattice):
         raise InputError(f"utility {self.name} counts credits with its own machine, not a "
                          f"map of chunk types: it has no pushed lattice")
@@ -190,6 +229,7 @@ class CreditUtility(Utility):
         b2 = to_beta_sq(beta)
         if method == "fast" and self.step is not None:
             lattice.space.require_chunks(f"the {self.name} utility")
+            self.check_step(lattice.space.types)
             Z, H = step_count_table(lattice, chunks, self.step, what)
             return float(from_count_table(Z, H / self.unit, len(chunks), b2, "decoding"
                                           if what == "hypothesis" else "training").f)
@@ -244,6 +284,52 @@ def near_boundaries(types: tuple, top: int) -> pynini.Fst:
                  f"to {top}", budget.near_counter((top + 1) // 2, len(types)),
                  "score shorter sentences or raise the state budget")
     return counting.credit_transducer(types, top, None, near_step)
+
+
+def _chunkings(n: int, types: tuple, start: int = 0) -> list:
+    """Every chunking of tokens start..n-1 over ``types``."""
+    if start >= n:
+        return [[]]
+    out = [rest for rest in _chunkings(n, types, start + 1)]
+    for e in range(start + 1, n + 1):
+        for t in types:
+            out += [[(t, start, e)] + rest for rest in _chunkings(n, types, e)]
+    return out
+
+
+def _random_chunking(rng, n: int, types: tuple) -> list:
+    """A chunking of ``n`` tokens: chunks of random types and lengths, gaps between."""
+    out, i = [], 0
+    while i < n:
+        if rng.random() < 0.6:
+            e = int(rng.integers(i + 1, n + 1))
+            out.append((types[int(rng.integers(len(types)))], i, e))
+            i = e
+        else:
+            i += 1
+    return out
+
+
+def _machine_credits(c: pynini.Fst, table, arcs: dict, x: list, y: list) -> list:
+    """The credits every path of C writes on the aligned pair of IOBES tags x:y (one
+    entry per path); ``arcs`` caches C's arcs by state."""
+    def out(s):
+        if s not in arcs:
+            arcs[s] = {}
+            for a in c.arcs(s):
+                arcs[s].setdefault((a.ilabel, a.olabel), []).append(a.nextstate)
+        return arcs[s]
+    at = {c.start(): 1}
+    for a, b in zip(x, y):
+        key, nxt = (table.find(a), table.find(b)), {}
+        for s, k in at.items():
+            for q in out(s).get(key, ()):
+                nxt[q] = nxt.get(q, 0) + k
+        at = nxt
+    zero = pynini.Weight.zero(c.weight_type())
+    return sorted(counting.decode_marker(il)[1] for s, k in at.items()
+                  for (il, _), qs in out(s).items() if il >= counting.MARKER_BASE
+                  for q in qs if c.final(q) != zero for _ in range(k))
 
 
 def _with_markers(ys: pynini.Fst, side: pynini.Fst, top: int) -> pynini.Fst:
