@@ -237,6 +237,20 @@ def random_lattice(n: int, seed: int = 0) -> Lattice:
     return Lattice.from_scores(tags, rng.normal(size=(n, 3)), rng.normal(size=(3, 3)))
 
 
+@pytest.mark.parametrize("name,counter", [("type", "the type-match counter⊠M"),
+                                          ("partial", "the partial-credit counter P⊠M"),
+                                          ("weighted:NP=2", "the weighted T⊠M")])
+def test_a_utility_composition_over_budget_names_its_counter(name, counter):
+    from fstchunk.decoding.utilities import utility
+    B.set_state_budget(20_000)
+    with pytest.raises(BudgetError) as e:
+        utility(name).expected(random_lattice(40), hypothesis=["B-NP"] + ["O"] * 39,
+                               method="fst")
+    assert (f'the expected value by composition (method="fst") on a lattice of 40 tokens '
+            f'and 3 IOB2 tags: composing {counter} with it' in str(e.value))
+    assert 'use method="fast"' in str(e.value)
+
+
 def test_expected_f_fst_refused_quickly_on_300_tokens():
     lat = random_lattice(300)
     ref = ["B-NP", "I-NP", "O"] * 100
@@ -245,7 +259,8 @@ def test_expected_f_fst_refused_quickly_on_300_tokens():
         expected_f(lat, reference=ref, method="fst")
     assert time.thread_time() - t0 < 10.0
     msg = str(e.value)
-    assert 'expected_f(method="fst") on a lattice of 300 tokens and 3 IOB2 tags' in msg
+    assert ('the expected value by composition (method="fst") on a lattice of 300 tokens '
+            'and 3 IOB2 tags: composing T⊠M with it' in msg)
     assert 'use method="fast"' in msg and "state budget of 4,000,000" in msg
     assert e.value.estimate > e.value.budget == B.DEFAULT_STATE_BUDGET
     fast = expected_f(lat, reference=ref, method="fast")       # the way out works

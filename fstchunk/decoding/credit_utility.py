@@ -155,7 +155,8 @@ class CreditUtility(Utility):
         acc = self._specialised(chunks, n, types, what)
         tm = budget.pair_acceptor(n, [(s, e) for _, s, e in chunks], len(types))
         joint = joint_by_composition(lattice, chunks, acceptor=acc, top=self.unit * n,
-                                     growth=-(-acc.num_states() // max(1, tm.states)))
+                                     growth=-(-acc.num_states() // max(1, tm.states)),
+                                     counter=f"the {self.name} counter C⊠M")
         if abs(joint.sum() - 1) > MASS_SLACK:
             raise InputError(f"utility {self.name}: its credit counter gives the pairs of "
                              f"this lattice's sequences mass {joint.sum():.12g}, not 1: it "

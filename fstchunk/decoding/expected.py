@@ -146,7 +146,7 @@ def composition_estimate(lattice: Lattice, fixed_chunks) -> dict[str, budget.Est
 
 
 def joint_by_composition(lattice: Lattice, fixed_chunks, acceptor=None, top: int | None = None,
-                         growth: int = 1) -> np.ndarray:
+                         growth: int = 1, counter: str = "T⊠M") -> np.ndarray:
     """Pr(tp = a, m_random = b) by composing T⊠M (specialised) with the lattice.
 
     R = A ∘ (E_scheme · markers*) ∘ (Q · markers*), A = T⊠M with one tape fixed
@@ -154,14 +154,16 @@ def joint_by_composition(lattice: Lattice, fixed_chunks, acceptor=None, top: int
     tags are deleted and the marker strings <tp=a><m=b> summed by epsilon removal.
     ``acceptor``: another counter specialised to the fixed side in place of A (the
     partial-credit counter P⊠M of :mod:`fstchunk.grammars.partial`, a weighted T⊠M),
-    whose counts reach ``top`` (default n) and whose size is ``growth`` times A's.
-    BudgetError, before anything is built, if the largest would exceed the budget.
+    whose counts reach ``top`` (default n) and whose size is ``growth`` times A's;
+    ``counter`` names it in messages.  BudgetError, before anything is built, if the
+    largest would exceed the budget.
     """
     n = lattice.n
     largest = max(composition_estimate(lattice, fixed_chunks).values(), key=lambda e: e.size)
     largest = budget.Estimate(growth * largest.states, growth * largest.arcs)
-    budget.check(f'expected_f(method="fst") on a lattice of {n} tokens and '
-                 f'{len(lattice.tags)} {lattice.scheme} tags: composing T⊠M with it',
+    budget.check(f'the expected value by composition (method="fst") on a lattice of {n} '
+                 f'tokens and {len(lattice.tags)} {lattice.scheme} tags: composing '
+                 f'{counter} with it',
                  largest, 'use method="fast" (the same numbers without building a machine; '
                  '`fstchunk expected --method fast`)')
     types = lattice.space.types

@@ -91,7 +91,8 @@ class PartialMatch(MatchUtility):
         if method == "fast":
             return float(expected_partial_f(lattice, chunks, beta_sq, what))
         joint = joint_by_composition(lattice, chunks, specialised_partial_acceptor(
-            chunks, lattice.n, lattice.space.types, what), 2 * lattice.n, growth=12)
+            chunks, lattice.n, lattice.space.types, what), 2 * lattice.n, growth=12,
+            counter="the partial-credit counter P⊠M")
         Z, H = joint.sum(axis=0), np.arange(joint.shape[0]) @ joint / 2
         return float(from_count_table(Z, H, len(chunks), beta_sq, "decoding" if what ==
                                       "hypothesis" else "training").f)

@@ -75,7 +75,8 @@ def expected_type_f(lattice, chunks, beta_sq: float, fixed: str = "hypothesis",
         tm = budget.pair_acceptor(lattice.n, [(s, e) for _, s, e in chunks],
                                   len(lattice.space.types))
         joint = joint_by_composition(lattice, chunks, acc, lattice.n,
-                                     growth=-(-acc.num_states() // max(1, tm.states)))
+                                     growth=-(-acc.num_states() // max(1, tm.states)),
+                                     counter="the type-match counter⊠M")
         Z, H = joint.sum(axis=0), np.arange(joint.shape[0]) @ joint
     else:
         raise InputError(f"unknown method {method!r}; use 'fst' or 'fast'")

@@ -96,7 +96,8 @@ class WeightedF(Utility):
                                              step=weighted_tp_step(self.weights),
                                              credit_bound=top, weights=self.weights)
         joint = joint_by_composition(lattice, chunks, acceptor, top,
-                                     growth=int(weights.max()) ** 2)
+                                     growth=int(weights.max()) ** 2,
+                                     counter="the weighted T⊠M")
         Z, T = joint.sum(axis=0), np.arange(joint.shape[0]) @ joint
         fixed_count = sum(self._w(t) for t, _, _ in chunks)
         return float(from_count_table(Z, T, fixed_count, b2, "decoding" if what ==
