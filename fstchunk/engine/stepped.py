@@ -18,7 +18,9 @@ whether its chunk started on it (kept as a bit beside the tag) and whether it en
 on it (read on the next layer's arc, or the sentence's end), so the step for token
 i is taken on the arcs into token i + 1.  States (step state q, tag, start bit,
 count) carry pairs ⟨p, p·h⟩ of the expectation semiring; only the step states
-reachable against the fixed side are visited, each layer rescaled.  O(n·Q·S²·n)
+reachable against the fixed side are visited (merged by the step's ``canon`` where it
+has one), and of those only the ones with mass on an arc group's tags, each layer
+rescaled and added by one scatter per table.  O(n·Q·S²·n)
 time for Q reachable step states (BudgetError where one layer's tables would exceed
 :data:`LAYER_BYTES`).  The composition of the specialised counter with
 the lattice (:func:`fstchunk.grammars.counting.specialised_pair_acceptor`) is its
