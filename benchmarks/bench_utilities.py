@@ -15,7 +15,7 @@ test set.
     FSTCHUNK_DATA=../shared/data python benchmarks/bench_utilities.py --models /tmp/unl
     FSTCHUNK_DATA=../shared/data python benchmarks/bench_utilities.py --set types --corpora ned
     FSTCHUNK_DATA=../shared/data python benchmarks/bench_utilities.py --set partial
-    FSTCHUNK_DATA=../shared/data python benchmarks/bench_utilities.py --set type --corpora ned --limit 600
+    FSTCHUNK_DATA=../shared/data python benchmarks/bench_utilities.py --set type
 """
 
 from __future__ import annotations
