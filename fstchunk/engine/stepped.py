@@ -166,7 +166,16 @@ def _forward(lattice, fixed_chunks, step: Step, fixed: str, tape: bool = False,
                               f"{need / 2**20:.0f} MiB for one layer's tables ({Q2} "
                               f"counter states at token {i}), over {LAYER_BYTES / 2**20:.0f} "
                               f"MiB", estimate=need, budget=LAYER_BYTES)
-        steps, at, vp, ve = [], [], [], []
+        size = Q2 * 2 * S2 * C
+        P2, E2 = np.zeros(size), np.zeros(size)
+        steps, at, vp, ve, pending = [], [], [], [], 0
+
+        def scatter():                 # one scatter-add per table for the parts so far
+            if at:
+                where_at = np.concatenate(at)
+                np.add(P2, np.bincount(where_at, np.concatenate(vp), size), out=P2)
+                np.add(E2, np.bincount(where_at, np.concatenate(ve), size), out=E2)
+                at.clear(), vp.clear(), ve.clear()
         held = ((P != 0) | (E != 0)).any(axis=2)                  # (Q, 2S): any mass
         for (_, s2, MT, rows, cols, mask), hk, dst_ids in zip(parts, hs, where):
             if not tape:                # only the states with mass on the part's rows
@@ -180,9 +189,12 @@ def _forward(lattice, fixed_chunks, step: Step, fixed: str, tape: bool = False,
             vp.append((MT @ bp).ravel())
             ve.append((MT @ be).ravel())
             steps.append((s2, MT, rows, cols, mask, h, dst_ids))
-        at = np.concatenate(at)        # one scatter-add per table for all the parts
-        P2 = np.bincount(at, np.concatenate(vp), Q2 * 2 * S2 * C).reshape(Q2, 2 * S2, C)
-        E2 = np.bincount(at, np.concatenate(ve), Q2 * 2 * S2 * C).reshape(Q2, 2 * S2, C)
+            pending += at[-1].size
+            if pending > size:         # the pending entries stay within a table's size
+                scatter()
+                pending = 0
+        scatter()
+        P2, E2 = P2.reshape(Q2, 2 * S2, C), E2.reshape(Q2, 2 * S2, C)
         scale = float(P2.sum())
         if not scale > 0:
             raise InputError("the lattice gives no weight to any valid sequence")
